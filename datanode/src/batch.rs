@@ -1,0 +1,310 @@
+//! A batch of primary-key operations: encoded at the edge, split by LDM
+//! worker, executed, then read back result by result.
+//!
+//! Every value is checked against the table's schema as it is added, so a bad
+//! one is refused before anything is sent; the operations that are sent each
+//! succeed or fail on their own.
+
+use std::sync::Arc;
+
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::catalog::Table;
+use crate::ldm::{Op, OpBatch, OpKind, OpResult, Span};
+use crate::storage::OpError;
+use crate::storage::codec::{self, ValueError};
+use crate::storage::value::Value;
+
+/// Why an operation failed; nothing of it was applied.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OperationError {
+    #[error(transparent)]
+    Value(#[from] ValueError),
+    #[error("a row with this primary key already exists in table '{table}'")]
+    DuplicateKey { table: String },
+    #[error("no row with this primary key in table '{table}'")]
+    NotFound { table: String },
+    #[error(
+        "column '{column}' of table '{table}' needs a value: the row does not exist and the column is NOT NULL"
+    )]
+    MissingColumn { table: String, column: String },
+    #[error("out of DataMemory: this data node has no free page for table '{table}'")]
+    OutOfDataMemory { table: String },
+    #[error("a fragment of table '{table}' is full; the table needs more fragments")]
+    FragmentFull { table: String },
+    #[error("table '{table}' was dropped")]
+    NoSuchTable { table: String },
+}
+
+impl OperationError {
+    /// The error's name, as clients see it.
+    pub fn code(&self) -> &'static str {
+        match self {
+            OperationError::Value(_) => "INVALID_VALUE",
+            OperationError::DuplicateKey { .. } => "DUPLICATE_KEY",
+            OperationError::NotFound { .. } => "NOT_FOUND",
+            OperationError::MissingColumn { .. } => "MISSING_COLUMN",
+            OperationError::OutOfDataMemory { .. } => "OUT_OF_DATA_MEMORY",
+            OperationError::FragmentFull { .. } => "FRAGMENT_FULL",
+            OperationError::NoSuchTable { .. } => "NO_SUCH_TABLE",
+        }
+    }
+
+    /// RonDB's number for the error, where RonDB has one.
+    pub fn number(&self) -> Option<u32> {
+        match self {
+            OperationError::Value(_) => None,
+            OperationError::DuplicateKey { .. } => Some(630),
+            OperationError::NotFound { .. } => Some(626),
+            OperationError::MissingColumn { .. } => Some(839),
+            OperationError::OutOfDataMemory { .. } => Some(827),
+            OperationError::FragmentFull { .. } => Some(633),
+            OperationError::NoSuchTable { .. } => Some(723),
+        }
+    }
+}
+
+/// What an operation did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// A read found its row.
+    Found(Row),
+    /// A read found no row with its key.
+    Absent,
+    Inserted,
+    Updated,
+    Deleted,
+}
+
+/// A row read back, its values in the table's column order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    table: Arc<Table>,
+    values: Vec<Value>,
+}
+
+impl Row {
+    pub(crate) fn decode(table: &Arc<Table>, image: &[u8]) -> Row {
+        let layout = &table.layout;
+        let (fixed, var) = image.split_at(layout.slot_size);
+        let values = (0..layout.columns.len() as u16)
+            .map(|c| codec::decode(layout, fixed, var, c))
+            .collect();
+        Row {
+            table: Arc::clone(table),
+            values,
+        }
+    }
+
+    pub fn values(&self) -> &[Value] {
+        &self.values
+    }
+
+    pub fn into_values(self) -> Vec<Value> {
+        self.values
+    }
+
+    /// The value of the column with this name.
+    pub fn get(&self, column: &str) -> Option<&Value> {
+        self.table
+            .layout
+            .column_index(column)
+            .map(|c| &self.values[c as usize])
+    }
+
+    pub fn table(&self) -> &Arc<Table> {
+        &self.table
+    }
+}
+
+/// The fragment a key belongs to: a stable hash of the encoded key, so the
+/// same key lands in the same fragment on every node and every restart.
+pub(crate) fn fragment_of(key: &[u8], fragments: u16) -> u16 {
+    (((xxh3_64(key) >> 32) * u64::from(fragments)) >> 32) as u16
+}
+
+struct Slot {
+    ldm: u16,
+    index: u32,
+    table: Arc<Table>,
+}
+
+/// Operations to run together. Reusable: `clear` keeps the buffers.
+pub struct Batch {
+    pub(crate) ldms: Vec<OpBatch>,
+    slots: Vec<Slot>,
+    scratch: Vec<u8>,
+}
+
+impl std::fmt::Debug for Batch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batch")
+            .field("ops", &self.slots.len())
+            .finish()
+    }
+}
+
+impl Batch {
+    pub(crate) fn new(ldm_count: usize) -> Batch {
+        Batch {
+            ldms: (0..ldm_count).map(|_| OpBatch::default()).collect(),
+            slots: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Forgets every operation and result, keeping the buffers.
+    pub fn clear(&mut self) {
+        self.slots.clear();
+        for b in &mut self.ldms {
+            b.ops.clear();
+            b.data.clear();
+            b.results.clear();
+            b.out.clear();
+        }
+    }
+
+    /// Reads the row with this primary key (values in key order).
+    pub fn read(&mut self, table: &Arc<Table>, key: &[Value]) -> Result<(), ValueError> {
+        self.scratch.clear();
+        codec::encode_key(&table.layout, key, &mut self.scratch)?;
+        let key = (0, self.scratch.len());
+        self.push(table, OpKind::Read, key, (0, 0), (0, 0));
+        Ok(())
+    }
+
+    /// Deletes the row with this primary key (values in key order).
+    pub fn delete(&mut self, table: &Arc<Table>, key: &[Value]) -> Result<(), ValueError> {
+        self.scratch.clear();
+        codec::encode_key(&table.layout, key, &mut self.scratch)?;
+        let key = (0, self.scratch.len());
+        self.push(table, OpKind::Delete, key, (0, 0), (0, 0));
+        Ok(())
+    }
+
+    /// Inserts a row given as column names and values; columns not given are
+    /// NULL, and every `NOT NULL` column must be given.
+    pub fn insert(&mut self, table: &Arc<Table>, row: &[(&str, Value)]) -> Result<(), ValueError> {
+        self.row_op(table, OpKind::Insert, row)
+    }
+
+    /// Sets the given columns of the row with the given key.
+    pub fn update(&mut self, table: &Arc<Table>, row: &[(&str, Value)]) -> Result<(), ValueError> {
+        self.row_op(table, OpKind::Update, row)
+    }
+
+    /// Updates the row with the given key, or inserts it if there is none.
+    pub fn write(&mut self, table: &Arc<Table>, row: &[(&str, Value)]) -> Result<(), ValueError> {
+        self.row_op(table, OpKind::Write, row)
+    }
+
+    fn row_op(
+        &mut self,
+        table: &Arc<Table>,
+        kind: OpKind,
+        row: &[(&str, Value)],
+    ) -> Result<(), ValueError> {
+        let layout = &table.layout;
+        let mut values: Vec<Option<&Value>> = vec![None; layout.columns.len()];
+        for (name, value) in row {
+            let c = layout.column_index(name).ok_or_else(|| ValueError {
+                column: (*name).to_owned(),
+                problem: format!("table '{}' has no such column", table.name()),
+            })?;
+            if values[c as usize].replace(value).is_some() {
+                return Err(ValueError::new(layout, c, "given more than once"));
+            }
+        }
+        self.scratch.clear();
+        let encoded = codec::encode_row(layout, &values, &mut self.scratch)?;
+        if kind == OpKind::Insert && !encoded.complete {
+            let missing = layout
+                .required
+                .iter()
+                .find(|&&c| values[c as usize].is_none())
+                .expect("incomplete");
+            return Err(ValueError::new(
+                layout,
+                *missing,
+                "a value is required: the column is NOT NULL",
+            ));
+        }
+        self.push(table, kind, encoded.key, encoded.image, encoded.presence);
+        Ok(())
+    }
+
+    /// Moves the operation encoded in `scratch` to its worker's batch.
+    fn push(
+        &mut self,
+        table: &Arc<Table>,
+        kind: OpKind,
+        key: (usize, usize),
+        image: (usize, usize),
+        presence: (usize, usize),
+    ) {
+        let key_bytes = &self.scratch[key.0..key.0 + key.1];
+        let fragment = fragment_of(key_bytes, table.fragments);
+        let ldm = (table.id.0 as usize + fragment as usize) % self.ldms.len();
+        let target = &mut self.ldms[ldm];
+        let base = target.data.len();
+        target.data.extend_from_slice(&self.scratch);
+        let span = |(start, len): (usize, usize)| Span {
+            start: (base + start) as u32,
+            len: len as u32,
+        };
+        target.ops.push(Op {
+            kind,
+            table: table.id,
+            fragment,
+            key: span(key),
+            image: span(image),
+            presence: span(presence),
+        });
+        self.slots.push(Slot {
+            ldm: ldm as u16,
+            index: target.ops.len() as u32 - 1,
+            table: Arc::clone(table),
+        });
+    }
+
+    /// The outcome of operation `i` (in the order added), once executed.
+    pub fn result(&self, i: usize) -> Result<Outcome, OperationError> {
+        let slot = &self.slots[i];
+        let batch = &self.ldms[slot.ldm as usize];
+        let table = || slot.table.name().to_string();
+        match batch.results[slot.index as usize] {
+            OpResult::Found(span) => Ok(Outcome::Found(Row::decode(
+                &slot.table,
+                span.of(&batch.out),
+            ))),
+            OpResult::Absent => Ok(Outcome::Absent),
+            OpResult::Inserted => Ok(Outcome::Inserted),
+            OpResult::Updated => Ok(Outcome::Updated),
+            OpResult::Deleted => Ok(Outcome::Deleted),
+            OpResult::Failed(e) => Err(match e {
+                OpError::DuplicateKey => OperationError::DuplicateKey { table: table() },
+                OpError::NotFound => OperationError::NotFound { table: table() },
+                OpError::MissingColumn(c) => OperationError::MissingColumn {
+                    table: table(),
+                    column: slot.table.layout.name(c).to_owned(),
+                },
+                OpError::OutOfDataMemory => OperationError::OutOfDataMemory { table: table() },
+                OpError::FragmentFull => OperationError::FragmentFull { table: table() },
+                OpError::NoSuchTable => OperationError::NoSuchTable { table: table() },
+            }),
+        }
+    }
+
+    /// Every outcome, in the order the operations were added.
+    pub fn results(&self) -> Vec<Result<Outcome, OperationError>> {
+        (0..self.len()).map(|i| self.result(i)).collect()
+    }
+}

@@ -1,0 +1,362 @@
+//! The engine of one data node: the DataMemory pool, the LDM workers that own
+//! the fragments, and the catalog. Its API is what the transaction
+//! coordinator and the front ends build on.
+
+use std::sync::{Arc, RwLock};
+
+use shoal_wire::schema::{DatabaseName, TableDef};
+use tokio::sync::{Mutex, oneshot};
+
+use crate::batch::{Batch, OperationError, Row};
+use crate::catalog::{Catalog, CatalogError, DatabaseId, Table, TableId};
+use crate::ldm::{FragmentReport, Ldm, Msg};
+use crate::storage::codec::{self, ValueError};
+use crate::storage::fixed::RowRef;
+use crate::storage::layout::Layout;
+use crate::storage::page::DataMemory;
+use crate::storage::value::Value;
+use crate::storage::{CmpOp, Predicate};
+
+/// How to size an engine.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub node_id: u32,
+    /// Bytes of DataMemory, rounded down to whole pages.
+    pub data_memory: u64,
+    /// LDM worker threads.
+    pub ldm_threads: usize,
+    /// Fragments per table; by default twice the LDM threads.
+    pub fragments_per_table: Option<u16>,
+}
+
+/// Most rows one scan returns.
+pub const MAX_SCAN_LIMIT: usize = 100_000;
+/// Most LDM worker threads.
+pub const MAX_LDM_THREADS: usize = 256;
+
+/// A cheap handle to a running engine; clones share it. The workers stop when
+/// the last handle is dropped.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    node_id: u32,
+    pool: Arc<DataMemory>,
+    ldms: Vec<Ldm>,
+    catalog: RwLock<Catalog>,
+    /// Schema changes run one at a time; the catalog lock is never held
+    /// across a wait for the workers.
+    ddl: Mutex<()>,
+    fragments_per_table: u16,
+}
+
+/// One fragment's memory, with the names of its table and database.
+#[derive(Debug, Clone)]
+pub struct FragmentUsage {
+    pub table_id: TableId,
+    pub database: String,
+    pub table: String,
+    pub fragment: u16,
+    pub in_memory_bytes: u64,
+    pub free_in_memory_bytes: u64,
+    pub rows: u64,
+}
+
+impl Engine {
+    /// Reserves DataMemory and starts the LDM workers.
+    pub fn start(config: EngineConfig) -> std::io::Result<Engine> {
+        let invalid = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, msg);
+        if !(1..=MAX_LDM_THREADS).contains(&config.ldm_threads) {
+            return Err(invalid(format!(
+                "LDM threads must be 1 to {MAX_LDM_THREADS}"
+            )));
+        }
+        let fragments = match config.fragments_per_table {
+            Some(0) => return Err(invalid("a table needs at least one fragment".into())),
+            Some(n) => n,
+            None => (2 * config.ldm_threads) as u16,
+        };
+        let pool = DataMemory::new(config.data_memory)?;
+        let mut seed = [0u8; 8];
+        getrandom::fill(&mut seed).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let seed = u64::from_le_bytes(seed);
+        let ldms = (0..config.ldm_threads)
+            .map(|n| Ldm::start(n, Arc::clone(&pool), seed))
+            .collect::<std::io::Result<_>>()?;
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                node_id: config.node_id,
+                pool,
+                ldms,
+                catalog: RwLock::new(Catalog::default()),
+                ddl: Mutex::new(()),
+                fragments_per_table: fragments,
+            }),
+        })
+    }
+
+    pub fn node_id(&self) -> u32 {
+        self.inner.node_id
+    }
+
+    pub fn data_memory(&self) -> &DataMemory {
+        &self.inner.pool
+    }
+
+    pub fn ldm_threads(&self) -> usize {
+        self.inner.ldms.len()
+    }
+
+    fn catalog(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
+        self.inner.catalog.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn catalog_mut(&self) -> std::sync::RwLockWriteGuard<'_, Catalog> {
+        self.inner
+            .catalog
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn ldm_of(&self, table: TableId, fragment: u16) -> &Ldm {
+        &self.inner.ldms[(table.0 as usize + fragment as usize) % self.inner.ldms.len()]
+    }
+
+    /// Sends one message per fragment of `table` and waits for every reply.
+    async fn each_fragment(
+        &self,
+        table: TableId,
+        fragments: u16,
+        msg: impl Fn(u16, oneshot::Sender<()>) -> Msg,
+    ) {
+        let mut waits = Vec::with_capacity(fragments as usize);
+        for f in 0..fragments {
+            let (done, wait) = oneshot::channel();
+            self.ldm_of(table, f).send(msg(f, done));
+            waits.push(wait);
+        }
+        for wait in waits {
+            wait.await.expect("LDM worker replies");
+        }
+    }
+
+    pub async fn create_database(&self, name: &DatabaseName) -> Result<DatabaseId, CatalogError> {
+        let _ddl = self.inner.ddl.lock().await;
+        self.catalog_mut().create_database(name)
+    }
+
+    /// Drops a database and every table in it, giving their pages back.
+    pub async fn drop_database(&self, name: &str) -> Result<(), CatalogError> {
+        let _ddl = self.inner.ddl.lock().await;
+        let tables = self.catalog_mut().remove_database(name)?;
+        for table in tables {
+            self.drop_fragments(&table).await;
+        }
+        Ok(())
+    }
+
+    /// Creates a table with its fragments on the workers.
+    pub async fn create_table(
+        &self,
+        database: &DatabaseName,
+        def: TableDef,
+    ) -> Result<Arc<Table>, CatalogError> {
+        let _ddl = self.inner.ddl.lock().await;
+        let id = {
+            let mut catalog = self.catalog_mut();
+            catalog.check_new_table(database, &def)?;
+            catalog.next_table_id()
+        };
+        let table = Arc::new(Table {
+            id,
+            database: database.clone(),
+            layout: Arc::new(Layout::new(def)),
+            fragments: self.inner.fragments_per_table,
+        });
+        self.each_fragment(id, table.fragments, |fragment, done| Msg::CreateFragment {
+            table: id,
+            fragment,
+            layout: Arc::clone(&table.layout),
+            done,
+        })
+        .await;
+        // Only now may operations find it.
+        self.catalog_mut().add_table(Arc::clone(&table));
+        Ok(table)
+    }
+
+    /// Drops a table, giving all its pages back to the pool.
+    pub async fn drop_table(&self, database: &str, table: &str) -> Result<(), CatalogError> {
+        let _ddl = self.inner.ddl.lock().await;
+        let table = self.catalog_mut().remove_table(database, table)?;
+        self.drop_fragments(&table).await;
+        Ok(())
+    }
+
+    async fn drop_fragments(&self, table: &Table) {
+        let id = table.id;
+        self.each_fragment(id, table.fragments, |fragment, done| Msg::DropFragment {
+            table: id,
+            fragment,
+            done,
+        })
+        .await;
+    }
+
+    pub fn table(&self, database: &str, table: &str) -> Result<Arc<Table>, CatalogError> {
+        self.catalog().table(database, table)
+    }
+
+    /// Every database with its id, in name order.
+    pub fn databases(&self) -> Vec<(DatabaseName, DatabaseId)> {
+        self.catalog()
+            .databases
+            .iter()
+            .map(|(n, db)| (n.clone(), db.id))
+            .collect()
+    }
+
+    /// Every table, in database and table name order.
+    pub fn tables(&self) -> Vec<Arc<Table>> {
+        self.catalog().tables().cloned().collect()
+    }
+
+    /// An empty batch for this engine.
+    pub fn batch(&self) -> Batch {
+        Batch::new(self.inner.ldms.len())
+    }
+
+    /// Runs every operation of the batch on its worker; read the outcomes
+    /// with `Batch::result`.
+    pub async fn execute(&self, batch: &mut Batch) {
+        let mut waits = Vec::new();
+        for (n, ops) in batch.ldms.iter_mut().enumerate() {
+            if ops.ops.is_empty() {
+                continue;
+            }
+            let (reply, wait) = oneshot::channel();
+            self.inner.ldms[n].send(Msg::Ops(std::mem::take(ops), reply));
+            waits.push((n, wait));
+        }
+        for (n, wait) in waits {
+            batch.ldms[n] = wait.await.expect("LDM worker replies");
+        }
+    }
+
+    /// Rows of `table` that pass every condition, at most `limit`, in no
+    /// particular order. Each row is read committed; the scan as a whole is
+    /// not a snapshot.
+    pub async fn scan(
+        &self,
+        table: &Arc<Table>,
+        filter: &[(&str, CmpOp, Value)],
+        limit: usize,
+    ) -> Result<Vec<Row>, OperationError> {
+        let layout = &table.layout;
+        let predicates = filter
+            .iter()
+            .map(|(name, op, value)| {
+                let column = layout.column_index(name).ok_or_else(|| ValueError {
+                    column: (*name).to_owned(),
+                    problem: format!("table '{}' has no such column", table.name()),
+                })?;
+                let operand = match op {
+                    CmpOp::IsNull | CmpOp::IsNotNull => Vec::new(),
+                    _ => codec::encode_operand(layout, column, value)?,
+                };
+                Ok(Predicate {
+                    column,
+                    op: *op,
+                    operand,
+                })
+            })
+            .collect::<Result<Arc<[Predicate]>, ValueError>>()?;
+        let limit = limit.min(MAX_SCAN_LIMIT);
+        let mut rows = Vec::new();
+        for fragment in 0..table.fragments {
+            let mut from: RowRef = 0;
+            while rows.len() < limit {
+                let (reply, wait) = oneshot::channel();
+                self.ldm_of(table.id, fragment).send(Msg::Scan {
+                    table: table.id,
+                    fragment,
+                    from,
+                    filter: Arc::clone(&predicates),
+                    limit: limit - rows.len(),
+                    reply,
+                });
+                let chunk = wait.await.expect("LDM worker replies").ok_or_else(|| {
+                    OperationError::NoSuchTable {
+                        table: table.name().to_string(),
+                    }
+                })?;
+                rows.extend(chunk.rows.iter().map(|&(start, len)| {
+                    Row::decode(table, &chunk.out[start as usize..(start + len) as usize])
+                }));
+                match chunk.next {
+                    Some(next) => from = next,
+                    None => break,
+                }
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Every fragment's memory, with table and database names, from live
+    /// state. With `audit`, each worker first recounts its fragments from the
+    /// pages and panics on a mismatch: for tests.
+    pub(crate) async fn fragment_usage(&self, audit: bool) -> Vec<FragmentUsage> {
+        let mut waits = Vec::new();
+        for ldm in &self.inner.ldms {
+            let (reply, wait) = oneshot::channel();
+            ldm.send(Msg::Memory { audit, reply });
+            waits.push(wait);
+        }
+        let mut reports: Vec<FragmentReport> = Vec::new();
+        for wait in waits {
+            reports.extend(wait.await.expect("LDM worker replies"));
+        }
+        let catalog = self.catalog();
+        let names: rustc_hash::FxHashMap<TableId, &Arc<Table>> =
+            catalog.tables().map(|t| (t.id, t)).collect();
+        let mut usage: Vec<FragmentUsage> = reports
+            .into_iter()
+            .filter_map(|r| {
+                // A table being created or dropped has fragments but no entry.
+                let t = names.get(&r.table)?;
+                Some(FragmentUsage {
+                    table_id: r.table,
+                    database: t.database.to_string(),
+                    table: t.name().to_string(),
+                    fragment: r.fragment,
+                    in_memory_bytes: r.memory.in_memory_bytes(),
+                    free_in_memory_bytes: r.memory.free_in_memory_bytes(),
+                    rows: r.memory.rows,
+                })
+            })
+            .collect();
+        usage.sort_by_key(|u| (u.table_id, u.fragment));
+        usage
+    }
+
+    /// Every fragment's memory, from live state.
+    pub async fn memory_usage(&self) -> Vec<FragmentUsage> {
+        self.fragment_usage(false).await
+    }
+}
+
+impl Engine {
+    #[cfg(test)]
+    pub(crate) async fn audit(&self) -> Vec<FragmentUsage> {
+        self.fragment_usage(true).await
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod model_tests;

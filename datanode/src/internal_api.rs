@@ -1,0 +1,278 @@
+//! The internal API (port 4407): how the control plane and operators reach a
+//! data node. Every route but `healthz` needs `Authorization: Bearer
+//! <cluster secret>`.
+//!
+//! | route | meaning |
+//! | --- | --- |
+//! | `GET /internal/v1/healthz` | liveness, no secret needed |
+//! | `GET /internal/v1/ndbinfo` | the ndbinfo tables and their columns |
+//! | `GET /internal/v1/ndbinfo/{table}` | a table's rows: `{"columns":[…],"rows":[[…]]}` |
+//! | `GET /internal/v1/databases` | databases and their tables |
+//! | `POST /internal/v1/databases` `{"name"}` | create a database |
+//! | `DELETE /internal/v1/databases/{db}` | drop a database and its tables |
+//! | `POST /internal/v1/databases/{db}/tables` | create a table (`TableDef`) |
+//! | `DELETE /internal/v1/databases/{db}/tables/{table}` | drop a table |
+//!
+//! Errors are `{"error": {"code", "message"}}` with the matching status.
+
+use std::sync::Arc;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use shoal_wire::ndbinfo;
+use shoal_wire::schema::{DatabaseName, TableDef};
+
+use crate::catalog::CatalogError;
+use crate::engine::Engine;
+
+/// Largest request body the internal API reads.
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+
+/// The shared secret of a cluster: whoever presents it is the control plane
+/// or an operator. Never printed, compared in constant time.
+#[derive(Clone)]
+pub struct ClusterSecret(Arc<str>);
+
+impl std::fmt::Debug for ClusterSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClusterSecret(…)")
+    }
+}
+
+/// Fewest characters a cluster secret may have.
+pub const MIN_SECRET_LEN: usize = 32;
+
+impl ClusterSecret {
+    pub fn new(secret: &str) -> Result<ClusterSecret, String> {
+        let secret = secret.trim();
+        if secret.len() < MIN_SECRET_LEN {
+            return Err(format!("a cluster secret needs at least {MIN_SECRET_LEN} characters"));
+        }
+        if !secret.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err("a cluster secret is printable ASCII without spaces".into());
+        }
+        Ok(ClusterSecret(secret.into()))
+    }
+
+    /// A new random secret: 32 bytes as hex.
+    pub fn generate() -> std::io::Result<ClusterSecret> {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        Ok(ClusterSecret(hex.into()))
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `presented` is the secret, in time that does not depend on
+    /// where they first differ.
+    fn matches(&self, presented: &[u8]) -> bool {
+        let want = self.0.as_bytes();
+        let mut diff = want.len() ^ presented.len();
+        for (i, &b) in want.iter().enumerate() {
+            diff |= usize::from(b ^ presented.get(i).copied().unwrap_or(0));
+        }
+        diff == 0
+    }
+}
+
+#[derive(Clone)]
+struct AppState {
+    engine: Engine,
+    secret: ClusterSecret,
+}
+
+/// An error as the internal API answers it.
+#[derive(Debug)]
+struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = Json(json!({"error": {"code": self.code, "message": self.message}}));
+        let mut response = (self.status, body).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+impl From<CatalogError> for ApiError {
+    fn from(e: CatalogError) -> Self {
+        let (status, code) = match &e {
+            CatalogError::DatabaseExists(_) => (StatusCode::CONFLICT, "DATABASE_EXISTS"),
+            CatalogError::TableExists { .. } => (StatusCode::CONFLICT, "TABLE_EXISTS"),
+            CatalogError::NoSuchDatabase(_) => (StatusCode::NOT_FOUND, "NO_SUCH_DATABASE"),
+            CatalogError::NoSuchTable { .. } => (StatusCode::NOT_FOUND, "NO_SUCH_TABLE"),
+            CatalogError::TooManyDatabases | CatalogError::TooManyTables => (StatusCode::CONFLICT, "LIMIT_REACHED"),
+            CatalogError::Schema(_) => (StatusCode::BAD_REQUEST, "INVALID_SCHEMA"),
+        };
+        ApiError::new(status, code, e.to_string())
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(e: JsonRejection) -> Self {
+        let status = match e {
+            JsonRejection::MissingJsonContentType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            JsonRejection::BytesRejection(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        ApiError::new(status, "BAD_REQUEST", e.body_text())
+    }
+}
+
+/// Every route of the internal API.
+pub fn router(engine: Engine, secret: ClusterSecret) -> Router {
+    let state = AppState { engine, secret };
+    let authenticated = Router::new()
+        .route("/internal/v1/ndbinfo", get(list_ndbinfo))
+        .route("/internal/v1/ndbinfo/{table}", get(ndbinfo_rows))
+        .route("/internal/v1/databases", get(list_databases).post(create_database))
+        .route("/internal/v1/databases/{db}", delete(drop_database))
+        .route("/internal/v1/databases/{db}/tables", axum::routing::post(create_table))
+        .route("/internal/v1/databases/{db}/tables/{table}", delete(drop_table))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_secret));
+    Router::new()
+        .route("/internal/v1/healthz", get(healthz))
+        .merge(authenticated)
+        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route") })
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+async fn require_secret(State(state): State<AppState>, request: Request, next: Next) -> Result<Response, ApiError> {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
+    match presented {
+        Some(token) if state.secret.matches(token) => Ok(next.run(request).await),
+        Some(_) => Err(ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", "the cluster secret is wrong")),
+        None => Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHENTICATED",
+            "send the cluster secret as 'Authorization: Bearer <secret>'",
+        )),
+    }
+}
+
+async fn healthz(State(state): State<AppState>) -> Json<serde_json::Value> {
+    Json(json!({"status": "ok", "node_id": state.engine.node_id()}))
+}
+
+#[derive(Serialize)]
+struct NdbinfoTableInfo {
+    name: String,
+    columns: &'static [&'static str],
+}
+
+async fn list_ndbinfo() -> Json<Vec<NdbinfoTableInfo>> {
+    Json(
+        ndbinfo::ALL
+            .iter()
+            .map(|t| NdbinfoTableInfo {
+                name: format!("ndbinfo.{}", t.name),
+                columns: t.columns,
+            })
+            .collect(),
+    )
+}
+
+async fn ndbinfo_rows(State(state): State<AppState>, Path(table): Path<String>) -> Result<Json<ndbinfo::Rows>, ApiError> {
+    let table = ndbinfo::table(&table).ok_or_else(|| {
+        let names: Vec<&str> = ndbinfo::ALL.iter().map(|t| t.name).collect();
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "NO_SUCH_TABLE",
+            format!("no ndbinfo table by that name; there are: {}", names.join(", ")),
+        )
+    })?;
+    Ok(Json(crate::ndbinfo::rows(&state.engine, table).await))
+}
+
+#[derive(Serialize)]
+struct DatabaseInfo {
+    name: String,
+    tables: Vec<TableDef>,
+}
+
+async fn list_databases(State(state): State<AppState>) -> Json<Vec<DatabaseInfo>> {
+    let tables = state.engine.tables();
+    Json(
+        state
+            .engine
+            .databases()
+            .into_iter()
+            .map(|(name, _)| DatabaseInfo {
+                tables: tables.iter().filter(|t| t.database == name).map(|t| t.def().clone()).collect(),
+                name: name.to_string(),
+            })
+            .collect(),
+    )
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewDatabase {
+    name: String,
+}
+
+async fn create_database(
+    State(state): State<AppState>,
+    body: Result<Json<NewDatabase>, JsonRejection>,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    let Json(body) = body?;
+    let name = DatabaseName::parse(&body.name).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "INVALID_NAME", e.to_string()))?;
+    let id = state.engine.create_database(&name).await?;
+    Ok((StatusCode::CREATED, Json(json!({"name": name, "id": id.0}))))
+}
+
+async fn drop_database(State(state): State<AppState>, Path(db): Path<String>) -> Result<StatusCode, ApiError> {
+    state.engine.drop_database(&db).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn create_table(
+    State(state): State<AppState>,
+    Path(db): Path<String>,
+    body: Result<Json<TableDef>, JsonRejection>,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    let database = DatabaseName::parse(&db).map_err(|_| ApiError::from(CatalogError::NoSuchDatabase(db.clone())))?;
+    let Json(def) = body?;
+    let table = state.engine.create_table(&database, def).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({"id": table.id.0, "database": table.database, "fragments": table.fragments(), "table": table.def()})),
+    ))
+}
+
+async fn drop_table(State(state): State<AppState>, Path((db, table)): Path<(String, String)>) -> Result<StatusCode, ApiError> {
+    state.engine.drop_table(&db, &table).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,27 @@
+//! The Shoal data node: tables in DataMemory pages, owned by LDM worker
+//! threads, with exact per-fragment memory accounting.
+//!
+//! - [`storage`]: pages, rows, the hash index, fragments — the engine proper.
+//! - [`catalog`]: databases and tables of this node.
+//! - `ldm`: the worker threads and the messages that reach them.
+//! - [`batch`]: operations encoded at the edge and their outcomes.
+//! - [`engine`]: the engine's API: schema changes, batches, scans, memory.
+//! - [`ndbinfo`]: virtual tables over live state.
+//! - [`internal_api`]: the HTTP API the control plane and operators use.
+//! - [`node`]: a whole data node process: configuration, start, shutdown.
+
+pub mod batch;
+pub mod catalog;
+pub mod engine;
+pub mod internal_api;
+mod ldm;
+pub mod ndbinfo;
+pub mod node;
+pub mod storage;
+
+pub use batch::{Batch, OperationError, Outcome, Row};
+pub use catalog::{CatalogError, Table, TableId};
+pub use engine::{Engine, EngineConfig, FragmentUsage};
+pub use storage::CmpOp;
+pub use storage::codec::ValueError;
+pub use storage::value::{Date, DateTime, Decimal, Timestamp, Value};

@@ -1,0 +1,499 @@
+//! Typed values to stored bytes and back, checked against the column's type.
+//!
+//! This is the edge of the engine: every value is validated here, once, and a
+//! bad one becomes a [`ValueError`] that names the column. Workers only ever
+//! see bytes this module produced.
+//!
+//! Stored forms (little-endian):
+//! - integers: two's complement in the type's width (MEDIUMINT: 3 bytes);
+//!   `BOOL`: one byte 0 or 1;
+//! - `FLOAT`/`DOUBLE`: IEEE 754, finite, with `-0` stored as `0`;
+//! - `DECIMAL(p,s)`: the mantissa at scale `s`, 8 bytes up to 18 digits, else 16;
+//! - `CHAR(n)`: UTF-8 padded with spaces to `4n` bytes (trailing spaces are not
+//!   significant); `BINARY(n)`: padded with zero bytes to `n`;
+//! - `VARCHAR`/`VARBINARY`: the bytes themselves, in the var part;
+//! - `DATE`: i32 days since 1970-01-01; `DATETIME`/`TIMESTAMP`: i64
+//!   microseconds since 1970-01-01 00:00:00 (UTC for `TIMESTAMP`), rounded
+//!   to the column's fractional digits.
+
+use std::cmp::Ordering;
+
+use shoal_wire::schema::ColumnType;
+
+use super::layout::{Layout, Place};
+use super::value::{self, Date, DateTime, Decimal, Timestamp, Value};
+
+/// A value refused for a column: the column's name and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("column '{column}': {problem}")]
+pub struct ValueError {
+    pub column: String,
+    pub problem: String,
+}
+
+impl ValueError {
+    pub(crate) fn new(layout: &Layout, column: u16, problem: impl Into<String>) -> Self {
+        ValueError {
+            column: layout.name(column).to_owned(),
+            problem: problem.into(),
+        }
+    }
+}
+
+fn mismatch(ty: ColumnType, v: &Value) -> String {
+    format!("expected a value of type {ty}, got {}", v.kind())
+}
+
+/// Reads an integer value (or a string holding one) as i128 for range checks.
+fn integer(ty: ColumnType, v: &Value) -> Result<i128, String> {
+    match v {
+        Value::Int(i) => Ok(i128::from(*i)),
+        Value::UInt(u) => Ok(i128::from(*u)),
+        Value::Bool(b) => Ok(i128::from(*b)),
+        // JSON clients may send 5.0 for 5; anything with a fraction is refused.
+        Value::Double(d) if d.fract() == 0.0 && d.abs() < 1e20 => Ok(*d as i128),
+        Value::Text(t) => t
+            .trim()
+            .parse::<i128>()
+            .map_err(|_| format!("'{t}' is not a whole number for {ty}")),
+        _ => Err(mismatch(ty, v)),
+    }
+}
+
+fn float(ty: ColumnType, v: &Value) -> Result<f64, String> {
+    let f = match v {
+        Value::Int(i) => *i as f64,
+        Value::UInt(u) => *u as f64,
+        Value::Float(f) => f64::from(*f),
+        Value::Double(d) => *d,
+        Value::Text(t) => t
+            .trim()
+            .parse::<f64>()
+            .map_err(|_| format!("'{t}' is not a number for {ty}"))?,
+        _ => return Err(mismatch(ty, v)),
+    };
+    if !f.is_finite() {
+        return Err(format!("{ty} cannot hold {f}"));
+    }
+    Ok(f)
+}
+
+fn decimal(v: &Value, precision: u8, scale: u8) -> Result<i128, String> {
+    let ty = ColumnType::Decimal { precision, scale };
+    let out_of_range = || format!("{v} is out of range for {ty}");
+    match v {
+        Value::Int(i) => {
+            Decimal::from_integer(i128::from(*i), precision, scale).ok_or_else(out_of_range)
+        }
+        Value::UInt(u) => {
+            Decimal::from_integer(i128::from(*u), precision, scale).ok_or_else(out_of_range)
+        }
+        Value::Double(d) if d.is_finite() => Decimal::parse(&d.to_string(), precision, scale),
+        Value::Float(f) if f.is_finite() => Decimal::parse(&f.to_string(), precision, scale),
+        Value::Decimal(d) => Decimal::parse(&d.to_string(), precision, scale),
+        Value::Text(t) => Decimal::parse(t, precision, scale),
+        _ => Err(mismatch(ty, v)),
+    }
+}
+
+fn micros(ty: ColumnType, fsp: u8, v: &Value) -> Result<i64, String> {
+    let raw = match (ty, v) {
+        (ColumnType::Timestamp { .. }, Value::Timestamp(t)) => t.0,
+        (ColumnType::Timestamp { .. }, Value::Text(t)) => Timestamp::parse(t)?.0,
+        (ColumnType::DateTime { .. }, Value::DateTime(t)) => t.0,
+        (ColumnType::DateTime { .. }, Value::Date(d)) => i64::from(d.0) * 86_400_000_000,
+        (ColumnType::DateTime { .. }, Value::Text(t)) => DateTime::parse(t)?.0,
+        _ => return Err(mismatch(ty, v)),
+    };
+    let rounded = value::round_to_fsp(raw, fsp);
+    if !value::micros_in_range(rounded) {
+        return Err(format!("{v} is outside 0001-01-01 to 9999-12-31 for {ty}"));
+    }
+    Ok(rounded)
+}
+
+/// Writes an integer of `bits` bits after checking its range.
+fn encode_int(
+    ty: ColumnType,
+    v: &Value,
+    bits: u32,
+    unsigned: bool,
+    dst: &mut [u8],
+) -> Result<(), String> {
+    let n = integer(ty, v)?;
+    let (lo, hi) = if unsigned {
+        (0, (1i128 << bits) - 1)
+    } else {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    };
+    if !(lo..=hi).contains(&n) {
+        return Err(format!("{n} is out of range for {ty} ({lo} to {hi})"));
+    }
+    dst.copy_from_slice(&n.to_le_bytes()[..(bits / 8) as usize]);
+    Ok(())
+}
+
+/// Writes a non-null value of a fixed-size column into `dst` (its width).
+fn encode_fixed(ty: ColumnType, v: &Value, dst: &mut [u8]) -> Result<(), String> {
+    match ty {
+        ColumnType::TinyInt { unsigned } => encode_int(ty, v, 8, unsigned, dst),
+        ColumnType::SmallInt { unsigned } => encode_int(ty, v, 16, unsigned, dst),
+        ColumnType::MediumInt { unsigned } => encode_int(ty, v, 24, unsigned, dst),
+        ColumnType::Int { unsigned } => encode_int(ty, v, 32, unsigned, dst),
+        ColumnType::BigInt { unsigned } => encode_int(ty, v, 64, unsigned, dst),
+        ColumnType::Bool => match v {
+            Value::Bool(b) => {
+                dst[0] = u8::from(*b);
+                Ok(())
+            }
+            Value::Int(0 | 1) | Value::UInt(0 | 1) => {
+                dst[0] = u8::from(!matches!(v, Value::Int(0) | Value::UInt(0)));
+                Ok(())
+            }
+            _ => Err(format!("expected true, false, 0 or 1 for BOOL, got {v}")),
+        },
+        ColumnType::Float => {
+            // Text is read as f32 directly: through f64 it could round twice.
+            let f = match v {
+                Value::Text(t) => t
+                    .trim()
+                    .parse::<f32>()
+                    .map_err(|_| format!("'{t}' is not a number for {ty}"))?,
+                Value::Float(f) => *f,
+                _ => float(ty, v)? as f32,
+            };
+            if !f.is_finite() {
+                return Err(format!("{v} is out of range for FLOAT"));
+            }
+            dst.copy_from_slice(&(f + 0.0).to_le_bytes());
+            Ok(())
+        }
+        ColumnType::Double => {
+            dst.copy_from_slice(&(float(ty, v)? + 0.0).to_le_bytes());
+            Ok(())
+        }
+        ColumnType::Decimal { precision, scale } => {
+            let m = decimal(v, precision, scale)?;
+            let width = dst.len();
+            dst.copy_from_slice(&m.to_le_bytes()[..width]);
+            Ok(())
+        }
+        ColumnType::Char(n) => {
+            let Value::Text(t) = v else {
+                return Err(mismatch(ty, v));
+            };
+            let t = t.trim_end_matches(' ');
+            let chars = t.chars().count();
+            if chars > n as usize {
+                return Err(format!("{chars} characters is longer than {ty}"));
+            }
+            dst[..t.len()].copy_from_slice(t.as_bytes());
+            dst[t.len()..].fill(b' ');
+            Ok(())
+        }
+        ColumnType::Binary(n) => {
+            let Value::Bytes(b) = v else {
+                return Err(mismatch(ty, v));
+            };
+            if b.len() > n as usize {
+                return Err(format!("{} bytes is longer than {ty}", b.len()));
+            }
+            dst[..b.len()].copy_from_slice(b);
+            dst[b.len()..].fill(0);
+            Ok(())
+        }
+        ColumnType::Date => {
+            let d = match v {
+                Value::Date(d) if d.is_valid() => *d,
+                Value::Date(d) => {
+                    return Err(format!("day {} is outside 0001-01-01 to 9999-12-31", d.0));
+                }
+                Value::Text(t) => Date::parse(t)?,
+                _ => return Err(mismatch(ty, v)),
+            };
+            dst.copy_from_slice(&d.0.to_le_bytes());
+            Ok(())
+        }
+        ColumnType::DateTime { fsp } | ColumnType::Timestamp { fsp } => {
+            dst.copy_from_slice(&micros(ty, fsp, v)?.to_le_bytes());
+            Ok(())
+        }
+        ColumnType::VarChar(_) | ColumnType::VarBinary(_) => {
+            unreachable!("var column in fixed part")
+        }
+    }
+}
+
+/// The bytes of a non-null value of a var-size column.
+fn encode_var(ty: ColumnType, v: &Value) -> Result<&[u8], String> {
+    match (ty, v) {
+        (ColumnType::VarChar(n), Value::Text(t)) => {
+            // Counting characters only matters when the bytes could exceed n.
+            if t.len() > n as usize && t.chars().count() > n as usize {
+                return Err(format!(
+                    "{} characters is longer than {ty}",
+                    t.chars().count()
+                ));
+            }
+            Ok(t.as_bytes())
+        }
+        (ColumnType::VarBinary(n), Value::Bytes(b)) => {
+            if b.len() > n as usize {
+                return Err(format!("{} bytes is longer than {ty}", b.len()));
+            }
+            Ok(b)
+        }
+        _ => Err(mismatch(ty, v)),
+    }
+}
+
+/// Appends the encoded primary key of `values` (one per key column, in key
+/// order): fixed columns as stored, var columns as a u16 length and the bytes.
+pub(crate) fn encode_key(
+    layout: &Layout,
+    values: &[Value],
+    out: &mut Vec<u8>,
+) -> Result<(), ValueError> {
+    if values.len() != layout.key.len() {
+        let names: Vec<&str> = layout.key.iter().map(|&c| layout.name(c)).collect();
+        return Err(ValueError {
+            column: names.join(", "),
+            problem: format!(
+                "the primary key has {} column(s), {} value(s) given",
+                layout.key.len(),
+                values.len()
+            ),
+        });
+    }
+    for (&c, v) in layout.key.iter().zip(values) {
+        push_key_column(layout, c, v, out)?;
+    }
+    Ok(())
+}
+
+fn push_key_column(
+    layout: &Layout,
+    c: u16,
+    v: &Value,
+    out: &mut Vec<u8>,
+) -> Result<(), ValueError> {
+    let col = &layout.columns[c as usize];
+    if matches!(v, Value::Null) {
+        return Err(ValueError::new(
+            layout,
+            c,
+            "a primary key column cannot be NULL",
+        ));
+    }
+    match col.place {
+        Place::Fixed { width, .. } => {
+            let start = out.len();
+            out.resize(start + width as usize, 0);
+            encode_fixed(col.ty, v, &mut out[start..]).map_err(|p| ValueError::new(layout, c, p))
+        }
+        Place::Var { .. } => {
+            let bytes = encode_var(col.ty, v).map_err(|p| ValueError::new(layout, c, p))?;
+            out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+            out.extend_from_slice(bytes);
+            Ok(())
+        }
+    }
+}
+
+/// A row to be written, encoded: the row image and which columns it sets.
+pub(crate) struct EncodedRow {
+    /// Start of the key within the output buffer, and its length.
+    pub(crate) key: (usize, usize),
+    /// Start of the row image (fixed part then var part), and its length.
+    pub(crate) image: (usize, usize),
+    /// Start of the presence bitmap (one bit per column), and its length.
+    pub(crate) presence: (usize, usize),
+    /// Whether every `NOT NULL` column has a value, so the row can be inserted.
+    pub(crate) complete: bool,
+}
+
+/// Appends the key, the row image and the presence bitmap of a row given as
+/// one optional value per column (`None`: not set). Every key column must be
+/// set. Unset nullable columns are stored as NULL if the row is inserted.
+pub(crate) fn encode_row(
+    layout: &Layout,
+    values: &[Option<&Value>],
+    out: &mut Vec<u8>,
+) -> Result<EncodedRow, ValueError> {
+    debug_assert_eq!(values.len(), layout.columns.len());
+    let key_start = out.len();
+    for &c in &layout.key {
+        let v = values[c as usize].ok_or_else(|| {
+            ValueError::new(
+                layout,
+                c,
+                "a value for every primary key column is required",
+            )
+        })?;
+        push_key_column(layout, c, v, out)?;
+    }
+    let image_start = out.len();
+    out.resize(image_start + layout.slot_size + layout.var_header(), 0);
+    let mut var_len = 0usize;
+    for (i, (col, v)) in layout.columns.iter().zip(values).enumerate() {
+        let c = i as u16;
+        let null = matches!(v, None | Some(Value::Null));
+        if matches!(v, Some(Value::Null)) && col.null_bit.is_none() {
+            return Err(ValueError::new(layout, c, "cannot be NULL"));
+        }
+        let fixed = &mut out[image_start..image_start + layout.slot_size];
+        layout.set_null(fixed, c, null);
+        match (col.place, v) {
+            (Place::Fixed { offset, width }, Some(v)) if !null => {
+                let dst = &mut fixed[offset as usize..][..width as usize];
+                encode_fixed(col.ty, v, dst).map_err(|p| ValueError::new(layout, c, p))?;
+            }
+            (Place::Var { index }, v) => {
+                if let Some(v) = v.filter(|_| !null) {
+                    let bytes = encode_var(col.ty, v).map_err(|p| ValueError::new(layout, c, p))?;
+                    out.extend_from_slice(bytes);
+                    var_len += bytes.len();
+                }
+                let end = image_start + layout.slot_size + 2 * index as usize;
+                out[end..end + 2].copy_from_slice(&(var_len as u16).to_le_bytes());
+            }
+            _ => {}
+        }
+    }
+    let presence_start = out.len();
+    out.resize(presence_start + layout.columns.len().div_ceil(8), 0);
+    for (i, v) in values.iter().enumerate() {
+        if v.is_some() {
+            out[presence_start + i / 8] |= 1 << (i % 8);
+        }
+    }
+    let complete = layout
+        .required
+        .iter()
+        .all(|&c| values[c as usize].is_some());
+    Ok(EncodedRow {
+        key: (key_start, image_start - key_start),
+        image: (image_start, presence_start - image_start),
+        presence: (presence_start, out.len() - presence_start),
+        complete,
+    })
+}
+
+/// Whether column `c` is set in a presence bitmap.
+#[inline]
+pub(crate) fn is_present(presence: &[u8], c: u16) -> bool {
+    presence[c as usize / 8] & (1 << (c % 8)) != 0
+}
+
+/// Reads column `c` of a stored row back as a value.
+pub(crate) fn decode(layout: &Layout, fixed: &[u8], var: &[u8], c: u16) -> Value {
+    if layout.is_null(fixed, c) {
+        return Value::Null;
+    }
+    let ty = layout.columns[c as usize].ty;
+    let b = layout.column_bytes(fixed, var, c);
+    let signed = |b: &[u8]| {
+        let mut buf = [if b[b.len() - 1] & 0x80 != 0 { 0xff } else { 0 }; 8];
+        buf[..b.len()].copy_from_slice(b);
+        i64::from_le_bytes(buf)
+    };
+    let unsigned = |b: &[u8]| {
+        let mut buf = [0; 8];
+        buf[..b.len()].copy_from_slice(b);
+        u64::from_le_bytes(buf)
+    };
+    match ty {
+        ColumnType::TinyInt { unsigned: true }
+        | ColumnType::SmallInt { unsigned: true }
+        | ColumnType::MediumInt { unsigned: true }
+        | ColumnType::Int { unsigned: true }
+        | ColumnType::BigInt { unsigned: true } => Value::UInt(unsigned(b)),
+        ColumnType::TinyInt { .. }
+        | ColumnType::SmallInt { .. }
+        | ColumnType::MediumInt { .. }
+        | ColumnType::Int { .. }
+        | ColumnType::BigInt { .. } => Value::Int(signed(b)),
+        ColumnType::Bool => Value::Bool(b[0] != 0),
+        ColumnType::Float => Value::Float(f32::from_le_bytes(b.try_into().expect("4 bytes"))),
+        ColumnType::Double => Value::Double(f64::from_le_bytes(b.try_into().expect("8 bytes"))),
+        ColumnType::Decimal { scale, .. } => {
+            let mut buf = [if b[b.len() - 1] & 0x80 != 0 { 0xff } else { 0 }; 16];
+            buf[..b.len()].copy_from_slice(b);
+            Value::Decimal(Decimal {
+                mantissa: i128::from_le_bytes(buf),
+                scale,
+            })
+        }
+        ColumnType::Char(_) => {
+            let trimmed = b
+                .iter()
+                .rposition(|&x| x != b' ')
+                .map_or(&b[..0], |p| &b[..=p]);
+            Value::Text(String::from_utf8_lossy(trimmed).into_owned())
+        }
+        ColumnType::VarChar(_) => Value::Text(String::from_utf8_lossy(b).into_owned()),
+        ColumnType::Binary(_) | ColumnType::VarBinary(_) => Value::Bytes(b.to_vec()),
+        ColumnType::Date => Value::Date(Date(signed(b) as i32)),
+        ColumnType::DateTime { .. } => Value::DateTime(DateTime(signed(b))),
+        ColumnType::Timestamp { .. } => Value::Timestamp(Timestamp(signed(b))),
+    }
+}
+
+/// The stored bytes of a non-null value for column `c`, as a filter operand.
+pub(crate) fn encode_operand(layout: &Layout, c: u16, v: &Value) -> Result<Vec<u8>, ValueError> {
+    let col = &layout.columns[c as usize];
+    match col.place {
+        Place::Fixed { width, .. } => {
+            let mut buf = vec![0; width as usize];
+            encode_fixed(col.ty, v, &mut buf).map_err(|p| ValueError::new(layout, c, p))?;
+            Ok(buf)
+        }
+        Place::Var { .. } => encode_var(col.ty, v)
+            .map(<[u8]>::to_vec)
+            .map_err(|p| ValueError::new(layout, c, p)),
+    }
+}
+
+/// Orders two stored values of the same column type.
+pub(crate) fn compare(ty: ColumnType, a: &[u8], b: &[u8]) -> Ordering {
+    fn le_signed(b: &[u8]) -> i128 {
+        let mut buf = [if b[b.len() - 1] & 0x80 != 0 { 0xff } else { 0 }; 16];
+        buf[..b.len()].copy_from_slice(b);
+        i128::from_le_bytes(buf)
+    }
+    fn le_unsigned(b: &[u8]) -> u128 {
+        let mut buf = [0; 16];
+        buf[..b.len()].copy_from_slice(b);
+        u128::from_le_bytes(buf)
+    }
+    match ty {
+        ColumnType::TinyInt { unsigned: true }
+        | ColumnType::SmallInt { unsigned: true }
+        | ColumnType::MediumInt { unsigned: true }
+        | ColumnType::Int { unsigned: true }
+        | ColumnType::BigInt { unsigned: true }
+        | ColumnType::Bool => le_unsigned(a).cmp(&le_unsigned(b)),
+        ColumnType::TinyInt { .. }
+        | ColumnType::SmallInt { .. }
+        | ColumnType::MediumInt { .. }
+        | ColumnType::Int { .. }
+        | ColumnType::BigInt { .. }
+        | ColumnType::Decimal { .. }
+        | ColumnType::Date
+        | ColumnType::DateTime { .. }
+        | ColumnType::Timestamp { .. } => le_signed(a).cmp(&le_signed(b)),
+        ColumnType::Float => {
+            let f = |b: &[u8]| f32::from_le_bytes(b.try_into().expect("4 bytes"));
+            f(a).total_cmp(&f(b))
+        }
+        ColumnType::Double => {
+            let f = |b: &[u8]| f64::from_le_bytes(b.try_into().expect("8 bytes"));
+            f(a).total_cmp(&f(b))
+        }
+        // Space-padded CHAR compares as PAD SPACE; the rest byte by byte.
+        ColumnType::Char(_)
+        | ColumnType::VarChar(_)
+        | ColumnType::Binary(_)
+        | ColumnType::VarBinary(_) => a.cmp(b),
+    }
+}

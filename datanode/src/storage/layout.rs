@@ -1,0 +1,273 @@
+//! Where each column of a table lives in a stored row.
+//!
+//! A row has two parts, as in RonDB:
+//!
+//! - the **fixed part**, one slot of `slot_size` bytes in a fixed-part page:
+//!   ```text
+//!   [header u32][var ref u32, if any var column][null bitmap][fixed columns...]
+//!   ```
+//!   The header's top bit marks a live row; a free slot keeps the next free
+//!   slot's number there instead.
+//! - the **variable part**, one entry in a var-part page, present when the
+//!   table has `VARCHAR`/`VARBINARY` columns:
+//!   ```text
+//!   [end offset u16 per var column][column bytes...]
+//!   ```
+//!   Column `i` spans `end[i-1]..end[i]` of the bytes after the offsets.
+//!
+//! All integers are little-endian. A *row image* — how rows travel between
+//! the edge and the LDM workers — is the fixed part followed by the var part.
+
+use rustc_hash::FxHashMap;
+use shoal_wire::schema::{ColumnType, TableDef};
+
+/// Bytes of the row header at the start of every fixed-part slot.
+pub(crate) const ROW_HEADER: usize = 4;
+/// Set in the header of a live row.
+pub(crate) const LIVE: u32 = 1 << 31;
+/// Smallest slot, so that a page holds at most 4096 slots and a slot number
+/// fits in 12 bits of a row reference.
+pub(crate) const MIN_SLOT: usize = 8;
+/// Bytes of the reference from the fixed part to the var part.
+const VAR_REF: usize = 4;
+
+/// Where one column is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// `width` bytes at `offset` in the fixed part.
+    Fixed { offset: u16, width: u16 },
+    /// The `index`th column of the var part.
+    Var { index: u16 },
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ColumnLayout {
+    pub(crate) ty: ColumnType,
+    pub(crate) place: Place,
+    /// Bit in the null bitmap, for nullable columns.
+    pub(crate) null_bit: Option<u16>,
+}
+
+/// The compiled layout of one table's rows.
+#[derive(Debug)]
+pub(crate) struct Layout {
+    pub(crate) def: TableDef,
+    pub(crate) columns: Vec<ColumnLayout>,
+    by_name: FxHashMap<String, u16>,
+    /// Bytes of a fixed-part slot.
+    pub(crate) slot_size: usize,
+    /// Var-part columns; 0 means rows have no var part.
+    pub(crate) n_var: usize,
+    pub(crate) null_offset: usize,
+    /// Primary-key columns in key order.
+    pub(crate) key: Vec<u16>,
+    /// Columns that are `NOT NULL` and not part of the key.
+    pub(crate) required: Vec<u16>,
+}
+
+impl Layout {
+    /// Lays out a validated table definition.
+    pub(crate) fn new(def: TableDef) -> Layout {
+        let nullable = def.columns.iter().filter(|c| c.nullable).count();
+        let has_var = def.columns.iter().any(|c| c.column_type.is_variable());
+        let null_offset = ROW_HEADER + if has_var { VAR_REF } else { 0 };
+        let mut offset = null_offset + nullable.div_ceil(8);
+        let (mut n_var, mut n_null) = (0u16, 0u16);
+        let mut columns = Vec::with_capacity(def.columns.len());
+        for c in &def.columns {
+            let place = match c.column_type.fixed_size() {
+                Some(width) => {
+                    let place = Place::Fixed {
+                        offset: offset as u16,
+                        width: width as u16,
+                    };
+                    offset += width;
+                    place
+                }
+                None => {
+                    n_var += 1;
+                    Place::Var { index: n_var - 1 }
+                }
+            };
+            let null_bit = c.nullable.then(|| {
+                n_null += 1;
+                n_null - 1
+            });
+            columns.push(ColumnLayout {
+                ty: c.column_type,
+                place,
+                null_bit,
+            });
+        }
+        let index_of = |name: &str| def.column_index(name).expect("validated key column") as u16;
+        let key: Vec<u16> = def
+            .primary_key
+            .iter()
+            .map(|k| index_of(k.as_str()))
+            .collect();
+        let required = (0..def.columns.len() as u16)
+            .filter(|i| !def.columns[*i as usize].nullable && !key.contains(i))
+            .collect();
+        let by_name = def
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.name.to_string(), i as u16))
+            .collect();
+        Layout {
+            slot_size: offset.max(MIN_SLOT),
+            n_var: n_var as usize,
+            null_offset,
+            key,
+            required,
+            columns,
+            by_name,
+            def,
+        }
+    }
+
+    /// The position of a column by its exact name.
+    pub(crate) fn column_index(&self, name: &str) -> Option<u16> {
+        self.by_name.get(name).copied()
+    }
+
+    pub(crate) fn name(&self, column: u16) -> &str {
+        self.def.columns[column as usize].name.as_str()
+    }
+
+    /// Bytes before the column data in a var part.
+    pub(crate) fn var_header(&self) -> usize {
+        2 * self.n_var
+    }
+
+    pub(crate) fn is_null(&self, fixed: &[u8], column: u16) -> bool {
+        match self.columns[column as usize].null_bit {
+            Some(bit) => fixed[self.null_offset + bit as usize / 8] & (1 << (bit % 8)) != 0,
+            None => false,
+        }
+    }
+
+    pub(crate) fn set_null(&self, fixed: &mut [u8], column: u16, null: bool) {
+        if let Some(bit) = self.columns[column as usize].null_bit {
+            let byte = &mut fixed[self.null_offset + bit as usize / 8];
+            if null {
+                *byte |= 1 << (bit % 8);
+            } else {
+                *byte &= !(1 << (bit % 8));
+            }
+        }
+    }
+
+    /// The stored bytes of a column in a row, given its fixed and var parts.
+    pub(crate) fn column_bytes<'a>(&self, fixed: &'a [u8], var: &'a [u8], column: u16) -> &'a [u8] {
+        match self.columns[column as usize].place {
+            Place::Fixed { offset, width } => &fixed[offset as usize..][..width as usize],
+            Place::Var { index } => var_column(var, self.n_var, index as usize),
+        }
+    }
+
+    /// Compares the key columns of a stored row with an encoded key (see
+    /// `codec::encode_key`): fixed columns as stored, var columns as a u16
+    /// length and the bytes.
+    #[inline]
+    pub(crate) fn key_matches(&self, fixed: &[u8], var: &[u8], mut key: &[u8]) -> bool {
+        for &c in &self.key {
+            match self.columns[c as usize].place {
+                Place::Fixed { offset, width } => {
+                    let (want, rest) = key.split_at(width as usize);
+                    if &fixed[offset as usize..][..width as usize] != want {
+                        return false;
+                    }
+                    key = rest;
+                }
+                Place::Var { index } => {
+                    let len = u16::from_le_bytes([key[0], key[1]]) as usize;
+                    let (want, rest) = key[2..].split_at(len);
+                    if var_column(var, self.n_var, index as usize) != want {
+                        return false;
+                    }
+                    key = rest;
+                }
+            }
+        }
+        true
+    }
+}
+
+/// Reads the `i`th end offset of a var part.
+#[inline]
+fn var_end(var: &[u8], i: usize) -> usize {
+    u16::from_le_bytes([var[2 * i], var[2 * i + 1]]) as usize
+}
+
+/// The bytes of var column `index` in a var part with `n_var` columns.
+#[inline]
+pub(crate) fn var_column(var: &[u8], n_var: usize, index: usize) -> &[u8] {
+    let start = if index == 0 {
+        0
+    } else {
+        var_end(var, index - 1)
+    };
+    let end = var_end(var, index);
+    &var[2 * n_var + start..2 * n_var + end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(json: &str) -> TableDef {
+        let def: TableDef = serde_json::from_str(json).unwrap();
+        def.validate().unwrap();
+        def
+    }
+
+    #[test]
+    fn fixed_columns_follow_header_var_ref_and_null_bitmap() {
+        let layout = Layout::new(def(r#"{"name":"t","columns":[
+                {"name":"id","type":"INT"},
+                {"name":"name","type":"VARCHAR(10)","nullable":true},
+                {"name":"age","type":"TINYINT UNSIGNED","nullable":true},
+                {"name":"score","type":"DOUBLE"}],
+              "primary_key":["id"]}"#));
+        assert_eq!(layout.null_offset, 8);
+        // header 4 + var ref 4 + 1 null byte = 9
+        assert_eq!(
+            layout.columns[0].place,
+            Place::Fixed {
+                offset: 9,
+                width: 4
+            }
+        );
+        assert_eq!(layout.columns[1].place, Place::Var { index: 0 });
+        assert_eq!(
+            layout.columns[2].place,
+            Place::Fixed {
+                offset: 13,
+                width: 1
+            }
+        );
+        assert_eq!(
+            layout.columns[3].place,
+            Place::Fixed {
+                offset: 14,
+                width: 8
+            }
+        );
+        assert_eq!(layout.slot_size, 22);
+        assert_eq!(layout.n_var, 1);
+        assert_eq!(layout.key, vec![0]);
+        assert_eq!(layout.required, vec![3]);
+        assert_eq!(layout.columns[1].null_bit, Some(0));
+        assert_eq!(layout.columns[2].null_bit, Some(1));
+    }
+
+    #[test]
+    fn tiny_rows_take_the_smallest_slot() {
+        let layout = Layout::new(def(
+            r#"{"name":"t","columns":[{"name":"id","type":"TINYINT"}],"primary_key":["id"]}"#,
+        ));
+        assert_eq!(layout.slot_size, MIN_SLOT);
+        assert_eq!(layout.n_var, 0);
+    }
+}

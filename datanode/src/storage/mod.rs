@@ -1,0 +1,79 @@
+//! The storage engine of a data node: rows in DataMemory pages.
+//!
+//! - [`page`]: the DataMemory pool and the page handle.
+//! - [`value`]: typed values, dates and decimals.
+//! - [`layout`]: where each column lives in a stored row.
+//! - [`codec`]: values to stored bytes and back, checked at the edge.
+//! - [`fixed`], [`var`]: fixed-part and var-part pages of a fragment.
+//! - [`index`]: the primary-key hash index of a fragment.
+//! - [`fragment`]: a fragment's operations and its memory accounting.
+
+pub(crate) mod codec;
+pub(crate) mod fixed;
+pub(crate) mod fragment;
+pub(crate) mod index;
+pub(crate) mod layout;
+pub mod page;
+pub mod value;
+pub(crate) mod var;
+
+use std::cmp::Ordering;
+
+pub use page::OutOfDataMemory;
+
+/// Why a page-level step failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum StorageError {
+    #[error(transparent)]
+    OutOfDataMemory(#[from] OutOfDataMemory),
+    #[error("the fragment is full")]
+    FragmentFull,
+}
+
+/// Why one operation on a fragment failed; nothing of it was applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpError {
+    DuplicateKey,
+    NotFound,
+    /// A write found no row to update and this `NOT NULL` column had no value.
+    MissingColumn(u16),
+    OutOfDataMemory,
+    FragmentFull,
+    /// The table was dropped while the operation was on its way.
+    NoSuchTable,
+}
+
+/// How a scan filter compares a column with its operand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    IsNull,
+    IsNotNull,
+}
+
+impl CmpOp {
+    fn holds(self, ord: Ordering) -> bool {
+        match self {
+            CmpOp::Eq => ord.is_eq(),
+            CmpOp::Ne => ord.is_ne(),
+            CmpOp::Lt => ord.is_lt(),
+            CmpOp::Le => ord.is_le(),
+            CmpOp::Gt => ord.is_gt(),
+            CmpOp::Ge => ord.is_ge(),
+            CmpOp::IsNull | CmpOp::IsNotNull => false,
+        }
+    }
+}
+
+/// One condition of a scan filter, its operand encoded as the column stores it.
+#[derive(Debug, Clone)]
+pub(crate) struct Predicate {
+    pub(crate) column: u16,
+    pub(crate) op: CmpOp,
+    pub(crate) operand: Vec<u8>,
+}

@@ -1,0 +1,226 @@
+//! DataMemory: the one pool of 32 KiB pages that every row, variable-size part
+//! and index entry of a data node lives in.
+//!
+//! The pool is a single anonymous mapping reserved at start; the kernel backs
+//! a page with memory the first time it is written. A [`Page`] is the unique
+//! handle to one page: whoever holds it may read and write those 32 KiB and
+//! nobody else can, so a page belongs to exactly one fragment without locks.
+//! Dropping the handle zeroes the page and gives it back to the pool.
+
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use memmap2::MmapMut;
+
+/// Bytes in a DataMemory page.
+pub const PAGE_SIZE: usize = 32 * 1024;
+
+/// The pool has no free page: the data node's DataMemory is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("out of DataMemory: all {total_pages} pages of {PAGE_SIZE} bytes are in use")]
+pub struct OutOfDataMemory {
+    pub total_pages: u32,
+}
+
+/// The pool of pages. Shared by every LDM worker; taking and returning a page
+/// is the only moment workers touch shared state, once per 32 KiB of data.
+pub struct DataMemory {
+    /// Keeps the mapping alive; only ever reached through `base`.
+    _map: MmapMut,
+    base: NonNull<u8>,
+    total_pages: u32,
+    free: Mutex<FreePages>,
+    used_pages: AtomicU32,
+}
+
+struct FreePages {
+    /// Pages given back, reused first because they are already backed.
+    returned: Vec<u32>,
+    /// Pages never handed out yet are `next_fresh..total_pages`.
+    next_fresh: u32,
+}
+
+// SAFETY: `base` points into `_map`, which lives as long as the pool; the pool
+// itself never reads or writes page contents, only `Page` handles do, and each
+// page has at most one handle.
+unsafe impl Send for DataMemory {}
+// SAFETY: as above; the shared state (`free`, `used_pages`) is synchronised.
+unsafe impl Sync for DataMemory {}
+
+impl DataMemory {
+    /// Reserves `bytes` of DataMemory, rounded down to whole pages.
+    pub fn new(bytes: u64) -> std::io::Result<Arc<Self>> {
+        let total_pages = u32::try_from(bytes / PAGE_SIZE as u64).map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "DataMemory is too large")
+        })?;
+        if total_pages == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("DataMemory must hold at least one page of {PAGE_SIZE} bytes"),
+            ));
+        }
+        let mut map = MmapMut::map_anon(total_pages as usize * PAGE_SIZE)?;
+        let base = NonNull::new(map.as_mut_ptr()).expect("mmap never returns null");
+        Ok(Arc::new(DataMemory {
+            _map: map,
+            base,
+            total_pages,
+            free: Mutex::new(FreePages {
+                returned: Vec::new(),
+                next_fresh: 0,
+            }),
+            used_pages: AtomicU32::new(0),
+        }))
+    }
+
+    /// Takes a zeroed page from the pool.
+    pub fn alloc(self: &Arc<Self>) -> Result<Page, OutOfDataMemory> {
+        let id = {
+            let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+            match free.returned.pop() {
+                Some(id) => id,
+                None if free.next_fresh < self.total_pages => {
+                    free.next_fresh += 1;
+                    free.next_fresh - 1
+                }
+                None => {
+                    return Err(OutOfDataMemory {
+                        total_pages: self.total_pages,
+                    });
+                }
+            }
+        };
+        self.used_pages.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: `id < total_pages`, so the page lies inside the mapping.
+        let ptr = unsafe { self.base.add(id as usize * PAGE_SIZE) }.cast();
+        Ok(Page {
+            ptr,
+            id,
+            pool: Arc::clone(self),
+        })
+    }
+
+    fn release(&self, id: u32) {
+        self.free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .returned
+            .push(id);
+        self.used_pages.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    pub fn total_pages(&self) -> u32 {
+        self.total_pages
+    }
+
+    pub fn used_pages(&self) -> u32 {
+        self.used_pages.load(Ordering::Relaxed)
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        u64::from(self.total_pages) * PAGE_SIZE as u64
+    }
+
+    pub fn used_bytes(&self) -> u64 {
+        u64::from(self.used_pages()) * PAGE_SIZE as u64
+    }
+}
+
+impl fmt::Debug for DataMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DataMemory")
+            .field("total_pages", &self.total_pages)
+            .field("used_pages", &self.used_pages())
+            .finish()
+    }
+}
+
+/// The one handle to one page of DataMemory.
+pub struct Page {
+    ptr: NonNull<[u8; PAGE_SIZE]>,
+    id: u32,
+    /// Keeps the mapping alive for as long as the page is held.
+    pool: Arc<DataMemory>,
+}
+
+// SAFETY: a `Page` is the only way to reach its bytes, so moving it to another
+// thread moves the exclusive access with it.
+unsafe impl Send for Page {}
+
+impl Page {
+    pub fn bytes(&self) -> &[u8; PAGE_SIZE] {
+        // SAFETY: the page is inside the live mapping (held by `pool`) and this
+        // handle is its only owner; `&self` forbids a concurrent `&mut`.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    pub fn bytes_mut(&mut self) -> &mut [u8; PAGE_SIZE] {
+        // SAFETY: as in `bytes`, and `&mut self` makes this access exclusive.
+        unsafe { self.ptr.as_mut() }
+    }
+}
+
+impl Page {
+    /// The page as 64-bit words; pages are 4 KiB-aligned, so this is sound.
+    pub fn words(&self) -> &[u64; PAGE_SIZE / 8] {
+        // SAFETY: as in `bytes`; the mapping is page-aligned and every page
+        // starts a multiple of PAGE_SIZE into it, so the cast is aligned, and
+        // every bit pattern is a valid u64.
+        unsafe { self.ptr.cast().as_ref() }
+    }
+
+    pub fn words_mut(&mut self) -> &mut [u64; PAGE_SIZE / 8] {
+        // SAFETY: as in `words`, and `&mut self` makes the access exclusive.
+        unsafe { self.ptr.cast().as_mut() }
+    }
+}
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        // A page may next belong to another tenant's table: leave nothing behind.
+        self.bytes_mut().fill(0);
+        self.pool.release(self.id);
+    }
+}
+
+impl fmt::Debug for Page {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Page({})", self.id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_come_zeroed_and_go_back_on_drop() {
+        let pool = DataMemory::new(3 * PAGE_SIZE as u64 + 100).unwrap();
+        assert_eq!(pool.total_pages(), 3);
+        let mut a = pool.alloc().unwrap();
+        a.bytes_mut()[..4].copy_from_slice(b"data");
+        let b = pool.alloc().unwrap();
+        let c = pool.alloc().unwrap();
+        assert_eq!(pool.used_pages(), 3);
+        assert_eq!(
+            pool.alloc().unwrap_err(),
+            OutOfDataMemory { total_pages: 3 }
+        );
+        drop(a);
+        assert_eq!(pool.used_pages(), 2);
+        let again = pool.alloc().unwrap();
+        assert!(
+            again.bytes().iter().all(|&b| b == 0),
+            "a reused page is zeroed"
+        );
+        drop((b, c, again));
+        assert_eq!(pool.used_pages(), 0);
+    }
+
+    #[test]
+    fn an_empty_pool_is_refused() {
+        assert!(DataMemory::new(PAGE_SIZE as u64 - 1).is_err());
+    }
+}

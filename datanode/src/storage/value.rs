@@ -1,0 +1,612 @@
+//! Typed values as they enter and leave the engine, and the calendar and
+//! decimal arithmetic they need.
+//!
+//! Text forms are MySQL's: dates `YYYY-MM-DD`, date-times
+//! `YYYY-MM-DD HH:MM:SS[.ffffff]`, decimals `-123.45`. A `TIMESTAMP` is an
+//! instant in UTC; its text may end in `Z` or an offset such as `+02:00`.
+
+use std::fmt;
+
+/// A value for one column.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Int(i64),
+    UInt(u64),
+    Float(f32),
+    Double(f64),
+    Decimal(Decimal),
+    Text(String),
+    Bytes(Vec<u8>),
+    Date(Date),
+    DateTime(DateTime),
+    Timestamp(Timestamp),
+    Bool(bool),
+}
+
+impl Value {
+    /// What kind of value this is, for error messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Value::Null => "NULL",
+            Value::Int(_) | Value::UInt(_) => "an integer",
+            Value::Float(_) | Value::Double(_) => "a floating-point number",
+            Value::Decimal(_) => "a decimal",
+            Value::Text(_) => "a string",
+            Value::Bytes(_) => "bytes",
+            Value::Date(_) => "a date",
+            Value::DateTime(_) => "a date-time",
+            Value::Timestamp(_) => "a timestamp",
+            Value::Bool(_) => "a boolean",
+        }
+    }
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Self {
+        Value::Int(v)
+    }
+}
+
+impl From<&str> for Value {
+    fn from(v: &str) -> Self {
+        Value::Text(v.to_owned())
+    }
+}
+
+impl From<String> for Value {
+    fn from(v: String) -> Self {
+        Value::Text(v)
+    }
+}
+
+impl From<Vec<u8>> for Value {
+    fn from(v: Vec<u8>) -> Self {
+        Value::Bytes(v)
+    }
+}
+
+impl From<bool> for Value {
+    fn from(v: bool) -> Self {
+        Value::Bool(v)
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => f.write_str("NULL"),
+            Value::Int(v) => write!(f, "{v}"),
+            Value::UInt(v) => write!(f, "{v}"),
+            Value::Float(v) => write!(f, "{v}"),
+            Value::Double(v) => write!(f, "{v}"),
+            Value::Decimal(v) => write!(f, "{v}"),
+            Value::Text(v) => f.write_str(v),
+            Value::Bytes(v) => {
+                f.write_str("0x")?;
+                v.iter().try_for_each(|b| write!(f, "{b:02X}"))
+            }
+            Value::Date(v) => write!(f, "{v}"),
+            Value::DateTime(v) => write!(f, "{v}"),
+            Value::Timestamp(v) => write!(f, "{v}"),
+            Value::Bool(v) => write!(f, "{}", u8::from(*v)),
+        }
+    }
+}
+
+/// An exact decimal: `mantissa × 10^-scale`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decimal {
+    pub mantissa: i128,
+    pub scale: u8,
+}
+
+const POW10: [i128; 39] = {
+    let mut p = [1i128; 39];
+    let mut i = 1;
+    while i < 39 {
+        p[i] = p[i - 1] * 10;
+        i += 1;
+    }
+    p
+};
+
+impl Decimal {
+    /// Parses `text` as a value of `DECIMAL(precision, scale)`: the mantissa at
+    /// that scale, rounded half away from zero as MySQL does, or why not.
+    pub fn parse(text: &str, precision: u8, scale: u8) -> Result<i128, String> {
+        let bad = || format!("'{}' is not a decimal number", shorten(text));
+        let text = text.trim();
+        let (negative, rest) = match text.as_bytes().first() {
+            Some(b'-') => (true, &text[1..]),
+            Some(b'+') => (false, &text[1..]),
+            _ => (false, text),
+        };
+        let (number, exponent) = match rest.find(['e', 'E']) {
+            Some(e) => {
+                let exp: i32 = rest[e + 1..].parse().map_err(|_| bad())?;
+                (&rest[..e], exp)
+            }
+            None => (rest, 0),
+        };
+        let (int_part, frac_part) = number.split_once('.').unwrap_or((number, ""));
+        let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+        if (int_part.is_empty() && frac_part.is_empty())
+            || !all_digits(int_part)
+            || !all_digits(frac_part)
+        {
+            return Err(bad());
+        }
+        // The digits without the point; the point sits `point` digits in.
+        let digits = int_part.bytes().chain(frac_part.bytes()).map(|b| b - b'0');
+        let point = int_part.len() as i64 + i64::from(exponent);
+        let too_big = || {
+            format!(
+                "{} is out of range for DECIMAL({precision},{scale})",
+                shorten(text)
+            )
+        };
+        let mut mantissa: i128 = 0;
+        let mut round_up = false;
+        let mut significant = 0u32;
+        for (i, d) in digits.enumerate() {
+            // Position of this digit relative to the kept scale: 0 is the last kept digit.
+            let kept = (i as i64) < point + i64::from(scale);
+            if kept {
+                if significant > 0 || d != 0 {
+                    significant += 1;
+                }
+                if significant > u32::from(precision) {
+                    return Err(too_big());
+                }
+                mantissa = mantissa * 10 + i128::from(d);
+            } else {
+                round_up = d >= 5;
+                break;
+            }
+        }
+        // Digits the text did not write out down to the kept scale are zeros.
+        let written = (int_part.len() + frac_part.len()) as i64;
+        let missing = point + i64::from(scale) - written;
+        if missing > 0 && mantissa != 0 {
+            significant += missing.min(64) as u32;
+            if significant > u32::from(precision) {
+                return Err(too_big());
+            }
+            mantissa *= POW10[missing as usize];
+        }
+        if round_up {
+            mantissa += 1;
+        }
+        if mantissa >= POW10[precision as usize] {
+            return Err(too_big());
+        }
+        Ok(if negative { -mantissa } else { mantissa })
+    }
+
+    /// The mantissa of `value × 10^scale` if it has at most `precision` digits.
+    pub fn from_integer(value: i128, precision: u8, scale: u8) -> Option<i128> {
+        let m = value.checked_mul(POW10[scale as usize])?;
+        (m.unsigned_abs() < POW10[precision as usize] as u128).then_some(m)
+    }
+}
+
+impl fmt::Display for Decimal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sign = if self.mantissa < 0 { "-" } else { "" };
+        let abs = self.mantissa.unsigned_abs();
+        if self.scale == 0 {
+            return write!(f, "{sign}{abs}");
+        }
+        let unit = POW10[self.scale as usize] as u128;
+        write!(
+            f,
+            "{sign}{}.{:0width$}",
+            abs / unit,
+            abs % unit,
+            width = self.scale as usize
+        )
+    }
+}
+
+/// A calendar date, stored as days since 1970-01-01.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Date(pub i32);
+
+/// A date and time without a time zone, stored as microseconds since
+/// 1970-01-01 00:00:00.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DateTime(pub i64);
+
+/// An instant, stored as microseconds since 1970-01-01 00:00:00 UTC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Timestamp(pub i64);
+
+const MICROS_PER_SECOND: i64 = 1_000_000;
+const MICROS_PER_DAY: i64 = 86_400 * MICROS_PER_SECOND;
+/// Days from 1970-01-01 to 0001-01-01 and to 9999-12-31, the range of dates.
+const MIN_DAY: i32 = -719_162;
+const MAX_DAY: i32 = 2_932_896;
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+/// `days_from_civil`).
+fn days_from_civil(year: i32, month: u32, day: u32) -> i32 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (month as i32 + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day as i32 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The date `days` after 1970-01-01 as (year, month, day).
+fn civil_from_days(days: i32) -> (i32, u32, u32) {
+    let z = days + 719_468;
+    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i32::from(month <= 2);
+    (year, month, day)
+}
+
+fn days_in_month(year: i32, month: u32) -> u32 {
+    match month {
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Cuts a user's text short enough to quote in an error message.
+fn shorten(text: &str) -> String {
+    if text.chars().count() <= 40 {
+        text.to_owned()
+    } else {
+        text.chars().take(40).collect::<String>() + "…"
+    }
+}
+
+/// Reads exactly `n` ASCII digits.
+fn digits(text: &[u8], n: usize) -> Option<u32> {
+    if text.len() != n || !text.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(text.iter().fold(0, |acc, d| acc * 10 + u32::from(d - b'0')))
+}
+
+impl Date {
+    pub fn from_ymd(year: i32, month: u32, day: u32) -> Option<Date> {
+        if !(1..=9999).contains(&year)
+            || !(1..=12).contains(&month)
+            || day == 0
+            || day > days_in_month(year, month)
+        {
+            return None;
+        }
+        Some(Date(days_from_civil(year, month, day)))
+    }
+
+    pub fn parse(text: &str) -> Result<Date, String> {
+        let b = text.trim().as_bytes();
+        let parsed = (b.len() == 10 && b[4] == b'-' && b[7] == b'-')
+            .then(|| {
+                Some((
+                    digits(&b[..4], 4)?,
+                    digits(&b[5..7], 2)?,
+                    digits(&b[8..], 2)?,
+                ))
+            })
+            .flatten();
+        parsed
+            .and_then(|(y, m, d)| Date::from_ymd(y as i32, m, d))
+            .ok_or_else(|| {
+                format!(
+                    "'{}' is not a date between 0001-01-01 and 9999-12-31 (YYYY-MM-DD)",
+                    shorten(text)
+                )
+            })
+    }
+
+    /// Whether this is a date in the supported range.
+    pub fn is_valid(self) -> bool {
+        (MIN_DAY..=MAX_DAY).contains(&self.0)
+    }
+}
+
+impl fmt::Display for Date {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (y, m, d) = civil_from_days(self.0);
+        write!(f, "{y:04}-{m:02}-{d:02}")
+    }
+}
+
+/// Parses `YYYY-MM-DD[( |T)HH:MM:SS[.f{1,6}]]` into microseconds since
+/// 1970-01-01 00:00:00, returning the rest of the text (a time-zone suffix).
+fn parse_date_time(text: &str) -> Option<(i64, &str)> {
+    let text = text.trim();
+    let date = Date::parse(text.get(..10)?).ok()?;
+    let mut micros = i64::from(date.0) * MICROS_PER_DAY;
+    let rest = &text[10..];
+    let Some(time) = rest.strip_prefix([' ', 'T']) else {
+        return Some((micros, rest));
+    };
+    let b = time.as_bytes();
+    if b.len() < 8 || b[2] != b':' || b[5] != b':' {
+        return None;
+    }
+    let (h, m, s) = (
+        digits(&b[..2], 2)?,
+        digits(&b[3..5], 2)?,
+        digits(&b[6..8], 2)?,
+    );
+    if h > 23 || m > 59 || s > 59 {
+        return None;
+    }
+    micros += i64::from(h * 3600 + m * 60 + s) * MICROS_PER_SECOND;
+    let mut rest = &time[8..];
+    if let Some(frac) = rest.strip_prefix('.') {
+        let n = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if n == 0 || n > 6 {
+            return None;
+        }
+        micros += i64::from(digits(&frac.as_bytes()[..n], n)?) * 10i64.pow(6 - n as u32);
+        rest = &frac[n..];
+    }
+    Some((micros, rest))
+}
+
+/// Writes microseconds since the epoch as `YYYY-MM-DD HH:MM:SS[.ffffff]`,
+/// with the fraction only when it is not zero.
+fn format_micros(f: &mut fmt::Formatter<'_>, micros: i64) -> fmt::Result {
+    let days = micros.div_euclid(MICROS_PER_DAY);
+    let in_day = micros.rem_euclid(MICROS_PER_DAY);
+    let secs = in_day / MICROS_PER_SECOND;
+    let frac = in_day % MICROS_PER_SECOND;
+    write!(
+        f,
+        "{} {:02}:{:02}:{:02}",
+        Date(days as i32),
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )?;
+    if frac != 0 {
+        write!(f, ".{frac:06}")?;
+    }
+    Ok(())
+}
+
+/// Rounds microseconds to `fsp` fractional digits, half up, as MySQL does.
+pub(crate) fn round_to_fsp(micros: i64, fsp: u8) -> i64 {
+    let unit = 10i64.pow(6 - u32::from(fsp.min(6)));
+    let rem = micros.rem_euclid(unit);
+    if rem * 2 >= unit {
+        micros - rem + unit
+    } else {
+        micros - rem
+    }
+}
+
+/// Whether microseconds since the epoch fall between 0001-01-01 00:00:00 and
+/// 9999-12-31 23:59:59.999999.
+pub(crate) fn micros_in_range(micros: i64) -> bool {
+    (i64::from(MIN_DAY) * MICROS_PER_DAY..(i64::from(MAX_DAY) + 1) * MICROS_PER_DAY)
+        .contains(&micros)
+}
+
+impl DateTime {
+    pub fn parse(text: &str) -> Result<DateTime, String> {
+        match parse_date_time(text) {
+            Some((micros, "")) => Ok(DateTime(micros)),
+            _ => Err(format!(
+                "'{}' is not a date-time (YYYY-MM-DD HH:MM:SS[.ffffff])",
+                shorten(text)
+            )),
+        }
+    }
+}
+
+impl fmt::Display for DateTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        format_micros(f, self.0)
+    }
+}
+
+impl Timestamp {
+    /// Parses a date-time in UTC, or with a `Z` or `±HH:MM` suffix.
+    pub fn parse(text: &str) -> Result<Timestamp, String> {
+        let bad = || {
+            format!(
+                "'{}' is not a timestamp (YYYY-MM-DD HH:MM:SS[.ffffff][Z|±HH:MM])",
+                shorten(text)
+            )
+        };
+        let (micros, zone) = parse_date_time(text).ok_or_else(bad)?;
+        let offset_minutes = match zone.as_bytes() {
+            b"" | b"Z" | b"z" => 0,
+            [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+                let h = digits(&[*h1, *h2], 2).ok_or_else(bad)?;
+                let m = digits(&[*m1, *m2], 2).ok_or_else(bad)?;
+                if h > 14 || m > 59 {
+                    return Err(bad());
+                }
+                let minutes = i64::from(h * 60 + m);
+                if *sign == b'-' { -minutes } else { minutes }
+            }
+            _ => return Err(bad()),
+        };
+        Ok(Timestamp(micros - offset_minutes * 60 * MICROS_PER_SECOND))
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        format_micros(f, self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates_round_trip_over_the_whole_range() {
+        for days in (MIN_DAY..=MAX_DAY).step_by(97) {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+            assert_eq!(Date::from_ymd(y, m, d), Some(Date(days)));
+        }
+        assert_eq!(Date::parse("1970-01-01"), Ok(Date(0)));
+        assert_eq!(Date::parse("0001-01-01"), Ok(Date(MIN_DAY)));
+        assert_eq!(Date::parse("9999-12-31"), Ok(Date(MAX_DAY)));
+        assert_eq!(Date(MAX_DAY).to_string(), "9999-12-31");
+    }
+
+    #[test]
+    fn impossible_dates_are_refused() {
+        for bad in [
+            "2023-02-29",
+            "2024-13-01",
+            "2024-00-10",
+            "2024-04-31",
+            "0000-01-01",
+            "2024-1-01",
+            "20240101",
+            "2024-01-01x",
+            "",
+            "abcd-ef-gh",
+            "２０２４-01-01",
+        ] {
+            assert!(Date::parse(bad).is_err(), "{bad}");
+        }
+        assert!(Date::parse("2024-02-29").is_ok());
+        assert!(Date::parse("2000-02-29").is_ok());
+        assert!(Date::parse("1900-02-29").is_err());
+    }
+
+    #[test]
+    fn date_times_parse_and_print() {
+        let t = DateTime::parse("2024-03-05 07:08:09.25").unwrap();
+        assert_eq!(t.to_string(), "2024-03-05 07:08:09.250000");
+        assert_eq!(
+            DateTime::parse("2024-03-05T07:08:09").unwrap().to_string(),
+            "2024-03-05 07:08:09"
+        );
+        assert_eq!(
+            DateTime::parse("2024-03-05").unwrap().to_string(),
+            "2024-03-05 00:00:00"
+        );
+        assert_eq!(
+            DateTime::parse("1969-12-31 23:59:59.5").unwrap().0,
+            -500_000
+        );
+        for bad in [
+            "2024-03-05 24:00:00",
+            "2024-03-05 10:60:00",
+            "2024-03-05 10:00",
+            "2024-03-05 10:00:00.",
+            "2024-03-05 10:00:00.1234567",
+            "2024-03-05 10:00:00Z",
+        ] {
+            assert!(DateTime::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn timestamps_take_zones() {
+        let utc = Timestamp::parse("2024-03-05 10:00:00").unwrap();
+        assert_eq!(Timestamp::parse("2024-03-05T10:00:00Z").unwrap(), utc);
+        assert_eq!(Timestamp::parse("2024-03-05 12:30:00+02:30").unwrap(), utc);
+        assert_eq!(Timestamp::parse("2024-03-05 05:00:00-05:00").unwrap(), utc);
+        assert!(Timestamp::parse("2024-03-05 10:00:00+15:00").is_err());
+        assert!(Timestamp::parse("2024-03-05 10:00:00 UTC").is_err());
+    }
+
+    #[test]
+    fn fractions_round_half_up() {
+        assert_eq!(round_to_fsp(1_499_999, 0), 1_000_000);
+        assert_eq!(round_to_fsp(1_500_000, 0), 2_000_000);
+        assert_eq!(round_to_fsp(-500_000, 0), 0);
+        assert_eq!(round_to_fsp(123_456, 3), 123_000);
+        assert_eq!(round_to_fsp(123_500, 3), 124_000);
+        assert_eq!(round_to_fsp(123_456, 6), 123_456);
+    }
+
+    #[test]
+    fn decimals_parse_round_and_print() {
+        let cases = [
+            ("123.45", 5, 2, 12345),
+            ("-123.45", 5, 2, -12345),
+            ("0.005", 5, 2, 1),
+            ("0.004", 5, 2, 0),
+            ("-0.005", 5, 2, -1),
+            ("1e2", 5, 2, 10000),
+            ("1.5E-1", 5, 2, 15),
+            ("007", 3, 0, 7),
+            (".5", 2, 1, 5),
+            ("5.", 2, 1, 50),
+            ("999.994", 5, 2, 99999),
+            ("0", 38, 30, 0),
+            ("0e50", 5, 2, 0),
+            (
+                "99999999999999999999999999999999999999",
+                38,
+                0,
+                99_999_999_999_999_999_999_999_999_999_999_999_999,
+            ),
+        ];
+        for (text, p, s, want) in cases {
+            assert_eq!(Decimal::parse(text, p, s), Ok(want), "{text} as ({p},{s})");
+        }
+        for (text, p, s) in [
+            ("1000", 5, 2),
+            ("999.995", 5, 2),
+            ("", 5, 2),
+            (".", 5, 2),
+            ("1.2.3", 5, 2),
+            ("12a", 5, 2),
+            ("--1", 5, 2),
+            ("1e", 5, 2),
+            ("1e999999", 5, 2),
+            ("1e40", 38, 0),
+            ("100000000000000000000000000000000000000", 38, 0),
+            ("NaN", 5, 2),
+            ("inf", 5, 2),
+        ] {
+            assert!(Decimal::parse(text, p, s).is_err(), "{text} as ({p},{s})");
+        }
+        assert_eq!(
+            Decimal {
+                mantissa: -12345,
+                scale: 2
+            }
+            .to_string(),
+            "-123.45"
+        );
+        assert_eq!(
+            Decimal {
+                mantissa: 5,
+                scale: 3
+            }
+            .to_string(),
+            "0.005"
+        );
+        assert_eq!(
+            Decimal {
+                mantissa: 42,
+                scale: 0
+            }
+            .to_string(),
+            "42"
+        );
+        assert_eq!(Decimal::from_integer(123, 5, 2), Some(12300));
+        assert_eq!(Decimal::from_integer(1234, 5, 2), None);
+        assert_eq!(Decimal::from_integer(-999, 5, 2), Some(-99900));
+    }
+}

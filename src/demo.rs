@@ -1,0 +1,78 @@
+//! `shoal demo`: a database, a table and rows to look at, and the commands
+//! to look at them with.
+
+use std::path::Path;
+
+use anyhow::Context;
+use shoal_datanode::node::DataNode;
+use shoal_datanode::{Outcome, Value};
+use shoal_wire::schema::{DatabaseName, TableDef};
+
+const DATABASE: &str = "demo";
+const ROWS: i64 = 1000;
+
+const USERS: &str = r#"{
+    "name": "users",
+    "columns": [
+        {"name": "id", "type": "BIGINT"},
+        {"name": "name", "type": "VARCHAR(100)"},
+        {"name": "email", "type": "VARCHAR(255)"},
+        {"name": "country", "type": "CHAR(2)"},
+        {"name": "signed_up", "type": "DATE"},
+        {"name": "balance", "type": "DECIMAL(12,2)"},
+        {"name": "active", "type": "BOOL"},
+        {"name": "bio", "type": "VARCHAR(1000)", "nullable": true}
+    ],
+    "primary_key": ["id"]
+}"#;
+
+/// Creates the demo database and table with rows, prints how to reach them,
+/// and writes the same to `<data-dir>/demo.json`.
+pub(crate) async fn run(node: &DataNode, data_dir: &Path) -> anyhow::Result<()> {
+    let engine = node.engine();
+    let db = DatabaseName::parse(DATABASE)?;
+    engine.create_database(&db).await?;
+    let def: TableDef = serde_json::from_str(USERS)?;
+    let users = engine.create_table(&db, def).await?;
+    let mut batch = engine.batch();
+    for id in 0..ROWS {
+        let row = [
+            ("id", Value::Int(id)),
+            ("name", Value::Text(format!("User {id}"))),
+            ("email", Value::Text(format!("user{id}@example.com"))),
+            ("country", Value::Text(["SE", "DE", "US", "JP"][id as usize % 4].into())),
+            ("signed_up", Value::Text(format!("2024-{:02}-{:02}", id % 12 + 1, id % 28 + 1))),
+            ("balance", Value::Text(format!("{}.{:02}", id * 7 % 1000, id % 100))),
+            ("active", Value::Bool(id % 3 != 0)),
+            ("bio", if id % 2 == 0 { Value::Text("Likes fast databases. ".repeat(1 + id as usize % 10)) } else { Value::Null }),
+        ];
+        batch.insert(&users, &row)?;
+    }
+    engine.execute(&mut batch).await;
+    for result in batch.results() {
+        anyhow::ensure!(matches!(result, Ok(Outcome::Inserted)), "seeding the demo table: {result:?}");
+    }
+
+    let url = format!("http://{}", node.internal_addr());
+    let auth = match node.secret_file() {
+        Some(file) => format!("$(cat {})", file.display()),
+        None => "$SHOAL_CLUSTER_SECRET".to_owned(),
+    };
+    let demo_json = data_dir.join("demo.json");
+    println!("demo: database '{DATABASE}', table 'users' with {ROWS} rows");
+    println!("see the memory it takes, per table and for the whole node:");
+    for table in ["table_memory_usage", "memoryusage"] {
+        println!("  curl -s -H \"Authorization: Bearer {auth}\" {url}/internal/v1/ndbinfo/{table}");
+    }
+    println!("written to {}; Ctrl-C stops", demo_json.display());
+    let json = serde_json::json!({
+        "node_id": engine.node_id(),
+        "internal_url": url,
+        "cluster_secret_file": node.secret_file(),
+        "database": DATABASE,
+        "table": "users",
+        "rows": ROWS,
+    });
+    std::fs::write(&demo_json, serde_json::to_vec_pretty(&json)?).with_context(|| format!("writing {}", demo_json.display()))?;
+    Ok(())
+}

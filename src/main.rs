@@ -1,0 +1,119 @@
+//! The `shoal` binary: parses arguments and starts what they ask for.
+
+mod demo;
+mod size;
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use shoal_datanode::internal_api::ClusterSecret;
+use shoal_datanode::node::{DataNode, DataNodeConfig};
+
+use crate::size::ByteSize;
+
+#[derive(Parser)]
+#[command(name = "shoal", version, about = "Shoal: a multi-tenant, in-memory database platform")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start a data node with a demo database, table and rows, and print how to reach it.
+    Demo(NodeArgs),
+    /// Start one data node.
+    Datanode(NodeArgs),
+}
+
+#[derive(Args)]
+struct NodeArgs {
+    /// This data node's id in the cluster.
+    #[arg(long, default_value_t = 1)]
+    node_id: u32,
+    /// DataMemory: the memory for all rows and indexes, e.g. 256M or 4G.
+    #[arg(long, default_value = "512M")]
+    data_memory: ByteSize,
+    /// LDM worker threads [default: the number of cores].
+    #[arg(long)]
+    ldm_threads: Option<usize>,
+    /// Directory for this node's files.
+    #[arg(long, default_value = "shoal-data")]
+    data_dir: PathBuf,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    listen: IpAddr,
+    /// Port of the internal API; 0 picks a free one.
+    #[arg(long, default_value_t = 4407)]
+    internal_port: u16,
+    /// The cluster secret; by default read from (or created in) <data-dir>/cluster-secret.
+    #[arg(long, env = "SHOAL_CLUSTER_SECRET", hide_env_values = true)]
+    cluster_secret: Option<String>,
+}
+
+impl NodeArgs {
+    fn config(&self) -> anyhow::Result<DataNodeConfig> {
+        let cluster_secret = match &self.cluster_secret {
+            Some(s) => Some(ClusterSecret::new(s).map_err(anyhow::Error::msg).context("--cluster-secret")?),
+            None => None,
+        };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Ok(DataNodeConfig {
+            node_id: self.node_id,
+            data_memory: self.data_memory.0,
+            ldm_threads: self.ldm_threads.unwrap_or(cores),
+            data_dir: self.data_dir.clone(),
+            listen: self.listen,
+            internal_port: self.internal_port,
+            cluster_secret,
+        })
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let (args, seed_demo) = match &cli.command {
+        Command::Demo(args) => (args, true),
+        Command::Datanode(args) => (args, false),
+    };
+    let config = args.config()?;
+    let node = DataNode::start(config.clone()).await?;
+    println!(
+        "data node {} listening: internal API http://{} (DataMemory {}, {} LDM threads)",
+        config.node_id,
+        node.internal_addr(),
+        ByteSize(node.engine().data_memory().total_bytes()),
+        node.engine().ldm_threads(),
+    );
+    if seed_demo {
+        demo::run(&node, &config.data_dir).await?;
+    }
+    wait_for_stop().await?;
+    println!("stopping");
+    node.shutdown().await.context("stopping the data node")?;
+    Ok(())
+}
+
+/// Waits for Ctrl-C or SIGTERM.
+async fn wait_for_stop() -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r?,
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    tokio::signal::ctrl_c().await?;
+    Ok(())
+}

@@ -1,0 +1,1 @@
+//! The web console: pages, assets and the routes the control plane mounts at `/`.

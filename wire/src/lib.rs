@@ -1,0 +1,10 @@
+//! Types both sides of the internal API agree on; the control plane links this,
+//! never the storage engine.
+//!
+//! - [`schema`]: identifiers, column types and table definitions, with the rules
+//!   that make a definition valid.
+//! - [`ndbinfo`]: the names and columns of the ndbinfo tables, and the JSON shape
+//!   their rows travel in.
+
+pub mod ndbinfo;
+pub mod schema;

@@ -1,0 +1,738 @@
+//! Table definitions as users declare them, and the rules that make one valid.
+//!
+//! Everything here is checked once at the edge (`parse`, [`TableDef::validate`]);
+//! code further in may rely on a validated definition.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Longest database, table or column name, in bytes.
+pub const MAX_NAME_LEN: usize = 63;
+/// Most columns a table may have (RonDB allows 512 attributes).
+pub const MAX_COLUMNS: usize = 512;
+/// Most columns in a primary key.
+pub const MAX_KEY_COLUMNS: usize = 16;
+/// Largest declared primary key, in stored bytes.
+pub const MAX_KEY_BYTES: usize = 3072;
+/// Largest declared row, in stored bytes (RonDB's limit for in-memory rows).
+pub const MAX_ROW_BYTES: usize = 30_000;
+/// Longest `CHAR(n)` / `BINARY(n)`.
+pub const MAX_FIXED_LEN: u16 = 255;
+/// Longest `VARCHAR(n)` (characters) / `VARBINARY(n)` (bytes) as a type; the
+/// row limit usually binds first.
+pub const MAX_VAR_LEN: u16 = 30_000;
+/// Most digits of a `DECIMAL`.
+pub const MAX_DECIMAL_PRECISION: u8 = 38;
+/// Most digits after the point of a `DECIMAL`.
+pub const MAX_DECIMAL_SCALE: u8 = 30;
+/// Most fractional-second digits of `DATETIME(fsp)` / `TIMESTAMP(fsp)`.
+pub const MAX_FSP: u8 = 6;
+
+/// Database names a user may not take: the system schemas of MySQL and RonDB.
+const RESERVED_DATABASES: [&str; 5] = [
+    "ndbinfo",
+    "mysql",
+    "sys",
+    "information_schema",
+    "performance_schema",
+];
+
+/// Why a name, a type or a table definition was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaError {
+    #[error("{kind} name must not be empty")]
+    EmptyName { kind: &'static str },
+    #[error("{kind} name '{name}' is longer than {MAX_NAME_LEN} bytes")]
+    NameTooLong { kind: &'static str, name: String },
+    #[error(
+        "{kind} name '{name}' is not allowed: use letters, digits and '_', starting with a letter or '_'"
+    )]
+    BadName { kind: &'static str, name: String },
+    #[error("database name '{0}' is reserved")]
+    ReservedName(String),
+    #[error("unknown column type '{0}'")]
+    UnknownType(String),
+    #[error("column type '{ty}': {problem}")]
+    BadTypeArgument { ty: String, problem: String },
+    #[error("a table needs at least one column")]
+    NoColumns,
+    #[error("a table has at most {MAX_COLUMNS} columns, this one has {0}")]
+    TooManyColumns(usize),
+    #[error("column '{0}' is declared twice (names are compared without case)")]
+    DuplicateColumn(String),
+    #[error("a table needs a primary key")]
+    NoPrimaryKey,
+    #[error("a primary key has at most {MAX_KEY_COLUMNS} columns, this one has {0}")]
+    TooManyKeyColumns(usize),
+    #[error("primary key column '{0}' is not a column of the table")]
+    UnknownKeyColumn(String),
+    #[error("primary key names column '{0}' twice")]
+    DuplicateKeyColumn(String),
+    #[error("primary key column '{0}' cannot be nullable")]
+    NullableKeyColumn(String),
+    #[error("the primary key can take {0} bytes, more than the maximum {MAX_KEY_BYTES}")]
+    KeyTooLarge(usize),
+    #[error("a row can take {0} bytes, more than the maximum {MAX_ROW_BYTES}")]
+    RowTooLarge(usize),
+}
+
+/// Checks an identifier: 1 to [`MAX_NAME_LEN`] bytes of `[A-Za-z0-9_]`, not
+/// starting with a digit. Names are case-sensitive.
+fn check_identifier(kind: &'static str, name: &str) -> Result<(), SchemaError> {
+    let Some(first) = name.bytes().next() else {
+        return Err(SchemaError::EmptyName { kind });
+    };
+    if name.len() > MAX_NAME_LEN {
+        return Err(SchemaError::NameTooLong {
+            kind,
+            name: name.chars().take(MAX_NAME_LEN).collect::<String>() + "…",
+        });
+    }
+    let ok_first = first.is_ascii_alphabetic() || first == b'_';
+    let ok_rest = name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if !(ok_first && ok_rest) {
+        return Err(SchemaError::BadName {
+            kind,
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+macro_rules! name_type {
+    ($(#[$doc:meta])* $name:ident, $kind:literal, $extra_check:expr) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
+
+        impl $name {
+            /// Parses a name, refusing anything the rules do not allow.
+            pub fn parse(name: &str) -> Result<Self, SchemaError> {
+                check_identifier($kind, name)?;
+                let extra: fn(&str) -> Result<(), SchemaError> = $extra_check;
+                extra(name)?;
+                Ok(Self(name.to_owned()))
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = SchemaError;
+            fn from_str(s: &str) -> Result<Self, SchemaError> {
+                Self::parse(s)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = SchemaError;
+            fn try_from(s: String) -> Result<Self, SchemaError> {
+                Self::parse(&s)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(n: $name) -> String {
+                n.0
+            }
+        }
+    };
+}
+
+name_type!(
+    /// A database name: an identifier that is not one of the system schemas.
+    DatabaseName,
+    "database",
+    |name| {
+        if RESERVED_DATABASES.iter().any(|r| r.eq_ignore_ascii_case(name)) {
+            return Err(SchemaError::ReservedName(name.to_owned()));
+        }
+        Ok(())
+    }
+);
+name_type!(
+    /// A table name, unique within its database.
+    TableName,
+    "table",
+    |_| Ok(())
+);
+name_type!(
+    /// A column name, unique within its table without regard to case.
+    ColumnName,
+    "column",
+    |_| Ok(())
+);
+
+/// A column's type. Written and read as SQL type names: `"BIGINT UNSIGNED"`,
+/// `"VARCHAR(100)"`, `"DECIMAL(10,2)"`, `"DATETIME(3)"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum ColumnType {
+    TinyInt {
+        unsigned: bool,
+    },
+    SmallInt {
+        unsigned: bool,
+    },
+    MediumInt {
+        unsigned: bool,
+    },
+    Int {
+        unsigned: bool,
+    },
+    BigInt {
+        unsigned: bool,
+    },
+    Float,
+    Double,
+    /// `precision` digits in all, `scale` of them after the point.
+    Decimal {
+        precision: u8,
+        scale: u8,
+    },
+    /// Up to `n` characters, trailing spaces not significant.
+    Char(u16),
+    /// Up to `n` characters.
+    VarChar(u16),
+    /// Exactly `n` bytes, shorter values padded with zero bytes.
+    Binary(u16),
+    /// Up to `n` bytes.
+    VarBinary(u16),
+    Date,
+    DateTime {
+        fsp: u8,
+    },
+    Timestamp {
+        fsp: u8,
+    },
+    Bool,
+}
+
+impl ColumnType {
+    /// Bytes a value takes in the fixed part of a row, or `None` for a column
+    /// stored in the variable part.
+    pub fn fixed_size(self) -> Option<usize> {
+        use ColumnType::*;
+        Some(match self {
+            TinyInt { .. } | Bool => 1,
+            SmallInt { .. } => 2,
+            MediumInt { .. } => 3,
+            Int { .. } | Float | Date => 4,
+            BigInt { .. } | Double | DateTime { .. } | Timestamp { .. } => 8,
+            Decimal { precision, .. } => decimal_size(precision),
+            // utf8mb4: up to four bytes a character, as MySQL reserves.
+            Char(n) => 4 * n as usize,
+            Binary(n) => n as usize,
+            VarChar(_) | VarBinary(_) => return None,
+        })
+    }
+
+    /// Most bytes a value can take in a row: its fixed size, or for a variable
+    /// column its longest value plus its two-byte length.
+    pub fn max_size(self) -> usize {
+        match self {
+            ColumnType::VarChar(n) => 4 * n as usize + 2,
+            ColumnType::VarBinary(n) => n as usize + 2,
+            fixed => fixed.fixed_size().unwrap_or(0),
+        }
+    }
+
+    pub fn is_variable(self) -> bool {
+        self.fixed_size().is_none()
+    }
+}
+
+/// Stored bytes of a `DECIMAL(p, s)`: an 8-byte mantissa up to 18 digits, 16
+/// bytes beyond.
+fn decimal_size(precision: u8) -> usize {
+    if precision <= 18 { 8 } else { 16 }
+}
+
+impl fmt::Display for ColumnType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ColumnType::*;
+        let int = |f: &mut fmt::Formatter<'_>, name: &str, unsigned: bool| {
+            f.write_str(name)?;
+            if unsigned {
+                f.write_str(" UNSIGNED")?;
+            }
+            Ok(())
+        };
+        let fsp = |f: &mut fmt::Formatter<'_>, name: &str, fsp: u8| {
+            if fsp == 0 {
+                f.write_str(name)
+            } else {
+                write!(f, "{name}({fsp})")
+            }
+        };
+        match *self {
+            TinyInt { unsigned } => int(f, "TINYINT", unsigned),
+            SmallInt { unsigned } => int(f, "SMALLINT", unsigned),
+            MediumInt { unsigned } => int(f, "MEDIUMINT", unsigned),
+            Int { unsigned } => int(f, "INT", unsigned),
+            BigInt { unsigned } => int(f, "BIGINT", unsigned),
+            Float => f.write_str("FLOAT"),
+            Double => f.write_str("DOUBLE"),
+            Decimal { precision, scale } => write!(f, "DECIMAL({precision},{scale})"),
+            Char(n) => write!(f, "CHAR({n})"),
+            VarChar(n) => write!(f, "VARCHAR({n})"),
+            Binary(n) => write!(f, "BINARY({n})"),
+            VarBinary(n) => write!(f, "VARBINARY({n})"),
+            Date => f.write_str("DATE"),
+            DateTime { fsp: p } => fsp(f, "DATETIME", p),
+            Timestamp { fsp: p } => fsp(f, "TIMESTAMP", p),
+            Bool => f.write_str("BOOL"),
+        }
+    }
+}
+
+impl FromStr for ColumnType {
+    type Err = SchemaError;
+
+    fn from_str(text: &str) -> Result<Self, SchemaError> {
+        let upper = text.trim().to_ascii_uppercase();
+        let bad = |problem: &str| SchemaError::BadTypeArgument {
+            ty: text.trim().to_owned(),
+            problem: problem.to_owned(),
+        };
+        // Split "NAME(args) UNSIGNED" into its name, its arguments and the
+        // word after them.
+        let (name, args, rest) = match upper.find('(') {
+            Some(open) => {
+                let close = upper[open..]
+                    .find(')')
+                    .map(|c| open + c)
+                    .ok_or_else(|| bad("missing ')'"))?;
+                (
+                    upper[..open].trim(),
+                    Some(&upper[open + 1..close]),
+                    upper[close + 1..].trim(),
+                )
+            }
+            None => {
+                let mut words = upper.splitn(2, char::is_whitespace);
+                let name = words.next().unwrap_or("");
+                (name, None, words.next().unwrap_or("").trim())
+            }
+        };
+        let unsigned = match rest {
+            "" => false,
+            "UNSIGNED" => true,
+            _ => return Err(SchemaError::UnknownType(text.trim().to_owned())),
+        };
+        let numbers: Vec<u32> = match args {
+            None => Vec::new(),
+            Some(a) => a
+                .split(',')
+                .map(|n| {
+                    n.trim()
+                        .parse::<u32>()
+                        .map_err(|_| bad("arguments must be whole numbers"))
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        let arg_count = |allowed: &[usize]| {
+            if allowed.contains(&numbers.len()) {
+                Ok(())
+            } else {
+                Err(bad("wrong number of arguments"))
+            }
+        };
+        let is_int = matches!(
+            name,
+            "TINYINT" | "SMALLINT" | "MEDIUMINT" | "INT" | "INTEGER" | "BIGINT"
+        );
+        if unsigned && !is_int {
+            return Err(bad("only integer types can be UNSIGNED"));
+        }
+        let length = |max: u16| -> Result<u16, SchemaError> {
+            arg_count(&[1])?;
+            match u16::try_from(numbers[0]) {
+                Ok(n) if (1..=max).contains(&n) => Ok(n),
+                _ => Err(bad(&format!("length must be between 1 and {max}"))),
+            }
+        };
+        let fsp = || -> Result<u8, SchemaError> {
+            arg_count(&[0, 1])?;
+            match numbers.first().copied().unwrap_or(0) {
+                n if n <= u32::from(MAX_FSP) => Ok(n as u8),
+                _ => Err(bad(&format!(
+                    "fractional seconds precision must be 0 to {MAX_FSP}"
+                ))),
+            }
+        };
+        let ty = match name {
+            // MySQL's display width, as in INT(11), means nothing for storage.
+            "TINYINT" | "SMALLINT" | "MEDIUMINT" | "INT" | "INTEGER" | "BIGINT" => {
+                arg_count(&[0, 1])?;
+                match name {
+                    "TINYINT" => ColumnType::TinyInt { unsigned },
+                    "SMALLINT" => ColumnType::SmallInt { unsigned },
+                    "MEDIUMINT" => ColumnType::MediumInt { unsigned },
+                    "BIGINT" => ColumnType::BigInt { unsigned },
+                    _ => ColumnType::Int { unsigned },
+                }
+            }
+            "FLOAT" => {
+                arg_count(&[0])?;
+                ColumnType::Float
+            }
+            "DOUBLE" | "REAL" => {
+                arg_count(&[0])?;
+                ColumnType::Double
+            }
+            "DECIMAL" | "NUMERIC" => {
+                arg_count(&[0, 1, 2])?;
+                let precision = numbers.first().copied().unwrap_or(10);
+                let scale = numbers.get(1).copied().unwrap_or(0);
+                if !(1..=u32::from(MAX_DECIMAL_PRECISION)).contains(&precision) {
+                    return Err(bad(&format!(
+                        "precision must be between 1 and {MAX_DECIMAL_PRECISION}"
+                    )));
+                }
+                if scale > u32::from(MAX_DECIMAL_SCALE) || scale > precision {
+                    return Err(bad(&format!(
+                        "scale must be at most {MAX_DECIMAL_SCALE} and at most the precision"
+                    )));
+                }
+                ColumnType::Decimal {
+                    precision: precision as u8,
+                    scale: scale as u8,
+                }
+            }
+            "CHAR" => ColumnType::Char(if numbers.is_empty() {
+                1
+            } else {
+                length(MAX_FIXED_LEN)?
+            }),
+            "BINARY" => ColumnType::Binary(if numbers.is_empty() {
+                1
+            } else {
+                length(MAX_FIXED_LEN)?
+            }),
+            "VARCHAR" => ColumnType::VarChar(length(MAX_VAR_LEN)?),
+            "VARBINARY" => ColumnType::VarBinary(length(MAX_VAR_LEN)?),
+            "DATE" => {
+                arg_count(&[0])?;
+                ColumnType::Date
+            }
+            "DATETIME" => ColumnType::DateTime { fsp: fsp()? },
+            "TIMESTAMP" => ColumnType::Timestamp { fsp: fsp()? },
+            "BOOL" | "BOOLEAN" => {
+                arg_count(&[0])?;
+                ColumnType::Bool
+            }
+            _ => return Err(SchemaError::UnknownType(text.trim().to_owned())),
+        };
+        Ok(ty)
+    }
+}
+
+impl TryFrom<String> for ColumnType {
+    type Error = SchemaError;
+    fn try_from(s: String) -> Result<Self, SchemaError> {
+        s.parse()
+    }
+}
+
+impl From<ColumnType> for String {
+    fn from(t: ColumnType) -> String {
+        t.to_string()
+    }
+}
+
+/// One column of a table. Columns are `NOT NULL` unless `nullable` is true.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ColumnDef {
+    pub name: ColumnName,
+    #[serde(rename = "type")]
+    pub column_type: ColumnType,
+    #[serde(default)]
+    pub nullable: bool,
+}
+
+/// A table as the user declares it: `{name, columns, primary_key}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TableDef {
+    pub name: TableName,
+    pub columns: Vec<ColumnDef>,
+    pub primary_key: Vec<ColumnName>,
+}
+
+impl TableDef {
+    /// Checks everything that names and types alone do not: column count,
+    /// unique names, a valid primary key, and the key and row size limits.
+    pub fn validate(&self) -> Result<(), SchemaError> {
+        if self.columns.is_empty() {
+            return Err(SchemaError::NoColumns);
+        }
+        if self.columns.len() > MAX_COLUMNS {
+            return Err(SchemaError::TooManyColumns(self.columns.len()));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for c in &self.columns {
+            if !seen.insert(c.name.as_str().to_ascii_lowercase()) {
+                return Err(SchemaError::DuplicateColumn(c.name.to_string()));
+            }
+        }
+        if self.primary_key.is_empty() {
+            return Err(SchemaError::NoPrimaryKey);
+        }
+        if self.primary_key.len() > MAX_KEY_COLUMNS {
+            return Err(SchemaError::TooManyKeyColumns(self.primary_key.len()));
+        }
+        let mut key_bytes = 0;
+        for (i, k) in self.primary_key.iter().enumerate() {
+            if self.primary_key[..i].contains(k) {
+                return Err(SchemaError::DuplicateKeyColumn(k.to_string()));
+            }
+            let col = self
+                .column(k.as_str())
+                .ok_or_else(|| SchemaError::UnknownKeyColumn(k.to_string()))?;
+            if col.nullable {
+                return Err(SchemaError::NullableKeyColumn(k.to_string()));
+            }
+            key_bytes += col.column_type.max_size();
+        }
+        if key_bytes > MAX_KEY_BYTES {
+            return Err(SchemaError::KeyTooLarge(key_bytes));
+        }
+        let row_bytes: usize = self.columns.iter().map(|c| c.column_type.max_size()).sum();
+        if row_bytes > MAX_ROW_BYTES {
+            return Err(SchemaError::RowTooLarge(row_bytes));
+        }
+        Ok(())
+    }
+
+    /// The column with exactly this name.
+    pub fn column(&self, name: &str) -> Option<&ColumnDef> {
+        self.columns.iter().find(|c| c.name.as_str() == name)
+    }
+
+    /// The position of the column with exactly this name.
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name.as_str() == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn col(name: &str, ty: &str, nullable: bool) -> ColumnDef {
+        ColumnDef {
+            name: ColumnName::parse(name).unwrap(),
+            column_type: ty.parse().unwrap(),
+            nullable,
+        }
+    }
+
+    fn table(columns: Vec<ColumnDef>, key: &[&str]) -> TableDef {
+        TableDef {
+            name: TableName::parse("t").unwrap(),
+            columns,
+            primary_key: key.iter().map(|k| ColumnName::parse(k).unwrap()).collect(),
+        }
+    }
+
+    #[test]
+    fn every_type_name_round_trips() {
+        for text in [
+            "TINYINT",
+            "TINYINT UNSIGNED",
+            "SMALLINT",
+            "SMALLINT UNSIGNED",
+            "MEDIUMINT",
+            "MEDIUMINT UNSIGNED",
+            "INT",
+            "INT UNSIGNED",
+            "BIGINT",
+            "BIGINT UNSIGNED",
+            "FLOAT",
+            "DOUBLE",
+            "DECIMAL(10,2)",
+            "DECIMAL(38,30)",
+            "CHAR(1)",
+            "CHAR(255)",
+            "VARCHAR(100)",
+            "BINARY(16)",
+            "VARBINARY(4096)",
+            "DATE",
+            "DATETIME",
+            "DATETIME(6)",
+            "TIMESTAMP",
+            "TIMESTAMP(3)",
+            "BOOL",
+        ] {
+            let ty: ColumnType = text.parse().unwrap();
+            assert_eq!(ty.to_string(), text);
+        }
+    }
+
+    #[test]
+    fn type_names_are_forgiving_about_case_space_and_synonyms() {
+        let cases = [
+            ("varchar( 20 )", ColumnType::VarChar(20)),
+            ("int(11) unsigned", ColumnType::Int { unsigned: true }),
+            ("integer", ColumnType::Int { unsigned: false }),
+            (
+                "numeric(5)",
+                ColumnType::Decimal {
+                    precision: 5,
+                    scale: 0,
+                },
+            ),
+            (
+                "decimal",
+                ColumnType::Decimal {
+                    precision: 10,
+                    scale: 0,
+                },
+            ),
+            ("boolean", ColumnType::Bool),
+            ("char", ColumnType::Char(1)),
+            ("real", ColumnType::Double),
+        ];
+        for (text, want) in cases {
+            assert_eq!(text.parse::<ColumnType>().unwrap(), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn bad_types_are_refused_with_a_reason() {
+        for text in [
+            "",
+            "TEXT",
+            "VARCHAR",
+            "VARCHAR(0)",
+            "VARCHAR(30001)",
+            "VARCHAR(x)",
+            "VARCHAR(10",
+            "CHAR(256)",
+            "DECIMAL(39,0)",
+            "DECIMAL(5,6)",
+            "DECIMAL(0)",
+            "DATETIME(7)",
+            "FLOAT UNSIGNED",
+            "INT SIGNED",
+            "VARCHAR(-1)",
+            "DATE(1)",
+            "BOOL(1)",
+            "VARCHAR(99999999999999999999)",
+        ] {
+            assert!(
+                text.parse::<ColumnType>().is_err(),
+                "{text:?} should be refused"
+            );
+        }
+    }
+
+    #[test]
+    fn names_follow_the_identifier_rules() {
+        assert!(DatabaseName::parse("shop_1").is_ok());
+        assert!(TableName::parse("_t").is_ok());
+        for bad in [
+            "",
+            "1abc",
+            "a-b",
+            "a b",
+            "a/b",
+            "../x",
+            "é",
+            "a$b",
+            &"x".repeat(64),
+        ] {
+            assert!(TableName::parse(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            DatabaseName::parse("NDBINFO"),
+            Err(SchemaError::ReservedName("NDBINFO".into()))
+        );
+        assert!(TableName::parse(&"x".repeat(63)).is_ok());
+    }
+
+    #[test]
+    fn tables_are_validated() {
+        let ok = table(
+            vec![col("id", "BIGINT", false), col("v", "VARCHAR(10)", true)],
+            &["id"],
+        );
+        ok.validate().unwrap();
+
+        let cases = [
+            (table(vec![], &["id"]), SchemaError::NoColumns),
+            (
+                table(vec![col("id", "INT", false)], &[]),
+                SchemaError::NoPrimaryKey,
+            ),
+            (
+                table(
+                    vec![col("id", "INT", false), col("ID", "INT", false)],
+                    &["id"],
+                ),
+                SchemaError::DuplicateColumn("ID".into()),
+            ),
+            (
+                table(vec![col("id", "INT", false)], &["nope"]),
+                SchemaError::UnknownKeyColumn("nope".into()),
+            ),
+            (
+                table(vec![col("id", "INT", false)], &["id", "id"]),
+                SchemaError::DuplicateKeyColumn("id".into()),
+            ),
+            (
+                table(vec![col("id", "INT", true)], &["id"]),
+                SchemaError::NullableKeyColumn("id".into()),
+            ),
+            (
+                table(vec![col("id", "VARCHAR(1000)", false)], &["id"]),
+                SchemaError::KeyTooLarge(4002),
+            ),
+            (
+                table(
+                    vec![
+                        col("id", "INT", false),
+                        col("a", "VARBINARY(20000)", true),
+                        col("b", "VARBINARY(20000)", true),
+                    ],
+                    &["id"],
+                ),
+                SchemaError::RowTooLarge(40008),
+            ),
+        ];
+        for (def, want) in cases {
+            assert_eq!(def.validate(), Err(want));
+        }
+    }
+
+    #[test]
+    fn table_definitions_read_from_json_and_refuse_unknown_fields() {
+        let def: TableDef = serde_json::from_str(
+            r#"{"name":"users","columns":[{"name":"id","type":"bigint"},{"name":"n","type":"VARCHAR(10)","nullable":true}],"primary_key":["id"]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            def.columns[0].column_type,
+            ColumnType::BigInt { unsigned: false }
+        );
+        assert!(!def.columns[0].nullable);
+        assert!(def.columns[1].nullable);
+        let bad = r#"{"name":"users","columns":[],"primary_key":[],"extra":1}"#;
+        assert!(serde_json::from_str::<TableDef>(bad).is_err());
+        let bad_name = r#"{"name":"no such","columns":[],"primary_key":[]}"#;
+        assert!(serde_json::from_str::<TableDef>(bad_name).is_err());
+    }
+}
