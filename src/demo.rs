@@ -40,17 +40,36 @@ pub(crate) async fn run(node: &DataNode, data_dir: &Path) -> anyhow::Result<()> 
             ("id", Value::Int(id)),
             ("name", Value::Text(format!("User {id}"))),
             ("email", Value::Text(format!("user{id}@example.com"))),
-            ("country", Value::Text(["SE", "DE", "US", "JP"][id as usize % 4].into())),
-            ("signed_up", Value::Text(format!("2024-{:02}-{:02}", id % 12 + 1, id % 28 + 1))),
-            ("balance", Value::Text(format!("{}.{:02}", id * 7 % 1000, id % 100))),
+            (
+                "country",
+                Value::Text(["SE", "DE", "US", "JP"][id as usize % 4].into()),
+            ),
+            (
+                "signed_up",
+                Value::Text(format!("2024-{:02}-{:02}", id % 12 + 1, id % 28 + 1)),
+            ),
+            (
+                "balance",
+                Value::Text(format!("{}.{:02}", id * 7 % 1000, id % 100)),
+            ),
             ("active", Value::Bool(id % 3 != 0)),
-            ("bio", if id % 2 == 0 { Value::Text("Likes fast databases. ".repeat(1 + id as usize % 10)) } else { Value::Null }),
+            (
+                "bio",
+                if id % 2 == 0 {
+                    Value::Text("Likes fast databases. ".repeat(1 + id as usize % 10))
+                } else {
+                    Value::Null
+                },
+            ),
         ];
         batch.insert(&users, &row)?;
     }
     engine.execute(&mut batch).await;
     for result in batch.results() {
-        anyhow::ensure!(matches!(result, Ok(Outcome::Inserted)), "seeding the demo table: {result:?}");
+        anyhow::ensure!(
+            matches!(result, Ok(Outcome::Inserted)),
+            "seeding the demo table: {result:?}"
+        );
     }
 
     let url = format!("http://{}", node.internal_addr());
@@ -73,6 +92,7 @@ pub(crate) async fn run(node: &DataNode, data_dir: &Path) -> anyhow::Result<()> 
         "table": "users",
         "rows": ROWS,
     });
-    std::fs::write(&demo_json, serde_json::to_vec_pretty(&json)?).with_context(|| format!("writing {}", demo_json.display()))?;
+    std::fs::write(&demo_json, serde_json::to_vec_pretty(&json)?)
+        .with_context(|| format!("writing {}", demo_json.display()))?;
     Ok(())
 }

@@ -14,7 +14,11 @@ use shoal_datanode::node::{DataNode, DataNodeConfig};
 use crate::size::ByteSize;
 
 #[derive(Parser)]
-#[command(name = "shoal", version, about = "Shoal: a multi-tenant, in-memory database platform")]
+#[command(
+    name = "shoal",
+    version,
+    about = "Shoal: a multi-tenant, in-memory database platform"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -56,7 +60,11 @@ struct NodeArgs {
 impl NodeArgs {
     fn config(&self) -> anyhow::Result<DataNodeConfig> {
         let cluster_secret = match &self.cluster_secret {
-            Some(s) => Some(ClusterSecret::new(s).map_err(anyhow::Error::msg).context("--cluster-secret")?),
+            Some(s) => Some(
+                ClusterSecret::new(s)
+                    .map_err(anyhow::Error::msg)
+                    .context("--cluster-secret")?,
+            ),
             None => None,
         };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -21,9 +21,19 @@ impl FromStr for ByteSize {
         }
         let number: u64 = t[..digits].parse().map_err(|_| bad())?;
         let unit = t[digits..].trim().to_ascii_uppercase();
-        let unit = unit.strip_suffix("IB").or_else(|| unit.strip_suffix('B')).unwrap_or(&unit);
-        let shift = UNITS.iter().find(|(u, _)| *u == unit).map(|(_, s)| *s).ok_or_else(bad)?;
-        number.checked_mul(1 << shift).map(ByteSize).ok_or_else(|| format!("'{text}' is too large"))
+        let unit = unit
+            .strip_suffix("IB")
+            .or_else(|| unit.strip_suffix('B'))
+            .unwrap_or(&unit);
+        let shift = UNITS
+            .iter()
+            .find(|(u, _)| *u == unit)
+            .map(|(_, s)| *s)
+            .ok_or_else(bad)?;
+        number
+            .checked_mul(1 << shift)
+            .map(ByteSize)
+            .ok_or_else(|| format!("'{text}' is too large"))
     }
 }
 
@@ -32,7 +42,7 @@ impl fmt::Display for ByteSize {
         let (unit, shift) = UNITS
             .iter()
             .rev()
-            .find(|(_, s)| self.0 >= 1 << s && self.0 % (1 << s) == 0)
+            .find(|(_, s)| self.0 >= 1 << s && self.0.is_multiple_of(1 << s))
             .copied()
             .unwrap_or(("", 0));
         if unit.is_empty() {
@@ -61,7 +71,16 @@ mod tests {
         ] {
             assert_eq!(text.parse::<ByteSize>(), Ok(ByteSize(bytes)), "{text}");
         }
-        for bad in ["", "M", "-1G", "1.5G", "4X", "99999999999999999999", "20000000T", "4 G B"] {
+        for bad in [
+            "",
+            "M",
+            "-1G",
+            "1.5G",
+            "4X",
+            "99999999999999999999",
+            "20000000T",
+            "4 G B",
+        ] {
             assert!(bad.parse::<ByteSize>().is_err(), "{bad}");
         }
     }

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use xxhash_rust::xxh3::xxh3_64;
+use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
 use crate::catalog::Table;
 use crate::ldm::{Op, OpBatch, OpKind, OpResult, Span};
@@ -123,6 +123,12 @@ pub(crate) fn fragment_of(key: &[u8], fragments: u16) -> u16 {
     (((xxh3_64(key) >> 32) * u64::from(fragments)) >> 32) as u16
 }
 
+/// A key's tag in its fragment's hash index: the upper half of its hash
+/// under the engine's secret seed, so that keys cannot be chosen to collide.
+pub(crate) fn index_tag(key: &[u8], seed: u64) -> u32 {
+    (xxh3_64_with_seed(key, seed) >> 32) as u32
+}
+
 struct Slot {
     ldm: u16,
     index: u32,
@@ -132,6 +138,7 @@ struct Slot {
 /// Operations to run together. Reusable: `clear` keeps the buffers.
 pub struct Batch {
     pub(crate) ldms: Vec<OpBatch>,
+    seed: u64,
     slots: Vec<Slot>,
     scratch: Vec<u8>,
 }
@@ -145,9 +152,10 @@ impl std::fmt::Debug for Batch {
 }
 
 impl Batch {
-    pub(crate) fn new(ldm_count: usize) -> Batch {
+    pub(crate) fn new(ldm_count: usize, seed: u64) -> Batch {
         Batch {
             ldms: (0..ldm_count).map(|_| OpBatch::default()).collect(),
+            seed,
             slots: Vec::new(),
             scratch: Vec::new(),
         }
@@ -251,8 +259,9 @@ impl Batch {
         presence: (usize, usize),
     ) {
         let key_bytes = &self.scratch[key.0..key.0 + key.1];
-        let fragment = fragment_of(key_bytes, table.fragments);
-        let ldm = (table.id.0 as usize + fragment as usize) % self.ldms.len();
+        let place = table.fragments[fragment_of(key_bytes, table.fragments()) as usize];
+        let tag = index_tag(key_bytes, self.seed);
+        let ldm = place.ldm as usize;
         let target = &mut self.ldms[ldm];
         let base = target.data.len();
         target.data.extend_from_slice(&self.scratch);
@@ -263,7 +272,8 @@ impl Batch {
         target.ops.push(Op {
             kind,
             table: table.id,
-            fragment,
+            slot: place.slot,
+            tag,
             key: span(key),
             image: span(image),
             presence: span(presence),

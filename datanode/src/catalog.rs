@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use shoal_wire::schema::{DatabaseName, SchemaError, TableDef, TableName};
 
+use crate::ldm::FragmentPlace;
 use crate::storage::layout::Layout;
 
 /// Most tables one data node holds (RonDB: 20,320 schema objects).
@@ -63,7 +64,8 @@ pub struct Table {
     pub id: TableId,
     pub database: DatabaseName,
     pub(crate) layout: Arc<Layout>,
-    pub(crate) fragments: u16,
+    /// Where each fragment lives, by fragment number.
+    pub(crate) fragments: Vec<FragmentPlace>,
 }
 
 impl Table {
@@ -76,7 +78,7 @@ impl Table {
     }
 
     pub fn fragments(&self) -> u16 {
-        self.fragments
+        self.fragments.len() as u16
     }
 }
 

@@ -9,7 +9,7 @@ use tokio::sync::{Mutex, oneshot};
 
 use crate::batch::{Batch, OperationError, Row};
 use crate::catalog::{Catalog, CatalogError, DatabaseId, Table, TableId};
-use crate::ldm::{FragmentReport, Ldm, Msg};
+use crate::ldm::{FragmentPlace, FragmentReport, Ldm, Msg};
 use crate::storage::codec::{self, ValueError};
 use crate::storage::fixed::RowRef;
 use crate::storage::layout::Layout;
@@ -51,6 +51,8 @@ struct Inner {
     /// across a wait for the workers.
     ddl: Mutex<()>,
     fragments_per_table: u16,
+    /// Keys the hash indexes; secret, so keys cannot be chosen to collide.
+    seed: u64,
 }
 
 /// One fragment's memory, with the names of its table and database.
@@ -84,7 +86,7 @@ impl Engine {
         getrandom::fill(&mut seed).map_err(|e| std::io::Error::other(e.to_string()))?;
         let seed = u64::from_le_bytes(seed);
         let ldms = (0..config.ldm_threads)
-            .map(|n| Ldm::start(n, Arc::clone(&pool), seed))
+            .map(|n| Ldm::start(n, Arc::clone(&pool)))
             .collect::<std::io::Result<_>>()?;
         Ok(Engine {
             inner: Arc::new(Inner {
@@ -94,6 +96,7 @@ impl Engine {
                 catalog: RwLock::new(Catalog::default()),
                 ddl: Mutex::new(()),
                 fragments_per_table: fragments,
+                seed,
             }),
         })
     }
@@ -121,26 +124,23 @@ impl Engine {
             .unwrap_or_else(|e| e.into_inner())
     }
 
-    fn ldm_of(&self, table: TableId, fragment: u16) -> &Ldm {
-        &self.inner.ldms[(table.0 as usize + fragment as usize) % self.inner.ldms.len()]
-    }
-
-    /// Sends one message per fragment of `table` and waits for every reply.
-    async fn each_fragment(
+    /// Sends one message to each of `ldms` and waits for every reply.
+    async fn each<T>(
         &self,
-        table: TableId,
-        fragments: u16,
-        msg: impl Fn(u16, oneshot::Sender<()>) -> Msg,
-    ) {
-        let mut waits = Vec::with_capacity(fragments as usize);
-        for f in 0..fragments {
+        ldms: impl Iterator<Item = u16>,
+        msg: impl Fn(usize, oneshot::Sender<T>) -> Msg,
+    ) -> Vec<T> {
+        let mut waits = Vec::new();
+        for (i, ldm) in ldms.enumerate() {
             let (done, wait) = oneshot::channel();
-            self.ldm_of(table, f).send(msg(f, done));
+            self.inner.ldms[ldm as usize].send(msg(i, done));
             waits.push(wait);
         }
+        let mut replies = Vec::with_capacity(waits.len());
         for wait in waits {
-            wait.await.expect("LDM worker replies");
+            replies.push(wait.await.expect("LDM worker replies"));
         }
+        replies
     }
 
     pub async fn create_database(&self, name: &DatabaseName) -> Result<DatabaseId, CatalogError> {
@@ -170,19 +170,30 @@ impl Engine {
             catalog.check_new_table(database, &def)?;
             catalog.next_table_id()
         };
+        let layout = Arc::new(Layout::new(def));
+        // Fragments go round the workers, each table starting one further on.
+        let n = self.inner.ldms.len();
+        let ldms: Vec<u16> = (0..self.inner.fragments_per_table as usize)
+            .map(|f| ((id.0 as usize + f) % n) as u16)
+            .collect();
+        let slots = self
+            .each(ldms.iter().copied(), |fragment, done| Msg::CreateFragment {
+                table: id,
+                fragment: fragment as u16,
+                layout: Arc::clone(&layout),
+                done,
+            })
+            .await;
         let table = Arc::new(Table {
             id,
             database: database.clone(),
-            layout: Arc::new(Layout::new(def)),
-            fragments: self.inner.fragments_per_table,
+            layout,
+            fragments: ldms
+                .into_iter()
+                .zip(slots)
+                .map(|(ldm, slot)| FragmentPlace { ldm, slot })
+                .collect(),
         });
-        self.each_fragment(id, table.fragments, |fragment, done| Msg::CreateFragment {
-            table: id,
-            fragment,
-            layout: Arc::clone(&table.layout),
-            done,
-        })
-        .await;
         // Only now may operations find it.
         self.catalog_mut().add_table(Arc::clone(&table));
         Ok(table)
@@ -198,10 +209,12 @@ impl Engine {
 
     async fn drop_fragments(&self, table: &Table) {
         let id = table.id;
-        self.each_fragment(id, table.fragments, |fragment, done| Msg::DropFragment {
-            table: id,
-            fragment,
-            done,
+        self.each(table.fragments.iter().map(|p| p.ldm), |f, done| {
+            Msg::DropFragment {
+                table: id,
+                slot: table.fragments[f].slot,
+                done,
+            }
         })
         .await;
     }
@@ -226,7 +239,7 @@ impl Engine {
 
     /// An empty batch for this engine.
     pub fn batch(&self) -> Batch {
-        Batch::new(self.inner.ldms.len())
+        Batch::new(self.inner.ldms.len(), self.inner.seed)
     }
 
     /// Runs every operation of the batch on its worker; read the outcomes
@@ -276,13 +289,13 @@ impl Engine {
             .collect::<Result<Arc<[Predicate]>, ValueError>>()?;
         let limit = limit.min(MAX_SCAN_LIMIT);
         let mut rows = Vec::new();
-        for fragment in 0..table.fragments {
+        for place in &table.fragments {
             let mut from: RowRef = 0;
             while rows.len() < limit {
                 let (reply, wait) = oneshot::channel();
-                self.ldm_of(table.id, fragment).send(Msg::Scan {
+                self.inner.ldms[place.ldm as usize].send(Msg::Scan {
                     table: table.id,
-                    fragment,
+                    slot: place.slot,
                     from,
                     filter: Arc::clone(&predicates),
                     limit: limit - rows.len(),
@@ -309,16 +322,13 @@ impl Engine {
     /// state. With `audit`, each worker first recounts its fragments from the
     /// pages and panics on a mismatch: for tests.
     pub(crate) async fn fragment_usage(&self, audit: bool) -> Vec<FragmentUsage> {
-        let mut waits = Vec::new();
-        for ldm in &self.inner.ldms {
-            let (reply, wait) = oneshot::channel();
-            ldm.send(Msg::Memory { audit, reply });
-            waits.push(wait);
-        }
-        let mut reports: Vec<FragmentReport> = Vec::new();
-        for wait in waits {
-            reports.extend(wait.await.expect("LDM worker replies"));
-        }
+        let all = 0..self.inner.ldms.len() as u16;
+        let reports: Vec<FragmentReport> = self
+            .each(all, |_, reply| Msg::Memory { audit, reply })
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
         let catalog = self.catalog();
         let names: rustc_hash::FxHashMap<TableId, &Arc<Table>> =
             catalog.tables().map(|t| (t.id, t)).collect();

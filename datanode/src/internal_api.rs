@@ -53,7 +53,9 @@ impl ClusterSecret {
     pub fn new(secret: &str) -> Result<ClusterSecret, String> {
         let secret = secret.trim();
         if secret.len() < MIN_SECRET_LEN {
-            return Err(format!("a cluster secret needs at least {MIN_SECRET_LEN} characters"));
+            return Err(format!(
+                "a cluster secret needs at least {MIN_SECRET_LEN} characters"
+            ));
         }
         if !secret.bytes().all(|b| b.is_ascii_graphic()) {
             return Err("a cluster secret is printable ASCII without spaces".into());
@@ -129,7 +131,9 @@ impl From<CatalogError> for ApiError {
             CatalogError::TableExists { .. } => (StatusCode::CONFLICT, "TABLE_EXISTS"),
             CatalogError::NoSuchDatabase(_) => (StatusCode::NOT_FOUND, "NO_SUCH_DATABASE"),
             CatalogError::NoSuchTable { .. } => (StatusCode::NOT_FOUND, "NO_SUCH_TABLE"),
-            CatalogError::TooManyDatabases | CatalogError::TooManyTables => (StatusCode::CONFLICT, "LIMIT_REACHED"),
+            CatalogError::TooManyDatabases | CatalogError::TooManyTables => {
+                (StatusCode::CONFLICT, "LIMIT_REACHED")
+            }
             CatalogError::Schema(_) => (StatusCode::BAD_REQUEST, "INVALID_SCHEMA"),
         };
         ApiError::new(status, code, e.to_string())
@@ -153,11 +157,23 @@ pub fn router(engine: Engine, secret: ClusterSecret) -> Router {
     let authenticated = Router::new()
         .route("/internal/v1/ndbinfo", get(list_ndbinfo))
         .route("/internal/v1/ndbinfo/{table}", get(ndbinfo_rows))
-        .route("/internal/v1/databases", get(list_databases).post(create_database))
+        .route(
+            "/internal/v1/databases",
+            get(list_databases).post(create_database),
+        )
         .route("/internal/v1/databases/{db}", delete(drop_database))
-        .route("/internal/v1/databases/{db}/tables", axum::routing::post(create_table))
-        .route("/internal/v1/databases/{db}/tables/{table}", delete(drop_table))
-        .route_layer(middleware::from_fn_with_state(state.clone(), require_secret));
+        .route(
+            "/internal/v1/databases/{db}/tables",
+            axum::routing::post(create_table),
+        )
+        .route(
+            "/internal/v1/databases/{db}/tables/{table}",
+            delete(drop_table),
+        )
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            require_secret,
+        ));
     Router::new()
         .route("/internal/v1/healthz", get(healthz))
         .merge(authenticated)
@@ -166,14 +182,22 @@ pub fn router(engine: Engine, secret: ClusterSecret) -> Router {
         .with_state(state)
 }
 
-async fn require_secret(State(state): State<AppState>, request: Request, next: Next) -> Result<Response, ApiError> {
+async fn require_secret(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
     let presented = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
     match presented {
         Some(token) if state.secret.matches(token) => Ok(next.run(request).await),
-        Some(_) => Err(ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", "the cluster secret is wrong")),
+        Some(_) => Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHENTICATED",
+            "the cluster secret is wrong",
+        )),
         None => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "UNAUTHENTICATED",
@@ -204,13 +228,19 @@ async fn list_ndbinfo() -> Json<Vec<NdbinfoTableInfo>> {
     )
 }
 
-async fn ndbinfo_rows(State(state): State<AppState>, Path(table): Path<String>) -> Result<Json<ndbinfo::Rows>, ApiError> {
+async fn ndbinfo_rows(
+    State(state): State<AppState>,
+    Path(table): Path<String>,
+) -> Result<Json<ndbinfo::Rows>, ApiError> {
     let table = ndbinfo::table(&table).ok_or_else(|| {
         let names: Vec<&str> = ndbinfo::ALL.iter().map(|t| t.name).collect();
         ApiError::new(
             StatusCode::NOT_FOUND,
             "NO_SUCH_TABLE",
-            format!("no ndbinfo table by that name; there are: {}", names.join(", ")),
+            format!(
+                "no ndbinfo table by that name; there are: {}",
+                names.join(", ")
+            ),
         )
     })?;
     Ok(Json(crate::ndbinfo::rows(&state.engine, table).await))
@@ -230,7 +260,11 @@ async fn list_databases(State(state): State<AppState>) -> Json<Vec<DatabaseInfo>
             .databases()
             .into_iter()
             .map(|(name, _)| DatabaseInfo {
-                tables: tables.iter().filter(|t| t.database == name).map(|t| t.def().clone()).collect(),
+                tables: tables
+                    .iter()
+                    .filter(|t| t.database == name)
+                    .map(|t| t.def().clone())
+                    .collect(),
                 name: name.to_string(),
             })
             .collect(),
@@ -248,12 +282,16 @@ async fn create_database(
     body: Result<Json<NewDatabase>, JsonRejection>,
 ) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
     let Json(body) = body?;
-    let name = DatabaseName::parse(&body.name).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "INVALID_NAME", e.to_string()))?;
+    let name = DatabaseName::parse(&body.name)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "INVALID_NAME", e.to_string()))?;
     let id = state.engine.create_database(&name).await?;
     Ok((StatusCode::CREATED, Json(json!({"name": name, "id": id.0}))))
 }
 
-async fn drop_database(State(state): State<AppState>, Path(db): Path<String>) -> Result<StatusCode, ApiError> {
+async fn drop_database(
+    State(state): State<AppState>,
+    Path(db): Path<String>,
+) -> Result<StatusCode, ApiError> {
     state.engine.drop_database(&db).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -263,16 +301,22 @@ async fn create_table(
     Path(db): Path<String>,
     body: Result<Json<TableDef>, JsonRejection>,
 ) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
-    let database = DatabaseName::parse(&db).map_err(|_| ApiError::from(CatalogError::NoSuchDatabase(db.clone())))?;
+    let database = DatabaseName::parse(&db)
+        .map_err(|_| ApiError::from(CatalogError::NoSuchDatabase(db.clone())))?;
     let Json(def) = body?;
     let table = state.engine.create_table(&database, def).await?;
     Ok((
         StatusCode::CREATED,
-        Json(json!({"id": table.id.0, "database": table.database, "fragments": table.fragments(), "table": table.def()})),
+        Json(
+            json!({"id": table.id.0, "database": table.database, "fragments": table.fragments(), "table": table.def()}),
+        ),
     ))
 }
 
-async fn drop_table(State(state): State<AppState>, Path((db, table)): Path<(String, String)>) -> Result<StatusCode, ApiError> {
+async fn drop_table(
+    State(state): State<AppState>,
+    Path((db, table)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
     state.engine.drop_table(&db, &table).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -2,6 +2,9 @@
 //!
 //! Everything reaches a worker as a message on its channel; the worker owns
 //! its fragments outright, so the data path shares no lock between workers.
+//! A worker keeps its fragments in numbered slots; the table handle records
+//! each fragment's worker and slot, so an operation finds its fragment by
+//! index, and a slot reused after a drop is told apart by the table id.
 //! Operations travel in batches — one message carries many operations and
 //! comes back with their results — so the cost of a wake-up is shared.
 
@@ -9,7 +12,6 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::thread;
 
-use rustc_hash::FxHashMap;
 use tokio::sync::oneshot;
 
 use crate::catalog::TableId;
@@ -41,12 +43,22 @@ pub(crate) enum OpKind {
     Delete,
 }
 
+/// Where a fragment lives: its worker and its slot there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FragmentPlace {
+    pub(crate) ldm: u16,
+    pub(crate) slot: u32,
+}
+
 /// One operation, its key and row image held in its batch's buffer.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Op {
     pub(crate) kind: OpKind,
     pub(crate) table: TableId,
-    pub(crate) fragment: u16,
+    /// The fragment's slot on the worker.
+    pub(crate) slot: u32,
+    /// The key's index tag (see `batch::index_tag`).
+    pub(crate) tag: u32,
     pub(crate) key: Span,
     pub(crate) image: Span,
     pub(crate) presence: Span,
@@ -91,20 +103,21 @@ pub(crate) struct FragmentReport {
 
 pub(crate) enum Msg {
     Ops(OpBatch, oneshot::Sender<OpBatch>),
+    /// Creates a fragment and answers the slot it is in.
     CreateFragment {
         table: TableId,
         fragment: u16,
         layout: Arc<Layout>,
-        done: oneshot::Sender<()>,
+        done: oneshot::Sender<u32>,
     },
     DropFragment {
         table: TableId,
-        fragment: u16,
+        slot: u32,
         done: oneshot::Sender<()>,
     },
     Scan {
         table: TableId,
-        fragment: u16,
+        slot: u32,
         from: RowRef,
         filter: Arc<[Predicate]>,
         limit: usize,
@@ -128,11 +141,11 @@ pub(crate) struct Ldm {
 }
 
 impl Ldm {
-    pub(crate) fn start(number: usize, pool: Arc<DataMemory>, seed: u64) -> std::io::Result<Ldm> {
+    pub(crate) fn start(number: usize, pool: Arc<DataMemory>) -> std::io::Result<Ldm> {
         let (sender, receiver) = mpsc::channel();
         let thread = thread::Builder::new()
             .name(format!("ldm-{number}"))
-            .spawn(move || Worker::new(pool, seed).run(receiver))?;
+            .spawn(move || Worker::new(pool).run(receiver))?;
         Ok(Ldm {
             sender: Some(sender),
             thread: Some(thread),
@@ -160,18 +173,49 @@ impl Drop for Ldm {
     }
 }
 
+/// How far ahead of the running operation the worker prefetches: the index
+/// entries of the operation `2 * PREFETCH_DISTANCE` ahead, and the row of
+/// the one `PREFETCH_DISTANCE` ahead (its index entries are in cache by
+/// then). A batch's lookups then overlap their cache misses instead of each
+/// waiting for its own.
+const PREFETCH_DISTANCE: usize = 8;
+
+/// A fragment in its slot, with the table and number it belongs to.
+struct Hosted {
+    table: TableId,
+    fragment: u16,
+    frag: Fragment,
+}
+
 struct Worker {
     pool: Arc<DataMemory>,
-    seed: u64,
-    fragments: FxHashMap<(TableId, u16), Fragment>,
+    slots: Vec<Option<Hosted>>,
+    free_slots: Vec<u32>,
 }
 
 impl Worker {
-    fn new(pool: Arc<DataMemory>, seed: u64) -> Worker {
+    fn new(pool: Arc<DataMemory>) -> Worker {
         Worker {
             pool,
-            seed,
-            fragments: FxHashMap::default(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+        }
+    }
+
+    /// The fragment in `slot` if it still belongs to `table`.
+    #[inline]
+    fn fragment(&self, table: TableId, slot: u32) -> Option<&Fragment> {
+        match self.slots.get(slot as usize) {
+            Some(Some(h)) if h.table == table => Some(&h.frag),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn fragment_mut(&mut self, table: TableId, slot: u32) -> Option<&mut Fragment> {
+        match self.slots.get_mut(slot as usize) {
+            Some(Some(h)) if h.table == table => Some(&mut h.frag),
+            _ => None,
         }
     }
 
@@ -189,29 +233,40 @@ impl Worker {
                     layout,
                     done,
                 } => {
-                    let seed = self.seed;
-                    let frag = Fragment::new(layout, Arc::clone(&self.pool), seed);
-                    self.fragments.insert((table, fragment), frag);
-                    let _ = done.send(());
+                    let hosted = Hosted {
+                        table,
+                        fragment,
+                        frag: Fragment::new(layout, Arc::clone(&self.pool)),
+                    };
+                    let slot = match self.free_slots.pop() {
+                        Some(slot) => {
+                            self.slots[slot as usize] = Some(hosted);
+                            slot
+                        }
+                        None => {
+                            self.slots.push(Some(hosted));
+                            self.slots.len() as u32 - 1
+                        }
+                    };
+                    let _ = done.send(slot);
                 }
-                Msg::DropFragment {
-                    table,
-                    fragment,
-                    done,
-                } => {
-                    // Dropping the fragment gives all its pages back.
-                    self.fragments.remove(&(table, fragment));
+                Msg::DropFragment { table, slot, done } => {
+                    if self.fragment(table, slot).is_some() {
+                        // Dropping the fragment gives all its pages back.
+                        self.slots[slot as usize] = None;
+                        self.free_slots.push(slot);
+                    }
                     let _ = done.send(());
                 }
                 Msg::Scan {
                     table,
-                    fragment,
+                    slot,
                     from,
                     filter,
                     limit,
                     reply,
                 } => {
-                    let result = self.fragments.get(&(table, fragment)).map(|f| {
+                    let result = self.fragment(table, slot).map(|f| {
                         let mut chunk = ScanChunk::default();
                         chunk.next = f.scan(from, &filter, limit, &mut chunk.out, &mut chunk.rows);
                         chunk
@@ -220,12 +275,17 @@ impl Worker {
                 }
                 Msg::Memory { audit, reply } => {
                     let reports = self
-                        .fragments
+                        .slots
                         .iter()
-                        .map(|(&(table, fragment), f)| FragmentReport {
-                            table,
-                            fragment,
-                            memory: if audit { f.audit() } else { f.memory() },
+                        .flatten()
+                        .map(|h| FragmentReport {
+                            table: h.table,
+                            fragment: h.fragment,
+                            memory: if audit {
+                                h.frag.audit()
+                            } else {
+                                h.frag.memory()
+                            },
                         })
                         .collect();
                     let _ = reply.send(reports);
@@ -234,6 +294,8 @@ impl Worker {
         }
     }
 
+    // Not inlined, so that instruction counts can name it (see examples/pk_read_cost.rs).
+    #[inline(never)]
     fn execute(&mut self, batch: &mut OpBatch) {
         let OpBatch {
             ops,
@@ -243,8 +305,20 @@ impl Worker {
         } = batch;
         results.clear();
         out.clear();
-        for op in ops.iter() {
-            let Some(frag) = self.fragments.get_mut(&(op.table, op.fragment)) else {
+        for ahead in ops.iter().take(2 * PREFETCH_DISTANCE) {
+            self.prefetch(ahead, false);
+        }
+        for ahead in ops.iter().take(PREFETCH_DISTANCE) {
+            self.prefetch(ahead, true);
+        }
+        for (i, op) in ops.iter().enumerate() {
+            if let Some(ahead) = ops.get(i + 2 * PREFETCH_DISTANCE) {
+                self.prefetch(ahead, false);
+            }
+            if let Some(ahead) = ops.get(i + PREFETCH_DISTANCE) {
+                self.prefetch(ahead, true);
+            }
+            let Some(frag) = self.fragment_mut(op.table, op.slot) else {
                 results.push(OpResult::Failed(OpError::NoSuchTable));
                 continue;
             };
@@ -252,7 +326,7 @@ impl Worker {
             let result = match op.kind {
                 OpKind::Read => {
                     let start = out.len();
-                    if frag.read(key, out) {
+                    if frag.read(op.tag, key, out) {
                         OpResult::Found(Span {
                             start: start as u32,
                             len: (out.len() - start) as u32,
@@ -262,15 +336,15 @@ impl Worker {
                     }
                 }
                 OpKind::Insert => frag
-                    .insert(key, op.image.of(data))
+                    .insert(op.tag, key, op.image.of(data))
                     .map(|()| OpResult::Inserted)
                     .into(),
                 OpKind::Update => frag
-                    .update(key, op.image.of(data), op.presence.of(data))
+                    .update(op.tag, key, op.image.of(data), op.presence.of(data))
                     .map(|()| OpResult::Updated)
                     .into(),
                 OpKind::Write => frag
-                    .write(key, op.image.of(data), op.presence.of(data))
+                    .write(op.tag, key, op.image.of(data), op.presence.of(data))
                     .map(|inserted| {
                         if inserted {
                             OpResult::Inserted
@@ -279,9 +353,22 @@ impl Worker {
                         }
                     })
                     .into(),
-                OpKind::Delete => frag.delete(key).map(|()| OpResult::Deleted).into(),
+                OpKind::Delete => frag.delete(op.tag, key).map(|()| OpResult::Deleted).into(),
             };
             results.push(result);
+        }
+    }
+
+    /// Prefetches the index entries of an operation, or with `row` the row
+    /// its index entries point at.
+    #[inline]
+    fn prefetch(&self, op: &Op, row: bool) {
+        if let Some(frag) = self.fragment(op.table, op.slot) {
+            if row {
+                frag.prefetch_row(op.tag);
+            } else {
+                frag.prefetch(op.tag);
+            }
         }
     }
 }

@@ -33,13 +33,19 @@ pub struct DataNodeConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("data directory {path}: {source}")]
-    DataDir { path: PathBuf, source: std::io::Error },
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cluster secret in {path}: {problem}")]
     Secret { path: PathBuf, problem: String },
     #[error("cannot start the engine: {0}")]
     Engine(std::io::Error),
     #[error("cannot listen on {addr}: {source}")]
-    Listen { addr: SocketAddr, source: std::io::Error },
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
 }
 
 /// A running data node.
@@ -55,7 +61,10 @@ pub struct DataNode {
 impl DataNode {
     pub async fn start(config: DataNodeConfig) -> Result<DataNode, StartError> {
         let dir = &config.data_dir;
-        std::fs::create_dir_all(dir).map_err(|source| StartError::DataDir { path: dir.clone(), source })?;
+        std::fs::create_dir_all(dir).map_err(|source| StartError::DataDir {
+            path: dir.clone(),
+            source,
+        })?;
         let (secret, secret_file) = match config.cluster_secret {
             Some(secret) => (secret, None),
             None => {
@@ -71,8 +80,12 @@ impl DataNode {
         })
         .map_err(StartError::Engine)?;
         let addr = SocketAddr::new(config.listen, config.internal_port);
-        let listener = TcpListener::bind(addr).await.map_err(|source| StartError::Listen { addr, source })?;
-        let internal_addr = listener.local_addr().map_err(|source| StartError::Listen { addr, source })?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| StartError::Listen { addr, source })?;
+        let internal_addr = listener
+            .local_addr()
+            .map_err(|source| StartError::Listen { addr, source })?;
         let (stop, mut stopped) = watch::channel(false);
         let app = internal_api::router(engine.clone(), secret);
         let server = tokio::spawn(async move {

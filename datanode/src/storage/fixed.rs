@@ -180,6 +180,14 @@ impl FixedPart {
         &mut page.bytes_mut()[slot * size..][..size]
     }
 
+    #[inline]
+    pub(crate) fn prefetch(&self, r: RowRef) {
+        let (pos, slot) = split(r);
+        if let Some(Some(p)) = self.pages.get(pos) {
+            super::page::prefetch(&p.page.bytes()[slot * self.slot_size]);
+        }
+    }
+
     /// The first live row at or after position `from`, in page order.
     pub(crate) fn next_live(&self, from: RowRef) -> Option<RowRef> {
         let (mut pos, mut slot) = split(from);

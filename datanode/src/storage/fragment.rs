@@ -3,8 +3,6 @@
 
 use std::sync::Arc;
 
-use xxhash_rust::xxh3::xxh3_64_with_seed;
-
 use super::codec::{self, is_present};
 use super::fixed::{FixedPart, RowRef};
 use super::index::{self, HashIndex};
@@ -40,8 +38,6 @@ impl FragmentMemory {
 pub(crate) struct Fragment {
     layout: Arc<Layout>,
     pool: Arc<DataMemory>,
-    /// Keys the index hash; secret, so keys cannot be chosen to collide.
-    seed: u64,
     fixed: FixedPart,
     var: VarPart,
     index: HashIndex,
@@ -50,7 +46,7 @@ pub(crate) struct Fragment {
 }
 
 impl Fragment {
-    pub(crate) fn new(layout: Arc<Layout>, pool: Arc<DataMemory>, seed: u64) -> Fragment {
+    pub(crate) fn new(layout: Arc<Layout>, pool: Arc<DataMemory>) -> Fragment {
         Fragment {
             fixed: FixedPart::new(layout.slot_size),
             var: VarPart::new(),
@@ -58,13 +54,23 @@ impl Fragment {
             merged: Vec::new(),
             layout,
             pool,
-            seed,
         }
     }
 
+    /// Asks the CPU to fetch the index entries a key with this tag starts
+    /// at, so that a lookup a few operations later finds them in cache.
     #[inline]
-    fn tag(&self, key: &[u8]) -> u32 {
-        (xxh3_64_with_seed(key, self.seed) >> 32) as u32
+    pub(crate) fn prefetch(&self, tag: u32) {
+        self.index.prefetch(tag);
+    }
+
+    /// Asks the CPU to fetch the fixed part of the first row whose index
+    /// entry has this tag: most likely the row a lookup will want.
+    #[inline]
+    pub(crate) fn prefetch_row(&self, tag: u32) {
+        if let Some(r) = self.index.find(tag, |_| true) {
+            self.fixed.prefetch(r);
+        }
     }
 
     #[inline]
@@ -94,10 +100,13 @@ impl Fragment {
         })
     }
 
+    // Every operation takes the key with its tag: the upper half of the key's
+    // hash under the engine's secret seed (see `batch::index_tag`).
+
     /// Appends the row image of the row with this key to `out`.
     #[inline]
-    pub(crate) fn read(&self, key: &[u8], out: &mut Vec<u8>) -> bool {
-        let Some(r) = self.find(self.tag(key), key) else {
+    pub(crate) fn read(&self, tag: u32, key: &[u8], out: &mut Vec<u8>) -> bool {
+        let Some(r) = self.find(tag, key) else {
             return false;
         };
         let slot = self.fixed.slot(r);
@@ -107,8 +116,7 @@ impl Fragment {
     }
 
     /// Inserts a row image; the key must be new.
-    pub(crate) fn insert(&mut self, key: &[u8], image: &[u8]) -> Result<(), OpError> {
-        let tag = self.tag(key);
+    pub(crate) fn insert(&mut self, tag: u32, key: &[u8], image: &[u8]) -> Result<(), OpError> {
         if self.find(tag, key).is_some() {
             return Err(OpError::DuplicateKey);
         }
@@ -148,11 +156,12 @@ impl Fragment {
     /// Sets the columns present in a row image on the existing row with this key.
     pub(crate) fn update(
         &mut self,
+        tag: u32,
         key: &[u8],
         image: &[u8],
         presence: &[u8],
     ) -> Result<(), OpError> {
-        let r = self.find(self.tag(key), key).ok_or(OpError::NotFound)?;
+        let r = self.find(tag, key).ok_or(OpError::NotFound)?;
         self.update_row(r, image, presence)
     }
 
@@ -160,11 +169,11 @@ impl Fragment {
     /// Returns whether it inserted.
     pub(crate) fn write(
         &mut self,
+        tag: u32,
         key: &[u8],
         image: &[u8],
         presence: &[u8],
     ) -> Result<bool, OpError> {
-        let tag = self.tag(key);
         match self.find(tag, key) {
             Some(r) => self.update_row(r, image, presence).map(|()| false),
             None => {
@@ -228,8 +237,7 @@ impl Fragment {
     }
 
     /// Deletes the row with this key.
-    pub(crate) fn delete(&mut self, key: &[u8]) -> Result<(), OpError> {
-        let tag = self.tag(key);
+    pub(crate) fn delete(&mut self, tag: u32, key: &[u8]) -> Result<(), OpError> {
         let r = self.find(tag, key).ok_or(OpError::NotFound)?;
         self.index.remove(tag, r);
         if self.layout.n_var > 0 {

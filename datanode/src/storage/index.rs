@@ -147,6 +147,17 @@ impl HashIndex {
         self.dir[self.slot_of(tag)] as usize
     }
 
+    /// Prefetches the cache line where a probe for `tag` starts.
+    #[inline]
+    pub(crate) fn prefetch(&self, tag: u32) {
+        if self.dir.is_empty() {
+            return;
+        }
+        if let Some(page) = &self.pages[self.page_for(tag)] {
+            super::page::prefetch(&page.page.words()[(tag & SLOT_MASK) as usize]);
+        }
+    }
+
     /// The row whose entry has this tag and for which `is_key` holds.
     #[inline]
     pub(crate) fn find(&self, tag: u32, mut is_key: impl FnMut(RowRef) -> bool) -> Option<RowRef> {
