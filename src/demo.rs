@@ -83,7 +83,6 @@ pub(crate) async fn run(node: &DataNode, data_dir: &Path) -> anyhow::Result<()> 
     for table in ["table_memory_usage", "memoryusage"] {
         println!("  curl -s -H \"Authorization: Bearer {auth}\" {url}/internal/v1/ndbinfo/{table}");
     }
-    println!("written to {}; Ctrl-C stops", demo_json.display());
     let json = serde_json::json!({
         "node_id": engine.node_id(),
         "internal_url": url,
@@ -94,5 +93,6 @@ pub(crate) async fn run(node: &DataNode, data_dir: &Path) -> anyhow::Result<()> 
     });
     std::fs::write(&demo_json, serde_json::to_vec_pretty(&json)?)
         .with_context(|| format!("writing {}", demo_json.display()))?;
+    println!("written to {}; Ctrl-C stops", demo_json.display());
     Ok(())
 }

@@ -1,0 +1,119 @@
+//! Starting `shoal` as a real process for end-to-end tests.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Longest a process may take to print a line we wait for before the test
+/// gives up: a guard against a hang, not a timing the test relies on.
+const READY_GUARD: Duration = Duration::from_secs(120);
+
+/// A `shoal` process, killed when dropped.
+pub struct Shoal {
+    child: Option<Child>,
+    lines: mpsc::Receiver<String>,
+    /// Every stdout line so far.
+    pub stdout: Vec<String>,
+    pub internal_url: String,
+    pub data_dir: PathBuf,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Shoal {
+    /// Starts `shoal <args> --data-dir <fresh dir> --internal-port 0` and
+    /// waits until it says where it listens.
+    pub fn start(args: &[&str]) -> Shoal {
+        let dir = tempfile::tempdir().unwrap();
+        let mut shoal = Shoal::start_in(args, dir.path());
+        shoal._dir = Some(dir);
+        shoal
+    }
+
+    pub fn start_in(args: &[&str], data_dir: &Path) -> Shoal {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_shoal"))
+            .args(args)
+            .arg("--data-dir")
+            .arg(data_dir)
+            .args(["--internal-port", "0"])
+            .env_remove("SHOAL_CLUSTER_SECRET")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("shoal starts");
+        let (send, lines) = mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut shoal = Shoal {
+            child: Some(child),
+            lines,
+            stdout: Vec::new(),
+            internal_url: String::new(),
+            data_dir: data_dir.to_owned(),
+            _dir: None,
+        };
+        let line = shoal.wait_for("internal API http://");
+        let url = line.split("internal API ").nth(1).unwrap().split_whitespace().next().unwrap();
+        shoal.internal_url = url.to_owned();
+        shoal
+    }
+
+    /// Waits for a stdout line containing `needle` and returns it.
+    pub fn wait_for(&mut self, needle: &str) -> String {
+        loop {
+            match self.lines.recv_timeout(READY_GUARD) {
+                Ok(line) => {
+                    self.stdout.push(line.clone());
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!("shoal never printed {needle:?}; it printed {:?}", self.stdout),
+            }
+        }
+    }
+
+    pub fn secret(&self) -> String {
+        std::fs::read_to_string(self.data_dir.join("cluster-secret")).unwrap()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.internal_url)
+    }
+
+    /// Sends SIGTERM and waits for the process to end; returns its exit code
+    /// and everything it wrote to stderr.
+    pub fn terminate(mut self) -> (Option<i32>, String) {
+        let child = self.child.take().unwrap();
+        let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+        assert!(status.success());
+        let out = child.wait_with_output().unwrap();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            self.stdout.push(line);
+        }
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+impl Drop for Shoal {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// An HTTP client for the internal API, with the cluster secret.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::new()
+}
