@@ -8,7 +8,15 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 fn node() -> Shoal {
-    Shoal::start(&["datanode", "--data-memory", "64M", "--ldm-threads", "2", "--node-id", "7"])
+    Shoal::start(&[
+        "datanode",
+        "--data-memory",
+        "64M",
+        "--ldm-threads",
+        "2",
+        "--node-id",
+        "7",
+    ])
 }
 
 /// Rows of an ndbinfo table as JSON.
@@ -25,9 +33,20 @@ async fn ndbinfo(shoal: &Shoal, table: &str) -> Value {
 
 async fn error_of(r: reqwest::Response) -> (StatusCode, String) {
     let status = r.status();
-    let body: Value = r.json().await.unwrap_or_else(|e| panic!("error body is JSON: {e}"));
-    let code = body["error"]["code"].as_str().expect("error.code").to_owned();
-    assert!(body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
+    let body: Value = r
+        .json()
+        .await
+        .unwrap_or_else(|e| panic!("error body is JSON: {e}"));
+    let code = body["error"]["code"]
+        .as_str()
+        .expect("error.code")
+        .to_owned();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
     (status, code)
 }
 
@@ -35,29 +54,66 @@ async fn error_of(r: reqwest::Response) -> (StatusCode, String) {
 async fn the_internal_api_needs_the_cluster_secret() {
     let shoal = node();
     let secret = shoal.secret();
-    assert_eq!(secret.len(), 64, "a generated secret is 32 random bytes in hex");
+    assert_eq!(
+        secret.len(),
+        64,
+        "a generated secret is 32 random bytes in hex"
+    );
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(shoal.data_dir.join("cluster-secret")).unwrap().permissions().mode();
+        let mode = std::fs::metadata(shoal.data_dir.join("cluster-secret"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600, "only the owner may read the secret");
     }
     let c = common::client();
-    let health: Value = c.get(shoal.url("/internal/v1/healthz")).send().await.unwrap().json().await.unwrap();
+    let health: Value = c
+        .get(shoal.url("/internal/v1/healthz"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(health, json!({"status": "ok", "node_id": 7}));
 
     let url = shoal.url("/internal/v1/ndbinfo/memoryusage");
     let r = c.get(&url).send().await.unwrap();
     assert_eq!(r.headers()["www-authenticate"], "Bearer");
-    assert_eq!(error_of(r).await, (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED".into()));
-    for wrong in [&secret[..63], &format!("{secret}x"), "", &"a".repeat(10_000), &secret.to_uppercase()] {
+    assert_eq!(
+        error_of(r).await,
+        (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED".into())
+    );
+    for wrong in [
+        &secret[..63],
+        &format!("{secret}x"),
+        "",
+        &"a".repeat(10_000),
+        &secret.to_uppercase(),
+    ] {
         let r = c.get(&url).bearer_auth(wrong).send().await.unwrap();
         assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "secret {wrong:.20}…");
     }
-    let r = c.get(&url).header("authorization", format!("Basic {secret}")).send().await.unwrap();
+    let r = c
+        .get(&url)
+        .header("authorization", format!("Basic {secret}"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
-    let r = c.post(shoal.url("/internal/v1/databases")).json(&json!({"name": "x"})).send().await.unwrap();
-    assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "writes need the secret too");
+    let r = c
+        .post(shoal.url("/internal/v1/databases"))
+        .json(&json!({"name": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::UNAUTHORIZED,
+        "writes need the secret too"
+    );
 
     let (code, stderr) = shoal.terminate();
     assert!(!stderr.contains(&secret), "the secret is never logged");
@@ -71,10 +127,29 @@ async fn ndbinfo_follows_databases_and_tables_created_over_the_internal_api() {
     let secret = shoal.secret();
 
     let memory = ndbinfo(&shoal, "memoryusage").await;
-    assert_eq!(memory["columns"], json!(["node_id", "memory_type", "used", "total", "used_pages", "total_pages"]));
-    assert_eq!(memory["rows"], json!([[7, "Data memory", 0, 64 << 20, 0, 2048]]));
+    assert_eq!(
+        memory["columns"],
+        json!([
+            "node_id",
+            "memory_type",
+            "used",
+            "total",
+            "used_pages",
+            "total_pages"
+        ])
+    );
+    assert_eq!(
+        memory["rows"],
+        json!([[7, "Data memory", 0, 64 << 20, 0, 2048]])
+    );
 
-    let r = c.post(shoal.url("/internal/v1/databases")).bearer_auth(&secret).json(&json!({"name": "shop"})).send().await.unwrap();
+    let r = c
+        .post(shoal.url("/internal/v1/databases"))
+        .bearer_auth(&secret)
+        .json(&json!({"name": "shop"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::CREATED);
     let table = json!({
         "name": "orders",
@@ -85,10 +160,19 @@ async fn ndbinfo_follows_databases_and_tables_created_over_the_internal_api() {
         ],
         "primary_key": ["id"]
     });
-    let r = c.post(shoal.url("/internal/v1/databases/shop/tables")).bearer_auth(&secret).json(&table).send().await.unwrap();
+    let r = c
+        .post(shoal.url("/internal/v1/databases/shop/tables"))
+        .bearer_auth(&secret)
+        .json(&table)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::CREATED);
     let created: Value = r.json().await.unwrap();
-    assert_eq!(created["table"]["columns"][1]["type"], "VARCHAR(64)", "types come back canonical");
+    assert_eq!(
+        created["table"]["columns"][1]["type"], "VARCHAR(64)",
+        "types come back canonical"
+    );
     assert_eq!(created["fragments"], 4, "2 x LDM threads by default");
     let id = created["id"].as_u64().unwrap();
 
@@ -98,23 +182,67 @@ async fn ndbinfo_follows_databases_and_tables_created_over_the_internal_api() {
     let rows = raw["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 4, "one row per fragment");
     for (n, row) in rows.iter().enumerate() {
-        assert_eq!(row, &json!([id, n, 0, 0, 0, 0, 0]), "an empty fragment holds no pages");
+        assert_eq!(
+            row,
+            &json!([id, n, 0, 0, 0, 0, 0]),
+            "an empty fragment holds no pages"
+        );
     }
     let tables = ndbinfo(&shoal, "table_memory_usage").await;
     assert_eq!(tables["rows"], json!([["shop", "orders", 0, 0, 0, 0]]));
     let dbs = ndbinfo(&shoal, "database_memory_usage").await;
     assert_eq!(dbs["rows"], json!([["shop", 0, 0, 0, 0]]));
 
-    let list: Value = c.get(shoal.url("/internal/v1/ndbinfo")).bearer_auth(&secret).send().await.unwrap().json().await.unwrap();
-    let names: Vec<&str> = list.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["ndbinfo.ndb$table_map", "ndbinfo.ndb$table_memory_usage", "ndbinfo.table_memory_usage", "ndbinfo.database_memory_usage", "ndbinfo.memoryusage"]);
+    let list: Value = c
+        .get(shoal.url("/internal/v1/ndbinfo"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "ndbinfo.ndb$table_map",
+            "ndbinfo.ndb$table_memory_usage",
+            "ndbinfo.table_memory_usage",
+            "ndbinfo.database_memory_usage",
+            "ndbinfo.memoryusage"
+        ]
+    );
 
-    let r = c.delete(shoal.url("/internal/v1/databases/shop/tables/orders")).bearer_auth(&secret).send().await.unwrap();
+    let r = c
+        .delete(shoal.url("/internal/v1/databases/shop/tables/orders"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
     assert_eq!(ndbinfo(&shoal, "ndb$table_map").await["rows"], json!([]));
-    let r = c.delete(shoal.url("/internal/v1/databases/shop")).bearer_auth(&secret).send().await.unwrap();
+    let r = c
+        .delete(shoal.url("/internal/v1/databases/shop"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
-    let list: Value = c.get(shoal.url("/internal/v1/databases")).bearer_auth(&secret).send().await.unwrap().json().await.unwrap();
+    let list: Value = c
+        .get(shoal.url("/internal/v1/databases"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(list, json!([]));
 }
 
@@ -124,10 +252,27 @@ async fn hostile_input_gets_a_clear_error_and_changes_nothing() {
     let c = common::client();
     let secret = shoal.secret();
     let post = |path: &str| c.post(shoal.url(path)).bearer_auth(&secret);
-    post("/internal/v1/databases").json(&json!({"name": "app"})).send().await.unwrap();
-    let good = json!({"name": "t", "columns": [{"name": "id", "type": "INT"}], "primary_key": ["id"]});
-    post("/internal/v1/databases/app/tables").json(&good).send().await.unwrap();
-    let before: Value = c.get(shoal.url("/internal/v1/databases")).bearer_auth(&secret).send().await.unwrap().json().await.unwrap();
+    post("/internal/v1/databases")
+        .json(&json!({"name": "app"}))
+        .send()
+        .await
+        .unwrap();
+    let good =
+        json!({"name": "t", "columns": [{"name": "id", "type": "INT"}], "primary_key": ["id"]});
+    post("/internal/v1/databases/app/tables")
+        .json(&good)
+        .send()
+        .await
+        .unwrap();
+    let before: Value = c
+        .get(shoal.url("/internal/v1/databases"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
 
     let tables = "/internal/v1/databases/app/tables";
     let cases: Vec<(&str, reqwest::RequestBuilder, StatusCode, &str)> = vec![
@@ -161,15 +306,37 @@ async fn hostile_input_gets_a_clear_error_and_changes_nothing() {
     }
     // A body past the limit is refused: with 413, or, when the server answers
     // before the client has finished sending, by closing the connection.
-    let r = post(tables).header("content-type", "application/json").body(vec![b' '; 2 << 20]).send().await;
+    let r = post(tables)
+        .header("content-type", "application/json")
+        .body(vec![b' '; 2 << 20])
+        .send()
+        .await;
     if let Ok(r) = r {
-        assert_eq!(error_of(r).await, (StatusCode::PAYLOAD_TOO_LARGE, "BAD_REQUEST".to_owned()));
+        assert_eq!(
+            error_of(r).await,
+            (StatusCode::PAYLOAD_TOO_LARGE, "BAD_REQUEST".to_owned())
+        );
     }
     // A header past what the server reads is refused without taking it down.
-    let r = c.get(shoal.url("/internal/v1/healthz")).header("x-junk", "j".repeat(1 << 20)).send().await;
-    assert!(r.map_or(true, |r| r.status().is_client_error()), "an oversized header is refused");
+    let r = c
+        .get(shoal.url("/internal/v1/healthz"))
+        .header("x-junk", "j".repeat(1 << 20))
+        .send()
+        .await;
+    assert!(
+        r.map_or(true, |r| r.status().is_client_error()),
+        "an oversized header is refused"
+    );
 
-    let after: Value = c.get(shoal.url("/internal/v1/databases")).bearer_auth(&secret).send().await.unwrap().json().await.unwrap();
+    let after: Value = c
+        .get(shoal.url("/internal/v1/databases"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(before, after, "nothing changed");
     assert_eq!(ndbinfo(&shoal, "memoryusage").await["rows"][0][2], 0);
 }
@@ -196,10 +363,22 @@ async fn bad_flags_are_refused_before_anything_starts() {
     };
     for (args, says) in [
         (&["datanode", "--data-memory", "lots"][..], "not a size"),
-        (&["datanode", "--data-memory", "1K"][..], "at least one page"),
-        (&["datanode", "--ldm-threads", "0"][..], "LDM threads must be 1 to 256"),
-        (&["datanode", "--cluster-secret", "short"][..], "at least 32 characters"),
-        (&["datanode", "--listen", "not-an-ip"][..], "invalid IP address"),
+        (
+            &["datanode", "--data-memory", "1K"][..],
+            "at least one page",
+        ),
+        (
+            &["datanode", "--ldm-threads", "0"][..],
+            "LDM threads must be 1 to 256",
+        ),
+        (
+            &["datanode", "--cluster-secret", "short"][..],
+            "at least 32 characters",
+        ),
+        (
+            &["datanode", "--listen", "not-an-ip"][..],
+            "invalid IP address",
+        ),
     ] {
         let out = run(args);
         assert!(!out.status.success(), "{args:?}");
@@ -209,5 +388,8 @@ async fn bad_flags_are_refused_before_anything_starts() {
     std::fs::write(dir.path().join("cluster-secret"), "too short").unwrap();
     let out = run(&["datanode"]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cluster secret in"), "names the file");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cluster secret in"),
+        "names the file"
+    );
 }

@@ -28,10 +28,18 @@ async fn the_demo_accounts_for_its_table_in_every_ndbinfo_view() {
     let mut shoal = Shoal::start(&["demo", "--data-memory", "64M"]);
     let written = shoal.wait_for("written to");
     assert!(written.contains("demo.json"));
-    let curl = shoal.stdout.iter().find(|l| l.contains("curl")).expect("a curl line to paste");
-    assert!(curl.contains(&shoal.internal_url) && curl.contains("cluster-secret"), "{curl}");
+    let curl = shoal
+        .stdout
+        .iter()
+        .find(|l| l.contains("curl"))
+        .expect("a curl line to paste");
+    assert!(
+        curl.contains(&shoal.internal_url) && curl.contains("cluster-secret"),
+        "{curl}"
+    );
 
-    let demo: Value = serde_json::from_slice(&std::fs::read(shoal.data_dir.join("demo.json")).unwrap()).unwrap();
+    let demo: Value =
+        serde_json::from_slice(&std::fs::read(shoal.data_dir.join("demo.json")).unwrap()).unwrap();
     assert_eq!(demo["internal_url"], shoal.internal_url.as_str());
     assert_eq!(demo["database"], "demo");
     assert_eq!(demo["rows"], 1000);
@@ -40,9 +48,15 @@ async fn the_demo_accounts_for_its_table_in_every_ndbinfo_view() {
     let per_table = rows(&shoal, "table_memory_usage").await;
     assert_eq!(per_table.len(), 1);
     let users = &per_table[0];
-    assert_eq!((users[0].as_str(), users[1].as_str()), (Some("demo"), Some("users")));
+    assert_eq!(
+        (users[0].as_str(), users[1].as_str()),
+        (Some("demo"), Some("users"))
+    );
     let (in_memory, free) = (num(&users[2]), num(&users[3]));
-    assert!(in_memory > 0 && in_memory % 32768 == 0, "whole pages: {in_memory}");
+    assert!(
+        in_memory > 0 && in_memory % 32768 == 0,
+        "whole pages: {in_memory}"
+    );
     assert!(free < in_memory);
     // 1000 rows of at least ~70 bytes each are live.
     assert!(in_memory - free > 70_000, "{users:?}");
@@ -50,11 +64,19 @@ async fn the_demo_accounts_for_its_table_in_every_ndbinfo_view() {
 
     let fragments = rows(&shoal, "ndb$table_memory_usage").await;
     let sum = |col: usize| fragments.iter().map(|r| num(&r[col])).sum::<u64>();
-    assert_eq!((sum(3), sum(4)), (in_memory, free), "the view sums the fragments");
+    assert_eq!(
+        (sum(3), sum(4)),
+        (in_memory, free),
+        "the view sums the fragments"
+    );
     let per_db = rows(&shoal, "database_memory_usage").await;
     assert_eq!(per_db[0][1..3], [Value::from(in_memory), Value::from(free)]);
     let pool = rows(&shoal, "memoryusage").await;
-    assert_eq!(num(&pool[0][2]), in_memory, "the pool lent exactly what the fragments hold");
+    assert_eq!(
+        num(&pool[0][2]),
+        in_memory,
+        "the pool lent exactly what the fragments hold"
+    );
     assert_eq!(num(&pool[0][4]) * 32768, in_memory);
     assert_eq!(num(&pool[0][3]), 64 << 20);
 

@@ -173,12 +173,21 @@ impl Drop for Ldm {
     }
 }
 
-/// How far ahead of the running operation the worker prefetches: the index
-/// entries of the operation `2 * PREFETCH_DISTANCE` ahead, and the row of
-/// the one `PREFETCH_DISTANCE` ahead (its index entries are in cache by
-/// then). A batch's lookups then overlap their cache misses instead of each
-/// waiting for its own.
-const PREFETCH_DISTANCE: usize = 8;
+/// Operations between the stages of the worker's prefetch pipeline. A
+/// lookup is a chain of dependent cache misses — index entry, fixed part,
+/// var-part directory entry — so the worker walks each operation down that
+/// chain one stage every `PREFETCH_STEP` operations before it executes it,
+/// and a batch's misses overlap instead of each operation waiting for its own.
+const PREFETCH_STEP: usize = 6;
+
+/// What the prefetch pipeline fetches for an operation at each stage; each
+/// reads what the stage before brought into cache.
+#[derive(Clone, Copy)]
+enum Prefetch {
+    Index,
+    Row,
+    VarPart,
+}
 
 /// A fragment in its slot, with the table and number it belongs to.
 struct Hosted {
@@ -305,19 +314,19 @@ impl Worker {
         } = batch;
         results.clear();
         out.clear();
-        for ahead in ops.iter().take(2 * PREFETCH_DISTANCE) {
-            self.prefetch(ahead, false);
-        }
-        for ahead in ops.iter().take(PREFETCH_DISTANCE) {
-            self.prefetch(ahead, true);
-        }
-        for (i, op) in ops.iter().enumerate() {
-            if let Some(ahead) = ops.get(i + 2 * PREFETCH_DISTANCE) {
-                self.prefetch(ahead, false);
+        // Operation j gets its index entry fetched at step j, its row at
+        // j + STEP, its var part at j + 2 * STEP, and runs at j + 3 * STEP.
+        let stages = [Prefetch::Index, Prefetch::Row, Prefetch::VarPart];
+        for step in 0..ops.len() + 3 * PREFETCH_STEP {
+            for (n, stage) in stages.iter().enumerate() {
+                let ahead = step.checked_sub(n * PREFETCH_STEP).and_then(|j| ops.get(j));
+                if let Some(ahead) = ahead {
+                    self.prefetch(ahead, *stage);
+                }
             }
-            if let Some(ahead) = ops.get(i + PREFETCH_DISTANCE) {
-                self.prefetch(ahead, true);
-            }
+            let Some(op) = step.checked_sub(3 * PREFETCH_STEP).and_then(|j| ops.get(j)) else {
+                continue;
+            };
             let Some(frag) = self.fragment_mut(op.table, op.slot) else {
                 results.push(OpResult::Failed(OpError::NoSuchTable));
                 continue;
@@ -359,15 +368,13 @@ impl Worker {
         }
     }
 
-    /// Prefetches the index entries of an operation, or with `row` the row
-    /// its index entries point at.
     #[inline]
-    fn prefetch(&self, op: &Op, row: bool) {
+    fn prefetch(&self, op: &Op, stage: Prefetch) {
         if let Some(frag) = self.fragment(op.table, op.slot) {
-            if row {
-                frag.prefetch_row(op.tag);
-            } else {
-                frag.prefetch(op.tag);
+            match stage {
+                Prefetch::Index => frag.prefetch_index(op.tag),
+                Prefetch::Row => frag.prefetch_row(op.tag),
+                Prefetch::VarPart => frag.prefetch_var_part(op.tag),
             }
         }
     }

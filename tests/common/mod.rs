@@ -62,7 +62,13 @@ impl Shoal {
             _dir: None,
         };
         let line = shoal.wait_for("internal API http://");
-        let url = line.split("internal API ").nth(1).unwrap().split_whitespace().next().unwrap();
+        let url = line
+            .split("internal API ")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap();
         shoal.internal_url = url.to_owned();
         shoal
     }
@@ -77,7 +83,10 @@ impl Shoal {
                         return line;
                     }
                 }
-                Err(_) => panic!("shoal never printed {needle:?}; it printed {:?}", self.stdout),
+                Err(_) => panic!(
+                    "shoal never printed {needle:?}; it printed {:?}",
+                    self.stdout
+                ),
             }
         }
     }
@@ -94,13 +103,19 @@ impl Shoal {
     /// and everything it wrote to stderr.
     pub fn terminate(mut self) -> (Option<i32>, String) {
         let child = self.child.take().unwrap();
-        let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+        let status = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
         assert!(status.success());
         let out = child.wait_with_output().unwrap();
         while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
             self.stdout.push(line);
         }
-        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     }
 }
 

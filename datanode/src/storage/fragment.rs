@@ -57,19 +57,32 @@ impl Fragment {
         }
     }
 
-    /// Asks the CPU to fetch the index entries a key with this tag starts
-    /// at, so that a lookup a few operations later finds them in cache.
+    // The prefetch stages of a lookup (see `ldm::Prefetch`): each asks the
+    // CPU to bring into cache what the next step of a lookup of a key with
+    // this tag will read, and reads only what the stage before fetched.
+
     #[inline]
-    pub(crate) fn prefetch(&self, tag: u32) {
+    pub(crate) fn prefetch_index(&self, tag: u32) {
         self.index.prefetch(tag);
     }
 
-    /// Asks the CPU to fetch the fixed part of the first row whose index
-    /// entry has this tag: most likely the row a lookup will want.
+    /// The fixed part of the first row whose index entry has this tag: most
+    /// likely the row the lookup wants.
     #[inline]
     pub(crate) fn prefetch_row(&self, tag: u32) {
         if let Some(r) = self.index.find(tag, |_| true) {
             self.fixed.prefetch(r);
+        }
+    }
+
+    /// The var-part directory entry of that row.
+    #[inline]
+    pub(crate) fn prefetch_var_part(&self, tag: u32) {
+        if self.layout.n_var == 0 {
+            return;
+        }
+        if let Some(r) = self.index.find(tag, |_| true) {
+            self.var.prefetch(Self::var_ref(self.fixed.slot(r)));
         }
     }
 

@@ -183,6 +183,15 @@ impl VarPart {
         self.pages[pos].as_mut().expect("entry's page is held")
     }
 
+    /// Prefetches an entry's directory entry.
+    #[inline]
+    pub(crate) fn prefetch(&self, r: VarRef) {
+        let (pos, i) = split(r);
+        if let Some(Some(p)) = self.pages.get(pos) {
+            super::page::prefetch(&p.page.bytes()[PAGE_SIZE - DIR_ENTRY * (i + 1)]);
+        }
+    }
+
     #[inline]
     pub(crate) fn get(&self, r: VarRef) -> &[u8] {
         let (pos, i) = split(r);
@@ -203,13 +212,18 @@ impl VarPart {
             None => self.add_page(pool)?,
         };
         let p = self.page_mut(pos);
-        let i = if p.free_dir != NO_DIR {
+        // A new directory entry comes out of the gap: make room for it first.
+        let new_dir = p.free_dir == NO_DIR;
+        if new_dir && p.gap() < len + DIR_ENTRY {
+            p.compact();
+        }
+        let i = if new_dir {
+            p.n_dir += 1;
+            p.n_dir as usize - 1
+        } else {
             let i = p.free_dir as usize;
             p.free_dir = p.dir(i).0 as u16;
             i
-        } else {
-            p.n_dir += 1;
-            p.n_dir as usize - 1
         };
         let offset = p.place(i, len);
         p.page.bytes_mut()[offset..offset + len].copy_from_slice(bytes);
@@ -379,6 +393,8 @@ impl VarPart {
                 p.data_end as usize,
                 "holes are off"
             );
+            let used = DIR_ENTRY * p.n_dir as usize + p.data_end as usize;
+            assert!(used <= PAGE_SIZE, "entries run into the directory");
             assert_eq!(p.class, class_of(p.usable()), "page in the wrong free list");
             if p.class != NOT_LISTED {
                 assert_eq!(
@@ -463,6 +479,25 @@ mod tests {
         assert_eq!(var.get(a), &[1; 20000][..]);
         assert_eq!(var.get(b), &[2; 10000][..]);
         assert_eq!(var.audit(), 30008);
+    }
+
+    #[test]
+    fn a_new_directory_entry_never_runs_into_the_entries() {
+        let pool = DataMemory::new(4 * PAGE_SIZE as u64).unwrap();
+        let mut var = VarPart::new();
+        // Fill the page to within 2 bytes of its directory, then shrink the
+        // first entry: lots of room in holes, none in the gap, and no free
+        // directory entry, so a new entry needs a new one.
+        let first = var.insert(&pool, &[1; 1000]).unwrap();
+        let rest = PAGE_SIZE - 1000 - 2 * DIR_ENTRY - 2;
+        let second = var.insert(&pool, &vec![2; rest]).unwrap();
+        let first = var.replace(&pool, first, &[5; 100]).unwrap();
+        let third = var.insert(&pool, &[3; 500]).unwrap();
+        assert_eq!(var.pages_held(), 1, "the hole was reused");
+        assert_eq!(var.get(first), &[5; 100][..]);
+        assert_eq!(var.get(second), &vec![2; rest][..]);
+        assert_eq!(var.get(third), &[3; 500][..]);
+        assert_eq!(var.audit(), var.live_bytes());
     }
 
     #[test]
