@@ -290,7 +290,11 @@ impl Batch {
         let slot = &self.slots[i];
         let batch = &self.ldms[slot.ldm as usize];
         let table = || slot.table.name().to_string();
-        match batch.results[slot.index as usize] {
+        let result = batch
+            .results
+            .get(slot.index as usize)
+            .expect("Batch::result is read after Engine::execute");
+        match *result {
             OpResult::Found(span) => Ok(Outcome::Found(Row::decode(
                 &slot.table,
                 span.of(&batch.out),

@@ -101,14 +101,16 @@ fn micros(ty: ColumnType, fsp: u8, v: &Value) -> Result<i64, String> {
         (ColumnType::Timestamp { .. }, Value::Timestamp(t)) => t.0,
         (ColumnType::Timestamp { .. }, Value::Text(t)) => Timestamp::parse(t)?.0,
         (ColumnType::DateTime { .. }, Value::DateTime(t)) => t.0,
-        (ColumnType::DateTime { .. }, Value::Date(d)) => i64::from(d.0) * 86_400_000_000,
+        (ColumnType::DateTime { .. }, Value::Date(d)) if d.is_valid() => {
+            i64::from(d.0) * 86_400_000_000
+        }
         (ColumnType::DateTime { .. }, Value::Text(t)) => DateTime::parse(t)?.0,
         _ => return Err(mismatch(ty, v)),
     };
-    let rounded = value::round_to_fsp(raw, fsp);
-    if !value::micros_in_range(rounded) {
+    let rounded = value::round_to_fsp(raw, fsp).filter(|&m| value::micros_in_range(m));
+    let Some(rounded) = rounded else {
         return Err(format!("{v} is outside 0001-01-01 to 9999-12-31 for {ty}"));
-    }
+    };
     Ok(rounded)
 }
 

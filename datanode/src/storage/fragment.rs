@@ -109,7 +109,12 @@ impl Fragment {
     fn find(&self, tag: u32, key: &[u8]) -> Option<RowRef> {
         self.index.find(tag, |r| {
             let slot = self.fixed.slot(r);
-            self.layout.key_matches(slot, self.var_of(slot), key)
+            let var = if self.layout.key_has_var {
+                self.var_of(slot)
+            } else {
+                &[]
+            };
+            self.layout.key_matches(slot, var, key)
         })
     }
 

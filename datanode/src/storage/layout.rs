@@ -61,6 +61,9 @@ pub(crate) struct Layout {
     pub(crate) null_offset: usize,
     /// Primary-key columns in key order.
     pub(crate) key: Vec<u16>,
+    /// Whether a key column lives in the var part, so that comparing keys
+    /// needs the var part.
+    pub(crate) key_has_var: bool,
     /// Columns that are `NOT NULL` and not part of the key.
     pub(crate) required: Vec<u16>,
 }
@@ -114,7 +117,11 @@ impl Layout {
             .enumerate()
             .map(|(i, c)| (c.name.to_string(), i as u16))
             .collect();
+        let key_has_var = key
+            .iter()
+            .any(|&c| matches!(columns[c as usize].place, Place::Var { .. }));
         Layout {
+            key_has_var,
             slot_size: offset.max(MIN_SLOT),
             n_var: n_var as usize,
             null_offset,

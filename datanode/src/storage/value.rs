@@ -194,18 +194,19 @@ impl Decimal {
 impl fmt::Display for Decimal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let sign = if self.mantissa < 0 { "-" } else { "" };
-        let abs = self.mantissa.unsigned_abs();
-        if self.scale == 0 {
-            return write!(f, "{sign}{abs}");
+        let scale = self.scale as usize;
+        // The digits, with zeros in front so that one is left of the point.
+        let digits = format!(
+            "{:0width$}",
+            self.mantissa.unsigned_abs(),
+            width = scale + 1
+        );
+        let (int, frac) = digits.split_at(digits.len() - scale);
+        if scale == 0 {
+            write!(f, "{sign}{int}")
+        } else {
+            write!(f, "{sign}{int}.{frac}")
         }
-        let unit = POW10[self.scale as usize] as u128;
-        write!(
-            f,
-            "{sign}{}.{:0width$}",
-            abs / unit,
-            abs % unit,
-            width = self.scale as usize
-        )
     }
 }
 
@@ -240,8 +241,9 @@ fn days_from_civil(year: i32, month: u32, day: u32) -> i32 {
     era * 146_097 + doe - 719_468
 }
 
-/// The date `days` after 1970-01-01 as (year, month, day).
-fn civil_from_days(days: i32) -> (i32, u32, u32) {
+/// The date `days` after 1970-01-01 as (year, month, day); any number of
+/// days has one, far outside the supported range too.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
     let doe = z - era * 146_097;
@@ -250,7 +252,7 @@ fn civil_from_days(days: i32) -> (i32, u32, u32) {
     let mp = (5 * doy + 2) / 153;
     let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i32::from(month <= 2);
+    let year = yoe + era * 400 + i64::from(month <= 2);
     (year, month, day)
 }
 
@@ -321,7 +323,7 @@ impl Date {
 
 impl fmt::Display for Date {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (y, m, d) = civil_from_days(self.0);
+        let (y, m, d) = civil_from_days(self.0.into());
         write!(f, "{y:04}-{m:02}-{d:02}")
     }
 }
@@ -368,10 +370,10 @@ fn format_micros(f: &mut fmt::Formatter<'_>, micros: i64) -> fmt::Result {
     let in_day = micros.rem_euclid(MICROS_PER_DAY);
     let secs = in_day / MICROS_PER_SECOND;
     let frac = in_day % MICROS_PER_SECOND;
+    let (y, m, d) = civil_from_days(days);
     write!(
         f,
-        "{} {:02}:{:02}:{:02}",
-        Date(days as i32),
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
         secs / 3600,
         secs / 60 % 60,
         secs % 60
@@ -382,14 +384,15 @@ fn format_micros(f: &mut fmt::Formatter<'_>, micros: i64) -> fmt::Result {
     Ok(())
 }
 
-/// Rounds microseconds to `fsp` fractional digits, half up, as MySQL does.
-pub(crate) fn round_to_fsp(micros: i64, fsp: u8) -> i64 {
+/// Rounds microseconds to `fsp` fractional digits, half up, as MySQL does;
+/// `None` if that leaves the range of i64.
+pub(crate) fn round_to_fsp(micros: i64, fsp: u8) -> Option<i64> {
     let unit = 10i64.pow(6 - u32::from(fsp.min(6)));
     let rem = micros.rem_euclid(unit);
     if rem * 2 >= unit {
-        micros - rem + unit
+        (micros - rem).checked_add(unit)
     } else {
-        micros - rem
+        Some(micros - rem)
     }
 }
 
@@ -458,7 +461,8 @@ mod tests {
     #[test]
     fn civil_dates_round_trip_over_the_whole_range() {
         for days in (MIN_DAY..=MAX_DAY).step_by(97) {
-            let (y, m, d) = civil_from_days(days);
+            let (y, m, d) = civil_from_days(days.into());
+            let y = y as i32;
             assert_eq!(days_from_civil(y, m, d), days);
             assert_eq!(Date::from_ymd(y, m, d), Some(Date(days)));
         }
@@ -530,12 +534,27 @@ mod tests {
 
     #[test]
     fn fractions_round_half_up() {
-        assert_eq!(round_to_fsp(1_499_999, 0), 1_000_000);
-        assert_eq!(round_to_fsp(1_500_000, 0), 2_000_000);
-        assert_eq!(round_to_fsp(-500_000, 0), 0);
-        assert_eq!(round_to_fsp(123_456, 3), 123_000);
-        assert_eq!(round_to_fsp(123_500, 3), 124_000);
-        assert_eq!(round_to_fsp(123_456, 6), 123_456);
+        assert_eq!(round_to_fsp(1_499_999, 0), Some(1_000_000));
+        assert_eq!(round_to_fsp(1_500_000, 0), Some(2_000_000));
+        assert_eq!(round_to_fsp(-500_000, 0), Some(0));
+        assert_eq!(round_to_fsp(123_456, 3), Some(123_000));
+        assert_eq!(round_to_fsp(123_500, 3), Some(124_000));
+        assert_eq!(round_to_fsp(123_456, 6), Some(123_456));
+        assert_eq!(round_to_fsp(i64::MAX, 0), None);
+    }
+
+    #[test]
+    fn any_decimal_prints() {
+        let tiny = Decimal {
+            mantissa: -7,
+            scale: 60,
+        };
+        assert_eq!(tiny.to_string(), format!("-0.{}7", "0".repeat(59)));
+        let min = Decimal {
+            mantissa: i128::MIN,
+            scale: 2,
+        };
+        assert_eq!(min.to_string(), "-1701411834604692317316873037158841057.28");
     }
 
     #[test]
