@@ -103,8 +103,9 @@ impl Shoal {
     /// and everything it wrote to stderr.
     pub fn terminate(mut self) -> (Option<i32>, String) {
         let child = self.child.take().unwrap();
-        let status = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
+        // The shell's own kill: no dependence on a kill binary being installed.
+        let status = Command::new("sh")
+            .args(["-c", &format!("kill -TERM {}", child.id())])
             .status()
             .unwrap();
         assert!(status.success());
