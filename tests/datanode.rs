@@ -19,18 +19,6 @@ fn node() -> Shoal {
     ])
 }
 
-/// Rows of an ndbinfo table as JSON.
-async fn ndbinfo(shoal: &Shoal, table: &str) -> Value {
-    let r = common::client()
-        .get(shoal.url(&format!("/internal/v1/ndbinfo/{table}")))
-        .bearer_auth(shoal.secret())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK, "{table}");
-    r.json().await.unwrap()
-}
-
 async fn error_of(r: reqwest::Response) -> (StatusCode, String) {
     let status = r.status();
     let body: Value = r
@@ -126,7 +114,7 @@ async fn ndbinfo_follows_databases_and_tables_created_over_the_internal_api() {
     let c = common::client();
     let secret = shoal.secret();
 
-    let memory = ndbinfo(&shoal, "memoryusage").await;
+    let memory = shoal.ndbinfo("memoryusage").await;
     assert_eq!(
         memory["columns"],
         json!([
@@ -176,9 +164,9 @@ async fn ndbinfo_follows_databases_and_tables_created_over_the_internal_api() {
     assert_eq!(created["fragments"], 4, "2 x LDM threads by default");
     let id = created["id"].as_u64().unwrap();
 
-    let map = ndbinfo(&shoal, "ndb$table_map").await;
+    let map = shoal.ndbinfo("ndb$table_map").await;
     assert_eq!(map["rows"], json!([[id, "shop", "orders"]]));
-    let raw = ndbinfo(&shoal, "ndbinfo.ndb$table_memory_usage").await;
+    let raw = shoal.ndbinfo("ndbinfo.ndb$table_memory_usage").await;
     let rows = raw["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 4, "one row per fragment");
     for (n, row) in rows.iter().enumerate() {
@@ -188,20 +176,12 @@ async fn ndbinfo_follows_databases_and_tables_created_over_the_internal_api() {
             "an empty fragment holds no pages"
         );
     }
-    let tables = ndbinfo(&shoal, "table_memory_usage").await;
+    let tables = shoal.ndbinfo("table_memory_usage").await;
     assert_eq!(tables["rows"], json!([["shop", "orders", 0, 0, 0, 0]]));
-    let dbs = ndbinfo(&shoal, "database_memory_usage").await;
+    let dbs = shoal.ndbinfo("database_memory_usage").await;
     assert_eq!(dbs["rows"], json!([["shop", 0, 0, 0, 0]]));
 
-    let list: Value = c
-        .get(shoal.url("/internal/v1/ndbinfo"))
-        .bearer_auth(&secret)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = shoal.get_json("/internal/v1/ndbinfo").await;
     let names: Vec<&str> = list
         .as_array()
         .unwrap()
@@ -226,7 +206,7 @@ async fn ndbinfo_follows_databases_and_tables_created_over_the_internal_api() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
-    assert_eq!(ndbinfo(&shoal, "ndb$table_map").await["rows"], json!([]));
+    assert_eq!(shoal.ndbinfo("ndb$table_map").await["rows"], json!([]));
     let r = c
         .delete(shoal.url("/internal/v1/databases/shop"))
         .bearer_auth(&secret)
@@ -234,15 +214,7 @@ async fn ndbinfo_follows_databases_and_tables_created_over_the_internal_api() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
-    let list: Value = c
-        .get(shoal.url("/internal/v1/databases"))
-        .bearer_auth(&secret)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = shoal.get_json("/internal/v1/databases").await;
     assert_eq!(list, json!([]));
 }
 
@@ -264,15 +236,7 @@ async fn hostile_input_gets_a_clear_error_and_changes_nothing() {
         .send()
         .await
         .unwrap();
-    let before: Value = c
-        .get(shoal.url("/internal/v1/databases"))
-        .bearer_auth(&secret)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let before: Value = shoal.get_json("/internal/v1/databases").await;
 
     let tables = "/internal/v1/databases/app/tables";
     let cases: Vec<(&str, reqwest::RequestBuilder, StatusCode, &str)> = vec![
@@ -328,17 +292,9 @@ async fn hostile_input_gets_a_clear_error_and_changes_nothing() {
         "an oversized header is refused"
     );
 
-    let after: Value = c
-        .get(shoal.url("/internal/v1/databases"))
-        .bearer_auth(&secret)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let after: Value = shoal.get_json("/internal/v1/databases").await;
     assert_eq!(before, after, "nothing changed");
-    assert_eq!(ndbinfo(&shoal, "memoryusage").await["rows"][0][2], 0);
+    assert_eq!(shoal.ndbinfo("memoryusage").await["rows"][0][2], 0);
 }
 
 #[tokio::test]

@@ -7,16 +7,7 @@ use common::Shoal;
 use serde_json::Value;
 
 async fn rows(shoal: &Shoal, table: &str) -> Vec<Vec<Value>> {
-    let body: Value = common::client()
-        .get(shoal.url(&format!("/internal/v1/ndbinfo/{table}")))
-        .bearer_auth(shoal.secret())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    serde_json::from_value(body["rows"].clone()).unwrap()
+    serde_json::from_value(shoal.ndbinfo(table).await["rows"].clone()).unwrap()
 }
 
 fn num(v: &Value) -> u64 {

@@ -129,7 +129,27 @@ impl Drop for Shoal {
     }
 }
 
-/// An HTTP client for the internal API, with the cluster secret.
 pub fn client() -> reqwest::Client {
     reqwest::Client::new()
+}
+
+impl Shoal {
+    /// GETs a path of the internal API with the cluster secret; it must
+    /// answer 200 with JSON.
+    pub async fn get_json(&self, path: &str) -> serde_json::Value {
+        let r = client()
+            .get(self.url(path))
+            .bearer_auth(self.secret())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), reqwest::StatusCode::OK, "GET {path}");
+        r.json().await.unwrap()
+    }
+
+    /// An ndbinfo table: `{"columns": [...], "rows": [...]}`.
+    pub async fn ndbinfo(&self, table: &str) -> serde_json::Value {
+        self.get_json(&format!("/internal/v1/ndbinfo/{table}"))
+            .await
+    }
 }
