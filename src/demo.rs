@@ -31,7 +31,7 @@ const USERS: &str = r#"{
 pub(crate) async fn run(node: &DataNode, data_dir: &Path) -> anyhow::Result<()> {
     let engine = node.engine();
     let db = DatabaseName::parse(DATABASE)?;
-    engine.create_database(&db).await?;
+    engine.create_database(&db, None).await?;
     let def: TableDef = serde_json::from_str(USERS)?;
     let users = engine.create_table(&db, def).await?;
     let mut batch = engine.batch();

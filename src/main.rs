@@ -5,6 +5,7 @@ mod size;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
@@ -43,6 +44,9 @@ struct NodeArgs {
     /// LDM worker threads [default: the number of cores].
     #[arg(long)]
     ldm_threads: Option<usize>,
+    /// Longest a write waits for a row another transaction holds, in milliseconds.
+    #[arg(long = "lock-wait-timeout", default_value_t = 1200, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    lock_wait_timeout_ms: u64,
     /// Directory for this node's files.
     #[arg(long, default_value = "shoal-data")]
     data_dir: PathBuf,
@@ -72,6 +76,7 @@ impl NodeArgs {
             node_id: self.node_id,
             data_memory: self.data_memory.0,
             ldm_threads: self.ldm_threads.unwrap_or(cores),
+            lock_wait_timeout: Duration::from_millis(self.lock_wait_timeout_ms),
             data_dir: self.data_dir.clone(),
             listen: self.listen,
             internal_port: self.internal_port,

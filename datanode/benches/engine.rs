@@ -119,11 +119,12 @@ fn run(rt: &tokio::runtime::Runtime, w: &Workload) -> Result {
         data_memory: 2 << 30,
         ldm_threads: 1,
         fragments_per_table: Some(2),
+        lock_wait_timeout: shoal_datanode::engine::DEFAULT_LOCK_WAIT_TIMEOUT,
     })
     .expect("engine starts");
     let table: Arc<Table> = rt.block_on(async {
         let db = DatabaseName::parse("bench").unwrap();
-        engine.create_database(&db).await.unwrap();
+        engine.create_database(&db, None).await.unwrap();
         let def: TableDef = serde_json::from_str(w.table).unwrap();
         engine.create_table(&db, def).await.unwrap()
     });

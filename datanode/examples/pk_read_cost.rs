@@ -80,11 +80,12 @@ fn main() {
         data_memory: 1 << 30,
         ldm_threads: 1,
         fragments_per_table: Some(2),
+        lock_wait_timeout: shoal_datanode::engine::DEFAULT_LOCK_WAIT_TIMEOUT,
     })
     .unwrap();
     rt.block_on(async {
         let db = DatabaseName::parse("bench").unwrap();
-        engine.create_database(&db).await.unwrap();
+        engine.create_database(&db, None).await.unwrap();
         let def: TableDef = serde_json::from_str(table).unwrap();
         let t = engine.create_table(&db, def).await.unwrap();
         let mut batch = engine.batch();

@@ -9,7 +9,10 @@ use std::sync::Arc;
 
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
-use crate::catalog::Table;
+use shoal_quota::QuotaError;
+use shoal_quota::units::{read_units, write_units};
+
+use crate::catalog::{Database, Table};
 use crate::ldm::{Op, OpBatch, OpKind, OpResult, Span};
 use crate::storage::OpError;
 use crate::storage::codec::{self, ValueError};
@@ -34,6 +37,10 @@ pub enum OperationError {
     FragmentFull { table: String },
     #[error("table '{table}' was dropped")]
     NoSuchTable { table: String },
+    #[error("another transaction held a row of table '{table}' for longer than the lock-wait timeout; retry")]
+    LockWaitTimeout { table: String },
+    #[error(transparent)]
+    Quota(QuotaError),
 }
 
 impl OperationError {
@@ -47,6 +54,8 @@ impl OperationError {
             OperationError::OutOfDataMemory { .. } => "OUT_OF_DATA_MEMORY",
             OperationError::FragmentFull { .. } => "FRAGMENT_FULL",
             OperationError::NoSuchTable { .. } => "NO_SUCH_TABLE",
+            OperationError::LockWaitTimeout { .. } => "LOCK_WAIT_TIMEOUT",
+            OperationError::Quota(e) => e.code(),
         }
     }
 
@@ -60,7 +69,14 @@ impl OperationError {
             OperationError::OutOfDataMemory { .. } => Some(827),
             OperationError::FragmentFull { .. } => Some(633),
             OperationError::NoSuchTable { .. } => Some(723),
+            OperationError::LockWaitTimeout { .. } => Some(266),
+            OperationError::Quota(e) => e.number(),
         }
+    }
+
+    /// Whether the same operation can succeed if it is simply tried again.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, OperationError::LockWaitTimeout { .. })
     }
 }
 
@@ -135,12 +151,26 @@ struct Slot {
     table: Arc<Table>,
 }
 
+/// What a batch asks of its database's limits, counted as operations are added.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Cost {
+    /// Read operations: one read unit each before the rows are seen.
+    pub(crate) reads: u64,
+    pub(crate) write_units: u64,
+    /// Operations that can take more memory: inserts, updates, writes.
+    pub(crate) grows: bool,
+}
+
 /// Operations to run together. Reusable: `clear` keeps the buffers.
 pub struct Batch {
     pub(crate) ldms: Vec<OpBatch>,
     seed: u64,
     slots: Vec<Slot>,
     scratch: Vec<u8>,
+    cost: Cost,
+    /// The one database of every operation, or `None` when they span more.
+    database: Option<Arc<Database>>,
+    mixed: bool,
 }
 
 impl std::fmt::Debug for Batch {
@@ -158,7 +188,24 @@ impl Batch {
             seed,
             slots: Vec::new(),
             scratch: Vec::new(),
+            cost: Cost::default(),
+            database: None,
+            mixed: false,
         }
+    }
+
+    pub(crate) fn cost(&self) -> Cost {
+        self.cost
+    }
+
+    /// The database every operation is in; `Err(())` when they are in more
+    /// than one, `Ok(None)` when there are none.
+    pub(crate) fn database(&self) -> Result<Option<&Arc<Database>>, ()> {
+        if self.mixed { Err(()) } else { Ok(self.database.as_ref()) }
+    }
+
+    pub(crate) fn has_writes(&self) -> bool {
+        self.cost.write_units > 0
     }
 
     pub fn len(&self) -> usize {
@@ -172,6 +219,9 @@ impl Batch {
     /// Forgets every operation and result, keeping the buffers.
     pub fn clear(&mut self) {
         self.slots.clear();
+        self.cost = Cost::default();
+        self.database = None;
+        self.mixed = false;
         for b in &mut self.ldms {
             b.ops.clear();
             b.data.clear();
@@ -259,6 +309,19 @@ impl Batch {
         presence: (usize, usize),
     ) {
         let key_bytes = &self.scratch[key.0..key.0 + key.1];
+        match kind {
+            OpKind::Read => self.cost.reads += 1,
+            OpKind::Delete => self.cost.write_units += 1,
+            OpKind::Insert | OpKind::Update | OpKind::Write => {
+                self.cost.write_units += write_units(image.1 as u64);
+                self.cost.grows = true;
+            }
+        }
+        match &self.database {
+            None => self.database = Some(Arc::clone(&table.database)),
+            Some(db) if db.id != table.database.id => self.mixed = true,
+            Some(_) => {}
+        }
         let place = table.fragments[fragment_of(key_bytes, table.fragments()) as usize];
         let tag = index_tag(key_bytes, self.seed);
         let ldm = place.ldm as usize;
@@ -289,36 +352,114 @@ impl Batch {
     pub fn result(&self, i: usize) -> Result<Outcome, OperationError> {
         let slot = &self.slots[i];
         let batch = &self.ldms[slot.ldm as usize];
-        let table = || slot.table.name().to_string();
         let result = batch
             .results
             .get(slot.index as usize)
             .expect("Batch::result is read after Engine::execute");
         match *result {
-            OpResult::Found(span) => Ok(Outcome::Found(Row::decode(
-                &slot.table,
-                span.of(&batch.out),
-            ))),
+            OpResult::Found(span) => Ok(Outcome::Found(Row::decode(&slot.table, span.of(&batch.out)))),
             OpResult::Absent => Ok(Outcome::Absent),
             OpResult::Inserted => Ok(Outcome::Inserted),
             OpResult::Updated => Ok(Outcome::Updated),
             OpResult::Deleted => Ok(Outcome::Deleted),
-            OpResult::Failed(e) => Err(match e {
-                OpError::DuplicateKey => OperationError::DuplicateKey { table: table() },
-                OpError::NotFound => OperationError::NotFound { table: table() },
-                OpError::MissingColumn(c) => OperationError::MissingColumn {
-                    table: table(),
-                    column: slot.table.layout.name(c).to_owned(),
-                },
-                OpError::OutOfDataMemory => OperationError::OutOfDataMemory { table: table() },
-                OpError::FragmentFull => OperationError::FragmentFull { table: table() },
-                OpError::NoSuchTable => OperationError::NoSuchTable { table: table() },
-            }),
+            OpResult::Failed(e) => Err(operation_error(&slot.table, e)),
+        }
+    }
+
+    /// Operation `index` of worker `ldm`'s part failed with `error`: its
+    /// place among the operations as added, and the error as users see it.
+    pub(crate) fn failure(&self, ldm: usize, index: usize, error: OpError) -> (usize, OperationError) {
+        let i = self
+            .slots
+            .iter()
+            .position(|s| s.ldm as usize == ldm && s.index as usize == index)
+            .expect("a failed operation is one of the batch's");
+        (i, operation_error(&self.slots[i].table, error))
+    }
+
+    /// Read units the batch's reads really cost, once executed: each row read
+    /// per started 4 KiB, a missing row one.
+    pub(crate) fn read_units_used(&self) -> u64 {
+        self.ldms
+            .iter()
+            .flat_map(|b| b.ops.iter().zip(&b.results))
+            .filter(|(op, _)| op.kind == OpKind::Read)
+            .map(|(_, r)| match r {
+                OpResult::Found(span) => read_units(u64::from(span.len)),
+                _ => 1,
+            })
+            .sum()
+    }
+
+    /// Orders each worker's operations by fragment, index tag and key — one
+    /// order every transaction shares — so that transactions lock rows in the
+    /// same order and cannot deadlock. Operations on the same key keep their
+    /// order.
+    pub(crate) fn order_for_locking(&mut self) {
+        for (ldm, batch) in self.ldms.iter_mut().enumerate() {
+            if batch.ops.len() < 2 {
+                continue;
+            }
+            let data = &batch.data;
+            let mut order: Vec<usize> = (0..batch.ops.len()).collect();
+            order.sort_by(|&a, &b| {
+                let (a, b) = (&batch.ops[a], &batch.ops[b]);
+                (a.slot, a.tag, a.key.of(data)).cmp(&(b.slot, b.tag, b.key.of(data)))
+            });
+            let mut new_index = vec![0u32; order.len()];
+            for (new, &old) in order.iter().enumerate() {
+                new_index[old] = new as u32;
+            }
+            batch.ops = order.iter().map(|&old| batch.ops[old]).collect();
+            for slot in self.slots.iter_mut().filter(|s| s.ldm as usize == ldm) {
+                slot.index = new_index[slot.index as usize];
+            }
         }
     }
 
     /// Every outcome, in the order the operations were added.
     pub fn results(&self) -> Vec<Result<Outcome, OperationError>> {
         (0..self.len()).map(|i| self.result(i)).collect()
+    }
+}
+
+/// An operation's failure on a worker, as users see it.
+fn operation_error(table: &Arc<Table>, e: OpError) -> OperationError {
+    let name = || table.name().to_string();
+    match e {
+        OpError::DuplicateKey => OperationError::DuplicateKey { table: name() },
+        OpError::NotFound => OperationError::NotFound { table: name() },
+        OpError::MissingColumn(c) => OperationError::MissingColumn {
+            table: name(),
+            column: table.layout.name(c).to_owned(),
+        },
+        OpError::OutOfDataMemory => OperationError::OutOfDataMemory { table: name() },
+        OpError::MemoryQuota => OperationError::Quota(memory_quota_error(&table.database)),
+        OpError::FragmentFull => OperationError::FragmentFull { table: name() },
+        OpError::NoSuchTable => OperationError::NoSuchTable { table: name() },
+        // A worker never answers Busy (it waits instead); were it to, it
+        // would mean the same to the client as a wait that timed out.
+        OpError::LockWaitTimeout | OpError::Busy(_) => OperationError::LockWaitTimeout { table: name() },
+    }
+}
+
+/// The memory-quota error of a database at (or near) its quota: its own, or
+/// its tenant's.
+pub(crate) fn memory_quota_error(db: &Database) -> QuotaError {
+    if let (Some(limit), usage) = (db.memory.limit(), db.memory.bytes()) {
+        if usage.saturating_add(crate::storage::page::PAGE_SIZE as u64) > limit {
+            return QuotaError::MemoryQuota {
+                database: db.name.to_string(),
+                limit,
+                usage,
+            };
+        }
+    }
+    let tenant = db.tenant.as_ref();
+    QuotaError::TenantMemoryQuota {
+        tenant: tenant.map(|t| t.id.to_string()).unwrap_or_default(),
+        database: db.name.to_string(),
+        limit: tenant.and_then(|t| t.memory.limit()).unwrap_or(0),
+        usage: tenant.map_or(0, |t| t.memory.bytes()),
     }
 }

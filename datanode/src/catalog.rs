@@ -1,14 +1,18 @@
-//! The data node's catalog: its databases and tables, and the handles the
-//! edge uses to address a table's fragments.
+//! The data node's catalog: its tenants, databases and tables, and the
+//! handles the edge and the transaction coordinator use to address them.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use shoal_wire::schema::{DatabaseName, SchemaError, TableDef, TableName};
+use arc_swap::ArcSwap;
+use shoal_quota::Quota;
+use shoal_wire::schema::{DatabaseName, SchemaError, TableDef, TableName, TenantId};
 
 use crate::ldm::FragmentPlace;
 use crate::storage::layout::Layout;
+use crate::storage::page::MemoryAccount;
+use crate::tc::Governance;
 
 /// Most tables one data node holds (RonDB: 20,320 schema objects).
 pub const MAX_TABLES: usize = 20_000;
@@ -19,7 +23,7 @@ pub const MAX_DATABASES: usize = 10_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TableId(pub u32);
 
-/// A database's id on its data node.
+/// A database's id on its data node; never reused while the node runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DatabaseId(pub u32);
 
@@ -43,12 +47,11 @@ pub enum CatalogError {
     #[error("database '{0}' does not exist")]
     NoSuchDatabase(String),
     #[error("table '{database}.{table}' already exists")]
-    TableExists {
-        database: DatabaseName,
-        table: TableName,
-    },
+    TableExists { database: DatabaseName, table: TableName },
     #[error("table '{database}.{table}' does not exist")]
     NoSuchTable { database: String, table: String },
+    #[error("tenant '{0}' has no databases or quota on this data node")]
+    NoSuchTenant(String),
     #[error("this data node holds at most {MAX_DATABASES} databases")]
     TooManyDatabases,
     #[error("this data node holds at most {MAX_TABLES} tables")]
@@ -57,12 +60,52 @@ pub enum CatalogError {
     Schema(#[from] SchemaError),
 }
 
+/// A tenant: its databases' memory together, and its quota.
+#[derive(Debug)]
+pub struct Tenant {
+    pub id: TenantId,
+    pub(crate) memory: Arc<MemoryAccount>,
+    pub(crate) quota: ArcSwap<Quota>,
+}
+
+impl Tenant {
+    /// DataMemory its databases on this node hold, in bytes.
+    pub fn memory_bytes(&self) -> u64 {
+        self.memory.bytes()
+    }
+
+    pub fn quota(&self) -> Quota {
+        **self.quota.load()
+    }
+}
+
+/// A database: its memory, its limits and what it has used.
+#[derive(Debug)]
+pub struct Database {
+    pub id: DatabaseId,
+    pub name: DatabaseName,
+    pub tenant: Option<Arc<Tenant>>,
+    pub(crate) memory: Arc<MemoryAccount>,
+    pub(crate) governance: Governance,
+}
+
+impl Database {
+    /// DataMemory its fragments hold, in bytes.
+    pub fn memory_bytes(&self) -> u64 {
+        self.memory.bytes()
+    }
+
+    pub fn quota(&self) -> Quota {
+        self.governance.quota()
+    }
+}
+
 /// A table as the edge sees it: enough to encode operations for it and to
 /// route them to its fragments.
 #[derive(Debug)]
 pub struct Table {
     pub id: TableId,
-    pub database: DatabaseName,
+    pub database: Arc<Database>,
     pub(crate) layout: Arc<Layout>,
     /// Where each fragment lives, by fragment number.
     pub(crate) fragments: Vec<FragmentPlace>,
@@ -90,48 +133,75 @@ impl PartialEq for Table {
 }
 
 #[derive(Debug)]
-pub(crate) struct Database {
-    pub(crate) id: DatabaseId,
-    pub(crate) tables: BTreeMap<TableName, Arc<Table>>,
+struct Entry {
+    database: Arc<Database>,
+    tables: BTreeMap<TableName, Arc<Table>>,
 }
 
-/// Databases by name, each with its tables by name.
+/// Tenants, and databases by name, each with its tables by name.
 #[derive(Debug, Default)]
 pub(crate) struct Catalog {
-    pub(crate) databases: BTreeMap<DatabaseName, Database>,
+    databases: BTreeMap<DatabaseName, Entry>,
+    tenants: BTreeMap<TenantId, Arc<Tenant>>,
     next_database_id: u32,
     next_table_id: u32,
     tables: usize,
 }
 
 impl Catalog {
-    pub(crate) fn create_database(
-        &mut self,
-        name: &DatabaseName,
-    ) -> Result<DatabaseId, CatalogError> {
+    /// The tenant with this id, created (without limits) if it is new.
+    pub(crate) fn tenant_or_new(&mut self, id: &TenantId) -> Arc<Tenant> {
+        let tenant = self.tenants.entry(id.clone()).or_insert_with(|| {
+            Arc::new(Tenant {
+                id: id.clone(),
+                memory: Arc::new(MemoryAccount::default()),
+                quota: ArcSwap::from_pointee(Quota::UNLIMITED),
+            })
+        });
+        Arc::clone(tenant)
+    }
+
+    pub(crate) fn tenant(&self, id: &str) -> Result<Arc<Tenant>, CatalogError> {
+        TenantId::parse(id)
+            .ok()
+            .and_then(|id| self.tenants.get(&id).cloned())
+            .ok_or_else(|| CatalogError::NoSuchTenant(id.to_owned()))
+    }
+
+    pub(crate) fn create_database(&mut self, name: &DatabaseName, tenant: Option<&TenantId>) -> Result<Arc<Database>, CatalogError> {
         if self.databases.contains_key(name) {
             return Err(CatalogError::DatabaseExists(name.clone()));
         }
         if self.databases.len() >= MAX_DATABASES {
             return Err(CatalogError::TooManyDatabases);
         }
+        let tenant = tenant.map(|t| self.tenant_or_new(t));
+        let memory = Arc::new(MemoryAccount::new(tenant.as_ref().map(|t| Arc::clone(&t.memory))));
         self.next_database_id += 1;
-        let id = DatabaseId(self.next_database_id);
-        self.databases.insert(
-            name.clone(),
-            Database {
-                id,
-                tables: BTreeMap::new(),
-            },
-        );
-        Ok(id)
+        let database = Arc::new(Database {
+            id: DatabaseId(self.next_database_id),
+            name: name.clone(),
+            tenant,
+            memory,
+            governance: Governance::default(),
+        });
+        let entry = Entry {
+            database: Arc::clone(&database),
+            tables: BTreeMap::new(),
+        };
+        self.databases.insert(name.clone(), entry);
+        Ok(database)
     }
 
-    pub(crate) fn database(&self, name: &str) -> Result<&Database, CatalogError> {
+    fn entry(&self, name: &str) -> Result<&Entry, CatalogError> {
         DatabaseName::parse(name)
             .ok()
             .and_then(|n| self.databases.get(&n))
             .ok_or_else(|| CatalogError::NoSuchDatabase(name.to_owned()))
+    }
+
+    pub(crate) fn database(&self, name: &str) -> Result<Arc<Database>, CatalogError> {
+        self.entry(name).map(|e| Arc::clone(&e.database))
     }
 
     pub(crate) fn table(&self, database: &str, table: &str) -> Result<Arc<Table>, CatalogError> {
@@ -139,20 +209,16 @@ impl Catalog {
             database: database.to_owned(),
             table: table.to_owned(),
         };
-        let db = self.database(database)?;
+        let entry = self.entry(database)?;
         let name = TableName::parse(table).map_err(|_| no_such())?;
-        db.tables.get(&name).cloned().ok_or_else(no_such)
+        entry.tables.get(&name).cloned().ok_or_else(no_such)
     }
 
     /// Checks that `def` may be added to `database`, without adding it.
-    pub(crate) fn check_new_table(
-        &self,
-        database: &DatabaseName,
-        def: &TableDef,
-    ) -> Result<(), CatalogError> {
+    pub(crate) fn check_new_table(&self, database: &DatabaseName, def: &TableDef) -> Result<Arc<Database>, CatalogError> {
         def.validate()?;
-        let db = self.database(database.as_str())?;
-        if db.tables.contains_key(&def.name) {
+        let entry = self.entry(database.as_str())?;
+        if entry.tables.contains_key(&def.name) {
             return Err(CatalogError::TableExists {
                 database: database.clone(),
                 table: def.name.clone(),
@@ -161,7 +227,7 @@ impl Catalog {
         if self.tables >= MAX_TABLES {
             return Err(CatalogError::TooManyTables);
         }
-        Ok(())
+        Ok(Arc::clone(&entry.database))
     }
 
     pub(crate) fn next_table_id(&mut self) -> TableId {
@@ -169,42 +235,44 @@ impl Catalog {
         TableId(self.next_table_id)
     }
 
-    /// Adds a table checked with `check_new_table`.
-    pub(crate) fn add_table(&mut self, table: Arc<Table>) {
-        let db = self
-            .databases
-            .get_mut(&table.database)
-            .expect("checked database");
-        db.tables.insert(table.name().clone(), table);
+    /// Adds a table checked with `check_new_table`; false if its database
+    /// was dropped meanwhile.
+    pub(crate) fn add_table(&mut self, table: Arc<Table>) -> bool {
+        let Some(entry) = self.databases.get_mut(&table.database.name).filter(|e| e.database.id == table.database.id) else {
+            return false;
+        };
+        entry.tables.insert(table.name().clone(), table);
         self.tables += 1;
+        true
     }
 
-    pub(crate) fn remove_table(
-        &mut self,
-        database: &str,
-        table: &str,
-    ) -> Result<Arc<Table>, CatalogError> {
+    pub(crate) fn remove_table(&mut self, database: &str, table: &str) -> Result<Arc<Table>, CatalogError> {
         let found = self.table(database, table)?;
-        let db = self
-            .databases
-            .get_mut(&found.database)
-            .expect("found above");
-        db.tables.remove(found.name());
+        let entry = self.databases.get_mut(&found.database.name).expect("found above");
+        entry.tables.remove(found.name());
         self.tables -= 1;
         Ok(found)
     }
 
-    pub(crate) fn remove_database(&mut self, name: &str) -> Result<Vec<Arc<Table>>, CatalogError> {
-        let key = self
-            .database(name)
-            .map(|_| DatabaseName::parse(name).expect("found by this name"))?;
-        let db = self.databases.remove(&key).expect("found above");
-        self.tables -= db.tables.len();
-        Ok(db.tables.into_values().collect())
+    pub(crate) fn remove_database(&mut self, name: &str) -> Result<(Arc<Database>, Vec<Arc<Table>>), CatalogError> {
+        let key = self.entry(name)?.database.name.clone();
+        let entry = self.databases.remove(&key).expect("found above");
+        self.tables -= entry.tables.len();
+        Ok((entry.database, entry.tables.into_values().collect()))
     }
 
-    /// Every table, with its database, in name order.
+    /// Every database, in name order.
+    pub(crate) fn databases(&self) -> impl Iterator<Item = &Arc<Database>> {
+        self.databases.values().map(|e| &e.database)
+    }
+
+    /// Every tenant, in id order.
+    pub(crate) fn tenants(&self) -> impl Iterator<Item = &Arc<Tenant>> {
+        self.tenants.values()
+    }
+
+    /// Every table, in database and table name order.
     pub(crate) fn tables(&self) -> impl Iterator<Item = &Arc<Table>> {
-        self.databases.values().flat_map(|db| db.tables.values())
+        self.databases.values().flat_map(|e| e.tables.values())
     }
 }

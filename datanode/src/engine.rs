@@ -3,13 +3,14 @@
 //! coordinator and the front ends build on.
 
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
-use shoal_wire::schema::{DatabaseName, TableDef};
+use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
 use tokio::sync::{Mutex, oneshot};
 
 use crate::batch::{Batch, OperationError, Row};
-use crate::catalog::{Catalog, CatalogError, DatabaseId, Table, TableId};
-use crate::ldm::{FragmentPlace, FragmentReport, Ldm, Msg};
+use crate::catalog::{Catalog, CatalogError, Database, Table, TableId, Tenant};
+use crate::ldm::{FragmentPlace, FragmentReport, Job, JobOutcome, Ldm, Mode, Msg, OpBatch, TxnId, AUTOCOMMIT};
 use crate::storage::codec::{self, ValueError};
 use crate::storage::fixed::RowRef;
 use crate::storage::layout::Layout;
@@ -27,8 +28,13 @@ pub struct EngineConfig {
     pub ldm_threads: usize,
     /// Fragments per table; by default twice the LDM threads.
     pub fragments_per_table: Option<u16>,
+    /// Longest a write waits for a row another transaction holds.
+    pub lock_wait_timeout: Duration,
 }
 
+/// How long a write waits for a row by default (RonDB's
+/// TransactionDeadlockDetectionTimeout).
+pub const DEFAULT_LOCK_WAIT_TIMEOUT: Duration = Duration::from_millis(1200);
 /// Most rows one scan returns.
 pub const MAX_SCAN_LIMIT: usize = 100_000;
 /// Most LDM worker threads.
@@ -72,9 +78,7 @@ impl Engine {
     pub fn start(config: EngineConfig) -> std::io::Result<Engine> {
         let invalid = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, msg);
         if !(1..=MAX_LDM_THREADS).contains(&config.ldm_threads) {
-            return Err(invalid(format!(
-                "LDM threads must be 1 to {MAX_LDM_THREADS}"
-            )));
+            return Err(invalid(format!("LDM threads must be 1 to {MAX_LDM_THREADS}")));
         }
         let fragments = match config.fragments_per_table {
             Some(0) => return Err(invalid("a table needs at least one fragment".into())),
@@ -86,7 +90,7 @@ impl Engine {
         getrandom::fill(&mut seed).map_err(|e| std::io::Error::other(e.to_string()))?;
         let seed = u64::from_le_bytes(seed);
         let ldms = (0..config.ldm_threads)
-            .map(|n| Ldm::start(n, Arc::clone(&pool)))
+            .map(|n| Ldm::start(n, Arc::clone(&pool), config.lock_wait_timeout))
             .collect::<std::io::Result<_>>()?;
         Ok(Engine {
             inner: Arc::new(Inner {
@@ -118,18 +122,11 @@ impl Engine {
     }
 
     fn catalog_mut(&self) -> std::sync::RwLockWriteGuard<'_, Catalog> {
-        self.inner
-            .catalog
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
+        self.inner.catalog.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Sends one message to each of `ldms` and waits for every reply.
-    async fn each<T>(
-        &self,
-        ldms: impl Iterator<Item = u16>,
-        msg: impl Fn(usize, oneshot::Sender<T>) -> Msg,
-    ) -> Vec<T> {
+    async fn each<T>(&self, ldms: impl Iterator<Item = u16>, msg: impl Fn(usize, oneshot::Sender<T>) -> Msg) -> Vec<T> {
         let mut waits = Vec::new();
         for (i, ldm) in ldms.enumerate() {
             let (done, wait) = oneshot::channel();
@@ -143,15 +140,16 @@ impl Engine {
         replies
     }
 
-    pub async fn create_database(&self, name: &DatabaseName) -> Result<DatabaseId, CatalogError> {
+    /// Creates a database, in `tenant` if given.
+    pub async fn create_database(&self, name: &DatabaseName, tenant: Option<&TenantId>) -> Result<Arc<Database>, CatalogError> {
         let _ddl = self.inner.ddl.lock().await;
-        self.catalog_mut().create_database(name)
+        self.catalog_mut().create_database(name, tenant)
     }
 
     /// Drops a database and every table in it, giving their pages back.
     pub async fn drop_database(&self, name: &str) -> Result<(), CatalogError> {
         let _ddl = self.inner.ddl.lock().await;
-        let tables = self.catalog_mut().remove_database(name)?;
+        let (_, tables) = self.catalog_mut().remove_database(name)?;
         for table in tables {
             self.drop_fragments(&table).await;
         }
@@ -159,43 +157,37 @@ impl Engine {
     }
 
     /// Creates a table with its fragments on the workers.
-    pub async fn create_table(
-        &self,
-        database: &DatabaseName,
-        def: TableDef,
-    ) -> Result<Arc<Table>, CatalogError> {
+    pub async fn create_table(&self, database: &DatabaseName, def: TableDef) -> Result<Arc<Table>, CatalogError> {
         let _ddl = self.inner.ddl.lock().await;
-        let id = {
+        let (db, id) = {
             let mut catalog = self.catalog_mut();
-            catalog.check_new_table(database, &def)?;
-            catalog.next_table_id()
+            let db = catalog.check_new_table(database, &def)?;
+            (db, catalog.next_table_id())
         };
         let layout = Arc::new(Layout::new(def));
         // Fragments go round the workers, each table starting one further on.
         let n = self.inner.ldms.len();
-        let ldms: Vec<u16> = (0..self.inner.fragments_per_table as usize)
-            .map(|f| ((id.0 as usize + f) % n) as u16)
-            .collect();
+        let ldms: Vec<u16> = (0..self.inner.fragments_per_table as usize).map(|f| ((id.0 as usize + f) % n) as u16).collect();
         let slots = self
             .each(ldms.iter().copied(), |fragment, done| Msg::CreateFragment {
                 table: id,
                 fragment: fragment as u16,
                 layout: Arc::clone(&layout),
+                account: Arc::clone(&db.memory),
                 done,
             })
             .await;
         let table = Arc::new(Table {
             id,
-            database: database.clone(),
+            database: db,
             layout,
-            fragments: ldms
-                .into_iter()
-                .zip(slots)
-                .map(|(ldm, slot)| FragmentPlace { ldm, slot })
-                .collect(),
+            fragments: ldms.into_iter().zip(slots).map(|(ldm, slot)| FragmentPlace { ldm, slot }).collect(),
         });
         // Only now may operations find it.
-        self.catalog_mut().add_table(Arc::clone(&table));
+        if !self.catalog_mut().add_table(Arc::clone(&table)) {
+            self.drop_fragments(&table).await;
+            return Err(CatalogError::NoSuchDatabase(database.to_string()));
+        }
         Ok(table)
     }
 
@@ -209,27 +201,25 @@ impl Engine {
 
     async fn drop_fragments(&self, table: &Table) {
         let id = table.id;
-        self.each(table.fragments.iter().map(|p| p.ldm), |f, done| {
-            Msg::DropFragment {
-                table: id,
-                slot: table.fragments[f].slot,
-                done,
-            }
+        self.each(table.fragments.iter().map(|p| p.ldm), |f, done| Msg::DropFragment {
+            table: id,
+            slot: table.fragments[f].slot,
+            done,
         })
         .await;
+    }
+
+    pub fn database(&self, name: &str) -> Result<Arc<Database>, CatalogError> {
+        self.catalog().database(name)
     }
 
     pub fn table(&self, database: &str, table: &str) -> Result<Arc<Table>, CatalogError> {
         self.catalog().table(database, table)
     }
 
-    /// Every database with its id, in name order.
-    pub fn databases(&self) -> Vec<(DatabaseName, DatabaseId)> {
-        self.catalog()
-            .databases
-            .iter()
-            .map(|(n, db)| (n.clone(), db.id))
-            .collect()
+    /// Every database, in name order.
+    pub fn databases(&self) -> Vec<Arc<Database>> {
+        self.catalog().databases().cloned().collect()
     }
 
     /// Every table, in database and table name order.
@@ -237,26 +227,60 @@ impl Engine {
         self.catalog().tables().cloned().collect()
     }
 
+    pub fn tenant(&self, id: &str) -> Result<Arc<Tenant>, CatalogError> {
+        self.catalog().tenant(id)
+    }
+
+    /// The tenant with this id, known from now on if it was not.
+    pub fn tenant_or_new(&self, id: &TenantId) -> Arc<Tenant> {
+        self.catalog_mut().tenant_or_new(id)
+    }
+
+    /// Every tenant this node knows, in id order.
+    pub fn tenants(&self) -> Vec<Arc<Tenant>> {
+        self.catalog().tenants().cloned().collect()
+    }
+
     /// An empty batch for this engine.
     pub fn batch(&self) -> Batch {
         Batch::new(self.inner.ldms.len(), self.inner.seed)
     }
 
-    /// Runs every operation of the batch on its worker; read the outcomes
-    /// with `Batch::result`.
+    /// Runs every operation of the batch on its worker, each on its own,
+    /// without the transaction coordinator's checks; read the outcomes with
+    /// `Batch::result`.
     pub async fn execute(&self, batch: &mut Batch) {
         let mut waits = Vec::new();
         for (n, ops) in batch.ldms.iter_mut().enumerate() {
             if ops.ops.is_empty() {
                 continue;
             }
-            let (reply, wait) = oneshot::channel();
-            self.inner.ldms[n].send(Msg::Ops(std::mem::take(ops), reply));
-            waits.push((n, wait));
+            waits.push((n, self.start_job(n, AUTOCOMMIT, Mode::Autocommit, std::mem::take(ops))));
         }
         for (n, wait) in waits {
-            batch.ldms[n] = wait.await.expect("LDM worker replies");
+            batch.ldms[n] = wait.await.expect("LDM worker replies").0;
         }
+    }
+
+    /// Sends a job to worker `ldm`; the answer comes on the receiver.
+    pub(crate) fn start_job(&self, ldm: usize, txn: TxnId, mode: Mode, batch: OpBatch) -> oneshot::Receiver<(OpBatch, JobOutcome)> {
+        let (reply, wait) = oneshot::channel();
+        self.inner.ldms[ldm].send(Msg::Run(Job {
+            txn,
+            mode,
+            batch,
+            next: 0,
+            reply,
+        }));
+        wait
+    }
+
+    /// Tells worker `ldm` to commit (or abort) what `txn` holds there.
+    pub(crate) fn end_transaction(&self, ldm: usize, txn: TxnId, commit: bool) -> oneshot::Receiver<()> {
+        let (done, wait) = oneshot::channel();
+        let msg = if commit { Msg::Commit { txn, done } } else { Msg::Abort { txn, done } };
+        self.inner.ldms[ldm].send(msg);
+        wait
     }
 
     /// Rows of `table` that pass every condition, at most `limit`, in no
@@ -330,8 +354,7 @@ impl Engine {
             .flatten()
             .collect();
         let catalog = self.catalog();
-        let names: rustc_hash::FxHashMap<TableId, &Arc<Table>> =
-            catalog.tables().map(|t| (t.id, t)).collect();
+        let names: rustc_hash::FxHashMap<TableId, &Arc<Table>> = catalog.tables().map(|t| (t.id, t)).collect();
         let mut usage: Vec<FragmentUsage> = reports
             .into_iter()
             .filter_map(|r| {
@@ -339,7 +362,7 @@ impl Engine {
                 let t = names.get(&r.table)?;
                 Some(FragmentUsage {
                     table_id: r.table,
-                    database: t.database.to_string(),
+                    database: t.database.name.to_string(),
                     table: t.name().to_string(),
                     fragment: r.fragment,
                     in_memory_bytes: r.memory.in_memory_bytes(),

@@ -6,6 +6,7 @@
 //! - `ldm`: the worker threads and the messages that reach them.
 //! - [`batch`]: operations encoded at the edge and their outcomes.
 //! - [`engine`]: the engine's API: schema changes, batches, scans, memory.
+//! - [`tc`]: the transaction coordinator: grants, limits, quotas, atomic commit.
 //! - [`ndbinfo`]: virtual tables over live state.
 //! - [`internal_api`]: the HTTP API the control plane and operators use.
 //! - [`node`]: a whole data node process: configuration, start, shutdown.
@@ -18,10 +19,12 @@ mod ldm;
 pub mod ndbinfo;
 pub mod node;
 pub mod storage;
+pub mod tc;
 
 pub use batch::{Batch, OperationError, Outcome, Row};
-pub use catalog::{CatalogError, Table, TableId};
+pub use catalog::{CatalogError, Database, DatabaseId, Table, TableId, Tenant};
 pub use engine::{Engine, EngineConfig, FragmentUsage};
 pub use storage::CmpOp;
+pub use tc::{Commit, Grant, Role, Tc, TcError};
 pub use storage::codec::ValueError;
 pub use storage::value::{Date, DateTime, Decimal, Timestamp, Value};

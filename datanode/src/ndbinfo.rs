@@ -23,7 +23,7 @@ pub async fn rows(engine: &Engine, table: NdbinfoTable) -> Rows {
             .map(|t| {
                 vec![
                     t.id.0.into(),
-                    t.database.as_str().into(),
+                    t.database.name.as_str().into(),
                     t.name().as_str().into(),
                 ]
             })

@@ -3,6 +3,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -10,6 +11,10 @@ use tokio::task::JoinHandle;
 
 use crate::engine::{Engine, EngineConfig};
 use crate::internal_api::{self, ClusterSecret};
+use crate::tc::Tc;
+
+/// How often idle rate-limiter state is swept.
+const HOUSEKEEPING_EVERY: Duration = Duration::from_secs(60);
 
 /// File in the data directory holding the cluster secret when none is given.
 pub const SECRET_FILE: &str = "cluster-secret";
@@ -20,6 +25,8 @@ pub struct DataNodeConfig {
     pub node_id: u32,
     pub data_memory: u64,
     pub ldm_threads: usize,
+    /// Longest a write waits for a row another transaction holds.
+    pub lock_wait_timeout: Duration,
     pub data_dir: PathBuf,
     pub listen: IpAddr,
     /// 0 picks a free port.
@@ -51,7 +58,7 @@ pub enum StartError {
 /// A running data node.
 #[derive(Debug)]
 pub struct DataNode {
-    engine: Engine,
+    tc: Tc,
     internal_addr: SocketAddr,
     secret_file: Option<PathBuf>,
     stop: watch::Sender<bool>,
@@ -77,8 +84,10 @@ impl DataNode {
             data_memory: config.data_memory,
             ldm_threads: config.ldm_threads,
             fragments_per_table: None,
+            lock_wait_timeout: config.lock_wait_timeout,
         })
         .map_err(StartError::Engine)?;
+        let tc = Tc::new(engine);
         let addr = SocketAddr::new(config.listen, config.internal_port);
         let listener = TcpListener::bind(addr)
             .await
@@ -87,7 +96,8 @@ impl DataNode {
             .local_addr()
             .map_err(|source| StartError::Listen { addr, source })?;
         let (stop, mut stopped) = watch::channel(false);
-        let app = internal_api::router(engine.clone(), secret);
+        let app = internal_api::router(tc.clone(), secret);
+        let mut stop_housekeeping = stopped.clone();
         let server = tokio::spawn(async move {
             axum::serve(listener, app)
                 .with_graceful_shutdown(async move {
@@ -95,9 +105,19 @@ impl DataNode {
                 })
                 .await
         });
+        let housekeeper = tc.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(HOUSEKEEPING_EVERY);
+            loop {
+                tokio::select! {
+                    _ = every.tick() => housekeeper.housekeep(),
+                    _ = stop_housekeeping.wait_for(|s| *s) => break,
+                }
+            }
+        });
         tracing::info!(node_id = config.node_id, %internal_addr, "data node started");
         Ok(DataNode {
-            engine,
+            tc,
             internal_addr,
             secret_file,
             stop,
@@ -106,7 +126,12 @@ impl DataNode {
     }
 
     pub fn engine(&self) -> &Engine {
-        &self.engine
+        self.tc.engine()
+    }
+
+    /// The transaction coordinator: where requests to databases go.
+    pub fn tc(&self) -> &Tc {
+        &self.tc
     }
 
     pub fn internal_addr(&self) -> SocketAddr {
@@ -124,8 +149,8 @@ impl DataNode {
         let _ = self.stop.send(true);
         let served = self.server.await.map_err(std::io::Error::other)?;
         // The last engine handle goes here; dropping it joins the workers.
-        let engine = self.engine;
-        tokio::task::spawn_blocking(move || drop(engine))
+        let tc = self.tc;
+        tokio::task::spawn_blocking(move || drop(tc))
             .await
             .map_err(std::io::Error::other)?;
         served

@@ -174,6 +174,48 @@ name_type!(
     |_| Ok(())
 );
 
+/// The id of a tenant, as the control plane names it: 1 to 64 characters of
+/// `A-Z a-z 0-9 _ -` (a UUID fits).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct TenantId(String);
+
+impl TenantId {
+    pub fn parse(id: &str) -> Result<Self, SchemaError> {
+        let ok = (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !ok {
+            return Err(SchemaError::BadName {
+                kind: "tenant",
+                name: id.chars().take(70).collect(),
+            });
+        }
+        Ok(TenantId(id.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TenantId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for TenantId {
+    type Error = SchemaError;
+    fn try_from(s: String) -> Result<Self, SchemaError> {
+        Self::parse(&s)
+    }
+}
+
+impl From<TenantId> for String {
+    fn from(t: TenantId) -> String {
+        t.0
+    }
+}
+
 /// A column's type. Written and read as SQL type names: `"BIGINT UNSIGNED"`,
 /// `"VARCHAR(100)"`, `"DECIMAL(10,2)"`, `"DATETIME(3)"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -662,6 +704,10 @@ mod tests {
             Err(SchemaError::ReservedName("NDBINFO".into()))
         );
         assert!(TableName::parse(&"x".repeat(63)).is_ok());
+        assert!(TenantId::parse("6f1c2b7e-9a0d-4e55-8c1b-0f3e2d1c4b5a").is_ok());
+        for bad in ["", "a b", "a/b", &"t".repeat(65)] {
+            assert!(TenantId::parse(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

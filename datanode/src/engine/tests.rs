@@ -21,6 +21,7 @@ pub(super) fn engine_with(pages: u64, fragments: u16) -> Engine {
         data_memory: pages * PAGE_SIZE as u64,
         ldm_threads: 2,
         fragments_per_table: Some(fragments),
+        lock_wait_timeout: DEFAULT_LOCK_WAIT_TIMEOUT,
     })
     .unwrap()
 }
@@ -33,8 +34,8 @@ pub(super) fn runtime() -> tokio::runtime::Runtime {
 
 pub(super) async fn create(engine: &Engine, db: &str, json: &str) -> Arc<Table> {
     let db = DatabaseName::parse(db).unwrap();
-    if engine.databases().iter().all(|(n, _)| n != &db) {
-        engine.create_database(&db).await.unwrap();
+    if engine.databases().iter().all(|d| d.name != db) {
+        engine.create_database(&db, None).await.unwrap();
     }
     let def: TableDef = serde_json::from_str(json).unwrap();
     engine.create_table(&db, def).await.unwrap()
@@ -719,11 +720,8 @@ fn catalog_changes_are_checked() {
     let engine = engine(8);
     rt.block_on(async {
         let db = DatabaseName::parse("db").unwrap();
-        engine.create_database(&db).await.unwrap();
-        assert_eq!(
-            engine.create_database(&db).await,
-            Err(CatalogError::DatabaseExists(db.clone()))
-        );
+        engine.create_database(&db, None).await.unwrap();
+        assert_eq!(engine.create_database(&db, None).await.unwrap_err(), CatalogError::DatabaseExists(db.clone()));
         let def: TableDef = serde_json::from_str(
             r#"{"name":"t","primary_key":["id"],"columns":[{"name":"id","type":"INT"}]}"#,
         )

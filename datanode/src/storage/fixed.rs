@@ -5,11 +5,10 @@
 //! (upper 20 bits) and the slot in the page (lower 12 bits). Rows never move,
 //! so a reference stays valid until the row is deleted.
 
-use std::sync::Arc;
 
 use super::StorageError;
 use super::layout::{LIVE, MIN_SLOT, ROW_HEADER};
-use super::page::{DataMemory, PAGE_SIZE, Page};
+use super::page::{PAGE_SIZE, Page, PageSource};
 
 /// A row's place in its fragment: page position << 12 | slot.
 pub(crate) type RowRef = u32;
@@ -83,10 +82,10 @@ impl FixedPart {
 
     /// Takes a free slot, adding a page when none has one. The slot's
     /// contents are the caller's to write; its header must get `LIVE`.
-    pub(crate) fn alloc(&mut self, pool: &Arc<DataMemory>) -> Result<RowRef, StorageError> {
+    pub(crate) fn alloc(&mut self, pages: &PageSource) -> Result<RowRef, StorageError> {
         let pos = match self.with_free.last() {
             Some(&pos) => pos as usize,
-            None => self.add_page(pool)?,
+            None => self.add_page(pages)?,
         };
         let p = self.pages[pos].as_mut().expect("listed page is held");
         let slot = if p.free_head != NO_SLOT {
@@ -106,11 +105,11 @@ impl FixedPart {
         Ok((pos as u32) << SLOT_BITS | slot)
     }
 
-    fn add_page(&mut self, pool: &Arc<DataMemory>) -> Result<usize, StorageError> {
+    fn add_page(&mut self, pages: &PageSource) -> Result<usize, StorageError> {
         if self.holes.is_empty() && self.pages.len() >= MAX_PAGES {
             return Err(StorageError::FragmentFull);
         }
-        let page = pool.alloc()?;
+        let page = pages.alloc()?;
         let fp = FixedPage {
             page,
             free_head: NO_SLOT,
@@ -227,6 +226,7 @@ impl FixedPart {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::page::DataMemory;
 
     fn mark_live(part: &mut FixedPart, r: RowRef) {
         part.slot_mut(r)[..4].copy_from_slice(&LIVE.to_le_bytes());
@@ -235,10 +235,11 @@ mod tests {
     #[test]
     fn slots_fill_pages_and_empty_pages_go_back() {
         let pool = DataMemory::new(4 * PAGE_SIZE as u64).unwrap();
+        let pages = PageSource::new(pool.clone(), Default::default());
         let mut part = FixedPart::new(1024);
         let rows: Vec<RowRef> = (0..64)
             .map(|_| {
-                let r = part.alloc(&pool).unwrap();
+                let r = part.alloc(&pages).unwrap();
                 mark_live(&mut part, r);
                 r
             })
@@ -253,7 +254,7 @@ mod tests {
         assert_eq!(pool.used_pages(), 1);
         // A freed slot is reused before a new page is taken.
         part.free(rows[40]);
-        let again = part.alloc(&pool).unwrap();
+        let again = part.alloc(&pages).unwrap();
         assert_eq!(again, rows[40]);
         mark_live(&mut part, again);
         assert_eq!(part.audit(), 32);
@@ -263,13 +264,14 @@ mod tests {
     #[test]
     fn out_of_memory_leaves_the_part_unchanged() {
         let pool = DataMemory::new(PAGE_SIZE as u64).unwrap();
+        let pages = PageSource::new(pool.clone(), Default::default());
         let mut part = FixedPart::new(PAGE_SIZE / 2);
-        let a = part.alloc(&pool).unwrap();
+        let a = part.alloc(&pages).unwrap();
         mark_live(&mut part, a);
-        let b = part.alloc(&pool).unwrap();
+        let b = part.alloc(&pages).unwrap();
         mark_live(&mut part, b);
         assert!(matches!(
-            part.alloc(&pool),
+            part.alloc(&pages),
             Err(StorageError::OutOfDataMemory(_))
         ));
         assert_eq!(part.audit(), 2);

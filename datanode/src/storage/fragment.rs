@@ -1,19 +1,35 @@
 //! A table fragment: its rows' fixed and var parts and its primary-key index,
-//! all in pages of its own. One LDM worker owns it; nothing here locks.
+//! all in pages of its own. One LDM worker owns it; nothing here waits.
+//!
+//! Writes come either on their own (`AUTOCOMMIT`: applied and visible at
+//! once) or as part of a transaction. A transaction's write applies at once
+//! too, but the row is marked locked and the fragment keeps what it was
+//! before (`Lock`): readers, who never wait, are shown that committed version;
+//! other writers are told the row is busy and wait; commit forgets the old
+//! version, abort puts it back. Undo never needs a page: a transaction's
+//! update writes the new var part beside the committed one (copy on write),
+//! and frees the one it no longer needs at commit or abort.
 
 use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
 
 use super::codec::{self, is_present};
 use super::fixed::{FixedPart, RowRef};
 use super::index::{self, HashIndex};
-use super::layout::{self, LIVE, Layout, Place, ROW_HEADER};
-use super::page::{DataMemory, PAGE_SIZE};
-use super::var::VarPart;
+use super::layout::{self, LIVE, LOCKED, Layout, Place, ROW_HEADER};
+use super::page::{PAGE_SIZE, PageSource};
+use super::var::{VarPart, VarRef};
 use super::{CmpOp, OpError, Predicate, StorageError};
 
 /// Live rows examined per scan call at most, so one scan never holds its
 /// worker for long.
 const SCAN_STEP: usize = 4096;
+
+/// A transaction's id, unique on its data node.
+pub(crate) type TxnId = u64;
+/// The "transaction" of operations that stand alone.
+pub(crate) const AUTOCOMMIT: TxnId = 0;
 
 /// Memory held and used by one fragment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -35,25 +51,56 @@ impl FragmentMemory {
     }
 }
 
+/// A row held by a transaction, and what it was before.
+struct Lock {
+    owner: TxnId,
+    tag: u32,
+    /// The committed fixed part (its var ref included), or `None` when the
+    /// transaction inserted the row.
+    committed: Option<Box<[u8]>>,
+    /// The transaction deleted the row; it goes at commit.
+    deleted: bool,
+}
+
+/// What a write did, and the row it newly locked for its transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Written {
+    pub(crate) inserted: bool,
+    pub(crate) locked: Option<RowRef>,
+}
+
+/// Where a key stands for a transaction.
+enum Found {
+    Absent,
+    /// Unlocked.
+    Free(RowRef),
+    /// Locked by this transaction; `deleted` if it deleted the row.
+    Mine(RowRef, bool),
+    /// Locked by another transaction.
+    Theirs(RowRef),
+}
+
 pub(crate) struct Fragment {
     layout: Arc<Layout>,
-    pool: Arc<DataMemory>,
+    pages: PageSource,
     fixed: FixedPart,
     var: VarPart,
     index: HashIndex,
+    locks: FxHashMap<RowRef, Lock>,
     /// Where an update builds a row's new var part.
     merged: Vec<u8>,
 }
 
 impl Fragment {
-    pub(crate) fn new(layout: Arc<Layout>, pool: Arc<DataMemory>) -> Fragment {
+    pub(crate) fn new(layout: Arc<Layout>, pages: PageSource) -> Fragment {
         Fragment {
             fixed: FixedPart::new(layout.slot_size),
             var: VarPart::new(),
             index: HashIndex::new(),
+            locks: FxHashMap::default(),
             merged: Vec::new(),
             layout,
-            pool,
+            pages,
         }
     }
 
@@ -87,65 +134,95 @@ impl Fragment {
     }
 
     #[inline]
-    fn var_ref(slot: &[u8]) -> u32 {
-        u32::from_le_bytes(
-            slot[ROW_HEADER..ROW_HEADER + 4]
-                .try_into()
-                .expect("var ref"),
-        )
-    }
-
-    /// The var part of the row in `slot`, empty if the table has none.
-    #[inline]
-    fn var_of(&self, slot: &[u8]) -> &[u8] {
-        if self.layout.n_var == 0 {
-            &[]
-        } else {
-            self.var.get(Self::var_ref(slot))
-        }
+    fn var_ref(fixed: &[u8]) -> VarRef {
+        u32::from_le_bytes(fixed[ROW_HEADER..ROW_HEADER + 4].try_into().expect("var ref"))
     }
 
     #[inline]
-    fn find(&self, tag: u32, key: &[u8]) -> Option<RowRef> {
-        self.index.find(tag, |r| {
-            let slot = self.fixed.slot(r);
-            let var = if self.layout.key_has_var {
-                self.var_of(slot)
-            } else {
-                &[]
-            };
-            self.layout.key_matches(slot, var, key)
-        })
+    fn header(fixed: &[u8]) -> u32 {
+        u32::from_le_bytes(fixed[..ROW_HEADER].try_into().expect("header"))
+    }
+
+    fn set_header(&mut self, r: RowRef, header: u32) {
+        self.fixed.slot_mut(r)[..ROW_HEADER].copy_from_slice(&header.to_le_bytes());
+    }
+
+    /// The var part of the row whose fixed part is `fixed`, empty if the table
+    /// has none.
+    #[inline]
+    fn var_of(&self, fixed: &[u8]) -> &[u8] {
+        if self.layout.n_var == 0 { &[] } else { self.var.get(Self::var_ref(fixed)) }
     }
 
     // Every operation takes the key with its tag: the upper half of the key's
     // hash under the engine's secret seed (see `batch::index_tag`).
 
-    /// Appends the row image of the row with this key to `out`.
     #[inline]
-    pub(crate) fn read(&self, tag: u32, key: &[u8], out: &mut Vec<u8>) -> bool {
+    fn find(&self, tag: u32, key: &[u8]) -> Option<RowRef> {
+        self.index.find(tag, |r| {
+            let slot = self.fixed.slot(r);
+            let var = if self.layout.key_has_var { self.var_of(slot) } else { &[] };
+            self.layout.key_matches(slot, var, key)
+        })
+    }
+
+    fn locate(&self, txn: TxnId, tag: u32, key: &[u8]) -> Found {
         let Some(r) = self.find(tag, key) else {
+            return Found::Absent;
+        };
+        if Self::header(self.fixed.slot(r)) & LOCKED == 0 {
+            return Found::Free(r);
+        }
+        let lock = &self.locks[&r];
+        if txn != AUTOCOMMIT && lock.owner == txn {
+            Found::Mine(r, lock.deleted)
+        } else {
+            Found::Theirs(r)
+        }
+    }
+
+    /// The version of row `r` that transaction `txn` sees: its own if it
+    /// holds the row, else the committed one. `None` if that is no row.
+    fn visible(&self, txn: TxnId, r: RowRef) -> Option<(&[u8], &[u8])> {
+        let fixed = self.fixed.slot(r);
+        if Self::header(fixed) & LOCKED == 0 {
+            return Some((fixed, self.var_of(fixed)));
+        }
+        let lock = &self.locks[&r];
+        if txn != AUTOCOMMIT && lock.owner == txn {
+            return (!lock.deleted).then(|| (fixed, self.var_of(fixed)));
+        }
+        let committed = lock.committed.as_deref()?;
+        Some((committed, self.var_of(committed)))
+    }
+
+    /// Appends the image of the row with this key, as `txn` sees it, to `out`.
+    /// Reads never wait: a row another transaction holds reads as committed.
+    #[inline]
+    pub(crate) fn read(&self, txn: TxnId, tag: u32, key: &[u8], out: &mut Vec<u8>) -> bool {
+        let Some((fixed, var)) = self.find(tag, key).and_then(|r| self.visible(txn, r)) else {
             return false;
         };
-        let slot = self.fixed.slot(r);
-        out.extend_from_slice(slot);
-        out.extend_from_slice(self.var_of(slot));
+        out.extend_from_slice(fixed);
+        out.extend_from_slice(var);
         true
     }
 
     /// Inserts a row image; the key must be new.
-    pub(crate) fn insert(&mut self, tag: u32, key: &[u8], image: &[u8]) -> Result<(), OpError> {
-        if self.find(tag, key).is_some() {
-            return Err(OpError::DuplicateKey);
+    pub(crate) fn insert(&mut self, txn: TxnId, tag: u32, key: &[u8], image: &[u8]) -> Result<Written, OpError> {
+        match self.locate(txn, tag, key) {
+            Found::Theirs(r) => Err(OpError::Busy(r)),
+            Found::Free(_) | Found::Mine(_, false) => Err(OpError::DuplicateKey),
+            Found::Mine(r, true) => self.reinsert(r, image),
+            Found::Absent => self.insert_new(txn, tag, image),
         }
-        self.insert_new(tag, image)
     }
 
-    fn insert_new(&mut self, tag: u32, image: &[u8]) -> Result<(), OpError> {
+    fn insert_new(&mut self, txn: TxnId, tag: u32, image: &[u8]) -> Result<Written, OpError> {
         let (fixed, var) = image.split_at(self.layout.slot_size);
-        let r = self.fixed.alloc(&self.pool)?;
+        let r = self.fixed.alloc(&self.pages)?;
         let var_ref = if self.layout.n_var > 0 {
-            match self.var.insert(&self.pool, var) {
+            match self.var.insert(&self.pages, var) {
                 Ok(v) => v,
                 Err(e) => {
                     self.fixed.free(r);
@@ -155,7 +232,7 @@ impl Fragment {
         } else {
             0
         };
-        if let Err(e) = self.index.insert(&self.pool, tag, r) {
+        if let Err(e) = self.index.insert(&self.pages, tag, r) {
             if self.layout.n_var > 0 {
                 self.var.free(var_ref);
             }
@@ -164,80 +241,136 @@ impl Fragment {
         }
         let slot = self.fixed.slot_mut(r);
         slot.copy_from_slice(fixed);
-        slot[..ROW_HEADER].copy_from_slice(&LIVE.to_le_bytes());
         if self.layout.n_var > 0 {
             slot[ROW_HEADER..ROW_HEADER + 4].copy_from_slice(&var_ref.to_le_bytes());
         }
-        Ok(())
+        let header = if txn == AUTOCOMMIT { LIVE } else { LIVE | LOCKED };
+        self.set_header(r, header);
+        if txn == AUTOCOMMIT {
+            return Ok(Written { inserted: true, locked: None });
+        }
+        let lock = Lock {
+            owner: txn,
+            tag,
+            committed: None,
+            deleted: false,
+        };
+        self.locks.insert(r, lock);
+        Ok(Written { inserted: true, locked: Some(r) })
+    }
+
+    /// Inserts over a row its own transaction deleted: the row takes the
+    /// whole new image.
+    fn reinsert(&mut self, r: RowRef, image: &[u8]) -> Result<Written, OpError> {
+        let (fixed, var) = image.split_at(self.layout.slot_size);
+        if self.layout.n_var > 0 {
+            let new_ref = self.write_var(r, var)?;
+            self.fixed.slot_mut(r)[ROW_HEADER..ROW_HEADER + 4].copy_from_slice(&new_ref.to_le_bytes());
+        }
+        let keep = ROW_HEADER + if self.layout.n_var > 0 { 4 } else { 0 };
+        self.fixed.slot_mut(r)[keep..].copy_from_slice(&fixed[keep..]);
+        self.locks.get_mut(&r).expect("held").deleted = false;
+        Ok(Written { inserted: true, locked: None })
+    }
+
+    /// Replaces the var part of row `r`, which this transaction may hold,
+    /// with `bytes`; the committed var part is kept, not overwritten.
+    fn write_var(&mut self, r: RowRef, bytes: &[u8]) -> Result<VarRef, OpError> {
+        let current = Self::var_ref(self.fixed.slot(r));
+        let committed = self
+            .locks
+            .get(&r)
+            .and_then(|l| l.committed.as_deref())
+            .map(Self::var_ref);
+        let new_ref = if committed == Some(current) {
+            self.var.insert(&self.pages, bytes)?
+        } else {
+            self.var.replace(&self.pages, current, bytes)?
+        };
+        Ok(new_ref)
     }
 
     /// Sets the columns present in a row image on the existing row with this key.
-    pub(crate) fn update(
-        &mut self,
-        tag: u32,
-        key: &[u8],
-        image: &[u8],
-        presence: &[u8],
-    ) -> Result<(), OpError> {
-        let r = self.find(tag, key).ok_or(OpError::NotFound)?;
-        self.update_row(r, image, presence)
+    pub(crate) fn update(&mut self, txn: TxnId, tag: u32, key: &[u8], image: &[u8], presence: &[u8]) -> Result<Written, OpError> {
+        match self.locate(txn, tag, key) {
+            Found::Absent | Found::Mine(_, true) => Err(OpError::NotFound),
+            Found::Theirs(r) => Err(OpError::Busy(r)),
+            Found::Free(r) => self.update_locking(txn, tag, r, image, presence),
+            Found::Mine(r, false) => self.update_row(r, image, presence).map(|()| Written { inserted: false, locked: None }),
+        }
     }
 
     /// Updates the row with this key, or inserts the image if there is none.
-    /// Returns whether it inserted.
-    pub(crate) fn write(
-        &mut self,
-        tag: u32,
-        key: &[u8],
-        image: &[u8],
-        presence: &[u8],
-    ) -> Result<bool, OpError> {
-        match self.find(tag, key) {
-            Some(r) => self.update_row(r, image, presence).map(|()| false),
-            None => {
-                if let Some(&c) = self
-                    .layout
-                    .required
-                    .iter()
-                    .find(|&&c| !is_present(presence, c))
-                {
-                    return Err(OpError::MissingColumn(c));
-                }
-                self.insert_new(tag, image).map(|()| true)
+    pub(crate) fn write(&mut self, txn: TxnId, tag: u32, key: &[u8], image: &[u8], presence: &[u8]) -> Result<Written, OpError> {
+        let missing = self.layout.required.iter().copied().find(|&c| !is_present(presence, c));
+        match (self.locate(txn, tag, key), missing) {
+            (Found::Theirs(r), _) => Err(OpError::Busy(r)),
+            (Found::Free(r), _) => self.update_locking(txn, tag, r, image, presence),
+            (Found::Mine(r, false), _) => self.update_row(r, image, presence).map(|()| Written { inserted: false, locked: None }),
+            (Found::Absent | Found::Mine(_, true), Some(c)) => Err(OpError::MissingColumn(c)),
+            (Found::Mine(r, true), None) => self.reinsert(r, image),
+            (Found::Absent, None) => self.insert_new(txn, tag, image),
+        }
+    }
+
+    /// Updates an unlocked row, locking it first inside a transaction.
+    fn update_locking(&mut self, txn: TxnId, tag: u32, r: RowRef, image: &[u8], presence: &[u8]) -> Result<Written, OpError> {
+        if txn == AUTOCOMMIT {
+            self.update_row(r, image, presence)?;
+            return Ok(Written { inserted: false, locked: None });
+        }
+        self.lock(txn, tag, r);
+        match self.update_row(r, image, presence) {
+            Ok(()) => Ok(Written { inserted: false, locked: Some(r) }),
+            Err(e) => {
+                // Nothing changed: just let go of the row again.
+                self.locks.remove(&r);
+                self.set_header(r, LIVE);
+                Err(e)
             }
         }
+    }
+
+    /// Locks an unlocked row for `txn`, keeping its committed fixed part.
+    fn lock(&mut self, txn: TxnId, tag: u32, r: RowRef) {
+        let committed: Box<[u8]> = self.fixed.slot(r).into();
+        self.set_header(r, LIVE | LOCKED);
+        let lock = Lock {
+            owner: txn,
+            tag,
+            committed: Some(committed),
+            deleted: false,
+        };
+        self.locks.insert(r, lock);
     }
 
     fn update_row(&mut self, r: RowRef, image: &[u8], presence: &[u8]) -> Result<(), OpError> {
         let layout = Arc::clone(&self.layout);
         let (new_fixed, new_var) = image.split_at(layout.slot_size);
         // The var part first: it is the only step that can fail.
-        let var_changes = layout.columns.iter().enumerate().any(|(c, col)| {
-            matches!(col.place, Place::Var { .. }) && is_present(presence, c as u16)
-        });
+        let var_changes = layout
+            .columns
+            .iter()
+            .enumerate()
+            .any(|(c, col)| matches!(col.place, Place::Var { .. }) && is_present(presence, c as u16));
         if var_changes {
-            let old_ref = Self::var_ref(self.fixed.slot(r));
-            let old_var = self.var.get(old_ref);
-            self.merged.clear();
-            self.merged.resize(layout.var_header(), 0);
+            let mut merged = std::mem::take(&mut self.merged);
+            let old_var = self.var_of(self.fixed.slot(r));
+            merged.clear();
+            merged.resize(layout.var_header(), 0);
             let mut end = 0usize;
             for (c, col) in layout.columns.iter().enumerate() {
-                let Place::Var { index } = col.place else {
-                    continue;
-                };
-                let from = if is_present(presence, c as u16) {
-                    new_var
-                } else {
-                    old_var
-                };
+                let Place::Var { index } = col.place else { continue };
+                let from = if is_present(presence, c as u16) { new_var } else { old_var };
                 let bytes = layout::var_column(from, layout.n_var, index as usize);
-                self.merged.extend_from_slice(bytes);
+                merged.extend_from_slice(bytes);
                 end += bytes.len();
-                self.merged[2 * index as usize..][..2].copy_from_slice(&(end as u16).to_le_bytes());
+                merged[2 * index as usize..][..2].copy_from_slice(&(end as u16).to_le_bytes());
             }
-            let new_ref = self.var.replace(&self.pool, old_ref, &self.merged)?;
-            self.fixed.slot_mut(r)[ROW_HEADER..ROW_HEADER + 4]
-                .copy_from_slice(&new_ref.to_le_bytes());
+            let written = self.write_var(r, &merged);
+            self.merged = merged;
+            let new_ref = written?;
+            self.fixed.slot_mut(r)[ROW_HEADER..ROW_HEADER + 4].copy_from_slice(&new_ref.to_le_bytes());
         }
         let slot = self.fixed.slot_mut(r);
         for (c, col) in layout.columns.iter().enumerate() {
@@ -254,21 +387,73 @@ impl Fragment {
         Ok(())
     }
 
-    /// Deletes the row with this key.
-    pub(crate) fn delete(&mut self, tag: u32, key: &[u8]) -> Result<(), OpError> {
-        let r = self.find(tag, key).ok_or(OpError::NotFound)?;
+    /// Deletes the row with this key; inside a transaction it goes at commit.
+    pub(crate) fn delete(&mut self, txn: TxnId, tag: u32, key: &[u8]) -> Result<Written, OpError> {
+        match self.locate(txn, tag, key) {
+            Found::Absent | Found::Mine(_, true) => Err(OpError::NotFound),
+            Found::Theirs(r) => Err(OpError::Busy(r)),
+            Found::Free(r) if txn == AUTOCOMMIT => {
+                self.remove(r, tag);
+                Ok(Written { inserted: false, locked: None })
+            }
+            Found::Free(r) => {
+                self.lock(txn, tag, r);
+                self.locks.get_mut(&r).expect("just locked").deleted = true;
+                Ok(Written { inserted: false, locked: Some(r) })
+            }
+            Found::Mine(r, false) => {
+                self.locks.get_mut(&r).expect("held").deleted = true;
+                Ok(Written { inserted: false, locked: None })
+            }
+        }
+    }
+
+    /// Removes row `r` and everything it holds.
+    fn remove(&mut self, r: RowRef, tag: u32) {
         self.index.remove(tag, r);
         if self.layout.n_var > 0 {
             self.var.free(Self::var_ref(self.fixed.slot(r)));
         }
         self.fixed.free(r);
-        Ok(())
     }
 
-    /// Appends to `out` the images of live rows from position `from` on that
-    /// pass every predicate, recording each row's start and length in `rows`,
-    /// until `limit` rows are found or a step's worth are examined. Returns
-    /// where to go on, or `None` at the end of the fragment.
+    /// Makes a transaction's change to row `r` the committed one.
+    pub(crate) fn commit(&mut self, r: RowRef) {
+        let lock = self.locks.remove(&r).expect("a committed row is held");
+        let current_var = (self.layout.n_var > 0).then(|| Self::var_ref(self.fixed.slot(r)));
+        let committed_var = lock.committed.as_deref().filter(|_| self.layout.n_var > 0).map(Self::var_ref);
+        if committed_var.is_some() && committed_var != current_var {
+            self.var.free(committed_var.expect("checked"));
+        }
+        if lock.deleted {
+            self.remove(r, lock.tag);
+        } else {
+            self.set_header(r, LIVE);
+        }
+    }
+
+    /// Puts row `r` back as it was before its transaction.
+    pub(crate) fn abort(&mut self, r: RowRef) {
+        let lock = self.locks.remove(&r).expect("an aborted row is held");
+        let Some(committed) = lock.committed else {
+            // The transaction inserted it.
+            self.remove(r, lock.tag);
+            return;
+        };
+        if self.layout.n_var > 0 {
+            let current = Self::var_ref(self.fixed.slot(r));
+            if current != Self::var_ref(&committed) {
+                self.var.free(current);
+            }
+        }
+        // The committed copy was taken before the row was locked.
+        self.fixed.slot_mut(r).copy_from_slice(&committed);
+    }
+
+    /// Appends to `out` the images of rows from position `from` on that pass
+    /// every predicate, as committed, recording each row's start and length in
+    /// `rows`, until `limit` rows are found or a step's worth are examined.
+    /// Returns where to go on, or `None` at the end of the fragment.
     pub(crate) fn scan(
         &self,
         from: RowRef,
@@ -282,8 +467,9 @@ impl Fragment {
         for _ in 0..SCAN_STEP {
             let r = self.fixed.next_live(at)?;
             at = r + 1;
-            let fixed = self.fixed.slot(r);
-            let var = self.var_of(fixed);
+            let Some((fixed, var)) = self.visible(AUTOCOMMIT, r) else {
+                continue;
+            };
             if filter.iter().all(|p| self.passes(p, fixed, var)) {
                 let start = out.len();
                 out.extend_from_slice(fixed);
@@ -307,11 +493,7 @@ impl Fragment {
             _ if null => false,
             op => {
                 let ty = self.layout.columns[p.column as usize].ty;
-                let ord = codec::compare(
-                    ty,
-                    self.layout.column_bytes(fixed, var, p.column),
-                    &p.operand,
-                );
+                let ord = codec::compare(ty, self.layout.column_bytes(fixed, var, p.column), &p.operand);
                 op.holds(ord)
             }
         }
@@ -320,8 +502,7 @@ impl Fragment {
     pub(crate) fn memory(&self) -> FragmentMemory {
         let rows = self.fixed.live_rows();
         FragmentMemory {
-            pages: (self.fixed.pages_held() + self.var.pages_held() + self.index.pages_held())
-                as u64,
+            pages: (self.fixed.pages_held() + self.var.pages_held() + self.index.pages_held()) as u64,
             live_bytes: rows * self.fixed.slot_size() as u64
                 + self.var.live_bytes()
                 + self.index.entries() * index::ENTRY as u64,
@@ -336,12 +517,19 @@ impl Fragment {
         let var_bytes = self.var.audit();
         let entries = self.index.audit();
         assert_eq!(rows, entries, "every row has one index entry");
+        let mut at = 0;
+        let mut locked = 0;
+        while let Some(r) = self.fixed.next_live(at) {
+            if Self::header(self.fixed.slot(r)) & LOCKED != 0 {
+                assert!(self.locks.contains_key(&r), "a locked row has its lock");
+                locked += 1;
+            }
+            at = r + 1;
+        }
+        assert_eq!(locked, self.locks.len(), "every lock is on a locked row");
         let audited = FragmentMemory {
-            pages: (self.fixed.pages_held() + self.var.pages_held() + self.index.pages_held())
-                as u64,
-            live_bytes: rows * self.fixed.slot_size() as u64
-                + var_bytes
-                + entries * index::ENTRY as u64,
+            pages: (self.fixed.pages_held() + self.var.pages_held() + self.index.pages_held()) as u64,
+            live_bytes: rows * self.fixed.slot_size() as u64 + var_bytes + entries * index::ENTRY as u64,
             rows,
         };
         assert_eq!(audited, self.memory());
@@ -353,6 +541,7 @@ impl From<StorageError> for OpError {
     fn from(e: StorageError) -> Self {
         match e {
             StorageError::OutOfDataMemory(_) => OpError::OutOfDataMemory,
+            StorageError::QuotaReached => OpError::MemoryQuota,
             StorageError::FragmentFull => OpError::FragmentFull,
         }
     }

@@ -12,11 +12,10 @@
 //! cannot choose keys that pile into one page.
 
 use std::cell::RefCell;
-use std::sync::Arc;
 
 use super::StorageError;
 use super::fixed::RowRef;
-use super::page::{DataMemory, PAGE_SIZE, Page};
+use super::page::{PAGE_SIZE, Page, PageSource};
 
 const SLOTS: usize = PAGE_SIZE / 8;
 const SLOT_MASK: u32 = SLOTS as u32 - 1;
@@ -42,8 +41,8 @@ struct IndexPage {
 }
 
 impl IndexPage {
-    fn new(pool: &Arc<DataMemory>, depth: u8) -> Result<IndexPage, StorageError> {
-        let mut page = pool.alloc()?;
+    fn new(pages: &PageSource, depth: u8) -> Result<IndexPage, StorageError> {
+        let mut page = pages.alloc()?;
         page.words_mut().fill(EMPTY);
         Ok(IndexPage {
             page,
@@ -186,12 +185,12 @@ impl HashIndex {
     /// room. On error nothing has changed.
     pub(crate) fn insert(
         &mut self,
-        pool: &Arc<DataMemory>,
+        pages: &PageSource,
         tag: u32,
         row: RowRef,
     ) -> Result<(), StorageError> {
         if self.dir.is_empty() {
-            self.pages.push(Some(IndexPage::new(pool, 0)?));
+            self.pages.push(Some(IndexPage::new(pages, 0)?));
             self.dir.push(0);
             self.at_full_depth = 1;
         }
@@ -203,7 +202,7 @@ impl HashIndex {
                 break;
             }
             let split = if depth < MAX_DEPTH {
-                self.split(pool, pos, tag)
+                self.split(pages, pos, tag)
             } else {
                 Err(StorageError::FragmentFull)
             };
@@ -248,9 +247,9 @@ impl HashIndex {
 
     /// Splits page `pos`, which holds `tag`, by its next tag bit into itself
     /// and a new page.
-    fn split(&mut self, pool: &Arc<DataMemory>, pos: usize, tag: u32) -> Result<(), StorageError> {
+    fn split(&mut self, pages: &PageSource, pos: usize, tag: u32) -> Result<(), StorageError> {
         let depth = self.pages[pos].as_ref().expect("held").depth;
-        let mut buddy = IndexPage::new(pool, depth + 1)?;
+        let mut buddy = IndexPage::new(pages, depth + 1)?;
         if depth == self.depth {
             // Double the directory: every slot becomes two with the same page.
             self.dir = self.dir.iter().flat_map(|&p| [p, p]).collect();
@@ -391,6 +390,7 @@ impl HashIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::page::DataMemory;
 
     /// A well-spread tag for row `i`.
     fn tag(i: u32) -> u32 {
@@ -400,10 +400,11 @@ mod tests {
     #[test]
     fn grows_by_splitting_and_shrinks_by_merging() {
         let pool = DataMemory::new(64 * PAGE_SIZE as u64).unwrap();
+        let pages = PageSource::new(pool.clone(), Default::default());
         let mut index = HashIndex::new();
         let n = 20_000u32;
         for i in 0..n {
-            index.insert(&pool, tag(i), i).unwrap();
+            index.insert(&pages, tag(i), i).unwrap();
         }
         assert_eq!(index.audit(), u64::from(n));
         assert!(
@@ -429,9 +430,10 @@ mod tests {
     #[test]
     fn equal_tags_are_told_apart_by_the_key() {
         let pool = DataMemory::new(4 * PAGE_SIZE as u64).unwrap();
+        let pages = PageSource::new(pool.clone(), Default::default());
         let mut index = HashIndex::new();
         for row in 0..100 {
-            index.insert(&pool, 7, row).unwrap();
+            index.insert(&pages, 7, row).unwrap();
         }
         assert_eq!(index.find(7, |r| r == 63), Some(63));
         index.remove(7, 50);
@@ -443,10 +445,11 @@ mod tests {
     #[test]
     fn without_a_page_to_split_into_a_page_fills_up_then_refuses() {
         let pool = DataMemory::new(PAGE_SIZE as u64).unwrap();
+        let pages = PageSource::new(pool.clone(), Default::default());
         let mut index = HashIndex::new();
         let mut inserted = 0;
         let err = loop {
-            match index.insert(&pool, tag(inserted), inserted) {
+            match index.insert(&pages, tag(inserted), inserted) {
                 Ok(()) => inserted += 1,
                 Err(e) => break e,
             }

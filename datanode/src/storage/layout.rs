@@ -25,6 +25,8 @@ use shoal_wire::schema::{ColumnType, TableDef};
 pub(crate) const ROW_HEADER: usize = 4;
 /// Set in the header of a live row.
 pub(crate) const LIVE: u32 = 1 << 31;
+/// Set in the header of a row a transaction holds (see `fragment::Lock`).
+pub(crate) const LOCKED: u32 = 1 << 30;
 /// Smallest slot, so that a page holds at most 4096 slots and a slot number
 /// fits in 12 bits of a row reference.
 pub(crate) const MIN_SLOT: usize = 8;

@@ -20,14 +20,26 @@ pub(crate) mod var;
 use std::cmp::Ordering;
 
 pub use page::OutOfDataMemory;
+use page::NoPage;
 
 /// Why a page-level step failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum StorageError {
     #[error(transparent)]
     OutOfDataMemory(#[from] OutOfDataMemory),
+    #[error("the database's memory quota is reached")]
+    QuotaReached,
     #[error("the fragment is full")]
     FragmentFull,
+}
+
+impl From<NoPage> for StorageError {
+    fn from(e: NoPage) -> Self {
+        match e {
+            NoPage::OutOfDataMemory(e) => StorageError::OutOfDataMemory(e),
+            NoPage::QuotaReached => StorageError::QuotaReached,
+        }
+    }
 }
 
 /// Why one operation on a fragment failed; nothing of it was applied.
@@ -38,9 +50,16 @@ pub(crate) enum OpError {
     /// A write found no row to update and this `NOT NULL` column had no value.
     MissingColumn(u16),
     OutOfDataMemory,
+    /// A page would pass the memory quota of the database or its tenant.
+    MemoryQuota,
     FragmentFull,
     /// The table was dropped while the operation was on its way.
     NoSuchTable,
+    /// Another transaction holds the row: wait for it (never reaches a client).
+    Busy(fixed::RowRef),
+    /// Waited longer than the lock-wait timeout for a row another
+    /// transaction holds.
+    LockWaitTimeout,
 }
 
 /// How a scan filter compares a column with its operand.

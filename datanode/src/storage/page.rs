@@ -6,16 +6,30 @@
 //! handle to one page: whoever holds it may read and write those 32 KiB and
 //! nobody else can, so a page belongs to exactly one fragment without locks.
 //! Dropping the handle zeroes the page and gives it back to the pool.
+//!
+//! Every page is charged to a [`MemoryAccount`] — its database's — from the
+//! moment it is taken until it is given back, so a database's memory is known
+//! exactly at any moment without asking the workers.
 
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use memmap2::MmapMut;
 
 /// Bytes in a DataMemory page.
 pub const PAGE_SIZE: usize = 32 * 1024;
+
+/// Why no page could be had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NoPage {
+    #[error(transparent)]
+    OutOfDataMemory(#[from] OutOfDataMemory),
+    /// The account (or its parent) would pass its limit.
+    #[error("a memory quota is reached")]
+    QuotaReached,
+}
 
 /// The pool has no free page: the data node's DataMemory is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -75,8 +89,22 @@ impl DataMemory {
         }))
     }
 
-    /// Takes a zeroed page from the pool.
-    pub fn alloc(self: &Arc<Self>) -> Result<Page, OutOfDataMemory> {
+    /// Takes a zeroed page from the pool, charged to `account`.
+    pub(crate) fn alloc(self: &Arc<Self>, account: &Arc<MemoryAccount>) -> Result<Page, NoPage> {
+        account.charge()?;
+        let id = self.take_page().inspect_err(|_| account.refund())?;
+        self.used_pages.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: `id < total_pages`, so the page lies inside the mapping.
+        let ptr = unsafe { self.base.add(id as usize * PAGE_SIZE) }.cast();
+        Ok(Page {
+            ptr,
+            id,
+            pool: Arc::clone(self),
+            account: Arc::clone(account),
+        })
+    }
+
+    fn take_page(&self) -> Result<u32, OutOfDataMemory> {
         let id = {
             let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
             match free.returned.pop() {
@@ -92,14 +120,7 @@ impl DataMemory {
                 }
             }
         };
-        self.used_pages.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: `id < total_pages`, so the page lies inside the mapping.
-        let ptr = unsafe { self.base.add(id as usize * PAGE_SIZE) }.cast();
-        Ok(Page {
-            ptr,
-            id,
-            pool: Arc::clone(self),
-        })
+        Ok(id)
     }
 
     fn release(&self, id: u32) {
@@ -137,12 +158,97 @@ impl fmt::Debug for DataMemory {
     }
 }
 
+/// DataMemory held by one owner — a database, or a tenant over its
+/// databases — in bytes, with an optional limit that no page may pass.
+#[derive(Debug)]
+pub struct MemoryAccount {
+    bytes: AtomicU64,
+    /// `u64::MAX` when there is no limit.
+    limit: AtomicU64,
+    /// An account charged and limited together with this one.
+    parent: Option<Arc<MemoryAccount>>,
+}
+
+impl Default for MemoryAccount {
+    fn default() -> Self {
+        MemoryAccount::new(None)
+    }
+}
+
+impl MemoryAccount {
+    pub fn new(parent: Option<Arc<MemoryAccount>>) -> MemoryAccount {
+        MemoryAccount {
+            bytes: AtomicU64::new(0),
+            limit: AtomicU64::new(u64::MAX),
+            parent,
+        }
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    pub fn limit(&self) -> Option<u64> {
+        Some(self.limit.load(Ordering::Relaxed)).filter(|&l| l != u64::MAX)
+    }
+
+    pub fn set_limit(&self, limit: Option<u64>) {
+        self.limit.store(limit.unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    pub fn parent(&self) -> Option<&Arc<MemoryAccount>> {
+        self.parent.as_ref()
+    }
+
+    /// Charges one page, unless that would pass this account's limit or its
+    /// parent's.
+    fn charge(&self) -> Result<(), NoPage> {
+        let page = PAGE_SIZE as u64;
+        let limit = self.limit.load(Ordering::Relaxed);
+        self.bytes
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| (b + page <= limit).then_some(b + page))
+            .map_err(|_| NoPage::QuotaReached)?;
+        if let Some(parent) = &self.parent {
+            if let Err(e) = parent.charge() {
+                self.bytes.fetch_sub(page, Ordering::Relaxed);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    fn refund(&self) {
+        self.bytes.fetch_sub(PAGE_SIZE as u64, Ordering::Relaxed);
+        if let Some(parent) = &self.parent {
+            parent.refund();
+        }
+    }
+}
+
+/// Where a fragment takes its pages from, and whom they are charged to.
+#[derive(Debug, Clone)]
+pub(crate) struct PageSource {
+    pool: Arc<DataMemory>,
+    account: Arc<MemoryAccount>,
+}
+
+impl PageSource {
+    pub(crate) fn new(pool: Arc<DataMemory>, account: Arc<MemoryAccount>) -> Self {
+        PageSource { pool, account }
+    }
+
+    pub(crate) fn alloc(&self) -> Result<Page, NoPage> {
+        self.pool.alloc(&self.account)
+    }
+}
+
 /// The one handle to one page of DataMemory.
 pub struct Page {
     ptr: NonNull<[u8; PAGE_SIZE]>,
     id: u32,
     /// Keeps the mapping alive for as long as the page is held.
     pool: Arc<DataMemory>,
+    account: Arc<MemoryAccount>,
 }
 
 // SAFETY: a `Page` is the only way to reach its bytes, so moving it to another
@@ -196,6 +302,7 @@ impl Drop for Page {
     fn drop(&mut self) {
         // A page may next belong to another tenant's table: leave nothing behind.
         self.bytes_mut().fill(0);
+        self.account.refund();
         self.pool.release(self.id);
     }
 }
@@ -213,25 +320,50 @@ mod tests {
     #[test]
     fn pages_come_zeroed_and_go_back_on_drop() {
         let pool = DataMemory::new(3 * PAGE_SIZE as u64 + 100).unwrap();
+        let one = Arc::new(MemoryAccount::default());
+        let two = Arc::new(MemoryAccount::default());
+        let first = PageSource::new(pool.clone(), one.clone());
+        let second = PageSource::new(pool.clone(), two.clone());
         assert_eq!(pool.total_pages(), 3);
-        let mut a = pool.alloc().unwrap();
+        let mut a = first.alloc().unwrap();
         a.bytes_mut()[..4].copy_from_slice(b"data");
-        let b = pool.alloc().unwrap();
-        let c = pool.alloc().unwrap();
+        let b = first.alloc().unwrap();
+        let c = second.alloc().unwrap();
         assert_eq!(pool.used_pages(), 3);
-        assert_eq!(
-            pool.alloc().unwrap_err(),
-            OutOfDataMemory { total_pages: 3 }
-        );
+        assert_eq!(one.bytes(), 2 * PAGE_SIZE as u64);
+        assert_eq!(two.bytes(), PAGE_SIZE as u64);
+        assert_eq!(second.alloc().unwrap_err(), NoPage::OutOfDataMemory(OutOfDataMemory { total_pages: 3 }));
+        assert_eq!(two.bytes(), PAGE_SIZE as u64, "a page not had is not charged");
         drop(a);
         assert_eq!(pool.used_pages(), 2);
-        let again = pool.alloc().unwrap();
-        assert!(
-            again.bytes().iter().all(|&b| b == 0),
-            "a reused page is zeroed"
-        );
+        assert_eq!(one.bytes(), PAGE_SIZE as u64);
+        let again = second.alloc().unwrap();
+        assert!(again.bytes().iter().all(|&b| b == 0), "a reused page is zeroed");
         drop((b, c, again));
         assert_eq!(pool.used_pages(), 0);
+        assert_eq!((one.bytes(), two.bytes()), (0, 0));
+    }
+
+    #[test]
+    fn accounts_stop_at_their_limit_and_their_parent_s() {
+        let pool = DataMemory::new(10 * PAGE_SIZE as u64).unwrap();
+        let tenant = Arc::new(MemoryAccount::default());
+        let a = Arc::new(MemoryAccount::new(Some(tenant.clone())));
+        let b = Arc::new(MemoryAccount::new(Some(tenant.clone())));
+        a.set_limit(Some(2 * PAGE_SIZE as u64 + 100));
+        tenant.set_limit(Some(3 * PAGE_SIZE as u64));
+        let (pa, pb) = (PageSource::new(pool.clone(), a.clone()), PageSource::new(pool.clone(), b.clone()));
+        let held = [pa.alloc().unwrap(), pa.alloc().unwrap()];
+        assert_eq!(pa.alloc().unwrap_err(), NoPage::QuotaReached, "a's own limit");
+        let third = pb.alloc().unwrap();
+        assert_eq!(pb.alloc().unwrap_err(), NoPage::QuotaReached, "the tenant's limit");
+        assert_eq!((a.bytes(), b.bytes(), tenant.bytes()), (2 * PAGE_SIZE as u64, PAGE_SIZE as u64, 3 * PAGE_SIZE as u64));
+        assert_eq!(pool.used_pages(), 3, "refused pages never left the pool");
+        drop(held);
+        assert_eq!(tenant.bytes(), PAGE_SIZE as u64);
+        a.set_limit(None);
+        drop(third);
+        assert_eq!((a.bytes(), b.bytes(), tenant.bytes()), (0, 0, 0));
     }
 
     #[test]

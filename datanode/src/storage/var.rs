@@ -14,10 +14,9 @@
 //! they can still take, so free space anywhere in the fragment is reused.
 
 use std::cell::RefCell;
-use std::sync::Arc;
 
 use super::StorageError;
-use super::page::{DataMemory, PAGE_SIZE, Page};
+use super::page::{PAGE_SIZE, Page, PageSource};
 
 /// An entry's place in its fragment: page position << 12 | directory index.
 pub(crate) type VarRef = u32;
@@ -203,13 +202,13 @@ impl VarPart {
     /// Stores a new entry, reusing free space where any page has enough.
     pub(crate) fn insert(
         &mut self,
-        pool: &Arc<DataMemory>,
+        pages: &PageSource,
         bytes: &[u8],
     ) -> Result<VarRef, StorageError> {
         let len = bytes.len();
         let pos = match self.find_page(len) {
             Some(pos) => pos,
-            None => self.add_page(pool)?,
+            None => self.add_page(pages)?,
         };
         let p = self.page_mut(pos);
         // A new directory entry comes out of the gap: make room for it first.
@@ -237,7 +236,7 @@ impl VarPart {
     /// room, else in another page. On error nothing has changed.
     pub(crate) fn replace(
         &mut self,
-        pool: &Arc<DataMemory>,
+        pages: &PageSource,
         r: VarRef,
         bytes: &[u8],
     ) -> Result<VarRef, StorageError> {
@@ -257,7 +256,7 @@ impl VarPart {
             let at = p.place(i, new_len);
             p.page.bytes_mut()[at..at + new_len].copy_from_slice(bytes);
         } else {
-            let moved = self.insert(pool, bytes)?;
+            let moved = self.insert(pages, bytes)?;
             self.free(r);
             return Ok(moved);
         }
@@ -303,12 +302,12 @@ impl VarPart {
             .find(|&pos| self.page(pos).usable() >= len)
     }
 
-    fn add_page(&mut self, pool: &Arc<DataMemory>) -> Result<usize, StorageError> {
+    fn add_page(&mut self, pages: &PageSource) -> Result<usize, StorageError> {
         if self.holes.is_empty() && self.pages.len() >= MAX_PAGES {
             return Err(StorageError::FragmentFull);
         }
         let vp = VarPage {
-            page: pool.alloc()?,
+            page: pages.alloc()?,
             n_dir: 0,
             free_dir: NO_DIR,
             data_end: 0,
@@ -412,13 +411,15 @@ impl VarPart {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::page::DataMemory;
 
     #[test]
     fn entries_round_trip_and_space_is_reused() {
         let pool = DataMemory::new(8 * PAGE_SIZE as u64).unwrap();
+        let pages = PageSource::new(pool.clone(), Default::default());
         let mut var = VarPart::new();
         let refs: Vec<VarRef> = (0..60u8)
-            .map(|i| var.insert(&pool, &[i; 1000]).unwrap())
+            .map(|i| var.insert(&pages, &[i; 1000]).unwrap())
             .collect();
         assert_eq!(var.pages_held(), 2, "32 entries of 1000 bytes fit a page");
         for (i, &r) in refs.iter().enumerate() {
@@ -428,7 +429,7 @@ mod tests {
         for &r in refs.iter().step_by(2).take(10) {
             var.free(r);
         }
-        let big = var.insert(&pool, &[0xAB; 5000]).unwrap();
+        let big = var.insert(&pages, &[0xAB; 5000]).unwrap();
         assert_eq!(var.pages_held(), 2, "compaction made room for 5000 bytes");
         assert_eq!(var.get(big), &[0xAB; 5000][..]);
         for (i, &r) in refs.iter().enumerate().skip(1).step_by(2) {
@@ -444,14 +445,15 @@ mod tests {
     #[test]
     fn replace_grows_in_place_or_moves() {
         let pool = DataMemory::new(4 * PAGE_SIZE as u64).unwrap();
+        let pages = PageSource::new(pool.clone(), Default::default());
         let mut var = VarPart::new();
-        let a = var.insert(&pool, &[1; 100]).unwrap();
-        let a2 = var.replace(&pool, a, &[2; 50]).unwrap();
+        let a = var.insert(&pages, &[1; 100]).unwrap();
+        let a2 = var.replace(&pages, a, &[2; 50]).unwrap();
         assert_eq!((a2, var.get(a2)), (a, &[2; 50][..]));
-        let a3 = var.replace(&pool, a2, &[3; 2000]).unwrap();
+        let a3 = var.replace(&pages, a2, &[3; 2000]).unwrap();
         assert_eq!((a3, var.get(a3)), (a, &[3; 2000][..]));
-        let filler = var.insert(&pool, &[4; PAGE_SIZE - 2000 - 100]).unwrap();
-        let a4 = var.replace(&pool, a3, &[5; 3000]).unwrap();
+        let filler = var.insert(&pages, &[4; PAGE_SIZE - 2000 - 100]).unwrap();
+        let a4 = var.replace(&pages, a3, &[5; 3000]).unwrap();
         assert_ne!(a4, a3, "no room left: moved to another page");
         assert_eq!(var.get(a4), &[5; 3000][..]);
         assert_eq!(var.get(filler).len(), PAGE_SIZE - 2100);
@@ -465,15 +467,16 @@ mod tests {
     #[test]
     fn a_full_pool_refuses_without_change() {
         let pool = DataMemory::new(PAGE_SIZE as u64).unwrap();
+        let pages = PageSource::new(pool.clone(), Default::default());
         let mut var = VarPart::new();
-        let a = var.insert(&pool, &[1; 20000]).unwrap();
-        let b = var.insert(&pool, &[2; 10000]).unwrap();
+        let a = var.insert(&pages, &[1; 20000]).unwrap();
+        let b = var.insert(&pages, &[2; 10000]).unwrap();
         assert!(matches!(
-            var.insert(&pool, &[3; 5000]),
+            var.insert(&pages, &[3; 5000]),
             Err(StorageError::OutOfDataMemory(_))
         ));
         assert!(matches!(
-            var.replace(&pool, a, &[4; 25000]),
+            var.replace(&pages, a, &[4; 25000]),
             Err(StorageError::OutOfDataMemory(_))
         ));
         assert_eq!(var.get(a), &[1; 20000][..]);
@@ -484,15 +487,16 @@ mod tests {
     #[test]
     fn a_new_directory_entry_never_runs_into_the_entries() {
         let pool = DataMemory::new(4 * PAGE_SIZE as u64).unwrap();
+        let pages = PageSource::new(pool.clone(), Default::default());
         let mut var = VarPart::new();
         // Fill the page to within 2 bytes of its directory, then shrink the
         // first entry: lots of room in holes, none in the gap, and no free
         // directory entry, so a new entry needs a new one.
-        let first = var.insert(&pool, &[1; 1000]).unwrap();
+        let first = var.insert(&pages, &[1; 1000]).unwrap();
         let rest = PAGE_SIZE - 1000 - 2 * DIR_ENTRY - 2;
-        let second = var.insert(&pool, &vec![2; rest]).unwrap();
-        let first = var.replace(&pool, first, &[5; 100]).unwrap();
-        let third = var.insert(&pool, &[3; 500]).unwrap();
+        let second = var.insert(&pages, &vec![2; rest]).unwrap();
+        let first = var.replace(&pages, first, &[5; 100]).unwrap();
+        let third = var.insert(&pages, &[3; 500]).unwrap();
         assert_eq!(var.pages_held(), 1, "the hole was reused");
         assert_eq!(var.get(first), &[5; 100][..]);
         assert_eq!(var.get(second), &vec![2; rest][..]);
@@ -503,9 +507,10 @@ mod tests {
     #[test]
     fn tiny_entries_stop_at_the_directory_limit() {
         let pool = DataMemory::new(4 * PAGE_SIZE as u64).unwrap();
+        let pages = PageSource::new(pool.clone(), Default::default());
         let mut var = VarPart::new();
         for _ in 0..MAX_DIR + 1 {
-            var.insert(&pool, &[0; 2]).unwrap();
+            var.insert(&pages, &[0; 2]).unwrap();
         }
         assert_eq!(var.pages_held(), 2);
         assert_eq!(var.audit(), (MAX_DIR as u64 + 1) * 6);

@@ -8,29 +8,34 @@
 //! | `GET /internal/v1/ndbinfo` | the ndbinfo tables and their columns |
 //! | `GET /internal/v1/ndbinfo/{table}` | a table's rows: `{"columns":[…],"rows":[[…]]}` |
 //! | `GET /internal/v1/databases` | databases and their tables |
-//! | `POST /internal/v1/databases` `{"name"}` | create a database |
+//! | `POST /internal/v1/databases` `{"name", "tenant"?}` | create a database |
 //! | `DELETE /internal/v1/databases/{db}` | drop a database and its tables |
 //! | `POST /internal/v1/databases/{db}/tables` | create a table (`TableDef`) |
 //! | `DELETE /internal/v1/databases/{db}/tables/{table}` | drop a table |
+//! | `GET/PUT/DELETE /internal/v1/databases/{db}/quota` | a database's quota and usage |
+//! | `GET/PUT/DELETE /internal/v1/tenants/{tenant}/quota` | a tenant's quota and usage |
 //!
 //! Errors are `{"error": {"code", "message"}}` with the matching status.
+//! The handlers of each area live in their own file: `ndbinfo`, `catalog`,
+//! `quotas`.
+
+mod catalog;
+mod ndbinfo;
+mod quotas;
 
 use std::sync::Arc;
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
-use shoal_wire::ndbinfo;
-use shoal_wire::schema::{DatabaseName, TableDef};
 
 use crate::catalog::CatalogError;
-use crate::engine::Engine;
+use crate::tc::Tc;
 
 /// Largest request body the internal API reads.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
@@ -53,9 +58,7 @@ impl ClusterSecret {
     pub fn new(secret: &str) -> Result<ClusterSecret, String> {
         let secret = secret.trim();
         if secret.len() < MIN_SECRET_LEN {
-            return Err(format!(
-                "a cluster secret needs at least {MIN_SECRET_LEN} characters"
-            ));
+            return Err(format!("a cluster secret needs at least {MIN_SECRET_LEN} characters"));
         }
         if !secret.bytes().all(|b| b.is_ascii_graphic()) {
             return Err("a cluster secret is printable ASCII without spaces".into());
@@ -89,7 +92,7 @@ impl ClusterSecret {
 
 #[derive(Clone)]
 struct AppState {
-    engine: Engine,
+    tc: Tc,
     secret: ClusterSecret,
 }
 
@@ -131,9 +134,8 @@ impl From<CatalogError> for ApiError {
             CatalogError::TableExists { .. } => (StatusCode::CONFLICT, "TABLE_EXISTS"),
             CatalogError::NoSuchDatabase(_) => (StatusCode::NOT_FOUND, "NO_SUCH_DATABASE"),
             CatalogError::NoSuchTable { .. } => (StatusCode::NOT_FOUND, "NO_SUCH_TABLE"),
-            CatalogError::TooManyDatabases | CatalogError::TooManyTables => {
-                (StatusCode::CONFLICT, "LIMIT_REACHED")
-            }
+            CatalogError::NoSuchTenant(_) => (StatusCode::NOT_FOUND, "NO_SUCH_TENANT"),
+            CatalogError::TooManyDatabases | CatalogError::TooManyTables => (StatusCode::CONFLICT, "LIMIT_REACHED"),
             CatalogError::Schema(_) => (StatusCode::BAD_REQUEST, "INVALID_SCHEMA"),
         };
         ApiError::new(status, code, e.to_string())
@@ -152,28 +154,24 @@ impl From<JsonRejection> for ApiError {
 }
 
 /// Every route of the internal API.
-pub fn router(engine: Engine, secret: ClusterSecret) -> Router {
-    let state = AppState { engine, secret };
+pub fn router(tc: Tc, secret: ClusterSecret) -> Router {
+    let state = AppState { tc, secret };
     let authenticated = Router::new()
-        .route("/internal/v1/ndbinfo", get(list_ndbinfo))
-        .route("/internal/v1/ndbinfo/{table}", get(ndbinfo_rows))
+        .route("/internal/v1/ndbinfo", get(ndbinfo::list))
+        .route("/internal/v1/ndbinfo/{table}", get(ndbinfo::rows))
+        .route("/internal/v1/databases", get(catalog::list).post(catalog::create_database))
+        .route("/internal/v1/databases/{db}", delete(catalog::drop_database))
+        .route("/internal/v1/databases/{db}/tables", post(catalog::create_table))
+        .route("/internal/v1/databases/{db}/tables/{table}", delete(catalog::drop_table))
         .route(
-            "/internal/v1/databases",
-            get(list_databases).post(create_database),
-        )
-        .route("/internal/v1/databases/{db}", delete(drop_database))
-        .route(
-            "/internal/v1/databases/{db}/tables",
-            axum::routing::post(create_table),
+            "/internal/v1/databases/{db}/quota",
+            get(quotas::database).put(quotas::set_database).delete(quotas::clear_database),
         )
         .route(
-            "/internal/v1/databases/{db}/tables/{table}",
-            delete(drop_table),
+            "/internal/v1/tenants/{tenant}/quota",
+            get(quotas::tenant).put(quotas::set_tenant).delete(quotas::clear_tenant),
         )
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            require_secret,
-        ));
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_secret));
     Router::new()
         .route("/internal/v1/healthz", get(healthz))
         .merge(authenticated)
@@ -182,22 +180,14 @@ pub fn router(engine: Engine, secret: ClusterSecret) -> Router {
         .with_state(state)
 }
 
-async fn require_secret(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Result<Response, ApiError> {
+async fn require_secret(State(state): State<AppState>, request: Request, next: Next) -> Result<Response, ApiError> {
     let presented = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
     match presented {
         Some(token) if state.secret.matches(token) => Ok(next.run(request).await),
-        Some(_) => Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "UNAUTHENTICATED",
-            "the cluster secret is wrong",
-        )),
+        Some(_) => Err(ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", "the cluster secret is wrong")),
         None => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "UNAUTHENTICATED",
@@ -207,116 +197,5 @@ async fn require_secret(
 }
 
 async fn healthz(State(state): State<AppState>) -> Json<serde_json::Value> {
-    Json(json!({"status": "ok", "node_id": state.engine.node_id()}))
-}
-
-#[derive(Serialize)]
-struct NdbinfoTableInfo {
-    name: String,
-    columns: &'static [&'static str],
-}
-
-async fn list_ndbinfo() -> Json<Vec<NdbinfoTableInfo>> {
-    Json(
-        ndbinfo::ALL
-            .iter()
-            .map(|t| NdbinfoTableInfo {
-                name: format!("ndbinfo.{}", t.name),
-                columns: t.columns,
-            })
-            .collect(),
-    )
-}
-
-async fn ndbinfo_rows(
-    State(state): State<AppState>,
-    Path(table): Path<String>,
-) -> Result<Json<ndbinfo::Rows>, ApiError> {
-    let table = ndbinfo::table(&table).ok_or_else(|| {
-        let names: Vec<&str> = ndbinfo::ALL.iter().map(|t| t.name).collect();
-        ApiError::new(
-            StatusCode::NOT_FOUND,
-            "NO_SUCH_TABLE",
-            format!(
-                "no ndbinfo table by that name; there are: {}",
-                names.join(", ")
-            ),
-        )
-    })?;
-    Ok(Json(crate::ndbinfo::rows(&state.engine, table).await))
-}
-
-#[derive(Serialize)]
-struct DatabaseInfo {
-    name: String,
-    tables: Vec<TableDef>,
-}
-
-async fn list_databases(State(state): State<AppState>) -> Json<Vec<DatabaseInfo>> {
-    let tables = state.engine.tables();
-    Json(
-        state
-            .engine
-            .databases()
-            .into_iter()
-            .map(|(name, _)| DatabaseInfo {
-                tables: tables
-                    .iter()
-                    .filter(|t| t.database == name)
-                    .map(|t| t.def().clone())
-                    .collect(),
-                name: name.to_string(),
-            })
-            .collect(),
-    )
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewDatabase {
-    name: String,
-}
-
-async fn create_database(
-    State(state): State<AppState>,
-    body: Result<Json<NewDatabase>, JsonRejection>,
-) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
-    let Json(body) = body?;
-    let name = DatabaseName::parse(&body.name)
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "INVALID_NAME", e.to_string()))?;
-    let id = state.engine.create_database(&name).await?;
-    Ok((StatusCode::CREATED, Json(json!({"name": name, "id": id.0}))))
-}
-
-async fn drop_database(
-    State(state): State<AppState>,
-    Path(db): Path<String>,
-) -> Result<StatusCode, ApiError> {
-    state.engine.drop_database(&db).await?;
-    Ok(StatusCode::NO_CONTENT)
-}
-
-async fn create_table(
-    State(state): State<AppState>,
-    Path(db): Path<String>,
-    body: Result<Json<TableDef>, JsonRejection>,
-) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
-    let database = DatabaseName::parse(&db)
-        .map_err(|_| ApiError::from(CatalogError::NoSuchDatabase(db.clone())))?;
-    let Json(def) = body?;
-    let table = state.engine.create_table(&database, def).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(
-            json!({"id": table.id.0, "database": table.database, "fragments": table.fragments(), "table": table.def()}),
-        ),
-    ))
-}
-
-async fn drop_table(
-    State(state): State<AppState>,
-    Path((db, table)): Path<(String, String)>,
-) -> Result<StatusCode, ApiError> {
-    state.engine.drop_table(&db, &table).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Json(json!({"status": "ok", "node_id": state.tc.engine().node_id()}))
 }

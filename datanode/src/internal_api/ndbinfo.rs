@@ -1,0 +1,39 @@
+//! `GET /internal/v1/ndbinfo` and `GET /internal/v1/ndbinfo/{table}`.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Serialize;
+use shoal_wire::ndbinfo;
+
+use super::{ApiError, AppState};
+
+#[derive(Serialize)]
+pub(super) struct TableInfo {
+    name: String,
+    columns: &'static [&'static str],
+}
+
+pub(super) async fn list() -> Json<Vec<TableInfo>> {
+    Json(
+        ndbinfo::ALL
+            .iter()
+            .map(|t| TableInfo {
+                name: format!("ndbinfo.{}", t.name),
+                columns: t.columns,
+            })
+            .collect(),
+    )
+}
+
+pub(super) async fn rows(State(state): State<AppState>, Path(table): Path<String>) -> Result<Json<ndbinfo::Rows>, ApiError> {
+    let table = ndbinfo::table(&table).ok_or_else(|| {
+        let names: Vec<&str> = ndbinfo::ALL.iter().map(|t| t.name).collect();
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "NO_SUCH_TABLE",
+            format!("no ndbinfo table by that name; there are: {}", names.join(", ")),
+        )
+    })?;
+    Ok(Json(crate::ndbinfo::rows(state.tc.engine(), table).await))
+}

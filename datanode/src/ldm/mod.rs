@@ -1,0 +1,236 @@
+//! LDM workers: one thread each, owning a set of fragments.
+//!
+//! Everything reaches a worker as a message on its channel; the worker owns
+//! its fragments outright, so the data path shares no lock between workers.
+//! A worker keeps its fragments in numbered slots; the table handle records
+//! each fragment's worker and slot, so an operation finds its fragment by
+//! index, and a slot reused after a drop is told apart by the table id.
+//! Operations travel in batches — one message carries many operations and
+//! comes back with their results — so the cost of a wake-up is shared.
+//!
+//! A batch runs as a [`Job`]: on its own (each operation applied and visible
+//! at once), or as a transaction's part on this worker, prepared (rows locked,
+//! changes applied, the old versions kept) and then committed or aborted by
+//! the transaction coordinator. A job that meets a row another transaction
+//! holds parks until that row is let go, or until the lock-wait timeout.
+//!
+//! - `worker`: the thread, its fragments and how it runs jobs.
+//! - `waits`: jobs parked on busy rows, and their deadlines.
+
+mod waits;
+mod worker;
+
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use crate::catalog::TableId;
+use crate::storage::fixed::RowRef;
+use crate::storage::fragment::FragmentMemory;
+pub(crate) use crate::storage::fragment::{AUTOCOMMIT, TxnId};
+use crate::storage::layout::Layout;
+use crate::storage::page::{DataMemory, MemoryAccount};
+use crate::storage::{OpError, Predicate};
+
+/// A range of a batch's byte buffer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) start: u32,
+    pub(crate) len: u32,
+}
+
+impl Span {
+    pub(crate) fn of<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
+        &buf[self.start as usize..][..self.len as usize]
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpKind {
+    Read,
+    Insert,
+    Update,
+    Write,
+    Delete,
+}
+
+/// Where a fragment lives: its worker and its slot there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FragmentPlace {
+    pub(crate) ldm: u16,
+    pub(crate) slot: u32,
+}
+
+/// One operation, its key and row image held in its batch's buffer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Op {
+    pub(crate) kind: OpKind,
+    pub(crate) table: TableId,
+    /// The fragment's slot on the worker.
+    pub(crate) slot: u32,
+    /// The key's index tag (see `batch::index_tag`).
+    pub(crate) tag: u32,
+    pub(crate) key: Span,
+    pub(crate) image: Span,
+    pub(crate) presence: Span,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpResult {
+    /// A read found the row; its image is this range of `out`.
+    Found(Span),
+    Absent,
+    Inserted,
+    Updated,
+    Deleted,
+    Failed(OpError),
+}
+
+/// Operations for one worker and, once it has run them, their results.
+#[derive(Debug, Default)]
+pub(crate) struct OpBatch {
+    pub(crate) ops: Vec<Op>,
+    pub(crate) data: Vec<u8>,
+    pub(crate) results: Vec<OpResult>,
+    pub(crate) out: Vec<u8>,
+}
+
+/// One step of a scan of one fragment.
+#[derive(Debug, Default)]
+pub(crate) struct ScanChunk {
+    pub(crate) rows: Vec<(u32, u32)>,
+    pub(crate) out: Vec<u8>,
+    /// Where the next step starts; `None` when the fragment is done.
+    pub(crate) next: Option<RowRef>,
+}
+
+/// One fragment's memory, as reported for ndbinfo.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FragmentReport {
+    pub(crate) table: TableId,
+    pub(crate) fragment: u16,
+    pub(crate) memory: FragmentMemory,
+}
+
+/// How a job's operations take effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Each operation on its own: applied and visible at once; a failure is
+    /// that operation's result.
+    Autocommit,
+    /// The transaction's operations on this worker: prepared and held until
+    /// `Msg::Commit` or `Msg::Abort`; the first failure undoes them all.
+    Prepare,
+    /// A transaction that touches only this worker: prepared and, if every
+    /// operation succeeds, committed at once.
+    PrepareAndCommit,
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JobOutcome {
+    /// Run (autocommit), or prepared and committed.
+    Done,
+    /// Prepared: its rows are held until commit or abort.
+    Prepared,
+    /// Operation `op` failed; nothing of the job's transaction is held here.
+    Failed { op: usize, error: OpError },
+}
+
+/// A batch on its way through a worker.
+#[derive(Debug)]
+pub(crate) struct Job {
+    pub(crate) txn: TxnId,
+    pub(crate) mode: Mode,
+    pub(crate) batch: OpBatch,
+    /// The next operation to run: where a parked job goes on.
+    pub(crate) next: usize,
+    pub(crate) reply: oneshot::Sender<(OpBatch, JobOutcome)>,
+}
+
+pub(crate) enum Msg {
+    Run(Job),
+    Commit {
+        txn: TxnId,
+        done: oneshot::Sender<()>,
+    },
+    Abort {
+        txn: TxnId,
+        done: oneshot::Sender<()>,
+    },
+    /// Creates a fragment charged to `account` and answers its slot.
+    CreateFragment {
+        table: TableId,
+        fragment: u16,
+        layout: Arc<Layout>,
+        account: Arc<MemoryAccount>,
+        done: oneshot::Sender<u32>,
+    },
+    DropFragment {
+        table: TableId,
+        slot: u32,
+        done: oneshot::Sender<()>,
+    },
+    Scan {
+        table: TableId,
+        slot: u32,
+        from: RowRef,
+        filter: Arc<[Predicate]>,
+        limit: usize,
+        /// `None` when the fragment is gone: its table was dropped.
+        reply: oneshot::Sender<Option<ScanChunk>>,
+    },
+    /// Reports every fragment's memory; with `audit`, recounts it from the
+    /// pages first and panics on a mismatch (tests only).
+    Memory {
+        audit: bool,
+        reply: oneshot::Sender<Vec<FragmentReport>>,
+    },
+}
+
+/// The handle to one worker thread. Dropping it stops the thread once the
+/// messages already sent are done.
+#[derive(Debug)]
+pub(crate) struct Ldm {
+    sender: Option<mpsc::Sender<Msg>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Ldm {
+    /// Starts worker `number`; a job waits at most `lock_wait` for a row
+    /// another transaction holds.
+    pub(crate) fn start(number: usize, pool: Arc<DataMemory>, lock_wait: Duration) -> std::io::Result<Ldm> {
+        let (sender, receiver) = mpsc::channel();
+        let thread = thread::Builder::new()
+            .name(format!("ldm-{number}"))
+            .spawn(move || worker::Worker::new(pool, lock_wait).run(receiver))?;
+        Ok(Ldm {
+            sender: Some(sender),
+            thread: Some(thread),
+        })
+    }
+
+    /// Sends a message; the worker lives as long as this handle, so it is
+    /// always there to receive it.
+    pub(crate) fn send(&self, msg: Msg) {
+        self.sender
+            .as_ref()
+            .expect("sender lives until drop")
+            .send(msg)
+            .expect("LDM worker thread has died");
+    }
+}
+
+impl Drop for Ldm {
+    fn drop(&mut self) {
+        drop(self.sender.take());
+        if let Some(thread) = self.thread.take() {
+            // A worker that panicked has already printed why.
+            let _ = thread.join();
+        }
+    }
+}
+

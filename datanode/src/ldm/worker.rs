@@ -1,0 +1,350 @@
+//! The worker thread: its fragments, and how it runs jobs, holds a
+//! transaction's rows between prepare and commit, and parks jobs on rows
+//! another transaction holds.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use rustc_hash::FxHashMap;
+
+use super::waits::Waits;
+use super::{AUTOCOMMIT, FragmentReport, Job, JobOutcome, Mode, Msg, OpKind, OpResult, ScanChunk, Span, TxnId};
+use crate::catalog::TableId;
+use crate::storage::OpError;
+use crate::storage::fixed::RowRef;
+use crate::storage::fragment::{Fragment, Written};
+use crate::storage::page::{DataMemory, PageSource};
+
+/// Operations between the stages of the worker's prefetch pipeline. A
+/// lookup is a chain of dependent cache misses — index entry, fixed part,
+/// var-part directory entry — so the worker walks each operation down that
+/// chain one stage every `PREFETCH_STEP` operations before it executes it,
+/// and a batch's misses overlap instead of each operation waiting for its own.
+const PREFETCH_STEP: usize = 6;
+
+/// What the prefetch pipeline fetches for an operation at each stage; each
+/// reads what the stage before brought into cache.
+#[derive(Clone, Copy)]
+enum Prefetch {
+    Index,
+    Row,
+    VarPart,
+}
+
+/// A fragment in its slot, with the table and number it belongs to.
+struct Hosted {
+    table: TableId,
+    fragment: u16,
+    frag: Fragment,
+}
+
+/// A row a transaction holds on this worker.
+struct Held {
+    table: TableId,
+    slot: u32,
+    row: RowRef,
+}
+
+/// Where running a job got to.
+enum Stop {
+    /// Every operation ran.
+    Done,
+    /// The next operation needs a row another transaction holds.
+    Blocked(u32, RowRef),
+    /// The next operation failed, in a transaction.
+    Failed(OpError),
+}
+
+pub(super) struct Worker {
+    pool: Arc<DataMemory>,
+    slots: Vec<Option<Hosted>>,
+    free_slots: Vec<u32>,
+    /// The rows each transaction holds here, in the order it took them.
+    txns: FxHashMap<TxnId, Vec<Held>>,
+    waits: Waits,
+    /// Jobs woken from waiting, to run again.
+    ready: VecDeque<Job>,
+}
+
+impl Worker {
+    pub(super) fn new(pool: Arc<DataMemory>, lock_wait: Duration) -> Worker {
+        Worker {
+            pool,
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            txns: FxHashMap::default(),
+            waits: Waits::new(lock_wait),
+            ready: VecDeque::new(),
+        }
+    }
+
+    /// The fragment in `slot` if it still belongs to `table`.
+    #[inline]
+    fn fragment(&self, table: TableId, slot: u32) -> Option<&Fragment> {
+        match self.slots.get(slot as usize) {
+            Some(Some(h)) if h.table == table => Some(&h.frag),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn fragment_mut(&mut self, table: TableId, slot: u32) -> Option<&mut Fragment> {
+        match self.slots.get_mut(slot as usize) {
+            Some(Some(h)) if h.table == table => Some(&mut h.frag),
+            _ => None,
+        }
+    }
+
+    pub(super) fn run(mut self, receiver: mpsc::Receiver<Msg>) {
+        loop {
+            let received = match self.waits.next_deadline() {
+                None => receiver.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                Some(deadline) => receiver.recv_timeout(deadline.saturating_duration_since(Instant::now())),
+            };
+            match received {
+                Ok(msg) => self.handle(msg),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            self.time_out(Instant::now());
+            while let Some(job) = self.ready.pop_front() {
+                self.run_job(job);
+            }
+        }
+    }
+
+    // A reply whose receiver is gone (the caller gave up) is simply dropped.
+    fn handle(&mut self, msg: Msg) {
+        match msg {
+            Msg::Run(job) => self.run_job(job),
+            Msg::Commit { txn, done } => {
+                self.release(txn, true);
+                let _ = done.send(());
+            }
+            Msg::Abort { txn, done } => {
+                // Its job may still be parked, or woken and not yet run: it
+                // is dropped, and its caller (gone, or aborting) hears nothing.
+                if txn != AUTOCOMMIT {
+                    drop(self.waits.cancel(txn));
+                    self.ready.retain(|job| job.txn != txn);
+                }
+                self.release(txn, false);
+                let _ = done.send(());
+            }
+            Msg::CreateFragment {
+                table,
+                fragment,
+                layout,
+                account,
+                done,
+            } => {
+                let pages = PageSource::new(Arc::clone(&self.pool), account);
+                let hosted = Hosted {
+                    table,
+                    fragment,
+                    frag: Fragment::new(layout, pages),
+                };
+                let slot = match self.free_slots.pop() {
+                    Some(slot) => {
+                        self.slots[slot as usize] = Some(hosted);
+                        slot
+                    }
+                    None => {
+                        self.slots.push(Some(hosted));
+                        self.slots.len() as u32 - 1
+                    }
+                };
+                let _ = done.send(slot);
+            }
+            Msg::DropFragment { table, slot, done } => {
+                if self.fragment(table, slot).is_some() {
+                    // Dropping the fragment gives all its pages back; jobs
+                    // parked on its rows run again and find it gone.
+                    self.slots[slot as usize] = None;
+                    self.free_slots.push(slot);
+                    self.ready.extend(self.waits.wake_slot(slot));
+                }
+                let _ = done.send(());
+            }
+            Msg::Scan {
+                table,
+                slot,
+                from,
+                filter,
+                limit,
+                reply,
+            } => {
+                let result = self.fragment(table, slot).map(|f| {
+                    let mut chunk = ScanChunk::default();
+                    chunk.next = f.scan(from, &filter, limit, &mut chunk.out, &mut chunk.rows);
+                    chunk
+                });
+                let _ = reply.send(result);
+            }
+            Msg::Memory { audit, reply } => {
+                if audit {
+                    assert!(self.txns.is_empty() && self.waits.is_empty(), "audited while transactions run");
+                }
+                let reports = self
+                    .slots
+                    .iter()
+                    .flatten()
+                    .map(|h| FragmentReport {
+                        table: h.table,
+                        fragment: h.fragment,
+                        memory: if audit { h.frag.audit() } else { h.frag.memory() },
+                    })
+                    .collect();
+                let _ = reply.send(reports);
+            }
+        }
+    }
+
+    /// Runs a job from its next operation until it is done, fails or parks.
+    fn run_job(&mut self, mut job: Job) {
+        match self.execute(&mut job) {
+            Stop::Done => {
+                let outcome = match job.mode {
+                    Mode::Autocommit => JobOutcome::Done,
+                    Mode::Prepare => JobOutcome::Prepared,
+                    Mode::PrepareAndCommit => {
+                        self.release(job.txn, true);
+                        JobOutcome::Done
+                    }
+                };
+                let _ = job.reply.send((job.batch, outcome));
+            }
+            Stop::Blocked(slot, row) => self.waits.park(job, (slot, row), Instant::now()),
+            Stop::Failed(error) => self.fail(job, error),
+        }
+    }
+
+    /// Ends a transaction's job with `error` at its next operation, undoing
+    /// everything the transaction did here.
+    fn fail(&mut self, job: Job, error: OpError) {
+        self.release(job.txn, false);
+        let outcome = JobOutcome::Failed { op: job.next, error };
+        let _ = job.reply.send((job.batch, outcome));
+    }
+
+    /// Commits or aborts every row `txn` holds here, and wakes the jobs that
+    /// wait for them.
+    fn release(&mut self, txn: TxnId, commit: bool) {
+        let Some(rows) = self.txns.remove(&txn) else {
+            return;
+        };
+        // Undo goes newest first; commits in any order.
+        for held in rows.into_iter().rev() {
+            if let Some(frag) = self.fragment_mut(held.table, held.slot) {
+                if commit {
+                    frag.commit(held.row);
+                } else {
+                    frag.abort(held.row);
+                }
+            }
+            self.ready.extend(self.waits.wake((held.slot, held.row)));
+        }
+    }
+
+    /// Times out the jobs that waited too long: an autocommit job's waiting
+    /// operation fails and the job goes on; a transaction fails.
+    fn time_out(&mut self, now: Instant) {
+        for mut job in self.waits.expired(now) {
+            if job.mode == Mode::Autocommit {
+                job.batch.results.push(OpResult::Failed(OpError::LockWaitTimeout));
+                job.next += 1;
+                self.ready.push_back(job);
+            } else {
+                self.fail(job, OpError::LockWaitTimeout);
+            }
+        }
+    }
+
+    // Not inlined, so that instruction counts can name it (see examples/pk_read_cost.rs).
+    #[inline(never)]
+    fn execute(&mut self, job: &mut Job) -> Stop {
+        if job.next == 0 {
+            job.batch.results.clear();
+            job.batch.out.clear();
+        }
+        let (txn, start, len) = (job.txn, job.next, job.batch.ops.len());
+        // Operation j gets its index entry fetched at step j, its row at
+        // j + STEP, its var part at j + 2 * STEP, and runs at j + 3 * STEP.
+        let stages = [Prefetch::Index, Prefetch::Row, Prefetch::VarPart];
+        for step in start..len + 3 * PREFETCH_STEP {
+            for (n, stage) in stages.iter().enumerate() {
+                let ahead = step.checked_sub(n * PREFETCH_STEP).filter(|&j| j >= start);
+                if let Some(op) = ahead.and_then(|j| job.batch.ops.get(j)) {
+                    self.prefetch(op, *stage);
+                }
+            }
+            let Some(j) = step.checked_sub(3 * PREFETCH_STEP).filter(|&j| j >= start) else {
+                continue;
+            };
+            let op = job.batch.ops[j];
+            let batch = &mut job.batch;
+            let result = match self.fragment_mut(op.table, op.slot) {
+                None => Err(OpError::NoSuchTable),
+                Some(frag) => {
+                    let key = op.key.of(&batch.data);
+                    match op.kind {
+                        OpKind::Read => {
+                            let start = batch.out.len();
+                            let found = frag.read(txn, op.tag, key, &mut batch.out);
+                            let span = Span {
+                                start: start as u32,
+                                len: (batch.out.len() - start) as u32,
+                            };
+                            Ok((if found { OpResult::Found(span) } else { OpResult::Absent }, None))
+                        }
+                        OpKind::Insert => frag.insert(txn, op.tag, key, op.image.of(&batch.data)).map(written),
+                        OpKind::Update => frag
+                            .update(txn, op.tag, key, op.image.of(&batch.data), op.presence.of(&batch.data))
+                            .map(written),
+                        OpKind::Write => frag
+                            .write(txn, op.tag, key, op.image.of(&batch.data), op.presence.of(&batch.data))
+                            .map(written),
+                        OpKind::Delete => frag.delete(txn, op.tag, key).map(|w| (OpResult::Deleted, w.locked)),
+                    }
+                }
+            };
+            match result {
+                Ok((result, locked)) => {
+                    if let Some(row) = locked {
+                        let held = Held {
+                            table: op.table,
+                            slot: op.slot,
+                            row,
+                        };
+                        self.txns.entry(txn).or_default().push(held);
+                    }
+                    job.batch.results.push(result);
+                }
+                Err(OpError::Busy(row)) => return Stop::Blocked(op.slot, row),
+                Err(error) if job.mode == Mode::Autocommit => job.batch.results.push(OpResult::Failed(error)),
+                Err(error) => return Stop::Failed(error),
+            }
+            job.next = j + 1;
+        }
+        Stop::Done
+    }
+
+    #[inline]
+    fn prefetch(&self, op: &super::Op, stage: Prefetch) {
+        if let Some(frag) = self.fragment(op.table, op.slot) {
+            match stage {
+                Prefetch::Index => frag.prefetch_index(op.tag),
+                Prefetch::Row => frag.prefetch_row(op.tag),
+                Prefetch::VarPart => frag.prefetch_var_part(op.tag),
+            }
+        }
+    }
+}
+
+/// The result of a write, and the row it newly locked.
+fn written(w: Written) -> (OpResult, Option<RowRef>) {
+    let result = if w.inserted { OpResult::Inserted } else { OpResult::Updated };
+    (result, w.locked)
+}

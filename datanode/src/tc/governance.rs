@@ -1,0 +1,125 @@
+//! A database's limits and what it has used, as the transaction coordinator
+//! keeps them: read on every request without a lock, changed at run time.
+
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use arc_swap::ArcSwap;
+use shoal_quota::limiter::{Limiter, LimiterPool};
+use shoal_quota::Quota;
+
+use crate::catalog::DatabaseId;
+
+/// A database's quota with the rate limiters that enforce it.
+#[derive(Debug)]
+pub(crate) struct Limits {
+    pub(crate) quota: Quota,
+    pub(crate) read: Option<Arc<Limiter<DatabaseId>>>,
+    pub(crate) write: Option<Arc<Limiter<DatabaseId>>>,
+}
+
+impl Limits {
+    fn new(quota: Quota, pool: &LimiterPool<DatabaseId>) -> Limits {
+        let limiter = |rate: Option<u32>| {
+            let rate = NonZeroU32::new(rate?)?;
+            let burst = NonZeroU32::new(quota.burst(rate.get()))?;
+            Some(pool.limiter(rate, burst))
+        };
+        Limits {
+            read: limiter(quota.read_units_per_sec),
+            write: limiter(quota.write_units_per_sec),
+            quota,
+        }
+    }
+}
+
+/// What a database has used since the data node started.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) read_units: AtomicU64,
+    pub(crate) write_units: AtomicU64,
+    pub(crate) throttled_reads: AtomicU64,
+    pub(crate) throttled_writes: AtomicU64,
+    pub(crate) quota_rejections: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Governance {
+    limits: ArcSwap<Limits>,
+    in_flight: AtomicU32,
+    /// Read units owed: what rows read beyond their first unit cost, charged
+    /// with the database's next request.
+    read_debt: AtomicU64,
+    pub(crate) counters: Counters,
+}
+
+impl Default for Governance {
+    fn default() -> Self {
+        Governance {
+            limits: ArcSwap::from_pointee(Limits {
+                quota: Quota::UNLIMITED,
+                read: None,
+                write: None,
+            }),
+            in_flight: AtomicU32::new(0),
+            read_debt: AtomicU64::new(0),
+            counters: Counters::default(),
+        }
+    }
+}
+
+impl Governance {
+    pub(crate) fn quota(&self) -> Quota {
+        self.limits.load().quota
+    }
+
+    pub(crate) fn limits(&self) -> arc_swap::Guard<Arc<Limits>> {
+        self.limits.load()
+    }
+
+    /// Applies a new quota; the next request is judged by it.
+    pub(crate) fn set(&self, quota: Quota, pool: &LimiterPool<DatabaseId>) {
+        self.limits.store(Arc::new(Limits::new(quota, pool)));
+    }
+
+    /// Counts a request in flight, if that stays within `limit`; the request
+    /// leaves when the returned guard drops.
+    pub(crate) fn enter(&self, limit: Option<u32>) -> Option<InFlight<'_>> {
+        let limit = limit.unwrap_or(u32::MAX);
+        self.in_flight
+            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |n| (n < limit).then_some(n + 1))
+            .ok()?;
+        Some(InFlight(&self.in_flight))
+    }
+
+    pub(crate) fn take_read_debt(&self) -> u64 {
+        self.read_debt.swap(0, Ordering::Relaxed)
+    }
+
+    pub(crate) fn owe_reads(&self, units: u64) {
+        if units > 0 {
+            self.read_debt.fetch_add(units, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A request in flight; leaves on drop.
+#[derive(Debug)]
+pub(crate) struct InFlight<'a>(&'a AtomicU32);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+}

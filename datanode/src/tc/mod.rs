@@ -1,0 +1,269 @@
+//! The transaction coordinator: every request to a database passes here.
+//!
+//! In this order, before any LDM worker sees the request: the caller's grant,
+//! the database's `max_transaction_ops`, `max_parallel_transactions`, its
+//! read and write rates, and — for requests that can grow memory — its memory
+//! quota and its tenant's. A refused request changed nothing. Then the
+//! operations run, each on its own or as one transaction (`transaction`).
+//!
+//! - `governance`: a database's limits, limiters and counters.
+//! - `transaction`: atomic requests — two-phase commit across workers.
+
+mod governance;
+mod transaction;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use shoal_quota::error::RateKind;
+use shoal_quota::limiter::{Limiter, LimiterPool, Throttled};
+use shoal_quota::{Quota, QuotaError};
+
+pub(crate) use self::governance::Governance;
+use self::governance::Counters;
+use crate::batch::{Batch, OperationError, memory_quota_error};
+use crate::catalog::{CatalogError, Database, DatabaseId};
+use crate::engine::Engine;
+
+/// What a caller may do with a database: the grant of its API key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Read,
+    ReadWrite,
+}
+
+/// The database a caller may use, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    pub database: DatabaseId,
+    pub role: Role,
+}
+
+/// How a request's operations take effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Commit {
+    /// Each operation on its own: some may fail while others succeed.
+    Each,
+    /// All together or none: the first failure undoes the rest.
+    Atomic,
+}
+
+/// Why a request was refused or failed as a whole; nothing of it was applied.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TcError {
+    #[error("not allowed on database '{database}': {reason}")]
+    Forbidden { database: String, reason: String },
+    #[error(transparent)]
+    Quota(#[from] QuotaError),
+    /// An atomic request failed at one of its operations (the `index`th as
+    /// given), and was undone.
+    #[error("operation {index} failed, the transaction was rolled back: {error}")]
+    Operation { index: usize, error: OperationError },
+}
+
+impl TcError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            TcError::Forbidden { .. } => "FORBIDDEN",
+            TcError::Quota(e) => e.code(),
+            TcError::Operation { error, .. } => error.code(),
+        }
+    }
+}
+
+/// The coordinator of one data node; clones share it.
+#[derive(Debug, Clone)]
+pub struct Tc {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    engine: Engine,
+    limiters: LimiterPool<DatabaseId>,
+    next_txn: AtomicU64,
+}
+
+impl Tc {
+    pub fn new(engine: Engine) -> Tc {
+        Tc {
+            inner: Arc::new(Inner {
+                engine,
+                limiters: LimiterPool::default(),
+                next_txn: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    /// Sets a database's quota; its next request is judged by it.
+    pub fn set_database_quota(&self, database: &str, quota: Quota) -> Result<Arc<Database>, CatalogError> {
+        let db = self.engine().database(database)?;
+        db.memory.set_limit(quota.in_memory_bytes);
+        db.governance.set(quota, &self.inner.limiters);
+        Ok(db)
+    }
+
+    /// Sets a tenant's quota: its memory limit bounds its databases together.
+    pub fn set_tenant_quota(&self, tenant: &shoal_wire::schema::TenantId, quota: Quota) {
+        let tenant = self.engine().tenant_or_new(tenant);
+        tenant.memory.set_limit(quota.in_memory_bytes);
+        tenant.quota.store(Arc::new(quota));
+    }
+
+    /// Forgets rate-limiter state that has gone idle; run now and then.
+    pub fn housekeep(&self) {
+        self.inner.limiters.housekeep();
+    }
+
+    /// Checks the request against the grant and the database's limits, then
+    /// runs it. With `Commit::Each` the outcome of each operation is in the
+    /// batch; with `Commit::Atomic` a failed operation fails the request.
+    pub async fn execute(&self, grant: &Grant, batch: &mut Batch, commit: Commit) -> Result<(), TcError> {
+        let Ok(database) = batch.database() else {
+            return Err(TcError::Forbidden {
+                database: "(several)".into(),
+                reason: "a request works on one database".into(),
+            });
+        };
+        let Some(db) = database.cloned() else {
+            return Ok(());
+        };
+        if db.id != grant.database {
+            return Err(TcError::Forbidden {
+                database: db.name.to_string(),
+                reason: "the key is not granted this database".into(),
+            });
+        }
+        if grant.role == Role::Read && batch.has_writes() {
+            return Err(TcError::Forbidden {
+                database: db.name.to_string(),
+                reason: "the key may only read".into(),
+            });
+        }
+        let gov = &db.governance;
+        let reject = |e: QuotaError| {
+            Counters::add(&gov.counters.quota_rejections, 1);
+            Err(TcError::Quota(e))
+        };
+        let limits = gov.limits();
+        let quota = &limits.quota;
+        if let Some(limit) = quota.max_transaction_ops {
+            if batch.len() > limit as usize {
+                return reject(QuotaError::TransactionTooLarge {
+                    database: db.name.to_string(),
+                    limit,
+                    ops: batch.len(),
+                });
+            }
+        }
+        let Some(_in_flight) = gov.enter(quota.max_parallel_transactions) else {
+            return reject(QuotaError::TooManyTransactions {
+                database: db.name.to_string(),
+                limit: quota.max_parallel_transactions.unwrap_or(u32::MAX),
+            });
+        };
+        let cost = batch.cost();
+        if cost.reads > 0 {
+            // Reads pay now for what earlier reads of large rows still owe.
+            let units = cost.reads + gov.take_read_debt();
+            if let Err(e) = charge(&db, limits.read.as_deref(), RateKind::Read, units) {
+                gov.owe_reads(units - cost.reads);
+                return Err(e);
+            }
+        }
+        if cost.write_units > 0 {
+            charge(&db, limits.write.as_deref(), RateKind::Write, cost.write_units)?;
+        }
+        if cost.grows {
+            check_memory(&db).or_else(reject)?;
+        }
+        drop(limits);
+
+        let outcome = match commit {
+            Commit::Each => {
+                self.engine().execute(batch).await;
+                Ok(())
+            }
+            Commit::Atomic => {
+                let txn = self.inner.next_txn.fetch_add(1, Ordering::Relaxed);
+                transaction::run(self.engine(), txn, batch).await
+            }
+        };
+        if cost.reads > 0 && outcome.is_ok() {
+            let extra = batch.read_units_used().saturating_sub(cost.reads);
+            Counters::add(&gov.counters.read_units, extra);
+            gov.owe_reads(extra);
+        }
+        let refused_by_quota = match &outcome {
+            Err(TcError::Operation { error: OperationError::Quota(_), .. }) => 1,
+            Err(_) => 0,
+            Ok(()) => (0..batch.len()).filter(|&i| matches!(batch.result(i), Err(OperationError::Quota(_)))).count(),
+        };
+        Counters::add(&gov.counters.quota_rejections, refused_by_quota as u64);
+        outcome
+    }
+}
+
+/// Reads one of a database's counters.
+pub(crate) fn counter(c: &std::sync::atomic::AtomicU64) -> u64 {
+    Counters::get(c)
+}
+
+/// Takes `units` from a database's read or write limiter, counting what is
+/// admitted and what is throttled.
+fn charge(db: &Database, limiter: Option<&Limiter<DatabaseId>>, kind: RateKind, units: u64) -> Result<(), TcError> {
+    let counters = &db.governance.counters;
+    let (admitted, throttled) = match kind {
+        RateKind::Read => (&counters.read_units, &counters.throttled_reads),
+        RateKind::Write => (&counters.write_units, &counters.throttled_writes),
+    };
+    let Some(limiter) = limiter else {
+        Counters::add(admitted, units);
+        return Ok(());
+    };
+    match limiter.check(&db.id, units) {
+        Ok(()) => {
+            Counters::add(admitted, units);
+            Ok(())
+        }
+        Err(Throttled::RetryAfter(wait)) => {
+            Counters::add(throttled, 1);
+            Err(TcError::Quota(QuotaError::Rate {
+                database: db.name.to_string(),
+                kind,
+                limit: limiter.rate(),
+                retry_after_ms: (wait.as_micros().div_ceil(1000) as u64).max(1),
+            }))
+        }
+        Err(Throttled::ExceedsBurst) => {
+            Counters::add(&counters.quota_rejections, 1);
+            Err(TcError::Quota(QuotaError::ExceedsBurst {
+                database: db.name.to_string(),
+                kind,
+                units,
+                burst: limiter.burst(),
+            }))
+        }
+    }
+}
+
+/// Refuses a request that can grow memory when the database, or its tenant,
+/// already holds its memory quota. (The workers also refuse any page past
+/// the quota, so the quota holds exactly; this refuses early, before any
+/// work.) No column lives on disk yet, so no request grows disk.
+fn check_memory(db: &Database) -> Result<(), QuotaError> {
+    let at_limit = |account: &crate::storage::page::MemoryAccount| account.limit().is_some_and(|l| account.bytes() >= l);
+    let tenant_at_limit = db.tenant.as_ref().is_some_and(|t| at_limit(&t.memory));
+    if at_limit(&db.memory) || tenant_at_limit {
+        return Err(memory_quota_error(db));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
