@@ -37,7 +37,9 @@ pub enum OperationError {
     FragmentFull { table: String },
     #[error("table '{table}' was dropped")]
     NoSuchTable { table: String },
-    #[error("another transaction held a row of table '{table}' for longer than the lock-wait timeout; retry")]
+    #[error(
+        "another transaction held a row of table '{table}' for longer than the lock-wait timeout; retry"
+    )]
     LockWaitTimeout { table: String },
     #[error(transparent)]
     Quota(QuotaError),
@@ -201,7 +203,11 @@ impl Batch {
     /// The database every operation is in; `Err(())` when they are in more
     /// than one, `Ok(None)` when there are none.
     pub(crate) fn database(&self) -> Result<Option<&Arc<Database>>, ()> {
-        if self.mixed { Err(()) } else { Ok(self.database.as_ref()) }
+        if self.mixed {
+            Err(())
+        } else {
+            Ok(self.database.as_ref())
+        }
     }
 
     pub(crate) fn has_writes(&self) -> bool {
@@ -357,7 +363,10 @@ impl Batch {
             .get(slot.index as usize)
             .expect("Batch::result is read after Engine::execute");
         match *result {
-            OpResult::Found(span) => Ok(Outcome::Found(Row::decode(&slot.table, span.of(&batch.out)))),
+            OpResult::Found(span) => Ok(Outcome::Found(Row::decode(
+                &slot.table,
+                span.of(&batch.out),
+            ))),
             OpResult::Absent => Ok(Outcome::Absent),
             OpResult::Inserted => Ok(Outcome::Inserted),
             OpResult::Updated => Ok(Outcome::Updated),
@@ -368,7 +377,12 @@ impl Batch {
 
     /// Operation `index` of worker `ldm`'s part failed with `error`: its
     /// place among the operations as added, and the error as users see it.
-    pub(crate) fn failure(&self, ldm: usize, index: usize, error: OpError) -> (usize, OperationError) {
+    pub(crate) fn failure(
+        &self,
+        ldm: usize,
+        index: usize,
+        error: OpError,
+    ) -> (usize, OperationError) {
         let i = self
             .slots
             .iter()
@@ -439,21 +453,27 @@ fn operation_error(table: &Arc<Table>, e: OpError) -> OperationError {
         OpError::NoSuchTable => OperationError::NoSuchTable { table: name() },
         // A worker never answers Busy (it waits instead); were it to, it
         // would mean the same to the client as a wait that timed out.
-        OpError::LockWaitTimeout | OpError::Busy(_) => OperationError::LockWaitTimeout { table: name() },
+        OpError::LockWaitTimeout | OpError::Busy(_) => {
+            OperationError::LockWaitTimeout { table: name() }
+        }
     }
 }
 
 /// The memory-quota error of a database at (or near) its quota: its own, or
 /// its tenant's.
 pub(crate) fn memory_quota_error(db: &Database) -> QuotaError {
-    if let (Some(limit), usage) = (db.memory.limit(), db.memory.bytes()) {
-        if usage.saturating_add(crate::storage::page::PAGE_SIZE as u64) > limit {
-            return QuotaError::MemoryQuota {
-                database: db.name.to_string(),
-                limit,
-                usage,
-            };
-        }
+    let usage = db.memory.bytes();
+    let page = crate::storage::page::PAGE_SIZE as u64;
+    if let Some(limit) = db
+        .memory
+        .limit()
+        .filter(|&limit| usage.saturating_add(page) > limit)
+    {
+        return QuotaError::MemoryQuota {
+            database: db.name.to_string(),
+            limit,
+            usage,
+        };
     }
     let tenant = db.tenant.as_ref();
     QuotaError::TenantMemoryQuota {

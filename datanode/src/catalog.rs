@@ -47,7 +47,10 @@ pub enum CatalogError {
     #[error("database '{0}' does not exist")]
     NoSuchDatabase(String),
     #[error("table '{database}.{table}' already exists")]
-    TableExists { database: DatabaseName, table: TableName },
+    TableExists {
+        database: DatabaseName,
+        table: TableName,
+    },
     #[error("table '{database}.{table}' does not exist")]
     NoSuchTable { database: String, table: String },
     #[error("tenant '{0}' has no databases or quota on this data node")]
@@ -168,7 +171,11 @@ impl Catalog {
             .ok_or_else(|| CatalogError::NoSuchTenant(id.to_owned()))
     }
 
-    pub(crate) fn create_database(&mut self, name: &DatabaseName, tenant: Option<&TenantId>) -> Result<Arc<Database>, CatalogError> {
+    pub(crate) fn create_database(
+        &mut self,
+        name: &DatabaseName,
+        tenant: Option<&TenantId>,
+    ) -> Result<Arc<Database>, CatalogError> {
         if self.databases.contains_key(name) {
             return Err(CatalogError::DatabaseExists(name.clone()));
         }
@@ -176,7 +183,9 @@ impl Catalog {
             return Err(CatalogError::TooManyDatabases);
         }
         let tenant = tenant.map(|t| self.tenant_or_new(t));
-        let memory = Arc::new(MemoryAccount::new(tenant.as_ref().map(|t| Arc::clone(&t.memory))));
+        let memory = Arc::new(MemoryAccount::new(
+            tenant.as_ref().map(|t| Arc::clone(&t.memory)),
+        ));
         self.next_database_id += 1;
         let database = Arc::new(Database {
             id: DatabaseId(self.next_database_id),
@@ -215,7 +224,11 @@ impl Catalog {
     }
 
     /// Checks that `def` may be added to `database`, without adding it.
-    pub(crate) fn check_new_table(&self, database: &DatabaseName, def: &TableDef) -> Result<Arc<Database>, CatalogError> {
+    pub(crate) fn check_new_table(
+        &self,
+        database: &DatabaseName,
+        def: &TableDef,
+    ) -> Result<Arc<Database>, CatalogError> {
         def.validate()?;
         let entry = self.entry(database.as_str())?;
         if entry.tables.contains_key(&def.name) {
@@ -238,7 +251,11 @@ impl Catalog {
     /// Adds a table checked with `check_new_table`; false if its database
     /// was dropped meanwhile.
     pub(crate) fn add_table(&mut self, table: Arc<Table>) -> bool {
-        let Some(entry) = self.databases.get_mut(&table.database.name).filter(|e| e.database.id == table.database.id) else {
+        let Some(entry) = self
+            .databases
+            .get_mut(&table.database.name)
+            .filter(|e| e.database.id == table.database.id)
+        else {
             return false;
         };
         entry.tables.insert(table.name().clone(), table);
@@ -246,15 +263,25 @@ impl Catalog {
         true
     }
 
-    pub(crate) fn remove_table(&mut self, database: &str, table: &str) -> Result<Arc<Table>, CatalogError> {
+    pub(crate) fn remove_table(
+        &mut self,
+        database: &str,
+        table: &str,
+    ) -> Result<Arc<Table>, CatalogError> {
         let found = self.table(database, table)?;
-        let entry = self.databases.get_mut(&found.database.name).expect("found above");
+        let entry = self
+            .databases
+            .get_mut(&found.database.name)
+            .expect("found above");
         entry.tables.remove(found.name());
         self.tables -= 1;
         Ok(found)
     }
 
-    pub(crate) fn remove_database(&mut self, name: &str) -> Result<(Arc<Database>, Vec<Arc<Table>>), CatalogError> {
+    pub(crate) fn remove_database(
+        &mut self,
+        name: &str,
+    ) -> Result<(Arc<Database>, Vec<Arc<Table>>), CatalogError> {
         let key = self.entry(name)?.database.name.clone();
         let entry = self.databases.remove(&key).expect("found above");
         self.tables -= entry.tables.len();

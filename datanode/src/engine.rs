@@ -10,7 +10,9 @@ use tokio::sync::{Mutex, oneshot};
 
 use crate::batch::{Batch, OperationError, Row};
 use crate::catalog::{Catalog, CatalogError, Database, Table, TableId, Tenant};
-use crate::ldm::{FragmentPlace, FragmentReport, Job, JobOutcome, Ldm, Mode, Msg, OpBatch, TxnId, AUTOCOMMIT};
+use crate::ldm::{
+    AUTOCOMMIT, FragmentPlace, FragmentReport, Job, JobOutcome, Ldm, Mode, Msg, OpBatch, TxnId,
+};
 use crate::storage::codec::{self, ValueError};
 use crate::storage::fixed::RowRef;
 use crate::storage::layout::Layout;
@@ -78,7 +80,9 @@ impl Engine {
     pub fn start(config: EngineConfig) -> std::io::Result<Engine> {
         let invalid = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, msg);
         if !(1..=MAX_LDM_THREADS).contains(&config.ldm_threads) {
-            return Err(invalid(format!("LDM threads must be 1 to {MAX_LDM_THREADS}")));
+            return Err(invalid(format!(
+                "LDM threads must be 1 to {MAX_LDM_THREADS}"
+            )));
         }
         let fragments = match config.fragments_per_table {
             Some(0) => return Err(invalid("a table needs at least one fragment".into())),
@@ -122,11 +126,18 @@ impl Engine {
     }
 
     fn catalog_mut(&self) -> std::sync::RwLockWriteGuard<'_, Catalog> {
-        self.inner.catalog.write().unwrap_or_else(|e| e.into_inner())
+        self.inner
+            .catalog
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// Sends one message to each of `ldms` and waits for every reply.
-    async fn each<T>(&self, ldms: impl Iterator<Item = u16>, msg: impl Fn(usize, oneshot::Sender<T>) -> Msg) -> Vec<T> {
+    async fn each<T>(
+        &self,
+        ldms: impl Iterator<Item = u16>,
+        msg: impl Fn(usize, oneshot::Sender<T>) -> Msg,
+    ) -> Vec<T> {
         let mut waits = Vec::new();
         for (i, ldm) in ldms.enumerate() {
             let (done, wait) = oneshot::channel();
@@ -141,7 +152,11 @@ impl Engine {
     }
 
     /// Creates a database, in `tenant` if given.
-    pub async fn create_database(&self, name: &DatabaseName, tenant: Option<&TenantId>) -> Result<Arc<Database>, CatalogError> {
+    pub async fn create_database(
+        &self,
+        name: &DatabaseName,
+        tenant: Option<&TenantId>,
+    ) -> Result<Arc<Database>, CatalogError> {
         let _ddl = self.inner.ddl.lock().await;
         self.catalog_mut().create_database(name, tenant)
     }
@@ -157,7 +172,11 @@ impl Engine {
     }
 
     /// Creates a table with its fragments on the workers.
-    pub async fn create_table(&self, database: &DatabaseName, def: TableDef) -> Result<Arc<Table>, CatalogError> {
+    pub async fn create_table(
+        &self,
+        database: &DatabaseName,
+        def: TableDef,
+    ) -> Result<Arc<Table>, CatalogError> {
         let _ddl = self.inner.ddl.lock().await;
         let (db, id) = {
             let mut catalog = self.catalog_mut();
@@ -167,7 +186,9 @@ impl Engine {
         let layout = Arc::new(Layout::new(def));
         // Fragments go round the workers, each table starting one further on.
         let n = self.inner.ldms.len();
-        let ldms: Vec<u16> = (0..self.inner.fragments_per_table as usize).map(|f| ((id.0 as usize + f) % n) as u16).collect();
+        let ldms: Vec<u16> = (0..self.inner.fragments_per_table as usize)
+            .map(|f| ((id.0 as usize + f) % n) as u16)
+            .collect();
         let slots = self
             .each(ldms.iter().copied(), |fragment, done| Msg::CreateFragment {
                 table: id,
@@ -181,7 +202,11 @@ impl Engine {
             id,
             database: db,
             layout,
-            fragments: ldms.into_iter().zip(slots).map(|(ldm, slot)| FragmentPlace { ldm, slot }).collect(),
+            fragments: ldms
+                .into_iter()
+                .zip(slots)
+                .map(|(ldm, slot)| FragmentPlace { ldm, slot })
+                .collect(),
         });
         // Only now may operations find it.
         if !self.catalog_mut().add_table(Arc::clone(&table)) {
@@ -201,10 +226,12 @@ impl Engine {
 
     async fn drop_fragments(&self, table: &Table) {
         let id = table.id;
-        self.each(table.fragments.iter().map(|p| p.ldm), |f, done| Msg::DropFragment {
-            table: id,
-            slot: table.fragments[f].slot,
-            done,
+        self.each(table.fragments.iter().map(|p| p.ldm), |f, done| {
+            Msg::DropFragment {
+                table: id,
+                slot: table.fragments[f].slot,
+                done,
+            }
         })
         .await;
     }
@@ -255,7 +282,10 @@ impl Engine {
             if ops.ops.is_empty() {
                 continue;
             }
-            waits.push((n, self.start_job(n, AUTOCOMMIT, Mode::Autocommit, std::mem::take(ops))));
+            waits.push((
+                n,
+                self.start_job(n, AUTOCOMMIT, Mode::Autocommit, std::mem::take(ops)),
+            ));
         }
         for (n, wait) in waits {
             batch.ldms[n] = wait.await.expect("LDM worker replies").0;
@@ -263,7 +293,13 @@ impl Engine {
     }
 
     /// Sends a job to worker `ldm`; the answer comes on the receiver.
-    pub(crate) fn start_job(&self, ldm: usize, txn: TxnId, mode: Mode, batch: OpBatch) -> oneshot::Receiver<(OpBatch, JobOutcome)> {
+    pub(crate) fn start_job(
+        &self,
+        ldm: usize,
+        txn: TxnId,
+        mode: Mode,
+        batch: OpBatch,
+    ) -> oneshot::Receiver<(OpBatch, JobOutcome)> {
         let (reply, wait) = oneshot::channel();
         self.inner.ldms[ldm].send(Msg::Run(Job {
             txn,
@@ -276,9 +312,18 @@ impl Engine {
     }
 
     /// Tells worker `ldm` to commit (or abort) what `txn` holds there.
-    pub(crate) fn end_transaction(&self, ldm: usize, txn: TxnId, commit: bool) -> oneshot::Receiver<()> {
+    pub(crate) fn end_transaction(
+        &self,
+        ldm: usize,
+        txn: TxnId,
+        commit: bool,
+    ) -> oneshot::Receiver<()> {
         let (done, wait) = oneshot::channel();
-        let msg = if commit { Msg::Commit { txn, done } } else { Msg::Abort { txn, done } };
+        let msg = if commit {
+            Msg::Commit { txn, done }
+        } else {
+            Msg::Abort { txn, done }
+        };
         self.inner.ldms[ldm].send(msg);
         wait
     }
@@ -354,7 +399,8 @@ impl Engine {
             .flatten()
             .collect();
         let catalog = self.catalog();
-        let names: rustc_hash::FxHashMap<TableId, &Arc<Table>> = catalog.tables().map(|t| (t.id, t)).collect();
+        let names: rustc_hash::FxHashMap<TableId, &Arc<Table>> =
+            catalog.tables().map(|t| (t.id, t)).collect();
         let mut usage: Vec<FragmentUsage> = reports
             .into_iter()
             .filter_map(|r| {
@@ -385,6 +431,16 @@ impl Engine {
     #[cfg(test)]
     pub(crate) async fn audit(&self) -> Vec<FragmentUsage> {
         self.fragment_usage(true).await
+    }
+
+    /// Transactions holding rows and jobs parked, over all workers.
+    #[cfg(test)]
+    pub(crate) async fn inspect(&self) -> (usize, usize) {
+        let all = 0..self.inner.ldms.len() as u16;
+        let states = self.each(all, |_, reply| Msg::Inspect { reply }).await;
+        states
+            .into_iter()
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
     }
 }
 

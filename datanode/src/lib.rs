@@ -25,6 +25,6 @@ pub use batch::{Batch, OperationError, Outcome, Row};
 pub use catalog::{CatalogError, Database, DatabaseId, Table, TableId, Tenant};
 pub use engine::{Engine, EngineConfig, FragmentUsage};
 pub use storage::CmpOp;
-pub use tc::{Commit, Grant, Role, Tc, TcError};
 pub use storage::codec::ValueError;
 pub use storage::value::{Date, DateTime, Decimal, Timestamp, Value};
+pub use tc::{Commit, Grant, Role, Tc, TcError};

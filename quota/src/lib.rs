@@ -12,5 +12,5 @@ pub mod quota;
 pub mod units;
 
 pub use error::QuotaError;
-pub use limiter::{Limiter, LimiterPool, Throttled};
+pub use limiter::{Limiter, LimiterClock, LimiterPool, Throttled};
 pub use quota::{Quota, QuotaConfigError};

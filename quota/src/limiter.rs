@@ -8,20 +8,65 @@
 //! whose state has returned to idle (`retain_recent`) and groups nobody uses,
 //! so the state stays bounded.
 //!
-//! The clock is a parameter: `MonotonicClock` (std's `Instant`) in service —
-//! not quanta's TSC clock, which can run backwards between cores — and a fake
-//! clock in tests.
+//! The clock is a [`LimiterClock`]: std's monotonic `Instant` in service —
+//! not quanta's TSC clock, which can run backwards between cores — or a clock
+//! that moves only when a test moves it.
 
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use governor::clock::{Clock, MonotonicClock};
+use governor::clock::Clock;
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DashMapStateStore;
 use governor::{InsufficientCapacity, Quota, RateLimiter};
+
+/// Time for limiters, as the time since the clock was made.
+#[derive(Debug, Clone)]
+pub enum LimiterClock {
+    /// std's monotonic clock.
+    Monotonic(Instant),
+    /// Nanoseconds that pass only when `advance` is called.
+    Manual(Arc<AtomicU64>),
+}
+
+impl LimiterClock {
+    pub fn monotonic() -> LimiterClock {
+        LimiterClock::Monotonic(Instant::now())
+    }
+
+    /// A clock standing still at zero until advanced.
+    pub fn manual() -> LimiterClock {
+        LimiterClock::Manual(Arc::new(AtomicU64::new(0)))
+    }
+
+    /// Moves a manual clock on; a monotonic one moves by itself.
+    pub fn advance(&self, by: Duration) {
+        if let LimiterClock::Manual(nanos) = self {
+            nanos.fetch_add(by.as_nanos() as u64, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Default for LimiterClock {
+    fn default() -> Self {
+        LimiterClock::monotonic()
+    }
+}
+
+impl Clock for LimiterClock {
+    type Instant = Duration;
+
+    fn now(&self) -> Duration {
+        match self {
+            LimiterClock::Monotonic(start) => start.elapsed(),
+            LimiterClock::Manual(nanos) => Duration::from_nanos(nanos.load(Ordering::Relaxed)),
+        }
+    }
+}
 
 /// Why a limiter refused units.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +80,7 @@ pub enum Throttled {
 type Keyed<K, C> = RateLimiter<K, DashMapStateStore<K>, C, NoOpMiddleware<<C as Clock>::Instant>>;
 
 /// One rate and burst, with a state per key.
-pub struct Limiter<K: Hash + Eq + Clone, C: Clock = MonotonicClock> {
+pub struct Limiter<K: Hash + Eq + Clone, C: Clock = LimiterClock> {
     rate: u32,
     burst: u32,
     keyed: Keyed<K, C>,
@@ -95,10 +140,14 @@ impl<K: Hash + Eq + Clone, C: Clock + Clone> Limiter<K, C> {
 
 /// Hands out limiters, one per distinct rate and burst, shared by every key
 /// with those limits.
-pub struct LimiterPool<K: Hash + Eq + Clone, C: Clock = MonotonicClock> {
+pub struct LimiterPool<K: Hash + Eq + Clone, C: Clock = LimiterClock> {
     clock: C,
-    groups: Mutex<HashMap<(u32, u32), Weak<Limiter<K, C>>>>,
+    groups: Mutex<Groups<K, C>>,
 }
+
+/// Limiters by rate and burst, held weakly: a limiter lives as long as some
+/// key's limits name it.
+type Groups<K, C> = HashMap<(u32, u32), Weak<Limiter<K, C>>>;
 
 impl<K: Hash + Eq + Clone, C: Clock> std::fmt::Debug for LimiterPool<K, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -106,9 +155,9 @@ impl<K: Hash + Eq + Clone, C: Clock> std::fmt::Debug for LimiterPool<K, C> {
     }
 }
 
-impl<K: Hash + Eq + Clone> Default for LimiterPool<K, MonotonicClock> {
+impl<K: Hash + Eq + Clone> Default for LimiterPool<K, LimiterClock> {
     fn default() -> Self {
-        LimiterPool::new(MonotonicClock)
+        LimiterPool::new(LimiterClock::monotonic())
     }
 }
 
@@ -160,8 +209,6 @@ impl<K: Hash + Eq + Clone, C: Clock + Clone> LimiterPool<K, C> {
 
 #[cfg(test)]
 mod tests {
-    use governor::clock::FakeRelativeClock;
-
     use super::*;
 
     fn nz(n: u32) -> NonZeroU32 {
@@ -171,7 +218,7 @@ mod tests {
     #[test]
     fn admits_rate_times_time_plus_burst_under_overload() {
         // 10 simulated seconds at five times the rate, in 1 ms steps.
-        let clock = FakeRelativeClock::default();
+        let clock = LimiterClock::manual();
         let pool: LimiterPool<u32, _> = LimiterPool::new(clock.clone());
         let (rate, burst) = (1000u32, 1000u32);
         let limiter = pool.limiter(nz(rate), nz(burst));
@@ -191,7 +238,7 @@ mod tests {
 
     #[test]
     fn batches_larger_than_the_burst_are_refused_for_good() {
-        let pool: LimiterPool<u32, _> = LimiterPool::new(FakeRelativeClock::default());
+        let pool: LimiterPool<u32, _> = LimiterPool::new(LimiterClock::manual());
         let limiter = pool.limiter(nz(10), nz(20));
         assert_eq!(limiter.check(&1, 21), Err(Throttled::ExceedsBurst));
         assert_eq!(limiter.check(&1, u64::MAX), Err(Throttled::ExceedsBurst));
@@ -201,7 +248,7 @@ mod tests {
 
     #[test]
     fn the_wait_it_names_is_the_wait_that_works() {
-        let clock = FakeRelativeClock::default();
+        let clock = LimiterClock::manual();
         let pool: LimiterPool<u32, _> = LimiterPool::new(clock.clone());
         let limiter = pool.limiter(nz(10), nz(10));
         limiter.check(&1, 10).unwrap();
@@ -217,7 +264,7 @@ mod tests {
 
     #[test]
     fn keys_are_independent_and_limits_change_without_touching_others() {
-        let clock = FakeRelativeClock::default();
+        let clock = LimiterClock::manual();
         let pool: LimiterPool<u32, _> = LimiterPool::new(clock.clone());
         let slow = pool.limiter(nz(1), nz(1));
         assert!(
@@ -235,7 +282,7 @@ mod tests {
 
     #[test]
     fn housekeeping_bounds_the_state() {
-        let clock = FakeRelativeClock::default();
+        let clock = LimiterClock::manual();
         let pool: LimiterPool<u32, _> = LimiterPool::new(clock.clone());
         let limiter = pool.limiter(nz(100), nz(100));
         for key in 0..1000 {

@@ -69,10 +69,11 @@ impl Quota {
         if let Some((name, _)) = at_least_one.iter().find(|(_, v)| *v == Some(0)) {
             return Err(QuotaConfigError::Zero(name));
         }
-        if let Some(b) = self.burst_seconds {
-            if !(1..=MAX_BURST_SECONDS).contains(&b) {
-                return Err(QuotaConfigError::Burst);
-            }
+        if self
+            .burst_seconds
+            .is_some_and(|b| !(1..=MAX_BURST_SECONDS).contains(&b))
+        {
+            return Err(QuotaConfigError::Burst);
         }
         Ok(())
     }

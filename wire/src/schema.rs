@@ -182,7 +182,10 @@ pub struct TenantId(String);
 
 impl TenantId {
     pub fn parse(id: &str) -> Result<Self, SchemaError> {
-        let ok = (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        let ok = (1..=64).contains(&id.len())
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
         if !ok {
             return Err(SchemaError::BadName {
                 kind: "tenant",

@@ -13,6 +13,7 @@ use super::tests::{check_accounting, create, engine_with, read, runtime};
 use super::*;
 use crate::batch::Outcome;
 use crate::storage::{index, var};
+use crate::tc::{Commit, Grant, Role, Tc, TcError};
 
 const TABLES: [&str; 3] = [
     r#"{"name":"a","primary_key":["k","s"],"columns":[
@@ -100,6 +101,9 @@ enum Step {
     Fill(u16),
     /// Deletes keys `BULK..BULK + n` of table `c`: enough to merge them again.
     Drain(u16),
+    /// Writes (inserts, updates, writes, deletes) of distinct rows, as one
+    /// transaction through the transaction coordinator.
+    Atomic(Vec<Step>),
 }
 
 /// First key number of bulk steps, clear of the keys other steps use.
@@ -151,7 +155,33 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (0..TABLES.len()).prop_map(Step::Recreate),
         1 => (1u16..12_000).prop_map(Step::Fill),
         1 => (1u16..12_000).prop_map(Step::Drain),
+        4 => proptest::collection::vec(
+            prop_oneof![
+                write_step(Step::Insert),
+                write_step(Step::Update),
+                write_step(Step::Write),
+                (table(), 0..KEYS).prop_map(|(t, k)| Step::Delete(t, k)),
+            ],
+            1..6
+        )
+        .prop_map(|mut ops| {
+            let mut seen = std::collections::HashSet::new();
+            ops.retain(|op| seen.insert(target_of(op)));
+            Step::Atomic(ops)
+        }),
     ]
+}
+
+/// The table and key a write step is about.
+fn target_of(step: &Step) -> (usize, u16) {
+    match step {
+        Step::Insert(t, k, _)
+        | Step::Update(t, k, _)
+        | Step::Write(t, k, _)
+        | Step::Delete(t, k)
+        | Step::Read(t, k) => (*t, *k),
+        _ => unreachable!("only row steps go in a transaction"),
+    }
 }
 
 /// Steps on table `a` only, with large values: var pages fill up, get holes,
@@ -298,8 +328,109 @@ async fn bulk(
     Ok(())
 }
 
+/// Runs the writes of a `Step::Atomic` as one transaction. Each is about its
+/// own row, so whether it fails does not depend on the others: the
+/// transaction succeeds when none would fail, and otherwise fails at one that
+/// would (or runs out of memory first), and nothing of it is applied.
+async fn atomic(tc: &Tc, model: &mut Model, ops: &[Step]) -> Result<(), TestCaseError> {
+    let mut batch = tc.engine().batch();
+    // Each write: its table, key, the row it writes (none for a delete) and
+    // the code it must fail with, if it must.
+    type Included = (
+        usize,
+        u16,
+        Option<Vec<(&'static str, Value)>>,
+        Option<&'static str>,
+    );
+    let mut included: Vec<Included> = Vec::new();
+    for op in ops {
+        let (t, k) = target_of(op);
+        let table = Arc::clone(&model.tables[t]);
+        let exists = model.rows[t].contains_key(&k);
+        let (added, row, fails) = match op {
+            Step::Delete(..) => (
+                batch.delete(&table, &key(t, k)),
+                None,
+                (!exists).then_some("NOT_FOUND"),
+            ),
+            Step::Insert(_, _, cols) | Step::Update(_, _, cols) | Step::Write(_, _, cols) => {
+                let row = model.row(t, k, cols);
+                let complete = required(t).iter().all(|r| row.iter().any(|(n, _)| n == r));
+                let (added, fails) = match op {
+                    Step::Insert(..) => (
+                        batch.insert(&table, &row),
+                        exists.then_some("DUPLICATE_KEY"),
+                    ),
+                    Step::Update(..) => {
+                        (batch.update(&table, &row), (!exists).then_some("NOT_FOUND"))
+                    }
+                    _ => (
+                        batch.write(&table, &row),
+                        (!exists && !complete).then_some("MISSING_COLUMN"),
+                    ),
+                };
+                (added, Some(row), fails)
+            }
+            _ => unreachable!("only writes go in a transaction"),
+        };
+        // An insert without its NOT NULL values is refused at the edge and
+        // never part of the transaction.
+        if added.is_ok() {
+            included.push((t, k, row, fails));
+        }
+    }
+    if included.is_empty() {
+        return Ok(());
+    }
+    let grant = Grant {
+        database: model.tables[0].database.id,
+        role: Role::ReadWrite,
+    };
+    match tc.execute(&grant, &mut batch, Commit::Atomic).await {
+        Ok(()) => {
+            let predicted: Vec<_> = included.iter().filter_map(|i| i.3).collect();
+            prop_assert!(
+                predicted.is_empty(),
+                "succeeded though {:?} should fail",
+                predicted
+            );
+            for (t, k, row, _) in &included {
+                match row {
+                    Some(row) => model.apply(*t, *k, row),
+                    None => {
+                        model.rows[*t].remove(k);
+                    }
+                }
+            }
+        }
+        Err(TcError::Operation { index, error }) => {
+            let out_of_memory = error.code() == "OUT_OF_DATA_MEMORY";
+            prop_assert!(
+                out_of_memory || included[index].3 == Some(error.code()),
+                "op {} failed with {}, predicted {:?}",
+                index,
+                error,
+                included[index].3
+            );
+        }
+        Err(other) => prop_assert!(false, "refused: {}", other),
+    }
+    for (t, k, ..) in &included {
+        let got = read(tc.engine(), &model.tables[*t], &key(*t, *k)).await;
+        prop_assert_eq!(
+            got.as_ref(),
+            model.rows[*t].get(k),
+            "row {} of table {} after a transaction",
+            k,
+            t
+        );
+    }
+    Ok(())
+}
+
 async fn run_steps(pages: u64, fragments: u16, steps: Vec<Step>) -> Result<(), TestCaseError> {
     let engine = engine_with(pages, fragments);
+    let tc = Tc::new(engine.clone());
     let mut model = Model {
         tables: Vec::new(),
         rows: vec![BTreeMap::new(); TABLES.len()],
@@ -311,6 +442,11 @@ async fn run_steps(pages: u64, fragments: u16, steps: Vec<Step>) -> Result<(), T
         let (t, k) = match &step {
             Step::Fill(n) | Step::Drain(n) => {
                 bulk(&engine, &mut model, &step, *n).await?;
+                check(&engine, &model).await?;
+                continue;
+            }
+            Step::Atomic(ops) => {
+                atomic(&tc, &mut model, ops).await?;
                 check(&engine, &model).await?;
                 continue;
             }
@@ -382,7 +518,11 @@ async fn run_steps(pages: u64, fragments: u16, steps: Vec<Step>) -> Result<(), T
                     prop_assert_eq!(batch.result(0).unwrap_err().code(), "NOT_FOUND");
                 }
             }
-            Step::Read(..) | Step::Recreate(..) | Step::Fill(..) | Step::Drain(..) => {}
+            Step::Read(..)
+            | Step::Recreate(..)
+            | Step::Fill(..)
+            | Step::Drain(..)
+            | Step::Atomic(..) => {}
         }
         let got = read(&engine, &table, &key(t, k)).await;
         prop_assert_eq!(

@@ -721,7 +721,10 @@ fn catalog_changes_are_checked() {
     rt.block_on(async {
         let db = DatabaseName::parse("db").unwrap();
         engine.create_database(&db, None).await.unwrap();
-        assert_eq!(engine.create_database(&db, None).await.unwrap_err(), CatalogError::DatabaseExists(db.clone()));
+        assert_eq!(
+            engine.create_database(&db, None).await.unwrap_err(),
+            CatalogError::DatabaseExists(db.clone())
+        );
         let def: TableDef = serde_json::from_str(
             r#"{"name":"t","primary_key":["id"],"columns":[{"name":"id","type":"INT"}]}"#,
         )

@@ -26,7 +26,11 @@ pub(super) async fn list(State(state): State<AppState>) -> Json<Vec<DatabaseInfo
             .databases()
             .into_iter()
             .map(|db| DatabaseInfo {
-                tables: tables.iter().filter(|t| t.database.id == db.id).map(|t| t.def().clone()).collect(),
+                tables: tables
+                    .iter()
+                    .filter(|t| t.database.id == db.id)
+                    .map(|t| t.def().clone())
+                    .collect(),
                 tenant: db.tenant.as_ref().map(|t| t.id.to_string()),
                 name: db.name.to_string(),
             })
@@ -46,14 +50,31 @@ pub(super) async fn create_database(
     body: Result<Json<NewDatabase>, JsonRejection>,
 ) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
     let Json(body) = body?;
-    let invalid = |e: shoal_wire::schema::SchemaError| ApiError::new(StatusCode::BAD_REQUEST, "INVALID_NAME", e.to_string());
+    let invalid = |e: shoal_wire::schema::SchemaError| {
+        ApiError::new(StatusCode::BAD_REQUEST, "INVALID_NAME", e.to_string())
+    };
     let name = DatabaseName::parse(&body.name).map_err(invalid)?;
-    let tenant = body.tenant.as_deref().map(TenantId::parse).transpose().map_err(invalid)?;
-    let db = state.tc.engine().create_database(&name, tenant.as_ref()).await?;
-    Ok((StatusCode::CREATED, Json(json!({"name": name, "id": db.id.0, "tenant": tenant}))))
+    let tenant = body
+        .tenant
+        .as_deref()
+        .map(TenantId::parse)
+        .transpose()
+        .map_err(invalid)?;
+    let db = state
+        .tc
+        .engine()
+        .create_database(&name, tenant.as_ref())
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({"name": name, "id": db.id.0, "tenant": tenant})),
+    ))
 }
 
-pub(super) async fn drop_database(State(state): State<AppState>, Path(db): Path<String>) -> Result<StatusCode, ApiError> {
+pub(super) async fn drop_database(
+    State(state): State<AppState>,
+    Path(db): Path<String>,
+) -> Result<StatusCode, ApiError> {
     state.tc.engine().drop_database(&db).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -63,7 +84,8 @@ pub(super) async fn create_table(
     Path(db): Path<String>,
     body: Result<Json<TableDef>, JsonRejection>,
 ) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
-    let database = DatabaseName::parse(&db).map_err(|_| ApiError::from(CatalogError::NoSuchDatabase(db.clone())))?;
+    let database = DatabaseName::parse(&db)
+        .map_err(|_| ApiError::from(CatalogError::NoSuchDatabase(db.clone())))?;
     let Json(def) = body?;
     let table = state.tc.engine().create_table(&database, def).await?;
     let answer = json!({
@@ -75,7 +97,10 @@ pub(super) async fn create_table(
     Ok((StatusCode::CREATED, Json(answer)))
 }
 
-pub(super) async fn drop_table(State(state): State<AppState>, Path((db, table)): Path<(String, String)>) -> Result<StatusCode, ApiError> {
+pub(super) async fn drop_table(
+    State(state): State<AppState>,
+    Path((db, table)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
     state.tc.engine().drop_table(&db, &table).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -58,7 +58,9 @@ impl ClusterSecret {
     pub fn new(secret: &str) -> Result<ClusterSecret, String> {
         let secret = secret.trim();
         if secret.len() < MIN_SECRET_LEN {
-            return Err(format!("a cluster secret needs at least {MIN_SECRET_LEN} characters"));
+            return Err(format!(
+                "a cluster secret needs at least {MIN_SECRET_LEN} characters"
+            ));
         }
         if !secret.bytes().all(|b| b.is_ascii_graphic()) {
             return Err("a cluster secret is printable ASCII without spaces".into());
@@ -135,7 +137,9 @@ impl From<CatalogError> for ApiError {
             CatalogError::NoSuchDatabase(_) => (StatusCode::NOT_FOUND, "NO_SUCH_DATABASE"),
             CatalogError::NoSuchTable { .. } => (StatusCode::NOT_FOUND, "NO_SUCH_TABLE"),
             CatalogError::NoSuchTenant(_) => (StatusCode::NOT_FOUND, "NO_SUCH_TENANT"),
-            CatalogError::TooManyDatabases | CatalogError::TooManyTables => (StatusCode::CONFLICT, "LIMIT_REACHED"),
+            CatalogError::TooManyDatabases | CatalogError::TooManyTables => {
+                (StatusCode::CONFLICT, "LIMIT_REACHED")
+            }
             CatalogError::Schema(_) => (StatusCode::BAD_REQUEST, "INVALID_SCHEMA"),
         };
         ApiError::new(status, code, e.to_string())
@@ -159,19 +163,38 @@ pub fn router(tc: Tc, secret: ClusterSecret) -> Router {
     let authenticated = Router::new()
         .route("/internal/v1/ndbinfo", get(ndbinfo::list))
         .route("/internal/v1/ndbinfo/{table}", get(ndbinfo::rows))
-        .route("/internal/v1/databases", get(catalog::list).post(catalog::create_database))
-        .route("/internal/v1/databases/{db}", delete(catalog::drop_database))
-        .route("/internal/v1/databases/{db}/tables", post(catalog::create_table))
-        .route("/internal/v1/databases/{db}/tables/{table}", delete(catalog::drop_table))
+        .route(
+            "/internal/v1/databases",
+            get(catalog::list).post(catalog::create_database),
+        )
+        .route(
+            "/internal/v1/databases/{db}",
+            delete(catalog::drop_database),
+        )
+        .route(
+            "/internal/v1/databases/{db}/tables",
+            post(catalog::create_table),
+        )
+        .route(
+            "/internal/v1/databases/{db}/tables/{table}",
+            delete(catalog::drop_table),
+        )
         .route(
             "/internal/v1/databases/{db}/quota",
-            get(quotas::database).put(quotas::set_database).delete(quotas::clear_database),
+            get(quotas::database)
+                .put(quotas::set_database)
+                .delete(quotas::clear_database),
         )
         .route(
             "/internal/v1/tenants/{tenant}/quota",
-            get(quotas::tenant).put(quotas::set_tenant).delete(quotas::clear_tenant),
+            get(quotas::tenant)
+                .put(quotas::set_tenant)
+                .delete(quotas::clear_tenant),
         )
-        .route_layer(middleware::from_fn_with_state(state.clone(), require_secret));
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            require_secret,
+        ));
     Router::new()
         .route("/internal/v1/healthz", get(healthz))
         .merge(authenticated)
@@ -180,14 +203,22 @@ pub fn router(tc: Tc, secret: ClusterSecret) -> Router {
         .with_state(state)
 }
 
-async fn require_secret(State(state): State<AppState>, request: Request, next: Next) -> Result<Response, ApiError> {
+async fn require_secret(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
     let presented = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
     match presented {
         Some(token) if state.secret.matches(token) => Ok(next.run(request).await),
-        Some(_) => Err(ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", "the cluster secret is wrong")),
+        Some(_) => Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHENTICATED",
+            "the cluster secret is wrong",
+        )),
         None => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "UNAUTHENTICATED",

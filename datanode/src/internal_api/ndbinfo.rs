@@ -26,13 +26,19 @@ pub(super) async fn list() -> Json<Vec<TableInfo>> {
     )
 }
 
-pub(super) async fn rows(State(state): State<AppState>, Path(table): Path<String>) -> Result<Json<ndbinfo::Rows>, ApiError> {
+pub(super) async fn rows(
+    State(state): State<AppState>,
+    Path(table): Path<String>,
+) -> Result<Json<ndbinfo::Rows>, ApiError> {
     let table = ndbinfo::table(&table).ok_or_else(|| {
         let names: Vec<&str> = ndbinfo::ALL.iter().map(|t| t.name).collect();
         ApiError::new(
             StatusCode::NOT_FOUND,
             "NO_SUCH_TABLE",
-            format!("no ndbinfo table by that name; there are: {}", names.join(", ")),
+            format!(
+                "no ndbinfo table by that name; there are: {}",
+                names.join(", ")
+            ),
         )
     })?;
     Ok(Json(crate::ndbinfo::rows(state.tc.engine(), table).await))

@@ -39,7 +39,10 @@ fn database_view(db: &Database) -> Value {
     })
 }
 
-pub(super) async fn database(State(state): State<AppState>, Path(db): Path<String>) -> Result<Json<Value>, ApiError> {
+pub(super) async fn database(
+    State(state): State<AppState>,
+    Path(db): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     let db = state.tc.engine().database(&db)?;
     Ok(Json(database_view(&db)))
 }
@@ -54,7 +57,10 @@ pub(super) async fn set_database(
     Ok(Json(database_view(&db)))
 }
 
-pub(super) async fn clear_database(State(state): State<AppState>, Path(db): Path<String>) -> Result<StatusCode, ApiError> {
+pub(super) async fn clear_database(
+    State(state): State<AppState>,
+    Path(db): Path<String>,
+) -> Result<StatusCode, ApiError> {
     state.tc.set_database_quota(&db, Quota::UNLIMITED)?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -76,7 +82,10 @@ fn tenant_view(state: &AppState, id: &str) -> Result<Value, ApiError> {
     }))
 }
 
-pub(super) async fn tenant(State(state): State<AppState>, Path(tenant): Path<String>) -> Result<Json<Value>, ApiError> {
+pub(super) async fn tenant(
+    State(state): State<AppState>,
+    Path(tenant): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     Ok(Json(tenant_view(&state, &tenant)?))
 }
 
@@ -85,13 +94,17 @@ pub(super) async fn set_tenant(
     Path(tenant): Path<String>,
     body: Result<Json<Quota>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let id = TenantId::parse(&tenant).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "INVALID_NAME", e.to_string()))?;
+    let id = TenantId::parse(&tenant)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "INVALID_NAME", e.to_string()))?;
     let quota = checked(body)?;
     state.tc.set_tenant_quota(&id, quota);
     Ok(Json(tenant_view(&state, &tenant)?))
 }
 
-pub(super) async fn clear_tenant(State(state): State<AppState>, Path(tenant): Path<String>) -> Result<StatusCode, ApiError> {
+pub(super) async fn clear_tenant(
+    State(state): State<AppState>,
+    Path(tenant): Path<String>,
+) -> Result<StatusCode, ApiError> {
     let tenant = state.tc.engine().tenant(&tenant)?;
     state.tc.set_tenant_quota(&tenant.id, Quota::UNLIMITED);
     Ok(StatusCode::NO_CONTENT)

@@ -183,6 +183,11 @@ pub(crate) enum Msg {
         /// `None` when the fragment is gone: its table was dropped.
         reply: oneshot::Sender<Option<ScanChunk>>,
     },
+    /// How many transactions hold rows here and how many jobs are parked.
+    #[cfg(test)]
+    Inspect {
+        reply: oneshot::Sender<(usize, usize)>,
+    },
     /// Reports every fragment's memory; with `audit`, recounts it from the
     /// pages first and panics on a mismatch (tests only).
     Memory {
@@ -202,7 +207,11 @@ pub(crate) struct Ldm {
 impl Ldm {
     /// Starts worker `number`; a job waits at most `lock_wait` for a row
     /// another transaction holds.
-    pub(crate) fn start(number: usize, pool: Arc<DataMemory>, lock_wait: Duration) -> std::io::Result<Ldm> {
+    pub(crate) fn start(
+        number: usize,
+        pool: Arc<DataMemory>,
+        lock_wait: Duration,
+    ) -> std::io::Result<Ldm> {
         let (sender, receiver) = mpsc::channel();
         let thread = thread::Builder::new()
             .name(format!("ldm-{number}"))
@@ -233,4 +242,3 @@ impl Drop for Ldm {
         }
     }
 }
-

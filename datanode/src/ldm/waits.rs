@@ -64,7 +64,8 @@ impl Waits {
             }
         };
         self.by_row.entry(row).or_default().push(at);
-        self.deadlines.push(Reverse((now + self.timeout, at, self.generation)));
+        self.deadlines
+            .push(Reverse((now + self.timeout, at, self.generation)));
     }
 
     fn take(&mut self, at: usize) -> Job {
@@ -83,7 +84,12 @@ impl Waits {
 
     /// The jobs parked on any row of fragment slot `slot`.
     pub(super) fn wake_slot(&mut self, slot: u32) -> Vec<Job> {
-        let rows: Vec<RowKey> = self.by_row.keys().filter(|(s, _)| *s == slot).copied().collect();
+        let rows: Vec<RowKey> = self
+            .by_row
+            .keys()
+            .filter(|(s, _)| *s == slot)
+            .copied()
+            .collect();
         rows.into_iter().flat_map(|row| self.wake(row)).collect()
     }
 
@@ -138,6 +144,11 @@ impl Waits {
             }
         }
         ats.into_iter().map(|at| self.take(at)).collect()
+    }
+
+    #[cfg(test)]
+    pub(super) fn parked(&self) -> usize {
+        self.parked.iter().flatten().count()
     }
 
     pub(super) fn is_empty(&self) -> bool {

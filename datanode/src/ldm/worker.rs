@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 use rustc_hash::FxHashMap;
 
 use super::waits::Waits;
-use super::{AUTOCOMMIT, FragmentReport, Job, JobOutcome, Mode, Msg, OpKind, OpResult, ScanChunk, Span, TxnId};
+use super::{
+    AUTOCOMMIT, FragmentReport, Job, JobOutcome, Mode, Msg, OpKind, OpResult, ScanChunk, Span,
+    TxnId,
+};
 use crate::catalog::TableId;
 use crate::storage::OpError;
 use crate::storage::fixed::RowRef;
@@ -101,7 +104,9 @@ impl Worker {
         loop {
             let received = match self.waits.next_deadline() {
                 None => receiver.recv().map_err(|_| RecvTimeoutError::Disconnected),
-                Some(deadline) => receiver.recv_timeout(deadline.saturating_duration_since(Instant::now())),
+                Some(deadline) => {
+                    receiver.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                }
             };
             match received {
                 Ok(msg) => self.handle(msg),
@@ -183,9 +188,16 @@ impl Worker {
                 });
                 let _ = reply.send(result);
             }
+            #[cfg(test)]
+            Msg::Inspect { reply } => {
+                let _ = reply.send((self.txns.len(), self.waits.parked()));
+            }
             Msg::Memory { audit, reply } => {
                 if audit {
-                    assert!(self.txns.is_empty() && self.waits.is_empty(), "audited while transactions run");
+                    assert!(
+                        self.txns.is_empty() && self.waits.is_empty(),
+                        "audited while transactions run"
+                    );
                 }
                 let reports = self
                     .slots
@@ -194,7 +206,11 @@ impl Worker {
                     .map(|h| FragmentReport {
                         table: h.table,
                         fragment: h.fragment,
-                        memory: if audit { h.frag.audit() } else { h.frag.memory() },
+                        memory: if audit {
+                            h.frag.audit()
+                        } else {
+                            h.frag.memory()
+                        },
                     })
                     .collect();
                 let _ = reply.send(reports);
@@ -225,7 +241,10 @@ impl Worker {
     /// everything the transaction did here.
     fn fail(&mut self, job: Job, error: OpError) {
         self.release(job.txn, false);
-        let outcome = JobOutcome::Failed { op: job.next, error };
+        let outcome = JobOutcome::Failed {
+            op: job.next,
+            error,
+        };
         let _ = job.reply.send((job.batch, outcome));
     }
 
@@ -253,7 +272,9 @@ impl Worker {
     fn time_out(&mut self, now: Instant) {
         for mut job in self.waits.expired(now) {
             if job.mode == Mode::Autocommit {
-                job.batch.results.push(OpResult::Failed(OpError::LockWaitTimeout));
+                job.batch
+                    .results
+                    .push(OpResult::Failed(OpError::LockWaitTimeout));
                 job.next += 1;
                 self.ready.push_back(job);
             } else {
@@ -297,16 +318,39 @@ impl Worker {
                                 start: start as u32,
                                 len: (batch.out.len() - start) as u32,
                             };
-                            Ok((if found { OpResult::Found(span) } else { OpResult::Absent }, None))
+                            Ok((
+                                if found {
+                                    OpResult::Found(span)
+                                } else {
+                                    OpResult::Absent
+                                },
+                                None,
+                            ))
                         }
-                        OpKind::Insert => frag.insert(txn, op.tag, key, op.image.of(&batch.data)).map(written),
+                        OpKind::Insert => frag
+                            .insert(txn, op.tag, key, op.image.of(&batch.data))
+                            .map(written),
                         OpKind::Update => frag
-                            .update(txn, op.tag, key, op.image.of(&batch.data), op.presence.of(&batch.data))
+                            .update(
+                                txn,
+                                op.tag,
+                                key,
+                                op.image.of(&batch.data),
+                                op.presence.of(&batch.data),
+                            )
                             .map(written),
                         OpKind::Write => frag
-                            .write(txn, op.tag, key, op.image.of(&batch.data), op.presence.of(&batch.data))
+                            .write(
+                                txn,
+                                op.tag,
+                                key,
+                                op.image.of(&batch.data),
+                                op.presence.of(&batch.data),
+                            )
                             .map(written),
-                        OpKind::Delete => frag.delete(txn, op.tag, key).map(|w| (OpResult::Deleted, w.locked)),
+                        OpKind::Delete => frag
+                            .delete(txn, op.tag, key)
+                            .map(|w| (OpResult::Deleted, w.locked)),
                     }
                 }
             };
@@ -323,7 +367,9 @@ impl Worker {
                     job.batch.results.push(result);
                 }
                 Err(OpError::Busy(row)) => return Stop::Blocked(op.slot, row),
-                Err(error) if job.mode == Mode::Autocommit => job.batch.results.push(OpResult::Failed(error)),
+                Err(error) if job.mode == Mode::Autocommit => {
+                    job.batch.results.push(OpResult::Failed(error))
+                }
                 Err(error) => return Stop::Failed(error),
             }
             job.next = j + 1;
@@ -345,6 +391,10 @@ impl Worker {
 
 /// The result of a write, and the row it newly locked.
 fn written(w: Written) -> (OpResult, Option<RowRef>) {
-    let result = if w.inserted { OpResult::Inserted } else { OpResult::Updated };
+    let result = if w.inserted {
+        OpResult::Inserted
+    } else {
+        OpResult::Updated
+    };
     (result, w.locked)
 }

@@ -5,7 +5,6 @@
 //! (upper 20 bits) and the slot in the page (lower 12 bits). Rows never move,
 //! so a reference stays valid until the row is deleted.
 
-
 use super::StorageError;
 use super::layout::{LIVE, MIN_SLOT, ROW_HEADER};
 use super::page::{PAGE_SIZE, Page, PageSource};

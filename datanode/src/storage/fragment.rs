@@ -135,7 +135,11 @@ impl Fragment {
 
     #[inline]
     fn var_ref(fixed: &[u8]) -> VarRef {
-        u32::from_le_bytes(fixed[ROW_HEADER..ROW_HEADER + 4].try_into().expect("var ref"))
+        u32::from_le_bytes(
+            fixed[ROW_HEADER..ROW_HEADER + 4]
+                .try_into()
+                .expect("var ref"),
+        )
     }
 
     #[inline]
@@ -151,7 +155,11 @@ impl Fragment {
     /// has none.
     #[inline]
     fn var_of(&self, fixed: &[u8]) -> &[u8] {
-        if self.layout.n_var == 0 { &[] } else { self.var.get(Self::var_ref(fixed)) }
+        if self.layout.n_var == 0 {
+            &[]
+        } else {
+            self.var.get(Self::var_ref(fixed))
+        }
     }
 
     // Every operation takes the key with its tag: the upper half of the key's
@@ -161,7 +169,11 @@ impl Fragment {
     fn find(&self, tag: u32, key: &[u8]) -> Option<RowRef> {
         self.index.find(tag, |r| {
             let slot = self.fixed.slot(r);
-            let var = if self.layout.key_has_var { self.var_of(slot) } else { &[] };
+            let var = if self.layout.key_has_var {
+                self.var_of(slot)
+            } else {
+                &[]
+            };
             self.layout.key_matches(slot, var, key)
         })
     }
@@ -209,7 +221,13 @@ impl Fragment {
     }
 
     /// Inserts a row image; the key must be new.
-    pub(crate) fn insert(&mut self, txn: TxnId, tag: u32, key: &[u8], image: &[u8]) -> Result<Written, OpError> {
+    pub(crate) fn insert(
+        &mut self,
+        txn: TxnId,
+        tag: u32,
+        key: &[u8],
+        image: &[u8],
+    ) -> Result<Written, OpError> {
         match self.locate(txn, tag, key) {
             Found::Theirs(r) => Err(OpError::Busy(r)),
             Found::Free(_) | Found::Mine(_, false) => Err(OpError::DuplicateKey),
@@ -244,10 +262,17 @@ impl Fragment {
         if self.layout.n_var > 0 {
             slot[ROW_HEADER..ROW_HEADER + 4].copy_from_slice(&var_ref.to_le_bytes());
         }
-        let header = if txn == AUTOCOMMIT { LIVE } else { LIVE | LOCKED };
+        let header = if txn == AUTOCOMMIT {
+            LIVE
+        } else {
+            LIVE | LOCKED
+        };
         self.set_header(r, header);
         if txn == AUTOCOMMIT {
-            return Ok(Written { inserted: true, locked: None });
+            return Ok(Written {
+                inserted: true,
+                locked: None,
+            });
         }
         let lock = Lock {
             owner: txn,
@@ -256,7 +281,10 @@ impl Fragment {
             deleted: false,
         };
         self.locks.insert(r, lock);
-        Ok(Written { inserted: true, locked: Some(r) })
+        Ok(Written {
+            inserted: true,
+            locked: Some(r),
+        })
     }
 
     /// Inserts over a row its own transaction deleted: the row takes the
@@ -265,12 +293,16 @@ impl Fragment {
         let (fixed, var) = image.split_at(self.layout.slot_size);
         if self.layout.n_var > 0 {
             let new_ref = self.write_var(r, var)?;
-            self.fixed.slot_mut(r)[ROW_HEADER..ROW_HEADER + 4].copy_from_slice(&new_ref.to_le_bytes());
+            self.fixed.slot_mut(r)[ROW_HEADER..ROW_HEADER + 4]
+                .copy_from_slice(&new_ref.to_le_bytes());
         }
         let keep = ROW_HEADER + if self.layout.n_var > 0 { 4 } else { 0 };
         self.fixed.slot_mut(r)[keep..].copy_from_slice(&fixed[keep..]);
         self.locks.get_mut(&r).expect("held").deleted = false;
-        Ok(Written { inserted: true, locked: None })
+        Ok(Written {
+            inserted: true,
+            locked: None,
+        })
     }
 
     /// Replaces the var part of row `r`, which this transaction may hold,
@@ -291,22 +323,47 @@ impl Fragment {
     }
 
     /// Sets the columns present in a row image on the existing row with this key.
-    pub(crate) fn update(&mut self, txn: TxnId, tag: u32, key: &[u8], image: &[u8], presence: &[u8]) -> Result<Written, OpError> {
+    pub(crate) fn update(
+        &mut self,
+        txn: TxnId,
+        tag: u32,
+        key: &[u8],
+        image: &[u8],
+        presence: &[u8],
+    ) -> Result<Written, OpError> {
         match self.locate(txn, tag, key) {
             Found::Absent | Found::Mine(_, true) => Err(OpError::NotFound),
             Found::Theirs(r) => Err(OpError::Busy(r)),
             Found::Free(r) => self.update_locking(txn, tag, r, image, presence),
-            Found::Mine(r, false) => self.update_row(r, image, presence).map(|()| Written { inserted: false, locked: None }),
+            Found::Mine(r, false) => self.update_row(r, image, presence).map(|()| Written {
+                inserted: false,
+                locked: None,
+            }),
         }
     }
 
     /// Updates the row with this key, or inserts the image if there is none.
-    pub(crate) fn write(&mut self, txn: TxnId, tag: u32, key: &[u8], image: &[u8], presence: &[u8]) -> Result<Written, OpError> {
-        let missing = self.layout.required.iter().copied().find(|&c| !is_present(presence, c));
+    pub(crate) fn write(
+        &mut self,
+        txn: TxnId,
+        tag: u32,
+        key: &[u8],
+        image: &[u8],
+        presence: &[u8],
+    ) -> Result<Written, OpError> {
+        let missing = self
+            .layout
+            .required
+            .iter()
+            .copied()
+            .find(|&c| !is_present(presence, c));
         match (self.locate(txn, tag, key), missing) {
             (Found::Theirs(r), _) => Err(OpError::Busy(r)),
             (Found::Free(r), _) => self.update_locking(txn, tag, r, image, presence),
-            (Found::Mine(r, false), _) => self.update_row(r, image, presence).map(|()| Written { inserted: false, locked: None }),
+            (Found::Mine(r, false), _) => self.update_row(r, image, presence).map(|()| Written {
+                inserted: false,
+                locked: None,
+            }),
             (Found::Absent | Found::Mine(_, true), Some(c)) => Err(OpError::MissingColumn(c)),
             (Found::Mine(r, true), None) => self.reinsert(r, image),
             (Found::Absent, None) => self.insert_new(txn, tag, image),
@@ -314,14 +371,27 @@ impl Fragment {
     }
 
     /// Updates an unlocked row, locking it first inside a transaction.
-    fn update_locking(&mut self, txn: TxnId, tag: u32, r: RowRef, image: &[u8], presence: &[u8]) -> Result<Written, OpError> {
+    fn update_locking(
+        &mut self,
+        txn: TxnId,
+        tag: u32,
+        r: RowRef,
+        image: &[u8],
+        presence: &[u8],
+    ) -> Result<Written, OpError> {
         if txn == AUTOCOMMIT {
             self.update_row(r, image, presence)?;
-            return Ok(Written { inserted: false, locked: None });
+            return Ok(Written {
+                inserted: false,
+                locked: None,
+            });
         }
         self.lock(txn, tag, r);
         match self.update_row(r, image, presence) {
-            Ok(()) => Ok(Written { inserted: false, locked: Some(r) }),
+            Ok(()) => Ok(Written {
+                inserted: false,
+                locked: Some(r),
+            }),
             Err(e) => {
                 // Nothing changed: just let go of the row again.
                 self.locks.remove(&r);
@@ -348,11 +418,9 @@ impl Fragment {
         let layout = Arc::clone(&self.layout);
         let (new_fixed, new_var) = image.split_at(layout.slot_size);
         // The var part first: it is the only step that can fail.
-        let var_changes = layout
-            .columns
-            .iter()
-            .enumerate()
-            .any(|(c, col)| matches!(col.place, Place::Var { .. }) && is_present(presence, c as u16));
+        let var_changes = layout.columns.iter().enumerate().any(|(c, col)| {
+            matches!(col.place, Place::Var { .. }) && is_present(presence, c as u16)
+        });
         if var_changes {
             let mut merged = std::mem::take(&mut self.merged);
             let old_var = self.var_of(self.fixed.slot(r));
@@ -360,8 +428,14 @@ impl Fragment {
             merged.resize(layout.var_header(), 0);
             let mut end = 0usize;
             for (c, col) in layout.columns.iter().enumerate() {
-                let Place::Var { index } = col.place else { continue };
-                let from = if is_present(presence, c as u16) { new_var } else { old_var };
+                let Place::Var { index } = col.place else {
+                    continue;
+                };
+                let from = if is_present(presence, c as u16) {
+                    new_var
+                } else {
+                    old_var
+                };
                 let bytes = layout::var_column(from, layout.n_var, index as usize);
                 merged.extend_from_slice(bytes);
                 end += bytes.len();
@@ -370,7 +444,8 @@ impl Fragment {
             let written = self.write_var(r, &merged);
             self.merged = merged;
             let new_ref = written?;
-            self.fixed.slot_mut(r)[ROW_HEADER..ROW_HEADER + 4].copy_from_slice(&new_ref.to_le_bytes());
+            self.fixed.slot_mut(r)[ROW_HEADER..ROW_HEADER + 4]
+                .copy_from_slice(&new_ref.to_le_bytes());
         }
         let slot = self.fixed.slot_mut(r);
         for (c, col) in layout.columns.iter().enumerate() {
@@ -394,16 +469,25 @@ impl Fragment {
             Found::Theirs(r) => Err(OpError::Busy(r)),
             Found::Free(r) if txn == AUTOCOMMIT => {
                 self.remove(r, tag);
-                Ok(Written { inserted: false, locked: None })
+                Ok(Written {
+                    inserted: false,
+                    locked: None,
+                })
             }
             Found::Free(r) => {
                 self.lock(txn, tag, r);
                 self.locks.get_mut(&r).expect("just locked").deleted = true;
-                Ok(Written { inserted: false, locked: Some(r) })
+                Ok(Written {
+                    inserted: false,
+                    locked: Some(r),
+                })
             }
             Found::Mine(r, false) => {
                 self.locks.get_mut(&r).expect("held").deleted = true;
-                Ok(Written { inserted: false, locked: None })
+                Ok(Written {
+                    inserted: false,
+                    locked: None,
+                })
             }
         }
     }
@@ -421,9 +505,13 @@ impl Fragment {
     pub(crate) fn commit(&mut self, r: RowRef) {
         let lock = self.locks.remove(&r).expect("a committed row is held");
         let current_var = (self.layout.n_var > 0).then(|| Self::var_ref(self.fixed.slot(r)));
-        let committed_var = lock.committed.as_deref().filter(|_| self.layout.n_var > 0).map(Self::var_ref);
-        if committed_var.is_some() && committed_var != current_var {
-            self.var.free(committed_var.expect("checked"));
+        let committed_var = lock
+            .committed
+            .as_deref()
+            .filter(|_| self.layout.n_var > 0)
+            .map(Self::var_ref);
+        if let Some(old) = committed_var.filter(|&old| Some(old) != current_var) {
+            self.var.free(old);
         }
         if lock.deleted {
             self.remove(r, lock.tag);
@@ -493,7 +581,11 @@ impl Fragment {
             _ if null => false,
             op => {
                 let ty = self.layout.columns[p.column as usize].ty;
-                let ord = codec::compare(ty, self.layout.column_bytes(fixed, var, p.column), &p.operand);
+                let ord = codec::compare(
+                    ty,
+                    self.layout.column_bytes(fixed, var, p.column),
+                    &p.operand,
+                );
                 op.holds(ord)
             }
         }
@@ -502,7 +594,8 @@ impl Fragment {
     pub(crate) fn memory(&self) -> FragmentMemory {
         let rows = self.fixed.live_rows();
         FragmentMemory {
-            pages: (self.fixed.pages_held() + self.var.pages_held() + self.index.pages_held()) as u64,
+            pages: (self.fixed.pages_held() + self.var.pages_held() + self.index.pages_held())
+                as u64,
             live_bytes: rows * self.fixed.slot_size() as u64
                 + self.var.live_bytes()
                 + self.index.entries() * index::ENTRY as u64,
@@ -528,8 +621,11 @@ impl Fragment {
         }
         assert_eq!(locked, self.locks.len(), "every lock is on a locked row");
         let audited = FragmentMemory {
-            pages: (self.fixed.pages_held() + self.var.pages_held() + self.index.pages_held()) as u64,
-            live_bytes: rows * self.fixed.slot_size() as u64 + var_bytes + entries * index::ENTRY as u64,
+            pages: (self.fixed.pages_held() + self.var.pages_held() + self.index.pages_held())
+                as u64,
+            live_bytes: rows * self.fixed.slot_size() as u64
+                + var_bytes
+                + entries * index::ENTRY as u64,
             rows,
         };
         assert_eq!(audited, self.memory());

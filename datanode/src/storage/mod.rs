@@ -19,8 +19,8 @@ pub(crate) mod var;
 
 use std::cmp::Ordering;
 
-pub use page::OutOfDataMemory;
 use page::NoPage;
+pub use page::OutOfDataMemory;
 
 /// Why a page-level step failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

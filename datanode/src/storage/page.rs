@@ -193,7 +193,8 @@ impl MemoryAccount {
     }
 
     pub fn set_limit(&self, limit: Option<u64>) {
-        self.limit.store(limit.unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.limit
+            .store(limit.unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
     pub fn parent(&self) -> Option<&Arc<MemoryAccount>> {
@@ -206,15 +207,18 @@ impl MemoryAccount {
         let page = PAGE_SIZE as u64;
         let limit = self.limit.load(Ordering::Relaxed);
         self.bytes
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| (b + page <= limit).then_some(b + page))
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+                (b + page <= limit).then_some(b + page)
+            })
             .map_err(|_| NoPage::QuotaReached)?;
-        if let Some(parent) = &self.parent {
-            if let Err(e) = parent.charge() {
-                self.bytes.fetch_sub(page, Ordering::Relaxed);
-                return Err(e);
-            }
+        let charged_parent = self
+            .parent
+            .as_ref()
+            .map_or(Ok(()), |parent| parent.charge());
+        if charged_parent.is_err() {
+            self.bytes.fetch_sub(page, Ordering::Relaxed);
         }
-        Ok(())
+        charged_parent
     }
 
     fn refund(&self) {
@@ -332,13 +336,23 @@ mod tests {
         assert_eq!(pool.used_pages(), 3);
         assert_eq!(one.bytes(), 2 * PAGE_SIZE as u64);
         assert_eq!(two.bytes(), PAGE_SIZE as u64);
-        assert_eq!(second.alloc().unwrap_err(), NoPage::OutOfDataMemory(OutOfDataMemory { total_pages: 3 }));
-        assert_eq!(two.bytes(), PAGE_SIZE as u64, "a page not had is not charged");
+        assert_eq!(
+            second.alloc().unwrap_err(),
+            NoPage::OutOfDataMemory(OutOfDataMemory { total_pages: 3 })
+        );
+        assert_eq!(
+            two.bytes(),
+            PAGE_SIZE as u64,
+            "a page not had is not charged"
+        );
         drop(a);
         assert_eq!(pool.used_pages(), 2);
         assert_eq!(one.bytes(), PAGE_SIZE as u64);
         let again = second.alloc().unwrap();
-        assert!(again.bytes().iter().all(|&b| b == 0), "a reused page is zeroed");
+        assert!(
+            again.bytes().iter().all(|&b| b == 0),
+            "a reused page is zeroed"
+        );
         drop((b, c, again));
         assert_eq!(pool.used_pages(), 0);
         assert_eq!((one.bytes(), two.bytes()), (0, 0));
@@ -352,12 +366,26 @@ mod tests {
         let b = Arc::new(MemoryAccount::new(Some(tenant.clone())));
         a.set_limit(Some(2 * PAGE_SIZE as u64 + 100));
         tenant.set_limit(Some(3 * PAGE_SIZE as u64));
-        let (pa, pb) = (PageSource::new(pool.clone(), a.clone()), PageSource::new(pool.clone(), b.clone()));
+        let (pa, pb) = (
+            PageSource::new(pool.clone(), a.clone()),
+            PageSource::new(pool.clone(), b.clone()),
+        );
         let held = [pa.alloc().unwrap(), pa.alloc().unwrap()];
-        assert_eq!(pa.alloc().unwrap_err(), NoPage::QuotaReached, "a's own limit");
+        assert_eq!(
+            pa.alloc().unwrap_err(),
+            NoPage::QuotaReached,
+            "a's own limit"
+        );
         let third = pb.alloc().unwrap();
-        assert_eq!(pb.alloc().unwrap_err(), NoPage::QuotaReached, "the tenant's limit");
-        assert_eq!((a.bytes(), b.bytes(), tenant.bytes()), (2 * PAGE_SIZE as u64, PAGE_SIZE as u64, 3 * PAGE_SIZE as u64));
+        assert_eq!(
+            pb.alloc().unwrap_err(),
+            NoPage::QuotaReached,
+            "the tenant's limit"
+        );
+        assert_eq!(
+            (a.bytes(), b.bytes(), tenant.bytes()),
+            (2 * PAGE_SIZE as u64, PAGE_SIZE as u64, 3 * PAGE_SIZE as u64)
+        );
         assert_eq!(pool.used_pages(), 3, "refused pages never left the pool");
         drop(held);
         assert_eq!(tenant.bytes(), PAGE_SIZE as u64);

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use arc_swap::ArcSwap;
-use shoal_quota::limiter::{Limiter, LimiterPool};
 use shoal_quota::Quota;
+use shoal_quota::limiter::{Limiter, LimiterPool};
 
 use crate::catalog::DatabaseId;
 
@@ -98,9 +98,16 @@ impl Governance {
     pub(crate) fn enter(&self, limit: Option<u32>) -> Option<InFlight<'_>> {
         let limit = limit.unwrap_or(u32::MAX);
         self.in_flight
-            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |n| (n < limit).then_some(n + 1))
+            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |n| {
+                (n < limit).then_some(n + 1)
+            })
             .ok()?;
         Some(InFlight(&self.in_flight))
+    }
+
+    #[cfg(test)]
+    pub(crate) fn in_flight(&self) -> u32 {
+        self.in_flight.load(Ordering::Relaxed)
     }
 
     pub(crate) fn take_read_debt(&self) -> u64 {

@@ -16,11 +16,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use shoal_quota::error::RateKind;
-use shoal_quota::limiter::{Limiter, LimiterPool, Throttled};
+use shoal_quota::limiter::{Limiter, LimiterClock, LimiterPool, Throttled};
 use shoal_quota::{Quota, QuotaError};
 
-pub(crate) use self::governance::Governance;
 use self::governance::Counters;
+pub(crate) use self::governance::Governance;
 use crate::batch::{Batch, OperationError, memory_quota_error};
 use crate::catalog::{CatalogError, Database, DatabaseId};
 use crate::engine::Engine;
@@ -87,10 +87,15 @@ struct Inner {
 
 impl Tc {
     pub fn new(engine: Engine) -> Tc {
+        Tc::with_clock(engine, LimiterClock::monotonic())
+    }
+
+    /// A coordinator whose rate limiters keep time by `clock`.
+    pub fn with_clock(engine: Engine, clock: LimiterClock) -> Tc {
         Tc {
             inner: Arc::new(Inner {
                 engine,
-                limiters: LimiterPool::default(),
+                limiters: LimiterPool::new(clock),
                 next_txn: AtomicU64::new(1),
             }),
         }
@@ -101,7 +106,11 @@ impl Tc {
     }
 
     /// Sets a database's quota; its next request is judged by it.
-    pub fn set_database_quota(&self, database: &str, quota: Quota) -> Result<Arc<Database>, CatalogError> {
+    pub fn set_database_quota(
+        &self,
+        database: &str,
+        quota: Quota,
+    ) -> Result<Arc<Database>, CatalogError> {
         let db = self.engine().database(database)?;
         db.memory.set_limit(quota.in_memory_bytes);
         db.governance.set(quota, &self.inner.limiters);
@@ -123,7 +132,12 @@ impl Tc {
     /// Checks the request against the grant and the database's limits, then
     /// runs it. With `Commit::Each` the outcome of each operation is in the
     /// batch; with `Commit::Atomic` a failed operation fails the request.
-    pub async fn execute(&self, grant: &Grant, batch: &mut Batch, commit: Commit) -> Result<(), TcError> {
+    pub async fn execute(
+        &self,
+        grant: &Grant,
+        batch: &mut Batch,
+        commit: Commit,
+    ) -> Result<(), TcError> {
         let Ok(database) = batch.database() else {
             return Err(TcError::Forbidden {
                 database: "(several)".into(),
@@ -152,14 +166,15 @@ impl Tc {
         };
         let limits = gov.limits();
         let quota = &limits.quota;
-        if let Some(limit) = quota.max_transaction_ops {
-            if batch.len() > limit as usize {
-                return reject(QuotaError::TransactionTooLarge {
-                    database: db.name.to_string(),
-                    limit,
-                    ops: batch.len(),
-                });
-            }
+        if let Some(limit) = quota
+            .max_transaction_ops
+            .filter(|&limit| batch.len() > limit as usize)
+        {
+            return reject(QuotaError::TransactionTooLarge {
+                database: db.name.to_string(),
+                limit,
+                ops: batch.len(),
+            });
         }
         let Some(_in_flight) = gov.enter(quota.max_parallel_transactions) else {
             return reject(QuotaError::TooManyTransactions {
@@ -177,8 +192,16 @@ impl Tc {
             }
         }
         if cost.write_units > 0 {
-            charge(&db, limits.write.as_deref(), RateKind::Write, cost.write_units)?;
+            charge(
+                &db,
+                limits.write.as_deref(),
+                RateKind::Write,
+                cost.write_units,
+            )?;
         }
+        // Admitted. (Read units count as the rows are read, below.)
+        Counters::add(&gov.counters.read_units, cost.reads);
+        Counters::add(&gov.counters.write_units, cost.write_units);
         if cost.grows {
             check_memory(&db).or_else(reject)?;
         }
@@ -200,9 +223,14 @@ impl Tc {
             gov.owe_reads(extra);
         }
         let refused_by_quota = match &outcome {
-            Err(TcError::Operation { error: OperationError::Quota(_), .. }) => 1,
+            Err(TcError::Operation {
+                error: OperationError::Quota(_),
+                ..
+            }) => 1,
             Err(_) => 0,
-            Ok(()) => (0..batch.len()).filter(|&i| matches!(batch.result(i), Err(OperationError::Quota(_)))).count(),
+            Ok(()) => (0..batch.len())
+                .filter(|&i| matches!(batch.result(i), Err(OperationError::Quota(_))))
+                .count(),
         };
         Counters::add(&gov.counters.quota_rejections, refused_by_quota as u64);
         outcome
@@ -214,23 +242,24 @@ pub(crate) fn counter(c: &std::sync::atomic::AtomicU64) -> u64 {
     Counters::get(c)
 }
 
-/// Takes `units` from a database's read or write limiter, counting what is
-/// admitted and what is throttled.
-fn charge(db: &Database, limiter: Option<&Limiter<DatabaseId>>, kind: RateKind, units: u64) -> Result<(), TcError> {
+/// Takes `units` from a database's read or write limiter, counting a
+/// throttle or a rejection.
+fn charge(
+    db: &Database,
+    limiter: Option<&Limiter<DatabaseId>>,
+    kind: RateKind,
+    units: u64,
+) -> Result<(), TcError> {
     let counters = &db.governance.counters;
-    let (admitted, throttled) = match kind {
-        RateKind::Read => (&counters.read_units, &counters.throttled_reads),
-        RateKind::Write => (&counters.write_units, &counters.throttled_writes),
+    let throttled = match kind {
+        RateKind::Read => &counters.throttled_reads,
+        RateKind::Write => &counters.throttled_writes,
     };
     let Some(limiter) = limiter else {
-        Counters::add(admitted, units);
         return Ok(());
     };
     match limiter.check(&db.id, units) {
-        Ok(()) => {
-            Counters::add(admitted, units);
-            Ok(())
-        }
+        Ok(()) => Ok(()),
         Err(Throttled::RetryAfter(wait)) => {
             Counters::add(throttled, 1);
             Err(TcError::Quota(QuotaError::Rate {
@@ -257,7 +286,9 @@ fn charge(db: &Database, limiter: Option<&Limiter<DatabaseId>>, kind: RateKind, 
 /// the quota, so the quota holds exactly; this refuses early, before any
 /// work.) No column lives on disk yet, so no request grows disk.
 fn check_memory(db: &Database) -> Result<(), QuotaError> {
-    let at_limit = |account: &crate::storage::page::MemoryAccount| account.limit().is_some_and(|l| account.bytes() >= l);
+    let at_limit = |account: &crate::storage::page::MemoryAccount| {
+        account.limit().is_some_and(|l| account.bytes() >= l)
+    };
     let tenant_at_limit = db.tenant.as_ref().is_some_and(|t| at_limit(&t.memory));
     if at_limit(&db.memory) || tenant_at_limit {
         return Err(memory_quota_error(db));

@@ -1,0 +1,829 @@
+//! The transaction coordinator through its API: atomic commit across
+//! workers, waiting for rows, and every limit and quota.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use shoal_quota::{LimiterClock, Quota};
+use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
+
+use super::*;
+use crate::batch::Outcome;
+use crate::catalog::Table;
+use crate::engine::{DEFAULT_LOCK_WAIT_TIMEOUT, EngineConfig};
+use crate::ldm::{JobOutcome, Mode, TxnId};
+use crate::storage::page::PAGE_SIZE;
+use crate::storage::value::Value;
+
+struct Setup {
+    tc: Tc,
+    clock: LimiterClock,
+}
+
+fn setup(pages: u64, lock_wait: Duration) -> Setup {
+    let engine = Engine::start(EngineConfig {
+        node_id: 1,
+        data_memory: pages * PAGE_SIZE as u64,
+        ldm_threads: 2,
+        fragments_per_table: Some(4),
+        lock_wait_timeout: lock_wait,
+    })
+    .unwrap();
+    let clock = LimiterClock::manual();
+    Setup {
+        tc: Tc::with_clock(engine, clock.clone()),
+        clock,
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+const KV: &str = r#"{"name":"kv","primary_key":["k"],"columns":[{"name":"k","type":"BIGINT"},{"name":"v","type":"VARCHAR(3000)"}]}"#;
+
+async fn table(tc: &Tc, db: &str, tenant: Option<&str>) -> Arc<Table> {
+    let name = DatabaseName::parse(db).unwrap();
+    let tenant = tenant.map(|t| TenantId::parse(t).unwrap());
+    if tc.engine().database(db).is_err() {
+        tc.engine()
+            .create_database(&name, tenant.as_ref())
+            .await
+            .unwrap();
+    }
+    let def: TableDef = serde_json::from_str(KV).unwrap();
+    tc.engine().create_table(&name, def).await.unwrap()
+}
+
+fn writer(t: &Table) -> Grant {
+    Grant {
+        database: t.database.id,
+        role: Role::ReadWrite,
+    }
+}
+
+fn row(k: i64, v: &str) -> [(&'static str, Value); 2] {
+    [("k", Value::Int(k)), ("v", Value::Text(v.into()))]
+}
+
+/// Two keys whose rows live on different workers.
+fn keys_on_two_workers(tc: &Tc, t: &Arc<Table>) -> (i64, i64) {
+    let ldm_of = |k: i64| {
+        let mut b = tc.engine().batch();
+        b.read(t, &[Value::Int(k)]).unwrap();
+        b.ldms.iter().position(|l| !l.ops.is_empty()).unwrap()
+    };
+    let first = 0;
+    let other = (1..1000)
+        .find(|&k| ldm_of(k) != ldm_of(first))
+        .expect("keys spread over workers");
+    (first, other)
+}
+
+async fn run(
+    tc: &Tc,
+    grant: &Grant,
+    commit: Commit,
+    add: impl FnOnce(&mut Batch),
+) -> (Result<(), TcError>, Vec<Result<Outcome, OperationError>>) {
+    let mut batch = tc.engine().batch();
+    add(&mut batch);
+    let result = tc.execute(grant, &mut batch, commit).await;
+    let outcomes = if result.is_ok() {
+        batch.results()
+    } else {
+        Vec::new()
+    };
+    (result, outcomes)
+}
+
+async fn value(tc: &Tc, t: &Arc<Table>, k: i64) -> Option<String> {
+    let (result, outcomes) = run(tc, &writer(t), Commit::Each, |b| {
+        b.read(t, &[Value::Int(k)]).unwrap()
+    })
+    .await;
+    result.unwrap();
+    match &outcomes[0] {
+        Ok(Outcome::Found(row)) => match row.get("v") {
+            Some(Value::Text(v)) => Some(v.clone()),
+            other => panic!("{other:?}"),
+        },
+        Ok(Outcome::Absent) => None,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Prepares `batch` as transaction `txn` on every worker it touches and
+/// leaves it prepared: its rows stay locked until `end`.
+async fn hold(tc: &Tc, txn: TxnId, batch: &mut Batch) -> Vec<usize> {
+    let mut held = Vec::new();
+    for ldm in 0..batch.ldms.len() {
+        if batch.ldms[ldm].ops.is_empty() {
+            continue;
+        }
+        let ops = std::mem::take(&mut batch.ldms[ldm]);
+        let (_, outcome) = tc
+            .engine()
+            .start_job(ldm, txn, Mode::Prepare, ops)
+            .await
+            .unwrap();
+        assert_eq!(outcome, JobOutcome::Prepared);
+        held.push(ldm);
+    }
+    held
+}
+
+async fn end(tc: &Tc, txn: TxnId, ldms: &[usize], commit: bool) {
+    for &ldm in ldms {
+        tc.engine().end_transaction(ldm, txn, commit).await.unwrap();
+    }
+}
+
+#[test]
+fn atomic_requests_across_workers_are_all_or_nothing() {
+    let rt = runtime();
+    let s = setup(64, DEFAULT_LOCK_WAIT_TIMEOUT);
+    rt.block_on(async {
+        let t = table(&s.tc, "db", None).await;
+        let g = writer(&t);
+        let (a, b) = keys_on_two_workers(&s.tc, &t);
+        let (r, _) = run(&s.tc, &g, Commit::Atomic, |batch| {
+            batch.insert(&t, &row(a, "a0")).unwrap();
+            batch.insert(&t, &row(b, "b0")).unwrap();
+        })
+        .await;
+        r.unwrap();
+        let before = s.tc.engine().memory_usage().await;
+
+        // Failures at prepare, each on the second worker reached or the first:
+        // a duplicate key, a missing row, a missing NOT NULL value.
+        type Add = Box<dyn Fn(&mut Batch, &Arc<Table>)>;
+        let failing: Vec<(Add, &str, usize)> = vec![
+            (Box::new(move |batch, t| {
+                batch.update(t, &row(a, "a1")).unwrap();
+                batch.insert(t, &row(b, "dup")).unwrap();
+            }), "DUPLICATE_KEY", 1),
+            (Box::new(move |batch, t| {
+                batch.insert(t, &row(a + 10_000, "new")).unwrap();
+                batch.update(t, &row(b, "b1")).unwrap();
+                batch.delete(t, &[Value::Int(a + 20_000)]).unwrap();
+            }), "NOT_FOUND", 2),
+            (Box::new(move |batch, t| {
+                batch.delete(t, &[Value::Int(a)]).unwrap();
+                batch.write(t, &[("k", Value::Int(b + 30_000))]).unwrap();
+            }), "MISSING_COLUMN", 1),
+        ];
+        for (add, code, index) in failing {
+            let (r, _) = run(&s.tc, &g, Commit::Atomic, |batch| add(batch, &t)).await;
+            match r {
+                Err(TcError::Operation { index: i, error }) => {
+                    assert_eq!((i, error.code()), (index, code));
+                }
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(value(&s.tc, &t, a).await.as_deref(), Some("a0"), "{code}: nothing applied");
+            assert_eq!(value(&s.tc, &t, b).await.as_deref(), Some("b0"));
+            assert_eq!(value(&s.tc, &t, a + 10_000).await, None);
+        }
+        // Nothing is left locked or allocated: the accounting audit passes and
+        // memory is as it was.
+        let after = s.tc.engine().audit().await;
+        let total = |u: &[crate::engine::FragmentUsage]| u.iter().map(|f| (f.in_memory_bytes - f.free_in_memory_bytes, f.rows)).fold((0, 0), |x, y| (x.0 + y.0, x.1 + y.1));
+        assert_eq!(total(&before), total(&after));
+        // And the rows are free for the next transaction.
+        let (r, out) = run(&s.tc, &g, Commit::Atomic, |batch| {
+            batch.update(&t, &row(a, "a2")).unwrap();
+            batch.read(&t, &[Value::Int(a)]).unwrap();
+            batch.delete(&t, &[Value::Int(b)]).unwrap();
+            batch.read(&t, &[Value::Int(b)]).unwrap();
+        })
+        .await;
+        r.unwrap();
+        assert!(matches!(&out[1], Ok(Outcome::Found(row)) if row.get("v") == Some(&Value::Text("a2".into()))), "a transaction reads its own writes");
+        assert_eq!(out[3], Ok(Outcome::Absent), "and its own deletes");
+        assert_eq!(value(&s.tc, &t, b).await, None);
+    });
+}
+
+#[test]
+fn running_out_of_memory_at_prepare_undoes_the_other_workers() {
+    let rt = runtime();
+    let s = setup(14, DEFAULT_LOCK_WAIT_TIMEOUT);
+    rt.block_on(async {
+        let t = table(&s.tc, "db", None).await;
+        let g = writer(&t);
+        let (a, b) = keys_on_two_workers(&s.tc, &t);
+        run(&s.tc, &g, Commit::Atomic, |batch| {
+            batch.insert(&t, &row(a, "a")).unwrap();
+            batch.insert(&t, &row(b, "b")).unwrap();
+        })
+        .await
+        .0
+        .unwrap();
+        // Fill the pool until a transaction touching a and b fails.
+        let mut failed = None;
+        for i in 1..200 {
+            let big = "x".repeat(2900);
+            let (r, _) = run(&s.tc, &g, Commit::Atomic, |batch| {
+                batch.update(&t, &row(a, &format!("a{i}"))).unwrap();
+                for j in 0..8 {
+                    batch.insert(&t, &row(b + 1000 * i + j * 2, &big)).unwrap();
+                }
+            })
+            .await;
+            if let Err(e) = r {
+                failed = Some((i, e));
+                break;
+            }
+        }
+        let (i, e) = failed.expect("the pool fills up");
+        assert_eq!(e.code(), "OUT_OF_DATA_MEMORY");
+        assert_eq!(
+            value(&s.tc, &t, a).await,
+            Some(format!("a{}", i - 1)),
+            "the update of a was undone"
+        );
+        s.tc.engine().audit().await;
+    });
+}
+
+#[test]
+fn conflicting_transactions_serialize() {
+    let rt = runtime();
+    let s = setup(64, DEFAULT_LOCK_WAIT_TIMEOUT);
+    rt.block_on(async {
+        let t = table(&s.tc, "db", None).await;
+        let (a, b) = keys_on_two_workers(&s.tc, &t);
+        let g = writer(&t);
+        let tasks: Vec<_> = (0..64)
+            .map(|i| {
+                let (tc, t) = (s.tc.clone(), Arc::clone(&t));
+                tokio::spawn(async move {
+                    let v = format!("writer {i}");
+                    let mut batch = tc.engine().batch();
+                    // Half the writers name the rows the other way round.
+                    let (first, second) = if i % 2 == 0 { (a, b) } else { (b, a) };
+                    batch.write(&t, &row(first, &v)).unwrap();
+                    batch.write(&t, &row(second, &v)).unwrap();
+                    tc.execute(&g, &mut batch, Commit::Atomic).await
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap().unwrap();
+        }
+        let (va, vb) = (value(&s.tc, &t, a).await, value(&s.tc, &t, b).await);
+        assert!(va.is_some());
+        assert_eq!(va, vb, "both rows come from the same writer");
+        s.tc.engine().audit().await;
+    });
+}
+
+#[test]
+fn readers_see_committed_rows_and_writers_wait_for_the_holder() {
+    let rt = runtime();
+    let s = setup(64, DEFAULT_LOCK_WAIT_TIMEOUT);
+    rt.block_on(async {
+        let t = table(&s.tc, "db", None).await;
+        let g = writer(&t);
+        run(&s.tc, &g, Commit::Each, |b| {
+            b.insert(&t, &row(1, "committed")).unwrap()
+        })
+        .await
+        .0
+        .unwrap();
+        let mut holder = s.tc.engine().batch();
+        holder.update(&t, &row(1, "uncommitted")).unwrap();
+        holder.insert(&t, &row(2, "new")).unwrap();
+        let held = hold(&s.tc, 9_999_001, &mut holder).await;
+        assert_eq!(
+            value(&s.tc, &t, 1).await.as_deref(),
+            Some("committed"),
+            "readers do not wait or see uncommitted data"
+        );
+        assert_eq!(value(&s.tc, &t, 2).await, None);
+        let scanned = s.tc.engine().scan(&t, &[], 10).await.unwrap();
+        assert_eq!(scanned.len(), 1, "a scan sees committed rows only");
+
+        // A writer of the held row waits; once the holder commits, it goes on.
+        let (tc, t2) = (s.tc.clone(), Arc::clone(&t));
+        let waiter = tokio::spawn(async move {
+            run(&tc, &g, Commit::Atomic, |b| {
+                b.update(&t2, &row(1, "second")).unwrap()
+            })
+            .await
+            .0
+        });
+        tokio::task::yield_now().await;
+        end(&s.tc, 9_999_001, &held, true).await;
+        waiter.await.unwrap().unwrap();
+        assert_eq!(value(&s.tc, &t, 1).await.as_deref(), Some("second"));
+        assert_eq!(value(&s.tc, &t, 2).await.as_deref(), Some("new"));
+        s.tc.engine().audit().await;
+    });
+}
+
+#[test]
+fn a_writer_that_waits_too_long_gets_a_retryable_error_and_changes_nothing() {
+    let rt = runtime();
+    let s = setup(64, Duration::from_millis(20));
+    rt.block_on(async {
+        let t = table(&s.tc, "db", None).await;
+        let g = writer(&t);
+        let (a, b) = keys_on_two_workers(&s.tc, &t);
+        run(&s.tc, &g, Commit::Each, |batch| {
+            batch.insert(&t, &row(a, "a")).unwrap();
+            batch.insert(&t, &row(b, "b")).unwrap();
+        })
+        .await
+        .0
+        .unwrap();
+        let mut holder = s.tc.engine().batch();
+        holder.delete(&t, &[Value::Int(b)]).unwrap();
+        let held = hold(&s.tc, 9_999_002, &mut holder).await;
+        // The holder never finishes while these run: they must time out.
+        let (r, _) = run(&s.tc, &g, Commit::Atomic, |batch| {
+            batch.update(&t, &row(a, "changed")).unwrap();
+            batch.update(&t, &row(b, "changed")).unwrap();
+        })
+        .await;
+        match r {
+            Err(TcError::Operation { index: 1, error }) => {
+                assert_eq!(
+                    (error.code(), error.number()),
+                    ("LOCK_WAIT_TIMEOUT", Some(266))
+                );
+                assert!(error.is_retryable());
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            value(&s.tc, &t, a).await.as_deref(),
+            Some("a"),
+            "the part that went through was undone"
+        );
+        let (r, out) = run(&s.tc, &g, Commit::Each, |batch| {
+            batch.update(&t, &row(b, "each")).unwrap();
+            batch.update(&t, &row(a, "each")).unwrap();
+        })
+        .await;
+        r.unwrap();
+        assert_eq!(
+            out[0].as_ref().unwrap_err().code(),
+            "LOCK_WAIT_TIMEOUT",
+            "on its own, only the waiting operation fails"
+        );
+        assert_eq!(out[1], Ok(Outcome::Updated));
+        end(&s.tc, 9_999_002, &held, false).await;
+        assert_eq!(
+            value(&s.tc, &t, b).await.as_deref(),
+            Some("b"),
+            "the aborted delete is undone"
+        );
+        s.tc.engine().audit().await;
+    });
+}
+
+#[test]
+fn a_request_dropped_while_waiting_lets_go_of_its_rows() {
+    let rt = runtime();
+    // Long enough that the dropped request is still waiting when dropped, and
+    // a leaked lock would fail the last write rather than hang the test.
+    let s = setup(64, Duration::from_secs(5));
+    rt.block_on(async {
+        let t = table(&s.tc, "db", None).await;
+        let g = writer(&t);
+        let (a, b) = keys_on_two_workers(&s.tc, &t);
+        run(&s.tc, &g, Commit::Each, |batch| {
+            batch.insert(&t, &row(a, "a")).unwrap();
+            batch.insert(&t, &row(b, "b")).unwrap();
+        })
+        .await
+        .0
+        .unwrap();
+        let mut holder = s.tc.engine().batch();
+        holder.update(&t, &row(b, "held")).unwrap();
+        let held = hold(&s.tc, 9_999_003, &mut holder).await;
+        // This request locks a on one worker, then waits for b on the other:
+        // its caller gives up (drops it) while it waits.
+        let (tc, t2) = (s.tc.clone(), Arc::clone(&t));
+        let waiting = tokio::spawn(async move {
+            run(&tc, &g, Commit::Atomic, |batch| {
+                batch.update(&t2, &row(a, "dropped")).unwrap();
+                batch.update(&t2, &row(b, "dropped")).unwrap();
+            })
+            .await
+        });
+        while s.tc.engine().inspect().await.1 == 0 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(
+            s.tc.engine().inspect().await,
+            (2, 1),
+            "two transactions hold rows, one job waits"
+        );
+        waiting.abort();
+        assert!(waiting.await.unwrap_err().is_cancelled());
+        end(&s.tc, 9_999_003, &held, true).await;
+        assert_eq!(
+            s.tc.engine().inspect().await,
+            (0, 0),
+            "the dropped request holds nothing and waits for nothing"
+        );
+        let (r, out) = run(&s.tc, &g, Commit::Each, |batch| {
+            batch.update(&t, &row(a, "after")).unwrap()
+        })
+        .await;
+        r.unwrap();
+        assert_eq!(out[0], Ok(Outcome::Updated));
+        assert_eq!(value(&s.tc, &t, b).await.as_deref(), Some("held"));
+        s.tc.engine().audit().await;
+    });
+}
+
+#[test]
+fn grants_are_checked_first() {
+    let rt = runtime();
+    let s = setup(64, DEFAULT_LOCK_WAIT_TIMEOUT);
+    rt.block_on(async {
+        let t = table(&s.tc, "db", None).await;
+        let other = table(&s.tc, "other", None).await;
+        let reader = Grant {
+            database: t.database.id,
+            role: Role::Read,
+        };
+        let (r, _) = run(&s.tc, &reader, Commit::Each, |b| {
+            b.insert(&t, &row(1, "x")).unwrap()
+        })
+        .await;
+        assert_eq!(r.unwrap_err().code(), "FORBIDDEN");
+        let (r, _) = run(&s.tc, &reader, Commit::Each, |b| {
+            b.read(&t, &[Value::Int(1)]).unwrap()
+        })
+        .await;
+        r.unwrap();
+        let (r, _) = run(&s.tc, &writer(&other), Commit::Each, |b| {
+            b.read(&t, &[Value::Int(1)]).unwrap()
+        })
+        .await;
+        assert_eq!(
+            r.unwrap_err().code(),
+            "FORBIDDEN",
+            "a key for another database"
+        );
+        let (r, _) = run(&s.tc, &writer(&t), Commit::Each, |b| {
+            b.read(&t, &[Value::Int(1)]).unwrap();
+            b.read(&other, &[Value::Int(1)]).unwrap();
+        })
+        .await;
+        assert_eq!(
+            r.unwrap_err().code(),
+            "FORBIDDEN",
+            "one request, one database"
+        );
+        assert_eq!(value(&s.tc, &t, 1).await, None);
+    });
+}
+
+#[test]
+fn size_and_parallelism_limits_refuse_before_anything_runs() {
+    let rt = runtime();
+    let s = setup(64, Duration::from_secs(600));
+    rt.block_on(async {
+        let t = table(&s.tc, "db", None).await;
+        let g = writer(&t);
+        let quota = Quota {
+            max_transaction_ops: Some(3),
+            max_parallel_transactions: Some(1),
+            ..Quota::UNLIMITED
+        };
+        let db = s.tc.set_database_quota("db", quota).unwrap();
+        let (r, _) = run(&s.tc, &g, Commit::Each, |b| {
+            (0..4).for_each(|k| b.insert(&t, &row(k, "x")).unwrap())
+        })
+        .await;
+        let e = r.unwrap_err();
+        assert_eq!(e.code(), "TRANSACTION_TOO_LARGE");
+        let TcError::Quota(q) = &e else { panic!() };
+        assert_eq!((q.number(), q.http_status()), (Some(247), 413));
+        assert_eq!(
+            e.to_string(),
+            "a request to database 'db' has 4 operations, more than its limit of 3"
+        );
+        assert_eq!(value(&s.tc, &t, 0).await, None, "nothing of it ran");
+
+        // One request in flight, parked on a held row; a second is refused.
+        run(&s.tc, &g, Commit::Each, |b| {
+            b.insert(&t, &row(1, "x")).unwrap()
+        })
+        .await
+        .0
+        .unwrap();
+        let mut holder = s.tc.engine().batch();
+        holder.update(&t, &row(1, "held")).unwrap();
+        let held = hold(&s.tc, 9_999_004, &mut holder).await;
+        let (tc, t2) = (s.tc.clone(), Arc::clone(&t));
+        let first = tokio::spawn(async move {
+            run(&tc, &g, Commit::Each, |b| {
+                b.update(&t2, &row(1, "first")).unwrap()
+            })
+            .await
+            .0
+        });
+        while db.governance.in_flight() == 0 {
+            tokio::task::yield_now().await;
+        }
+        let (r, _) = run(&s.tc, &g, Commit::Each, |b| {
+            b.insert(&t, &row(2, "second")).unwrap()
+        })
+        .await;
+        let e = r.unwrap_err();
+        assert_eq!(e.code(), "TOO_MANY_TRANSACTIONS");
+        let TcError::Quota(q) = &e else { panic!() };
+        assert_eq!(
+            (q.number(), q.http_status(), q.resp_prefix()),
+            (Some(248), 429, "THROTTLED")
+        );
+        end(&s.tc, 9_999_004, &held, true).await;
+        first.await.unwrap().unwrap();
+        assert_eq!(value(&s.tc, &t, 1).await.as_deref(), Some("first"));
+        assert_eq!(
+            value(&s.tc, &t, 2).await,
+            None,
+            "the refused insert did nothing"
+        );
+        assert_eq!(counter(&db.governance.counters.quota_rejections), 2);
+    });
+}
+
+#[test]
+fn rates_throttle_with_a_retry_time_and_change_at_run_time() {
+    let rt = runtime();
+    let s = setup(64, DEFAULT_LOCK_WAIT_TIMEOUT);
+    rt.block_on(async {
+        let t = table(&s.tc, "db", None).await;
+        let g = writer(&t);
+        s.tc.set_database_quota(
+            "db",
+            Quota {
+                write_units_per_sec: Some(10),
+                read_units_per_sec: Some(4),
+                ..Quota::UNLIMITED
+            },
+        )
+        .unwrap();
+        // 10 one-unit writes use the burst; the 11th is throttled.
+        for k in 0..10 {
+            run(&s.tc, &g, Commit::Each, |b| {
+                b.insert(&t, &row(k, "x")).unwrap()
+            })
+            .await
+            .0
+            .unwrap();
+        }
+        let (r, _) = run(&s.tc, &g, Commit::Each, |b| {
+            b.insert(&t, &row(10, "x")).unwrap()
+        })
+        .await;
+        let TcError::Quota(e) = r.unwrap_err() else {
+            panic!()
+        };
+        assert_eq!(
+            (e.code(), e.number(), e.http_status(), e.resp_prefix()),
+            ("WRITE_RATE", Some(243), 429, "THROTTLED")
+        );
+        assert_eq!(e.retry_after_ms(), Some(100), "one unit at 10 per second");
+        assert_eq!(
+            value(&s.tc, &t, 10).await,
+            None,
+            "the throttled write did nothing"
+        );
+        // After the wait it names, it goes through.
+        s.clock.advance(Duration::from_millis(100));
+        run(&s.tc, &g, Commit::Each, |b| {
+            b.insert(&t, &row(10, "x")).unwrap()
+        })
+        .await
+        .0
+        .unwrap();
+        // A 3000-byte row costs 3 units: more than is left, and the wait says so.
+        let (r, _) = run(&s.tc, &g, Commit::Each, |b| {
+            b.insert(&t, &row(11, &"x".repeat(2900))).unwrap()
+        })
+        .await;
+        let TcError::Quota(e) = r.unwrap_err() else {
+            panic!()
+        };
+        assert_eq!(e.retry_after_ms(), Some(300));
+        // More units at once than the burst: refused for good.
+        let (r, _) = run(&s.tc, &g, Commit::Each, |b| {
+            (20..31).for_each(|k| b.insert(&t, &row(k, "x")).unwrap())
+        })
+        .await;
+        let TcError::Quota(e) = r.unwrap_err() else {
+            panic!()
+        };
+        assert_eq!(e.code(), "REQUEST_EXCEEDS_BURST");
+        assert!(!e.is_retryable());
+        // The rate changes at run time: the very next request is judged by it.
+        s.tc.set_database_quota(
+            "db",
+            Quota {
+                write_units_per_sec: Some(1000),
+                read_units_per_sec: Some(4),
+                ..Quota::UNLIMITED
+            },
+        )
+        .unwrap();
+        run(&s.tc, &g, Commit::Each, |b| {
+            (20..31).for_each(|k| b.insert(&t, &row(k, "x")).unwrap())
+        })
+        .await
+        .0
+        .unwrap();
+
+        // Reads: four units a second. A 2900-byte row is one unit, so reads
+        // go one unit each; the fifth is throttled.
+        s.clock.advance(Duration::from_secs(5));
+        for _ in 0..4 {
+            run(&s.tc, &g, Commit::Each, |b| {
+                b.read(&t, &[Value::Int(1)]).unwrap()
+            })
+            .await
+            .0
+            .unwrap();
+        }
+        let (r, _) = run(&s.tc, &g, Commit::Each, |b| {
+            b.read(&t, &[Value::Int(1)]).unwrap()
+        })
+        .await;
+        let TcError::Quota(e) = r.unwrap_err() else {
+            panic!()
+        };
+        assert_eq!((e.code(), e.number()), ("READ_RATE", Some(2203)));
+        assert_eq!(e.retry_after_ms(), Some(250));
+        let db = s.tc.engine().database("db").unwrap();
+        let c = &db.governance.counters;
+        assert_eq!(
+            (counter(&c.throttled_writes), counter(&c.throttled_reads)),
+            (2, 1)
+        );
+        assert_eq!(
+            counter(&c.read_units),
+            5,
+            "the read after the throttled write, and four"
+        );
+        assert_eq!(
+            counter(&c.write_units),
+            10 + 1 + 11,
+            "refused requests use no units"
+        );
+        assert_eq!(
+            counter(&c.quota_rejections),
+            1,
+            "the request over the burst"
+        );
+    });
+}
+
+#[test]
+fn reads_of_large_rows_pay_for_their_size_on_the_next_request() {
+    let rt = runtime();
+    let s = setup(64, DEFAULT_LOCK_WAIT_TIMEOUT);
+    rt.block_on(async {
+        let t = table(&s.tc, "db", None).await;
+        let g = writer(&t);
+        let big: String = "x".repeat(3000);
+        let wide = r#"{"name":"wide","primary_key":["k"],"columns":[{"name":"k","type":"BIGINT"},{"name":"a","type":"VARCHAR(3000)"},{"name":"b","type":"VARCHAR(3000)"}]}"#;
+        let wide: Arc<Table> = s.tc.engine().create_table(&DatabaseName::parse("db").unwrap(), serde_json::from_str(wide).unwrap()).await.unwrap();
+        run(&s.tc, &g, Commit::Each, |b| b.insert(&wide, &[("k", Value::Int(1)), ("a", Value::Text(big.clone())), ("b", Value::Text(big.clone()))]).unwrap()).await.0.unwrap();
+        s.tc.set_database_quota("db", Quota { read_units_per_sec: Some(10), ..Quota::UNLIMITED }).unwrap();
+        // A 6 KiB row costs two read units: one up front, one owed.
+        for _ in 0..5 {
+            run(&s.tc, &g, Commit::Each, |b| b.read(&wide, &[Value::Int(1)]).unwrap()).await.0.unwrap();
+        }
+        let (r, _) = run(&s.tc, &g, Commit::Each, |b| b.read(&t, &[Value::Int(1)]).unwrap()).await;
+        assert_eq!(r.unwrap_err().code(), "READ_RATE", "10 units are spent by 5 reads of 2 units");
+        let db = s.tc.engine().database("db").unwrap();
+        assert_eq!(counter(&db.governance.counters.read_units), 10);
+    });
+}
+
+#[test]
+fn the_memory_quota_refuses_growth_but_not_reads_or_deletes() {
+    let rt = runtime();
+    let s = setup(256, DEFAULT_LOCK_WAIT_TIMEOUT);
+    rt.block_on(async {
+        let t = table(&s.tc, "db", None).await;
+        let g = writer(&t);
+        let limit = 20 * PAGE_SIZE as u64;
+        let db = s.tc.set_database_quota("db", Quota { in_memory_bytes: Some(limit), ..Quota::UNLIMITED }).unwrap();
+        // Insert until the quota stops it, by the TC or the worker.
+        let mut k = 0;
+        loop {
+            let (r, out) = run(&s.tc, &g, Commit::Each, |b| b.insert(&t, &row(k, &"v".repeat(2000))).unwrap()).await;
+            match r.map(|()| out[0].clone()) {
+                Ok(Ok(_)) => k += 1,
+                Ok(Err(e)) => break assert_eq!(e.code(), "MEMORY_QUOTA"),
+                Err(e) => break assert_eq!(e.code(), "MEMORY_QUOTA"),
+            }
+        }
+        assert!(db.memory_bytes() <= limit, "no page past the quota");
+        assert_eq!(value(&s.tc, &t, k).await, None, "the refused insert left nothing");
+
+        // One page below the quota, the TC lets a batch through; the workers
+        // refuse the operations that would take a page too many.
+        let room = db.memory_bytes() + PAGE_SIZE as u64;
+        s.tc.set_database_quota("db", Quota { in_memory_bytes: Some(room), ..Quota::UNLIMITED }).unwrap();
+        let (r, out) = run(&s.tc, &g, Commit::Each, |b| (1000..1400).for_each(|k| b.insert(&t, &row(k, &"v".repeat(2000))).unwrap())).await;
+        r.unwrap();
+        let refused: Vec<&OperationError> = out.iter().filter_map(|o| o.as_ref().err()).collect();
+        assert!(!refused.is_empty() && refused.iter().all(|e| e.code() == "MEMORY_QUOTA"), "{refused:?}");
+        assert!(refused[0].to_string().starts_with("database 'db' is at its memory quota"), "{}", refused[0]);
+        assert!(db.memory_bytes() <= room, "no page past the quota");
+        for (i, o) in out.iter().enumerate() {
+            let stored = value(&s.tc, &t, 1000 + i as i64).await.is_some();
+            assert_eq!(stored, o.is_ok(), "exactly the admitted rows are there");
+        }
+
+        // With the quota at what the database holds, the TC refuses growth
+        // before any work.
+        let usage = db.memory_bytes();
+        s.tc.set_database_quota("db", Quota { in_memory_bytes: Some(usage), ..Quota::UNLIMITED }).unwrap();
+        let (r, _) = run(&s.tc, &g, Commit::Each, |b| b.insert(&t, &row(-1, "tiny")).unwrap()).await;
+        let TcError::Quota(e) = r.unwrap_err() else { panic!() };
+        assert_eq!((e.code(), e.number(), e.http_status(), e.resp_prefix()), ("MEMORY_QUOTA", Some(239), 507, "QUOTA"));
+        assert_eq!(e.to_string(), format!("database 'db' is at its memory quota: {usage} of {usage} bytes in use; reads and deletes still work"));
+        let (r, _) = run(&s.tc, &g, Commit::Each, |b| b.update(&t, &row(0, "shorter")).unwrap()).await;
+        assert_eq!(r.unwrap_err().code(), "MEMORY_QUOTA", "an update can grow a row");
+        assert_eq!(value(&s.tc, &t, 0).await.map(|v| v.len()), Some(2000), "reads work at the quota");
+        let (r, out) = run(&s.tc, &g, Commit::Atomic, |b| (0..k).for_each(|k| b.delete(&t, &[Value::Int(k)]).unwrap())).await;
+        r.unwrap();
+        assert!(out.iter().all(|o| o.is_ok()), "deletes work at the quota");
+        assert!(db.memory_bytes() < usage, "and give memory back");
+        run(&s.tc, &g, Commit::Each, |b| b.insert(&t, &row(-1, "tiny")).unwrap()).await.0.unwrap();
+        let rejections = 1 + refused.len() as u64 + 2;
+        assert_eq!(counter(&db.governance.counters.quota_rejections), rejections);
+        s.tc.engine().audit().await;
+    });
+}
+
+#[test]
+fn a_tenant_quota_bounds_its_databases_together() {
+    let rt = runtime();
+    let s = setup(256, DEFAULT_LOCK_WAIT_TIMEOUT);
+    rt.block_on(async {
+        let one = table(&s.tc, "one", Some("acme")).await;
+        let two = table(&s.tc, "two", Some("acme")).await;
+        let free = table(&s.tc, "free", Some("other")).await;
+        let limit = 16 * PAGE_SIZE as u64;
+        s.tc.set_tenant_quota(
+            &TenantId::parse("acme").unwrap(),
+            Quota {
+                in_memory_bytes: Some(limit),
+                ..Quota::UNLIMITED
+            },
+        );
+        // Fills a table until its tenant's quota stops it; the error.
+        let fill = |t: Arc<Table>| {
+            let tc = s.tc.clone();
+            async move {
+                let mut k = 0;
+                loop {
+                    let (r, out) = run(&tc, &writer(&t), Commit::Each, |b| {
+                        b.insert(&t, &row(k, &"v".repeat(2500))).unwrap()
+                    })
+                    .await;
+                    match r.map(|()| out[0].clone()) {
+                        Ok(Ok(_)) => k += 1,
+                        Ok(Err(e)) => return e.to_string(),
+                        Err(e) => return e.to_string(),
+                    }
+                }
+            }
+        };
+        let first = fill(Arc::clone(&one)).await;
+        let second = fill(Arc::clone(&two)).await;
+        for e in [first, second] {
+            assert!(e.starts_with("tenant 'acme' is at its memory quota"), "{e}");
+        }
+        let tenant = s.tc.engine().tenant("acme").unwrap();
+        assert!(tenant.memory_bytes() <= limit);
+        assert_eq!(
+            tenant.memory_bytes(),
+            one.database.memory_bytes() + two.database.memory_bytes()
+        );
+        // Another tenant is not touched.
+        run(&s.tc, &writer(&free), Commit::Each, |b| {
+            b.insert(&free, &row(1, &"v".repeat(2500))).unwrap()
+        })
+        .await
+        .0
+        .unwrap();
+        assert_eq!(value(&s.tc, &free, 1).await.map(|v| v.len()), Some(2500));
+    });
+}

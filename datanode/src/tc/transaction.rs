@@ -16,8 +16,14 @@ use crate::ldm::{JobOutcome, Mode, TxnId};
 
 pub(super) async fn run(engine: &Engine, txn: TxnId, batch: &mut Batch) -> Result<(), TcError> {
     batch.order_for_locking();
-    let ldms: Vec<usize> = (0..batch.ldms.len()).filter(|&n| !batch.ldms[n].ops.is_empty()).collect();
-    let mode = if ldms.len() == 1 { Mode::PrepareAndCommit } else { Mode::Prepare };
+    let ldms: Vec<usize> = (0..batch.ldms.len())
+        .filter(|&n| !batch.ldms[n].ops.is_empty())
+        .collect();
+    let mode = if ldms.len() == 1 {
+        Mode::PrepareAndCommit
+    } else {
+        Mode::Prepare
+    };
     let mut open = Open {
         engine,
         txn,
@@ -56,7 +62,11 @@ struct Open<'a> {
 impl Open<'_> {
     /// Commits or aborts on every worker reached, and waits until they have.
     async fn end(&mut self, commit: bool) {
-        let waits: Vec<_> = self.reached.iter().map(|&ldm| self.engine.end_transaction(ldm, self.txn, commit)).collect();
+        let waits: Vec<_> = self
+            .reached
+            .iter()
+            .map(|&ldm| self.engine.end_transaction(ldm, self.txn, commit))
+            .collect();
         // Sent: nothing more to do if the caller goes away now.
         self.ended = true;
         for wait in waits {
