@@ -5,7 +5,8 @@ use std::path::Path;
 
 use anyhow::Context;
 use shoal_datanode::node::DataNode;
-use shoal_datanode::{Outcome, Value};
+use shoal_datanode::{Commit, Grant, Outcome, Role, Value};
+use shoal_quota::Quota;
 use shoal_wire::schema::{DatabaseName, TableDef};
 
 const DATABASE: &str = "demo";
@@ -34,6 +35,18 @@ pub(crate) async fn run(node: &DataNode, data_dir: &Path) -> anyhow::Result<()> 
     engine.create_database(&db, None).await?;
     let def: TableDef = serde_json::from_str(USERS)?;
     let users = engine.create_table(&db, def).await?;
+    let quota = Quota {
+        in_memory_bytes: Some(64 << 20),
+        read_units_per_sec: Some(10_000),
+        write_units_per_sec: Some(5_000),
+        max_transaction_ops: Some(1_000),
+        ..Quota::UNLIMITED
+    };
+    node.tc().set_database_quota(DATABASE, quota)?;
+    let grant = Grant {
+        database: users.database.id,
+        role: Role::ReadWrite,
+    };
     let mut batch = engine.batch();
     for id in 0..ROWS {
         let row = [
@@ -64,7 +77,9 @@ pub(crate) async fn run(node: &DataNode, data_dir: &Path) -> anyhow::Result<()> 
         ];
         batch.insert(&users, &row)?;
     }
-    engine.execute(&mut batch).await;
+    node.tc()
+        .execute(&grant, &mut batch, Commit::Atomic)
+        .await?;
     for result in batch.results() {
         anyhow::ensure!(
             matches!(result, Ok(Outcome::Inserted)),
@@ -79,8 +94,8 @@ pub(crate) async fn run(node: &DataNode, data_dir: &Path) -> anyhow::Result<()> 
     };
     let demo_json = data_dir.join("demo.json");
     println!("demo: database '{DATABASE}', table 'users' with {ROWS} rows");
-    println!("see the memory it takes, per table and for the whole node:");
-    for table in ["table_memory_usage", "memoryusage"] {
+    println!("see the memory it takes, per table and for the whole node, and its quota:");
+    for table in ["table_memory_usage", "memoryusage", "database_quota_usage"] {
         println!("  curl -s -H \"Authorization: Bearer {auth}\" {url}/internal/v1/ndbinfo/{table}");
     }
     let json = serde_json::json!({

@@ -71,6 +71,22 @@ async fn the_demo_accounts_for_its_table_in_every_ndbinfo_view() {
     assert_eq!(num(&pool[0][4]) * 32768, in_memory);
     assert_eq!(num(&pool[0][3]), 64 << 20);
 
+    let quota = rows(&shoal, "database_quota_usage").await;
+    assert_eq!(quota.len(), 1);
+    let demo = &quota[0];
+    assert_eq!(demo[0], "demo");
+    assert_eq!(
+        num(&demo[1]),
+        in_memory,
+        "the quota view counts the same pages"
+    );
+    assert_eq!(num(&demo[2]), 64 << 20);
+    assert!(
+        num(&demo[4]) >= 1000,
+        "seeding 1000 rows took write units: {demo:?}"
+    );
+    assert_eq!((num(&demo[5]), num(&demo[6])), (10_000, 5_000));
+
     let (code, _) = shoal.terminate();
     assert_eq!(code, Some(0));
 }

@@ -61,6 +61,27 @@ pub async fn rows(engine: &Engine, table: NdbinfoTable) -> Rows {
                 vec![f.database.clone().into(), f.table.clone().into()]
             })
         }
+        name if name == ndbinfo::DATABASE_QUOTA_USAGE.name => engine
+            .databases()
+            .iter()
+            .map(|db| {
+                let quota = db.quota();
+                let c = &db.governance.counters;
+                let get = crate::tc::counter;
+                vec![
+                    db.name.as_str().into(),
+                    db.memory_bytes().into(),
+                    quota.in_memory_bytes.into(),
+                    get(&c.read_units).into(),
+                    get(&c.write_units).into(),
+                    quota.read_units_per_sec.into(),
+                    quota.write_units_per_sec.into(),
+                    get(&c.throttled_reads).into(),
+                    get(&c.throttled_writes).into(),
+                    get(&c.quota_rejections).into(),
+                ]
+            })
+            .collect(),
         name if name == ndbinfo::DATABASE_MEMORY_USAGE.name => {
             summed(&engine.memory_usage().await, |f| {
                 vec![f.database.clone().into()]

@@ -64,13 +64,33 @@ pub const MEMORY_USAGE: NdbinfoTable = NdbinfoTable {
     ],
 };
 
+/// Per database: memory against its quota, request units admitted (since
+/// the node started), the rate limits (null: none), throttled requests and
+/// requests refused by a quota or limit.
+pub const DATABASE_QUOTA_USAGE: NdbinfoTable = NdbinfoTable {
+    name: "database_quota_usage",
+    columns: &[
+        "database_name",
+        "in_memory_bytes",
+        "in_memory_quota",
+        "read_units",
+        "write_units",
+        "read_units_per_sec",
+        "write_units_per_sec",
+        "throttled_reads",
+        "throttled_writes",
+        "quota_rejections",
+    ],
+};
+
 /// Every ndbinfo table and view a data node serves today.
-pub const ALL: [NdbinfoTable; 5] = [
+pub const ALL: [NdbinfoTable; 6] = [
     TABLE_MAP,
     TABLE_MEMORY_USAGE_RAW,
     TABLE_MEMORY_USAGE,
     DATABASE_MEMORY_USAGE,
     MEMORY_USAGE,
+    DATABASE_QUOTA_USAGE,
 ];
 
 /// Looks a table up by name, with or without the `ndbinfo.` schema.
@@ -91,6 +111,12 @@ pub enum Cell {
 impl From<u64> for Cell {
     fn from(v: u64) -> Self {
         Cell::UInt(v)
+    }
+}
+
+impl<T: Into<Cell>> From<Option<T>> for Cell {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Cell::Null, Into::into)
     }
 }
 
