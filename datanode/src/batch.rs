@@ -391,6 +391,16 @@ impl Batch {
         (i, operation_error(&self.slots[i].table, error))
     }
 
+    /// How many operations failed with `error`, once executed.
+    pub(crate) fn failures(&self, error: OpError) -> usize {
+        let failed = OpResult::Failed(error);
+        self.ldms
+            .iter()
+            .flat_map(|b| &b.results)
+            .filter(|&&r| r == failed)
+            .count()
+    }
+
     /// Read units the batch's reads really cost, once executed: each row read
     /// per started 4 KiB, a missing row one.
     pub(crate) fn read_units_used(&self) -> u64 {

@@ -23,6 +23,7 @@ use governor::clock::Clock;
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DashMapStateStore;
 use governor::{InsufficientCapacity, Quota, RateLimiter};
+use rustc_hash::FxBuildHasher;
 
 /// Time for limiters, as the time since the clock was made.
 #[derive(Debug, Clone)]
@@ -77,7 +78,10 @@ pub enum Throttled {
     ExceedsBurst,
 }
 
-type Keyed<K, C> = RateLimiter<K, DashMapStateStore<K>, C, NoOpMiddleware<<C as Clock>::Instant>>;
+/// Keys are ids the data node assigns, not chosen by users, so a fast hash
+/// is safe for them.
+type Keyed<K, C> =
+    RateLimiter<K, DashMapStateStore<K, FxBuildHasher>, C, NoOpMiddleware<<C as Clock>::Instant>>;
 
 /// One rate and burst, with a state per key.
 pub struct Limiter<K: Hash + Eq + Clone, C: Clock = LimiterClock> {
@@ -102,7 +106,7 @@ impl<K: Hash + Eq + Clone, C: Clock + Clone> Limiter<K, C> {
         Limiter {
             rate: rate.get(),
             burst: burst.get(),
-            keyed: RateLimiter::dashmap_with_clock(quota, clock.clone()),
+            keyed: RateLimiter::dashmap_with_clock_and_hasher(quota, clock.clone(), FxBuildHasher),
             clock,
         }
     }

@@ -46,7 +46,10 @@ pub(crate) struct Counters {
 
 impl Counters {
     pub(crate) fn add(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Ordering::Relaxed);
+        // An atomic add is dear on a shared line; adding nothing costs nothing.
+        if n > 0 {
+            counter.fetch_add(n, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn get(counter: &AtomicU64) -> u64 {
@@ -93,16 +96,28 @@ impl Governance {
         self.limits.store(Arc::new(Limits::new(quota, pool)));
     }
 
-    /// Counts a request in flight, if that stays within `limit`; the request
-    /// leaves when the returned guard drops.
-    pub(crate) fn enter(&self, limit: Option<u32>) -> Option<InFlight<'_>> {
-        let limit = limit.unwrap_or(u32::MAX);
+    /// Counts a request in flight, if that stays within `limit`: whether it
+    /// was counted (then `leave` counts it out), or `None` if over the limit.
+    /// Without a limit nothing is counted, sparing every request two atomic
+    /// writes; a limit set later counts from the requests after it.
+    pub(crate) fn enter(&self, limit: Option<u32>) -> Option<bool> {
+        let Some(limit) = limit else {
+            return Some(false);
+        };
         self.in_flight
             .fetch_update(Ordering::Acquire, Ordering::Relaxed, |n| {
                 (n < limit).then_some(n + 1)
             })
-            .ok()?;
-        Some(InFlight(&self.in_flight))
+            .ok()
+            .map(|_| true)
+    }
+
+    pub(crate) fn leave(&self) {
+        // Saturating: requests counted before a limit was removed and set
+        // again must not wrap the count.
+        let _ = self
+            .in_flight
+            .fetch_update(Ordering::Release, Ordering::Relaxed, |n| n.checked_sub(1));
     }
 
     #[cfg(test)]
@@ -111,6 +126,10 @@ impl Governance {
     }
 
     pub(crate) fn take_read_debt(&self) -> u64 {
+        // Most databases owe nothing most of the time: look before writing.
+        if self.read_debt.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
         self.read_debt.swap(0, Ordering::Relaxed)
     }
 
@@ -118,15 +137,5 @@ impl Governance {
         if units > 0 {
             self.read_debt.fetch_add(units, Ordering::Relaxed);
         }
-    }
-}
-
-/// A request in flight; leaves on drop.
-#[derive(Debug)]
-pub(crate) struct InFlight<'a>(&'a AtomicU32);
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Release);
     }
 }

@@ -24,6 +24,7 @@ pub(crate) use self::governance::Governance;
 use crate::batch::{Batch, OperationError, memory_quota_error};
 use crate::catalog::{CatalogError, Database, DatabaseId};
 use crate::engine::Engine;
+use crate::storage::OpError;
 
 /// What a caller may do with a database: the grant of its API key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -105,6 +106,95 @@ impl Tc {
         &self.inner.engine
     }
 
+    /// Every check before any worker sees a request, in order: the grant,
+    /// `max_transaction_ops`, `max_parallel_transactions`, the read and write
+    /// rates, the memory quotas. `None` for an empty request.
+    #[inline(never)]
+    pub(crate) fn admit(&self, grant: &Grant, batch: &Batch) -> Result<Option<Admitted>, TcError> {
+        let Ok(database) = batch.database() else {
+            return Err(TcError::Forbidden {
+                database: "(several)".into(),
+                reason: "a request works on one database".into(),
+            });
+        };
+        let Some(db) = database else {
+            return Ok(None);
+        };
+        if db.id != grant.database {
+            return Err(TcError::Forbidden {
+                database: db.name.to_string(),
+                reason: "the key is not granted this database".into(),
+            });
+        }
+        if grant.role == Role::Read && batch.has_writes() {
+            return Err(TcError::Forbidden {
+                database: db.name.to_string(),
+                reason: "the key may only read".into(),
+            });
+        }
+        let gov = &db.governance;
+        let reject = |e: QuotaError| {
+            Counters::add(&gov.counters.quota_rejections, 1);
+            TcError::Quota(e)
+        };
+        let limits = gov.limits();
+        let quota = &limits.quota;
+        if let Some(limit) = quota
+            .max_transaction_ops
+            .filter(|&limit| batch.len() > limit as usize)
+        {
+            return Err(reject(QuotaError::TransactionTooLarge {
+                database: db.name.to_string(),
+                limit,
+                ops: batch.len(),
+            }));
+        }
+        let Some(counted) = gov.enter(quota.max_parallel_transactions) else {
+            return Err(reject(QuotaError::TooManyTransactions {
+                database: db.name.to_string(),
+                limit: quota.max_parallel_transactions.unwrap_or(u32::MAX),
+            }));
+        };
+        // From here on, the request counts as in flight until this drops.
+        let admitted = Admitted {
+            db: Arc::clone(db),
+            cost: batch.cost(),
+            counted,
+        };
+        let cost = admitted.cost;
+        if cost.reads > 0 {
+            // Reads pay now for what earlier reads of large rows still owe.
+            let units = cost.reads + gov.take_read_debt();
+            if let Err(e) = charge(db, limits.read.as_deref(), RateKind::Read, units) {
+                gov.owe_reads(units - cost.reads);
+                return Err(e);
+            }
+        }
+        if cost.write_units > 0 {
+            charge(
+                db,
+                limits.write.as_deref(),
+                RateKind::Write,
+                cost.write_units,
+            )?;
+        }
+        if cost.grows {
+            check_memory(db).map_err(reject)?;
+        }
+        // Admitted. (Read units beyond the first of each row count as the
+        // rows are read.)
+        Counters::add(&gov.counters.read_units, cost.reads);
+        Counters::add(&gov.counters.write_units, cost.write_units);
+        Ok(Some(admitted))
+    }
+
+    /// Runs only the checks of `execute`, charging the limiters as it would,
+    /// and nothing else: to measure what the checks cost.
+    #[cfg(feature = "testing")]
+    pub fn admit_only(&self, grant: &Grant, batch: &Batch) -> Result<(), TcError> {
+        self.admit(grant, batch).map(drop)
+    }
+
     /// Sets a database's quota; its next request is judged by it.
     pub fn set_database_quota(
         &self,
@@ -138,75 +228,11 @@ impl Tc {
         batch: &mut Batch,
         commit: Commit,
     ) -> Result<(), TcError> {
-        let Ok(database) = batch.database() else {
-            return Err(TcError::Forbidden {
-                database: "(several)".into(),
-                reason: "a request works on one database".into(),
-            });
-        };
-        let Some(db) = database.cloned() else {
+        let Some(admitted) = self.admit(grant, batch)? else {
             return Ok(());
         };
-        if db.id != grant.database {
-            return Err(TcError::Forbidden {
-                database: db.name.to_string(),
-                reason: "the key is not granted this database".into(),
-            });
-        }
-        if grant.role == Role::Read && batch.has_writes() {
-            return Err(TcError::Forbidden {
-                database: db.name.to_string(),
-                reason: "the key may only read".into(),
-            });
-        }
+        let (db, cost) = (&admitted.db, admitted.cost);
         let gov = &db.governance;
-        let reject = |e: QuotaError| {
-            Counters::add(&gov.counters.quota_rejections, 1);
-            Err(TcError::Quota(e))
-        };
-        let limits = gov.limits();
-        let quota = &limits.quota;
-        if let Some(limit) = quota
-            .max_transaction_ops
-            .filter(|&limit| batch.len() > limit as usize)
-        {
-            return reject(QuotaError::TransactionTooLarge {
-                database: db.name.to_string(),
-                limit,
-                ops: batch.len(),
-            });
-        }
-        let Some(_in_flight) = gov.enter(quota.max_parallel_transactions) else {
-            return reject(QuotaError::TooManyTransactions {
-                database: db.name.to_string(),
-                limit: quota.max_parallel_transactions.unwrap_or(u32::MAX),
-            });
-        };
-        let cost = batch.cost();
-        if cost.reads > 0 {
-            // Reads pay now for what earlier reads of large rows still owe.
-            let units = cost.reads + gov.take_read_debt();
-            if let Err(e) = charge(&db, limits.read.as_deref(), RateKind::Read, units) {
-                gov.owe_reads(units - cost.reads);
-                return Err(e);
-            }
-        }
-        if cost.write_units > 0 {
-            charge(
-                &db,
-                limits.write.as_deref(),
-                RateKind::Write,
-                cost.write_units,
-            )?;
-        }
-        // Admitted. (Read units count as the rows are read, below.)
-        Counters::add(&gov.counters.read_units, cost.reads);
-        Counters::add(&gov.counters.write_units, cost.write_units);
-        if cost.grows {
-            check_memory(&db).or_else(reject)?;
-        }
-        drop(limits);
-
         let outcome = match commit {
             Commit::Each => {
                 self.engine().execute(batch).await;
@@ -228,9 +254,7 @@ impl Tc {
                 ..
             }) => 1,
             Err(_) => 0,
-            Ok(()) => (0..batch.len())
-                .filter(|&i| matches!(batch.result(i), Err(OperationError::Quota(_))))
-                .count(),
+            Ok(()) => batch.failures(OpError::MemoryQuota),
         };
         Counters::add(&gov.counters.quota_rejections, refused_by_quota as u64);
         outcome
@@ -240,6 +264,22 @@ impl Tc {
 /// Reads one of a database's counters.
 pub(crate) fn counter(c: &std::sync::atomic::AtomicU64) -> u64 {
     Counters::get(c)
+}
+
+/// A request past every check, in flight until dropped.
+pub(crate) struct Admitted {
+    db: Arc<Database>,
+    cost: crate::batch::Cost,
+    /// Counted in flight (the database has a limit on that).
+    counted: bool,
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        if self.counted {
+            self.db.governance.leave();
+        }
+    }
 }
 
 /// Takes `units` from a database's read or write limiter, counting a
