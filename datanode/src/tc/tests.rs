@@ -117,6 +117,21 @@ async fn value(tc: &Tc, t: &Arc<Table>, k: i64) -> Option<String> {
     }
 }
 
+/// A table in database `db` with rows "a" and "b" on different workers, a
+/// grant to write it, and the rows' keys.
+async fn rows_on_two_workers(tc: &Tc) -> (Arc<Table>, Grant, i64, i64) {
+    let t = table(tc, "db", None).await;
+    let g = writer(&t);
+    let (a, b) = keys_on_two_workers(tc, &t);
+    let (result, _) = run(tc, &g, Commit::Each, |batch| {
+        batch.insert(&t, &row(a, "a")).unwrap();
+        batch.insert(&t, &row(b, "b")).unwrap();
+    })
+    .await;
+    result.unwrap();
+    (t, g, a, b)
+}
+
 /// Prepares `batch` as transaction `txn` on every worker it touches and
 /// leaves it prepared: its rows stay locked until `end`.
 async fn hold(tc: &Tc, txn: TxnId, batch: &mut Batch) -> Vec<usize> {
@@ -332,16 +347,7 @@ fn a_writer_that_waits_too_long_gets_a_retryable_error_and_changes_nothing() {
     let rt = runtime();
     let s = setup(64, Duration::from_millis(20));
     rt.block_on(async {
-        let t = table(&s.tc, "db", None).await;
-        let g = writer(&t);
-        let (a, b) = keys_on_two_workers(&s.tc, &t);
-        run(&s.tc, &g, Commit::Each, |batch| {
-            batch.insert(&t, &row(a, "a")).unwrap();
-            batch.insert(&t, &row(b, "b")).unwrap();
-        })
-        .await
-        .0
-        .unwrap();
+        let (t, g, a, b) = rows_on_two_workers(&s.tc).await;
         let mut holder = s.tc.engine().batch();
         holder.delete(&t, &[Value::Int(b)]).unwrap();
         let held = hold(&s.tc, 9_999_002, &mut holder).await;
@@ -395,16 +401,7 @@ fn a_request_dropped_while_waiting_lets_go_of_its_rows() {
     // a leaked lock would fail the last write rather than hang the test.
     let s = setup(64, Duration::from_secs(5));
     rt.block_on(async {
-        let t = table(&s.tc, "db", None).await;
-        let g = writer(&t);
-        let (a, b) = keys_on_two_workers(&s.tc, &t);
-        run(&s.tc, &g, Commit::Each, |batch| {
-            batch.insert(&t, &row(a, "a")).unwrap();
-            batch.insert(&t, &row(b, "b")).unwrap();
-        })
-        .await
-        .0
-        .unwrap();
+        let (t, g, a, b) = rows_on_two_workers(&s.tc).await;
         let mut holder = s.tc.engine().batch();
         holder.update(&t, &row(b, "held")).unwrap();
         let held = hold(&s.tc, 9_999_003, &mut holder).await;
