@@ -9,6 +9,7 @@
 //! - [`tc`]: the transaction coordinator: grants, limits, quotas, atomic commit.
 //! - [`ndbinfo`]: virtual tables over live state.
 //! - [`internal_api`]: the HTTP API the control plane and operators use.
+//! - [`persist`]: durability: redo log, checkpoints, recovery.
 //! - [`node`]: a whole data node process: configuration, start, shutdown.
 
 pub mod batch;
@@ -18,6 +19,7 @@ pub mod internal_api;
 mod ldm;
 pub mod ndbinfo;
 pub mod node;
+pub mod persist;
 pub mod storage;
 pub mod tc;
 

@@ -1,0 +1,422 @@
+//! The file operations durability needs, behind a trait: the real file
+//! system in service, and an in-memory file system in tests that can fail a
+//! sync, cut a write short, run out of space, and crash — forgetting
+//! everything written since the last sync, or keeping a torn part of it —
+//! as redb's crash tests do.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// A file that grows at its end.
+pub trait AppendFile: Send {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()>;
+    /// Makes everything appended so far durable (`fdatasync`).
+    fn sync(&mut self) -> io::Result<()>;
+}
+
+/// The file system, as durability uses it.
+pub trait Storage: Send + Sync + std::fmt::Debug {
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// The files directly in `dir`, sorted by name; empty if it does not exist.
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    fn exists(&self, path: &Path) -> bool;
+    /// Replaces `path` with `bytes` all at once, durably: a crash leaves the
+    /// old contents or the new, never a mix.
+    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
+    /// Opens `path` for appending, creating it (durably) if needed.
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>>;
+    /// Cuts `path` to `len` bytes, durably.
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()>;
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    fn remove_dir_all(&self, dir: &Path) -> io::Result<()>;
+}
+
+/// The real file system.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FileSystem;
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    fs::File::open(dir)?.sync_all()
+}
+
+fn parent(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+struct RealAppend(fs::File);
+
+impl AppendFile for RealAppend {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.0.write_all(bytes)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+}
+
+impl Storage for FileSystem {
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        fs::create_dir_all(dir)
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        let entries = match fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut paths = entries
+            .map(|e| e.map(|e| e.path()))
+            .collect::<io::Result<Vec<_>>>()?;
+        paths.sort();
+        Ok(paths)
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        fs::read(path)
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let tmp = path.with_extension("tmp");
+        let mut file = fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)?;
+        sync_dir(parent(path))
+    }
+
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {
+        let existed = path.exists();
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        if !existed {
+            file.sync_all()?;
+            sync_dir(parent(path))?;
+        }
+        Ok(Box::new(RealAppend(file)))
+    }
+
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+        let file = fs::OpenOptions::new().write(true).open(path)?;
+        file.set_len(len)?;
+        file.sync_all()
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path)?;
+        sync_dir(parent(path))
+    }
+
+    fn remove_dir_all(&self, dir: &Path) -> io::Result<()> {
+        match fs::remove_dir_all(dir) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => sync_dir(parent(dir)),
+        }
+    }
+}
+
+/// What an in-memory file holds: what a crash keeps, and what was written.
+#[derive(Debug, Default, Clone)]
+struct MemFile {
+    durable: Vec<u8>,
+    written: Vec<u8>,
+}
+
+/// Faults the in-memory file system injects.
+#[derive(Debug, Default, Clone)]
+pub struct Faults {
+    /// Syncs wait until `MemStorage::release_syncs`.
+    pub hold_syncs: bool,
+    /// Every sync fails.
+    pub fail_sync: bool,
+    /// Appends fail once this many more bytes are written, after writing
+    /// what fits (a short write), with "no space left on device".
+    pub space_left: Option<u64>,
+}
+
+/// Files in memory, for tests of crashes and failing disks.
+#[derive(Debug, Default, Clone)]
+pub struct MemStorage {
+    inner: Arc<Mutex<MemInner>>,
+    changed: Arc<std::sync::Condvar>,
+}
+
+#[derive(Debug, Default)]
+struct MemInner {
+    files: BTreeMap<PathBuf, MemFile>,
+    faults: Faults,
+    /// Syncs done, and syncs waiting for `release_syncs`.
+    syncs: usize,
+    held: usize,
+}
+
+struct MemAppend {
+    storage: MemStorage,
+    path: PathBuf,
+}
+
+impl AppendFile for MemAppend {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let mut inner = self.storage.lock();
+        let fits = match inner.faults.space_left {
+            Some(left) => (left as usize).min(bytes.len()),
+            None => bytes.len(),
+        };
+        if let Some(left) = inner.faults.space_left.as_mut() {
+            *left -= fits as u64;
+        }
+        let file = inner
+            .files
+            .get_mut(&self.path)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        file.written.extend_from_slice(&bytes[..fits]);
+        if fits < bytes.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                "no space left on device",
+            ));
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        let mut inner = self.storage.lock();
+        if inner.faults.hold_syncs {
+            inner.held += 1;
+            self.storage.changed.notify_all();
+            while inner.faults.hold_syncs {
+                inner = self
+                    .storage
+                    .changed
+                    .wait(inner)
+                    .unwrap_or_else(|e| e.into_inner());
+            }
+            inner.held -= 1;
+        }
+        inner.syncs += 1;
+        if inner.faults.fail_sync {
+            return Err(io::Error::other("injected fsync failure: I/O error"));
+        }
+        let file = inner
+            .files
+            .get_mut(&self.path)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        file.durable.clone_from(&file.written);
+        Ok(())
+    }
+}
+
+impl MemStorage {
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemInner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn set_faults(&self, faults: Faults) {
+        self.lock().faults = faults;
+        self.changed.notify_all();
+    }
+
+    /// Waits until a sync is held by `Faults::hold_syncs`.
+    pub fn wait_for_held_sync(&self) {
+        let mut inner = self.lock();
+        while inner.held == 0 {
+            inner = self.changed.wait(inner).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Lets held syncs go, and syncs no longer wait.
+    pub fn release_syncs(&self) {
+        self.lock().faults.hold_syncs = false;
+        self.changed.notify_all();
+    }
+
+    /// Syncs done so far.
+    pub fn syncs(&self) -> usize {
+        self.lock().syncs
+    }
+
+    /// Forgets everything not synced, keeping of each file's unsynced bytes
+    /// only the first `torn` (a write cut off by the crash).
+    pub fn crash(&self, torn: usize) {
+        for file in self.lock().files.values_mut() {
+            let keep = file.written.len().min(file.durable.len() + torn);
+            let mut after = file.written[..keep].to_vec();
+            // A torn write can also leave garbage where it stopped.
+            if keep > file.durable.len() {
+                if let Some(last) = after.last_mut() {
+                    *last ^= 0x5a;
+                }
+            }
+            file.written = std::mem::take(&mut after);
+            file.durable.clone_from(&file.written);
+        }
+    }
+
+    /// Flips a byte of a file, as bit rot would.
+    pub fn corrupt(&self, path: &Path, at: usize) {
+        let mut inner = self.lock();
+        let file = inner.files.get_mut(path).expect("file exists");
+        file.written[at] ^= 0xff;
+        file.durable.clone_from(&file.written);
+    }
+
+    /// The durable length of a file.
+    pub fn len(&self, path: &Path) -> usize {
+        self.lock().files.get(path).map_or(0, |f| f.written.len())
+    }
+}
+
+impl Storage for MemStorage {
+    fn create_dir_all(&self, _dir: &Path) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        Ok(self
+            .lock()
+            .files
+            .keys()
+            .filter(|p| p.parent() == Some(dir))
+            .cloned()
+            .collect())
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.lock()
+            .files
+            .get(path)
+            .map(|f| f.written.clone())
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        self.lock().files.contains_key(path)
+    }
+
+    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let mut inner = self.lock();
+        if inner.faults.fail_sync {
+            return Err(io::Error::other("injected fsync failure: I/O error"));
+        }
+        if inner
+            .faults
+            .space_left
+            .is_some_and(|left| left < bytes.len() as u64)
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                "no space left on device",
+            ));
+        }
+        let file = MemFile {
+            durable: bytes.to_vec(),
+            written: bytes.to_vec(),
+        };
+        inner.files.insert(path.to_owned(), file);
+        Ok(())
+    }
+
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {
+        self.lock().files.entry(path.to_owned()).or_default();
+        Ok(Box::new(MemAppend {
+            storage: self.clone(),
+            path: path.to_owned(),
+        }))
+    }
+
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+        let mut inner = self.lock();
+        let file = inner
+            .files
+            .get_mut(path)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        file.written.truncate(len as usize);
+        file.durable.clone_from(&file.written);
+        Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.lock().files.remove(path);
+        Ok(())
+    }
+
+    fn remove_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.lock().files.retain(|p, _| !p.starts_with(dir));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_crash_keeps_what_was_synced() {
+        let fs = MemStorage::default();
+        let path = Path::new("/d/log");
+        let mut f = fs.open_append(path).unwrap();
+        f.append(b"hello ").unwrap();
+        f.sync().unwrap();
+        f.append(b"world").unwrap();
+        fs.crash(0);
+        assert_eq!(fs.read(path).unwrap(), b"hello ");
+        let mut f = fs.open_append(path).unwrap();
+        f.append(b"again").unwrap();
+        fs.crash(3);
+        let torn = fs.read(path).unwrap();
+        assert_eq!(&torn[..8], b"hello ag");
+        assert_ne!(torn[8], b'a', "the torn byte is garbage");
+    }
+
+    #[test]
+    fn faults_are_injected() {
+        let fs = MemStorage::default();
+        let path = Path::new("/d/log");
+        let mut f = fs.open_append(path).unwrap();
+        fs.set_faults(Faults {
+            fail_sync: true,
+            space_left: Some(3),
+            ..Faults::default()
+        });
+        let e = f.append(b"abcdef").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::StorageFull);
+        assert_eq!(fs.len(path), 3, "a short write");
+        assert!(f.sync().is_err());
+        assert!(fs.write_atomic(Path::new("/d/x"), b"1").is_err());
+    }
+
+    #[test]
+    fn the_real_file_system_writes_atomically_and_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FileSystem;
+        let file = dir.path().join("a.json");
+        fs.write_atomic(&file, b"one").unwrap();
+        fs.write_atomic(&file, b"two").unwrap();
+        assert_eq!(fs.read(&file).unwrap(), b"two");
+        let log = dir.path().join("log");
+        let mut f = fs.open_append(&log).unwrap();
+        f.append(b"abc").unwrap();
+        f.sync().unwrap();
+        fs.truncate(&log, 1).unwrap();
+        assert_eq!(fs.read(&log).unwrap(), b"a");
+        assert_eq!(
+            fs.list(dir.path()).unwrap(),
+            vec![file.clone(), log.clone()]
+        );
+        fs.remove(&log).unwrap();
+        assert!(!fs.exists(&log));
+    }
+}

@@ -1,0 +1,533 @@
+//! The redo log: every committed change, in commit order, in checksummed
+//! records; many commits share one sync (group commit).
+//!
+//! The log is one stream of bytes cut into segment files named by the offset
+//! they start at (`redo/00000000000000000000.redo`, …). An LSN is an offset in
+//! that stream. A record is
+//! ```text
+//! [payload length u32][crc32c u32 of the next 8 + length bytes][lsn u64: its own offset][payload]
+//! ```
+//! little-endian. Appending takes a short lock to give the record its place
+//! in a shared buffer; one writer thread writes out whatever has gathered,
+//! syncs once, and announces how far the log is durable. In `sync` mode a
+//! commit is acknowledged only then; in `interval` mode the writer syncs every
+//! interval and commits are acknowledged at once — the last interval can be
+//! lost in a crash. A failed write or sync fails the log for good: what
+//! waited is told so, nothing more is accepted, and the node must restart to
+//! recover from what is on disk.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use super::io::{AppendFile, Storage};
+
+/// An offset in the log stream.
+pub type Lsn = u64;
+
+/// Bytes of a record's header.
+pub const HEADER: usize = 16;
+/// A new segment is started once the current one has this many bytes.
+pub const SEGMENT_BYTES: u64 = 64 << 20;
+/// The largest payload a record may carry.
+pub const MAX_PAYLOAD: usize = 1 << 30;
+
+/// When a commit is acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// After its redo is synced to disk.
+    Sync,
+    /// At once; the log is synced every this often.
+    Interval(Duration),
+}
+
+impl std::str::FromStr for Durability {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad =
+            || format!("'{s}' is not a durability: use 'sync' or 'interval:<ms>' (1 to 60000)");
+        match s {
+            "sync" => Ok(Durability::Sync),
+            _ => {
+                let ms: u64 = s
+                    .strip_prefix("interval:")
+                    .ok_or_else(bad)?
+                    .parse()
+                    .map_err(|_| bad())?;
+                if !(1..=60_000).contains(&ms) {
+                    return Err(bad());
+                }
+                Ok(Durability::Interval(Duration::from_millis(ms)))
+            }
+        }
+    }
+}
+
+/// The log has failed: nothing more can be made durable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the redo log failed, so writes cannot be made durable until the data node restarts: {0}")]
+pub struct LogFailed(pub Arc<str>);
+
+/// How far the log is durable, or why it never will be again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Durable {
+    lsn: Lsn,
+    failed: Option<Arc<str>>,
+}
+
+struct Shared {
+    /// The end of everything appended.
+    next: Lsn,
+    /// Appended records not yet handed to the writer, from `buffered_from`.
+    buffer: Vec<u8>,
+    buffered_from: Lsn,
+    failed: Option<Arc<str>>,
+    stopping: bool,
+}
+
+/// The redo log of a data node.
+pub struct RedoLog {
+    shared: Mutex<Shared>,
+    work: Condvar,
+    durable: watch::Sender<Durable>,
+    mode: Durability,
+    writer: Mutex<Option<thread::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for RedoLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedoLog")
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) fn segment_name(start: Lsn) -> String {
+    format!("{start:020}.redo")
+}
+
+fn segment_start(path: &Path) -> Option<Lsn> {
+    path.file_name()?
+        .to_str()?
+        .strip_suffix(".redo")?
+        .parse()
+        .ok()
+}
+
+/// Encodes one record for the payload at `lsn` into `out`.
+fn encode(lsn: Lsn, payload: &[u8], out: &mut Vec<u8>) {
+    let lsn_bytes = lsn.to_le_bytes();
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&lsn_bytes), payload);
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(&lsn_bytes);
+    out.extend_from_slice(payload);
+}
+
+impl RedoLog {
+    /// Opens the log for appending at `end` (where recovery found it ends)
+    /// and starts its writer thread.
+    pub fn open(
+        storage: Arc<dyn Storage>,
+        dir: PathBuf,
+        end: Lsn,
+        mode: Durability,
+    ) -> std::io::Result<Arc<RedoLog>> {
+        RedoLog::open_with(storage, dir, end, mode, SEGMENT_BYTES)
+    }
+
+    /// `open`, starting a new segment every `segment_bytes`.
+    pub(crate) fn open_with(
+        storage: Arc<dyn Storage>,
+        dir: PathBuf,
+        end: Lsn,
+        mode: Durability,
+        segment_bytes: u64,
+    ) -> std::io::Result<Arc<RedoLog>> {
+        storage.create_dir_all(&dir)?;
+        let segments = storage.list(&dir)?;
+        let (segment_start, file) = match segments
+            .iter()
+            .filter_map(|p| segment_start(p).map(|s| (s, p)))
+            .last()
+        {
+            Some((start, path)) if start <= end => (start, storage.open_append(path)?),
+            _ => (end, storage.open_append(&dir.join(segment_name(end)))?),
+        };
+        let log = Arc::new(RedoLog {
+            shared: Mutex::new(Shared {
+                next: end,
+                buffer: Vec::new(),
+                buffered_from: end,
+                failed: None,
+                stopping: false,
+            }),
+            work: Condvar::new(),
+            durable: watch::channel(Durable {
+                lsn: end,
+                failed: None,
+            })
+            .0,
+            mode,
+            writer: Mutex::new(None),
+        });
+        let writer = Writer {
+            log: Arc::clone(&log),
+            storage,
+            dir,
+            file,
+            segment_start,
+            written: end,
+            synced_at: Instant::now(),
+            segment_bytes,
+        };
+        let handle = thread::Builder::new()
+            .name("redo-writer".into())
+            .spawn(move || writer.run())?;
+        *log.writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+        Ok(log)
+    }
+
+    fn shared(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn mode(&self) -> Durability {
+        self.mode
+    }
+
+    /// Appends a record and answers the LSN it ends at: durable once the log
+    /// is durable that far.
+    pub fn append(&self, payload: &[u8]) -> Result<Lsn, LogFailed> {
+        assert!(
+            payload.len() <= MAX_PAYLOAD,
+            "a redo record of {} bytes",
+            payload.len()
+        );
+        let mut shared = self.shared();
+        if let Some(failed) = &shared.failed {
+            return Err(LogFailed(Arc::clone(failed)));
+        }
+        let lsn = shared.next;
+        encode(lsn, payload, &mut shared.buffer);
+        shared.next = lsn + (HEADER + payload.len()) as u64;
+        let end = shared.next;
+        drop(shared);
+        self.work.notify_one();
+        Ok(end)
+    }
+
+    /// Where the next record will start: every record appended so far ends
+    /// at or before it.
+    pub fn next_lsn(&self) -> Lsn {
+        self.shared().next
+    }
+
+    /// Waits until the log is durable up to `lsn` — at once in interval mode.
+    pub async fn wait_durable(&self, lsn: Lsn) -> Result<(), LogFailed> {
+        if let Durability::Interval(_) = self.mode {
+            return match &self.shared().failed {
+                Some(failed) => Err(LogFailed(Arc::clone(failed))),
+                None => Ok(()),
+            };
+        }
+        let mut durable = self.durable.subscribe();
+        let state = durable
+            .wait_for(|d| d.lsn >= lsn || d.failed.is_some())
+            .await
+            .expect("the log outlives its waiters");
+        match &state.failed {
+            Some(failed) if state.lsn < lsn => Err(LogFailed(Arc::clone(failed))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Why the log failed, if it has.
+    pub fn failure(&self) -> Option<LogFailed> {
+        self.shared().failed.clone().map(LogFailed)
+    }
+
+    /// How far the log is durable.
+    pub fn durable_lsn(&self) -> Lsn {
+        self.durable.borrow().lsn
+    }
+
+    /// Writes and syncs everything appended, then stops the writer.
+    pub fn close(&self) -> Result<(), LogFailed> {
+        self.shared().stopping = true;
+        self.work.notify_one();
+        if let Some(writer) = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = writer.join();
+        }
+        match self.failure() {
+            Some(failed) => Err(failed),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The writer thread's side of the log.
+struct Writer {
+    log: Arc<RedoLog>,
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+    file: Box<dyn AppendFile>,
+    segment_start: Lsn,
+    /// The end of what has been written to files.
+    written: Lsn,
+    synced_at: Instant,
+    segment_bytes: u64,
+}
+
+impl Writer {
+    fn run(mut self) {
+        loop {
+            let (batch, from, stopping) = {
+                let mut shared = self.log.shared();
+                loop {
+                    if !shared.buffer.is_empty() || shared.stopping {
+                        break;
+                    }
+                    match self.log.mode {
+                        Durability::Sync => {
+                            shared = self
+                                .log
+                                .work
+                                .wait(shared)
+                                .unwrap_or_else(|e| e.into_inner())
+                        }
+                        Durability::Interval(every) => {
+                            let (guard, timeout) = self
+                                .log
+                                .work
+                                .wait_timeout(shared, every)
+                                .unwrap_or_else(|e| e.into_inner());
+                            shared = guard;
+                            // Quiet for an interval with unsynced writes: sync them.
+                            if timeout.timed_out() && self.written > self.log.durable_lsn() {
+                                break;
+                            }
+                        }
+                    }
+                }
+                let from = shared.buffered_from;
+                shared.buffered_from = shared.next;
+                (std::mem::take(&mut shared.buffer), from, shared.stopping)
+            };
+            debug_assert_eq!(from, self.written);
+            let result = self.write(&batch).and_then(|()| {
+                let due = match self.log.mode {
+                    Durability::Sync => true,
+                    Durability::Interval(every) => stopping || self.synced_at.elapsed() >= every,
+                };
+                if due && self.written > self.log.durable_lsn() {
+                    self.sync()
+                } else {
+                    Ok(())
+                }
+            });
+            if let Err(e) = result {
+                let failed: Arc<str> = format!("{e}").into();
+                tracing::error!(error = %failed, "the redo log failed");
+                self.log.shared().failed = Some(Arc::clone(&failed));
+                self.log.durable.send_modify(|d| d.failed = Some(failed));
+                return;
+            }
+            if stopping && self.log.shared().buffer.is_empty() {
+                return;
+            }
+        }
+    }
+
+    /// Writes a batch of whole records, starting a new segment at a record
+    /// boundary whenever the current one is full.
+    fn write(&mut self, batch: &[u8]) -> std::io::Result<()> {
+        let mut at = 0;
+        while at < batch.len() {
+            if self.written - self.segment_start >= self.segment_bytes {
+                // Everything in the full segment must be durable before its
+                // successor exists.
+                self.sync()?;
+                self.segment_start = self.written;
+                self.file = self
+                    .storage
+                    .open_append(&self.dir.join(segment_name(self.written)))?;
+            }
+            let room = self.segment_bytes - (self.written - self.segment_start);
+            let mut end = at;
+            while end < batch.len() && (end - at) as u64 <= room {
+                let len = u32::from_le_bytes(batch[end..end + 4].try_into().expect("a header"));
+                end += HEADER + len as usize;
+            }
+            self.file.append(&batch[at..end])?;
+            self.written += (end - at) as u64;
+            at = end;
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> std::io::Result<()> {
+        self.file.sync()?;
+        self.synced_at = Instant::now();
+        let lsn = self.written;
+        self.log.durable.send_modify(|d| d.lsn = lsn);
+        Ok(())
+    }
+}
+
+/// Why the log could not be read at start.
+#[derive(Debug, thiserror::Error)]
+pub enum RedoError {
+    #[error("reading {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "the redo log is corrupt at {path} offset {offset}: {problem}; records after it would be lost, so the data node does not start"
+    )]
+    Corrupt {
+        path: PathBuf,
+        offset: u64,
+        problem: String,
+    },
+    #[error(
+        "the redo log has a gap: {path} starts at {start}, but the log before it ends at {end}"
+    )]
+    Gap { path: PathBuf, start: Lsn, end: Lsn },
+    #[error("the redo log does not reach back to {needed}: its oldest record is at {oldest}")]
+    Missing { needed: Lsn, oldest: Lsn },
+}
+
+/// Where the log ends, as recovery found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogEnd {
+    pub end: Lsn,
+    /// A torn record at the tail (a crash while writing it), dropped: the
+    /// file and offset it was cut from.
+    pub torn: Option<(PathBuf, u64)>,
+}
+
+/// Whether a valid record starts at `at` of `bytes`, whose offset in the log
+/// is `lsn`: its length, if so.
+fn record_at(bytes: &[u8], at: usize, lsn: Lsn) -> Result<usize, String> {
+    let header = bytes.get(at..at + HEADER).ok_or("a header cut short")?;
+    let len = u32::from_le_bytes(header[..4].try_into().expect("4")) as usize;
+    let crc = u32::from_le_bytes(header[4..8].try_into().expect("4"));
+    let stored = u64::from_le_bytes(header[8..16].try_into().expect("8"));
+    if stored != lsn {
+        return Err(format!("the record says it is at {stored}"));
+    }
+    let payload = bytes
+        .get(at + HEADER..at + HEADER + len)
+        .ok_or("a record cut short")?;
+    if crc32c::crc32c_append(crc32c::crc32c(&header[8..16]), payload) != crc {
+        return Err("its checksum does not match".into());
+    }
+    Ok(HEADER + len)
+}
+
+/// Reads every record from `from` on, in order, handing each payload and
+/// the LSN it starts at to `visit`. A bad record at the very end of the log —
+/// nothing valid after it — is a write a crash tore: it is left out, and
+/// where it starts is reported. A bad record with valid ones after it, or a
+/// gap between segments, is corruption: an error that names the file and
+/// offset.
+pub fn replay(
+    storage: &dyn Storage,
+    dir: &Path,
+    from: Lsn,
+    mut visit: impl FnMut(Lsn, &[u8]),
+) -> Result<LogEnd, RedoError> {
+    let segments: Vec<(Lsn, PathBuf)> = storage
+        .list(dir)
+        .map_err(|source| RedoError::Read {
+            path: dir.to_owned(),
+            source,
+        })?
+        .into_iter()
+        .filter_map(|p| segment_start(&p).map(|s| (s, p)))
+        .collect();
+    let Some(first) = segments.iter().rposition(|(start, _)| *start <= from) else {
+        return match segments.first() {
+            None => Ok(LogEnd {
+                end: from,
+                torn: None,
+            }),
+            Some((oldest, _)) => Err(RedoError::Missing {
+                needed: from,
+                oldest: *oldest,
+            }),
+        };
+    };
+    let mut end = segments[first].0;
+    for (n, (start, path)) in segments.iter().enumerate().skip(first) {
+        if *start != end {
+            return Err(RedoError::Gap {
+                path: path.clone(),
+                start: *start,
+                end,
+            });
+        }
+        let bytes = storage.read(path).map_err(|source| RedoError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let last = n + 1 == segments.len();
+        let mut at = 0usize;
+        while at < bytes.len() {
+            let lsn = start + at as u64;
+            match record_at(&bytes, at, lsn) {
+                Ok(len) => {
+                    if lsn >= from {
+                        visit(lsn, &bytes[at + HEADER..at + len]);
+                    }
+                    at += len;
+                }
+                Err(problem) => {
+                    let valid_after = (at + 1..bytes.len())
+                        .any(|p| record_at(&bytes, p, start + p as u64).is_ok());
+                    if last && !valid_after {
+                        return Ok(LogEnd {
+                            end: lsn,
+                            torn: Some((path.clone(), at as u64)),
+                        });
+                    }
+                    return Err(RedoError::Corrupt {
+                        path: path.clone(),
+                        offset: at as u64,
+                        problem,
+                    });
+                }
+            }
+        }
+        end = start + bytes.len() as u64;
+    }
+    Ok(LogEnd { end, torn: None })
+}
+
+/// Removes the segments that end at or before `lsn`: what recovery will
+/// never need again once a checkpoint covers it.
+pub fn remove_before(storage: &dyn Storage, dir: &Path, lsn: Lsn) -> std::io::Result<usize> {
+    let segments: Vec<(Lsn, PathBuf)> = storage
+        .list(dir)?
+        .into_iter()
+        .filter_map(|p| segment_start(&p).map(|s| (s, p)))
+        .collect();
+    let mut removed = 0;
+    // A segment can go when the next one starts at or before `lsn`.
+    for pair in segments.windows(2) {
+        if pair[1].0 <= lsn {
+            storage.remove(&pair[0].1)?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,269 @@
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::*;
+use crate::persist::io::{Faults, MemStorage};
+
+fn dir() -> PathBuf {
+    PathBuf::from("/node/redo")
+}
+
+fn open(fs: &MemStorage, end: Lsn, mode: Durability) -> Arc<RedoLog> {
+    RedoLog::open_with(Arc::new(fs.clone()), dir(), end, mode, 1024).unwrap()
+}
+
+fn read_all(fs: &MemStorage, from: Lsn) -> (Vec<(Lsn, Vec<u8>)>, LogEnd) {
+    let mut records = Vec::new();
+    let end = replay(fs, &dir(), from, |lsn, payload| {
+        records.push((lsn, payload.to_vec()))
+    })
+    .unwrap();
+    (records, end)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn records_come_back_in_order_across_segments() {
+    let fs = MemStorage::default();
+    let log = open(&fs, 0, Durability::Sync);
+    let rt = runtime();
+    let mut ends = Vec::new();
+    for i in 0..100u32 {
+        let payload = vec![i as u8; (i % 50) as usize * 10];
+        ends.push(log.append(&payload).unwrap());
+    }
+    rt.block_on(log.wait_durable(*ends.last().unwrap()))
+        .unwrap();
+    log.close().unwrap();
+    assert!(fs.list(&dir()).unwrap().len() > 3, "1 KiB segments");
+    let (records, end) = read_all(&fs, 0);
+    assert_eq!(records.len(), 100);
+    assert_eq!(
+        end,
+        LogEnd {
+            end: *ends.last().unwrap(),
+            torn: None
+        }
+    );
+    let mut at = 0;
+    for (i, (lsn, payload)) in records.iter().enumerate() {
+        assert_eq!(*lsn, at);
+        assert_eq!(payload, &vec![i as u8; (i % 50) * 10]);
+        at = ends[i];
+    }
+    // Replay from a later record starts there.
+    let (later, _) = read_all(&fs, ends[49]);
+    assert_eq!(later.len(), 50);
+    // Old segments go once a checkpoint covers them; the rest still replays.
+    let removed = remove_before(&fs, &dir(), ends[79]).unwrap();
+    assert!(removed > 0);
+    assert_eq!(read_all(&fs, ends[79]).0.len(), 20);
+    assert!(matches!(
+        replay(&fs, &dir(), 0, |_, _| {}),
+        Err(RedoError::Missing { needed: 0, .. })
+    ));
+}
+
+#[test]
+fn many_commits_share_one_sync() {
+    let fs = MemStorage::default();
+    let log = RedoLog::open_with(
+        Arc::new(fs.clone()),
+        dir(),
+        0,
+        Durability::Sync,
+        SEGMENT_BYTES,
+    )
+    .unwrap();
+    let rt = runtime();
+    fs.set_faults(Faults {
+        hold_syncs: true,
+        ..Faults::default()
+    });
+    let first = log.append(b"first").unwrap();
+    fs.wait_for_held_sync();
+    // While the writer syncs the first record, 99 more gather.
+    let last = (0..99)
+        .map(|_| log.append(b"more").unwrap())
+        .last()
+        .unwrap();
+    fs.release_syncs();
+    rt.block_on(async {
+        log.wait_durable(first).await.unwrap();
+        log.wait_durable(last).await.unwrap();
+    });
+    assert_eq!(
+        fs.syncs(),
+        2,
+        "one sync for the first record, one for the 99 that waited"
+    );
+    log.close().unwrap();
+}
+
+#[test]
+fn a_torn_tail_is_dropped_and_the_log_goes_on_from_before_it() {
+    let fs = MemStorage::default();
+    let rt = runtime();
+    let log = open(&fs, 0, Durability::Sync);
+    let acked = log.append(b"acknowledged").unwrap();
+    rt.block_on(log.wait_durable(acked)).unwrap();
+    fs.set_faults(Faults {
+        hold_syncs: true,
+        ..Faults::default()
+    });
+    log.append(b"written but never synced").unwrap();
+    fs.wait_for_held_sync();
+    // The power goes: 10 bytes of the second record made it, the last garbled.
+    fs.crash(10);
+    fs.release_syncs();
+    let (records, end) = read_all(&fs, 0);
+    assert_eq!(records, vec![(0, b"acknowledged".to_vec())]);
+    assert_eq!(end.end, acked);
+    let (path, offset) = end.torn.clone().expect("a torn tail");
+    assert_eq!(offset, acked);
+    // Recovery cuts the tail off and appends after it.
+    fs.truncate(&path, offset).unwrap();
+    let log = open(&fs, end.end, Durability::Sync);
+    let next = log.append(b"after restart").unwrap();
+    rt.block_on(log.wait_durable(next)).unwrap();
+    log.close().unwrap();
+    let (records, end) = read_all(&fs, 0);
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[1], (acked, b"after restart".to_vec()));
+    assert_eq!(end.torn, None);
+}
+
+#[test]
+fn corruption_before_the_tail_names_the_file_and_offset() {
+    let fs = MemStorage::default();
+    let rt = runtime();
+    let log = open(&fs, 0, Durability::Sync);
+    let ends: Vec<Lsn> = (0..5)
+        .map(|_| log.append(b"a record of some length").unwrap())
+        .collect();
+    rt.block_on(log.wait_durable(ends[4])).unwrap();
+    log.close().unwrap();
+    let segment: PathBuf = dir().join(segment_name(0));
+    fs.corrupt(&segment, ends[1] as usize + HEADER + 3);
+    match replay(&fs, &dir(), 0, |_, _| {}) {
+        Err(RedoError::Corrupt {
+            path,
+            offset,
+            problem,
+        }) => {
+            assert_eq!((path, offset), (segment.clone(), ends[1]));
+            assert!(problem.contains("checksum"), "{problem}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let message = replay(&fs, &dir(), 0, |_, _| {}).unwrap_err().to_string();
+    assert!(
+        message.contains(&format!("{} offset {}", segment.display(), ends[1])),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_failed_sync_fails_the_commits_waiting_for_it_and_every_later_one() {
+    let fs = MemStorage::default();
+    let rt = runtime();
+    let log = open(&fs, 0, Durability::Sync);
+    let acked = log.append(b"before").unwrap();
+    rt.block_on(log.wait_durable(acked)).unwrap();
+    fs.set_faults(Faults {
+        fail_sync: true,
+        ..Faults::default()
+    });
+    let doomed = log.append(b"during").unwrap();
+    let err = rt.block_on(log.wait_durable(doomed)).unwrap_err();
+    assert!(err.to_string().contains("injected fsync failure"), "{err}");
+    assert!(
+        log.append(b"after").is_err(),
+        "a failed log accepts nothing more"
+    );
+    assert!(
+        rt.block_on(log.wait_durable(acked)).is_ok(),
+        "what was durable stays durable"
+    );
+    assert!(log.close().is_err());
+    fs.crash(0);
+    let (records, _) = read_all(&fs, 0);
+    assert_eq!(records, vec![(0, b"before".to_vec())]);
+}
+
+#[test]
+fn a_full_disk_fails_the_log_and_the_short_write_is_a_torn_tail() {
+    let fs = MemStorage::default();
+    let rt = runtime();
+    let log = open(&fs, 0, Durability::Sync);
+    let acked = log.append(b"fits").unwrap();
+    rt.block_on(log.wait_durable(acked)).unwrap();
+    fs.set_faults(Faults {
+        space_left: Some(7),
+        ..Faults::default()
+    });
+    let doomed = log.append(b"does not fit on the disk").unwrap();
+    let err = rt.block_on(log.wait_durable(doomed)).unwrap_err();
+    assert!(err.to_string().contains("no space left on device"), "{err}");
+    fs.set_faults(Faults::default());
+    fs.crash(0);
+    let (records, end) = read_all(&fs, 0);
+    assert_eq!(records, vec![(0, b"fits".to_vec())]);
+    assert_eq!(end.end, acked);
+}
+
+#[test]
+fn interval_mode_acknowledges_at_once_and_syncs_on_close() {
+    let fs = MemStorage::default();
+    let rt = runtime();
+    let log = open(&fs, 0, Durability::Interval(Duration::from_secs(3600)));
+    let end = log.append(b"quick").unwrap();
+    rt.block_on(log.wait_durable(end)).unwrap();
+    log.close().unwrap();
+    fs.crash(0);
+    assert_eq!(read_all(&fs, 0).0.len(), 1, "close synced it");
+}
+
+#[test]
+fn durability_modes_parse() {
+    assert_eq!("sync".parse::<Durability>(), Ok(Durability::Sync));
+    assert_eq!(
+        "interval:100".parse::<Durability>(),
+        Ok(Durability::Interval(Duration::from_millis(100)))
+    );
+    for bad in [
+        "",
+        "Sync",
+        "interval",
+        "interval:",
+        "interval:0",
+        "interval:60001",
+        "interval:-5",
+        "async",
+    ] {
+        assert!(bad.parse::<Durability>().is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn a_gap_between_segments_is_an_error() {
+    let fs = MemStorage::default();
+    let rt = runtime();
+    let log = open(&fs, 0, Durability::Sync);
+    let ends: Vec<Lsn> = (0..200).map(|_| log.append(&[7; 40]).unwrap()).collect();
+    rt.block_on(log.wait_durable(ends[199])).unwrap();
+    log.close().unwrap();
+    let segments = fs.list(&dir()).unwrap();
+    fs.remove(&segments[2]).unwrap();
+    assert!(matches!(
+        replay(&fs, &dir(), 0, |_, _| {}),
+        Err(RedoError::Gap { .. })
+    ));
+    let _ = Path::new("/");
+}
