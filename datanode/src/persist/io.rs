@@ -255,10 +255,8 @@ impl MemStorage {
             let keep = file.written.len().min(file.durable.len() + torn);
             let mut after = file.written[..keep].to_vec();
             // A torn write can also leave garbage where it stopped.
-            if keep > file.durable.len() {
-                if let Some(last) = after.last_mut() {
-                    *last ^= 0x5a;
-                }
+            if let Some(last) = after.last_mut().filter(|_| keep > file.durable.len()) {
+                *last ^= 0x5a;
             }
             file.written = std::mem::take(&mut after);
             file.durable.clone_from(&file.written);

@@ -153,7 +153,7 @@ impl RedoLog {
         let (segment_start, file) = match segments
             .iter()
             .filter_map(|p| segment_start(p).map(|s| (s, p)))
-            .last()
+            .next_back()
         {
             Some((start, path)) if start <= end => (start, storage.open_append(path)?),
             _ => (end, storage.open_append(&dir.join(segment_name(end)))?),
