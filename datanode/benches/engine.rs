@@ -138,7 +138,7 @@ fn run(rt: &tokio::runtime::Runtime, w: &Workload) -> Result {
             batch.insert(&table, &(w.row)(i)).unwrap();
         }
         let t = Instant::now();
-        rt.block_on(engine.execute(&mut batch));
+        rt.block_on(engine.execute(&mut batch)).unwrap();
         insert_time += t.elapsed();
         assert!(matches!(batch.result(0), Ok(Outcome::Inserted)));
     }
@@ -168,12 +168,12 @@ fn run(rt: &tokio::runtime::Runtime, w: &Workload) -> Result {
         })
         .collect();
     let mut batches = batches;
-    rt.block_on(engine.execute(&mut batches[0]));
+    rt.block_on(engine.execute(&mut batches[0])).unwrap();
     assert!(matches!(batches[0].result(0), Ok(Outcome::Found(_))));
     let reads_per_sec = rates(batches.len() * BATCH * 4, || {
         for _ in 0..4 {
             for b in batches.iter_mut() {
-                rt.block_on(engine.execute(b));
+                rt.block_on(engine.execute(b)).unwrap();
             }
         }
     });

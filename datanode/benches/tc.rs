@@ -39,7 +39,7 @@ async fn database(tc: &Tc, name: &str, quota: Quota, rows: i64) -> (Arc<Table>, 
             )
             .unwrap();
     }
-    engine.execute(&mut batch).await;
+    engine.execute(&mut batch).await.unwrap();
     tc.set_database_quota(name, quota).unwrap();
     let grant = Grant {
         database: t.database.id,

@@ -94,7 +94,7 @@ fn main() {
             for i in start..(start + BATCH as u64).min(rows) {
                 batch.insert(&t, &row(i)).unwrap();
             }
-            engine.execute(&mut batch).await;
+            engine.execute(&mut batch).await.unwrap();
         }
         let mut x = 88172645463325252u64;
         for _ in 0..reads / BATCH {
@@ -105,7 +105,7 @@ fn main() {
                 x ^= x << 17;
                 batch.read(&t, &[key(x % rows)]).unwrap();
             }
-            engine.execute(&mut batch).await;
+            engine.execute(&mut batch).await.unwrap();
             assert!(matches!(batch.result(BATCH - 1), Ok(Outcome::Found(_))));
         }
     });

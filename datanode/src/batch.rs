@@ -43,6 +43,10 @@ pub enum OperationError {
     LockWaitTimeout { table: String },
     #[error(transparent)]
     Quota(QuotaError),
+    #[error(
+        "the change could not be made durable: the data node's redo log failed, and the node must restart"
+    )]
+    DurabilityFailed,
 }
 
 impl OperationError {
@@ -58,6 +62,7 @@ impl OperationError {
             OperationError::NoSuchTable { .. } => "NO_SUCH_TABLE",
             OperationError::LockWaitTimeout { .. } => "LOCK_WAIT_TIMEOUT",
             OperationError::Quota(e) => e.code(),
+            OperationError::DurabilityFailed => "DURABILITY_FAILED",
         }
     }
 
@@ -73,6 +78,7 @@ impl OperationError {
             OperationError::NoSuchTable { .. } => Some(723),
             OperationError::LockWaitTimeout { .. } => Some(266),
             OperationError::Quota(e) => e.number(),
+            OperationError::DurabilityFailed => None,
         }
     }
 
@@ -466,6 +472,7 @@ fn operation_error(table: &Arc<Table>, e: OpError) -> OperationError {
         OpError::LockWaitTimeout | OpError::Busy(_) => {
             OperationError::LockWaitTimeout { table: name() }
         }
+        OpError::DurabilityFailed => OperationError::DurabilityFailed,
     }
 }
 

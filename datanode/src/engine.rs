@@ -5,6 +5,8 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use arc_swap::ArcSwapOption;
+
 use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
 use tokio::sync::{Mutex, oneshot};
 
@@ -13,6 +15,7 @@ use crate::catalog::{Catalog, CatalogError, Database, Table, TableId, Tenant};
 use crate::ldm::{
     AUTOCOMMIT, FragmentPlace, FragmentReport, Job, JobOutcome, Ldm, Mode, Msg, OpBatch, TxnId,
 };
+use crate::persist::redo::{LogFailed, Lsn, RedoLog};
 use crate::storage::codec::{self, ValueError};
 use crate::storage::fixed::RowRef;
 use crate::storage::layout::Layout;
@@ -61,6 +64,9 @@ struct Inner {
     fragments_per_table: u16,
     /// Keys the hash indexes; secret, so keys cannot be chosen to collide.
     seed: u64,
+    /// Where committed changes go, once recovery is done (none for an engine
+    /// that keeps nothing).
+    log: ArcSwapOption<RedoLog>,
 }
 
 /// One fragment's memory, with the names of its table and database.
@@ -105,6 +111,7 @@ impl Engine {
                 ddl: Mutex::new(()),
                 fragments_per_table: fragments,
                 seed,
+                log: ArcSwapOption::empty(),
             }),
         })
     }
@@ -273,10 +280,34 @@ impl Engine {
         Batch::new(self.inner.ldms.len(), self.inner.seed)
     }
 
+    /// From now on, every committed change is logged to `log`.
+    pub async fn attach_log(&self, log: Arc<RedoLog>) {
+        self.inner.log.store(Some(Arc::clone(&log)));
+        let all = 0..self.inner.ldms.len() as u16;
+        self.each(all, |_, done| Msg::AttachLog {
+            log: Arc::clone(&log),
+            done,
+        })
+        .await;
+    }
+
+    /// The redo log, once attached.
+    pub fn log(&self) -> Option<Arc<RedoLog>> {
+        self.inner.log.load_full()
+    }
+
+    /// Waits until the log is durable up to `lsn`, if there is a log.
+    pub(crate) async fn wait_durable(&self, lsn: Option<Lsn>) -> Result<(), LogFailed> {
+        match (lsn, self.inner.log.load_full()) {
+            (Some(lsn), Some(log)) => log.wait_durable(lsn).await,
+            _ => Ok(()),
+        }
+    }
+
     /// Runs every operation of the batch on its worker, each on its own,
-    /// without the transaction coordinator's checks; read the outcomes with
-    /// `Batch::result`.
-    pub async fn execute(&self, batch: &mut Batch) {
+    /// without the transaction coordinator's checks, and returns once the
+    /// changes are durable; read the outcomes with `Batch::result`.
+    pub async fn execute(&self, batch: &mut Batch) -> Result<(), LogFailed> {
         let mut waits = Vec::new();
         for (n, ops) in batch.ldms.iter_mut().enumerate() {
             if ops.ops.is_empty() {
@@ -290,6 +321,16 @@ impl Engine {
         for (n, wait) in waits {
             batch.ldms[n] = wait.await.expect("LDM worker replies").0;
         }
+        if batch.ldms.iter().any(|b| b.durability_failed) {
+            let log = self
+                .inner
+                .log
+                .load_full()
+                .expect("only a logged batch fails to log");
+            return Err(log.failure().expect("a failed log says why"));
+        }
+        self.wait_durable(batch.ldms.iter().filter_map(|b| b.lsn).max())
+            .await
     }
 
     /// Sends a job to worker `ldm`; the answer comes on the receiver.

@@ -306,7 +306,7 @@ async fn bulk(
         }
         .unwrap();
     }
-    engine.execute(&mut batch).await;
+    engine.execute(&mut batch).await.unwrap();
     for (i, k) in (BULK..BULK + n).enumerate() {
         let exists = model.rows[2].contains_key(&k);
         match (step, batch.result(i), exists) {
@@ -484,7 +484,7 @@ async fn run_steps(pages: u64, fragments: u16, steps: Vec<Step>) -> Result<(), T
                     continue;
                 }
                 added.unwrap();
-                engine.execute(&mut batch).await;
+                engine.execute(&mut batch).await.unwrap();
                 let result = batch.result(0);
                 let oom = matches!(result, Err(OperationError::OutOfDataMemory { .. }));
                 match (&step, exists) {
@@ -510,7 +510,7 @@ async fn run_steps(pages: u64, fragments: u16, steps: Vec<Step>) -> Result<(), T
             }
             Step::Delete(..) => {
                 batch.delete(&table, &key(t, k)).unwrap();
-                engine.execute(&mut batch).await;
+                engine.execute(&mut batch).await.unwrap();
                 if exists {
                     prop_assert_eq!(batch.result(0), Ok(Outcome::Deleted));
                     model.rows[t].remove(&k);

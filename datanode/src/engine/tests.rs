@@ -48,7 +48,7 @@ pub(super) async fn run(
 ) -> Vec<Result<Outcome, OperationError>> {
     let mut batch = engine.batch();
     add(&mut batch);
-    engine.execute(&mut batch).await;
+    engine.execute(&mut batch).await.unwrap();
     batch.results()
 }
 
@@ -660,7 +660,7 @@ fn dropping_a_table_returns_every_page() {
         // Operations for the dropped table fail cleanly.
         let mut batch = engine.batch();
         batch.read(&t, &[Value::Int(1)]).unwrap();
-        engine.execute(&mut batch).await;
+        engine.execute(&mut batch).await.unwrap();
         assert_eq!(batch.result(0), Err(OperationError::NoSuchTable { table: "big".into() }));
         assert_eq!(engine.scan(&t, &[], 1).await.unwrap_err().code(), "NO_SUCH_TABLE");
         engine.drop_database("db").await.unwrap();
@@ -851,7 +851,7 @@ fn arbitrary_values_never_panic_at_the_edge() {
             let mut batch = engine.batch();
             match batch.insert(table, &[("k", key.clone()), ("v", v.clone())]) {
                 Ok(()) => {
-                    rt.block_on(engine.execute(&mut batch));
+                    rt.block_on(engine.execute(&mut batch)).unwrap();
                     let r = batch.result(0);
                     prop_assert!(
                         matches!(

@@ -96,6 +96,14 @@ pub(crate) struct OpBatch {
     pub(crate) data: Vec<u8>,
     pub(crate) results: Vec<OpResult>,
     pub(crate) out: Vec<u8>,
+    /// Changes to log: a prepared transaction's part, for the coordinator
+    /// to log.
+    pub(crate) redo: Vec<u8>,
+    /// Where the redo this worker logged for the batch ends: the batch is
+    /// durable once the log is durable that far.
+    pub(crate) lsn: Option<u64>,
+    /// The log failed while this batch's changes were logged.
+    pub(crate) durability_failed: bool,
 }
 
 /// One step of a scan of one fragment.
@@ -153,6 +161,11 @@ pub(crate) struct Job {
 
 pub(crate) enum Msg {
     Run(Job),
+    /// From now on, committed changes are logged here.
+    AttachLog {
+        log: Arc<crate::persist::redo::RedoLog>,
+        done: oneshot::Sender<()>,
+    },
     Commit {
         txn: TxnId,
         done: oneshot::Sender<()>,

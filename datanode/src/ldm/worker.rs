@@ -11,13 +11,15 @@ use rustc_hash::FxHashMap;
 
 use super::waits::Waits;
 use super::{
-    AUTOCOMMIT, FragmentReport, Job, JobOutcome, Mode, Msg, OpKind, OpResult, ScanChunk, Span,
-    TxnId,
+    AUTOCOMMIT, FragmentReport, Job, JobOutcome, Mode, Msg, OpBatch, OpKind, OpResult, ScanChunk,
+    Span, TxnId,
 };
 use crate::catalog::TableId;
+use crate::persist::changes;
+use crate::persist::redo::RedoLog;
 use crate::storage::OpError;
 use crate::storage::fixed::RowRef;
-use crate::storage::fragment::{Fragment, Written};
+use crate::storage::fragment::Fragment;
 use crate::storage::page::{DataMemory, PageSource};
 
 /// Operations between the stages of the worker's prefetch pipeline. A
@@ -69,6 +71,9 @@ pub(super) struct Worker {
     waits: Waits,
     /// Jobs woken from waiting, to run again.
     ready: VecDeque<Job>,
+    /// Where committed changes are logged; none while recovering, or for an
+    /// engine that keeps nothing.
+    log: Option<Arc<RedoLog>>,
 }
 
 impl Worker {
@@ -80,6 +85,7 @@ impl Worker {
             txns: FxHashMap::default(),
             waits: Waits::new(lock_wait),
             ready: VecDeque::new(),
+            log: None,
         }
     }
 
@@ -124,6 +130,10 @@ impl Worker {
     fn handle(&mut self, msg: Msg) {
         match msg {
             Msg::Run(job) => self.run_job(job),
+            Msg::AttachLog { log, done } => {
+                self.log = Some(log);
+                let _ = done.send(());
+            }
             Msg::Commit { txn, done } => {
                 self.release(txn, true);
                 let _ = done.send(());
@@ -221,19 +231,68 @@ impl Worker {
     /// Runs a job from its next operation until it is done, fails or parks.
     fn run_job(&mut self, mut job: Job) {
         match self.execute(&mut job) {
-            Stop::Done => {
-                let outcome = match job.mode {
-                    Mode::Autocommit => JobOutcome::Done,
-                    Mode::Prepare => JobOutcome::Prepared,
-                    Mode::PrepareAndCommit => {
-                        self.release(job.txn, true);
-                        JobOutcome::Done
+            Stop::Done => match job.mode {
+                Mode::Autocommit => {
+                    self.log_autocommit(&mut job.batch);
+                    let _ = job.reply.send((job.batch, JobOutcome::Done));
+                }
+                Mode::Prepare => {
+                    // The coordinator logs the transaction once every worker
+                    // has prepared: it gets this worker's part.
+                    self.after_images(job.txn, &mut job.batch.redo);
+                    let _ = job.reply.send((job.batch, JobOutcome::Prepared));
+                }
+                Mode::PrepareAndCommit => {
+                    // Logged before its rows are let go, so that whatever
+                    // sees them next is logged after it.
+                    self.after_images(job.txn, &mut job.batch.redo);
+                    match self.append(&job.batch.redo) {
+                        Ok(lsn) => {
+                            job.batch.lsn = lsn;
+                            self.release(job.txn, true);
+                            let _ = job.reply.send((job.batch, JobOutcome::Done));
+                        }
+                        Err(()) => self.fail(job, OpError::DurabilityFailed),
                     }
-                };
-                let _ = job.reply.send((job.batch, outcome));
+                }
+            },
+            Stop::Blocked(slot, row) => {
+                if job.mode == Mode::Autocommit {
+                    // What it changed is visible: log it before anything else runs.
+                    self.log_autocommit(&mut job.batch);
+                }
+                self.waits.park(job, (slot, row), Instant::now());
             }
-            Stop::Blocked(slot, row) => self.waits.park(job, (slot, row), Instant::now()),
             Stop::Failed(error) => self.fail(job, error),
+        }
+    }
+
+    /// Appends a redo record, if a log is attached and there is anything to
+    /// log: the LSN it ends at.
+    fn append(&self, redo: &[u8]) -> Result<Option<u64>, ()> {
+        match &self.log {
+            Some(log) if !redo.is_empty() => log.append(redo).map(Some).map_err(|_| ()),
+            _ => Ok(None),
+        }
+    }
+
+    /// Logs the changes an autocommit job has made since it last logged.
+    fn log_autocommit(&self, batch: &mut OpBatch) {
+        match self.append(&batch.redo) {
+            Ok(Some(lsn)) => batch.lsn = Some(lsn),
+            Ok(None) => {}
+            Err(()) => batch.durability_failed = true,
+        }
+        batch.redo.clear();
+    }
+
+    /// Appends to `redo` what transaction `txn` made of every row it holds.
+    fn after_images(&self, txn: TxnId, redo: &mut Vec<u8>) {
+        redo.clear();
+        for held in self.txns.get(&txn).into_iter().flatten() {
+            if let Some(frag) = self.fragment(held.table, held.slot) {
+                frag.after_image(held.table, held.row, redo);
+            }
         }
     }
 
@@ -289,8 +348,12 @@ impl Worker {
         if job.next == 0 {
             job.batch.results.clear();
             job.batch.out.clear();
+            job.batch.redo.clear();
+            job.batch.lsn = None;
+            job.batch.durability_failed = false;
         }
         let (txn, start, len) = (job.txn, job.next, job.batch.ops.len());
+        let autocommit = job.mode == Mode::Autocommit;
         // Operation j gets its index entry fetched at step j, its row at
         // j + STEP, its var part at j + 2 * STEP, and runs at j + 3 * STEP.
         let stages = [Prefetch::Index, Prefetch::Row, Prefetch::VarPart];
@@ -306,75 +369,97 @@ impl Worker {
             };
             let op = job.batch.ops[j];
             let batch = &mut job.batch;
-            let result = match self.fragment_mut(op.table, op.slot) {
-                None => Err(OpError::NoSuchTable),
-                Some(frag) => {
-                    let key = op.key.of(&batch.data);
-                    match op.kind {
-                        OpKind::Read => {
-                            let start = batch.out.len();
-                            let found = frag.read(txn, op.tag, key, &mut batch.out);
-                            let span = Span {
-                                start: start as u32,
-                                len: (batch.out.len() - start) as u32,
-                            };
-                            Ok((
-                                if found {
-                                    OpResult::Found(span)
-                                } else {
-                                    OpResult::Absent
-                                },
-                                None,
-                            ))
-                        }
-                        OpKind::Insert => frag
-                            .insert(txn, op.tag, key, op.image.of(&batch.data))
-                            .map(written),
-                        OpKind::Update => frag
-                            .update(
-                                txn,
-                                op.tag,
-                                key,
-                                op.image.of(&batch.data),
-                                op.presence.of(&batch.data),
-                            )
-                            .map(written),
-                        OpKind::Write => frag
-                            .write(
-                                txn,
-                                op.tag,
-                                key,
-                                op.image.of(&batch.data),
-                                op.presence.of(&batch.data),
-                            )
-                            .map(written),
-                        OpKind::Delete => frag
-                            .delete(txn, op.tag, key)
-                            .map(|w| (OpResult::Deleted, w.locked)),
+            let Some(frag) = self.fragment_mut(op.table, op.slot) else {
+                match Self::failed(autocommit, batch, OpError::NoSuchTable) {
+                    Some(stop) => return stop,
+                    None => {
+                        job.next = j + 1;
+                        continue;
                     }
                 }
             };
-            match result {
-                Ok((result, locked)) => {
-                    if let Some(row) = locked {
+            let key = op.key.of(&batch.data);
+            let written = match op.kind {
+                OpKind::Read => {
+                    let start = batch.out.len();
+                    let found = frag.read(txn, op.tag, key, &mut batch.out);
+                    let span = Span {
+                        start: start as u32,
+                        len: (batch.out.len() - start) as u32,
+                    };
+                    batch.results.push(if found {
+                        OpResult::Found(span)
+                    } else {
+                        OpResult::Absent
+                    });
+                    job.next = j + 1;
+                    continue;
+                }
+                OpKind::Insert => frag.insert(txn, op.tag, key, op.image.of(&batch.data)),
+                OpKind::Update => frag.update(
+                    txn,
+                    op.tag,
+                    key,
+                    op.image.of(&batch.data),
+                    op.presence.of(&batch.data),
+                ),
+                OpKind::Write => frag.write(
+                    txn,
+                    op.tag,
+                    key,
+                    op.image.of(&batch.data),
+                    op.presence.of(&batch.data),
+                ),
+                OpKind::Delete => frag.delete(txn, op.tag, key),
+            };
+            match written {
+                Ok(w) => {
+                    let result = match (op.kind, w.inserted) {
+                        (OpKind::Delete, _) => OpResult::Deleted,
+                        (_, true) => OpResult::Inserted,
+                        (_, false) => OpResult::Updated,
+                    };
+                    if autocommit {
+                        // Its after-image, logged before anything else runs.
+                        if op.kind == OpKind::Delete {
+                            changes::delete(&mut batch.redo, op.table, key);
+                        } else {
+                            let at = changes::begin_put(&mut batch.redo, op.table, key);
+                            frag.append_image(w.row, &mut batch.redo);
+                            changes::finish_put(&mut batch.redo, at);
+                        }
+                    }
+                    if w.locked {
                         let held = Held {
                             table: op.table,
                             slot: op.slot,
-                            row,
+                            row: w.row,
                         };
                         self.txns.entry(txn).or_default().push(held);
                     }
                     job.batch.results.push(result);
                 }
                 Err(OpError::Busy(row)) => return Stop::Blocked(op.slot, row),
-                Err(error) if job.mode == Mode::Autocommit => {
-                    job.batch.results.push(OpResult::Failed(error))
+                Err(error) => {
+                    if let Some(stop) = Self::failed(autocommit, &mut job.batch, error) {
+                        return stop;
+                    }
                 }
-                Err(error) => return Stop::Failed(error),
             }
             job.next = j + 1;
         }
         Stop::Done
+    }
+
+    /// An operation failed: its result on its own, or the end of its
+    /// transaction.
+    fn failed(autocommit: bool, batch: &mut OpBatch, error: OpError) -> Option<Stop> {
+        if autocommit {
+            batch.results.push(OpResult::Failed(error));
+            None
+        } else {
+            Some(Stop::Failed(error))
+        }
     }
 
     #[inline]
@@ -387,14 +472,4 @@ impl Worker {
             }
         }
     }
-}
-
-/// The result of a write, and the row it newly locked.
-fn written(w: Written) -> (OpResult, Option<RowRef>) {
-    let result = if w.inserted {
-        OpResult::Inserted
-    } else {
-        OpResult::Updated
-    };
-    (result, w.locked)
 }

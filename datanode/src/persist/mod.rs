@@ -3,5 +3,6 @@
 //! - [`io`]: file operations behind a trait, real or in memory with faults.
 //! - [`redo`]: the redo log, group commit, and reading it back.
 
+pub(crate) mod changes;
 pub mod io;
 pub mod redo;

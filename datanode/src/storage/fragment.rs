@@ -21,6 +21,7 @@ use super::layout::{self, LIVE, LOCKED, Layout, Place, ROW_HEADER};
 use super::page::{PAGE_SIZE, PageSource};
 use super::var::{VarPart, VarRef};
 use super::{CmpOp, OpError, Predicate, StorageError};
+use crate::persist::changes;
 
 /// Live rows examined per scan call at most, so one scan never holds its
 /// worker for long.
@@ -62,11 +63,14 @@ struct Lock {
     deleted: bool,
 }
 
-/// What a write did, and the row it newly locked for its transaction.
+/// What a write did: whether it inserted, the row it wrote (gone after a
+/// delete outside a transaction), and whether it newly locked that row for
+/// its transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Written {
     pub(crate) inserted: bool,
-    pub(crate) locked: Option<RowRef>,
+    pub(crate) row: RowRef,
+    pub(crate) locked: bool,
 }
 
 /// Where a key stands for a transaction.
@@ -271,7 +275,8 @@ impl Fragment {
         if txn == AUTOCOMMIT {
             return Ok(Written {
                 inserted: true,
-                locked: None,
+                row: r,
+                locked: false,
             });
         }
         let lock = Lock {
@@ -283,7 +288,8 @@ impl Fragment {
         self.locks.insert(r, lock);
         Ok(Written {
             inserted: true,
-            locked: Some(r),
+            row: r,
+            locked: true,
         })
     }
 
@@ -301,7 +307,8 @@ impl Fragment {
         self.locks.get_mut(&r).expect("held").deleted = false;
         Ok(Written {
             inserted: true,
-            locked: None,
+            row: r,
+            locked: false,
         })
     }
 
@@ -337,7 +344,8 @@ impl Fragment {
             Found::Free(r) => self.update_locking(txn, tag, r, image, presence),
             Found::Mine(r, false) => self.update_row(r, image, presence).map(|()| Written {
                 inserted: false,
-                locked: None,
+                row: r,
+                locked: false,
             }),
         }
     }
@@ -362,7 +370,8 @@ impl Fragment {
             (Found::Free(r), _) => self.update_locking(txn, tag, r, image, presence),
             (Found::Mine(r, false), _) => self.update_row(r, image, presence).map(|()| Written {
                 inserted: false,
-                locked: None,
+                row: r,
+                locked: false,
             }),
             (Found::Absent | Found::Mine(_, true), Some(c)) => Err(OpError::MissingColumn(c)),
             (Found::Mine(r, true), None) => self.reinsert(r, image),
@@ -383,14 +392,16 @@ impl Fragment {
             self.update_row(r, image, presence)?;
             return Ok(Written {
                 inserted: false,
-                locked: None,
+                row: r,
+                locked: false,
             });
         }
         self.lock(txn, tag, r);
         match self.update_row(r, image, presence) {
             Ok(()) => Ok(Written {
                 inserted: false,
-                locked: Some(r),
+                row: r,
+                locked: true,
             }),
             Err(e) => {
                 // Nothing changed: just let go of the row again.
@@ -471,7 +482,8 @@ impl Fragment {
                 self.remove(r, tag);
                 Ok(Written {
                     inserted: false,
-                    locked: None,
+                    row: r,
+                    locked: false,
                 })
             }
             Found::Free(r) => {
@@ -479,14 +491,16 @@ impl Fragment {
                 self.locks.get_mut(&r).expect("just locked").deleted = true;
                 Ok(Written {
                     inserted: false,
-                    locked: Some(r),
+                    row: r,
+                    locked: true,
                 })
             }
             Found::Mine(r, false) => {
                 self.locks.get_mut(&r).expect("held").deleted = true;
                 Ok(Written {
                     inserted: false,
-                    locked: None,
+                    row: r,
+                    locked: false,
                 })
             }
         }
@@ -499,6 +513,30 @@ impl Fragment {
             self.var.free(Self::var_ref(self.fixed.slot(r)));
         }
         self.fixed.free(r);
+    }
+
+    /// Appends the image of row `r` as it is now (a transaction's own version
+    /// if it holds it).
+    pub(crate) fn append_image(&self, r: RowRef, out: &mut Vec<u8>) {
+        let fixed = self.fixed.slot(r);
+        out.extend_from_slice(fixed);
+        out.extend_from_slice(self.var_of(fixed));
+    }
+
+    /// Appends to a redo record what a transaction made of row `r`, which it
+    /// holds: the row's new image, or its deletion.
+    pub(crate) fn after_image(&self, table: crate::catalog::TableId, r: RowRef, out: &mut Vec<u8>) {
+        let fixed = self.fixed.slot(r);
+        let var = self.var_of(fixed);
+        let mut key = Vec::new();
+        self.layout.key_of(fixed, var, &mut key);
+        if self.locks[&r].deleted {
+            changes::delete(out, table, &key);
+        } else {
+            let start = changes::begin_put(out, table, &key);
+            self.append_image(r, out);
+            changes::finish_put(out, start);
+        }
     }
 
     /// Makes a transaction's change to row `r` the committed one.

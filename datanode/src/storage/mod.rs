@@ -60,6 +60,8 @@ pub(crate) enum OpError {
     /// Waited longer than the lock-wait timeout for a row another
     /// transaction holds.
     LockWaitTimeout,
+    /// The redo log has failed: the change cannot be made durable.
+    DurabilityFailed,
 }
 
 /// How a scan filter compares a column with its operand.

@@ -24,6 +24,7 @@ pub(crate) use self::governance::Governance;
 use crate::batch::{Batch, OperationError, memory_quota_error};
 use crate::catalog::{CatalogError, Database, DatabaseId};
 use crate::engine::Engine;
+use crate::persist::redo::LogFailed;
 use crate::storage::OpError;
 
 /// What a caller may do with a database: the grant of its API key.
@@ -61,6 +62,10 @@ pub enum TcError {
     /// given), and was undone.
     #[error("operation {index} failed, the transaction was rolled back: {error}")]
     Operation { index: usize, error: OperationError },
+    /// The redo log failed: what the request changed is not durable, and
+    /// no write is accepted until the node restarts.
+    #[error(transparent)]
+    Durability(#[from] LogFailed),
 }
 
 impl TcError {
@@ -69,6 +74,7 @@ impl TcError {
             TcError::Forbidden { .. } => "FORBIDDEN",
             TcError::Quota(e) => e.code(),
             TcError::Operation { error, .. } => error.code(),
+            TcError::Durability(_) => "DURABILITY_FAILED",
         }
     }
 }
@@ -131,6 +137,11 @@ impl Tc {
                 database: db.name.to_string(),
                 reason: "the key may only read".into(),
             });
+        }
+        // A node whose log has failed takes no writes: they could not be made durable.
+        let log = batch.has_writes().then(|| self.engine().log()).flatten();
+        if let Some(failed) = log.and_then(|log| log.failure()) {
+            return Err(TcError::Durability(failed));
         }
         let gov = &db.governance;
         let reject = |e: QuotaError| {
@@ -234,10 +245,11 @@ impl Tc {
         let (db, cost) = (&admitted.db, admitted.cost);
         let gov = &db.governance;
         let outcome = match commit {
-            Commit::Each => {
-                self.engine().execute(batch).await;
-                Ok(())
-            }
+            Commit::Each => self
+                .engine()
+                .execute(batch)
+                .await
+                .map_err(TcError::Durability),
             Commit::Atomic => {
                 let txn = self.inner.next_txn.fetch_add(1, Ordering::Relaxed);
                 transaction::run(self.engine(), txn, batch).await

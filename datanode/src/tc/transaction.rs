@@ -13,6 +13,7 @@ use super::TcError;
 use crate::batch::Batch;
 use crate::engine::Engine;
 use crate::ldm::{JobOutcome, Mode, TxnId};
+use crate::storage::OpError;
 
 pub(super) async fn run(engine: &Engine, txn: TxnId, batch: &mut Batch) -> Result<(), TcError> {
     batch.order_for_locking();
@@ -39,15 +40,44 @@ pub(super) async fn run(engine: &Engine, txn: TxnId, batch: &mut Batch) -> Resul
             // That worker has undone its part already.
             open.reached.pop();
             open.end(false).await;
+            if error == OpError::DurabilityFailed {
+                return Err(durability_failed(engine));
+            }
             let (index, error) = batch.failure(ldm, op, error);
             return Err(TcError::Operation { index, error });
         }
     }
-    if mode == Mode::Prepare {
+    let lsn = if mode == Mode::Prepare {
+        // Every worker has prepared: the transaction commits, logged as one
+        // record before any of its rows is let go.
+        let mut redo = Vec::new();
+        for &ldm in &ldms {
+            redo.extend_from_slice(&batch.ldms[ldm].redo);
+        }
+        let lsn = match engine.log() {
+            Some(log) if !redo.is_empty() => match log.append(&redo) {
+                Ok(lsn) => Some(lsn),
+                Err(failed) => {
+                    open.end(false).await;
+                    return Err(TcError::Durability(failed));
+                }
+            },
+            _ => None,
+        };
         open.end(true).await;
-    }
+        lsn
+    } else {
+        batch.ldms[ldms[0]].lsn
+    };
     open.ended = true;
-    Ok(())
+    engine.wait_durable(lsn).await.map_err(TcError::Durability)
+}
+
+fn durability_failed(engine: &Engine) -> TcError {
+    let log = engine
+        .log()
+        .expect("only a logged transaction fails to log");
+    TcError::Durability(log.failure().expect("a failed log says why"))
 }
 
 /// A transaction some workers have prepared.
