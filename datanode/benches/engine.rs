@@ -119,6 +119,7 @@ fn run(rt: &tokio::runtime::Runtime, w: &Workload) -> Result {
         data_memory: 2 << 30,
         ldm_threads: 1,
         fragments_per_table: Some(2),
+        seed: None,
         lock_wait_timeout: shoal_datanode::engine::DEFAULT_LOCK_WAIT_TIMEOUT,
     })
     .expect("engine starts");

@@ -343,6 +343,7 @@ fn main() {
         data_memory: 1 << 30,
         ldm_threads: 2,
         fragments_per_table: None,
+        seed: None,
         lock_wait_timeout: DEFAULT_LOCK_WAIT_TIMEOUT,
     })
     .unwrap();

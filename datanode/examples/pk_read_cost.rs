@@ -80,6 +80,7 @@ fn main() {
         data_memory: 1 << 30,
         ldm_threads: 1,
         fragments_per_table: Some(2),
+        seed: None,
         lock_wait_timeout: shoal_datanode::engine::DEFAULT_LOCK_WAIT_TIMEOUT,
     })
     .unwrap();

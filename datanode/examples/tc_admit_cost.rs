@@ -30,6 +30,7 @@ fn main() {
         data_memory: 256 << 20,
         ldm_threads: 1,
         fragments_per_table: Some(2),
+        seed: None,
         lock_wait_timeout: DEFAULT_LOCK_WAIT_TIMEOUT,
     })
     .unwrap();

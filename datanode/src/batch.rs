@@ -311,6 +311,48 @@ impl Batch {
         Ok(())
     }
 
+    /// Adds a change read back from the redo log: a put becomes a write of
+    /// the whole row, a delete a delete. Checks the row image fits the
+    /// table, so that no worker meets a malformed one.
+    pub(crate) fn push_change(
+        &mut self,
+        table: &Arc<Table>,
+        change: &crate::persist::changes::Change<'_>,
+    ) -> Result<(), String> {
+        use crate::persist::changes::Change;
+        let layout = &table.layout;
+        self.scratch.clear();
+        match change {
+            Change::Delete { key, .. } => {
+                self.scratch.extend_from_slice(key);
+                self.push(table, OpKind::Delete, (0, key.len()), (0, 0), (0, 0));
+            }
+            Change::Put { key, image, .. } => {
+                if !layout.is_image(image) {
+                    return Err(format!(
+                        "a row image of {} bytes does not fit table '{}'",
+                        image.len(),
+                        table.name()
+                    ));
+                }
+                self.scratch.extend_from_slice(key);
+                self.scratch.extend_from_slice(image);
+                let presence = layout.columns.len().div_ceil(8);
+                self.scratch.resize(self.scratch.len() + presence, 0xff);
+                let image_span = (key.len(), image.len());
+                let presence_span = (key.len() + image.len(), presence);
+                self.push(
+                    table,
+                    OpKind::Write,
+                    (0, key.len()),
+                    image_span,
+                    presence_span,
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Moves the operation encoded in `scratch` to its worker's batch.
     fn push(
         &mut self,

@@ -10,6 +10,7 @@ use shoal_quota::Quota;
 use shoal_wire::schema::{DatabaseName, SchemaError, TableDef, TableName, TenantId};
 
 use crate::ldm::FragmentPlace;
+use crate::persist::catalog::{CatalogFile, DatabaseEntry, TableEntry, TenantEntry};
 use crate::storage::layout::Layout;
 use crate::storage::page::MemoryAccount;
 use crate::tc::Governance;
@@ -61,6 +62,10 @@ pub enum CatalogError {
     TooManyTables,
     #[error("invalid table: {0}")]
     Schema(#[from] SchemaError),
+    /// The change is made in memory but could not be saved; after a restart
+    /// it may be gone.
+    #[error("the change could not be saved to disk: {0}")]
+    NotDurable(String),
 }
 
 /// A tenant: its databases' memory together, and its quota.
@@ -182,13 +187,23 @@ impl Catalog {
         if self.databases.len() >= MAX_DATABASES {
             return Err(CatalogError::TooManyDatabases);
         }
+        self.next_database_id += 1;
+        Ok(self.add_database(DatabaseId(self.next_database_id), name, tenant))
+    }
+
+    /// Adds a database with a known id (as the catalog file has it).
+    pub(crate) fn add_database(
+        &mut self,
+        id: DatabaseId,
+        name: &DatabaseName,
+        tenant: Option<&TenantId>,
+    ) -> Arc<Database> {
         let tenant = tenant.map(|t| self.tenant_or_new(t));
         let memory = Arc::new(MemoryAccount::new(
             tenant.as_ref().map(|t| Arc::clone(&t.memory)),
         ));
-        self.next_database_id += 1;
         let database = Arc::new(Database {
-            id: DatabaseId(self.next_database_id),
+            id,
             name: name.clone(),
             tenant,
             memory,
@@ -199,7 +214,48 @@ impl Catalog {
             tables: BTreeMap::new(),
         };
         self.databases.insert(name.clone(), entry);
-        Ok(database)
+        database
+    }
+
+    /// The ids to hand out next, as the catalog file has them.
+    pub(crate) fn set_next_ids(&mut self, database: u32, table: u32) {
+        self.next_database_id = database;
+        self.next_table_id = table;
+    }
+
+    /// Everything the catalog file keeps.
+    pub(crate) fn to_file(&self) -> CatalogFile {
+        CatalogFile {
+            next_database_id: self.next_database_id,
+            next_table_id: self.next_table_id,
+            tenants: self
+                .tenants
+                .values()
+                .map(|t| TenantEntry {
+                    id: t.id.clone(),
+                    quota: t.quota(),
+                })
+                .collect(),
+            databases: self
+                .databases()
+                .map(|db| DatabaseEntry {
+                    id: db.id.0,
+                    name: db.name.clone(),
+                    tenant: db.tenant.as_ref().map(|t| t.id.clone()),
+                    quota: db.quota(),
+                })
+                .collect(),
+            tables: self
+                .tables()
+                .map(|t| TableEntry {
+                    id: t.id.0,
+                    database: t.database.name.clone(),
+                    fragments: t.fragments(),
+                    def: t.def().clone(),
+                })
+                .collect(),
+            ..CatalogFile::empty()
+        }
     }
 
     fn entry(&self, name: &str) -> Result<&Entry, CatalogError> {

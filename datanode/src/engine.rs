@@ -11,10 +11,11 @@ use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
 use tokio::sync::{Mutex, oneshot};
 
 use crate::batch::{Batch, OperationError, Row};
-use crate::catalog::{Catalog, CatalogError, Database, Table, TableId, Tenant};
+use crate::catalog::{Catalog, CatalogError, Database, DatabaseId, Table, TableId, Tenant};
 use crate::ldm::{
     AUTOCOMMIT, FragmentPlace, FragmentReport, Job, JobOutcome, Ldm, Mode, Msg, OpBatch, TxnId,
 };
+use crate::persist::catalog::{CatalogFile, CatalogStore};
 use crate::persist::redo::{LogFailed, Lsn, RedoLog};
 use crate::storage::codec::{self, ValueError};
 use crate::storage::fixed::RowRef;
@@ -33,8 +34,18 @@ pub struct EngineConfig {
     pub ldm_threads: usize,
     /// Fragments per table; by default twice the LDM threads.
     pub fragments_per_table: Option<u16>,
+    /// The secret that keys the hash indexes; a new random one if none.
+    /// Restored fragment images need the one they were made with.
+    pub seed: Option<u64>,
     /// Longest a write waits for a row another transaction holds.
     pub lock_wait_timeout: Duration,
+}
+
+/// A new secret for keying hash indexes.
+pub fn random_seed() -> std::io::Result<u64> {
+    let mut seed = [0u8; 8];
+    getrandom::fill(&mut seed).map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok(u64::from_le_bytes(seed))
 }
 
 /// How long a write waits for a row by default (RonDB's
@@ -67,6 +78,11 @@ struct Inner {
     /// Where committed changes go, once recovery is done (none for an engine
     /// that keeps nothing).
     log: ArcSwapOption<RedoLog>,
+    /// Where the catalog is saved after every change (none for an engine
+    /// that keeps nothing).
+    catalog_store: ArcSwapOption<CatalogStore>,
+    /// Saves happen one at a time, each of the catalog as it is then.
+    saving: std::sync::Mutex<()>,
 }
 
 /// One fragment's memory, with the names of its table and database.
@@ -96,9 +112,10 @@ impl Engine {
             None => (2 * config.ldm_threads) as u16,
         };
         let pool = DataMemory::new(config.data_memory)?;
-        let mut seed = [0u8; 8];
-        getrandom::fill(&mut seed).map_err(|e| std::io::Error::other(e.to_string()))?;
-        let seed = u64::from_le_bytes(seed);
+        let seed = match config.seed {
+            Some(seed) => seed,
+            None => random_seed()?,
+        };
         let ldms = (0..config.ldm_threads)
             .map(|n| Ldm::start(n, Arc::clone(&pool), config.lock_wait_timeout))
             .collect::<std::io::Result<_>>()?;
@@ -112,6 +129,8 @@ impl Engine {
                 fragments_per_table: fragments,
                 seed,
                 log: ArcSwapOption::empty(),
+                catalog_store: ArcSwapOption::empty(),
+                saving: std::sync::Mutex::new(()),
             }),
         })
     }
@@ -158,6 +177,23 @@ impl Engine {
         replies
     }
 
+    /// From now on, the catalog is saved to `store` after every change.
+    pub fn keep_catalog(&self, store: CatalogStore) {
+        self.inner.catalog_store.store(Some(Arc::new(store)));
+    }
+
+    /// Saves the catalog as it is now, if it is kept.
+    pub(crate) fn save_catalog(&self) -> Result<(), CatalogError> {
+        let Some(store) = self.inner.catalog_store.load_full() else {
+            return Ok(());
+        };
+        let _one_at_a_time = self.inner.saving.lock().unwrap_or_else(|e| e.into_inner());
+        let file = self.catalog().to_file();
+        store
+            .save(&file)
+            .map_err(|e| CatalogError::NotDurable(e.to_string()))
+    }
+
     /// Creates a database, in `tenant` if given.
     pub async fn create_database(
         &self,
@@ -165,7 +201,9 @@ impl Engine {
         tenant: Option<&TenantId>,
     ) -> Result<Arc<Database>, CatalogError> {
         let _ddl = self.inner.ddl.lock().await;
-        self.catalog_mut().create_database(name, tenant)
+        let db = self.catalog_mut().create_database(name, tenant)?;
+        self.save_catalog()?;
+        Ok(db)
     }
 
     /// Drops a database and every table in it, giving their pages back.
@@ -175,7 +213,7 @@ impl Engine {
         for table in tables {
             self.drop_fragments(&table).await;
         }
-        Ok(())
+        self.save_catalog()
     }
 
     /// Creates a table with its fragments on the workers.
@@ -190,10 +228,30 @@ impl Engine {
             let db = catalog.check_new_table(database, &def)?;
             (db, catalog.next_table_id())
         };
+        let table = self
+            .build_table(db, id, self.inner.fragments_per_table, def)
+            .await;
+        // Only now may operations find it.
+        if !self.catalog_mut().add_table(Arc::clone(&table)) {
+            self.drop_fragments(&table).await;
+            return Err(CatalogError::NoSuchDatabase(database.to_string()));
+        }
+        self.save_catalog()?;
+        Ok(table)
+    }
+
+    /// Creates a table's fragments on the workers, round the workers, each
+    /// table starting one further on.
+    async fn build_table(
+        &self,
+        db: Arc<Database>,
+        id: TableId,
+        fragments: u16,
+        def: TableDef,
+    ) -> Arc<Table> {
         let layout = Arc::new(Layout::new(def));
-        // Fragments go round the workers, each table starting one further on.
         let n = self.inner.ldms.len();
-        let ldms: Vec<u16> = (0..self.inner.fragments_per_table as usize)
+        let ldms: Vec<u16> = (0..fragments as usize)
             .map(|f| ((id.0 as usize + f) % n) as u16)
             .collect();
         let slots = self
@@ -205,7 +263,7 @@ impl Engine {
                 done,
             })
             .await;
-        let table = Arc::new(Table {
+        Arc::new(Table {
             id,
             database: db,
             layout,
@@ -214,13 +272,74 @@ impl Engine {
                 .zip(slots)
                 .map(|(ldm, slot)| FragmentPlace { ldm, slot })
                 .collect(),
-        });
-        // Only now may operations find it.
-        if !self.catalog_mut().add_table(Arc::clone(&table)) {
-            self.drop_fragments(&table).await;
-            return Err(CatalogError::NoSuchDatabase(database.to_string()));
+        })
+    }
+
+    /// Builds the catalog of a node that restarts: its tenants, databases
+    /// and (empty) tables. Quotas are the coordinator's to apply.
+    pub(crate) async fn restore_catalog(&self, file: &CatalogFile) -> Result<(), String> {
+        let _ddl = self.inner.ddl.lock().await;
+        {
+            let mut catalog = self.catalog_mut();
+            catalog.set_next_ids(file.next_database_id, file.next_table_id);
+            for tenant in &file.tenants {
+                catalog.tenant_or_new(&tenant.id);
+            }
+            for db in &file.databases {
+                catalog.add_database(DatabaseId(db.id), &db.name, db.tenant.as_ref());
+            }
         }
-        Ok(table)
+        for entry in &file.tables {
+            entry
+                .def
+                .validate()
+                .map_err(|e| format!("table {} in the catalog: {e}", entry.def.name))?;
+            let db = self
+                .catalog()
+                .database(entry.database.as_str())
+                .map_err(|e| e.to_string())?;
+            let table = self
+                .build_table(
+                    db,
+                    TableId(entry.id),
+                    entry.fragments.max(1),
+                    entry.def.clone(),
+                )
+                .await;
+            self.catalog_mut().add_table(table);
+        }
+        Ok(())
+    }
+
+    /// An image of fragment `fragment` of `table`, and where replay must
+    /// start to bring it up to date; `None` if the table is gone.
+    pub(crate) async fn image(&self, table: &Table, fragment: u16) -> Option<(Vec<u8>, Lsn)> {
+        let place = table.fragments[fragment as usize];
+        let (reply, wait) = oneshot::channel();
+        self.inner.ldms[place.ldm as usize].send(Msg::Image {
+            table: table.id,
+            slot: place.slot,
+            reply,
+        });
+        wait.await.expect("LDM worker replies")
+    }
+
+    /// Replaces fragment `fragment` of `table` with an image of it.
+    pub(crate) async fn restore_image(
+        &self,
+        table: &Table,
+        fragment: u16,
+        image: Vec<u8>,
+    ) -> Result<(), String> {
+        let place = table.fragments[fragment as usize];
+        let (reply, wait) = oneshot::channel();
+        self.inner.ldms[place.ldm as usize].send(Msg::Restore {
+            table: table.id,
+            slot: place.slot,
+            image,
+            reply,
+        });
+        wait.await.expect("LDM worker replies")
     }
 
     /// Drops a table, giving all its pages back to the pool.
@@ -228,7 +347,7 @@ impl Engine {
         let _ddl = self.inner.ddl.lock().await;
         let table = self.catalog_mut().remove_table(database, table)?;
         self.drop_fragments(&table).await;
-        Ok(())
+        self.save_catalog()
     }
 
     async fn drop_fragments(&self, table: &Table) {

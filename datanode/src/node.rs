@@ -84,6 +84,7 @@ impl DataNode {
             data_memory: config.data_memory,
             ldm_threads: config.ldm_threads,
             fragments_per_table: None,
+            seed: None,
             lock_wait_timeout: config.lock_wait_timeout,
         })
         .map_err(StartError::Engine)?;

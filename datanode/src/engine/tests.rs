@@ -21,6 +21,7 @@ pub(super) fn engine_with(pages: u64, fragments: u16) -> Engine {
         data_memory: pages * PAGE_SIZE as u64,
         ldm_threads: 2,
         fragments_per_table: Some(fragments),
+        seed: None,
         lock_wait_timeout: DEFAULT_LOCK_WAIT_TIMEOUT,
     })
     .unwrap()

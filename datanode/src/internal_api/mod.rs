@@ -141,6 +141,7 @@ impl From<CatalogError> for ApiError {
                 (StatusCode::CONFLICT, "LIMIT_REACHED")
             }
             CatalogError::Schema(_) => (StatusCode::BAD_REQUEST, "INVALID_SCHEMA"),
+            CatalogError::NotDurable(_) => (StatusCode::SERVICE_UNAVAILABLE, "NOT_DURABLE"),
         };
         ApiError::new(status, code, e.to_string())
     }

@@ -97,7 +97,7 @@ pub(super) async fn set_tenant(
     let id = TenantId::parse(&tenant)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "INVALID_NAME", e.to_string()))?;
     let quota = checked(body)?;
-    state.tc.set_tenant_quota(&id, quota);
+    state.tc.set_tenant_quota(&id, quota)?;
     Ok(Json(tenant_view(&state, &tenant)?))
 }
 
@@ -106,6 +106,6 @@ pub(super) async fn clear_tenant(
     Path(tenant): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let tenant = state.tc.engine().tenant(&tenant)?;
-    state.tc.set_tenant_quota(&tenant.id, Quota::UNLIMITED);
+    state.tc.set_tenant_quota(&tenant.id, Quota::UNLIMITED)?;
     Ok(StatusCode::NO_CONTENT)
 }

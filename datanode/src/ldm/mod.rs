@@ -196,6 +196,21 @@ pub(crate) enum Msg {
         /// `None` when the fragment is gone: its table was dropped.
         reply: oneshot::Sender<Option<ScanChunk>>,
     },
+    /// Answers an image of a fragment and where in the redo log replay must
+    /// start to bring it up to date: once no transaction holds rows on this
+    /// worker (new transactions wait meanwhile). `None` if it is gone.
+    Image {
+        table: TableId,
+        slot: u32,
+        reply: oneshot::Sender<Option<(Vec<u8>, u64)>>,
+    },
+    /// Replaces a fragment with the one in an image.
+    Restore {
+        table: TableId,
+        slot: u32,
+        image: Vec<u8>,
+        reply: oneshot::Sender<Result<(), String>>,
+    },
     /// How many transactions hold rows here and how many jobs are parked.
     #[cfg(test)]
     Inspect {

@@ -74,7 +74,13 @@ pub(super) struct Worker {
     /// Where committed changes are logged; none while recovering, or for an
     /// engine that keeps nothing.
     log: Option<Arc<RedoLog>>,
+    /// Images asked for, taken once no transaction holds rows here.
+    images: Vec<(TableId, u32, ImageReply)>,
+    /// New transactions that arrived while images wait: they start after.
+    held_back: VecDeque<Job>,
 }
+
+type ImageReply = tokio::sync::oneshot::Sender<Option<(Vec<u8>, u64)>>;
 
 impl Worker {
     pub(super) fn new(pool: Arc<DataMemory>, lock_wait: Duration) -> Worker {
@@ -86,6 +92,8 @@ impl Worker {
             waits: Waits::new(lock_wait),
             ready: VecDeque::new(),
             log: None,
+            images: Vec::new(),
+            held_back: VecDeque::new(),
         }
     }
 
@@ -129,7 +137,31 @@ impl Worker {
     // A reply whose receiver is gone (the caller gave up) is simply dropped.
     fn handle(&mut self, msg: Msg) {
         match msg {
+            // While an image waits for transactions to finish, new ones wait
+            // for the image, so that it cannot wait for ever.
+            Msg::Run(job) if !self.images.is_empty() && job.mode != Mode::Autocommit => {
+                self.held_back.push_back(job)
+            }
             Msg::Run(job) => self.run_job(job),
+            Msg::Image { table, slot, reply } => {
+                self.images.push((table, slot, reply));
+                self.take_images();
+            }
+            Msg::Restore {
+                table,
+                slot,
+                image,
+                reply,
+            } => {
+                let result = match self.slots.get_mut(slot as usize) {
+                    Some(Some(h)) if h.table == table => {
+                        let (layout, pages) = h.frag.parts();
+                        Fragment::read_image(layout, pages, &image).map(|frag| h.frag = frag)
+                    }
+                    _ => Err("the fragment is gone".into()),
+                };
+                let _ = reply.send(result);
+            }
             Msg::AttachLog { log, done } => {
                 self.log = Some(log);
                 let _ = done.send(());
@@ -313,6 +345,11 @@ impl Worker {
         let Some(rows) = self.txns.remove(&txn) else {
             return;
         };
+        self.release_rows(rows, commit);
+        self.take_images();
+    }
+
+    fn release_rows(&mut self, rows: Vec<Held>, commit: bool) {
         // Undo goes newest first; commits in any order.
         for held in rows.into_iter().rev() {
             if let Some(frag) = self.fragment_mut(held.table, held.slot) {
@@ -324,6 +361,25 @@ impl Worker {
             }
             self.ready.extend(self.waits.wake((held.slot, held.row)));
         }
+    }
+
+    /// Takes the images asked for, if no transaction holds rows here, and
+    /// lets the transactions held back go.
+    fn take_images(&mut self) {
+        if self.images.is_empty() || !self.txns.is_empty() {
+            return;
+        }
+        // Everything logged so far is in the images; replay starts here.
+        let from = self.log.as_ref().map_or(0, |log| log.next_lsn());
+        for (table, slot, reply) in std::mem::take(&mut self.images) {
+            let image = self.fragment(table, slot).map(|frag| {
+                let mut bytes = Vec::new();
+                frag.write_image(&mut bytes);
+                (bytes, from)
+            });
+            let _ = reply.send(image);
+        }
+        self.ready.extend(self.held_back.drain(..));
     }
 
     /// Times out the jobs that waited too long: an autocommit job's waiting

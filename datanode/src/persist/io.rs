@@ -283,13 +283,21 @@ impl Storage for MemStorage {
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
-        Ok(self
+        // Files directly in `dir`, and the directories files deeper down are in.
+        let mut children: Vec<PathBuf> = self
             .lock()
             .files
             .keys()
-            .filter(|p| p.parent() == Some(dir))
-            .cloned()
-            .collect())
+            .filter_map(|p| {
+                p.strip_prefix(dir)
+                    .ok()?
+                    .components()
+                    .next()
+                    .map(|c| dir.join(c))
+            })
+            .collect();
+        children.dedup();
+        Ok(children)
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {

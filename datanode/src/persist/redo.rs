@@ -256,6 +256,22 @@ impl RedoLog {
         self.durable.borrow().lsn
     }
 
+    /// Stops the writer where it is, writing nothing more: as a crash would.
+    /// For tests.
+    #[cfg(test)]
+    pub(crate) fn halt(&self) {
+        let mut shared = self.shared();
+        shared.failed = Some("halted".into());
+        shared.stopping = true;
+        shared.buffer.clear();
+        drop(shared);
+        // A dead process acknowledges nothing more, even what a sync in
+        // flight is about to make durable.
+        self.durable
+            .send_modify(|d| d.failed = Some("halted".into()));
+        self.work.notify_one();
+    }
+
     /// Writes and syncs everything appended, then stops the writer.
     pub fn close(&self) -> Result<(), LogFailed> {
         self.shared().stopping = true;
@@ -374,7 +390,11 @@ impl Writer {
         self.file.sync()?;
         self.synced_at = Instant::now();
         let lsn = self.written;
-        self.log.durable.send_modify(|d| d.lsn = lsn);
+        self.log.durable.send_modify(|d| {
+            if d.failed.is_none() {
+                d.lsn = lsn;
+            }
+        });
         Ok(())
     }
 }

@@ -6,6 +6,7 @@
 //! so a reference stays valid until the row is deleted.
 
 use super::StorageError;
+use super::image::{ImageError, ImagePage, ImageReader, ImageWriter};
 use super::layout::{LIVE, MIN_SLOT, ROW_HEADER};
 use super::page::{PAGE_SIZE, Page, PageSource};
 
@@ -31,6 +32,33 @@ struct FixedPage {
     live: u32,
     /// Position in `FixedPart::with_free`, or `NOT_LISTED` when full.
     free_pos: u32,
+}
+
+impl ImagePage for FixedPage {
+    fn page(&self) -> &Page {
+        &self.page
+    }
+
+    fn page_mut(&mut self) -> &mut Page {
+        &mut self.page
+    }
+
+    fn write_head(&self, w: &mut ImageWriter<'_>) {
+        w.u32(self.free_head);
+        w.u32(self.unused_from);
+        w.u32(self.live);
+        w.u32(self.free_pos);
+    }
+
+    fn read_head(r: &mut ImageReader<'_>, page: Page) -> Result<FixedPage, ImageError> {
+        Ok(FixedPage {
+            page,
+            free_head: r.u32()?,
+            unused_from: r.u32()?,
+            live: r.u32()?,
+            free_pos: r.u32()?,
+        })
+    }
 }
 
 pub(crate) struct FixedPart {
@@ -203,6 +231,29 @@ impl FixedPart {
             slot = 0;
         }
         None
+    }
+
+    /// Writes the part's pages and bookkeeping into a fragment image.
+    pub(crate) fn write_image(&self, w: &mut ImageWriter<'_>) {
+        w.pages(&self.pages);
+        w.list(&self.holes);
+        w.list(&self.with_free);
+        w.u64(self.live);
+    }
+
+    /// Reads a part back from a fragment image, in new pages from `pages`.
+    pub(crate) fn read_image(
+        slot_size: usize,
+        r: &mut ImageReader<'_>,
+        pages: &PageSource,
+    ) -> Result<FixedPart, ImageError> {
+        let mut part = FixedPart::new(slot_size);
+        part.pages = r.pages(MAX_PAGES, pages)?;
+        let len = part.pages.len();
+        part.holes = r.list(len, len as u32)?;
+        part.with_free = r.list(len, len as u32)?;
+        part.live = r.u64()?;
+        Ok(part)
     }
 
     /// Recounts live slots page by page, checking each page's own count;

@@ -16,6 +16,7 @@ use rustc_hash::FxHashMap;
 
 use super::codec::{self, is_present};
 use super::fixed::{FixedPart, RowRef};
+use super::image;
 use super::index::{self, HashIndex};
 use super::layout::{self, LIVE, LOCKED, Layout, Place, ROW_HEADER};
 use super::page::{PAGE_SIZE, PageSource};
@@ -639,6 +640,55 @@ impl Fragment {
                 + self.index.entries() * index::ENTRY as u64,
             rows,
         }
+    }
+
+    /// Its layout and page source: what a fragment restored in its place needs.
+    pub(crate) fn parts(&self) -> (Arc<Layout>, PageSource) {
+        (Arc::clone(&self.layout), self.pages.clone())
+    }
+
+    /// Appends the fragment's image: its pages and bookkeeping, byte for byte.
+    /// Only a fragment no transaction holds a row of is imaged: the image is
+    /// of committed rows.
+    pub(crate) fn write_image(&self, out: &mut Vec<u8>) {
+        assert!(
+            self.locks.is_empty(),
+            "a fragment with rows held by a transaction"
+        );
+        let start = out.len();
+        image::begin(out, self.layout.slot_size, self.layout.n_var);
+        let mut w = image::ImageWriter(out);
+        self.fixed.write_image(&mut w);
+        self.var.write_image(&mut w);
+        self.index.write_image(&mut w);
+        image::finish(out, start);
+    }
+
+    /// A fragment exactly as its image was taken, in new pages from `pages`.
+    pub(crate) fn read_image(
+        layout: Arc<Layout>,
+        pages: PageSource,
+        bytes: &[u8],
+    ) -> Result<Fragment, image::ImageError> {
+        let mut r = image::open(bytes, layout.slot_size, layout.n_var)?;
+        let fixed = FixedPart::read_image(layout.slot_size, &mut r, &pages)?;
+        let var = VarPart::read_image(&mut r, &pages)?;
+        let index = HashIndex::read_image(&mut r, &pages)?;
+        if !r.is_empty() {
+            return Err("bytes after the image".into());
+        }
+        if fixed.live_rows() != index.entries() {
+            return Err("rows and index entries do not match".into());
+        }
+        Ok(Fragment {
+            layout,
+            pages,
+            fixed,
+            var,
+            index,
+            locks: FxHashMap::default(),
+            merged: Vec::new(),
+        })
     }
 
     /// Recounts everything from the pages themselves and checks it against

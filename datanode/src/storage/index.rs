@@ -15,6 +15,7 @@ use std::cell::RefCell;
 
 use super::StorageError;
 use super::fixed::RowRef;
+use super::image::{ImageError, ImagePage, ImageReader, ImageWriter};
 use super::page::{PAGE_SIZE, Page, PageSource};
 
 const SLOTS: usize = PAGE_SIZE / 8;
@@ -38,6 +39,29 @@ struct IndexPage {
     page: Page,
     depth: u8,
     count: u32,
+}
+
+impl ImagePage for IndexPage {
+    fn page(&self) -> &Page {
+        &self.page
+    }
+
+    fn page_mut(&mut self) -> &mut Page {
+        &mut self.page
+    }
+
+    fn write_head(&self, w: &mut ImageWriter<'_>) {
+        w.u8(self.depth);
+        w.u32(self.count);
+    }
+
+    fn read_head(r: &mut ImageReader<'_>, page: Page) -> Result<IndexPage, ImageError> {
+        Ok(IndexPage {
+            page,
+            depth: r.u8()?,
+            count: r.u32()?,
+        })
+    }
 }
 
 impl IndexPage {
@@ -350,6 +374,40 @@ impl HashIndex {
                 .filter(|p| p.depth == self.depth)
                 .count() as u32;
         }
+    }
+
+    /// Writes the index's pages and directory into a fragment image.
+    pub(crate) fn write_image(&self, w: &mut ImageWriter<'_>) {
+        w.list(&self.dir);
+        w.u8(self.depth);
+        w.pages(&self.pages);
+        w.list(&self.holes);
+        w.u32(self.at_full_depth);
+        w.u64(self.entries);
+    }
+
+    /// Reads an index back from a fragment image, in new pages from `pages`.
+    pub(crate) fn read_image(
+        r: &mut ImageReader<'_>,
+        pages: &PageSource,
+    ) -> Result<HashIndex, ImageError> {
+        let mut index = HashIndex::new();
+        let max_dir = 1usize << MAX_DEPTH;
+        let dir = r.list(max_dir, u32::MAX)?;
+        index.depth = r.u8()?;
+        if index.depth > MAX_DEPTH || (!dir.is_empty() && dir.len() != 1 << index.depth) {
+            return Err("the index directory does not match its depth".into());
+        }
+        index.pages = r.pages(max_dir, pages)?;
+        let len = index.pages.len();
+        if dir.iter().any(|&p| p as usize >= len) {
+            return Err("the index names pages it does not have".into());
+        }
+        index.dir = dir;
+        index.holes = r.list(len, len as u32)?;
+        index.at_full_depth = r.u32()?;
+        index.entries = r.u64()?;
+        Ok(index)
     }
 
     /// Checks every page's count, every entry's page and the directory;

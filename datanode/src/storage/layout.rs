@@ -175,6 +175,30 @@ impl Layout {
         }
     }
 
+    /// Whether `image` is a well-formed row image of this layout: a fixed
+    /// part, then a var part whose end offsets rise and end at its end.
+    pub(crate) fn is_image(&self, image: &[u8]) -> bool {
+        let Some(var) = image.get(self.slot_size..) else {
+            return false;
+        };
+        if self.n_var == 0 {
+            return var.is_empty();
+        }
+        if var.len() < self.var_header() {
+            return false;
+        }
+        let ends =
+            (0..self.n_var).map(|i| u16::from_le_bytes([var[2 * i], var[2 * i + 1]]) as usize);
+        let mut last = 0;
+        for end in ends {
+            if end < last {
+                return false;
+            }
+            last = end;
+        }
+        self.var_header() + last == var.len()
+    }
+
     /// Appends the encoded key (see `codec::encode_key`) of a stored row.
     pub(crate) fn key_of(&self, fixed: &[u8], var: &[u8], out: &mut Vec<u8>) {
         for &c in &self.key {

@@ -7,10 +7,12 @@
 //! - [`fixed`], [`var`]: fixed-part and var-part pages of a fragment.
 //! - [`index`]: the primary-key hash index of a fragment.
 //! - [`fragment`]: a fragment's operations and its memory accounting.
+//! - [`image`]: a fragment's pages and bookkeeping as a checkpoint stores them.
 
 pub(crate) mod codec;
 pub(crate) mod fixed;
 pub(crate) mod fragment;
+pub(crate) mod image;
 pub(crate) mod index;
 pub(crate) mod layout;
 pub mod page;

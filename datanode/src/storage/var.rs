@@ -16,6 +16,7 @@
 use std::cell::RefCell;
 
 use super::StorageError;
+use super::image::{ImageError, ImagePage, ImageReader, ImageWriter};
 use super::page::{PAGE_SIZE, Page, PageSource};
 
 /// An entry's place in its fragment: page position << 12 | directory index.
@@ -58,6 +59,46 @@ struct VarPage {
     class: u8,
     /// Position in `lists[class]`.
     list_pos: u32,
+}
+
+impl ImagePage for VarPage {
+    fn page(&self) -> &Page {
+        &self.page
+    }
+
+    fn page_mut(&mut self) -> &mut Page {
+        &mut self.page
+    }
+
+    fn write_head(&self, w: &mut ImageWriter<'_>) {
+        w.u16(self.n_dir);
+        w.u16(self.free_dir);
+        w.u16(self.data_end);
+        w.u16(self.holes);
+        w.u16(self.live);
+        w.u8(self.class);
+        w.u32(self.list_pos);
+    }
+
+    fn read_head(r: &mut ImageReader<'_>, page: Page) -> Result<VarPage, ImageError> {
+        let p = VarPage {
+            page,
+            n_dir: r.u16()?,
+            free_dir: r.u16()?,
+            data_end: r.u16()?,
+            holes: r.u16()?,
+            live: r.u16()?,
+            class: r.u8()?,
+            list_pos: r.u32()?,
+        };
+        if p.n_dir as usize > MAX_DIR
+            || p.data_end as usize > PAGE_SIZE
+            || (p.class as usize >= CLASSES && p.class != NOT_LISTED)
+        {
+            return Err("a var page's bookkeeping is out of range".into());
+        }
+        Ok(p)
+    }
 }
 
 impl VarPage {
@@ -357,6 +398,32 @@ impl VarPart {
             p.class = class;
             p.list_pos = at;
         }
+    }
+
+    /// Writes the part's pages and bookkeeping into a fragment image.
+    pub(crate) fn write_image(&self, w: &mut ImageWriter<'_>) {
+        w.pages(&self.pages);
+        w.list(&self.holes);
+        for list in &self.lists {
+            w.list(list);
+        }
+        w.u64(self.live_bytes);
+    }
+
+    /// Reads a part back from a fragment image, in new pages from `pages`.
+    pub(crate) fn read_image(
+        r: &mut ImageReader<'_>,
+        pages: &PageSource,
+    ) -> Result<VarPart, ImageError> {
+        let mut part = VarPart::new();
+        part.pages = r.pages(MAX_PAGES, pages)?;
+        let len = part.pages.len();
+        part.holes = r.list(len, len as u32)?;
+        for list in &mut part.lists {
+            *list = r.list(len, len as u32)?;
+        }
+        part.live_bytes = r.u64()?;
+        Ok(part)
     }
 
     /// Walks every page, checking its directory, holes and list against its

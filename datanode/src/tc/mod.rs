@@ -213,16 +213,44 @@ impl Tc {
         quota: Quota,
     ) -> Result<Arc<Database>, CatalogError> {
         let db = self.engine().database(database)?;
-        db.memory.set_limit(quota.in_memory_bytes);
-        db.governance.set(quota, &self.inner.limiters);
+        self.apply_database_quota(&db, quota);
+        self.engine().save_catalog()?;
         Ok(db)
     }
 
+    fn apply_database_quota(&self, db: &Database, quota: Quota) {
+        db.memory.set_limit(quota.in_memory_bytes);
+        db.governance.set(quota, &self.inner.limiters);
+    }
+
     /// Sets a tenant's quota: its memory limit bounds its databases together.
-    pub fn set_tenant_quota(&self, tenant: &shoal_wire::schema::TenantId, quota: Quota) {
-        let tenant = self.engine().tenant_or_new(tenant);
+    pub fn set_tenant_quota(
+        &self,
+        tenant: &shoal_wire::schema::TenantId,
+        quota: Quota,
+    ) -> Result<(), CatalogError> {
+        Self::apply_tenant_quota(&self.engine().tenant_or_new(tenant), quota);
+        self.engine().save_catalog()
+    }
+
+    fn apply_tenant_quota(tenant: &crate::catalog::Tenant, quota: Quota) {
         tenant.memory.set_limit(quota.in_memory_bytes);
         tenant.quota.store(Arc::new(quota));
+    }
+
+    /// Applies the quotas a restarting node's catalog file has.
+    pub(crate) fn restore_quotas(
+        &self,
+        file: &crate::persist::catalog::CatalogFile,
+    ) -> Result<(), CatalogError> {
+        for entry in &file.tenants {
+            Self::apply_tenant_quota(&self.engine().tenant_or_new(&entry.id), entry.quota);
+        }
+        for entry in &file.databases {
+            let db = self.engine().database(entry.name.as_str())?;
+            self.apply_database_quota(&db, entry.quota);
+        }
+        Ok(())
     }
 
     /// Forgets rate-limiter state that has gone idle; run now and then.

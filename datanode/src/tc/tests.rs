@@ -26,6 +26,7 @@ fn setup(pages: u64, lock_wait: Duration) -> Setup {
         data_memory: pages * PAGE_SIZE as u64,
         ldm_threads: 2,
         fragments_per_table: Some(4),
+        seed: None,
         lock_wait_timeout: lock_wait,
     })
     .unwrap();
@@ -784,7 +785,8 @@ fn a_tenant_quota_bounds_its_databases_together() {
                 in_memory_bytes: Some(limit),
                 ..Quota::UNLIMITED
             },
-        );
+        )
+        .unwrap();
         // Fills a table until its tenant's quota stops it; the error.
         let fill = |t: Arc<Table>| {
             let tc = s.tc.clone();
