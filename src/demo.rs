@@ -27,9 +27,46 @@ const USERS: &str = r#"{
     "primary_key": ["id"]
 }"#;
 
-/// Creates the demo database and table with rows, prints how to reach them,
-/// and writes the same to `<data-dir>/demo.json`.
+/// Creates the demo database and table with rows (unless the data directory
+/// already has them from an earlier run), prints how to reach them, and
+/// writes the same to `<data-dir>/demo.json`.
 pub(crate) async fn run(node: &DataNode, data_dir: &Path) -> anyhow::Result<()> {
+    let engine = node.engine();
+    if engine.database(DATABASE).is_ok() {
+        println!(
+            "demo: database '{DATABASE}' recovered from {}",
+            data_dir.display()
+        );
+    } else {
+        seed(node).await?;
+        println!("demo: database '{DATABASE}', table 'users' with {ROWS} rows");
+    }
+    let url = format!("http://{}", node.internal_addr());
+    let auth = match node.secret_file() {
+        Some(file) => format!("$(cat {})", file.display()),
+        None => "$SHOAL_CLUSTER_SECRET".to_owned(),
+    };
+    let demo_json = data_dir.join("demo.json");
+    println!("see the memory it takes, per table and for the whole node, and its quota:");
+    for table in ["table_memory_usage", "memoryusage", "database_quota_usage"] {
+        println!("  curl -s -H \"Authorization: Bearer {auth}\" {url}/internal/v1/ndbinfo/{table}");
+    }
+    let json = serde_json::json!({
+        "node_id": engine.node_id(),
+        "internal_url": url,
+        "cluster_secret_file": node.secret_file(),
+        "database": DATABASE,
+        "table": "users",
+        "rows": ROWS,
+    });
+    std::fs::write(&demo_json, serde_json::to_vec_pretty(&json)?)
+        .with_context(|| format!("writing {}", demo_json.display()))?;
+    println!("written to {}; Ctrl-C stops", demo_json.display());
+    Ok(())
+}
+
+/// The demo database, its `users` table, a quota and the rows.
+async fn seed(node: &DataNode) -> anyhow::Result<()> {
     let engine = node.engine();
     let db = DatabaseName::parse(DATABASE)?;
     engine.create_database(&db, None).await?;
@@ -86,28 +123,5 @@ pub(crate) async fn run(node: &DataNode, data_dir: &Path) -> anyhow::Result<()> 
             "seeding the demo table: {result:?}"
         );
     }
-
-    let url = format!("http://{}", node.internal_addr());
-    let auth = match node.secret_file() {
-        Some(file) => format!("$(cat {})", file.display()),
-        None => "$SHOAL_CLUSTER_SECRET".to_owned(),
-    };
-    let demo_json = data_dir.join("demo.json");
-    println!("demo: database '{DATABASE}', table 'users' with {ROWS} rows");
-    println!("see the memory it takes, per table and for the whole node, and its quota:");
-    for table in ["table_memory_usage", "memoryusage", "database_quota_usage"] {
-        println!("  curl -s -H \"Authorization: Bearer {auth}\" {url}/internal/v1/ndbinfo/{table}");
-    }
-    let json = serde_json::json!({
-        "node_id": engine.node_id(),
-        "internal_url": url,
-        "cluster_secret_file": node.secret_file(),
-        "database": DATABASE,
-        "table": "users",
-        "rows": ROWS,
-    });
-    std::fs::write(&demo_json, serde_json::to_vec_pretty(&json)?)
-        .with_context(|| format!("writing {}", demo_json.display()))?;
-    println!("written to {}; Ctrl-C stops", demo_json.display());
     Ok(())
 }

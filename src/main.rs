@@ -11,8 +11,12 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use shoal_datanode::internal_api::ClusterSecret;
 use shoal_datanode::node::{DataNode, DataNodeConfig};
+use shoal_datanode::persist::redo::Durability;
 
 use crate::size::ByteSize;
+
+/// Least redo growth that may trigger a checkpoint.
+const MIN_CHECKPOINT_REDO: u64 = 1 << 20;
 
 #[derive(Parser)]
 #[command(
@@ -47,9 +51,19 @@ struct NodeArgs {
     /// Longest a write waits for a row another transaction holds, in milliseconds.
     #[arg(long = "lock-wait-timeout", default_value_t = 1200, value_parser = clap::value_parser!(u64).range(1..=600_000))]
     lock_wait_timeout_ms: u64,
-    /// Directory for this node's files.
+    /// Directory for this node's files: its redo log, checkpoints and catalog.
     #[arg(long, default_value = "shoal-data")]
     data_dir: PathBuf,
+    /// When a commit is acknowledged: `sync` (once its redo is on disk) or
+    /// `interval:<ms>` (at once; a crash can lose the last interval's commits).
+    #[arg(long, default_value = "sync")]
+    durability: Durability,
+    /// Take a checkpoint this many seconds after the last one...
+    #[arg(long = "checkpoint-every", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    checkpoint_every_secs: u64,
+    /// ...or once the redo log has grown this much since it, e.g. 256M.
+    #[arg(long, default_value = "256M")]
+    checkpoint_redo: ByteSize,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     listen: IpAddr,
@@ -71,6 +85,11 @@ impl NodeArgs {
             ),
             None => None,
         };
+        anyhow::ensure!(
+            self.checkpoint_redo.0 >= MIN_CHECKPOINT_REDO,
+            "--checkpoint-redo must be at least {}",
+            ByteSize(MIN_CHECKPOINT_REDO)
+        );
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Ok(DataNodeConfig {
             node_id: self.node_id,
@@ -78,6 +97,9 @@ impl NodeArgs {
             ldm_threads: self.ldm_threads.unwrap_or(cores),
             lock_wait_timeout: Duration::from_millis(self.lock_wait_timeout_ms),
             data_dir: self.data_dir.clone(),
+            durability: self.durability,
+            checkpoint_every: Duration::from_secs(self.checkpoint_every_secs),
+            checkpoint_redo_bytes: self.checkpoint_redo.0,
             listen: self.listen,
             internal_port: self.internal_port,
             cluster_secret,

@@ -90,3 +90,21 @@ async fn the_demo_accounts_for_its_table_in_every_ndbinfo_view() {
     let (code, _) = shoal.terminate();
     assert_eq!(code, Some(0));
 }
+
+#[tokio::test]
+async fn the_demo_comes_back_with_its_data_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut shoal = Shoal::start_in(&["demo", "--data-memory", "64M"], dir.path());
+    shoal.wait_for("written to");
+    let before = rows(&shoal, "table_memory_usage").await;
+    let (code, _) = shoal.terminate();
+    assert_eq!(code, Some(0));
+
+    let mut shoal = Shoal::start_in(&["demo", "--data-memory", "64M"], dir.path());
+    let said = shoal.wait_for("demo: database");
+    assert!(said.contains("recovered"), "{said}");
+    shoal.wait_for("written to");
+    assert_eq!(rows(&shoal, "table_memory_usage").await, before);
+    let quota = rows(&shoal, "database_quota_usage").await;
+    assert_eq!(num(&quota[0][2]), 64 << 20, "the quota came back too");
+}

@@ -7,48 +7,26 @@ use common::Shoal;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-async fn send(
-    shoal: &Shoal,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    let mut request = common::client()
-        .request(method, shoal.url(path))
-        .bearer_auth(shoal.secret());
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let r = request.send().await.unwrap();
-    let status = r.status();
-    let body = if status == StatusCode::NO_CONTENT {
-        Value::Null
-    } else {
-        r.json().await.unwrap()
-    };
-    (status, body)
-}
-
 #[tokio::test]
 async fn database_and_tenant_quotas_are_set_shown_and_cleared() {
     let shoal = Shoal::start(&["datanode", "--data-memory", "64M", "--ldm-threads", "2"]);
-    let (status, _) = send(
-        &shoal,
-        reqwest::Method::POST,
-        "/internal/v1/databases",
-        Some(json!({"name": "shop", "tenant": "acme"})),
-    )
-    .await;
+    let (status, _) = shoal
+        .send(
+            reqwest::Method::POST,
+            "/internal/v1/databases",
+            Some(json!({"name": "shop", "tenant": "acme"})),
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED);
 
     let quota = json!({"in_memory_bytes": 33554432, "write_units_per_sec": 500, "read_units_per_sec": 2000, "burst_seconds": 2, "max_transaction_ops": 100});
-    let (status, body) = send(
-        &shoal,
-        reqwest::Method::PUT,
-        "/internal/v1/databases/shop/quota",
-        Some(quota),
-    )
-    .await;
+    let (status, body) = shoal
+        .send(
+            reqwest::Method::PUT,
+            "/internal/v1/databases/shop/quota",
+            Some(quota),
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["database"], "shop");
     assert_eq!(body["tenant"], "acme");
@@ -59,13 +37,13 @@ async fn database_and_tenant_quotas_are_set_shown_and_cleared() {
         "unset limits are null"
     );
     assert_eq!(body["usage"]["in_memory_bytes"], 0);
-    let (_, shown) = send(
-        &shoal,
-        reqwest::Method::GET,
-        "/internal/v1/databases/shop/quota",
-        None,
-    )
-    .await;
+    let (_, shown) = shoal
+        .send(
+            reqwest::Method::GET,
+            "/internal/v1/databases/shop/quota",
+            None,
+        )
+        .await;
     assert_eq!(shown["quota"], body["quota"]);
 
     let usage = shoal.ndbinfo("database_quota_usage").await;
@@ -100,84 +78,84 @@ async fn database_and_tenant_quotas_are_set_shown_and_cleared() {
         (json!({"rate": 5}), "BAD_REQUEST"),
         (json!([1, 2]), "BAD_REQUEST"),
     ] {
-        let (status, body) = send(
-            &shoal,
-            reqwest::Method::PUT,
-            "/internal/v1/databases/shop/quota",
-            Some(bad.clone()),
-        )
-        .await;
+        let (status, body) = shoal
+            .send(
+                reqwest::Method::PUT,
+                "/internal/v1/databases/shop/quota",
+                Some(bad.clone()),
+            )
+            .await;
         assert_eq!(
             (status, body["error"]["code"].as_str()),
             (StatusCode::BAD_REQUEST, Some(code)),
             "{bad}"
         );
     }
-    let (status, body) = send(
-        &shoal,
-        reqwest::Method::PUT,
-        "/internal/v1/databases/nope/quota",
-        Some(json!({})),
-    )
-    .await;
+    let (status, body) = shoal
+        .send(
+            reqwest::Method::PUT,
+            "/internal/v1/databases/nope/quota",
+            Some(json!({})),
+        )
+        .await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (StatusCode::NOT_FOUND, Some("NO_SUCH_DATABASE"))
     );
-    let (_, still) = send(
-        &shoal,
-        reqwest::Method::GET,
-        "/internal/v1/databases/shop/quota",
-        None,
-    )
-    .await;
+    let (_, still) = shoal
+        .send(
+            reqwest::Method::GET,
+            "/internal/v1/databases/shop/quota",
+            None,
+        )
+        .await;
     assert_eq!(
         still["quota"]["write_units_per_sec"], 500,
         "the refused quotas changed nothing"
     );
 
     // The tenant: its memory bounds its databases together.
-    let (status, body) = send(
-        &shoal,
-        reqwest::Method::PUT,
-        "/internal/v1/tenants/acme/quota",
-        Some(json!({"in_memory_bytes": 1048576})),
-    )
-    .await;
+    let (status, body) = shoal
+        .send(
+            reqwest::Method::PUT,
+            "/internal/v1/tenants/acme/quota",
+            Some(json!({"in_memory_bytes": 1048576})),
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(
         body["usage"],
         json!({"in_memory_bytes": 0, "databases": ["shop"]})
     );
-    let (status, body) = send(
-        &shoal,
-        reqwest::Method::GET,
-        "/internal/v1/tenants/nobody/quota",
-        None,
-    )
-    .await;
+    let (status, body) = shoal
+        .send(
+            reqwest::Method::GET,
+            "/internal/v1/tenants/nobody/quota",
+            None,
+        )
+        .await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (StatusCode::NOT_FOUND, Some("NO_SUCH_TENANT"))
     );
-    let (status, body) = send(
-        &shoal,
-        reqwest::Method::PUT,
-        "/internal/v1/tenants/bad%20id/quota",
-        Some(json!({})),
-    )
-    .await;
+    let (status, body) = shoal
+        .send(
+            reqwest::Method::PUT,
+            "/internal/v1/tenants/bad%20id/quota",
+            Some(json!({})),
+        )
+        .await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (StatusCode::BAD_REQUEST, Some("INVALID_NAME"))
     );
-    let (status, body) = send(
-        &shoal,
-        reqwest::Method::POST,
-        "/internal/v1/databases",
-        Some(json!({"name": "x", "tenant": "no/slashes"})),
-    )
-    .await;
+    let (status, body) = shoal
+        .send(
+            reqwest::Method::POST,
+            "/internal/v1/databases",
+            Some(json!({"name": "x", "tenant": "no/slashes"})),
+        )
+        .await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (StatusCode::BAD_REQUEST, Some("INVALID_NAME"))
@@ -188,9 +166,9 @@ async fn database_and_tenant_quotas_are_set_shown_and_cleared() {
         "/internal/v1/databases/shop/quota",
         "/internal/v1/tenants/acme/quota",
     ] {
-        let (status, _) = send(&shoal, reqwest::Method::DELETE, path, None).await;
+        let (status, _) = shoal.send(reqwest::Method::DELETE, path, None).await;
         assert_eq!(status, StatusCode::NO_CONTENT);
-        let (_, body) = send(&shoal, reqwest::Method::GET, path, None).await;
+        let (_, body) = shoal.send(reqwest::Method::GET, path, None).await;
         assert!(
             body["quota"]
                 .as_object()

@@ -86,6 +86,18 @@ impl OperationError {
     pub fn is_retryable(&self) -> bool {
         matches!(self, OperationError::LockWaitTimeout { .. })
     }
+
+    /// The HTTP status that answers the error.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            OperationError::Value(_) | OperationError::MissingColumn { .. } => 400,
+            OperationError::NotFound { .. } | OperationError::NoSuchTable { .. } => 404,
+            OperationError::DuplicateKey { .. } | OperationError::LockWaitTimeout { .. } => 409,
+            OperationError::OutOfDataMemory { .. } | OperationError::FragmentFull { .. } => 507,
+            OperationError::Quota(e) => e.http_status(),
+            OperationError::DurabilityFailed => 503,
+        }
+    }
 }
 
 /// What an operation did.

@@ -8,6 +8,7 @@
 //! - [`engine`]: the engine's API: schema changes, batches, scans, memory.
 //! - [`tc`]: the transaction coordinator: grants, limits, quotas, atomic commit.
 //! - [`ndbinfo`]: virtual tables over live state.
+//! - [`json`]: column values as the HTTP APIs carry them.
 //! - [`internal_api`]: the HTTP API the control plane and operators use.
 //! - [`persist`]: durability: redo log, checkpoints, recovery.
 //! - [`node`]: a whole data node process: configuration, start, shutdown.
@@ -16,6 +17,7 @@ pub mod batch;
 pub mod catalog;
 pub mod engine;
 pub mod internal_api;
+pub mod json;
 mod ldm;
 pub mod ndbinfo;
 pub mod node;

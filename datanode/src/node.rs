@@ -1,9 +1,16 @@
 //! A whole data node: its data directory, cluster secret, engine and
 //! internal API server, started together and stopped cleanly.
+//!
+//! Start: lock the data directory, recover what it holds (catalog, newest
+//! checkpoint, redo log), then serve. While running, a checkpoint is taken
+//! whenever one is due. Stop: refuse new requests, let those in flight
+//! finish, take a last checkpoint, sync and close the redo log.
 
+use std::fs::File;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -11,13 +18,24 @@ use tokio::task::JoinHandle;
 
 use crate::engine::{Engine, EngineConfig};
 use crate::internal_api::{self, ClusterSecret};
+use crate::persist::checkpoint::Checkpointer;
+use crate::persist::io::FileSystem;
+use crate::persist::recovery::Recovered;
+use crate::persist::redo::Durability;
+use crate::persist::{self, Durable, OpenError};
 use crate::tc::Tc;
 
 /// How often idle rate-limiter state is swept.
 const HOUSEKEEPING_EVERY: Duration = Duration::from_secs(60);
+/// How often the node looks whether a checkpoint is due.
+const CHECKPOINT_POLL: Duration = Duration::from_secs(1);
+/// How long after a failed checkpoint the next is tried.
+const CHECKPOINT_RETRY: Duration = Duration::from_secs(10);
 
 /// File in the data directory holding the cluster secret when none is given.
 pub const SECRET_FILE: &str = "cluster-secret";
+/// File in the data directory a running node holds locked.
+pub const LOCK_FILE: &str = "lock";
 
 /// How to run a data node.
 #[derive(Debug, Clone)]
@@ -28,6 +46,12 @@ pub struct DataNodeConfig {
     /// Longest a write waits for a row another transaction holds.
     pub lock_wait_timeout: Duration,
     pub data_dir: PathBuf,
+    /// When a commit is acknowledged: after its redo is on disk, or at once.
+    pub durability: Durability,
+    /// A checkpoint is taken this long after the last one...
+    pub checkpoint_every: Duration,
+    /// ...or once the redo log has grown this much since it.
+    pub checkpoint_redo_bytes: u64,
     pub listen: IpAddr,
     /// 0 picks a free port.
     pub internal_port: u16,
@@ -44,10 +68,12 @@ pub enum StartError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("data directory {path} is in use by another running data node")]
+    InUse { path: PathBuf },
     #[error("cluster secret in {path}: {problem}")]
     Secret { path: PathBuf, problem: String },
-    #[error("cannot start the engine: {0}")]
-    Engine(std::io::Error),
+    #[error(transparent)]
+    Open(#[from] OpenError),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -58,20 +84,25 @@ pub enum StartError {
 /// A running data node.
 #[derive(Debug)]
 pub struct DataNode {
-    tc: Tc,
+    durable: Durable,
     internal_addr: SocketAddr,
     secret_file: Option<PathBuf>,
     stop: watch::Sender<bool>,
     server: JoinHandle<std::io::Result<()>>,
+    checkpoints: JoinHandle<()>,
+    /// Held (locked) for as long as the node runs.
+    _lock: File,
 }
 
 impl DataNode {
     pub async fn start(config: DataNodeConfig) -> Result<DataNode, StartError> {
         let dir = &config.data_dir;
-        std::fs::create_dir_all(dir).map_err(|source| StartError::DataDir {
+        let dir_error = |source| StartError::DataDir {
             path: dir.clone(),
             source,
-        })?;
+        };
+        std::fs::create_dir_all(dir).map_err(dir_error)?;
+        let lock = lock_data_dir(dir)?;
         let (secret, secret_file) = match config.cluster_secret {
             Some(secret) => (secret, None),
             None => {
@@ -79,16 +110,27 @@ impl DataNode {
                 (load_or_create_secret(&path)?, Some(path))
             }
         };
-        let engine = Engine::start(EngineConfig {
+        let engine_config = EngineConfig {
             node_id: config.node_id,
             data_memory: config.data_memory,
             ldm_threads: config.ldm_threads,
             fragments_per_table: None,
             seed: None,
             lock_wait_timeout: config.lock_wait_timeout,
-        })
-        .map_err(StartError::Engine)?;
-        let tc = Tc::new(engine);
+        };
+        let durable =
+            persist::open(engine_config, Arc::new(FileSystem), dir, config.durability).await?;
+        let recovered = &durable.recovered;
+        tracing::info!(
+            checkpoint = recovered.manifest.as_ref().map(|m| m.id),
+            fragments = recovered.fragments,
+            image_bytes = recovered.image_bytes,
+            redo_records = recovered.redo_records,
+            redo_bytes = recovered.redo_bytes,
+            took_ms = recovered.took.as_millis() as u64,
+            "recovered"
+        );
+        let tc = durable.tc.clone();
         let addr = SocketAddr::new(config.listen, config.internal_port);
         let listener = TcpListener::bind(addr)
             .await
@@ -96,43 +138,49 @@ impl DataNode {
         let internal_addr = listener
             .local_addr()
             .map_err(|source| StartError::Listen { addr, source })?;
-        let (stop, mut stopped) = watch::channel(false);
-        let app = internal_api::router(tc.clone(), secret);
-        let mut stop_housekeeping = stopped.clone();
-        let server = tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = stopped.wait_for(|s| *s).await;
-                })
-                .await
-        });
-        let housekeeper = tc.clone();
-        tokio::spawn(async move {
-            let mut every = tokio::time::interval(HOUSEKEEPING_EVERY);
-            loop {
-                tokio::select! {
-                    _ = every.tick() => housekeeper.housekeep(),
-                    _ = stop_housekeeping.wait_for(|s| *s) => break,
-                }
-            }
-        });
-        tracing::info!(node_id = config.node_id, %internal_addr, "data node started");
+        let (stop, stopped) = watch::channel(false);
+        let app = internal_api::router(tc.clone(), secret, Arc::clone(&durable.checkpointer));
+        let server = {
+            let mut stopped = stopped.clone();
+            tokio::spawn(async move {
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(async move {
+                        let _ = stopped.wait_for(|s| *s).await;
+                    })
+                    .await
+            })
+        };
+        tokio::spawn(housekeeping(tc.clone(), stopped.clone()));
+        let checkpoints = tokio::spawn(checkpoints(
+            tc.engine().clone(),
+            Arc::clone(&durable.checkpointer),
+            (config.checkpoint_every, config.checkpoint_redo_bytes),
+            stopped,
+        ));
+        tracing::info!(node_id = config.node_id, %internal_addr, durability = %config.durability, "data node started");
         Ok(DataNode {
-            tc,
+            durable,
             internal_addr,
             secret_file,
             stop,
             server,
+            checkpoints,
+            _lock: lock,
         })
     }
 
     pub fn engine(&self) -> &Engine {
-        self.tc.engine()
+        self.durable.tc.engine()
     }
 
     /// The transaction coordinator: where requests to databases go.
     pub fn tc(&self) -> &Tc {
-        &self.tc
+        &self.durable.tc
+    }
+
+    /// What recovery found and did at start.
+    pub fn recovered(&self) -> &Recovered {
+        &self.durable.recovered
     }
 
     pub fn internal_addr(&self) -> SocketAddr {
@@ -144,17 +192,88 @@ impl DataNode {
         self.secret_file.as_deref()
     }
 
-    /// Stops accepting requests, lets those in flight finish, then stops the
-    /// LDM workers.
+    /// Stops accepting requests, lets those in flight finish, takes a last
+    /// checkpoint, closes the redo log, then stops the LDM workers.
     pub async fn shutdown(self) -> std::io::Result<()> {
         let _ = self.stop.send(true);
         let served = self.server.await.map_err(std::io::Error::other)?;
+        // A checkpoint under way finishes; none starts after.
+        self.checkpoints.await.map_err(std::io::Error::other)?;
+        let tc = self.durable.tc.clone();
+        let closed = self.durable.close().await.map_err(std::io::Error::other);
         // The last engine handle goes here; dropping it joins the workers.
-        let tc = self.tc;
         tokio::task::spawn_blocking(move || drop(tc))
             .await
             .map_err(std::io::Error::other)?;
-        served
+        served.and(closed)
+    }
+}
+
+/// Takes the data directory's lock, so that two nodes never share it. The
+/// operating system lets go of it when the process ends, however it ends.
+fn lock_data_dir(dir: &Path) -> Result<File, StartError> {
+    let path = dir.join(LOCK_FILE);
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|source| StartError::DataDir {
+            path: path.clone(),
+            source,
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StartError::InUse {
+            path: dir.to_owned(),
+        }),
+        Err(std::fs::TryLockError::Error(source)) => Err(StartError::DataDir { path, source }),
+    }
+}
+
+async fn housekeeping(tc: Tc, mut stopped: watch::Receiver<bool>) {
+    let mut every = tokio::time::interval(HOUSEKEEPING_EVERY);
+    loop {
+        tokio::select! {
+            _ = every.tick() => tc.housekeep(),
+            _ = stopped.wait_for(|s| *s) => break,
+        }
+    }
+}
+
+/// Takes a checkpoint whenever one is due, until the node stops. A
+/// checkpoint under way is never cut short: the stop is only looked at
+/// between them.
+async fn checkpoints(
+    engine: Engine,
+    checkpointer: Arc<Checkpointer>,
+    (every, redo_bytes): (Duration, u64),
+    mut stopped: watch::Receiver<bool>,
+) {
+    let mut poll = tokio::time::interval(CHECKPOINT_POLL);
+    let mut not_before = Instant::now();
+    loop {
+        tokio::select! {
+            _ = poll.tick() => {}
+            _ = stopped.wait_for(|s| *s) => break,
+        }
+        if Instant::now() < not_before || !checkpointer.due(&engine, every, redo_bytes) {
+            continue;
+        }
+        match checkpointer.run(&engine).await {
+            Ok(summary) => tracing::info!(
+                id = summary.id,
+                fragments = summary.fragments,
+                bytes = summary.bytes,
+                redo_segments_removed = summary.redo_segments_removed,
+                took_ms = summary.took_ms,
+                "checkpoint"
+            ),
+            Err(e) => {
+                tracing::error!(error = %e, "checkpoint failed; the redo log is kept until one succeeds");
+                not_before = Instant::now() + CHECKPOINT_RETRY;
+            }
+        }
     }
 }
 

@@ -5,8 +5,11 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::Value;
 
 /// Longest a process may take to print a line we wait for before the test
 /// gives up: a guard against a hang, not a timing the test relies on.
@@ -18,6 +21,9 @@ pub struct Shoal {
     lines: mpsc::Receiver<String>,
     /// Every stdout line so far.
     pub stdout: Vec<String>,
+    /// Everything written to stderr so far (read as it comes, so that the
+    /// process never blocks on a full pipe).
+    stderr: Arc<Mutex<String>>,
     pub internal_url: String,
     pub data_dir: PathBuf,
     _dir: Option<tempfile::TempDir>,
@@ -44,6 +50,18 @@ impl Shoal {
             .stderr(Stdio::piped())
             .spawn()
             .expect("shoal starts");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut err_pipe = child.stderr.take().unwrap();
+        let err_sink = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = std::io::Read::read(&mut err_pipe, &mut buf) {
+                err_sink
+                    .lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
         let (send, lines) = mpsc::channel();
         let stdout = child.stdout.take().unwrap();
         std::thread::spawn(move || {
@@ -57,6 +75,7 @@ impl Shoal {
             child: Some(child),
             lines,
             stdout: Vec::new(),
+            stderr,
             internal_url: String::new(),
             data_dir: data_dir.to_owned(),
             _dir: None,
@@ -109,14 +128,23 @@ impl Shoal {
             .status()
             .unwrap();
         assert!(status.success());
-        let out = child.wait_with_output().unwrap();
+        let status = child.wait_with_output().unwrap().status;
         while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
             self.stdout.push(line);
         }
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        (status.code(), self.stderr())
+    }
+
+    /// Kills the process with SIGKILL, as a crash would, and waits for it.
+    pub fn kill(mut self) {
+        let mut child = self.child.take().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    /// What the process wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
     }
 }
 
@@ -129,11 +157,55 @@ impl Drop for Shoal {
     }
 }
 
+/// Runs `shoal <args>` to its end (for starts that must fail); answers its
+/// exit code and stderr.
+pub fn run_to_exit(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_shoal"))
+        .args(args)
+        .env_remove("SHOAL_CLUSTER_SECRET")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 pub fn client() -> reqwest::Client {
     reqwest::Client::new()
 }
 
 impl Shoal {
+    /// Sends a request to the internal API with the cluster secret; answers
+    /// the status and the JSON body (`null` when there is none).
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut request = client()
+            .request(method, self.url(path))
+            .bearer_auth(self.secret());
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let r = request.send().await.unwrap();
+        let status = r.status();
+        let bytes = r.bytes().await.unwrap();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{path}: {e}"))
+        };
+        (status, body)
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.send(reqwest::Method::POST, path, Some(body)).await
+    }
+
     /// GETs a path of the internal API with the cluster secret; it must
     /// answer 200 with JSON.
     pub async fn get_json(&self, path: &str) -> serde_json::Value {

@@ -14,12 +14,15 @@
 //! | `DELETE /internal/v1/databases/{db}/tables/{table}` | drop a table |
 //! | `GET/PUT/DELETE /internal/v1/databases/{db}/quota` | a database's quota and usage |
 //! | `GET/PUT/DELETE /internal/v1/tenants/{tenant}/quota` | a tenant's quota and usage |
+//! | `POST /internal/v1/databases/{db}/transaction` | read and write rows (see `data`) |
+//! | `POST /internal/v1/checkpoint` | take a checkpoint now; answers what it wrote |
 //!
 //! Errors are `{"error": {"code", "message"}}` with the matching status.
 //! The handlers of each area live in their own file: `ndbinfo`, `catalog`,
-//! `quotas`.
+//! `quotas`, `data`.
 
 mod catalog;
+mod data;
 mod ndbinfo;
 mod quotas;
 
@@ -35,7 +38,8 @@ use axum::{Json, Router};
 use serde_json::json;
 
 use crate::catalog::CatalogError;
-use crate::tc::Tc;
+use crate::persist::checkpoint::{Checkpointer, Summary};
+use crate::tc::{Tc, TcError};
 
 /// Largest request body the internal API reads.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
@@ -96,6 +100,7 @@ impl ClusterSecret {
 struct AppState {
     tc: Tc,
     secret: ClusterSecret,
+    checkpointer: Arc<Checkpointer>,
 }
 
 /// An error as the internal API answers it.
@@ -104,6 +109,10 @@ struct ApiError {
     status: StatusCode,
     code: &'static str,
     message: String,
+    /// More fields of the error object, e.g. which operation failed.
+    details: serde_json::Map<String, serde_json::Value>,
+    /// For throttling: sent as `Retry-After` (seconds, rounded up) and in the body.
+    retry_after_ms: Option<u64>,
 }
 
 impl ApiError {
@@ -112,14 +121,33 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            details: serde_json::Map::new(),
+            retry_after_ms: None,
         }
+    }
+
+    fn with(mut self, field: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.details.insert(field.to_owned(), value.into());
+        self
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = Json(json!({"error": {"code": self.code, "message": self.message}}));
+        let mut error = self.details;
+        error.insert("code".into(), self.code.into());
+        error.insert("message".into(), self.message.into());
+        if let Some(ms) = self.retry_after_ms {
+            error.insert("retry_after_ms".into(), ms.into());
+        }
+        let body = Json(json!({ "error": error }));
         let mut response = (self.status, body).into_response();
+        if let Some(ms) = self.retry_after_ms {
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(ms.div_ceil(1000).max(1)),
+            );
+        }
         if self.status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()
@@ -147,6 +175,19 @@ impl From<CatalogError> for ApiError {
     }
 }
 
+impl From<TcError> for ApiError {
+    fn from(e: TcError) -> Self {
+        let status =
+            StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut error = ApiError::new(status, e.code(), e.to_string());
+        error.retry_after_ms = e.retry_after_ms();
+        if let TcError::Operation { index, .. } = e {
+            error = error.with("operation", index);
+        }
+        error
+    }
+}
+
 impl From<JsonRejection> for ApiError {
     fn from(e: JsonRejection) -> Self {
         let status = match e {
@@ -159,8 +200,12 @@ impl From<JsonRejection> for ApiError {
 }
 
 /// Every route of the internal API.
-pub fn router(tc: Tc, secret: ClusterSecret) -> Router {
-    let state = AppState { tc, secret };
+pub fn router(tc: Tc, secret: ClusterSecret, checkpointer: Arc<Checkpointer>) -> Router {
+    let state = AppState {
+        tc,
+        secret,
+        checkpointer,
+    };
     let authenticated = Router::new()
         .route("/internal/v1/ndbinfo", get(ndbinfo::list))
         .route("/internal/v1/ndbinfo/{table}", get(ndbinfo::rows))
@@ -186,6 +231,11 @@ pub fn router(tc: Tc, secret: ClusterSecret) -> Router {
                 .put(quotas::set_database)
                 .delete(quotas::clear_database),
         )
+        .route(
+            "/internal/v1/databases/{db}/transaction",
+            post(data::transaction),
+        )
+        .route("/internal/v1/checkpoint", post(checkpoint))
         .route(
             "/internal/v1/tenants/{tenant}/quota",
             get(quotas::tenant)
@@ -228,6 +278,34 @@ async fn require_secret(
     }
 }
 
-async fn healthz(State(state): State<AppState>) -> Json<serde_json::Value> {
-    Json(json!({"status": "ok", "node_id": state.tc.engine().node_id()}))
+async fn checkpoint(State(state): State<AppState>) -> Result<Json<Summary>, ApiError> {
+    let summary = state
+        .checkpointer
+        .run(state.tc.engine())
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "CHECKPOINT_FAILED",
+                e.to_string(),
+            )
+        })?;
+    Ok(Json(summary))
+}
+
+/// `ok`, or 503 `failed` with the reason once the redo log has failed: the
+/// node takes no more writes and must be restarted.
+async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<serde_json::Value>) {
+    let engine = state.tc.engine();
+    let node_id = engine.node_id();
+    match engine.log().and_then(|log| log.failure()) {
+        None => (
+            StatusCode::OK,
+            Json(json!({"status": "ok", "node_id": node_id})),
+        ),
+        Some(failed) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "failed", "node_id": node_id, "reason": failed.to_string()})),
+        ),
+    }
 }

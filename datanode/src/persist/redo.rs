@@ -67,6 +67,15 @@ impl std::str::FromStr for Durability {
     }
 }
 
+impl std::fmt::Display for Durability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Durability::Sync => f.write_str("sync"),
+            Durability::Interval(every) => write!(f, "interval:{}", every.as_millis()),
+        }
+    }
+}
+
 /// The log has failed: nothing more can be made durable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the redo log failed, so writes cannot be made durable until the data node restarts: {0}")]

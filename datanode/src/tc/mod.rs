@@ -77,6 +77,28 @@ impl TcError {
             TcError::Durability(_) => "DURABILITY_FAILED",
         }
     }
+
+    /// The HTTP status that answers the error.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            TcError::Forbidden { .. } => 403,
+            TcError::Quota(e) => e.http_status(),
+            TcError::Operation { error, .. } => error.http_status(),
+            TcError::Durability(_) => 503,
+        }
+    }
+
+    /// When a retry can succeed, for throttling.
+    pub fn retry_after_ms(&self) -> Option<u64> {
+        match self {
+            TcError::Quota(e)
+            | TcError::Operation {
+                error: OperationError::Quota(e),
+                ..
+            } => e.retry_after_ms(),
+            _ => None,
+        }
+    }
 }
 
 /// The coordinator of one data node; clones share it.

@@ -1,0 +1,237 @@
+//! Column values as the HTTP APIs carry them in JSON.
+//!
+//! | column type | JSON |
+//! | --- | --- |
+//! | integers, `FLOAT`, `DOUBLE` | a number (a string of digits is taken too) |
+//! | `DECIMAL` | a string such as `"-12.50"` (a number is taken too) |
+//! | `CHAR`, `VARCHAR` | a string |
+//! | `BINARY`, `VARBINARY` | a string of standard base64 |
+//! | `DATE`, `DATETIME`, `TIMESTAMP` | a string in MySQL's text form |
+//! | `BOOL` | `true` / `false` (`0` / `1` taken too) |
+//! | NULL | `null` |
+//!
+//! Values are checked against the column (range, length, precision) when
+//! they are added to a batch; here only their JSON shape is.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use serde_json::{Map, Value as Json};
+use shoal_wire::schema::{ColumnDef, ColumnType};
+
+use crate::batch::Row;
+use crate::catalog::Table;
+use crate::storage::value::Value;
+
+/// Why a JSON value or row does not fit a table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JsonError {
+    #[error("table '{table}' has no column '{column}'")]
+    NoSuchColumn { table: String, column: String },
+    #[error("column '{column}' takes {expected}, not {got}")]
+    WrongType {
+        column: String,
+        expected: &'static str,
+        got: &'static str,
+    },
+    #[error("column '{column}' takes base64, and this is not valid base64")]
+    NotBase64 { column: String },
+    #[error("the key of table '{table}' is {expected:?}; column '{column}' is missing")]
+    MissingKey {
+        table: String,
+        column: String,
+        expected: Vec<String>,
+    },
+    #[error("column '{column}' is not part of the key of table '{table}' ({expected:?})")]
+    NotKey {
+        table: String,
+        column: String,
+        expected: Vec<String>,
+    },
+}
+
+fn kind(json: &Json) -> &'static str {
+    match json {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "an array",
+        Json::Object(_) => "an object",
+    }
+}
+
+/// The value `json` gives `column`.
+pub fn value_from_json(column: &ColumnDef, json: &Json) -> Result<Value, JsonError> {
+    let wrong = |expected| JsonError::WrongType {
+        column: column.name.to_string(),
+        expected,
+        got: kind(json),
+    };
+    let binary = matches!(
+        column.column_type,
+        ColumnType::Binary(_) | ColumnType::VarBinary(_)
+    );
+    Ok(match json {
+        Json::Null => Value::Null,
+        Json::Bool(b) => Value::Bool(*b),
+        Json::String(s) if binary => {
+            Value::Bytes(BASE64.decode(s).map_err(|_| JsonError::NotBase64 {
+                column: column.name.to_string(),
+            })?)
+        }
+        Json::String(s) => Value::Text(s.clone()),
+        Json::Number(_) if binary => return Err(wrong("a base64 string")),
+        Json::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => Value::Int(i),
+            (None, Some(u), _) => Value::UInt(u),
+            (None, None, Some(f)) => Value::Double(f),
+            (None, None, None) => return Err(wrong("a number that fits 64 bits")),
+        },
+        Json::Array(_) | Json::Object(_) => {
+            return Err(wrong(if binary {
+                "a base64 string"
+            } else {
+                "a number, a string, a boolean or null"
+            }));
+        }
+    })
+}
+
+/// `value` as JSON.
+pub fn value_to_json(value: &Value) -> Json {
+    match value {
+        Value::Null => Json::Null,
+        Value::Int(v) => Json::from(*v),
+        Value::UInt(v) => Json::from(*v),
+        // Non-finite floats have no JSON number: they go as text.
+        Value::Float(v) if v.is_finite() => Json::from(f64::from(*v)),
+        Value::Double(v) if v.is_finite() => Json::from(*v),
+        Value::Bytes(b) => Json::String(BASE64.encode(b)),
+        Value::Bool(b) => Json::Bool(*b),
+        Value::Text(t) => Json::String(t.clone()),
+        other => Json::String(other.to_string()),
+    }
+}
+
+/// A row read back, as a JSON object of column to value.
+pub fn row_to_json(row: &Row) -> Map<String, Json> {
+    row.table()
+        .def()
+        .columns
+        .iter()
+        .zip(row.values())
+        .map(|(c, v)| (c.name.to_string(), value_to_json(v)))
+        .collect()
+}
+
+/// A row to write: each named column's value. Columns left out keep their
+/// value (update) or are NULL (insert).
+pub fn row_from_json<'t>(
+    table: &'t Table,
+    row: &Map<String, Json>,
+) -> Result<Vec<(&'t str, Value)>, JsonError> {
+    let def = table.def();
+    row.iter()
+        .map(|(name, json)| {
+            let column = def.column(name).ok_or_else(|| JsonError::NoSuchColumn {
+                table: def.name.to_string(),
+                column: name.clone(),
+            })?;
+            Ok((column.name.as_str(), value_from_json(column, json)?))
+        })
+        .collect()
+}
+
+/// A primary key: exactly the key columns, in the key's order.
+pub fn key_from_json(table: &Table, key: &Map<String, Json>) -> Result<Vec<Value>, JsonError> {
+    let def = table.def();
+    let expected = || def.primary_key.iter().map(|c| c.to_string()).collect();
+    if let Some(extra) = key
+        .keys()
+        .find(|k| !def.primary_key.iter().any(|c| c.as_str() == *k))
+    {
+        return Err(JsonError::NotKey {
+            table: def.name.to_string(),
+            column: extra.clone(),
+            expected: expected(),
+        });
+    }
+    def.primary_key
+        .iter()
+        .map(|name| {
+            let json = key
+                .get(name.as_str())
+                .ok_or_else(|| JsonError::MissingKey {
+                    table: def.name.to_string(),
+                    column: name.to_string(),
+                    expected: expected(),
+                })?;
+            let column = def.column(name.as_str()).expect("key columns are columns");
+            value_from_json(column, json)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn column(ty: &str) -> ColumnDef {
+        serde_json::from_value(json!({"name": "c", "type": ty, "nullable": true})).unwrap()
+    }
+
+    #[test]
+    fn values_come_from_json_by_shape() {
+        assert_eq!(
+            value_from_json(&column("BIGINT"), &json!(-5)),
+            Ok(Value::Int(-5))
+        );
+        assert_eq!(
+            value_from_json(&column("BIGINT UNSIGNED"), &json!(u64::MAX)),
+            Ok(Value::UInt(u64::MAX))
+        );
+        assert_eq!(
+            value_from_json(&column("DOUBLE"), &json!(1.5)),
+            Ok(Value::Double(1.5))
+        );
+        assert_eq!(
+            value_from_json(&column("DATE"), &json!("2024-02-29")),
+            Ok(Value::Text("2024-02-29".into()))
+        );
+        assert_eq!(
+            value_from_json(&column("VARBINARY(10)"), &json!("AAH/")),
+            Ok(Value::Bytes(vec![0, 1, 255]))
+        );
+        assert_eq!(
+            value_from_json(&column("BOOL"), &json!(true)),
+            Ok(Value::Bool(true))
+        );
+        assert_eq!(
+            value_from_json(&column("INT"), &json!(null)),
+            Ok(Value::Null)
+        );
+    }
+
+    #[test]
+    fn wrong_shapes_are_refused_naming_the_column() {
+        let err = value_from_json(&column("VARBINARY(10)"), &json!("not base64!")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "column 'c' takes base64, and this is not valid base64"
+        );
+        let err = value_from_json(&column("INT"), &json!([1])).unwrap_err();
+        assert!(err.to_string().contains("not an array"), "{err}");
+        assert!(value_from_json(&column("BINARY(4)"), &json!(7)).is_err());
+        assert!(value_from_json(&column("VARCHAR(4)"), &json!({"a": 1})).is_err());
+    }
+
+    #[test]
+    fn values_go_to_json_in_text_forms_where_json_has_no_type() {
+        assert_eq!(value_to_json(&Value::Bytes(vec![0, 1, 255])), json!("AAH/"));
+        assert_eq!(value_to_json(&Value::Double(f64::NAN)), json!("NaN"));
+        assert_eq!(value_to_json(&Value::UInt(u64::MAX)), json!(u64::MAX));
+        let date = crate::storage::value::Date::parse("2024-02-29").unwrap();
+        assert_eq!(value_to_json(&Value::Date(date)), json!("2024-02-29"));
+    }
+}
