@@ -229,6 +229,9 @@ async fn crash_cycles(dir: &Path, cycles: usize, extra: &[&str]) {
         let node = start(dir, extra);
         let rows = read_all(&node).await;
         check(&rows, &mut model.lock().unwrap(), cycle);
+        if (cycle + 1) % 100 == 0 {
+            println!("{} kill cycles passed", cycle + 1);
+        }
         shoal = Some(node);
     }
     let node = shoal.take().unwrap();
@@ -245,8 +248,11 @@ async fn crash_cycles(dir: &Path, cycles: usize, extra: &[&str]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_loses_no_acknowledged_write_and_no_transaction_is_half_applied() {
+    // `scripts/crash-soak` runs many more.
+    let cycles = std::env::var("SHOAL_CRASH_CYCLES")
+        .map_or(20, |n| n.parse().expect("SHOAL_CRASH_CYCLES is a number"));
     let dir = tempfile::tempdir().unwrap();
-    crash_cycles(dir.path(), 20, &[]).await;
+    crash_cycles(dir.path(), cycles, &[]).await;
 }
 
 /// The memory figures of every fragment and of the node.

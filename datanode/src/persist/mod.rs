@@ -74,21 +74,33 @@ fn seed(storage: &dyn Storage, data_dir: &Path) -> Result<u64, OpenError> {
 /// Starts an engine on what `data_dir` holds: recovers it, then logs every
 /// change from where the log ended and saves the catalog on every change.
 pub async fn open(
+    config: EngineConfig,
+    storage: Arc<dyn Storage>,
+    data_dir: &Path,
+    durability: Durability,
+) -> Result<Durable, OpenError> {
+    open_with(config, storage, data_dir, durability, redo::SEGMENT_BYTES).await
+}
+
+/// `open`, with redo segments of `segment_bytes`.
+pub(crate) async fn open_with(
     mut config: EngineConfig,
     storage: Arc<dyn Storage>,
     data_dir: &Path,
     durability: Durability,
+    segment_bytes: u64,
 ) -> Result<Durable, OpenError> {
     storage.create_dir_all(data_dir).map_err(OpenError::Log)?;
     config.seed = Some(seed(&*storage, data_dir)?);
     let engine = Engine::start(config).map_err(OpenError::Engine)?;
     let tc = Tc::new(engine.clone());
     let recovered = recovery::recover(&tc, Arc::clone(&storage), data_dir).await?;
-    let log = RedoLog::open(
+    let log = RedoLog::open_with(
         Arc::clone(&storage),
         data_dir.join(REDO_DIR),
         recovered.end,
         durability,
+        segment_bytes,
     )
     .map_err(OpenError::Log)?;
     engine.attach_log(Arc::clone(&log)).await;

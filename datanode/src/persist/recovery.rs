@@ -39,6 +39,9 @@ pub struct Recovered {
     pub end: Lsn,
     /// A torn record cut off the tail: its file and offset.
     pub torn: Option<(PathBuf, u64)>,
+    /// Time spent loading images, replaying the log, and in all.
+    pub images_took: Duration,
+    pub redo_took: Duration,
     pub took: Duration,
 }
 
@@ -85,6 +88,7 @@ pub async fn recover(
         checkpoint::load_manifest(&*storage, data_dir).map_err(RecoveryError::Catalog)?;
     let mut starts: HashMap<(TableId, u16), Lsn> = HashMap::new();
     let mut image_bytes = 0;
+    let images_started = Instant::now();
     for image in manifest.iter().flat_map(|m| &m.fragments) {
         let Some(table) = tables.get(&TableId(image.table)) else {
             continue; // dropped since the checkpoint
@@ -116,9 +120,12 @@ pub async fn recover(
         starts.insert((table.id, image.fragment), image.redo_start);
     }
 
+    let images_took = images_started.elapsed();
+    let redo_started = Instant::now();
     let from = manifest.as_ref().map_or(0, |m| m.redo_start);
     let (records, replayed) = replay(tc, &storage, data_dir, from, &tables, &starts).await?;
     let end = records?;
+    let redo_took = redo_started.elapsed();
     if let Some((path, offset)) = &end.torn {
         tracing::warn!(file = %path.display(), offset, "dropped a torn record at the tail of the redo log");
         storage
@@ -139,6 +146,8 @@ pub async fn recover(
         redo_bytes: replayed.1,
         end: end.end,
         torn: end.torn,
+        images_took,
+        redo_took,
         took: started.elapsed(),
         manifest,
     })

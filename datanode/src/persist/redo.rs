@@ -17,6 +17,7 @@
 //! recover from what is on disk.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -32,6 +33,9 @@ pub type Lsn = u64;
 pub const HEADER: usize = 16;
 /// A new segment is started once the current one has this many bytes.
 pub const SEGMENT_BYTES: u64 = 64 << 20;
+/// In interval mode the writer is woken early once this much is buffered;
+/// otherwise it writes once an interval, so a commit costs no wake-up.
+const INTERVAL_WAKE_BYTES: usize = 1 << 20;
 /// The largest payload a record may carry.
 pub const MAX_PAYLOAD: usize = 1 << 30;
 
@@ -105,6 +109,8 @@ pub struct RedoLog {
     durable: watch::Sender<Durable>,
     mode: Durability,
     writer: Mutex<Option<thread::JoinHandle<()>>>,
+    /// Syncs of the log so far: with group commit, far fewer than commits.
+    syncs: AtomicU64,
 }
 
 impl std::fmt::Debug for RedoLog {
@@ -183,6 +189,7 @@ impl RedoLog {
             .0,
             mode,
             writer: Mutex::new(None),
+            syncs: AtomicU64::new(0),
         });
         let writer = Writer {
             log: Arc::clone(&log),
@@ -225,8 +232,14 @@ impl RedoLog {
         encode(lsn, payload, &mut shared.buffer);
         shared.next = lsn + (HEADER + payload.len()) as u64;
         let end = shared.next;
+        let wake = match self.mode {
+            Durability::Sync => true,
+            Durability::Interval(_) => shared.buffer.len() >= INTERVAL_WAKE_BYTES,
+        };
         drop(shared);
-        self.work.notify_one();
+        if wake {
+            self.work.notify_one();
+        }
         Ok(end)
     }
 
@@ -258,6 +271,11 @@ impl RedoLog {
     /// Why the log failed, if it has.
     pub fn failure(&self) -> Option<LogFailed> {
         self.shared().failed.clone().map(LogFailed)
+    }
+
+    /// How many times the log has been synced.
+    pub fn syncs(&self) -> u64 {
+        self.syncs.load(Ordering::Relaxed)
     }
 
     /// How far the log is durable.
@@ -314,28 +332,38 @@ impl Writer {
             let (batch, from, stopping) = {
                 let mut shared = self.log.shared();
                 loop {
-                    if !shared.buffer.is_empty() || shared.stopping {
+                    if shared.stopping {
                         break;
                     }
                     match self.log.mode {
                         Durability::Sync => {
+                            if !shared.buffer.is_empty() {
+                                break;
+                            }
                             shared = self
                                 .log
                                 .work
                                 .wait(shared)
                                 .unwrap_or_else(|e| e.into_inner())
                         }
+                        // Once an interval: write what is buffered and sync
+                        // it; sooner only to write a full buffer.
                         Durability::Interval(every) => {
-                            let (guard, timeout) = self
-                                .log
-                                .work
-                                .wait_timeout(shared, every)
-                                .unwrap_or_else(|e| e.into_inner());
-                            shared = guard;
-                            // Quiet for an interval with unsynced writes: sync them.
-                            if timeout.timed_out() && self.written > self.log.durable_lsn() {
+                            let pending =
+                                !shared.buffer.is_empty() || self.written > self.log.durable_lsn();
+                            let since = self.synced_at.elapsed();
+                            if shared.buffer.len() >= INTERVAL_WAKE_BYTES
+                                || (pending && since >= every)
+                            {
                                 break;
                             }
+                            let wait = if pending { every - since } else { every };
+                            shared = self
+                                .log
+                                .work
+                                .wait_timeout(shared, wait)
+                                .unwrap_or_else(|e| e.into_inner())
+                                .0;
                         }
                     }
                 }
@@ -397,6 +425,7 @@ impl Writer {
 
     fn sync(&mut self) -> std::io::Result<()> {
         self.file.sync()?;
+        self.log.syncs.fetch_add(1, Ordering::Relaxed);
         self.synced_at = Instant::now();
         let lsn = self.written;
         self.log.durable.send_modify(|d| {

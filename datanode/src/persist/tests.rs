@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use shoal_quota::Quota;
 use shoal_wire::schema::{DatabaseName, TableDef};
 
-use super::io::{Faults, MemStorage};
+use super::io::{Faults, MemStorage, Storage};
 use super::redo::{Durability, RedoError};
 use super::*;
 use crate::batch::{Batch, Outcome};
@@ -468,6 +468,58 @@ fn dropped_tables_stay_dropped_and_ids_are_never_reused() {
         let def: TableDef = serde_json::from_str(&KV.replace("\"kv\"", "\"other\"")).unwrap();
         let other = node.tc.engine().create_table(&db, def).await.unwrap();
         assert!(other.id.0 > t.id.0, "ids go on from where they were");
+    });
+}
+
+/// Bytes of every file under `dir`.
+fn disk_use(fs: &MemStorage, dir: &Path) -> u64 {
+    fs.list(dir)
+        .unwrap()
+        .iter()
+        .map(|p| match fs.read(p) {
+            Ok(bytes) => bytes.len() as u64,
+            Err(_) => disk_use(fs, p), // a directory
+        })
+        .sum()
+}
+
+#[test]
+fn disk_use_stays_bounded_under_a_steady_write_load() {
+    const SEGMENT: u64 = 64 << 10;
+    let rt = runtime();
+    let fs = MemStorage::default();
+    rt.block_on(async {
+        let node = open_with(
+            config(),
+            Arc::new(fs.clone()),
+            Path::new(DIR),
+            Durability::Sync,
+            SEGMENT,
+        )
+        .await
+        .unwrap();
+        let t = kv(&node).await;
+        let mut most = 0;
+        for round in 0..60 {
+            // The same 100 rows rewritten: about 50 KiB of redo a round.
+            run(&node, Commit::Each, |b| {
+                (0..100).for_each(|k| put(b, &t, k, &format!("{round}{}", "r".repeat(480))))
+            })
+            .await
+            .unwrap();
+            if round % 4 == 3 {
+                node.checkpointer.run(node.tc.engine()).await.unwrap();
+                let used = disk_use(&fs, Path::new(DIR));
+                most = most.max(used);
+            }
+        }
+        let images: u64 = node.checkpointer.run(node.tc.engine()).await.unwrap().bytes;
+        // One checkpoint's images, the redo since it began (4 rounds), and
+        // the segment that was open then.
+        let bound = images + 4 * 60_000 + 2 * SEGMENT;
+        assert!(most <= bound, "{most} bytes on disk, more than {bound}");
+        let segments = fs.list(&Path::new(DIR).join("redo")).unwrap().len();
+        assert!(segments <= 6, "{segments} redo segments kept");
     });
 }
 
