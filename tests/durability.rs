@@ -184,7 +184,14 @@ fn check(rows: &BTreeMap<i64, String>, model: &mut BTreeMap<i64, KeyState>, cycl
     }
 }
 
-async fn crash_cycles(dir: &Path, cycles: usize, extra: &[&str]) {
+/// How each cycle ends the node.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Kill,
+    Terminate,
+}
+
+async fn crash_cycles(dir: &Path, cycles: usize, extra: &[&str], stop: Stop) {
     let model: Arc<Mutex<BTreeMap<i64, KeyState>>> = Arc::default();
     let mut rng = Rng(0xD1B5_4A32_D192_ED03);
     let shoal = start(dir, extra);
@@ -219,7 +226,13 @@ async fn crash_cycles(dir: &Path, cycles: usize, extra: &[&str]) {
         let checkpoint = checkpoint.map(tokio::spawn);
         // Ends early only if every writer stopped, which the checks below explain.
         let _ = acked.wait_for(|n| *n >= kill_at).await;
-        node.kill();
+        match stop {
+            Stop::Kill => node.kill(),
+            Stop::Terminate => {
+                let (code, stderr) = node.terminate();
+                assert_eq!(code, Some(0), "cycle {cycle}: {stderr}");
+            }
+        }
         for w in writers {
             w.await.unwrap();
         }
@@ -252,7 +265,13 @@ async fn kill_9_loses_no_acknowledged_write_and_no_transaction_is_half_applied()
     let cycles = std::env::var("SHOAL_CRASH_CYCLES")
         .map_or(20, |n| n.parse().expect("SHOAL_CRASH_CYCLES is a number"));
     let dir = tempfile::tempdir().unwrap();
-    crash_cycles(dir.path(), cycles, &[]).await;
+    crash_cycles(dir.path(), cycles, &[], Stop::Kill).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_under_load_finishes_what_was_acknowledged_and_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    crash_cycles(dir.path(), 3, &[], Stop::Terminate).await;
 }
 
 /// The memory figures of every fragment and of the node.
