@@ -444,9 +444,20 @@ async fn a_torn_tail_is_cut_off_at_start() {
 
 #[tokio::test]
 async fn a_data_directory_serves_one_node_at_a_time() {
-    let dir = tempfile::tempdir().unwrap();
-    let first = start(dir.path(), &[]);
-    let stderr = start_must_fail(dir.path());
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("new");
+    let first = start(&dir, &[]);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+        assert_eq!(
+            mode & 0o777,
+            0o700,
+            "a new data directory is its owner's only"
+        );
+    }
+    let stderr = start_must_fail(&dir);
     assert!(
         stderr.contains("in use by another running data node"),
         "{stderr}"

@@ -101,7 +101,9 @@ impl DataNode {
             path: dir.clone(),
             source,
         };
-        std::fs::create_dir_all(dir).map_err(dir_error)?;
+        if !dir.exists() {
+            create_private_dir(dir).map_err(dir_error)?;
+        }
         let lock = lock_data_dir(dir)?;
         let (secret, secret_file) = match config.cluster_secret {
             Some(secret) => (secret, None),
@@ -200,13 +202,33 @@ impl DataNode {
         // A checkpoint under way finishes; none starts after.
         self.checkpoints.await.map_err(std::io::Error::other)?;
         let tc = self.durable.tc.clone();
-        let closed = self.durable.close().await.map_err(std::io::Error::other);
+        let closed = match self.durable.close().await {
+            Ok(last) => {
+                tracing::info!(
+                    checkpoint = last.id,
+                    bytes = last.bytes,
+                    "stopped cleanly: everything is in the last checkpoint"
+                );
+                Ok(())
+            }
+            Err(e) => Err(std::io::Error::other(e)),
+        };
         // The last engine handle goes here; dropping it joins the workers.
         tokio::task::spawn_blocking(move || drop(tc))
             .await
             .map_err(std::io::Error::other)?;
         served.and(closed)
     }
+}
+
+/// Creates the data directory readable by its owner only: it holds every
+/// tenant's rows.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
 }
 
 /// Takes the data directory's lock, so that two nodes never share it. The

@@ -127,14 +127,12 @@ pub(crate) async fn open_with(
 impl Durable {
     /// A clean stop: a checkpoint of everything, then the log synced and
     /// closed. The next start loads the images and replays nothing.
-    pub async fn close(self) -> Result<(), String> {
-        let checkpoint = self
-            .checkpointer
-            .run(self.tc.engine())
-            .await
-            .map_err(|e| e.to_string());
-        let closed = self.log.close().map_err(|e| e.to_string());
-        checkpoint.and(closed)
+    pub async fn close(self) -> Result<checkpoint::Summary, String> {
+        let checkpoint = self.checkpointer.run(self.tc.engine()).await;
+        self.log.close().map_err(|e| e.to_string())?;
+        checkpoint.map_err(|e| {
+            format!("the last checkpoint failed ({e}); every acknowledged commit is in the redo log and is replayed at the next start")
+        })
     }
 }
 
