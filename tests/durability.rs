@@ -281,6 +281,16 @@ async fn memory(shoal: &Shoal) -> (Value, Value) {
     (fragments, node)
 }
 
+/// Kills the node, starts it again, and checks that every memory figure is
+/// what it was before the kill.
+async fn crash_keeps_memory(shoal: Shoal, dir: &Path, when: &str) -> Shoal {
+    let before = memory(&shoal).await;
+    shoal.kill();
+    let shoal = start(dir, &[]);
+    assert_eq!(memory(&shoal).await, before, "{when}");
+    shoal
+}
+
 /// Rows of many sizes, then holes and shrunk rows, so that the pages are not
 /// as a fresh load would pack them.
 async fn churn(shoal: &Shoal, round: i64) {
@@ -335,26 +345,13 @@ async fn memory_accounting_is_identical_after_a_restart_or_a_crash() {
     let (status, summary) = shoal.post("/internal/v1/checkpoint", json!({})).await;
     assert_eq!(status, StatusCode::OK, "{summary}");
     assert_eq!(summary["fragments"], 4);
-    let before = memory(&shoal).await;
-    shoal.kill();
-    let shoal = start(dir.path(), &[]);
-    assert_eq!(
-        memory(&shoal).await,
-        before,
-        "after a crash that follows a checkpoint"
-    );
+    let shoal =
+        crash_keeps_memory(shoal, dir.path(), "after a crash that follows a checkpoint").await;
 
     // A crash with the changes since the checkpoint only in the redo log:
     // replaying them in log order builds the same pages.
     churn(&shoal, 2).await;
-    let before = memory(&shoal).await;
-    shoal.kill();
-    let shoal = start(dir.path(), &[]);
-    assert_eq!(
-        memory(&shoal).await,
-        before,
-        "after a crash with a redo tail"
-    );
+    crash_keeps_memory(shoal, dir.path(), "after a crash with a redo tail").await;
 }
 
 #[tokio::test]

@@ -32,3 +32,13 @@ pub use storage::CmpOp;
 pub use storage::codec::ValueError;
 pub use storage::value::{Date, DateTime, Decimal, Timestamp, Value};
 pub use tc::{Commit, Grant, Role, Tc, TcError};
+
+/// A runtime like the data node's, for tests: two worker threads.
+#[cfg(test)]
+fn test_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}

@@ -110,33 +110,32 @@ fn add(state: &AppState, db: &str, batch: &mut Batch, op: &Operation) -> Result<
     let invalid = |e: &dyn std::fmt::Display| {
         ApiError::new(StatusCode::BAD_REQUEST, "INVALID_VALUE", e.to_string())
     };
-    let (wants_row, field) = match op.op {
-        OpName::Read | OpName::Delete => (false, "key"),
-        OpName::Insert | OpName::Update | OpName::Write => (true, "row"),
-    };
-    if (op.row.is_some(), op.key.is_some()) != (wants_row, !wants_row) {
-        return Err(bad_request(format!(
+    let takes_only = |field: &str| {
+        bad_request(format!(
             "this operation takes '{field}' (an object of column to value), and only that"
-        )));
-    }
-    if wants_row {
-        let row =
-            row_from_json(&table, op.row.as_ref().expect("checked")).map_err(|e| invalid(&e))?;
-        match op.op {
-            OpName::Insert => batch.insert(&table, &row),
-            OpName::Update => batch.update(&table, &row),
-            _ => batch.write(&table, &row),
+        ))
+    };
+    let added = match (op.op, &op.row, &op.key) {
+        (OpName::Read | OpName::Delete, None, Some(key)) => {
+            let key = key_from_json(&table, key).map_err(|e| invalid(&e))?;
+            if op.op == OpName::Read {
+                batch.read(&table, &key)
+            } else {
+                batch.delete(&table, &key)
+            }
         }
-        .map_err(|e| invalid(&e))
-    } else {
-        let key =
-            key_from_json(&table, op.key.as_ref().expect("checked")).map_err(|e| invalid(&e))?;
-        match op.op {
-            OpName::Read => batch.read(&table, &key),
-            _ => batch.delete(&table, &key),
+        (OpName::Insert | OpName::Update | OpName::Write, Some(row), None) => {
+            let row = row_from_json(&table, row).map_err(|e| invalid(&e))?;
+            match op.op {
+                OpName::Insert => batch.insert(&table, &row),
+                OpName::Update => batch.update(&table, &row),
+                _ => batch.write(&table, &row),
+            }
         }
-        .map_err(|e| invalid(&e))
-    }
+        (OpName::Read | OpName::Delete, ..) => return Err(takes_only("key")),
+        _ => return Err(takes_only("row")),
+    };
+    added.map_err(|e| invalid(&e))
 }
 
 fn result_json(result: &Result<Outcome, OperationError>) -> JsonValue {

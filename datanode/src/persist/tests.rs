@@ -34,12 +34,10 @@ fn config() -> EngineConfig {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
+/// Runs a test's body on a fresh in-memory file system.
+fn on_fresh_disk<T>(body: impl AsyncFnOnce(&MemStorage) -> T) -> T {
+    let fs = MemStorage::default();
+    crate::test_runtime().block_on(body(&fs))
 }
 
 async fn start(fs: &MemStorage) -> Result<Durable, OpenError> {
@@ -55,9 +53,7 @@ async fn start(fs: &MemStorage) -> Result<Durable, OpenError> {
 /// Stops a node as `kill -9` would: the log writes nothing more, and the
 /// files keep only what was synced (plus `torn` bytes of what was not).
 fn crash(node: Durable, fs: &MemStorage, torn: usize) {
-    node.log.halt();
-    fs.crash(torn);
-    drop(node);
+    crash_shared(&node, fs, torn);
 }
 
 async fn kv(node: &Durable) -> Arc<Table> {
@@ -127,10 +123,8 @@ fn by_fragment(usage: &[FragmentUsage]) -> Vec<(u32, u16, u64, u64, u64)> {
 
 #[test]
 fn acknowledged_writes_and_the_catalog_survive_a_crash() {
-    let rt = runtime();
-    let fs = MemStorage::default();
-    rt.block_on(async {
-        let node = start(&fs).await.unwrap();
+    on_fresh_disk(async |fs| {
+        let node = start(fs).await.unwrap();
         let t = kv(&node).await;
         node.tc
             .set_database_quota(
@@ -159,9 +153,9 @@ fn acknowledged_writes_and_the_catalog_survive_a_crash() {
         .await
         .unwrap();
         let before = rows(&node).await;
-        crash(node, &fs, 0);
+        crash(node, fs, 0);
 
-        let node = start(&fs).await.unwrap();
+        let node = start(fs).await.unwrap();
         assert!(node.recovered.redo_records >= 3);
         assert_eq!(
             rows(&node).await,
@@ -180,8 +174,8 @@ fn acknowledged_writes_and_the_catalog_survive_a_crash() {
         run(&node, Commit::Each, |b| put(b, &t, 500, "after"))
             .await
             .unwrap();
-        crash(node, &fs, 0);
-        let node = start(&fs).await.unwrap();
+        crash(node, fs, 0);
+        let node = start(fs).await.unwrap();
         assert_eq!(
             rows(&node).await.get(&500).map(String::as_str),
             Some("after")
@@ -192,10 +186,8 @@ fn acknowledged_writes_and_the_catalog_survive_a_crash() {
 
 #[test]
 fn a_checkpoint_and_the_redo_after_it_recover_together() {
-    let rt = runtime();
-    let fs = MemStorage::default();
-    rt.block_on(async {
-        let node = start(&fs).await.unwrap();
+    on_fresh_disk(async |fs| {
+        let node = start(fs).await.unwrap();
         let t = kv(&node).await;
         run(&node, Commit::Each, |b| {
             (0..300).for_each(|k| put(b, &t, k, &"x".repeat(k as usize % 700)))
@@ -232,9 +224,9 @@ fn a_checkpoint_and_the_redo_after_it_recover_together() {
             .await
             .unwrap();
         let before = rows(&node).await;
-        crash(node, &fs, 0);
+        crash(node, fs, 0);
 
-        let node = start(&fs).await.unwrap();
+        let node = start(fs).await.unwrap();
         assert_eq!(node.recovered.fragments, 4, "the images of kv");
         assert!(node.recovered.redo_records >= 3, "and the log after them");
         assert_eq!(rows(&node).await, before);
@@ -249,10 +241,8 @@ fn a_checkpoint_and_the_redo_after_it_recover_together() {
 
 #[test]
 fn a_clean_restart_gives_back_the_same_memory_to_the_byte() {
-    let rt = runtime();
-    let fs = MemStorage::default();
-    rt.block_on(async {
-        let node = start(&fs).await.unwrap();
+    on_fresh_disk(async |fs| {
+        let node = start(fs).await.unwrap();
         let t = kv(&node).await;
         run(&node, Commit::Each, |b| {
             (0..400).for_each(|k| put(b, &t, k, &"y".repeat(100 + k as usize % 900)))
@@ -276,7 +266,7 @@ fn a_clean_restart_gives_back_the_same_memory_to_the_byte() {
         let pool_before = node.tc.engine().data_memory().used_pages();
         node.close().await.unwrap();
 
-        let node = start(&fs).await.unwrap();
+        let node = start(fs).await.unwrap();
         assert_eq!(
             node.recovered.redo_records, 0,
             "a clean stop leaves nothing to replay"
@@ -289,18 +279,16 @@ fn a_clean_restart_gives_back_the_same_memory_to_the_byte() {
         assert_eq!(node.tc.engine().data_memory().used_pages(), pool_before);
         // The same after a crash that follows a checkpoint.
         node.checkpointer.run(node.tc.engine()).await.unwrap();
-        crash(node, &fs, 0);
-        let node = start(&fs).await.unwrap();
+        crash(node, fs, 0);
+        let node = start(fs).await.unwrap();
         assert_eq!(by_fragment(&node.tc.engine().audit().await), before);
     });
 }
 
 #[test]
 fn a_torn_tail_is_dropped_and_a_half_logged_transaction_is_not_applied() {
-    let rt = runtime();
-    let fs = MemStorage::default();
-    rt.block_on(async {
-        let node = Arc::new(start(&fs).await.unwrap());
+    on_fresh_disk(async |fs| {
+        let node = Arc::new(start(fs).await.unwrap());
         let t = kv(&node).await;
         run(&node, Commit::Each, |b| {
             (0..20).for_each(|k| put(b, &t, k, "acked"))
@@ -323,12 +311,12 @@ fn a_torn_tail_is_dropped_and_a_half_logged_transaction_is_not_applied() {
         };
         fs.wait_for_held_sync();
         // The crash keeps 30 bytes of the unsynced record: a torn tail.
-        crash_shared(&node, &fs, 30);
+        crash_shared(&node, fs, 30);
         fs.release_syncs();
         assert!(waiting.await.unwrap().is_err(), "never acknowledged");
         drop(node);
 
-        let node = start(&fs).await.unwrap();
+        let node = start(fs).await.unwrap();
         assert!(node.recovered.torn.is_some(), "the torn record was found");
         let all = rows(&node).await;
         assert_eq!(all.len(), 20);
@@ -347,20 +335,18 @@ fn crash_shared(node: &Durable, fs: &MemStorage, torn: usize) {
 
 #[test]
 fn corruption_before_the_tail_stops_recovery_naming_file_and_offset() {
-    let rt = runtime();
-    let fs = MemStorage::default();
-    rt.block_on(async {
-        let node = start(&fs).await.unwrap();
+    on_fresh_disk(async |fs| {
+        let node = start(fs).await.unwrap();
         let t = kv(&node).await;
         for k in 0..5 {
             run(&node, Commit::Each, |b| put(b, &t, k, "a row"))
                 .await
                 .unwrap();
         }
-        crash(node, &fs, 0);
+        crash(node, fs, 0);
         let segment = Path::new(DIR).join("redo").join(redo::segment_name(0));
         fs.corrupt(&segment, 40);
-        let err = start(&fs).await.unwrap_err();
+        let err = start(fs).await.unwrap_err();
         match &err {
             OpenError::Recovery(RecoveryError::Redo(RedoError::Corrupt {
                 path, offset, ..
@@ -390,10 +376,8 @@ fn a_failing_disk_fails_writes_clearly_and_loses_nothing_acknowledged() {
             ..Faults::default()
         },
     ] {
-        let rt = runtime();
-        let fs = MemStorage::default();
-        rt.block_on(async {
-            let node = start(&fs).await.unwrap();
+        on_fresh_disk(async |fs| {
+            let node = start(fs).await.unwrap();
             let t = kv(&node).await;
             run(&node, Commit::Each, |b| {
                 (0..10).for_each(|k| put(b, &t, k, "before"))
@@ -425,9 +409,9 @@ fn a_failing_disk_fails_writes_clearly_and_loses_nothing_acknowledged() {
                     || faults.space_left.is_none(),
                 "a full disk fails a checkpoint too"
             );
-            crash(node, &fs, 0);
+            crash(node, fs, 0);
             fs.set_faults(Faults::default());
-            let node = start(&fs).await.unwrap();
+            let node = start(fs).await.unwrap();
             let all = rows(&node).await;
             assert_eq!(all.len(), 10, "{faults:?}: {all:?}");
             assert!(all.values().all(|v| v == "before"));
@@ -437,10 +421,8 @@ fn a_failing_disk_fails_writes_clearly_and_loses_nothing_acknowledged() {
 
 #[test]
 fn dropped_tables_stay_dropped_and_ids_are_never_reused() {
-    let rt = runtime();
-    let fs = MemStorage::default();
-    rt.block_on(async {
-        let node = start(&fs).await.unwrap();
+    on_fresh_disk(async |fs| {
+        let node = start(fs).await.unwrap();
         let t = kv(&node).await;
         let old_id = t.id;
         run(&node, Commit::Each, |b| put(b, &t, 1, "old table"))
@@ -456,8 +438,8 @@ fn dropped_tables_stay_dropped_and_ids_are_never_reused() {
         run(&node, Commit::Each, |b| put(b, &t, 3, "new table"))
             .await
             .unwrap();
-        crash(node, &fs, 0);
-        let node = start(&fs).await.unwrap();
+        crash(node, fs, 0);
+        let node = start(fs).await.unwrap();
         let all = rows(&node).await;
         assert_eq!(
             all,
@@ -486,9 +468,7 @@ fn disk_use(fs: &MemStorage, dir: &Path) -> u64 {
 #[test]
 fn disk_use_stays_bounded_under_a_steady_write_load() {
     const SEGMENT: u64 = 64 << 10;
-    let rt = runtime();
-    let fs = MemStorage::default();
-    rt.block_on(async {
+    on_fresh_disk(async |fs| {
         let node = open_with(
             config(),
             Arc::new(fs.clone()),
@@ -509,7 +489,7 @@ fn disk_use_stays_bounded_under_a_steady_write_load() {
             .unwrap();
             if round % 4 == 3 {
                 node.checkpointer.run(node.tc.engine()).await.unwrap();
-                let used = disk_use(&fs, Path::new(DIR));
+                let used = disk_use(fs, Path::new(DIR));
                 most = most.max(used);
             }
         }
@@ -549,10 +529,8 @@ proptest! {
     /// are exactly the acknowledged writes.
     #[test]
     fn restarts_give_back_exactly_what_was_acknowledged(steps in proptest::collection::vec(step(), 1..40)) {
-        let rt = runtime();
-        let fs = MemStorage::default();
-        rt.block_on(async {
-            let mut node = start(&fs).await.unwrap();
+        on_fresh_disk(async |fs| {
+            let mut node = start(fs).await.unwrap();
             let mut model: BTreeMap<i64, String> = BTreeMap::new();
             for (i, step) in steps.iter().enumerate() {
                 let t = kv(&node).await;
@@ -581,15 +559,15 @@ proptest! {
                         node.checkpointer.run(node.tc.engine()).await.unwrap();
                     }
                     Step::Crash(torn) => {
-                        crash(node, &fs, *torn);
-                        node = start(&fs).await.unwrap();
+                        crash(node, fs, *torn);
+                        node = start(fs).await.unwrap();
                         prop_assert_eq!(&rows(&node).await, &model);
                         node.tc.engine().audit().await;
                     }
                 }
             }
-            crash(node, &fs, 7);
-            let node = start(&fs).await.unwrap();
+            crash(node, fs, 7);
+            let node = start(fs).await.unwrap();
             prop_assert_eq!(&rows(&node).await, &model);
             Ok(())
         })?;

@@ -37,14 +37,6 @@ fn setup(pages: u64, lock_wait: Duration) -> Setup {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 const KV: &str = r#"{"name":"kv","primary_key":["k"],"columns":[{"name":"k","type":"BIGINT"},{"name":"v","type":"VARCHAR(3000)"}]}"#;
 
 async fn table(tc: &Tc, db: &str, tenant: Option<&str>) -> Arc<Table> {
@@ -161,7 +153,7 @@ async fn end(tc: &Tc, txn: TxnId, ldms: &[usize], commit: bool) {
 
 #[test]
 fn atomic_requests_across_workers_are_all_or_nothing() {
-    let rt = runtime();
+    let rt = crate::test_runtime();
     let s = setup(64, DEFAULT_LOCK_WAIT_TIMEOUT);
     rt.block_on(async {
         let t = table(&s.tc, "db", None).await;
@@ -227,7 +219,7 @@ fn atomic_requests_across_workers_are_all_or_nothing() {
 
 #[test]
 fn running_out_of_memory_at_prepare_undoes_the_other_workers() {
-    let rt = runtime();
+    let rt = crate::test_runtime();
     let s = setup(14, DEFAULT_LOCK_WAIT_TIMEOUT);
     rt.block_on(async {
         let t = table(&s.tc, "db", None).await;
@@ -269,7 +261,7 @@ fn running_out_of_memory_at_prepare_undoes_the_other_workers() {
 
 #[test]
 fn conflicting_transactions_serialize() {
-    let rt = runtime();
+    let rt = crate::test_runtime();
     let s = setup(64, DEFAULT_LOCK_WAIT_TIMEOUT);
     rt.block_on(async {
         let t = table(&s.tc, "db", None).await;
@@ -301,7 +293,7 @@ fn conflicting_transactions_serialize() {
 
 #[test]
 fn readers_see_committed_rows_and_writers_wait_for_the_holder() {
-    let rt = runtime();
+    let rt = crate::test_runtime();
     let s = setup(64, DEFAULT_LOCK_WAIT_TIMEOUT);
     rt.block_on(async {
         let t = table(&s.tc, "db", None).await;
@@ -345,7 +337,7 @@ fn readers_see_committed_rows_and_writers_wait_for_the_holder() {
 
 #[test]
 fn a_writer_that_waits_too_long_gets_a_retryable_error_and_changes_nothing() {
-    let rt = runtime();
+    let rt = crate::test_runtime();
     let s = setup(64, Duration::from_millis(20));
     rt.block_on(async {
         let (t, g, a, b) = rows_on_two_workers(&s.tc).await;
@@ -397,7 +389,7 @@ fn a_writer_that_waits_too_long_gets_a_retryable_error_and_changes_nothing() {
 
 #[test]
 fn a_request_dropped_while_waiting_lets_go_of_its_rows() {
-    let rt = runtime();
+    let rt = crate::test_runtime();
     // Long enough that the dropped request is still waiting when dropped, and
     // a leaked lock would fail the last write rather than hang the test.
     let s = setup(64, Duration::from_secs(5));
@@ -445,7 +437,7 @@ fn a_request_dropped_while_waiting_lets_go_of_its_rows() {
 
 #[test]
 fn grants_are_checked_first() {
-    let rt = runtime();
+    let rt = crate::test_runtime();
     let s = setup(64, DEFAULT_LOCK_WAIT_TIMEOUT);
     rt.block_on(async {
         let t = table(&s.tc, "db", None).await;
@@ -489,7 +481,7 @@ fn grants_are_checked_first() {
 
 #[test]
 fn size_and_parallelism_limits_refuse_before_anything_runs() {
-    let rt = runtime();
+    let rt = crate::test_runtime();
     let s = setup(64, Duration::from_secs(600));
     rt.block_on(async {
         let t = table(&s.tc, "db", None).await;
@@ -560,7 +552,7 @@ fn size_and_parallelism_limits_refuse_before_anything_runs() {
 
 #[test]
 fn rates_throttle_with_a_retry_time_and_change_at_run_time() {
-    let rt = runtime();
+    let rt = crate::test_runtime();
     let s = setup(64, DEFAULT_LOCK_WAIT_TIMEOUT);
     rt.block_on(async {
         let t = table(&s.tc, "db", None).await;
@@ -690,7 +682,7 @@ fn rates_throttle_with_a_retry_time_and_change_at_run_time() {
 
 #[test]
 fn reads_of_large_rows_pay_for_their_size_on_the_next_request() {
-    let rt = runtime();
+    let rt = crate::test_runtime();
     let s = setup(64, DEFAULT_LOCK_WAIT_TIMEOUT);
     rt.block_on(async {
         let t = table(&s.tc, "db", None).await;
@@ -713,7 +705,7 @@ fn reads_of_large_rows_pay_for_their_size_on_the_next_request() {
 
 #[test]
 fn the_memory_quota_refuses_growth_but_not_reads_or_deletes() {
-    let rt = runtime();
+    let rt = crate::test_runtime();
     let s = setup(256, DEFAULT_LOCK_WAIT_TIMEOUT);
     rt.block_on(async {
         let t = table(&s.tc, "db", None).await;
@@ -772,7 +764,7 @@ fn the_memory_quota_refuses_growth_but_not_reads_or_deletes() {
 
 #[test]
 fn a_tenant_quota_bounds_its_databases_together() {
-    let rt = runtime();
+    let rt = crate::test_runtime();
     let s = setup(256, DEFAULT_LOCK_WAIT_TIMEOUT);
     rt.block_on(async {
         let one = table(&s.tc, "one", Some("acme")).await;
