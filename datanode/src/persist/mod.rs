@@ -105,7 +105,7 @@ pub(crate) async fn open_with(
     .map_err(OpenError::Log)?;
     engine.attach_log(Arc::clone(&log)).await;
     let store = CatalogStore::new(Arc::clone(&storage), data_dir);
-    if recovered.manifest.is_none() && store.load().ok().flatten().is_none() {
+    if recovered.fresh {
         store
             .save(&catalog::CatalogFile::empty())
             .map_err(OpenError::Catalog)?;

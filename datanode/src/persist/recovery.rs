@@ -31,6 +31,8 @@ const REPLAY_BATCH: usize = 2048;
 #[derive(Debug, Clone)]
 pub struct Recovered {
     pub manifest: Option<Manifest>,
+    /// The data directory held no catalog, checkpoint or redo: a new node.
+    pub fresh: bool,
     pub fragments: usize,
     pub image_bytes: u64,
     pub redo_records: u64,
@@ -86,6 +88,17 @@ pub async fn recover(
 
     let manifest =
         checkpoint::load_manifest(&*storage, data_dir).map_err(RecoveryError::Catalog)?;
+    // Without the catalog, images and redo name tables nobody knows: starting
+    // would silently drop every row.
+    let lost_catalog = |what: &str| {
+        RecoveryError::Catalog(format!(
+            "{} is missing, but the data directory holds {what}; the node does not start without it",
+            data_dir.join(super::catalog::FILE).display()
+        ))
+    };
+    if catalog.is_none() && manifest.is_some() {
+        return Err(lost_catalog("a checkpoint"));
+    }
     let mut starts: HashMap<(TableId, u16), Lsn> = HashMap::new();
     let mut image_bytes = 0;
     let images_started = Instant::now();
@@ -126,6 +139,9 @@ pub async fn recover(
     let (records, replayed) = replay(tc, &storage, data_dir, from, &tables, &starts).await?;
     let end = records?;
     let redo_took = redo_started.elapsed();
+    if catalog.is_none() && end.end > 0 {
+        return Err(lost_catalog("a redo log"));
+    }
     if let Some((path, offset)) = &end.torn {
         tracing::warn!(file = %path.display(), offset, "dropped a torn record at the tail of the redo log");
         storage
@@ -149,6 +165,7 @@ pub async fn recover(
         images_took,
         redo_took,
         took: started.elapsed(),
+        fresh: catalog.is_none(),
         manifest,
     })
 }

@@ -365,6 +365,26 @@ fn corruption_before_the_tail_stops_recovery_naming_file_and_offset() {
 }
 
 #[test]
+fn a_lost_catalog_stops_recovery_instead_of_dropping_every_row() {
+    for checkpoint in [false, true] {
+        on_fresh_disk(async |fs| {
+            let node = start(fs).await.unwrap();
+            let t = kv(&node).await;
+            run(&node, Commit::Each, |b| put(b, &t, 1, "a row"))
+                .await
+                .unwrap();
+            if checkpoint {
+                node.checkpointer.run(node.tc.engine()).await.unwrap();
+            }
+            crash(node, fs, 0);
+            fs.remove(&Path::new(DIR).join(catalog::FILE)).unwrap();
+            let err = start(fs).await.unwrap_err().to_string();
+            assert!(err.contains("/node/catalog.json is missing"), "{err}");
+        });
+    }
+}
+
+#[test]
 fn a_failing_disk_fails_writes_clearly_and_loses_nothing_acknowledged() {
     for faults in [
         Faults {
