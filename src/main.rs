@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use shoal_datanode::api::serve::Limits;
 use shoal_datanode::internal_api::ClusterSecret;
 use shoal_datanode::node::{DataNode, DataNodeConfig};
 use shoal_datanode::persist::redo::Durability;
@@ -70,6 +71,21 @@ struct NodeArgs {
     /// Port of the internal API; 0 picks a free one.
     #[arg(long, default_value_t = 4407)]
     internal_port: u16,
+    /// Port of the REST data API; 0 picks a free one.
+    #[arg(long, default_value_t = 4406)]
+    rest_port: u16,
+    /// Port of the Redis protocol; 0 picks a free one.
+    #[arg(long, default_value_t = 6380)]
+    resp_port: u16,
+    /// Most connections each data API front end (REST, RESP) holds.
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_connections: u64,
+    /// A data API connection idle this many seconds is closed.
+    #[arg(long = "idle-timeout", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    idle_timeout_secs: u64,
+    /// Largest REST request body or RESP command, and so the largest value, e.g. 64M (at most 512M).
+    #[arg(long, default_value = "64M")]
+    max_request_size: ByteSize,
     /// The cluster secret; by default read from (or created in) <data-dir>/cluster-secret.
     #[arg(long, env = "SHOAL_CLUSTER_SECRET", hide_env_values = true)]
     cluster_secret: Option<String>,
@@ -85,6 +101,10 @@ impl NodeArgs {
             ),
             None => None,
         };
+        anyhow::ensure!(
+            (1 << 10..=512 << 20).contains(&self.max_request_size.0),
+            "--max-request-size must be between 1K and 512M"
+        );
         anyhow::ensure!(
             self.checkpoint_redo.0 >= MIN_CHECKPOINT_REDO,
             "--checkpoint-redo must be at least {}",
@@ -102,6 +122,13 @@ impl NodeArgs {
             checkpoint_redo_bytes: self.checkpoint_redo.0,
             listen: self.listen,
             internal_port: self.internal_port,
+            rest_port: self.rest_port,
+            resp_port: self.resp_port,
+            api_limits: Limits {
+                max_connections: self.max_connections as usize,
+                idle_timeout: Duration::from_secs(self.idle_timeout_secs),
+                max_request_bytes: self.max_request_size.0 as usize,
+            },
             cluster_secret,
         })
     }
@@ -123,9 +150,11 @@ async fn main() -> anyhow::Result<()> {
     let config = args.config()?;
     let node = DataNode::start(config.clone()).await?;
     println!(
-        "data node {} listening: internal API http://{} (DataMemory {}, {} LDM threads)",
+        "data node {} listening: internal API http://{} REST http://{} RESP {} (DataMemory {}, {} LDM threads)",
         config.node_id,
         node.internal_addr(),
+        node.rest_addr(),
+        node.resp_addr(),
         ByteSize(node.engine().data_memory().total_bytes()),
         node.engine().ldm_threads(),
     );

@@ -22,7 +22,7 @@ async fn the_demo_accounts_for_its_table_in_every_ndbinfo_view() {
     let curl = shoal
         .stdout
         .iter()
-        .find(|l| l.contains("curl"))
+        .find(|l| l.contains("curl") && l.contains("ndbinfo"))
         .expect("a curl line to paste");
     assert!(
         curl.contains(&shoal.internal_url) && curl.contains("cluster-secret"),

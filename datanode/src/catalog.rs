@@ -62,6 +62,8 @@ pub enum CatalogError {
     TooManyTables,
     #[error("invalid table: {0}")]
     Schema(#[from] SchemaError),
+    #[error("invalid API key: {0}")]
+    InvalidKey(#[from] crate::keys::KeyDefError),
     /// The change is made in memory but could not be saved; after a restart
     /// it may be gone.
     #[error("the change could not be saved to disk: {0}")]

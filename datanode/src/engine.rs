@@ -12,6 +12,7 @@ use tokio::sync::{Mutex, oneshot};
 
 use crate::batch::{Batch, OperationError, Row};
 use crate::catalog::{Catalog, CatalogError, Database, DatabaseId, Table, TableId, Tenant};
+use crate::keys::{ApiKeys, KeyDef};
 use crate::ldm::{
     AUTOCOMMIT, FragmentPlace, FragmentReport, Job, JobOutcome, Ldm, Mode, Msg, OpBatch, TxnId,
 };
@@ -83,6 +84,8 @@ struct Inner {
     catalog_store: ArcSwapOption<CatalogStore>,
     /// Saves happen one at a time, each of the catalog as it is then.
     saving: std::sync::Mutex<()>,
+    /// Tenant API keys; saved with the catalog.
+    api_keys: ApiKeys,
 }
 
 /// One fragment's memory, with the names of its table and database.
@@ -131,6 +134,7 @@ impl Engine {
                 log: ArcSwapOption::empty(),
                 catalog_store: ArcSwapOption::empty(),
                 saving: std::sync::Mutex::new(()),
+                api_keys: ApiKeys::default(),
             }),
         })
     }
@@ -188,10 +192,32 @@ impl Engine {
             return Ok(());
         };
         let _one_at_a_time = self.inner.saving.lock().unwrap_or_else(|e| e.into_inner());
-        let file = self.catalog().to_file();
+        let mut file = self.catalog().to_file();
+        file.api_keys = self.inner.api_keys.defs();
         store
             .save(&file)
             .map_err(|e| CatalogError::NotDurable(e.to_string()))
+    }
+
+    /// The tenant API keys this node accepts.
+    pub fn api_keys(&self) -> &ApiKeys {
+        &self.inner.api_keys
+    }
+
+    /// Adds or replaces an API key, durably; a key it replaces stops working
+    /// at once.
+    pub fn put_api_key(&self, def: KeyDef) -> Result<(), CatalogError> {
+        self.inner.api_keys.put(def)?;
+        self.save_catalog()
+    }
+
+    /// Removes an API key, durably; it stops working at once. Whether it was there.
+    pub fn remove_api_key(&self, prefix: &str) -> Result<bool, CatalogError> {
+        let removed = self.inner.api_keys.remove(prefix);
+        if removed {
+            self.save_catalog()?;
+        }
+        Ok(removed)
     }
 
     /// Creates a database, in `tenant` if given.
@@ -288,6 +314,12 @@ impl Engine {
             for db in &file.databases {
                 catalog.add_database(DatabaseId(db.id), &db.name, db.tenant.as_ref());
             }
+        }
+        for key in &file.api_keys {
+            self.inner
+                .api_keys
+                .put(key.clone())
+                .map_err(|e| format!("API key {} in the catalog: {e}", key.prefix))?;
         }
         for entry in &file.tables {
             entry

@@ -9,15 +9,18 @@
 //! - [`tc`]: the transaction coordinator: grants, limits, quotas, atomic commit.
 //! - [`ndbinfo`]: virtual tables over live state.
 //! - [`json`]: column values as the HTTP APIs carry them.
+//! - [`keys`]: tenant API keys and how they are checked.
 //! - [`internal_api`]: the HTTP API the control plane and operators use.
 //! - [`persist`]: durability: redo log, checkpoints, recovery.
 //! - [`node`]: a whole data node process: configuration, start, shutdown.
 
+pub mod api;
 pub mod batch;
 pub mod catalog;
 pub mod engine;
 pub mod internal_api;
 pub mod json;
+pub mod keys;
 mod ldm;
 pub mod ndbinfo;
 pub mod node;

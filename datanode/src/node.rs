@@ -16,6 +16,9 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::api;
+use crate::api::resp::store::Store;
+use crate::api::serve::{self, Limits};
 use crate::engine::{Engine, EngineConfig};
 use crate::internal_api::{self, ClusterSecret};
 use crate::persist::checkpoint::Checkpointer;
@@ -55,6 +58,12 @@ pub struct DataNodeConfig {
     pub listen: IpAddr,
     /// 0 picks a free port.
     pub internal_port: u16,
+    /// The REST data API's port; 0 picks a free one.
+    pub rest_port: u16,
+    /// The Redis protocol's port; 0 picks a free one.
+    pub resp_port: u16,
+    /// Connections, request size and idle time, for each data API front end.
+    pub api_limits: Limits,
     /// The cluster secret; `None` reads `<data-dir>/cluster-secret`, creating
     /// it with a random secret on first start.
     pub cluster_secret: Option<ClusterSecret>,
@@ -86,6 +95,9 @@ pub enum StartError {
 pub struct DataNode {
     durable: Durable,
     internal_addr: SocketAddr,
+    rest_addr: SocketAddr,
+    resp_addr: SocketAddr,
+    front_ends: Vec<JoinHandle<()>>,
     secret_file: Option<PathBuf>,
     stop: watch::Sender<bool>,
     server: JoinHandle<std::io::Result<()>>,
@@ -133,14 +145,21 @@ impl DataNode {
             "recovered"
         );
         let tc = durable.tc.clone();
-        let addr = SocketAddr::new(config.listen, config.internal_port);
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| StartError::Listen { addr, source })?;
-        let internal_addr = listener
-            .local_addr()
-            .map_err(|source| StartError::Listen { addr, source })?;
+        let (listener, internal_addr) = bind(config.listen, config.internal_port).await?;
+        let (rest, rest_addr) = bind(config.listen, config.rest_port).await?;
+        let (resp, resp_addr) = bind(config.listen, config.resp_port).await?;
         let (stop, stopped) = watch::channel(false);
+        let limits = config.api_limits;
+        let store = Arc::new(Store::new(tc.clone(), limits.max_request_bytes));
+        let front_ends = vec![
+            tokio::spawn(serve::http(
+                rest,
+                api::rest::router(tc.clone(), limits),
+                limits,
+                stopped.clone(),
+            )),
+            tokio::spawn(api::resp::serve(resp, store, limits, stopped.clone())),
+        ];
         let app = internal_api::router(tc.clone(), secret, Arc::clone(&durable.checkpointer));
         let server = {
             let mut stopped = stopped.clone();
@@ -159,10 +178,13 @@ impl DataNode {
             (config.checkpoint_every, config.checkpoint_redo_bytes),
             stopped,
         ));
-        tracing::info!(node_id = config.node_id, %internal_addr, durability = %config.durability, "data node started");
+        tracing::info!(node_id = config.node_id, %internal_addr, %rest_addr, %resp_addr, durability = %config.durability, "data node started");
         Ok(DataNode {
             durable,
             internal_addr,
+            rest_addr,
+            resp_addr,
+            front_ends,
             secret_file,
             stop,
             server,
@@ -189,6 +211,16 @@ impl DataNode {
         self.internal_addr
     }
 
+    /// Where the REST data API listens.
+    pub fn rest_addr(&self) -> SocketAddr {
+        self.rest_addr
+    }
+
+    /// Where the Redis protocol listens.
+    pub fn resp_addr(&self) -> SocketAddr {
+        self.resp_addr
+    }
+
     /// The file the cluster secret was read from, if it came from one.
     pub fn secret_file(&self) -> Option<&Path> {
         self.secret_file.as_deref()
@@ -198,6 +230,9 @@ impl DataNode {
     /// checkpoint, closes the redo log, then stops the LDM workers.
     pub async fn shutdown(self) -> std::io::Result<()> {
         let _ = self.stop.send(true);
+        for front_end in self.front_ends {
+            front_end.await.map_err(std::io::Error::other)?;
+        }
         let served = self.server.await.map_err(std::io::Error::other)?;
         // A checkpoint under way finishes; none starts after.
         self.checkpoints.await.map_err(std::io::Error::other)?;
@@ -219,6 +254,18 @@ impl DataNode {
             .map_err(std::io::Error::other)?;
         served.and(closed)
     }
+}
+
+/// Listens on `ip:port` (0: a free port); answers the address taken.
+async fn bind(ip: IpAddr, port: u16) -> Result<(TcpListener, SocketAddr), StartError> {
+    let addr = SocketAddr::new(ip, port);
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartError::Listen { addr, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| StartError::Listen { addr, source })?;
+    Ok((listener, bound))
 }
 
 /// Creates the data directory readable by its owner only: it holds every

@@ -25,6 +25,10 @@ pub struct Shoal {
     /// process never blocks on a full pipe).
     stderr: Arc<Mutex<String>>,
     pub internal_url: String,
+    /// `http://host:port` of the REST data API.
+    pub rest_url: String,
+    /// `host:port` of the Redis protocol.
+    pub resp_addr: String,
     pub data_dir: PathBuf,
     _dir: Option<tempfile::TempDir>,
 }
@@ -44,7 +48,14 @@ impl Shoal {
             .args(args)
             .arg("--data-dir")
             .arg(data_dir)
-            .args(["--internal-port", "0"])
+            .args([
+                "--internal-port",
+                "0",
+                "--rest-port",
+                "0",
+                "--resp-port",
+                "0",
+            ])
             .env_remove("SHOAL_CLUSTER_SECRET")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -77,18 +88,22 @@ impl Shoal {
             stdout: Vec::new(),
             stderr,
             internal_url: String::new(),
+            rest_url: String::new(),
+            resp_addr: String::new(),
             data_dir: data_dir.to_owned(),
             _dir: None,
         };
         let line = shoal.wait_for("internal API http://");
-        let url = line
-            .split("internal API ")
-            .nth(1)
-            .unwrap()
-            .split_whitespace()
-            .next()
-            .unwrap();
-        shoal.internal_url = url.to_owned();
+        let after = |label: &str| {
+            line.split(label)
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .unwrap_or_else(|| panic!("no {label:?} in {line:?}"))
+                .to_owned()
+        };
+        shoal.internal_url = after("internal API ");
+        shoal.rest_url = after("REST ");
+        shoal.resp_addr = after("RESP ");
         shoal
     }
 

@@ -16,30 +16,32 @@
 //! | `GET/PUT/DELETE /internal/v1/tenants/{tenant}/quota` | a tenant's quota and usage |
 //! | `POST /internal/v1/databases/{db}/transaction` | read and write rows (see `data`) |
 //! | `POST /internal/v1/checkpoint` | take a checkpoint now; answers what it wrote |
+//! | `GET/POST /internal/v1/api-keys` | tenant API keys; `POST` makes one (see `keys`) |
+//! | `PUT/DELETE /internal/v1/api-keys/{prefix}` | push or revoke a key |
 //!
 //! Errors are `{"error": {"code", "message"}}` with the matching status.
 //! The handlers of each area live in their own file: `ndbinfo`, `catalog`,
-//! `quotas`, `data`.
+//! `quotas`, `data`, `keys`.
 
 mod catalog;
 mod data;
+mod keys;
 mod ndbinfo;
 mod quotas;
 
 use std::sync::Arc;
 
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use serde_json::json;
 
-use crate::catalog::CatalogError;
+use crate::api::error::ApiError;
 use crate::persist::checkpoint::{Checkpointer, Summary};
-use crate::tc::{Tc, TcError};
+use crate::tc::Tc;
 
 /// Largest request body the internal API reads.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
@@ -103,102 +105,6 @@ struct AppState {
     checkpointer: Arc<Checkpointer>,
 }
 
-/// An error as the internal API answers it.
-#[derive(Debug)]
-struct ApiError {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
-    /// More fields of the error object, e.g. which operation failed.
-    details: serde_json::Map<String, serde_json::Value>,
-    /// For throttling: sent as `Retry-After` (seconds, rounded up) and in the body.
-    retry_after_ms: Option<u64>,
-}
-
-impl ApiError {
-    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError {
-            status,
-            code,
-            message: message.into(),
-            details: serde_json::Map::new(),
-            retry_after_ms: None,
-        }
-    }
-
-    fn with(mut self, field: &str, value: impl Into<serde_json::Value>) -> Self {
-        self.details.insert(field.to_owned(), value.into());
-        self
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut error = self.details;
-        error.insert("code".into(), self.code.into());
-        error.insert("message".into(), self.message.into());
-        if let Some(ms) = self.retry_after_ms {
-            error.insert("retry_after_ms".into(), ms.into());
-        }
-        let body = Json(json!({ "error": error }));
-        let mut response = (self.status, body).into_response();
-        if let Some(ms) = self.retry_after_ms {
-            response.headers_mut().insert(
-                header::RETRY_AFTER,
-                HeaderValue::from(ms.div_ceil(1000).max(1)),
-            );
-        }
-        if self.status == StatusCode::UNAUTHORIZED {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        }
-        response
-    }
-}
-
-impl From<CatalogError> for ApiError {
-    fn from(e: CatalogError) -> Self {
-        let (status, code) = match &e {
-            CatalogError::DatabaseExists(_) => (StatusCode::CONFLICT, "DATABASE_EXISTS"),
-            CatalogError::TableExists { .. } => (StatusCode::CONFLICT, "TABLE_EXISTS"),
-            CatalogError::NoSuchDatabase(_) => (StatusCode::NOT_FOUND, "NO_SUCH_DATABASE"),
-            CatalogError::NoSuchTable { .. } => (StatusCode::NOT_FOUND, "NO_SUCH_TABLE"),
-            CatalogError::NoSuchTenant(_) => (StatusCode::NOT_FOUND, "NO_SUCH_TENANT"),
-            CatalogError::TooManyDatabases | CatalogError::TooManyTables => {
-                (StatusCode::CONFLICT, "LIMIT_REACHED")
-            }
-            CatalogError::Schema(_) => (StatusCode::BAD_REQUEST, "INVALID_SCHEMA"),
-            CatalogError::NotDurable(_) => (StatusCode::SERVICE_UNAVAILABLE, "NOT_DURABLE"),
-        };
-        ApiError::new(status, code, e.to_string())
-    }
-}
-
-impl From<TcError> for ApiError {
-    fn from(e: TcError) -> Self {
-        let status =
-            StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut error = ApiError::new(status, e.code(), e.to_string());
-        error.retry_after_ms = e.retry_after_ms();
-        if let TcError::Operation { index, .. } = e {
-            error = error.with("operation", index);
-        }
-        error
-    }
-}
-
-impl From<JsonRejection> for ApiError {
-    fn from(e: JsonRejection) -> Self {
-        let status = match e {
-            JsonRejection::MissingJsonContentType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            JsonRejection::BytesRejection(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            _ => StatusCode::BAD_REQUEST,
-        };
-        ApiError::new(status, "BAD_REQUEST", e.body_text())
-    }
-}
-
 /// Every route of the internal API.
 pub fn router(tc: Tc, secret: ClusterSecret, checkpointer: Arc<Checkpointer>) -> Router {
     let state = AppState {
@@ -236,6 +142,11 @@ pub fn router(tc: Tc, secret: ClusterSecret, checkpointer: Arc<Checkpointer>) ->
             post(data::transaction),
         )
         .route("/internal/v1/checkpoint", post(checkpoint))
+        .route("/internal/v1/api-keys", get(keys::list).post(keys::create))
+        .route(
+            "/internal/v1/api-keys/{prefix}",
+            axum::routing::put(keys::put).delete(keys::remove),
+        )
         .route(
             "/internal/v1/tenants/{tenant}/quota",
             get(quotas::tenant)

@@ -12,6 +12,7 @@ use shoal_quota::Quota;
 use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
 
 use super::io::Storage;
+use crate::keys::KeyDef;
 
 /// File name of the catalog in the data directory.
 pub const FILE: &str = "catalog.json";
@@ -26,6 +27,8 @@ pub struct CatalogFile {
     pub tenants: Vec<TenantEntry>,
     pub databases: Vec<DatabaseEntry>,
     pub tables: Vec<TableEntry>,
+    #[serde(default)]
+    pub api_keys: Vec<KeyDef>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,6 +65,7 @@ impl CatalogFile {
             tenants: Vec::new(),
             databases: Vec::new(),
             tables: Vec::new(),
+            api_keys: Vec::new(),
         }
     }
 }

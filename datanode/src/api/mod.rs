@@ -1,0 +1,60 @@
+//! The data API: how applications reach their data with a tenant API key.
+//!
+//! - `rest`: HTTP/JSON in the shapes of RonDB's REST server (port 4406).
+//! - `resp`: the Redis protocol (port 6380).
+//! - `serve`: accepting connections within limits, and stopping cleanly.
+//! - `error`: errors as the HTTP APIs answer them.
+//!
+//! Both front ends turn what they are sent into one [`Batch`] per request
+//! and hand it to the transaction coordinator, which checks the key's grant
+//! and the database's limits before any worker sees it.
+//!
+//! [`Batch`]: crate::batch::Batch
+
+pub(crate) mod error;
+pub mod resp;
+pub mod rest;
+pub mod serve;
+
+use std::sync::Arc;
+
+use crate::catalog::Database;
+use crate::engine::Engine;
+use crate::keys::{ApiKey, AuthError};
+use crate::tc::Grant;
+
+/// Why a key may not use a database.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AccessError {
+    #[error(transparent)]
+    Unauthenticated(#[from] AuthError),
+    #[error("the API key is not granted database '{0}'")]
+    NotGranted(String),
+    #[error("database '{0}' does not exist")]
+    NoSuchDatabase(String),
+}
+
+/// The grant `key` has on database `name`, and the database. A database
+/// of another tenant reads as not granted, whatever the key says.
+pub fn access(
+    engine: &Engine,
+    key: &ApiKey,
+    name: &str,
+) -> Result<(Arc<Database>, Grant), AccessError> {
+    if !key.is_live() {
+        return Err(AuthError::Expired.into());
+    }
+    let not_granted = || AccessError::NotGranted(name.chars().take(64).collect());
+    let role = key.role(name).ok_or_else(not_granted)?;
+    let db = engine
+        .database(name)
+        .map_err(|_| AccessError::NoSuchDatabase(name.to_owned()))?;
+    if db.tenant.as_ref().map(|t| &t.id) != Some(key.tenant()) {
+        return Err(not_granted());
+    }
+    let grant = Grant {
+        database: db.id,
+        role,
+    };
+    Ok((db, grant))
+}

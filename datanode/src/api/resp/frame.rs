@@ -1,0 +1,470 @@
+//! RESP framing: commands in, replies out.
+//!
+//! A command is an array of bulk strings (`*2\r\n$3\r\nGET\r\n$1\r\nk\r\n`),
+//! or an inline line (`PING\r\n`) as typed into a terminal. The parser works
+//! on whatever bytes have arrived: it answers a whole command, "not yet", or
+//! a protocol error — after which the connection is closed, as Redis does.
+//! Every length is checked before anything is buffered for it, so a client
+//! cannot make the node hold more than the limits.
+
+use std::ops::Range;
+
+/// Limits on one command.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameLimits {
+    /// Most arguments in one command.
+    pub max_args: usize,
+    /// Largest command, in bytes on the wire; bounds every bulk string.
+    pub max_command_bytes: usize,
+}
+
+/// Longest inline command line, and longest `*`/`$` header line.
+const MAX_INLINE: usize = 64 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProtocolError {
+    #[error("Protocol error: invalid multibulk length")]
+    MultibulkLength,
+    #[error("Protocol error: invalid bulk length")]
+    BulkLength,
+    #[error("Protocol error: expected '$', got '{0}'")]
+    ExpectedBulk(char),
+    #[error("Protocol error: the command is larger than the {0} bytes allowed")]
+    TooLarge(usize),
+    #[error("Protocol error: too big inline request")]
+    InlineTooLong,
+    #[error("Protocol error: unbalanced quotes in request")]
+    Unbalanced,
+    #[error("Protocol error: bulk string not followed by CRLF")]
+    MissingCrlf,
+}
+
+/// Parses commands; reusable, it keeps its buffers.
+#[derive(Debug)]
+pub struct Parser {
+    limits: FrameLimits,
+    /// Where each argument of the last command lies in the buffer parsed.
+    args: Vec<Range<usize>>,
+    /// Arguments of an inline command, unquoted.
+    inline: Vec<Vec<u8>>,
+}
+
+/// Where the arguments of a parsed command are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parsed {
+    /// A command of `len` bytes at the buffer's start.
+    Command { len: usize },
+    /// More bytes are needed; at least this many in all, when known.
+    Incomplete { need: Option<usize> },
+}
+
+impl Parser {
+    pub fn new(limits: FrameLimits) -> Parser {
+        Parser {
+            limits,
+            args: Vec::new(),
+            inline: Vec::new(),
+        }
+    }
+
+    /// Parses the command at the start of `buf`.
+    pub fn parse(&mut self, buf: &[u8]) -> Result<Parsed, ProtocolError> {
+        self.args.clear();
+        self.inline.clear();
+        match buf.first() {
+            None => Ok(Parsed::Incomplete { need: None }),
+            Some(b'*') => self.parse_multibulk(buf),
+            Some(_) => self.parse_inline(buf),
+        }
+    }
+
+    /// The arguments of the command just parsed, in `buf`.
+    pub fn args<'a>(&'a self, buf: &'a [u8]) -> impl ExactSizeIterator<Item = &'a [u8]> + 'a {
+        let inline = self.inline.iter().map(Vec::as_slice);
+        let ranges = self.args.iter().map(move |r| &buf[r.clone()]);
+        // One of the two is empty.
+        Args {
+            inline,
+            ranges,
+            len: self.args.len() + self.inline.len(),
+        }
+    }
+
+    fn parse_multibulk(&mut self, buf: &[u8]) -> Result<Parsed, ProtocolError> {
+        let Some((count, mut at)) = header(buf, 0)? else {
+            return Ok(Parsed::Incomplete { need: None });
+        };
+        if count > self.limits.max_args as i64 {
+            return Err(ProtocolError::MultibulkLength);
+        }
+        if count <= 0 {
+            // `*0` and `*-1` are empty commands: skipped.
+            return Ok(Parsed::Command { len: at });
+        }
+        for _ in 0..count {
+            match buf.get(at) {
+                None => return Ok(Parsed::Incomplete { need: None }),
+                Some(b'$') => {}
+                Some(&c) => return Err(ProtocolError::ExpectedBulk(c as char)),
+            }
+            let Some((len, start)) = header(buf, at)? else {
+                return Ok(Parsed::Incomplete { need: None });
+            };
+            if len < 0 || len as u64 > self.limits.max_command_bytes as u64 {
+                return Err(ProtocolError::BulkLength);
+            }
+            let end = start + len as usize;
+            if end + 2 > self.limits.max_command_bytes {
+                return Err(ProtocolError::TooLarge(self.limits.max_command_bytes));
+            }
+            if buf.len() < end + 2 {
+                return Ok(Parsed::Incomplete {
+                    need: Some(end + 2),
+                });
+            }
+            if &buf[end..end + 2] != b"\r\n" {
+                return Err(ProtocolError::MissingCrlf);
+            }
+            self.args.push(start..end);
+            at = end + 2;
+        }
+        Ok(Parsed::Command { len: at })
+    }
+
+    fn parse_inline(&mut self, buf: &[u8]) -> Result<Parsed, ProtocolError> {
+        let Some(nl) = buf.iter().take(MAX_INLINE).position(|&b| b == b'\n') else {
+            if buf.len() >= MAX_INLINE {
+                return Err(ProtocolError::InlineTooLong);
+            }
+            return Ok(Parsed::Incomplete { need: None });
+        };
+        let line = buf[..nl].strip_suffix(b"\r").unwrap_or(&buf[..nl]);
+        self.inline = split_inline(line)?;
+        if self.inline.len() > self.limits.max_args {
+            return Err(ProtocolError::MultibulkLength);
+        }
+        Ok(Parsed::Command { len: nl + 1 })
+    }
+}
+
+struct Args<I, R> {
+    inline: I,
+    ranges: R,
+    len: usize,
+}
+
+impl<'a, I, R> Iterator for Args<I, R>
+where
+    I: Iterator<Item = &'a [u8]>,
+    R: Iterator<Item = &'a [u8]>,
+{
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let next = self.ranges.next().or_else(|| self.inline.next());
+        if next.is_some() {
+            self.len -= 1;
+        }
+        next
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.len, Some(self.len))
+    }
+}
+
+impl<'a, I, R> ExactSizeIterator for Args<I, R>
+where
+    I: Iterator<Item = &'a [u8]>,
+    R: Iterator<Item = &'a [u8]>,
+{
+}
+
+/// A `*<n>\r\n` or `$<n>\r\n` line at `at`: the number and where the next
+/// line starts, or `None` when the line has not all arrived.
+fn header(buf: &[u8], at: usize) -> Result<Option<(i64, usize)>, ProtocolError> {
+    let line = &buf[at + 1..];
+    let Some(cr) = line.iter().take(32).position(|&b| b == b'\r') else {
+        if line.len() >= 32 {
+            return Err(ProtocolError::MultibulkLength);
+        }
+        return Ok(None);
+    };
+    if line.len() < cr + 2 {
+        return Ok(None);
+    }
+    if line[cr + 1] != b'\n' {
+        return Err(ProtocolError::MissingCrlf);
+    }
+    let bad = || {
+        if buf[at] == b'*' {
+            ProtocolError::MultibulkLength
+        } else {
+            ProtocolError::BulkLength
+        }
+    };
+    let n = std::str::from_utf8(&line[..cr])
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .ok_or_else(bad)?;
+    Ok(Some((n, at + 1 + cr + 2)))
+}
+
+/// Splits an inline command into arguments: spaces separate, double quotes
+/// (with `\n`, `\r`, `\t`, `\\`, `\"` and `\xHH`) and single quotes group.
+fn split_inline(line: &[u8]) -> Result<Vec<Vec<u8>>, ProtocolError> {
+    let mut args = Vec::new();
+    let mut i = 0;
+    while i < line.len() {
+        while i < line.len() && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i == line.len() {
+            break;
+        }
+        let mut arg = Vec::new();
+        match line[i] {
+            b'"' => {
+                i += 1;
+                loop {
+                    match line.get(i) {
+                        None => return Err(ProtocolError::Unbalanced),
+                        Some(b'"') => break,
+                        Some(b'\\') => {
+                            let (byte, used) = unescape(&line[i + 1..])?;
+                            arg.push(byte);
+                            i += used;
+                        }
+                        Some(&b) => arg.push(b),
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'\'' => {
+                i += 1;
+                loop {
+                    match line.get(i) {
+                        None => return Err(ProtocolError::Unbalanced),
+                        Some(b'\'') => break,
+                        Some(b'\\') if line.get(i + 1) == Some(&b'\'') => {
+                            arg.push(b'\'');
+                            i += 1;
+                        }
+                        Some(&b) => arg.push(b),
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            _ => {
+                while i < line.len() && !line[i].is_ascii_whitespace() {
+                    arg.push(line[i]);
+                    i += 1;
+                }
+            }
+        }
+        if i < line.len() && !line[i].is_ascii_whitespace() {
+            return Err(ProtocolError::Unbalanced);
+        }
+        args.push(arg);
+    }
+    Ok(args)
+}
+
+/// The byte a backslash escape stands for, and how many bytes after the
+/// backslash it took.
+fn unescape(rest: &[u8]) -> Result<(u8, usize), ProtocolError> {
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    Ok(match rest {
+        [b'x', h, l, ..] if hex(*h).is_some() && hex(*l).is_some() => {
+            (hex(*h).expect("hex") << 4 | hex(*l).expect("hex"), 3)
+        }
+        [b'n', ..] => (b'\n', 1),
+        [b'r', ..] => (b'\r', 1),
+        [b't', ..] => (b'\t', 1),
+        [b'b', ..] => (8, 1),
+        [b'a', ..] => (7, 1),
+        [c, ..] => (*c, 1),
+        [] => return Err(ProtocolError::Unbalanced),
+    })
+}
+
+/// Replies, written into one buffer per round of pipelined commands.
+#[derive(Debug, Default)]
+pub struct Out {
+    pub buf: Vec<u8>,
+    /// RESP3 (after `HELLO 3`): nulls, maps and doubles have their own types.
+    pub resp3: bool,
+}
+
+impl Out {
+    pub fn simple(&mut self, s: &str) {
+        self.buf.push(b'+');
+        self.buf.extend_from_slice(s.as_bytes());
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    pub fn ok(&mut self) {
+        self.buf.extend_from_slice(b"+OK\r\n");
+    }
+
+    /// An error: `prefix` is its first word (`ERR`, `WRONGTYPE`, …).
+    pub fn error(&mut self, prefix: &str, message: &str) {
+        self.buf.push(b'-');
+        self.buf.extend_from_slice(prefix.as_bytes());
+        self.buf.push(b' ');
+        // A reply line cannot hold a line break.
+        self.buf.extend(
+            message
+                .bytes()
+                .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+        );
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    pub fn int(&mut self, n: i64) {
+        self.line(b':', n);
+    }
+
+    pub fn bulk(&mut self, data: &[u8]) {
+        self.line(b'$', data.len() as i64);
+        self.buf.extend_from_slice(data);
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    pub fn null(&mut self) {
+        if self.resp3 {
+            self.buf.extend_from_slice(b"_\r\n");
+        } else {
+            self.buf.extend_from_slice(b"$-1\r\n");
+        }
+    }
+
+    pub fn array(&mut self, len: usize) {
+        self.line(b'*', len as i64);
+    }
+
+    /// A map of `len` pairs: RESP3's map, or a flat array in RESP2.
+    pub fn map(&mut self, len: usize) {
+        if self.resp3 {
+            self.line(b'%', len as i64);
+        } else {
+            self.line(b'*', 2 * len as i64);
+        }
+    }
+
+    fn line(&mut self, kind: u8, n: i64) {
+        use std::io::Write;
+        self.buf.push(kind);
+        let _ = write!(self.buf, "{n}\r\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const LIMITS: FrameLimits = FrameLimits {
+        max_args: 1024,
+        max_command_bytes: 1 << 20,
+    };
+
+    fn args(buf: &[u8]) -> Result<Option<Vec<Vec<u8>>>, ProtocolError> {
+        let mut p = Parser::new(LIMITS);
+        Ok(match p.parse(buf)? {
+            Parsed::Command { len } => {
+                assert!(len <= buf.len());
+                Some(p.args(buf).map(<[u8]>::to_vec).collect())
+            }
+            Parsed::Incomplete { .. } => None,
+        })
+    }
+
+    #[test]
+    fn parses_multibulk_and_inline_commands() {
+        let got = args(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n").unwrap().unwrap();
+        assert_eq!(got, vec![b"GET".to_vec(), b"k".to_vec()]);
+        let got = args(b"SET k \"a b\\x41\" 'c d'\r\n").unwrap().unwrap();
+        assert_eq!(
+            got,
+            vec![
+                b"SET".to_vec(),
+                b"k".to_vec(),
+                b"a bA".to_vec(),
+                b"c d".to_vec()
+            ]
+        );
+        assert_eq!(args(b"PING\n").unwrap().unwrap(), vec![b"PING".to_vec()]);
+    }
+
+    #[test]
+    fn every_truncation_is_incomplete_not_an_error() {
+        let full = b"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n";
+        for cut in 0..full.len() {
+            assert_eq!(args(&full[..cut]).unwrap(), None, "cut at {cut}");
+        }
+        assert!(args(full).unwrap().is_some());
+    }
+
+    #[test]
+    fn absurd_lengths_are_refused_before_buffering() {
+        assert_eq!(
+            args(b"*1\r\n$99999999999\r\n").unwrap_err(),
+            ProtocolError::BulkLength
+        );
+        assert_eq!(
+            args(b"*1\r\n$-5\r\n").unwrap_err(),
+            ProtocolError::BulkLength
+        );
+        assert_eq!(
+            args(b"*99999999\r\n").unwrap_err(),
+            ProtocolError::MultibulkLength
+        );
+        assert_eq!(args(b"*x\r\n").unwrap_err(), ProtocolError::MultibulkLength);
+        assert_eq!(
+            args(b"*1\r\n$2000000\r\n").unwrap_err(),
+            ProtocolError::BulkLength
+        );
+        assert_eq!(
+            args(b"*1\r\n:5\r\n").unwrap_err(),
+            ProtocolError::ExpectedBulk(':')
+        );
+        assert_eq!(
+            args(b"*1\r\n$1\r\nabc\r\n").unwrap_err(),
+            ProtocolError::MissingCrlf
+        );
+        assert_eq!(args(b"SET \"k\r\n").unwrap_err(), ProtocolError::Unbalanced);
+        assert_eq!(
+            args(&[b'A'; MAX_INLINE]).unwrap_err(),
+            ProtocolError::InlineTooLong
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let mut p = Parser::new(LIMITS);
+            if let Ok(Parsed::Command { len }) = p.parse(&bytes) {
+                prop_assert!(len <= bytes.len());
+                let _ = p.args(&bytes).count();
+            }
+        }
+
+        #[test]
+        fn encoded_commands_parse_back(cmd in proptest::collection::vec(
+            proptest::collection::vec(any::<u8>(), 0..40), 1..8)) {
+            let mut wire = format!("*{}\r\n", cmd.len()).into_bytes();
+            for arg in &cmd {
+                wire.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+                wire.extend_from_slice(arg);
+                wire.extend_from_slice(b"\r\n");
+            }
+            wire.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
+            let mut p = Parser::new(LIMITS);
+            let Parsed::Command { len } = p.parse(&wire).unwrap() else { panic!("incomplete") };
+            let got: Vec<Vec<u8>> = p.args(&wire).map(<[u8]>::to_vec).collect();
+            prop_assert_eq!(got, cmd);
+            prop_assert_eq!(&wire[len..], b"*1\r\n$4\r\nPING\r\n");
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! The Redis protocol (port 6380): RESP2 and RESP3, pipelining, and the
+//! commands of API.md, over tables in the connection's database.
+//!
+//! `AUTH <database> <api-key>` (or `HELLO 3 AUTH <database> <api-key>`) binds
+//! a connection to one database; before it only `PING`, `HELLO`, `AUTH` and
+//! `QUIT` work. The key is looked at again before every command: once it is
+//! revoked, the connection's next command is refused.
+//!
+//! - `frame`: parsing commands, writing replies.
+//! - `store`: keys as rows.
+//! - `commands`: what each command does.
+
+mod commands;
+pub mod frame;
+pub mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+use self::frame::{FrameLimits, Out, Parsed, Parser};
+use self::store::{Db, Store, StoreError};
+use super::serve::{self, Limits};
+use crate::batch::{Batch, OperationError};
+use crate::keys::ApiKey;
+use crate::tc::TcError;
+
+/// Most arguments in one command.
+pub const MAX_ARGS: usize = 1024 * 1024;
+/// Replies are sent once this many bytes are waiting, even mid-pipeline.
+const FLUSH_AT: usize = 1 << 20;
+/// How often expired keys are looked for.
+const PURGE_EVERY: Duration = Duration::from_millis(500);
+/// Most expired keys removed in one round.
+const PURGE_BATCH: usize = 10_000;
+
+/// Serves RESP until `stopped`, then lets each connection finish the command
+/// it is running.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    store: Arc<Store>,
+    limits: Limits,
+    stopped: watch::Receiver<bool>,
+) {
+    tokio::spawn(purge(Arc::clone(&store), stopped.clone()));
+    let watching = stopped.clone();
+    let permits = serve::accept(
+        listener,
+        limits.max_connections,
+        b"-ERR max number of clients reached\r\n",
+        stopped,
+        move |stream, permit| {
+            let (store, stopped) = (Arc::clone(&store), watching.clone());
+            async move {
+                connection(stream, store, limits, stopped).await;
+                drop(permit);
+            }
+        },
+    )
+    .await;
+    serve::drained(permits, limits.max_connections).await;
+}
+
+/// Removes expired keys now and then, until the node stops.
+async fn purge(store: Arc<Store>, mut stopped: watch::Receiver<bool>) {
+    let mut every = tokio::time::interval(PURGE_EVERY);
+    loop {
+        tokio::select! {
+            _ = every.tick() => {}
+            _ = stopped.wait_for(|s| *s) => break,
+        }
+        // A full round means more are waiting: go on at once.
+        while store.purge_expired(PURGE_BATCH).await == PURGE_BATCH {}
+    }
+}
+
+/// An authenticated connection: its key and its database.
+struct Session {
+    key: Arc<ApiKey>,
+    /// The key as presented, to check it again once it changes on the node.
+    presented: Vec<u8>,
+    db: Db,
+}
+
+/// What a command leaves the connection to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Close,
+}
+
+/// One client connection.
+struct Conn {
+    store: Arc<Store>,
+    session: Option<Session>,
+    out: Out,
+    batch: Batch,
+    name: Option<Vec<u8>>,
+    id: u64,
+}
+
+static NEXT_CLIENT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+async fn connection(
+    mut stream: TcpStream,
+    store: Arc<Store>,
+    limits: Limits,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let mut parser = Parser::new(FrameLimits {
+        max_args: MAX_ARGS,
+        max_command_bytes: limits.max_request_bytes,
+    });
+    let mut conn = Conn {
+        batch: store.tc().engine().batch(),
+        store,
+        session: None,
+        out: Out::default(),
+        name: None,
+        id: NEXT_CLIENT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+    };
+    let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut need;
+    loop {
+        // Every whole command that has arrived, in order.
+        let mut start = 0;
+        loop {
+            match parser.parse(&buf[start..]) {
+                Ok(Parsed::Command { len }) => {
+                    let args: Vec<&[u8]> = parser.args(&buf[start..start + len]).collect();
+                    start += len;
+                    if args.is_empty() {
+                        continue;
+                    }
+                    let flow = conn.execute(&args).await;
+                    if flow == Flow::Close {
+                        let _ = stream.write_all(&conn.out.buf).await;
+                        return;
+                    }
+                    if conn.out.buf.len() >= FLUSH_AT
+                        && !flush(&mut stream, &mut conn.out, limits).await
+                    {
+                        return;
+                    }
+                }
+                Ok(Parsed::Incomplete { need: n }) => {
+                    need = n.unwrap_or(0);
+                    break;
+                }
+                Err(e) => {
+                    conn.out.error("ERR", &e.to_string());
+                    let _ = stream.write_all(&conn.out.buf).await;
+                    return;
+                }
+            }
+        }
+        buf.drain(..start);
+        if !flush(&mut stream, &mut conn.out, limits).await || *stopped.borrow() {
+            return;
+        }
+        buf.reserve(need.saturating_sub(buf.len()).max(16 * 1024));
+        let read = tokio::select! {
+            read = tokio::time::timeout(limits.idle_timeout, stream.read_buf(&mut buf)) => read,
+            _ = stopped.wait_for(|s| *s) => return,
+        };
+        match read {
+            Ok(Ok(n)) if n > 0 => {}
+            // Closed, failed, or idle too long.
+            _ => return,
+        }
+        // Hand back memory a large command took.
+        if buf.is_empty() && buf.capacity() > 1 << 20 {
+            buf = Vec::with_capacity(16 * 1024);
+        }
+    }
+}
+
+/// Sends the waiting replies; false when the client is gone or stuck.
+async fn flush(stream: &mut TcpStream, out: &mut Out, limits: Limits) -> bool {
+    if out.buf.is_empty() {
+        return true;
+    }
+    let sent = tokio::time::timeout(limits.idle_timeout, stream.write_all(&out.buf)).await;
+    out.buf.clear();
+    if out.buf.capacity() > 4 * FLUSH_AT {
+        out.buf = Vec::new();
+    }
+    matches!(sent, Ok(Ok(())))
+}
+
+/// The first word and text of the error that answers `e`.
+fn error_reply(e: &StoreError) -> (&'static str, String) {
+    let from_operation = |e: &OperationError| match e {
+        OperationError::Quota(q) => (q.resp_prefix(), quota_text(q)),
+        OperationError::OutOfDataMemory { .. } => ("OOM", e.to_string()),
+        _ => ("ERR", e.to_string()),
+    };
+    match e {
+        StoreError::Tc(TcError::Forbidden { .. }) => ("NOPERM", e.to_string()),
+        StoreError::Tc(TcError::Quota(q)) => (q.resp_prefix(), quota_text(q)),
+        StoreError::Tc(TcError::Operation { error, .. }) | StoreError::Operation(error) => {
+            from_operation(error)
+        }
+        _ => ("ERR", e.to_string()),
+    }
+}
+
+fn quota_text(q: &shoal_quota::QuotaError) -> String {
+    match q.retry_after_ms() {
+        Some(ms) => format!("{q} retry_after_ms={ms}"),
+        None => q.to_string(),
+    }
+}

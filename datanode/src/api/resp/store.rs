@@ -1,0 +1,575 @@
+//! Redis keys as rows of two tables that Shoal creates in the database on
+//! its first write, so that they are accounted and limited like any table:
+//!
+//! - `redis_keys (k VARBINARY(3000) PRIMARY KEY, t TINYINT, exp BIGINT NULL,
+//!   n INT, v VARBINARY(26000))`: one row per key — its type (string or
+//!   hash), its expiry (Unix milliseconds), and its value, or the value's
+//!   first 26,000 bytes when it has `n` more parts;
+//! - `redis_chunks (k, i, v)`: part `i` (1..=n) of a longer value.
+//!
+//! A hash is one value: its fields and values, encoded. Every request goes
+//! through the transaction coordinator with the connection's grant, so the
+//! database's rates and quotas apply; a value and its parts are written in
+//! one atomic request.
+//!
+//! Writers of a key take its lock (one of `LOCKS`, by hash): a
+//! read-modify-write such as `INCR` or `APPEND` sees no other writer between
+//! its read and its write. A plain read of a value of one part takes no lock;
+//! a read of a longer one does, so that it never sees parts of two values.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use shoal_wire::schema::{TableDef, TableName};
+use tokio::sync::{Mutex, MutexGuard};
+
+use crate::batch::{Batch, OperationError, Outcome, Row};
+use crate::catalog::{CatalogError, Database, DatabaseId, Table};
+use crate::storage::CmpOp;
+use crate::storage::value::Value;
+use crate::tc::{Commit, Grant, Tc, TcError};
+
+/// The table of keys.
+pub const KEYS_TABLE: &str = "redis_keys";
+/// The table of the further parts of long values.
+pub const CHUNKS_TABLE: &str = "redis_chunks";
+/// Longest key, in bytes.
+pub const MAX_KEY: usize = 3000;
+/// Bytes of a value in one row.
+pub const PART: usize = 26_000;
+/// Number of key locks.
+const LOCKS: usize = 1024;
+
+const KEYS_DEF: &str = r#"{"name": "redis_keys", "columns": [
+    {"name": "k", "type": "VARBINARY(3000)"},
+    {"name": "t", "type": "TINYINT UNSIGNED"},
+    {"name": "exp", "type": "BIGINT", "nullable": true},
+    {"name": "n", "type": "INT UNSIGNED"},
+    {"name": "v", "type": "VARBINARY(26000)"}],
+  "primary_key": ["k"]}"#;
+
+const CHUNKS_DEF: &str = r#"{"name": "redis_chunks", "columns": [
+    {"name": "k", "type": "VARBINARY(3000)"},
+    {"name": "i", "type": "INT UNSIGNED"},
+    {"name": "v", "type": "VARBINARY(26000)"}],
+  "primary_key": ["k", "i"]}"#;
+
+/// What a key holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    String = 0,
+    Hash = 1,
+}
+
+/// A key's row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub kind: Kind,
+    /// Unix milliseconds after which the key is gone.
+    pub expires: Option<i64>,
+    /// Parts after the first.
+    pub parts: u32,
+    /// The value, or its first part.
+    pub head: Vec<u8>,
+}
+
+/// A value to write to a key.
+#[derive(Debug, Clone, Copy)]
+pub struct Item<'a> {
+    pub key: &'a [u8],
+    pub kind: Kind,
+    pub value: &'a [u8],
+    /// Unix milliseconds; `None` keeps the key until deleted.
+    pub expires: Option<i64>,
+}
+
+impl<'a> Item<'a> {
+    pub fn string(key: &'a [u8], value: &'a [u8], expires: Option<i64>) -> Item<'a> {
+        Item {
+            key,
+            kind: Kind::String,
+            value,
+            expires,
+        }
+    }
+}
+
+/// Why a command on keys failed; it changed nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(transparent)]
+    Tc(#[from] TcError),
+    #[error(transparent)]
+    Operation(#[from] OperationError),
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    #[error("key is longer than {MAX_KEY} bytes")]
+    KeyTooLong,
+    #[error("the value is longer than the {0} bytes allowed")]
+    TooLarge(usize),
+    #[error(
+        "table '{0}' exists in this database with columns Shoal does not use for keys; drop or rename it"
+    )]
+    ForeignTable(&'static str),
+}
+
+/// The tables of one database's keys.
+#[derive(Debug, Clone)]
+pub struct Tables {
+    pub keys: Arc<Table>,
+    pub chunks: Arc<Table>,
+}
+
+/// A connection's database: its grant, and its key tables once known.
+#[derive(Debug)]
+pub struct Db {
+    pub db: Arc<Database>,
+    pub grant: Grant,
+    tables: Option<Tables>,
+}
+
+impl Db {
+    pub fn new(db: Arc<Database>, grant: Grant) -> Db {
+        Db {
+            db,
+            grant,
+            tables: None,
+        }
+    }
+}
+
+/// Redis keys over the node's tables; shared by every connection.
+#[derive(Debug)]
+pub struct Store {
+    tc: Tc,
+    locks: Box<[Mutex<()>]>,
+    /// Largest value (string or encoded hash).
+    max_value: usize,
+}
+
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn key_value(key: &[u8]) -> Result<Value, StoreError> {
+    if key.len() > MAX_KEY {
+        return Err(StoreError::KeyTooLong);
+    }
+    Ok(Value::Bytes(key.to_vec()))
+}
+
+fn decode_entry(row: &Row) -> Entry {
+    let v = row.values();
+    let int = |v: &Value| match v {
+        Value::Int(n) => *n,
+        Value::UInt(n) => *n as i64,
+        _ => 0,
+    };
+    Entry {
+        kind: if int(&v[1]) == 1 {
+            Kind::Hash
+        } else {
+            Kind::String
+        },
+        expires: match &v[2] {
+            Value::Null => None,
+            other => Some(int(other)),
+        },
+        parts: int(&v[3]) as u32,
+        head: match &v[4] {
+            Value::Bytes(b) => b.clone(),
+            _ => Vec::new(),
+        },
+    }
+}
+
+impl Entry {
+    pub fn is_live(&self, now: i64) -> bool {
+        self.expires.is_none_or(|at| at > now)
+    }
+}
+
+impl Store {
+    pub fn new(tc: Tc, max_value: usize) -> Store {
+        Store {
+            tc,
+            locks: (0..LOCKS).map(|_| Mutex::new(())).collect(),
+            max_value,
+        }
+    }
+
+    pub fn tc(&self) -> &Tc {
+        &self.tc
+    }
+
+    pub fn max_value(&self) -> usize {
+        self.max_value
+    }
+
+    /// Takes the locks of `keys`, in one order for every caller.
+    pub async fn lock<'a>(&'a self, db: DatabaseId, keys: &[&[u8]]) -> Vec<MutexGuard<'a, ()>> {
+        let mut stripes: Vec<usize> = keys
+            .iter()
+            .map(|k| {
+                let h = xxhash_rust::xxh3::xxh3_64_with_seed(k, u64::from(db.0));
+                (h % LOCKS as u64) as usize
+            })
+            .collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let mut guards = Vec::with_capacity(stripes.len());
+        for s in stripes {
+            guards.push(self.locks[s].lock().await);
+        }
+        guards
+    }
+
+    /// The database's key tables; created when `create` and missing.
+    pub async fn tables(&self, db: &mut Db, create: bool) -> Result<Option<Tables>, StoreError> {
+        if let Some(t) = &db.tables {
+            return Ok(Some(t.clone()));
+        }
+        let engine = self.tc.engine();
+        let name = db.db.name.clone();
+        let mut found = Vec::with_capacity(2);
+        for (table, def) in [(KEYS_TABLE, KEYS_DEF), (CHUNKS_TABLE, CHUNKS_DEF)] {
+            let want: TableDef = serde_json::from_str(def).expect("a valid table");
+            let t = match engine.table(name.as_str(), table) {
+                Ok(t) => t,
+                Err(CatalogError::NoSuchTable { .. }) if create => {
+                    match engine.create_table(&name, want.clone()).await {
+                        Ok(t) => t,
+                        // Another connection made it first.
+                        Err(CatalogError::TableExists { .. }) => {
+                            engine.table(name.as_str(), table)?
+                        }
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                Err(CatalogError::NoSuchTable { .. }) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+            if *t.def() != want {
+                return Err(StoreError::ForeignTable(table));
+            }
+            found.push(t);
+        }
+        let chunks = found.pop().expect("two tables");
+        let keys = found.pop().expect("two tables");
+        let tables = Tables { keys, chunks };
+        db.tables = Some(tables.clone());
+        Ok(Some(tables))
+    }
+
+    async fn run(&self, db: &mut Db, batch: &mut Batch, commit: Commit) -> Result<(), StoreError> {
+        let outcome = self.tc.execute(&db.grant, batch, commit).await;
+        let dropped = |e: &OperationError| matches!(e, OperationError::NoSuchTable { .. });
+        let gone = match &outcome {
+            Err(TcError::Operation { error, .. }) => dropped(error),
+            Ok(()) => (0..batch.len()).any(|i| batch.result(i).is_err_and(|e| dropped(&e))),
+            Err(_) => false,
+        };
+        if gone {
+            // An operator dropped the tables: they are made anew on the next write.
+            db.tables = None;
+        }
+        outcome.map_err(StoreError::from)
+    }
+
+    /// The live entries of `keys`, in one request.
+    pub async fn lookup_many(
+        &self,
+        db: &mut Db,
+        batch: &mut Batch,
+        keys: &[&[u8]],
+    ) -> Result<Vec<Option<Entry>>, StoreError> {
+        let Some(t) = self.tables(db, false).await? else {
+            return Ok(vec![None; keys.len()]);
+        };
+        batch.clear();
+        for key in keys {
+            batch
+                .read(&t.keys, &[key_value(key)?])
+                .map_err(OperationError::from)?;
+        }
+        self.run(db, batch, Commit::Each).await?;
+        let now = now_ms();
+        (0..keys.len())
+            .map(|i| match batch.result(i)? {
+                Outcome::Found(row) => Ok(Some(decode_entry(&row)).filter(|e| e.is_live(now))),
+                _ => Ok(None),
+            })
+            .collect()
+    }
+
+    /// The live entry of `key`.
+    pub async fn lookup(
+        &self,
+        db: &mut Db,
+        batch: &mut Batch,
+        key: &[u8],
+    ) -> Result<Option<Entry>, StoreError> {
+        Ok(self.lookup_many(db, batch, &[key]).await?.pop().flatten())
+    }
+
+    /// The live entry of `key` with its whole value. Takes the key's lock
+    /// for a value of several parts unless the caller `holds` it.
+    pub async fn read(
+        &self,
+        db: &mut Db,
+        batch: &mut Batch,
+        key: &[u8],
+        holds: bool,
+    ) -> Result<Option<(Entry, Vec<u8>)>, StoreError> {
+        let Some(entry) = self.lookup(db, batch, key).await? else {
+            return Ok(None);
+        };
+        if entry.parts == 0 {
+            let value = entry.head.clone();
+            return Ok(Some((entry, value)));
+        }
+        let _lock = if holds {
+            None
+        } else {
+            Some(self.lock(db.db.id, &[key]).await)
+        };
+        self.read_parts(db, batch, key).await
+    }
+
+    /// Reads a key's row and every part of its value in one request.
+    async fn read_parts(
+        &self,
+        db: &mut Db,
+        batch: &mut Batch,
+        key: &[u8],
+    ) -> Result<Option<(Entry, Vec<u8>)>, StoreError> {
+        let Some(t) = self.tables(db, false).await? else {
+            return Ok(None);
+        };
+        // Under the lock, the part count read first cannot change.
+        let Some(entry) = self.lookup(db, batch, key).await? else {
+            return Ok(None);
+        };
+        batch.clear();
+        for i in 1..=entry.parts {
+            batch
+                .read(&t.chunks, &[key_value(key)?, Value::Int(i64::from(i))])
+                .map_err(OperationError::from)?;
+        }
+        self.run(db, batch, Commit::Each).await?;
+        let mut value = entry.head.clone();
+        for i in 0..entry.parts as usize {
+            if let Outcome::Found(row) = batch.result(i)?
+                && let Value::Bytes(part) = &row.values()[2]
+            {
+                value.extend_from_slice(part);
+            }
+        }
+        Ok(Some((entry, value)))
+    }
+
+    /// Writes each item in one atomic request,
+    /// replacing what the keys held. The caller holds the keys' locks.
+    pub async fn write(
+        &self,
+        db: &mut Db,
+        batch: &mut Batch,
+        items: &[Item<'_>],
+    ) -> Result<(), StoreError> {
+        for item in items {
+            if item.value.len() > self.max_value {
+                return Err(StoreError::TooLarge(self.max_value));
+            }
+        }
+        let t = self.tables(db, true).await?.expect("created");
+        batch.clear();
+        // The rows as they were, to learn how many parts each value had.
+        for item in items {
+            batch
+                .read(&t.keys, &[key_value(item.key)?])
+                .map_err(OperationError::from)?;
+        }
+        for item in items {
+            let k = key_value(item.key)?;
+            let mut parts = item.value.chunks(PART);
+            let head = parts.next().unwrap_or_default();
+            let rest = parts_after_head(item.value.len());
+            let row = [
+                ("k", k.clone()),
+                ("t", Value::Int(item.kind as i64)),
+                ("exp", item.expires.map_or(Value::Null, Value::Int)),
+                ("n", Value::Int(i64::from(rest))),
+                ("v", Value::Bytes(head.to_vec())),
+            ];
+            batch.write(&t.keys, &row).map_err(OperationError::from)?;
+            for (i, part) in parts.enumerate() {
+                let row = [
+                    ("k", k.clone()),
+                    ("i", Value::Int(i as i64 + 1)),
+                    ("v", Value::Bytes(part.to_vec())),
+                ];
+                batch.write(&t.chunks, &row).map_err(OperationError::from)?;
+            }
+        }
+        self.run(db, batch, Commit::Atomic).await?;
+        // Parts of the old values past the new values' ends.
+        let mut orphans = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            if let Outcome::Found(row) = batch.result(i)? {
+                let old = decode_entry(&row).parts;
+                let new = parts_after_head(item.value.len());
+                orphans.extend((new + 1..=old).map(|i| (item.key, i)));
+            }
+        }
+        if !orphans.is_empty() {
+            batch.clear();
+            for (key, i) in orphans {
+                batch
+                    .delete(&t.chunks, &[key_value(key)?, Value::Int(i64::from(i))])
+                    .map_err(OperationError::from)?;
+            }
+            self.run(db, batch, Commit::Atomic).await?;
+        }
+        Ok(())
+    }
+
+    /// Deletes a key and its parts, atomically. The caller holds its lock.
+    pub async fn delete(
+        &self,
+        db: &mut Db,
+        batch: &mut Batch,
+        key: &[u8],
+        entry: &Entry,
+    ) -> Result<(), StoreError> {
+        let t = self.tables(db, false).await?.expect("a key exists");
+        batch.clear();
+        let k = key_value(key)?;
+        batch
+            .delete(&t.keys, std::slice::from_ref(&k))
+            .map_err(OperationError::from)?;
+        for i in 1..=entry.parts {
+            batch
+                .delete(&t.chunks, &[k.clone(), Value::Int(i64::from(i))])
+                .map_err(OperationError::from)?;
+        }
+        self.run(db, batch, Commit::Atomic).await
+    }
+
+    /// Sets or clears a key's expiry. The caller holds its lock.
+    pub async fn set_expiry(
+        &self,
+        db: &mut Db,
+        batch: &mut Batch,
+        key: &[u8],
+        expires: Option<i64>,
+    ) -> Result<(), StoreError> {
+        let t = self.tables(db, false).await?.expect("a key exists");
+        batch.clear();
+        let row = [
+            ("k", key_value(key)?),
+            ("exp", expires.map_or(Value::Null, Value::Int)),
+        ];
+        batch.update(&t.keys, &row).map_err(OperationError::from)?;
+        self.run(db, batch, Commit::Atomic).await
+    }
+
+    /// Keys in the database, expired ones not yet purged included.
+    pub async fn count(&self, db: &Db) -> u64 {
+        let engine = self.tc.engine();
+        engine
+            .memory_usage()
+            .await
+            .iter()
+            .filter(|f| f.database == db.db.name.as_str() && f.table == KEYS_TABLE)
+            .map(|f| f.rows)
+            .sum()
+    }
+
+    /// Removes up to `limit` expired keys of every database; how many.
+    /// Purging is the node's work: it is not charged to the database.
+    pub async fn purge_expired(&self, limit: usize) -> usize {
+        let engine = self.tc.engine();
+        let keys_table = TableName::parse(KEYS_TABLE).expect("a valid name");
+        let mut purged = 0;
+        for table in engine.tables() {
+            if table.name() != &keys_table || purged >= limit {
+                continue;
+            }
+            let now = now_ms();
+            let filter = [("exp", CmpOp::Le, Value::Int(now))];
+            let Ok(rows) = engine.scan(&table, &filter, limit - purged).await else {
+                continue;
+            };
+            let Ok(chunks) = engine.table(table.database.name.as_str(), CHUNKS_TABLE) else {
+                continue;
+            };
+            for row in rows {
+                let Value::Bytes(key) = &row.values()[0] else {
+                    continue;
+                };
+                let _lock = self.lock(table.database.id, &[key]).await;
+                // Read again under the lock: it may have been set anew.
+                let mut batch = engine.batch();
+                if batch.read(&table, &[Value::Bytes(key.clone())]).is_err()
+                    || engine.execute(&mut batch).await.is_err()
+                {
+                    continue;
+                }
+                let Ok(Outcome::Found(row)) = batch.result(0) else {
+                    continue;
+                };
+                let entry = decode_entry(&row);
+                if entry.is_live(now_ms()) {
+                    continue;
+                }
+                batch.clear();
+                let k = Value::Bytes(key.clone());
+                let _ = batch.delete(&table, std::slice::from_ref(&k));
+                for i in 1..=entry.parts {
+                    let _ = batch.delete(&chunks, &[k.clone(), Value::Int(i64::from(i))]);
+                }
+                if engine.execute(&mut batch).await.is_ok() {
+                    purged += 1;
+                }
+            }
+        }
+        purged
+    }
+}
+
+/// Rows a value of `len` bytes takes after its key's row.
+fn parts_after_head(len: usize) -> u32 {
+    len.saturating_sub(PART).div_ceil(PART) as u32
+}
+
+/// A hash's fields and values, in the order they were first set.
+pub fn decode_hash(value: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut fields = Vec::new();
+    let mut at = 0;
+    let take = |at: &mut usize| -> Option<Vec<u8>> {
+        let len = u32::from_le_bytes(value.get(*at..*at + 4)?.try_into().ok()?) as usize;
+        let bytes = value.get(*at + 4..*at + 4 + len)?.to_vec();
+        *at += 4 + len;
+        Some(bytes)
+    };
+    while at < value.len() {
+        let (Some(f), Some(v)) = (take(&mut at), take(&mut at)) else {
+            break;
+        };
+        fields.push((f, v));
+    }
+    fields
+}
+
+pub fn encode_hash(fields: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(fields.iter().map(|(f, v)| 8 + f.len() + v.len()).sum());
+    for (f, v) in fields {
+        out.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        out.extend_from_slice(f);
+        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        out.extend_from_slice(v);
+    }
+    out
+}

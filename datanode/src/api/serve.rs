@@ -1,0 +1,142 @@
+//! Accepting connections within limits, and stopping cleanly.
+//!
+//! Each front end holds at most `max_connections` connections: past that, a
+//! new one is told so in its protocol and closed, so that a flood of
+//! connections costs the node one small write each. A connection that sends
+//! nothing for `idle_timeout` is closed. On stop, no connection is accepted,
+//! requests in flight finish, and idle connections are closed.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+
+/// What one front end allows.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_connections: usize,
+    /// A connection idle for this long is closed.
+    pub idle_timeout: Duration,
+    /// Largest request (HTTP body) or command (RESP) read.
+    pub max_request_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_connections: 4096,
+            idle_timeout: Duration::from_secs(300),
+            max_request_bytes: 64 << 20,
+        }
+    }
+}
+
+/// How long a stopping front end lets requests in flight finish.
+const DRAIN: Duration = Duration::from_secs(30);
+
+/// Accepts connections until `stopped`, handing each to `handle` with the
+/// permit it holds; refuses with `refusal` when all permits are taken.
+/// Answers the permits, to wait on with `drained`.
+pub(crate) async fn accept<F, Fut>(
+    listener: TcpListener,
+    max_connections: usize,
+    refusal: &'static [u8],
+    mut stopped: watch::Receiver<bool>,
+    mut handle: F,
+) -> Arc<Semaphore>
+where
+    F: FnMut(TcpStream, OwnedSemaphorePermit) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let permits = Arc::new(Semaphore::new(max_connections));
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = stopped.wait_for(|s| *s) => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of file descriptors, most likely: wait a little, as
+                // the connections that hold them may end.
+                tracing::warn!(error = %e, "accepting a connection failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        match Arc::clone(&permits).try_acquire_owned() {
+            Ok(permit) => {
+                tokio::spawn(handle(stream, permit));
+            }
+            Err(_) => {
+                tokio::spawn(refuse(stream, refusal));
+            }
+        }
+    }
+    permits
+}
+
+/// Waits until every connection holding one of `permits` has ended, or
+/// for `DRAIN` at most.
+pub(crate) async fn drained(permits: Arc<Semaphore>, max_connections: usize) {
+    let all = u32::try_from(max_connections).unwrap_or(u32::MAX);
+    if tokio::time::timeout(DRAIN, permits.acquire_many(all))
+        .await
+        .is_err()
+    {
+        tracing::warn!("connections still open after {DRAIN:?}; stopping anyway");
+    }
+}
+
+async fn refuse(mut stream: TcpStream, refusal: &'static [u8]) {
+    let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(refusal)).await;
+}
+
+/// Serves `router` over HTTP/1.1 until `stopped`, then lets requests in
+/// flight finish.
+pub(crate) async fn http(
+    listener: TcpListener,
+    router: Router,
+    limits: Limits,
+    stopped: watch::Receiver<bool>,
+) {
+    const REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: 95\r\n\r\n{\"error\":{\"code\":\"TOO_MANY_CONNECTIONS\",\"message\":\"the node has all the connections it takes\"}}";
+    let graceful = Arc::new(GracefulShutdown::new());
+    let watcher = Arc::clone(&graceful);
+    accept(
+        listener,
+        limits.max_connections,
+        REFUSAL,
+        stopped,
+        move |stream, permit| {
+            let service = TowerToHyperService::new(router.clone());
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.idle_timeout)
+                .serve_connection(TokioIo::new(stream), service);
+            let connection = watcher.watch(connection);
+            async move {
+                let _ = connection.await;
+                drop(permit);
+            }
+        },
+    )
+    .await;
+    let Ok(graceful) = Arc::try_unwrap(graceful) else {
+        return;
+    };
+    if tokio::time::timeout(DRAIN, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("requests still in flight after {DRAIN:?}; stopping anyway");
+    }
+}
