@@ -240,3 +240,65 @@ impl Shoal {
             .await
     }
 }
+
+impl Shoal {
+    /// Creates database `db` in `tenant`, failing the test if it cannot.
+    pub async fn create_database(&self, tenant: &str, db: &str) {
+        let (status, body) = self
+            .post(
+                "/internal/v1/databases",
+                serde_json::json!({"name": db, "tenant": tenant}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+
+    /// Has the node make an API key of `tenant` with `grants`
+    /// (`[(database, "read" | "read_write")]`); answers the key.
+    pub async fn create_key(&self, tenant: &str, grants: &[(&str, &str)]) -> String {
+        let grants: Vec<Value> = grants
+            .iter()
+            .map(|(db, role)| serde_json::json!({"database": db, "role": role}))
+            .collect();
+        let (status, body) = self
+            .post(
+                "/internal/v1/api-keys",
+                serde_json::json!({"tenant": tenant, "grants": grants}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        body["key"].as_str().unwrap().to_owned()
+    }
+
+    /// Revokes the key `key` on the node.
+    pub async fn revoke_key(&self, key: &str) {
+        let prefix = key.split('.').next().unwrap();
+        let (status, body) = self
+            .send(
+                reqwest::Method::DELETE,
+                &format!("/internal/v1/api-keys/{prefix}"),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    }
+
+    /// Sets a database's quota over the internal API.
+    pub async fn set_quota(&self, db: &str, quota: Value) {
+        let (status, body) = self
+            .send(
+                reqwest::Method::PUT,
+                &format!("/internal/v1/databases/{db}/quota"),
+                Some(quota),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+
+    /// The `table_memory_usage` row of `db.table`, if it has one.
+    pub async fn table_memory(&self, db: &str, table: &str) -> Option<Vec<Value>> {
+        let usage = self.ndbinfo("table_memory_usage").await;
+        let rows: Vec<Vec<Value>> = serde_json::from_value(usage["rows"].clone()).unwrap();
+        rows.into_iter().find(|r| r[0] == db && r[1] == table)
+    }
+}

@@ -1,0 +1,607 @@
+//! The Redis protocol through real clients: the `redis` crate, the
+//! `redis-cli` binary, and raw bytes for what no client would send.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+
+use common::Shoal;
+use redis::{Commands, Connection, RedisError, Value as RValue};
+use serde_json::json;
+
+/// A node with tenant `acme`'s databases `cache` and `lab`, tenant
+/// `other`'s `rival`, and a read-write key on `cache`.
+struct Setup {
+    shoal: Shoal,
+    key: String,
+}
+
+async fn setup(args: &[&str]) -> Setup {
+    let mut all = vec!["datanode", "--data-memory", "128M"];
+    all.extend_from_slice(args);
+    let shoal = Shoal::start(&all);
+    for (tenant, db) in [("acme", "cache"), ("acme", "lab"), ("other", "rival")] {
+        shoal.create_database(tenant, db).await;
+    }
+    let key = shoal.create_key("acme", &[("cache", "read_write")]).await;
+    Setup { shoal, key }
+}
+
+impl Setup {
+    fn url(&self, db: &str, key: &str, resp3: bool) -> String {
+        let proto = if resp3 { "?protocol=resp3" } else { "" };
+        format!("redis://{db}:{key}@{}/{proto}", self.shoal.resp_addr)
+    }
+
+    fn connect(&self) -> Connection {
+        self.connect_as("cache", &self.key.clone())
+    }
+
+    fn connect_as(&self, db: &str, key: &str) -> Connection {
+        redis::Client::open(self.url(db, key, false))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
+    /// A raw connection, for bytes no client library would send.
+    fn raw(&self) -> Raw {
+        Raw(TcpStream::connect(&self.shoal.resp_addr).unwrap())
+    }
+}
+
+struct Raw(TcpStream);
+
+impl Raw {
+    /// Sends `bytes` and reads one reply's worth: until the bytes read end
+    /// in CRLF (replies here are short and single-line or small).
+    fn send(&mut self, bytes: &[u8]) -> String {
+        self.0.write_all(bytes).unwrap();
+        self.read_reply()
+    }
+
+    fn read_reply(&mut self) -> String {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !got.ends_with(b"\r\n") {
+            let n = self.0.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&got).into_owned()
+    }
+
+    /// Whether the server closed the connection.
+    fn closed(&mut self) -> bool {
+        let mut buf = [0u8; 16];
+        matches!(self.0.read(&mut buf), Ok(0) | Err(_))
+    }
+}
+
+fn command(words: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", words.len()).into_bytes();
+    for w in words {
+        out.extend_from_slice(format!("${}\r\n{w}\r\n", w.len()).as_bytes());
+    }
+    out
+}
+
+fn code(e: &RedisError) -> String {
+    e.code().unwrap_or_default().to_owned()
+}
+
+fn query<T: redis::FromRedisValue>(con: &mut Connection, args: &[&str]) -> redis::RedisResult<T> {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(con)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_granted_key_opens_a_database() {
+    let s = setup(&[]).await;
+    let mut raw = s.raw();
+    assert_eq!(raw.send(b"PING\r\n"), "+PONG\r\n");
+    assert!(raw.send(&command(&["GET", "k"])).starts_with("-NOAUTH"));
+    assert!(raw.send(&command(&["SET", "k", "v"])).starts_with("-NOAUTH"));
+    assert!(raw.send(&command(&["AUTH", &s.key])).starts_with("-ERR AUTH needs the database"));
+    let mut bad = s.key.clone();
+    bad.pop();
+    bad.push('!');
+    for (db, key) in [("cache", bad.as_str()), ("cache", "x.y"), ("cache", "")] {
+        let reply = raw.send(&command(&["AUTH", db, key]));
+        assert!(reply.starts_with("-NOAUTH"), "{reply}");
+    }
+    // Not granted, another tenant's, missing: NOPERM.
+    let both = s
+        .shoal
+        .create_key("acme", &[("cache", "read_write"), ("rival", "read_write")])
+        .await;
+    for (db, key) in [("lab", s.key.as_str()), ("rival", s.key.as_str()), ("rival", both.as_str())] {
+        let reply = raw.send(&command(&["AUTH", db, key]));
+        assert!(reply.starts_with("-NOPERM"), "{db}: {reply}");
+    }
+    assert!(raw.send(&command(&["GET", "k"])).starts_with("-NOAUTH"));
+    assert_eq!(raw.send(&command(&["AUTH", "cache", &s.key])), "+OK\r\n");
+    assert_eq!(raw.send(&command(&["GET", "k"])), "$-1\r\n");
+    // A failed AUTH on an authenticated connection leaves it unauthenticated.
+    assert!(raw.send(&command(&["AUTH", "cache", &bad])).starts_with("-NOAUTH"));
+    assert!(raw.send(&command(&["GET", "k"])).starts_with("-NOAUTH"));
+
+    // HELLO 3 with AUTH switches to RESP3.
+    let mut raw = s.raw();
+    let hello = raw.send(&command(&["HELLO", "3", "AUTH", "cache", &s.key]));
+    assert!(hello.starts_with("%7\r\n"), "{hello}");
+    assert_eq!(raw.send(&command(&["GET", "k"])), "_\r\n");
+    assert!(raw.send(&command(&["HELLO", "4"])).starts_with("-NOPROTO"));
+    assert_eq!(raw.send(&command(&["QUIT"])), "+OK\r\n");
+    assert!(raw.closed());
+
+    // The redis crate, RESP2 and RESP3.
+    for resp3 in [false, true] {
+        let mut con = redis::Client::open(s.url("cache", &s.key, resp3))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let _: () = con.set("hello", "world").unwrap();
+        let got: String = con.get("hello").unwrap();
+        assert_eq!(got, "world");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn string_commands_behave_as_in_redis() {
+    let s = setup(&[]).await;
+    let mut con = s.connect();
+    let c = &mut con;
+    assert_eq!(query::<String>(c, &["PING"]).unwrap(), "PONG");
+    assert_eq!(query::<String>(c, &["ECHO", "hi"]).unwrap(), "hi");
+    assert_eq!(query::<String>(c, &["SELECT", "0"]).unwrap(), "OK");
+    assert!(query::<String>(c, &["SELECT", "1"]).is_err());
+
+    assert_eq!(query::<Option<String>>(c, &["GET", "n"]).unwrap(), None);
+    assert_eq!(query::<String>(c, &["SET", "n", "10"]).unwrap(), "OK");
+    assert_eq!(query::<i64>(c, &["INCR", "n"]).unwrap(), 11);
+    assert_eq!(query::<i64>(c, &["DECR", "n"]).unwrap(), 10);
+    assert_eq!(query::<i64>(c, &["INCRBY", "n", "-15"]).unwrap(), -5);
+    assert_eq!(query::<i64>(c, &["DECRBY", "n", "5"]).unwrap(), -10);
+    assert_eq!(query::<i64>(c, &["INCR", "fresh"]).unwrap(), 1);
+    let e = query::<i64>(c, &["INCRBY", "n", "x"]).unwrap_err();
+    assert!(e.to_string().contains("not an integer"), "{e}");
+    assert_eq!(query::<String>(c, &["SET", "max", &i64::MAX.to_string()]).unwrap(), "OK");
+    let e = query::<i64>(c, &["INCR", "max"]).unwrap_err();
+    assert!(e.to_string().contains("overflow"), "{e}");
+    assert_eq!(query::<String>(c, &["GET", "max"]).unwrap(), i64::MAX.to_string());
+
+    assert_eq!(query::<i64>(c, &["APPEND", "s", "Hello"]).unwrap(), 5);
+    assert_eq!(query::<i64>(c, &["APPEND", "s", " World"]).unwrap(), 11);
+    assert_eq!(query::<i64>(c, &["STRLEN", "s"]).unwrap(), 11);
+    assert_eq!(query::<i64>(c, &["STRLEN", "nothing"]).unwrap(), 0);
+    assert_eq!(query::<String>(c, &["GETRANGE", "s", "0", "4"]).unwrap(), "Hello");
+    assert_eq!(query::<String>(c, &["GETRANGE", "s", "-5", "-1"]).unwrap(), "World");
+    assert_eq!(query::<i64>(c, &["SETRANGE", "s", "6", "Redis"]).unwrap(), 11);
+    assert_eq!(query::<String>(c, &["GET", "s"]).unwrap(), "Hello Redis");
+    assert_eq!(query::<i64>(c, &["SETRANGE", "pad", "3", "x"]).unwrap(), 4);
+    assert_eq!(query::<Vec<u8>>(c, &["GET", "pad"]).unwrap(), b"\0\0\0x");
+    assert!(query::<i64>(c, &["SETRANGE", "pad", "-1", "x"]).is_err());
+
+    // NX, XX, GET, KEEPTTL.
+    assert_eq!(query::<Option<String>>(c, &["SET", "s", "v", "NX"]).unwrap(), None);
+    assert_eq!(query::<Option<String>>(c, &["SET", "new", "v", "XX"]).unwrap(), None);
+    assert_eq!(query::<Option<String>>(c, &["GET", "new"]).unwrap(), None);
+    assert_eq!(query::<String>(c, &["SET", "new", "v1", "NX"]).unwrap(), "OK");
+    assert_eq!(query::<String>(c, &["SET", "new", "v2", "XX", "GET"]).unwrap(), "v1");
+    assert_eq!(query::<String>(c, &["GET", "new"]).unwrap(), "v2");
+    assert!(query::<String>(c, &["SET", "new", "v", "NX", "XX"]).is_err());
+    assert!(query::<String>(c, &["SET", "new", "v", "EX", "0"]).is_err());
+    assert!(query::<String>(c, &["SET", "new", "v", "BOGUS"]).is_err());
+
+    assert_eq!(query::<String>(c, &["MSET", "a", "1", "b", "2", "c", "3"]).unwrap(), "OK");
+    assert_eq!(
+        query::<Vec<Option<String>>>(c, &["MGET", "a", "zz", "c"]).unwrap(),
+        [Some("1".into()), None, Some("3".into())]
+    );
+    assert!(query::<String>(c, &["MSET", "a", "1", "b"]).is_err());
+    assert_eq!(query::<i64>(c, &["EXISTS", "a", "b", "zz", "a"]).unwrap(), 3);
+    assert_eq!(query::<i64>(c, &["DEL", "a", "b", "zz"]).unwrap(), 2);
+    assert_eq!(query::<i64>(c, &["EXISTS", "a", "b"]).unwrap(), 0);
+    assert_eq!(query::<String>(c, &["TYPE", "c"]).unwrap(), "string");
+    assert_eq!(query::<String>(c, &["TYPE", "a"]).unwrap(), "none");
+
+    // Binary-safe keys and values.
+    let key = [0u8, 255, b'\r', b'\n'];
+    let value: Vec<u8> = (0..=255).collect();
+    let _: () = c.set(&key[..], &value).unwrap();
+    let got: Vec<u8> = c.get(&key[..]).unwrap();
+    assert_eq!(got, value);
+
+    let e = query::<String>(c, &["GET"]).unwrap_err();
+    assert!(e.to_string().contains("wrong number of arguments"), "{e}");
+    let e = query::<String>(c, &["FLUSHALL"]).unwrap_err();
+    assert!(e.to_string().contains("unknown command"), "{e}");
+    assert_eq!(query::<String>(c, &["PING"]).unwrap(), "PONG", "errors leave the connection usable");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hash_commands_behave_as_in_redis() {
+    let s = setup(&[]).await;
+    let mut con = s.connect();
+    let c = &mut con;
+    assert_eq!(query::<i64>(c, &["HSET", "h", "a", "1", "b", "2"]).unwrap(), 2);
+    assert_eq!(query::<i64>(c, &["HSET", "h", "a", "10", "c", "3"]).unwrap(), 1);
+    assert_eq!(query::<String>(c, &["HGET", "h", "a"]).unwrap(), "10");
+    assert_eq!(query::<Option<String>>(c, &["HGET", "h", "zz"]).unwrap(), None);
+    assert_eq!(query::<Option<String>>(c, &["HGET", "none", "a"]).unwrap(), None);
+    assert_eq!(
+        query::<Vec<Option<String>>>(c, &["HMGET", "h", "c", "zz", "b"]).unwrap(),
+        [Some("3".into()), None, Some("2".into())]
+    );
+    let all: Vec<(String, String)> = query(c, &["HGETALL", "h"]).unwrap();
+    assert_eq!(all, [("a".into(), "10".into()), ("b".into(), "2".into()), ("c".into(), "3".into())]);
+    assert_eq!(query::<i64>(c, &["HLEN", "h"]).unwrap(), 3);
+    assert_eq!(query::<i64>(c, &["HEXISTS", "h", "b"]).unwrap(), 1);
+    assert_eq!(query::<i64>(c, &["HEXISTS", "h", "zz"]).unwrap(), 0);
+    assert_eq!(query::<i64>(c, &["HINCRBY", "h", "a", "5"]).unwrap(), 15);
+    assert_eq!(query::<i64>(c, &["HINCRBY", "h", "new", "-2"]).unwrap(), -2);
+    assert!(query::<i64>(c, &["HINCRBY", "h", "a", "x"]).is_err());
+    assert_eq!(query::<String>(c, &["HMSET", "h", "d", "4"]).unwrap(), "OK");
+    assert_eq!(query::<i64>(c, &["HDEL", "h", "a", "zz", "b"]).unwrap(), 2);
+    assert_eq!(query::<i64>(c, &["HLEN", "h"]).unwrap(), 3);
+    assert_eq!(query::<String>(c, &["TYPE", "h"]).unwrap(), "hash");
+    assert_eq!(query::<i64>(c, &["HDEL", "h", "c", "new", "d"]).unwrap(), 3);
+    assert_eq!(query::<i64>(c, &["EXISTS", "h"]).unwrap(), 0, "an empty hash is gone");
+    assert!(query::<i64>(c, &["HSET", "h", "a"]).is_err());
+
+    // RESP3 answers HGETALL as a map.
+    let mut con3 = redis::Client::open(s.url("cache", &s.key, true))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let _: i64 = query(&mut con3, &["HSET", "m", "f", "v"]).unwrap();
+    let v: RValue = query(&mut con3, &["HGETALL", "m"]).unwrap();
+    assert!(matches!(v, RValue::Map(ref m) if m.len() == 1), "{v:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_types_are_refused_and_change_nothing() {
+    let s = setup(&[]).await;
+    let mut con = s.connect();
+    let c = &mut con;
+    let _: () = c.set("str", "v").unwrap();
+    let _: i64 = query(c, &["HSET", "hash", "f", "v"]).unwrap();
+    for args in [
+        &["HGET", "str", "f"][..],
+        &["HSET", "str", "f", "v"],
+        &["HGETALL", "str"],
+        &["HINCRBY", "str", "f", "1"],
+        &["HDEL", "str", "f"],
+        &["GET", "hash"],
+        &["INCR", "hash"],
+        &["APPEND", "hash", "x"],
+        &["GETRANGE", "hash", "0", "1"],
+        &["SET", "hash", "x", "GET"],
+    ] {
+        let e = query::<RValue>(c, args).unwrap_err();
+        assert_eq!(code(&e), "WRONGTYPE", "{args:?}: {e}");
+    }
+    assert_eq!(query::<String>(c, &["GET", "str"]).unwrap(), "v");
+    assert_eq!(query::<String>(c, &["HGET", "hash", "f"]).unwrap(), "v");
+    // A plain SET replaces any type, as in Redis.
+    assert_eq!(query::<String>(c, &["SET", "hash", "now a string"]).unwrap(), "OK");
+    assert_eq!(query::<String>(c, &["TYPE", "hash"]).unwrap(), "string");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_keys_vanish_at_once_and_are_purged() {
+    let s = setup(&[]).await;
+    let mut con = s.connect();
+    let c = &mut con;
+    // An expiry in the past: invisible at once.
+    assert_eq!(query::<String>(c, &["SET", "gone", "v", "PXAT", "1"]).unwrap(), "OK");
+    assert_eq!(query::<Option<String>>(c, &["GET", "gone"]).unwrap(), None);
+    assert_eq!(query::<i64>(c, &["EXISTS", "gone"]).unwrap(), 0);
+    assert_eq!(query::<i64>(c, &["TTL", "gone"]).unwrap(), -2);
+    let _: i64 = query(c, &["HSET", "hgone", "f", "v"]).unwrap();
+    assert_eq!(query::<i64>(c, &["PEXPIRE", "hgone", "-1"]).unwrap(), 1);
+    assert_eq!(query::<i64>(c, &["HLEN", "hgone"]).unwrap(), 0);
+
+    let _: () = c.set("k", "v").unwrap();
+    assert_eq!(query::<i64>(c, &["TTL", "k"]).unwrap(), -1);
+    assert_eq!(query::<i64>(c, &["TTL", "missing"]).unwrap(), -2);
+    assert_eq!(query::<i64>(c, &["EXPIRE", "k", "1000"]).unwrap(), 1);
+    let ttl: i64 = query(c, &["TTL", "k"]).unwrap();
+    assert!((990..=1000).contains(&ttl), "{ttl}");
+    assert!(query::<i64>(c, &["PTTL", "k"]).unwrap() > 990_000);
+    assert_eq!(query::<i64>(c, &["EXPIRE", "k", "10", "NX"]).unwrap(), 0);
+    assert_eq!(query::<i64>(c, &["EXPIRE", "k", "10", "GT"]).unwrap(), 0);
+    assert_eq!(query::<i64>(c, &["EXPIRE", "k", "10", "LT"]).unwrap(), 1);
+    assert!(query::<i64>(c, &["TTL", "k"]).unwrap() <= 10);
+    // INCR and APPEND keep the expiry; SET drops it.
+    let _: () = c.set("n", "1").unwrap();
+    let _: i64 = query(c, &["EXPIRE", "n", "500"]).unwrap();
+    let _: i64 = query(c, &["INCR", "n"]).unwrap();
+    assert!(query::<i64>(c, &["TTL", "n"]).unwrap() > 0);
+    assert_eq!(query::<i64>(c, &["PERSIST", "n"]).unwrap(), 1);
+    assert_eq!(query::<i64>(c, &["PERSIST", "n"]).unwrap(), 0);
+    assert_eq!(query::<i64>(c, &["TTL", "n"]).unwrap(), -1);
+    assert_eq!(query::<i64>(c, &["EXPIRE", "missing", "10"]).unwrap(), 0);
+    assert!(query::<i64>(c, &["EXPIRE", "n", "x"]).is_err());
+    assert!(query::<i64>(c, &["EXPIRE", "n", "10", "SOON"]).is_err());
+    let _: () = c.set("kept", "v").unwrap();
+    let _: i64 = query(c, &["EXPIRE", "kept", "500"]).unwrap();
+    assert_eq!(query::<String>(c, &["SET", "kept", "w", "KEEPTTL"]).unwrap(), "OK");
+    assert!(query::<i64>(c, &["TTL", "kept"]).unwrap() > 0);
+    let _: () = c.set("kept", "x").unwrap();
+    assert_eq!(query::<i64>(c, &["TTL", "kept"]).unwrap(), -1);
+
+    // The background purge takes the expired rows away: DBSIZE counts
+    // rows, expired ones included, until then. (The bound is a guard.)
+    let live = 3; // k, n, kept
+    let purged = (0..2000).any(|_| {
+        let size: i64 = query(c, &["DBSIZE"]).unwrap();
+        if size == live {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        false
+    });
+    assert!(purged, "expired keys were never purged");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_commands_are_answered_in_order() {
+    let s = setup(&[]).await;
+    let mut con = s.connect();
+    let mut pipe = redis::pipe();
+    for i in 0..1000 {
+        pipe.cmd("SET").arg(format!("k{i}")).arg(i).ignore();
+    }
+    for i in 0..1000 {
+        pipe.cmd("GET").arg(format!("k{i}"));
+    }
+    let got: Vec<i64> = pipe.query(&mut con).unwrap();
+    assert_eq!(got, (0..1000).collect::<Vec<i64>>());
+
+    // Many commands in one write, the last split across two.
+    let mut raw = s.raw();
+    assert_eq!(raw.send(&command(&["AUTH", "cache", &s.key])), "+OK\r\n");
+    let mut bytes = Vec::new();
+    for i in 0..50 {
+        bytes.extend(command(&["INCR", "counter"]));
+        let _ = i;
+    }
+    let last = command(&["GET", "counter"]);
+    bytes.extend_from_slice(&last[..7]);
+    raw.0.write_all(&bytes).unwrap();
+    raw.0.write_all(&last[7..]).unwrap();
+    let mut want = String::new();
+    for i in 1..=50 {
+        want.push_str(&format!(":{i}\r\n"));
+    }
+    want.push_str("$2\r\n50\r\n");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while got.len() < want.len() {
+        let n = raw.0.read(&mut buf).unwrap();
+        assert!(n > 0);
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(String::from_utf8(got).unwrap(), want);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_key_cannot_write_and_revocation_reaches_open_connections() {
+    let s = setup(&[]).await;
+    let mut writer = s.connect();
+    let _: () = writer.set("k", "v").unwrap();
+    let reader_key = s.shoal.create_key("acme", &[("cache", "read")]).await;
+    let mut reader = s.connect_as("cache", &reader_key);
+    assert_eq!(query::<String>(&mut reader, &["GET", "k"]).unwrap(), "v");
+    for args in [
+        &["SET", "k", "w"][..],
+        &["DEL", "k"],
+        &["INCR", "n"],
+        &["HSET", "h", "f", "v"],
+        &["EXPIRE", "k", "10"],
+        &["MSET", "a", "1"],
+    ] {
+        let e = query::<RValue>(&mut reader, args).unwrap_err();
+        assert_eq!(code(&e), "NOPERM", "{args:?}: {e}");
+    }
+    assert_eq!(query::<String>(&mut reader, &["GET", "k"]).unwrap(), "v");
+    assert_eq!(query::<i64>(&mut reader, &["TTL", "k"]).unwrap(), -1);
+
+    // Revoked while the connection is open: its next command is refused.
+    s.shoal.revoke_key(&s.key).await;
+    let e = query::<String>(&mut writer, &["GET", "k"]).unwrap_err();
+    assert_eq!(code(&e), "NOAUTH", "{e}");
+    let e = query::<String>(&mut writer, &["GET", "k"]).unwrap_err();
+    assert_eq!(code(&e), "NOAUTH", "stays refused: {e}");
+    assert_eq!(query::<String>(&mut reader, &["GET", "k"]).unwrap(), "v");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttling_and_quotas_answer_with_their_own_errors() {
+    let s = setup(&[]).await;
+    let mut con = s.connect();
+    let _: () = con.set("first", "v").unwrap();
+    s.shoal
+        .set_quota("cache", json!({"write_units_per_sec": 1, "burst_seconds": 1}))
+        .await;
+    let _: RValue = query(&mut con, &["SET", "a", "1"]).unwrap_or(RValue::Nil);
+    let e = query::<String>(&mut con, &["SET", "b", "1"]).unwrap_err();
+    assert_eq!(code(&e), "THROTTLED", "{e}");
+    let text = e.to_string();
+    assert!(text.contains("cache") && text.contains("retry_after_ms="), "{text}");
+    assert_eq!(query::<Option<String>>(&mut con, &["GET", "b"]).unwrap(), None);
+
+    // Memory: the database at its quota refuses writes, still reads and deletes.
+    let usage = s.shoal.get_json("/internal/v1/databases/cache/quota").await;
+    let used = usage["usage"]["in_memory_bytes"].as_u64().unwrap();
+    s.shoal
+        .set_quota("cache", json!({"in_memory_bytes": used}))
+        .await;
+    let e = query::<String>(&mut con, &["SET", "big", &"x".repeat(20_000)]).unwrap_err();
+    assert_eq!(code(&e), "QUOTA", "{e}");
+    assert!(e.to_string().contains("cache"), "{e}");
+    assert_eq!(query::<String>(&mut con, &["GET", "first"]).unwrap(), "v");
+    assert_eq!(query::<i64>(&mut con, &["DEL", "first"]).unwrap(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_values_round_trip_and_are_accounted() {
+    let s = setup(&["--max-request-size", "8M"]).await;
+    let mut con = s.connect();
+    let c = &mut con;
+    let value: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    let _: () = c.set("big", &value).unwrap();
+    let got: Vec<u8> = c.get("big").unwrap();
+    assert!(got == value, "3 MB came back changed");
+    assert_eq!(query::<i64>(c, &["STRLEN", "big"]).unwrap(), 3_000_000);
+    let across: Vec<u8> = query(c, &["GETRANGE", "big", "25990", "26010"]).unwrap();
+    assert_eq!(across, value[25_990..=26_010]);
+    assert_eq!(query::<i64>(c, &["APPEND", "big", "tail"]).unwrap(), 3_000_004);
+    let chunks = s.shoal.table_memory("cache", "redis_chunks").await.unwrap();
+    let used = chunks[2].as_u64().unwrap() - chunks[3].as_u64().unwrap();
+    assert!(used >= 2_970_000, "{chunks:?}");
+
+    // Shrinking it gives the parts back; so does DEL.
+    let _: () = c.set("big", "small").unwrap();
+    assert_eq!(query::<String>(c, &["GET", "big"]).unwrap(), "small");
+    let chunks = s.shoal.table_memory("cache", "redis_chunks").await.unwrap();
+    assert_eq!(chunks[2], chunks[3], "no part is left: {chunks:?}");
+    let _: () = c.set("big", &value).unwrap();
+    assert_eq!(query::<i64>(c, &["DEL", "big"]).unwrap(), 1);
+    let chunks = s.shoal.table_memory("cache", "redis_chunks").await.unwrap();
+    assert_eq!(chunks[2], chunks[3], "no part is left: {chunks:?}");
+    // Past the limit: a clear error, the connection closed, the server fine.
+    let mut raw = s.raw();
+    let reply = raw.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$9000000\r\n");
+    assert!(reply.starts_with("-ERR Protocol error: invalid bulk length"), "{reply}");
+    assert!(raw.closed());
+    let e = query::<String>(c, &["SETRANGE", "k", "8388600", "abcdefghijk"]).unwrap_err();
+    assert!(e.to_string().contains("maximum allowed size"), "{e}");
+    assert_eq!(query::<String>(c, &["PING"]).unwrap(), "PONG");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_input_gets_an_error_and_the_server_survives() {
+    let s = setup(&[]).await;
+    let cases: [(&[u8], &str); 8] = [
+        (b"*1\r\n$99999999999999\r\n", "-ERR Protocol error: invalid bulk length"),
+        (b"*1\r\n$-3\r\n", "-ERR Protocol error: invalid bulk length"),
+        (b"*99999999999\r\n", "-ERR Protocol error: invalid multibulk length"),
+        (b"*abc\r\n", "-ERR Protocol error: invalid multibulk length"),
+        (b"*2\r\n:1\r\n", "-ERR Protocol error: expected '$'"),
+        (b"*1\r\n$4\r\nPINGxx\r\n", "-ERR Protocol error: bulk string not followed by CRLF"),
+        (b"SET \"unbalanced\r\n", "-ERR Protocol error: unbalanced quotes"),
+        (b"*1\r\n$1x\r\n", "-ERR Protocol error: invalid bulk length"),
+    ];
+    for (bytes, want) in cases {
+        let mut raw = s.raw();
+        let reply = raw.send(bytes);
+        assert!(reply.starts_with(want), "{bytes:?}: {reply}");
+        assert!(raw.closed(), "{bytes:?}");
+    }
+    // Truncated frames, then the client goes away.
+    for bytes in [&b"*3\r\n$3\r\nSET"[..], b"*2\r\n$3\r\nGET\r\n$100\r\nabc", b"*"] {
+        let mut raw = s.raw();
+        raw.0.write_all(bytes).unwrap();
+        drop(raw);
+    }
+    // A line of 64 KiB with no end.
+    let mut raw = s.raw();
+    let reply = raw.send(&vec![b'A'; 70_000]);
+    assert!(reply.starts_with("-ERR Protocol error: too big inline request"), "{reply}");
+
+    // Invalid UTF-8 where text is expected: an error, the connection goes on.
+    let mut raw = s.raw();
+    let reply = raw.send(&command(&["AUTH", "cache", &s.key]));
+    assert_eq!(reply, "+OK\r\n");
+    let reply = raw.send(b"*1\r\n$2\r\n\xff\xfe\r\n");
+    assert!(reply.starts_with("-ERR unknown command"), "{reply}");
+    let reply = raw.send(b"*2\r\n$4\r\nINCR\r\n$2\r\n\xff\xfe\r\n");
+    assert_eq!(reply, ":1\r\n", "keys are bytes");
+    let reply = raw.send(b"*3\r\n$6\r\nINCRBY\r\n$1\r\nk\r\n$2\r\n\xff\xfe\r\n");
+    assert!(reply.starts_with("-ERR value is not an integer"), "{reply}");
+    let reply = raw.send(&command(&["GET", &"k".repeat(3001)]));
+    assert!(reply.starts_with("-ERR key is longer"), "{reply}");
+    let reply = raw.send(b"*0\r\n*1\r\n$4\r\nPING\r\n");
+    assert_eq!(reply, "+PONG\r\n", "an empty command is skipped");
+    let mut other = s.raw();
+    assert!(other.send(&command(&["AUTH", "lab\u{0}", &s.key])).starts_with("-NOPERM"));
+    assert_eq!(other.send(b"PING\r\n"), "+PONG\r\n");
+
+    let mut con = s.connect();
+    assert_eq!(query::<String>(&mut con, &["PING"]).unwrap(), "PONG");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_and_server_commands_answer_what_clients_ask() {
+    let s = setup(&[]).await;
+    let mut con = s.connect();
+    let c = &mut con;
+    let _: () = c.set("a", "1").unwrap();
+    let _: i64 = query(c, &["HSET", "h", "f", "v"]).unwrap();
+    assert_eq!(query::<i64>(c, &["DBSIZE"]).unwrap(), 2);
+    let info: String = query(c, &["INFO"]).unwrap();
+    assert!(info.contains("redis_version:") && info.contains("db0:keys=2"), "{info}");
+    assert!(query::<i64>(c, &["COMMAND", "COUNT"]).unwrap() > 30);
+    let _: RValue = query(c, &["COMMAND", "DOCS"]).unwrap();
+    assert_eq!(query::<String>(c, &["CLIENT", "SETNAME", "app"]).unwrap(), "OK");
+    assert_eq!(query::<String>(c, &["CLIENT", "GETNAME"]).unwrap(), "app");
+    assert!(query::<i64>(c, &["CLIENT", "ID"]).unwrap() > 0);
+    assert!(query::<String>(c, &["CLIENT", "KILL"]).is_err());
+    // The keys live in tables of the database, accounted like any other.
+    let keys = s.shoal.table_memory("cache", "redis_keys").await.unwrap();
+    assert!(keys[2].as_u64().unwrap() > 0, "{keys:?}");
+    let db = s.shoal.get_json("/internal/v1/databases").await;
+    assert!(db.to_string().contains("redis_keys"), "{db}");
+}
+
+/// `redis-cli`, installed by the test script, against the node.
+fn redis_cli(s: &Setup, args: &[&str]) -> String {
+    let (host, port) = s.shoal.resp_addr.rsplit_once(':').unwrap();
+    let out = Command::new("redis-cli")
+        .args(["-h", host, "-p", port, "--user", "cache", "--pass", &s.key, "--no-auth-warning"])
+        .args(args)
+        .output()
+        .expect("redis-cli is installed (scripts/test installs it)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cli_works_unchanged() {
+    let s = setup(&[]).await;
+    assert_eq!(redis_cli(&s, &["SET", "greeting", "hello world"]), "OK\n");
+    assert_eq!(redis_cli(&s, &["GET", "greeting"]), "hello world\n");
+    assert_eq!(redis_cli(&s, &["INCRBY", "n", "41"]), "41\n");
+    assert_eq!(redis_cli(&s, &["HSET", "user:1", "name", "Ada", "lang", "en"]), "2\n");
+    assert_eq!(redis_cli(&s, &["HGETALL", "user:1"]), "name\nAda\nlang\nen\n");
+    // RESP3: a map, which redis-cli prints a pair to a line.
+    assert_eq!(redis_cli(&s, &["-3", "HGETALL", "user:1"]), "name Ada\nlang en\n");
+    assert!(redis_cli(&s, &["GET", "user:1"]).contains("WRONGTYPE"));
+    assert_eq!(redis_cli(&s, &["DBSIZE"]), "3\n");
+    // Commands piped in, as `redis-cli` reads them from a file.
+    let (host, port) = s.shoal.resp_addr.rsplit_once(':').unwrap();
+    let mut child = Command::new("redis-cli")
+        .args(["-h", host, "-p", port, "--user", "cache", "--pass", &s.key, "--no-auth-warning"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"SET a 1\nINCR a\nGET a\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "OK\n2\n2\n");
+}
