@@ -108,8 +108,14 @@ async fn only_a_granted_key_opens_a_database() {
     let mut raw = s.raw();
     assert_eq!(raw.send(b"PING\r\n"), "+PONG\r\n");
     assert!(raw.send(&command(&["GET", "k"])).starts_with("-NOAUTH"));
-    assert!(raw.send(&command(&["SET", "k", "v"])).starts_with("-NOAUTH"));
-    assert!(raw.send(&command(&["AUTH", &s.key])).starts_with("-ERR AUTH needs the database"));
+    assert!(
+        raw.send(&command(&["SET", "k", "v"]))
+            .starts_with("-NOAUTH")
+    );
+    assert!(
+        raw.send(&command(&["AUTH", &s.key]))
+            .starts_with("-ERR AUTH needs the database")
+    );
     let mut bad = s.key.clone();
     bad.pop();
     bad.push('!');
@@ -122,7 +128,11 @@ async fn only_a_granted_key_opens_a_database() {
         .shoal
         .create_key("acme", &[("cache", "read_write"), ("rival", "read_write")])
         .await;
-    for (db, key) in [("lab", s.key.as_str()), ("rival", s.key.as_str()), ("rival", both.as_str())] {
+    for (db, key) in [
+        ("lab", s.key.as_str()),
+        ("rival", s.key.as_str()),
+        ("rival", both.as_str()),
+    ] {
         let reply = raw.send(&command(&["AUTH", db, key]));
         assert!(reply.starts_with("-NOPERM"), "{db}: {reply}");
     }
@@ -130,7 +140,10 @@ async fn only_a_granted_key_opens_a_database() {
     assert_eq!(raw.send(&command(&["AUTH", "cache", &s.key])), "+OK\r\n");
     assert_eq!(raw.send(&command(&["GET", "k"])), "$-1\r\n");
     // A failed AUTH on an authenticated connection leaves it unauthenticated.
-    assert!(raw.send(&command(&["AUTH", "cache", &bad])).starts_with("-NOAUTH"));
+    assert!(
+        raw.send(&command(&["AUTH", "cache", &bad]))
+            .starts_with("-NOAUTH")
+    );
     assert!(raw.send(&command(&["GET", "k"])).starts_with("-NOAUTH"));
 
     // HELLO 3 with AUTH switches to RESP3.
@@ -173,41 +186,74 @@ async fn string_commands_behave_as_in_redis() {
     assert_eq!(query::<i64>(c, &["INCR", "fresh"]).unwrap(), 1);
     let e = query::<i64>(c, &["INCRBY", "n", "x"]).unwrap_err();
     assert!(e.to_string().contains("not an integer"), "{e}");
-    assert_eq!(query::<String>(c, &["SET", "max", &i64::MAX.to_string()]).unwrap(), "OK");
+    assert_eq!(
+        query::<String>(c, &["SET", "max", &i64::MAX.to_string()]).unwrap(),
+        "OK"
+    );
     let e = query::<i64>(c, &["INCR", "max"]).unwrap_err();
     assert!(e.to_string().contains("overflow"), "{e}");
-    assert_eq!(query::<String>(c, &["GET", "max"]).unwrap(), i64::MAX.to_string());
+    assert_eq!(
+        query::<String>(c, &["GET", "max"]).unwrap(),
+        i64::MAX.to_string()
+    );
 
     assert_eq!(query::<i64>(c, &["APPEND", "s", "Hello"]).unwrap(), 5);
     assert_eq!(query::<i64>(c, &["APPEND", "s", " World"]).unwrap(), 11);
     assert_eq!(query::<i64>(c, &["STRLEN", "s"]).unwrap(), 11);
     assert_eq!(query::<i64>(c, &["STRLEN", "nothing"]).unwrap(), 0);
-    assert_eq!(query::<String>(c, &["GETRANGE", "s", "0", "4"]).unwrap(), "Hello");
-    assert_eq!(query::<String>(c, &["GETRANGE", "s", "-5", "-1"]).unwrap(), "World");
-    assert_eq!(query::<i64>(c, &["SETRANGE", "s", "6", "Redis"]).unwrap(), 11);
+    assert_eq!(
+        query::<String>(c, &["GETRANGE", "s", "0", "4"]).unwrap(),
+        "Hello"
+    );
+    assert_eq!(
+        query::<String>(c, &["GETRANGE", "s", "-5", "-1"]).unwrap(),
+        "World"
+    );
+    assert_eq!(
+        query::<i64>(c, &["SETRANGE", "s", "6", "Redis"]).unwrap(),
+        11
+    );
     assert_eq!(query::<String>(c, &["GET", "s"]).unwrap(), "Hello Redis");
     assert_eq!(query::<i64>(c, &["SETRANGE", "pad", "3", "x"]).unwrap(), 4);
     assert_eq!(query::<Vec<u8>>(c, &["GET", "pad"]).unwrap(), b"\0\0\0x");
     assert!(query::<i64>(c, &["SETRANGE", "pad", "-1", "x"]).is_err());
 
     // NX, XX, GET, KEEPTTL.
-    assert_eq!(query::<Option<String>>(c, &["SET", "s", "v", "NX"]).unwrap(), None);
-    assert_eq!(query::<Option<String>>(c, &["SET", "new", "v", "XX"]).unwrap(), None);
+    assert_eq!(
+        query::<Option<String>>(c, &["SET", "s", "v", "NX"]).unwrap(),
+        None
+    );
+    assert_eq!(
+        query::<Option<String>>(c, &["SET", "new", "v", "XX"]).unwrap(),
+        None
+    );
     assert_eq!(query::<Option<String>>(c, &["GET", "new"]).unwrap(), None);
-    assert_eq!(query::<String>(c, &["SET", "new", "v1", "NX"]).unwrap(), "OK");
-    assert_eq!(query::<String>(c, &["SET", "new", "v2", "XX", "GET"]).unwrap(), "v1");
+    assert_eq!(
+        query::<String>(c, &["SET", "new", "v1", "NX"]).unwrap(),
+        "OK"
+    );
+    assert_eq!(
+        query::<String>(c, &["SET", "new", "v2", "XX", "GET"]).unwrap(),
+        "v1"
+    );
     assert_eq!(query::<String>(c, &["GET", "new"]).unwrap(), "v2");
     assert!(query::<String>(c, &["SET", "new", "v", "NX", "XX"]).is_err());
     assert!(query::<String>(c, &["SET", "new", "v", "EX", "0"]).is_err());
     assert!(query::<String>(c, &["SET", "new", "v", "BOGUS"]).is_err());
 
-    assert_eq!(query::<String>(c, &["MSET", "a", "1", "b", "2", "c", "3"]).unwrap(), "OK");
+    assert_eq!(
+        query::<String>(c, &["MSET", "a", "1", "b", "2", "c", "3"]).unwrap(),
+        "OK"
+    );
     assert_eq!(
         query::<Vec<Option<String>>>(c, &["MGET", "a", "zz", "c"]).unwrap(),
         [Some("1".into()), None, Some("3".into())]
     );
     assert!(query::<String>(c, &["MSET", "a", "1", "b"]).is_err());
-    assert_eq!(query::<i64>(c, &["EXISTS", "a", "b", "zz", "a"]).unwrap(), 3);
+    assert_eq!(
+        query::<i64>(c, &["EXISTS", "a", "b", "zz", "a"]).unwrap(),
+        3
+    );
     assert_eq!(query::<i64>(c, &["DEL", "a", "b", "zz"]).unwrap(), 2);
     assert_eq!(query::<i64>(c, &["EXISTS", "a", "b"]).unwrap(), 0);
     assert_eq!(query::<String>(c, &["TYPE", "c"]).unwrap(), "string");
@@ -224,7 +270,11 @@ async fn string_commands_behave_as_in_redis() {
     assert!(e.to_string().contains("wrong number of arguments"), "{e}");
     let e = query::<String>(c, &["FLUSHALL"]).unwrap_err();
     assert!(e.to_string().contains("unknown command"), "{e}");
-    assert_eq!(query::<String>(c, &["PING"]).unwrap(), "PONG", "errors leave the connection usable");
+    assert_eq!(
+        query::<String>(c, &["PING"]).unwrap(),
+        "PONG",
+        "errors leave the connection usable"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -232,17 +282,36 @@ async fn hash_commands_behave_as_in_redis() {
     let s = setup(&[]).await;
     let mut con = s.connect();
     let c = &mut con;
-    assert_eq!(query::<i64>(c, &["HSET", "h", "a", "1", "b", "2"]).unwrap(), 2);
-    assert_eq!(query::<i64>(c, &["HSET", "h", "a", "10", "c", "3"]).unwrap(), 1);
+    assert_eq!(
+        query::<i64>(c, &["HSET", "h", "a", "1", "b", "2"]).unwrap(),
+        2
+    );
+    assert_eq!(
+        query::<i64>(c, &["HSET", "h", "a", "10", "c", "3"]).unwrap(),
+        1
+    );
     assert_eq!(query::<String>(c, &["HGET", "h", "a"]).unwrap(), "10");
-    assert_eq!(query::<Option<String>>(c, &["HGET", "h", "zz"]).unwrap(), None);
-    assert_eq!(query::<Option<String>>(c, &["HGET", "none", "a"]).unwrap(), None);
+    assert_eq!(
+        query::<Option<String>>(c, &["HGET", "h", "zz"]).unwrap(),
+        None
+    );
+    assert_eq!(
+        query::<Option<String>>(c, &["HGET", "none", "a"]).unwrap(),
+        None
+    );
     assert_eq!(
         query::<Vec<Option<String>>>(c, &["HMGET", "h", "c", "zz", "b"]).unwrap(),
         [Some("3".into()), None, Some("2".into())]
     );
     let all: Vec<(String, String)> = query(c, &["HGETALL", "h"]).unwrap();
-    assert_eq!(all, [("a".into(), "10".into()), ("b".into(), "2".into()), ("c".into(), "3".into())]);
+    assert_eq!(
+        all,
+        [
+            ("a".into(), "10".into()),
+            ("b".into(), "2".into()),
+            ("c".into(), "3".into())
+        ]
+    );
     assert_eq!(query::<i64>(c, &["HLEN", "h"]).unwrap(), 3);
     assert_eq!(query::<i64>(c, &["HEXISTS", "h", "b"]).unwrap(), 1);
     assert_eq!(query::<i64>(c, &["HEXISTS", "h", "zz"]).unwrap(), 0);
@@ -254,7 +323,11 @@ async fn hash_commands_behave_as_in_redis() {
     assert_eq!(query::<i64>(c, &["HLEN", "h"]).unwrap(), 3);
     assert_eq!(query::<String>(c, &["TYPE", "h"]).unwrap(), "hash");
     assert_eq!(query::<i64>(c, &["HDEL", "h", "c", "new", "d"]).unwrap(), 3);
-    assert_eq!(query::<i64>(c, &["EXISTS", "h"]).unwrap(), 0, "an empty hash is gone");
+    assert_eq!(
+        query::<i64>(c, &["EXISTS", "h"]).unwrap(),
+        0,
+        "an empty hash is gone"
+    );
     assert!(query::<i64>(c, &["HSET", "h", "a"]).is_err());
 
     // RESP3 answers HGETALL as a map.
@@ -292,7 +365,10 @@ async fn wrong_types_are_refused_and_change_nothing() {
     assert_eq!(query::<String>(c, &["GET", "str"]).unwrap(), "v");
     assert_eq!(query::<String>(c, &["HGET", "hash", "f"]).unwrap(), "v");
     // A plain SET replaces any type, as in Redis.
-    assert_eq!(query::<String>(c, &["SET", "hash", "now a string"]).unwrap(), "OK");
+    assert_eq!(
+        query::<String>(c, &["SET", "hash", "now a string"]).unwrap(),
+        "OK"
+    );
     assert_eq!(query::<String>(c, &["TYPE", "hash"]).unwrap(), "string");
 }
 
@@ -302,7 +378,10 @@ async fn expired_keys_vanish_at_once_and_are_purged() {
     let mut con = s.connect();
     let c = &mut con;
     // An expiry in the past: invisible at once.
-    assert_eq!(query::<String>(c, &["SET", "gone", "v", "PXAT", "1"]).unwrap(), "OK");
+    assert_eq!(
+        query::<String>(c, &["SET", "gone", "v", "PXAT", "1"]).unwrap(),
+        "OK"
+    );
     assert_eq!(query::<Option<String>>(c, &["GET", "gone"]).unwrap(), None);
     assert_eq!(query::<i64>(c, &["EXISTS", "gone"]).unwrap(), 0);
     assert_eq!(query::<i64>(c, &["TTL", "gone"]).unwrap(), -2);
@@ -334,7 +413,10 @@ async fn expired_keys_vanish_at_once_and_are_purged() {
     assert!(query::<i64>(c, &["EXPIRE", "n", "10", "SOON"]).is_err());
     let _: () = c.set("kept", "v").unwrap();
     let _: i64 = query(c, &["EXPIRE", "kept", "500"]).unwrap();
-    assert_eq!(query::<String>(c, &["SET", "kept", "w", "KEEPTTL"]).unwrap(), "OK");
+    assert_eq!(
+        query::<String>(c, &["SET", "kept", "w", "KEEPTTL"]).unwrap(),
+        "OK"
+    );
     assert!(query::<i64>(c, &["TTL", "kept"]).unwrap() > 0);
     let _: () = c.set("kept", "x").unwrap();
     assert_eq!(query::<i64>(c, &["TTL", "kept"]).unwrap(), -1);
@@ -366,6 +448,58 @@ async fn pipelined_commands_are_answered_in_order() {
     }
     let got: Vec<i64> = pipe.query(&mut con).unwrap();
     assert_eq!(got, (0..1000).collect::<Vec<i64>>());
+
+    // Runs of GETs and SETs with a wrong type, a missing key and a key set
+    // twice among them: each command answered as if sent alone.
+    let _: i64 = query(&mut con, &["HSET", "h", "f", "v"]).unwrap();
+    let replies: Vec<redis::RedisResult<RValue>> = redis::pipe()
+        .ignore_errors()
+        .cmd("SET")
+        .arg("x")
+        .arg("1")
+        .cmd("SET")
+        .arg("y")
+        .arg("2")
+        .cmd("SET")
+        .arg("x")
+        .arg("3")
+        .cmd("GET")
+        .arg("x")
+        .cmd("GET")
+        .arg("h")
+        .cmd("GET")
+        .arg("nothing")
+        .cmd("GET")
+        .arg("y")
+        .query(&mut con)
+        .unwrap();
+    let replies: Vec<Result<RValue, String>> = replies
+        .into_iter()
+        .map(|r| r.map_err(|e| code(&e)))
+        .collect();
+    assert_eq!(
+        replies[..3],
+        [Ok(RValue::Okay), Ok(RValue::Okay), Ok(RValue::Okay)]
+    );
+    assert_eq!(replies[3], Ok(RValue::BulkString(b"3".to_vec())));
+    assert_eq!(replies[4], Err("WRONGTYPE".to_owned()));
+    assert_eq!(replies[5], Ok(RValue::Nil));
+    assert_eq!(replies[6], Ok(RValue::BulkString(b"2".to_vec())));
+
+    // A run larger than the database allows in one request is done one
+    // command at a time: every command succeeds.
+    s.shoal
+        .set_quota("cache", json!({"max_transaction_ops": 4}))
+        .await;
+    let mut pipe = redis::pipe();
+    for i in 0..20 {
+        pipe.cmd("SET").arg(format!("q{i}")).arg(i).ignore();
+    }
+    for i in 0..20 {
+        pipe.cmd("GET").arg(format!("q{i}"));
+    }
+    let got: Vec<i64> = pipe.query(&mut con).unwrap();
+    assert_eq!(got, (0..20).collect::<Vec<i64>>());
 
     // Many commands in one write, the last split across two.
     let mut raw = s.raw();
@@ -431,14 +565,23 @@ async fn throttling_and_quotas_answer_with_their_own_errors() {
     let mut con = s.connect();
     let _: () = con.set("first", "v").unwrap();
     s.shoal
-        .set_quota("cache", json!({"write_units_per_sec": 1, "burst_seconds": 1}))
+        .set_quota(
+            "cache",
+            json!({"write_units_per_sec": 1, "burst_seconds": 1}),
+        )
         .await;
     let _: RValue = query(&mut con, &["SET", "a", "1"]).unwrap_or(RValue::Nil);
     let e = query::<String>(&mut con, &["SET", "b", "1"]).unwrap_err();
     assert_eq!(code(&e), "THROTTLED", "{e}");
     let text = e.to_string();
-    assert!(text.contains("cache") && text.contains("retry_after_ms="), "{text}");
-    assert_eq!(query::<Option<String>>(&mut con, &["GET", "b"]).unwrap(), None);
+    assert!(
+        text.contains("cache") && text.contains("retry_after_ms="),
+        "{text}"
+    );
+    assert_eq!(
+        query::<Option<String>>(&mut con, &["GET", "b"]).unwrap(),
+        None
+    );
 
     // Memory: the database at its quota refuses writes, still reads and deletes.
     let usage = s.shoal.get_json("/internal/v1/databases/cache/quota").await;
@@ -465,7 +608,10 @@ async fn large_values_round_trip_and_are_accounted() {
     assert_eq!(query::<i64>(c, &["STRLEN", "big"]).unwrap(), 3_000_000);
     let across: Vec<u8> = query(c, &["GETRANGE", "big", "25990", "26010"]).unwrap();
     assert_eq!(across, value[25_990..=26_010]);
-    assert_eq!(query::<i64>(c, &["APPEND", "big", "tail"]).unwrap(), 3_000_004);
+    assert_eq!(
+        query::<i64>(c, &["APPEND", "big", "tail"]).unwrap(),
+        3_000_004
+    );
     let chunks = s.shoal.table_memory("cache", "redis_chunks").await.unwrap();
     let used = chunks[2].as_u64().unwrap() - chunks[3].as_u64().unwrap();
     assert!(used >= 2_970_000, "{chunks:?}");
@@ -482,7 +628,10 @@ async fn large_values_round_trip_and_are_accounted() {
     // Past the limit: a clear error, the connection closed, the server fine.
     let mut raw = s.raw();
     let reply = raw.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$9000000\r\n");
-    assert!(reply.starts_with("-ERR Protocol error: invalid bulk length"), "{reply}");
+    assert!(
+        reply.starts_with("-ERR Protocol error: invalid bulk length"),
+        "{reply}"
+    );
     assert!(raw.closed());
     let e = query::<String>(c, &["SETRANGE", "k", "8388600", "abcdefghijk"]).unwrap_err();
     assert!(e.to_string().contains("maximum allowed size"), "{e}");
@@ -493,13 +642,25 @@ async fn large_values_round_trip_and_are_accounted() {
 async fn malformed_input_gets_an_error_and_the_server_survives() {
     let s = setup(&[]).await;
     let cases: [(&[u8], &str); 8] = [
-        (b"*1\r\n$99999999999999\r\n", "-ERR Protocol error: invalid bulk length"),
+        (
+            b"*1\r\n$99999999999999\r\n",
+            "-ERR Protocol error: invalid bulk length",
+        ),
         (b"*1\r\n$-3\r\n", "-ERR Protocol error: invalid bulk length"),
-        (b"*99999999999\r\n", "-ERR Protocol error: invalid multibulk length"),
+        (
+            b"*99999999999\r\n",
+            "-ERR Protocol error: invalid multibulk length",
+        ),
         (b"*abc\r\n", "-ERR Protocol error: invalid multibulk length"),
         (b"*2\r\n:1\r\n", "-ERR Protocol error: expected '$'"),
-        (b"*1\r\n$4\r\nPINGxx\r\n", "-ERR Protocol error: bulk string not followed by CRLF"),
-        (b"SET \"unbalanced\r\n", "-ERR Protocol error: unbalanced quotes"),
+        (
+            b"*1\r\n$4\r\nPINGxx\r\n",
+            "-ERR Protocol error: bulk string not followed by CRLF",
+        ),
+        (
+            b"SET \"unbalanced\r\n",
+            "-ERR Protocol error: unbalanced quotes",
+        ),
         (b"*1\r\n$1x\r\n", "-ERR Protocol error: invalid bulk length"),
     ];
     for (bytes, want) in cases {
@@ -509,7 +670,11 @@ async fn malformed_input_gets_an_error_and_the_server_survives() {
         assert!(raw.closed(), "{bytes:?}");
     }
     // Truncated frames, then the client goes away.
-    for bytes in [&b"*3\r\n$3\r\nSET"[..], b"*2\r\n$3\r\nGET\r\n$100\r\nabc", b"*"] {
+    for bytes in [
+        &b"*3\r\n$3\r\nSET"[..],
+        b"*2\r\n$3\r\nGET\r\n$100\r\nabc",
+        b"*",
+    ] {
         let mut raw = s.raw();
         raw.0.write_all(bytes).unwrap();
         drop(raw);
@@ -517,7 +682,10 @@ async fn malformed_input_gets_an_error_and_the_server_survives() {
     // A line of 64 KiB with no end.
     let mut raw = s.raw();
     let reply = raw.send(&vec![b'A'; 70_000]);
-    assert!(reply.starts_with("-ERR Protocol error: too big inline request"), "{reply}");
+    assert!(
+        reply.starts_with("-ERR Protocol error: too big inline request"),
+        "{reply}"
+    );
 
     // Invalid UTF-8 where text is expected: an error, the connection goes on.
     let mut raw = s.raw();
@@ -534,7 +702,11 @@ async fn malformed_input_gets_an_error_and_the_server_survives() {
     let reply = raw.send(b"*0\r\n*1\r\n$4\r\nPING\r\n");
     assert_eq!(reply, "+PONG\r\n", "an empty command is skipped");
     let mut other = s.raw();
-    assert!(other.send(&command(&["AUTH", "lab\u{0}", &s.key])).starts_with("-NOPERM"));
+    assert!(
+        other
+            .send(&command(&["AUTH", "lab\u{0}", &s.key]))
+            .starts_with("-NOPERM")
+    );
     assert_eq!(other.send(b"PING\r\n"), "+PONG\r\n");
 
     let mut con = s.connect();
@@ -550,10 +722,16 @@ async fn connection_and_server_commands_answer_what_clients_ask() {
     let _: i64 = query(c, &["HSET", "h", "f", "v"]).unwrap();
     assert_eq!(query::<i64>(c, &["DBSIZE"]).unwrap(), 2);
     let info: String = query(c, &["INFO"]).unwrap();
-    assert!(info.contains("redis_version:") && info.contains("db0:keys=2"), "{info}");
+    assert!(
+        info.contains("redis_version:") && info.contains("db0:keys=2"),
+        "{info}"
+    );
     assert!(query::<i64>(c, &["COMMAND", "COUNT"]).unwrap() > 30);
     let _: RValue = query(c, &["COMMAND", "DOCS"]).unwrap();
-    assert_eq!(query::<String>(c, &["CLIENT", "SETNAME", "app"]).unwrap(), "OK");
+    assert_eq!(
+        query::<String>(c, &["CLIENT", "SETNAME", "app"]).unwrap(),
+        "OK"
+    );
     assert_eq!(query::<String>(c, &["CLIENT", "GETNAME"]).unwrap(), "app");
     assert!(query::<i64>(c, &["CLIENT", "ID"]).unwrap() > 0);
     assert!(query::<String>(c, &["CLIENT", "KILL"]).is_err());
@@ -568,11 +746,25 @@ async fn connection_and_server_commands_answer_what_clients_ask() {
 fn redis_cli(s: &Setup, args: &[&str]) -> String {
     let (host, port) = s.shoal.resp_addr.rsplit_once(':').unwrap();
     let out = Command::new("redis-cli")
-        .args(["-h", host, "-p", port, "--user", "cache", "--pass", &s.key, "--no-auth-warning"])
+        .args([
+            "-h",
+            host,
+            "-p",
+            port,
+            "--user",
+            "cache",
+            "--pass",
+            &s.key,
+            "--no-auth-warning",
+        ])
         .args(args)
         .output()
         .expect("redis-cli is installed (scripts/test installs it)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -582,16 +774,35 @@ async fn redis_cli_works_unchanged() {
     assert_eq!(redis_cli(&s, &["SET", "greeting", "hello world"]), "OK\n");
     assert_eq!(redis_cli(&s, &["GET", "greeting"]), "hello world\n");
     assert_eq!(redis_cli(&s, &["INCRBY", "n", "41"]), "41\n");
-    assert_eq!(redis_cli(&s, &["HSET", "user:1", "name", "Ada", "lang", "en"]), "2\n");
-    assert_eq!(redis_cli(&s, &["HGETALL", "user:1"]), "name\nAda\nlang\nen\n");
+    assert_eq!(
+        redis_cli(&s, &["HSET", "user:1", "name", "Ada", "lang", "en"]),
+        "2\n"
+    );
+    assert_eq!(
+        redis_cli(&s, &["HGETALL", "user:1"]),
+        "name\nAda\nlang\nen\n"
+    );
     // RESP3: a map, which redis-cli prints a pair to a line.
-    assert_eq!(redis_cli(&s, &["-3", "HGETALL", "user:1"]), "name Ada\nlang en\n");
+    assert_eq!(
+        redis_cli(&s, &["-3", "HGETALL", "user:1"]),
+        "name Ada\nlang en\n"
+    );
     assert!(redis_cli(&s, &["GET", "user:1"]).contains("WRONGTYPE"));
     assert_eq!(redis_cli(&s, &["DBSIZE"]), "3\n");
     // Commands piped in, as `redis-cli` reads them from a file.
     let (host, port) = s.shoal.resp_addr.rsplit_once(':').unwrap();
     let mut child = Command::new("redis-cli")
-        .args(["-h", host, "-p", port, "--user", "cache", "--pass", &s.key, "--no-auth-warning"])
+        .args([
+            "-h",
+            host,
+            "-p",
+            port,
+            "--user",
+            "cache",
+            "--pass",
+            &s.key,
+            "--no-auth-warning",
+        ])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()

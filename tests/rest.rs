@@ -131,7 +131,10 @@ async fn every_single_row_operation_round_trips_its_values() {
             json!({"row": {"id": 1, "name": "Ada L."}}),
         )
         .await;
-    assert_eq!((status, body), (StatusCode::OK, json!({"outcome": "updated"})));
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!({"outcome": "updated"}))
+    );
     assert_eq!(s.read(1).await.1["data"]["name"], "Ada L.");
     assert_eq!(s.read(1).await.1["data"]["price"], "12.50");
 
@@ -154,7 +157,10 @@ async fn every_single_row_operation_round_trips_its_values() {
         s.op("shop/items/pk-delete", delete.clone()).await,
         (StatusCode::OK, json!({"outcome": "deleted"}))
     );
-    assert_eq!(s.op("shop/items/pk-delete", delete).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(
+        s.op("shop/items/pk-delete", delete).await.0,
+        StatusCode::NOT_FOUND
+    );
     let (status, body) = s.read(2).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(body["error"]["code"], "NOT_FOUND");
@@ -163,14 +169,22 @@ async fn every_single_row_operation_round_trips_its_values() {
 #[tokio::test]
 async fn keys_are_checked_and_grants_are_kept() {
     let s = setup(&[]).await;
-    assert_eq!(s.op("shop/items/pk-insert", item(1)).await.0, StatusCode::OK);
+    assert_eq!(
+        s.op("shop/items/pk-insert", item(1)).await.0,
+        StatusCode::OK
+    );
     let read = json!({"filters": [{"column": "id", "value": 1}]});
 
     // No key, a malformed key, a wrong secret: 401, and nothing said about why.
     let mut wrong_secret = s.key.clone();
     wrong_secret.pop();
     wrong_secret.push('x');
-    for key in [None, Some("nonsense"), Some(""), Some(wrong_secret.as_str())] {
+    for key in [
+        None,
+        Some("nonsense"),
+        Some(""),
+        Some(wrong_secret.as_str()),
+    ] {
         let (status, body) = s.call(key, "shop/items/pk-read", read.clone()).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{key:?}");
         assert_eq!(body["error"]["code"], "UNAUTHENTICATED");
@@ -192,17 +206,25 @@ async fn keys_are_checked_and_grants_are_kept() {
 
     // A read key reads and cannot write.
     let reader = s.shoal.create_key("acme", &[("shop", "read")]).await;
-    let (status, _) = s.call(Some(&reader), "shop/items/pk-read", read.clone()).await;
+    let (status, _) = s
+        .call(Some(&reader), "shop/items/pk-read", read.clone())
+        .await;
     assert_eq!(status, StatusCode::OK);
     for (op, body) in [
         ("pk-insert", item(5)),
         ("pk-write", item(1)),
         ("pk-delete", read.clone()),
     ] {
-        let (status, _) = s.call(Some(&reader), &format!("shop/items/{op}"), body).await;
+        let (status, _) = s
+            .call(Some(&reader), &format!("shop/items/{op}"), body)
+            .await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{op}");
     }
-    assert_eq!(s.read(1).await.0, StatusCode::OK, "the delete changed nothing");
+    assert_eq!(
+        s.read(1).await.0,
+        StatusCode::OK,
+        "the delete changed nothing"
+    );
     assert_eq!(s.read(5).await.0, StatusCode::NOT_FOUND);
 
     // Revoked: the next request is refused.
@@ -225,7 +247,11 @@ async fn keys_outlive_a_restart_and_their_secret_is_not_on_disk() {
         if path.is_file() {
             let bytes = std::fs::read(&path).unwrap();
             let text = String::from_utf8_lossy(&bytes);
-            assert!(!text.contains(secret), "{} holds the secret", path.display());
+            assert!(
+                !text.contains(secret),
+                "{} holds the secret",
+                path.display()
+            );
         }
     }
     let shoal = Shoal::start_in(&["datanode", "--data-memory", "64M"], dir.path());
@@ -246,7 +272,10 @@ async fn keys_outlive_a_restart_and_their_secret_is_not_on_disk() {
 async fn a_batch_answers_each_operation_on_its_own() {
     let s = setup(&[]).await;
     s.op("shop/items/pk-insert", item(1)).await;
-    let lab = s.shoal.create_key("acme", &[("shop", "read_write"), ("lab", "read_write")]).await;
+    let lab = s
+        .shoal
+        .create_key("acme", &[("shop", "read_write"), ("lab", "read_write")])
+        .await;
     let op = |url: &str, body: Value| json!({"method": "POST", "relative-url": url, "body": body});
     let by_id = |id: i64| json!({"filters": [{"column": "id", "value": id}]});
     let batch = json!({"operations": [
@@ -272,9 +301,7 @@ async fn a_batch_answers_each_operation_on_its_own() {
     assert_eq!(body[3]["body"]["error"]["code"], "DUPLICATE_KEY");
     assert!(body[4]["message"].as_str().unwrap().contains("rival"));
     // What succeeded is there.
-    let (status, _) = s
-        .call(Some(&lab), "lab/items/pk-read", by_id(7))
-        .await;
+    let (status, _) = s.call(Some(&lab), "lab/items/pk-read", by_id(7)).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(s.read(3).await.0, StatusCode::OK);
 }
@@ -302,13 +329,19 @@ async fn a_transaction_commits_all_or_nothing() {
     ]});
     let (status, body) = s.op("transaction", ok).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body[0], json!({"code": 200, "body": {"outcome": "inserted"}}));
+    assert_eq!(
+        body[0],
+        json!({"code": 200, "body": {"outcome": "inserted"}})
+    );
     assert_eq!(body[1]["body"]["data"]["id"], 1);
     assert_eq!(body[2]["body"]["outcome"], "deleted");
     assert_eq!(s.read(1).await.0, StatusCode::NOT_FOUND);
 
     // One database per transaction.
-    let lab = s.shoal.create_key("acme", &[("shop", "read_write"), ("lab", "read_write")]).await;
+    let lab = s
+        .shoal
+        .create_key("acme", &[("shop", "read_write"), ("lab", "read_write")])
+        .await;
     let mixed = json!({"operations": [
         op("shop/items/pk-insert", item(20)),
         op("lab/items/pk-insert", item(20)),
@@ -322,9 +355,15 @@ async fn a_transaction_commits_all_or_nothing() {
 async fn throttled_requests_say_when_to_retry() {
     let s = setup(&[]).await;
     s.shoal
-        .set_quota("shop", json!({"write_units_per_sec": 1, "burst_seconds": 1}))
+        .set_quota(
+            "shop",
+            json!({"write_units_per_sec": 1, "burst_seconds": 1}),
+        )
         .await;
-    assert_eq!(s.op("shop/items/pk-insert", item(1)).await.0, StatusCode::OK);
+    assert_eq!(
+        s.op("shop/items/pk-insert", item(1)).await.0,
+        StatusCode::OK
+    );
     let r = common::client()
         .post(format!("{}/0.1.0/shop/items/pk-insert", s.shoal.rest_url))
         .header("X-API-KEY", &s.key)
@@ -333,7 +372,11 @@ async fn throttled_requests_say_when_to_retry() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
-    let retry: u64 = r.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    let retry: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(retry >= 1);
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], "WRITE_RATE");
@@ -341,7 +384,11 @@ async fn throttled_requests_say_when_to_retry() {
     let ms = body["error"]["retry_after_ms"].as_u64().unwrap();
     assert!(ms > 0 && ms <= 1000, "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("shop"));
-    assert_eq!(s.read(2).await.0, StatusCode::NOT_FOUND, "the refused write changed nothing");
+    assert_eq!(
+        s.read(2).await.0,
+        StatusCode::NOT_FOUND,
+        "the refused write changed nothing"
+    );
 }
 
 #[tokio::test]
@@ -392,9 +439,16 @@ async fn bad_input_gets_a_clear_error_and_changes_nothing() {
             assert_eq!(answer["error"]["code"], code, "{path} {shown}: {answer}");
         }
     }
-    assert_eq!(s.read(1).await.0, StatusCode::NOT_FOUND, "nothing was written");
+    assert_eq!(
+        s.read(1).await.0,
+        StatusCode::NOT_FOUND,
+        "nothing was written"
+    );
     let usage = s.shoal.table_memory("shop", "items").await.unwrap();
-    assert_eq!(usage[2], usage[3], "every byte the table holds is free: {usage:?}");
+    assert_eq!(
+        usage[2], usage[3],
+        "every byte the table holds is free: {usage:?}"
+    );
 }
 
 #[tokio::test]

@@ -22,7 +22,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use tokio::sync::watch;
+use tokio::sync::oneshot;
 
 use super::io::{AppendFile, Storage};
 
@@ -85,11 +85,15 @@ impl std::fmt::Display for Durability {
 #[error("the redo log failed, so writes cannot be made durable until the data node restarts: {0}")]
 pub struct LogFailed(pub Arc<str>);
 
-/// How far the log is durable, or why it never will be again.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How far the log is durable, or why it never will be again, and who
+/// waits for it to be durable further.
+#[derive(Debug)]
 struct Durable {
     lsn: Lsn,
     failed: Option<Arc<str>>,
+    /// Each waiter's LSN: told (only) once the log is durable that far, or
+    /// dropped when it fails.
+    waiters: Vec<(Lsn, oneshot::Sender<()>)>,
 }
 
 struct Shared {
@@ -106,7 +110,7 @@ struct Shared {
 pub struct RedoLog {
     shared: Mutex<Shared>,
     work: Condvar,
-    durable: watch::Sender<Durable>,
+    durable: Mutex<Durable>,
     mode: Durability,
     writer: Mutex<Option<thread::JoinHandle<()>>>,
     /// Syncs of the log so far: with group commit, far fewer than commits.
@@ -182,11 +186,11 @@ impl RedoLog {
                 stopping: false,
             }),
             work: Condvar::new(),
-            durable: watch::channel(Durable {
+            durable: Mutex::new(Durable {
                 lsn: end,
                 failed: None,
-            })
-            .0,
+                waiters: Vec::new(),
+            }),
             mode,
             writer: Mutex::new(None),
             syncs: AtomicU64::new(0),
@@ -257,15 +261,61 @@ impl RedoLog {
                 None => Ok(()),
             };
         }
-        let mut durable = self.durable.subscribe();
-        let state = durable
-            .wait_for(|d| d.lsn >= lsn || d.failed.is_some())
-            .await
-            .expect("the log outlives its waiters");
-        match &state.failed {
-            Some(failed) if state.lsn < lsn => Err(LogFailed(Arc::clone(failed))),
-            _ => Ok(()),
+        let told = {
+            let mut durable = self.durable();
+            if durable.lsn >= lsn {
+                return Ok(());
+            }
+            if let Some(failed) = &durable.failed {
+                return Err(LogFailed(Arc::clone(failed)));
+            }
+            let (tell, told) = oneshot::channel();
+            durable.waiters.push((lsn, tell));
+            told
+        };
+        match told.await {
+            Ok(()) => Ok(()),
+            // Dropped: the log failed before it was durable that far.
+            Err(_) => Err(LogFailed(
+                self.durable()
+                    .failed
+                    .clone()
+                    .unwrap_or_else(|| "the redo log stopped".into()),
+            )),
         }
+    }
+
+    fn durable(&self) -> std::sync::MutexGuard<'_, Durable> {
+        self.durable.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The log is durable up to `lsn`: tells the waiters it satisfies.
+    fn made_durable(&self, lsn: Lsn) {
+        let ready: Vec<oneshot::Sender<()>> = {
+            let mut durable = self.durable();
+            if durable.failed.is_some() {
+                return;
+            }
+            durable.lsn = lsn;
+            durable
+                .waiters
+                .extract_if(.., |(l, _)| *l <= lsn)
+                .map(|(_, tell)| tell)
+                .collect()
+        };
+        for tell in ready {
+            let _ = tell.send(());
+        }
+    }
+
+    /// The log has failed: no waiter will be told it is durable.
+    fn fail(&self, failed: Arc<str>) {
+        let waiters = {
+            let mut durable = self.durable();
+            durable.failed = Some(failed);
+            std::mem::take(&mut durable.waiters)
+        };
+        drop(waiters);
     }
 
     /// Why the log failed, if it has.
@@ -280,7 +330,7 @@ impl RedoLog {
 
     /// How far the log is durable.
     pub fn durable_lsn(&self) -> Lsn {
-        self.durable.borrow().lsn
+        self.durable().lsn
     }
 
     /// Stops the writer where it is, writing nothing more: as a crash would.
@@ -294,8 +344,7 @@ impl RedoLog {
         drop(shared);
         // A dead process acknowledges nothing more, even what a sync in
         // flight is about to make durable.
-        self.durable
-            .send_modify(|d| d.failed = Some("halted".into()));
+        self.fail("halted".into());
         self.work.notify_one();
     }
 
@@ -387,7 +436,7 @@ impl Writer {
                 let failed: Arc<str> = format!("{e}").into();
                 tracing::error!(error = %failed, "the redo log failed");
                 self.log.shared().failed = Some(Arc::clone(&failed));
-                self.log.durable.send_modify(|d| d.failed = Some(failed));
+                self.log.fail(failed);
                 return;
             }
             if stopping && self.log.shared().buffer.is_empty() {
@@ -427,12 +476,7 @@ impl Writer {
         self.file.sync()?;
         self.log.syncs.fetch_add(1, Ordering::Relaxed);
         self.synced_at = Instant::now();
-        let lsn = self.written;
-        self.log.durable.send_modify(|d| {
-            if d.failed.is_none() {
-                d.lsn = lsn;
-            }
-        });
+        self.log.made_durable(self.written);
         Ok(())
     }
 }

@@ -13,7 +13,7 @@ const REDIS_VERSION: &str = "7.2.0";
 const BEFORE_AUTH: [&str; 4] = ["PING", "HELLO", "AUTH", "QUIT"];
 
 /// The reply to send instead of a command's, with its first word.
-type Refusal = (&'static str, String);
+pub(super) type Refusal = (&'static str, String);
 
 fn wrong_args(name: &str) -> Refusal {
     (
@@ -56,24 +56,47 @@ fn int_arg(arg: &[u8]) -> Result<i64, Refusal> {
     int(arg).ok_or_else(not_integer)
 }
 
-/// The command's name in capitals, if it is one this could know.
-fn upper(name: &[u8]) -> Option<String> {
-    (name.len() <= 24 && name.is_ascii())
-        .then(|| String::from_utf8_lossy(name).to_ascii_uppercase())
+/// A command or option name in capitals, without allocating.
+#[derive(Clone, Copy, Default)]
+struct Upper {
+    bytes: [u8; 24],
+    len: usize,
+}
+
+impl Upper {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+}
+
+/// `name` in capitals, if it is ASCII and short enough to be a name this knows.
+fn upper(name: &[u8]) -> Option<Upper> {
+    if name.len() > 24 || !name.is_ascii() {
+        return None;
+    }
+    let mut out = Upper {
+        len: name.len(),
+        ..Upper::default()
+    };
+    for (o, b) in out.bytes.iter_mut().zip(name) {
+        *o = b.to_ascii_uppercase();
+    }
+    Some(out)
 }
 
 impl Conn {
     /// Runs one command and writes its reply.
     pub(super) async fn execute(&mut self, args: &[&[u8]]) -> Flow {
-        let Some(name) = upper(args[0]) else {
+        let Some(upper) = upper(args[0]) else {
             self.out.error("ERR", "unknown command");
             return Flow::Continue;
         };
-        if self.session.is_none() && !BEFORE_AUTH.contains(&name.as_str()) {
+        let name = upper.as_str();
+        if self.session.is_none() && !BEFORE_AUTH.contains(&name) {
             self.out.error("NOAUTH", "Authentication required.");
             return Flow::Continue;
         }
-        match self.dispatch(&name, args).await {
+        match self.dispatch(name, args).await {
             Ok(flow) => flow,
             Err((prefix, message)) => {
                 self.out.error(prefix, &message);
@@ -150,7 +173,7 @@ impl Conn {
     }
 
     /// Checks the session's key again if it changed on the node since.
-    fn revalidate(&mut self) -> Result<(), Refusal> {
+    pub(super) fn revalidate(&mut self) -> Result<(), Refusal> {
         let session = self.session.as_ref().expect("authenticated");
         if session.key.is_live() {
             return Ok(());
@@ -184,7 +207,7 @@ impl Conn {
             i = 2;
         }
         while i < args.len() {
-            match upper(args[i]).as_deref() {
+            match upper(args[i]).as_ref().map(Upper::as_str) {
                 Some("AUTH") if i + 2 < args.len() => {
                     self.auth(args[i + 1], args[i + 2])?;
                     i += 3;
@@ -246,7 +269,12 @@ impl Conn {
                 );
                 self.out.bulk(text.as_bytes());
             }
-            "COMMAND" => match args.get(1).and_then(|a| upper(a)).as_deref() {
+            "COMMAND" => match args
+                .get(1)
+                .and_then(|a| upper(a))
+                .as_ref()
+                .map(Upper::as_str)
+            {
                 Some("COUNT") => self.out.int(COMMANDS as i64),
                 _ => self.out.array(0),
             },
@@ -577,7 +605,7 @@ impl Conn {
     }
 
     /// The store, the session's database and the connection's batch.
-    fn parts(
+    pub(super) fn parts(
         &mut self,
     ) -> (
         &super::Store,
@@ -603,7 +631,11 @@ impl Conn {
     }
 
     /// A string key's value; `WRONGTYPE` for a hash.
-    async fn read_string(&mut self, key: &[u8], holds: bool) -> Result<Option<Vec<u8>>, Refusal> {
+    pub(super) async fn read_string(
+        &mut self,
+        key: &[u8],
+        holds: bool,
+    ) -> Result<Option<Vec<u8>>, Refusal> {
         let (store, db, batch, _) = self.parts();
         match store
             .read(db, batch, key, holds)
@@ -804,7 +836,7 @@ impl Conn {
         let Some(entry) = store.lookup(db, batch, key).await.map_err(store_error)? else {
             return Ok(false);
         };
-        let allowed = match (condition.as_deref(), entry.expires) {
+        let allowed = match (condition.as_ref().map(Upper::as_str), entry.expires) {
             (Some("NX"), current) => current.is_none(),
             (Some("XX"), current) => current.is_some(),
             (Some("GT"), current) => current.is_some_and(|c| at > c),

@@ -78,6 +78,12 @@ impl Parser {
         }
     }
 
+    /// Where the arguments of the command just parsed lie in the buffer
+    /// parsed; `None` for an inline command, whose arguments are unquoted.
+    pub fn ranges(&self) -> Option<&[Range<usize>]> {
+        self.inline.is_empty().then_some(&self.args)
+    }
+
     /// The arguments of the command just parsed, in `buf`.
     pub fn args<'a>(&'a self, buf: &'a [u8]) -> impl ExactSizeIterator<Item = &'a [u8]> + 'a {
         let inline = self.inline.iter().map(Vec::as_slice);
@@ -201,11 +207,28 @@ fn header(buf: &[u8], at: usize) -> Result<Option<(i64, usize)>, ProtocolError> 
             ProtocolError::BulkLength
         }
     };
-    let n = std::str::from_utf8(&line[..cr])
-        .ok()
-        .and_then(|s| s.parse::<i64>().ok())
-        .ok_or_else(bad)?;
+    let n = parse_length(&line[..cr]).ok_or_else(bad)?;
     Ok(Some((n, at + 1 + cr + 2)))
+}
+
+/// A length as `*` and `$` lines carry it: an optional `-`, then 1 to 18
+/// digits (more cannot be a length anyone means).
+fn parse_length(text: &[u8]) -> Option<i64> {
+    let (negative, digits) = match text {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, text),
+    };
+    if digits.is_empty() || digits.len() > 18 {
+        return None;
+    }
+    let mut n: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + i64::from(d - b'0');
+    }
+    Some(if negative { -n } else { n })
 }
 
 /// Splits an inline command into arguments: spaces separate, double quotes

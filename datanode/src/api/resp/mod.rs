@@ -12,6 +12,7 @@
 
 mod commands;
 pub mod frame;
+mod pipeline;
 pub mod store;
 
 use std::sync::Arc;
@@ -21,7 +22,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
+use std::ops::Range;
+
 use self::frame::{FrameLimits, Out, Parsed, Parser};
+use self::pipeline::{Run, run_of};
 use self::store::{Db, Store, StoreError};
 use super::serve::{self, Limits};
 use crate::batch::{Batch, OperationError};
@@ -124,12 +128,33 @@ async fn connection(
     };
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut need;
+    // One timer for the connection's life, moved on only when it fires
+    // early: cheaper than a timer per read.
+    let idle = tokio::time::sleep(limits.idle_timeout);
+    tokio::pin!(idle);
+    let mut last_read = tokio::time::Instant::now();
     loop {
         // Every whole command that has arrived, in order.
         let mut start = 0;
         loop {
             match parser.parse(&buf[start..]) {
                 Ok(Parsed::Command { len }) => {
+                    let run = {
+                        let args: Vec<&[u8]> = parser.args(&buf[start..start + len]).collect();
+                        let authenticated = conn.session.as_ref();
+                        parser.ranges().and(authenticated).and(run_of(&args))
+                    };
+                    // A run needs a command after this one.
+                    if let Some(run) = run.filter(|_| start + len < buf.len()) {
+                        let (commands, end) = collect_run(&mut parser, &buf, start, run);
+                        if commands.len() > 1 {
+                            conn.execute_run(run, &buf, &commands).await;
+                            start = end;
+                            continue;
+                        }
+                        // A run of one: parse it again, as any command.
+                        let _ = parser.parse(&buf[start..]);
+                    }
                     let args: Vec<&[u8]> = parser.args(&buf[start..start + len]).collect();
                     start += len;
                     if args.is_empty() {
@@ -163,12 +188,20 @@ async fn connection(
         }
         buf.reserve(need.saturating_sub(buf.len()).max(16 * 1024));
         let read = tokio::select! {
-            read = tokio::time::timeout(limits.idle_timeout, stream.read_buf(&mut buf)) => read,
+            read = stream.read_buf(&mut buf) => read,
+            () = &mut idle => {
+                let due = last_read + limits.idle_timeout;
+                if tokio::time::Instant::now() >= due {
+                    return;
+                }
+                idle.as_mut().reset(due);
+                continue;
+            }
             _ = stopped.wait_for(|s| *s) => return,
         };
         match read {
-            Ok(Ok(n)) if n > 0 => {}
-            // Closed, failed, or idle too long.
+            Ok(n) if n > 0 => last_read = tokio::time::Instant::now(),
+            // Closed or failed.
             _ => return,
         }
         // Hand back memory a large command took.
@@ -176,6 +209,47 @@ async fn connection(
             buf = Vec::with_capacity(16 * 1024);
         }
     }
+}
+
+/// The commands of kind `run` that follow one another in `buf` from
+/// `start`, and where they end.
+fn collect_run(
+    parser: &mut Parser,
+    buf: &[u8],
+    start: usize,
+    run: Run,
+) -> (Vec<pipeline::Command>, usize) {
+    let mut commands: Vec<pipeline::Command> = Vec::new();
+    let mut at = start;
+    while commands.len() < pipeline::MAX_RUN {
+        let Ok(Parsed::Command { len }) = parser.parse(&buf[at..]) else {
+            break;
+        };
+        let Some(ranges) = parser.ranges() else {
+            break;
+        };
+        let args: Vec<&[u8]> = ranges
+            .iter()
+            .map(|r| &buf[at + r.start..at + r.end])
+            .collect();
+        if run_of(&args) != Some(run) {
+            break;
+        }
+        let shift = |r: &Range<usize>| at + r.start..at + r.end;
+        let key = shift(&ranges[1]);
+        let value = ranges.get(2).map_or(0..0, shift);
+        // A key set twice in one run would be written twice in one request.
+        if run == Run::Set
+            && commands
+                .iter()
+                .any(|(k, _)| buf[k.clone()] == buf[key.clone()])
+        {
+            break;
+        }
+        commands.push((key, value));
+        at += len;
+    }
+    (commands, at)
 }
 
 /// Sends the waiting replies; false when the client is gone or stuck.

@@ -38,7 +38,7 @@ pub const MAX_KEY: usize = 3000;
 /// Bytes of a value in one row.
 pub const PART: usize = 26_000;
 /// Number of key locks.
-const LOCKS: usize = 1024;
+const LOCKS: usize = 1 << 16;
 
 const KEYS_DEF: &str = r#"{"name": "redis_keys", "columns": [
     {"name": "k", "type": "VARBINARY(3000)"},
@@ -370,14 +370,53 @@ impl Store {
         Ok(Some((entry, value)))
     }
 
-    /// Writes each item in one atomic request,
-    /// replacing what the keys held. The caller holds the keys' locks.
+    /// Writes each item in one atomic request, replacing what the keys
+    /// held. The caller holds the keys' locks.
     pub async fn write(
         &self,
         db: &mut Db,
         batch: &mut Batch,
         items: &[Item<'_>],
     ) -> Result<(), StoreError> {
+        let reads = self.put(db, batch, items, Commit::Atomic).await?;
+        let written = vec![true; items.len()];
+        self.remove_orphans(db, batch, items, &reads, &written)
+            .await
+    }
+
+    /// Writes each item on its own, in one request: some may fail while the
+    /// others succeed. Every value must fit one row (`PART` bytes), so that
+    /// none is ever half written. The caller holds the keys' locks, and no
+    /// key is given twice. Answers each item's outcome; `Err` when the
+    /// request as a whole was refused.
+    pub async fn write_each(
+        &self,
+        db: &mut Db,
+        batch: &mut Batch,
+        items: &[Item<'_>],
+    ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+        debug_assert!(items.iter().all(|i| i.value.len() <= PART));
+        let reads = self.put(db, batch, items, Commit::Each).await?;
+        let outcomes: Vec<Result<(), StoreError>> = reads
+            .iter()
+            .map(|&r| batch.result(r + 1).map(drop).map_err(StoreError::from))
+            .collect();
+        let written: Vec<bool> = outcomes.iter().map(Result::is_ok).collect();
+        self.remove_orphans(db, batch, items, &reads, &written)
+            .await?;
+        Ok(outcomes)
+    }
+
+    /// Runs, for each item, a read of its key's row (to learn how many parts
+    /// the old value had) and the writes of its rows; answers where each
+    /// item's read is in the batch.
+    async fn put(
+        &self,
+        db: &mut Db,
+        batch: &mut Batch,
+        items: &[Item<'_>],
+        commit: Commit,
+    ) -> Result<Vec<usize>, StoreError> {
         for item in items {
             if item.value.len() > self.max_value {
                 return Err(StoreError::TooLarge(self.max_value));
@@ -385,22 +424,23 @@ impl Store {
         }
         let t = self.tables(db, true).await?.expect("created");
         batch.clear();
-        // The rows as they were, to learn how many parts each value had.
-        for item in items {
-            batch
-                .read(&t.keys, &[key_value(item.key)?])
-                .map_err(OperationError::from)?;
-        }
+        let mut reads = Vec::with_capacity(items.len());
         for item in items {
             let k = key_value(item.key)?;
+            reads.push(batch.len());
+            batch
+                .read(&t.keys, std::slice::from_ref(&k))
+                .map_err(OperationError::from)?;
             let mut parts = item.value.chunks(PART);
             let head = parts.next().unwrap_or_default();
-            let rest = parts_after_head(item.value.len());
             let row = [
                 ("k", k.clone()),
                 ("t", Value::Int(item.kind as i64)),
                 ("exp", item.expires.map_or(Value::Null, Value::Int)),
-                ("n", Value::Int(i64::from(rest))),
+                (
+                    "n",
+                    Value::Int(i64::from(parts_after_head(item.value.len()))),
+                ),
                 ("v", Value::Bytes(head.to_vec())),
             ];
             batch.write(&t.keys, &row).map_err(OperationError::from)?;
@@ -413,26 +453,39 @@ impl Store {
                 batch.write(&t.chunks, &row).map_err(OperationError::from)?;
             }
         }
-        self.run(db, batch, Commit::Atomic).await?;
-        // Parts of the old values past the new values' ends.
+        self.run(db, batch, commit).await?;
+        Ok(reads)
+    }
+
+    /// Deletes the parts of the old values (read at `reads`) past the ends
+    /// of the new ones, for the items `written`.
+    async fn remove_orphans(
+        &self,
+        db: &mut Db,
+        batch: &mut Batch,
+        items: &[Item<'_>],
+        reads: &[usize],
+        written: &[bool],
+    ) -> Result<(), StoreError> {
         let mut orphans = Vec::new();
-        for (i, item) in items.iter().enumerate() {
-            if let Outcome::Found(row) = batch.result(i)? {
+        for ((item, &read), _) in items.iter().zip(reads).zip(written).filter(|(_, w)| **w) {
+            if let Ok(Outcome::Found(row)) = batch.result(read) {
                 let old = decode_entry(&row).parts;
                 let new = parts_after_head(item.value.len());
                 orphans.extend((new + 1..=old).map(|i| (item.key, i)));
             }
         }
-        if !orphans.is_empty() {
-            batch.clear();
-            for (key, i) in orphans {
-                batch
-                    .delete(&t.chunks, &[key_value(key)?, Value::Int(i64::from(i))])
-                    .map_err(OperationError::from)?;
-            }
-            self.run(db, batch, Commit::Atomic).await?;
+        if orphans.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        let t = self.tables(db, false).await?.expect("written to");
+        batch.clear();
+        for (key, i) in orphans {
+            batch
+                .delete(&t.chunks, &[key_value(key)?, Value::Int(i64::from(i))])
+                .map_err(OperationError::from)?;
+        }
+        self.run(db, batch, Commit::Atomic).await
     }
 
     /// Deletes a key and its parts, atomically. The caller holds its lock.
