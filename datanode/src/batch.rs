@@ -153,6 +153,31 @@ impl Row {
     }
 }
 
+/// A row read back, looked at in place: its columns decoded one at a time
+/// as asked for, without copying the row.
+#[derive(Debug, Clone, Copy)]
+pub struct RowView<'a> {
+    table: &'a Table,
+    fixed: &'a [u8],
+    var: &'a [u8],
+}
+
+impl<'a> RowView<'a> {
+    /// The value of column `c` (by position in the table).
+    pub fn value(&self, c: u16) -> Value {
+        codec::decode(&self.table.layout, self.fixed, self.var, c)
+    }
+
+    /// The stored bytes of binary or text column `c`; `None` when NULL.
+    pub fn bytes(&self, c: u16) -> Option<&'a [u8]> {
+        let layout = &self.table.layout;
+        if layout.is_null(self.fixed, c) {
+            return None;
+        }
+        Some(layout.column_bytes(self.fixed, self.var, c))
+    }
+}
+
 /// The fragment a key belongs to: a stable hash of the encoded key, so the
 /// same key lands in the same fragment on every node and every restart.
 pub(crate) fn fragment_of(key: &[u8], fragments: u16) -> u16 {
@@ -432,6 +457,29 @@ impl Batch {
             OpResult::Updated => Ok(Outcome::Updated),
             OpResult::Deleted => Ok(Outcome::Deleted),
             OpResult::Failed(e) => Err(operation_error(&slot.table, e)),
+        }
+    }
+
+    /// The row read operation `i` found, looked at in place: `Ok(None)` when
+    /// there was none, or for an operation that is not a read.
+    pub fn found(&self, i: usize) -> Result<Option<RowView<'_>>, OperationError> {
+        let slot = &self.slots[i];
+        let batch = &self.ldms[slot.ldm as usize];
+        let result = batch
+            .results
+            .get(slot.index as usize)
+            .expect("Batch::found is read after Engine::execute");
+        match *result {
+            OpResult::Found(span) => {
+                let (fixed, var) = span.of(&batch.out).split_at(slot.table.layout.slot_size);
+                Ok(Some(RowView {
+                    table: &slot.table,
+                    fixed,
+                    var,
+                }))
+            }
+            OpResult::Failed(e) => Err(operation_error(&slot.table, e)),
+            _ => Ok(None),
         }
     }
 

@@ -28,7 +28,7 @@ pub mod persist;
 pub mod storage;
 pub mod tc;
 
-pub use batch::{Batch, OperationError, Outcome, Row};
+pub use batch::{Batch, OperationError, Outcome, Row, RowView};
 pub use catalog::{CatalogError, Database, DatabaseId, Table, TableId, Tenant};
 pub use engine::{Engine, EngineConfig, FragmentUsage};
 pub use storage::CmpOp;

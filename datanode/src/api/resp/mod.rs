@@ -228,11 +228,14 @@ fn collect_run(
         let Some(ranges) = parser.ranges() else {
             break;
         };
-        let args: Vec<&[u8]> = ranges
-            .iter()
-            .map(|r| &buf[at + r.start..at + r.end])
-            .collect();
-        if run_of(&args) != Some(run) {
+        if ranges.len() > 3 {
+            break;
+        }
+        let mut args: [&[u8]; 3] = [&[]; 3];
+        for (arg, r) in args.iter_mut().zip(ranges) {
+            *arg = &buf[at + r.start..at + r.end];
+        }
+        if run_of(&args[..ranges.len()]) != Some(run) {
             break;
         }
         let shift = |r: &Range<usize>| at + r.start..at + r.end;

@@ -23,7 +23,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use shoal_wire::schema::{TableDef, TableName};
 use tokio::sync::{Mutex, MutexGuard};
 
-use crate::batch::{Batch, OperationError, Outcome, Row};
+use crate::batch::{Batch, OperationError, RowView};
 use crate::catalog::{CatalogError, Database, DatabaseId, Table};
 use crate::storage::CmpOp;
 use crate::storage::value::Value;
@@ -160,28 +160,21 @@ fn key_value(key: &[u8]) -> Result<Value, StoreError> {
     Ok(Value::Bytes(key.to_vec()))
 }
 
-fn decode_entry(row: &Row) -> Entry {
-    let v = row.values();
-    let int = |v: &Value| match v {
-        Value::Int(n) => *n,
-        Value::UInt(n) => *n as i64,
-        _ => 0,
+fn decode_entry(row: &RowView<'_>) -> Entry {
+    let int = |c| match row.value(c) {
+        Value::Int(n) => Some(n),
+        Value::UInt(n) => Some(n as i64),
+        _ => None,
     };
     Entry {
-        kind: if int(&v[1]) == 1 {
+        kind: if int(1) == Some(1) {
             Kind::Hash
         } else {
             Kind::String
         },
-        expires: match &v[2] {
-            Value::Null => None,
-            other => Some(int(other)),
-        },
-        parts: int(&v[3]) as u32,
-        head: match &v[4] {
-            Value::Bytes(b) => b.clone(),
-            _ => Vec::new(),
-        },
+        expires: int(2),
+        parts: int(3).unwrap_or(0) as u32,
+        head: row.bytes(4).unwrap_or_default().to_vec(),
     }
 }
 
@@ -297,9 +290,9 @@ impl Store {
         self.run(db, batch, Commit::Each).await?;
         let now = now_ms();
         (0..keys.len())
-            .map(|i| match batch.result(i)? {
-                Outcome::Found(row) => Ok(Some(decode_entry(&row)).filter(|e| e.is_live(now))),
-                _ => Ok(None),
+            .map(|i| {
+                let row = batch.found(i)?;
+                Ok(row.map(|r| decode_entry(&r)).filter(|e| e.is_live(now)))
             })
             .collect()
     }
@@ -361,9 +354,7 @@ impl Store {
         self.run(db, batch, Commit::Each).await?;
         let mut value = entry.head.clone();
         for i in 0..entry.parts as usize {
-            if let Outcome::Found(row) = batch.result(i)?
-                && let Value::Bytes(part) = &row.values()[2]
-            {
+            if let Some(part) = batch.found(i)?.and_then(|row| row.bytes(2)) {
                 value.extend_from_slice(part);
             }
         }
@@ -469,7 +460,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut orphans = Vec::new();
         for ((item, &read), _) in items.iter().zip(reads).zip(written).filter(|(_, w)| **w) {
-            if let Ok(Outcome::Found(row)) = batch.result(read) {
+            if let Ok(Some(row)) = batch.found(read) {
                 let old = decode_entry(&row).parts;
                 let new = parts_after_head(item.value.len());
                 orphans.extend((new + 1..=old).map(|i| (item.key, i)));
@@ -570,7 +561,7 @@ impl Store {
                 {
                     continue;
                 }
-                let Ok(Outcome::Found(row)) = batch.result(0) else {
+                let Ok(Some(row)) = batch.found(0) else {
                     continue;
                 };
                 let entry = decode_entry(&row);
