@@ -75,7 +75,7 @@ async fn rows_are_written_and_read_back_in_every_type() {
             "name": "Widget",
             "price": "12.50",
             "added": "2024-02-29",
-            "seen": "2024-03-01 12:00:00.125000",
+            "seen": "2024-03-01 12:00:00.125",
             "blob": "AAH/",
             "ratio": 0.25,
             "live": true

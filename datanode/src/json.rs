@@ -20,7 +20,7 @@ use shoal_wire::schema::{ColumnDef, ColumnType};
 
 use crate::batch::Row;
 use crate::catalog::Table;
-use crate::storage::value::Value;
+use crate::storage::value::{DateTime, Timestamp, Value, WithFsp};
 
 /// Why a JSON value or row does not fit a table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -113,6 +113,21 @@ pub fn value_to_json(value: &Value) -> Json {
     }
 }
 
+/// `value` of `column` as JSON: as `value_to_json`, with date-times
+/// written to the column's fractional-seconds precision.
+pub fn column_value_to_json(column: &ColumnDef, value: &Value) -> Json {
+    let fsp = match column.column_type {
+        ColumnType::DateTime { fsp } | ColumnType::Timestamp { fsp } => fsp,
+        _ => return value_to_json(value),
+    };
+    match value {
+        Value::DateTime(DateTime(micros)) | Value::Timestamp(Timestamp(micros)) => {
+            Json::String(WithFsp(*micros, fsp).to_string())
+        }
+        other => value_to_json(other),
+    }
+}
+
 /// A row read back, as a JSON object of column to value.
 pub fn row_to_json(row: &Row) -> Map<String, Json> {
     row.table()
@@ -120,7 +135,7 @@ pub fn row_to_json(row: &Row) -> Map<String, Json> {
         .columns
         .iter()
         .zip(row.values())
-        .map(|(c, v)| (c.name.to_string(), value_to_json(v)))
+        .map(|(c, v)| (c.name.to_string(), column_value_to_json(c, v)))
         .collect()
 }
 

@@ -36,7 +36,9 @@ use super::serve::Limits;
 use super::{AccessError, access};
 use crate::batch::{Batch, Outcome};
 use crate::catalog::Table;
-use crate::json::{JsonError, key_from_json, row_from_json, value_from_json, value_to_json};
+use crate::json::{
+    JsonError, column_value_to_json, key_from_json, row_from_json, row_to_json, value_from_json,
+};
 use crate::keys::ApiKey;
 use crate::tc::{Commit, Grant, Tc};
 
@@ -291,15 +293,16 @@ fn outcome(batch: &Batch, i: usize, answer: &Answer) -> Result<JsonValue, ApiErr
             let def = row.table().def();
             let values = row.values();
             let data: Map<String, JsonValue> = match &answer.columns {
-                None => def
-                    .columns
-                    .iter()
-                    .zip(values)
-                    .map(|(c, v)| (c.name.to_string(), value_to_json(v)))
-                    .collect(),
+                None => row_to_json(&row),
                 Some(columns) => columns
                     .iter()
-                    .map(|&c| (def.columns[c].name.to_string(), value_to_json(&values[c])))
+                    .map(|&c| {
+                        let column = &def.columns[c];
+                        (
+                            column.name.to_string(),
+                            column_value_to_json(column, &values[c]),
+                        )
+                    })
                     .collect(),
             };
             let mut body = Map::new();

@@ -366,6 +366,23 @@ fn parse_date_time(text: &str) -> Option<(i64, &str)> {
 /// Writes microseconds since the epoch as `YYYY-MM-DD HH:MM:SS[.ffffff]`,
 /// with the fraction only when it is not zero.
 fn format_micros(f: &mut fmt::Formatter<'_>, micros: i64) -> fmt::Result {
+    format_micros_fsp(f, micros, None)
+}
+
+/// A date-time (microseconds since the epoch) written as a column of
+/// `fsp` fractional digits is: exactly that many, as MySQL writes them.
+#[derive(Debug, Clone, Copy)]
+pub struct WithFsp(pub i64, pub u8);
+
+impl fmt::Display for WithFsp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        format_micros_fsp(f, self.0, Some(self.1.min(6)))
+    }
+}
+
+/// Writes `micros` as `YYYY-MM-DD HH:MM:SS`, then `fsp` fractional digits,
+/// or (without `fsp`) six when there is a fraction.
+fn format_micros_fsp(f: &mut fmt::Formatter<'_>, micros: i64, fsp: Option<u8>) -> fmt::Result {
     let days = micros.div_euclid(MICROS_PER_DAY);
     let in_day = micros.rem_euclid(MICROS_PER_DAY);
     let secs = in_day / MICROS_PER_SECOND;
@@ -378,8 +395,13 @@ fn format_micros(f: &mut fmt::Formatter<'_>, micros: i64) -> fmt::Result {
         secs / 60 % 60,
         secs % 60
     )?;
-    if frac != 0 {
-        write!(f, ".{frac:06}")?;
+    match fsp {
+        None if frac != 0 => write!(f, ".{frac:06}")?,
+        Some(digits @ 1..) => {
+            let shown = frac / 10i64.pow(6 - u32::from(digits));
+            write!(f, ".{shown:0width$}", width = usize::from(digits))?;
+        }
+        _ => {}
     }
     Ok(())
 }
@@ -509,6 +531,20 @@ mod tests {
         assert_eq!(
             DateTime::parse("1969-12-31 23:59:59.5").unwrap().0,
             -500_000
+        );
+        // Written to a column's precision: exactly that many digits.
+        assert_eq!(WithFsp(t.0, 0).to_string(), "2024-03-05 07:08:09");
+        assert_eq!(WithFsp(t.0, 2).to_string(), "2024-03-05 07:08:09.25");
+        assert_eq!(WithFsp(t.0, 3).to_string(), "2024-03-05 07:08:09.250");
+        let whole = DateTime::parse("2024-03-05 07:08:09").unwrap();
+        assert_eq!(
+            WithFsp(whole.0, 6).to_string(),
+            "2024-03-05 07:08:09.000000"
+        );
+        let before_epoch = DateTime::parse("1969-12-31 23:59:59.5").unwrap();
+        assert_eq!(
+            WithFsp(before_epoch.0, 1).to_string(),
+            "1969-12-31 23:59:59.5"
         );
         for bad in [
             "2024-03-05 24:00:00",
