@@ -816,3 +816,59 @@ async fn redis_cli_works_unchanged() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "OK\n2\n2\n");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_limit_are_refused_and_idle_ones_closed() {
+    let s = setup(&["--max-connections", "2", "--idle-timeout", "1"]).await;
+    let mut first = s.connect();
+    let mut second = s.raw();
+    assert_eq!(second.send(b"PING\r\n"), "+PONG\r\n");
+    let mut third = s.raw();
+    assert_eq!(third.read_reply(), "-ERR max number of clients reached\r\n");
+    assert!(third.closed());
+    assert_eq!(query::<String>(&mut first, &["PING"]).unwrap(), "PONG");
+    // A connection that sends nothing is closed; its place is free again.
+    // (The read blocks until the node closes it: no timing is assumed.)
+    assert!(second.closed());
+    let served = (0..1000).any(|_| {
+        let mut c = s.raw();
+        let ok = c.send(b"PING\r\n") == "+PONG\r\n";
+        if !ok {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        ok
+    });
+    assert!(served);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_written_over_resp_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["datanode", "--data-memory", "64M"];
+    let shoal = Shoal::start_in(&args, dir.path());
+    shoal.create_database("acme", "cache").await;
+    let key = shoal.create_key("acme", &[("cache", "read_write")]).await;
+    let s = Setup { shoal, key };
+    {
+        let mut con = s.connect();
+        let _: () = con.set("plain", "v").unwrap();
+        let _: () = con.set("big", vec![7u8; 100_000]).unwrap();
+        let _: i64 = query(&mut con, &["HSET", "h", "f", "v"]).unwrap();
+        let _: i64 = query(&mut con, &["EXPIRE", "plain", "100000"]).unwrap();
+    }
+    let Setup { shoal, key } = s;
+    let (code, _) = shoal.terminate();
+    assert_eq!(code, Some(0));
+    let s = Setup {
+        shoal: Shoal::start_in(&args, dir.path()),
+        key,
+    };
+    let mut con = s.connect();
+    assert_eq!(query::<String>(&mut con, &["GET", "plain"]).unwrap(), "v");
+    assert!(query::<i64>(&mut con, &["TTL", "plain"]).unwrap() > 0);
+    assert_eq!(
+        query::<Vec<u8>>(&mut con, &["GET", "big"]).unwrap(),
+        vec![7u8; 100_000]
+    );
+    assert_eq!(query::<String>(&mut con, &["HGET", "h", "f"]).unwrap(), "v");
+}

@@ -492,3 +492,19 @@ async fn connections_past_the_limit_are_refused_and_the_rest_go_on() {
     });
     assert!(served);
 }
+
+#[tokio::test]
+async fn a_connection_that_sends_nothing_is_closed() {
+    let s = setup(&["--idle-timeout", "1"]).await;
+    let addr = s.shoal.rest_url.trim_start_matches("http://").to_owned();
+    let mut idle = std::net::TcpStream::connect(&addr).unwrap();
+    // The read blocks until the node closes the connection.
+    let mut buf = [0u8; 64];
+    assert!(matches!(idle.read(&mut buf), Ok(0) | Err(_)));
+    let mut served = std::net::TcpStream::connect(&addr).unwrap();
+    served
+        .write_all(b"GET /0.1.0/ping HTTP/1.1\r\nhost: x\r\n\r\n")
+        .unwrap();
+    let n = served.read(&mut buf).unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+}
