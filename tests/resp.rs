@@ -549,6 +549,16 @@ async fn a_read_key_cannot_write_and_revocation_reaches_open_connections() {
     }
     assert_eq!(query::<String>(&mut reader, &["GET", "k"]).unwrap(), "v");
     assert_eq!(query::<i64>(&mut reader, &["TTL", "k"]).unwrap(), -1);
+    // A read key's refused first write does not create the key tables.
+    let lab_reader = s.shoal.create_key("acme", &[("lab", "read")]).await;
+    let mut lab = s.connect_as("lab", &lab_reader);
+    assert_eq!(
+        query::<Option<String>>(&mut lab, &["GET", "k"]).unwrap(),
+        None
+    );
+    let e = query::<String>(&mut lab, &["SET", "k", "v"]).unwrap_err();
+    assert_eq!(code(&e), "NOPERM", "{e}");
+    assert_eq!(s.shoal.table_memory("lab", "redis_keys").await, None);
 
     // Revoked while the connection is open: its next command is refused.
     s.shoal.revoke_key(&s.key).await;

@@ -172,7 +172,8 @@ pub struct ApiKey {
     def: KeyDef,
     salt: [u8; 16],
     hash: [u8; 32],
-    grants: HashMap<DatabaseName, Role>,
+    /// By database name.
+    grants: HashMap<String, Role>,
     /// Set when the key is removed or replaced.
     dead: AtomicBool,
 }
@@ -195,7 +196,7 @@ impl ApiKey {
             grants: def
                 .grants
                 .iter()
-                .map(|g| (g.database.clone(), g.role))
+                .map(|g| (g.database.to_string(), g.role))
                 .collect(),
             dead: AtomicBool::new(false),
             def,
@@ -216,8 +217,7 @@ impl ApiKey {
 
     /// The role the key has on `database`, if it is granted it.
     pub fn role(&self, database: &str) -> Option<Role> {
-        let name = DatabaseName::parse(database).ok()?;
-        self.grants.get(&name).copied()
+        self.grants.get(database).copied()
     }
 
     /// Whether the key still works: not removed, replaced or expired.

@@ -219,9 +219,6 @@ impl Conn {
                 _ => return Err(syntax()),
             }
         }
-        if self.session.is_none() && args.len() > 1 && proto == 3 && !self.out.resp3 {
-            // Switching protocol is allowed before AUTH, as in Redis.
-        }
         self.out.resp3 = proto == 3;
         let out = &mut self.out;
         out.map(7);
@@ -263,7 +260,7 @@ impl Conn {
                 let session = self.session.as_ref().expect("authenticated");
                 let keys = self.store.count(&session.db).await;
                 let text = format!(
-                    "# Server\r\nredis_version:{REDIS_VERSION}\r\nshoal_version:{}\r\nredis_mode:standalone\r\n\r\n# Keyspace\r\ndb0:keys={keys},expires=0\r\n# Shoal\r\ndatabase:{}\r\n",
+                    "# Server\r\nredis_version:{REDIS_VERSION}\r\nshoal_version:{}\r\nredis_mode:standalone\r\n\r\n# Keyspace\r\ndb0:keys={keys}\r\n\r\n# Shoal\r\ndatabase:{}\r\n",
                     env!("CARGO_PKG_VERSION"),
                     session.db.db.name,
                 );

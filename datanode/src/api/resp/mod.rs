@@ -144,26 +144,26 @@ async fn connection(
                         let authenticated = conn.session.as_ref();
                         parser.ranges().and(authenticated).and(run_of(&args))
                     };
+                    let mut ran = false;
                     // A run needs a command after this one.
                     if let Some(run) = run.filter(|_| start + len < buf.len()) {
                         let (commands, end) = collect_run(&mut parser, &buf, start, run);
                         if commands.len() > 1 {
                             conn.execute_run(run, &buf, &commands).await;
                             start = end;
-                            continue;
+                            ran = true;
+                        } else {
+                            // A run of one: parse it again, as any command.
+                            let _ = parser.parse(&buf[start..]);
                         }
-                        // A run of one: parse it again, as any command.
-                        let _ = parser.parse(&buf[start..]);
                     }
-                    let args: Vec<&[u8]> = parser.args(&buf[start..start + len]).collect();
-                    start += len;
-                    if args.is_empty() {
-                        continue;
-                    }
-                    let flow = conn.execute(&args).await;
-                    if flow == Flow::Close {
-                        let _ = stream.write_all(&conn.out.buf).await;
-                        return;
+                    if !ran {
+                        let args: Vec<&[u8]> = parser.args(&buf[start..start + len]).collect();
+                        start += len;
+                        if !args.is_empty() && conn.execute(&args).await == Flow::Close {
+                            let _ = stream.write_all(&conn.out.buf).await;
+                            return;
+                        }
                     }
                     if conn.out.buf.len() >= FLUSH_AT
                         && !flush(&mut stream, &mut conn.out, limits).await
@@ -183,10 +183,16 @@ async fn connection(
             }
         }
         buf.drain(..start);
+        // Hand back memory a large command took.
+        if buf.is_empty() && buf.capacity() > 1 << 20 {
+            buf = Vec::with_capacity(16 * 1024);
+        }
         if !flush(&mut stream, &mut conn.out, limits).await || *stopped.borrow() {
             return;
         }
-        buf.reserve(need.saturating_sub(buf.len()).max(16 * 1024));
+        // Room for what is coming, grown a step at a time: a length a client
+        // announces is not memory it gets before it sends the bytes.
+        buf.reserve(need.saturating_sub(buf.len()).clamp(16 * 1024, 1 << 20));
         let read = tokio::select! {
             read = stream.read_buf(&mut buf) => read,
             () = &mut idle => {
@@ -203,10 +209,6 @@ async fn connection(
             Ok(n) if n > 0 => last_read = tokio::time::Instant::now(),
             // Closed or failed.
             _ => return,
-        }
-        // Hand back memory a large command took.
-        if buf.is_empty() && buf.capacity() > 1 << 20 {
-            buf = Vec::with_capacity(16 * 1024);
         }
     }
 }

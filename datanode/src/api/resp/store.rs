@@ -27,7 +27,7 @@ use crate::batch::{Batch, OperationError, RowView};
 use crate::catalog::{CatalogError, Database, DatabaseId, Table};
 use crate::storage::CmpOp;
 use crate::storage::value::Value;
-use crate::tc::{Commit, Grant, Tc, TcError};
+use crate::tc::{Commit, Grant, Role, Tc, TcError};
 
 /// The table of keys.
 pub const KEYS_TABLE: &str = "redis_keys";
@@ -412,6 +412,13 @@ impl Store {
             if item.value.len() > self.max_value {
                 return Err(StoreError::TooLarge(self.max_value));
             }
+        }
+        // A key that may not write does not get to create the tables either.
+        if db.grant.role != Role::ReadWrite {
+            return Err(StoreError::Tc(TcError::Forbidden {
+                database: db.db.name.to_string(),
+                reason: "the key may only read".into(),
+            }));
         }
         let t = self.tables(db, true).await?.expect("created");
         batch.clear();
