@@ -865,6 +865,8 @@ async fn keys_written_over_resp_survive_a_restart() {
         let _: () = con.set("big", vec![7u8; 100_000]).unwrap();
         let _: i64 = query(&mut con, &["HSET", "h", "f", "v"]).unwrap();
         let _: i64 = query(&mut con, &["EXPIRE", "plain", "100000"]).unwrap();
+        // Expired already: purged before the stop, or by the sweep after the start.
+        let _: String = query(&mut con, &["SET", "stale", "v", "PXAT", "1"]).unwrap();
     }
     let Setup { shoal, key } = s;
     let (code, _) = shoal.terminate();
@@ -881,4 +883,17 @@ async fn keys_written_over_resp_survive_a_restart() {
         vec![7u8; 100_000]
     );
     assert_eq!(query::<String>(&mut con, &["HGET", "h", "f"]).unwrap(), "v");
+    assert_eq!(
+        query::<Option<String>>(&mut con, &["GET", "stale"]).unwrap(),
+        None
+    );
+    let purged = (0..2000).any(|_| {
+        let size: i64 = query(&mut con, &["DBSIZE"]).unwrap();
+        if size == 3 {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        false
+    });
+    assert!(purged, "the expired key was never purged");
 }

@@ -36,10 +36,13 @@ use crate::tc::TcError;
 pub const MAX_ARGS: usize = 1024 * 1024;
 /// Replies are sent once this many bytes are waiting, even mid-pipeline.
 const FLUSH_AT: usize = 1 << 20;
-/// How often expired keys are looked for.
-const PURGE_EVERY: Duration = Duration::from_millis(500);
+/// How often the expiry index is looked at for keys that have expired.
+const PURGE_EVERY: Duration = Duration::from_millis(100);
 /// Most expired keys removed in one round.
 const PURGE_BATCH: usize = 10_000;
+/// How often every key table is scanned for expired keys the index does
+/// not know (those given their expiry before the node restarted).
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
 /// Serves RESP until `stopped`, then lets each connection finish the command
 /// it is running.
@@ -71,13 +74,25 @@ pub(crate) async fn serve(
 /// Removes expired keys now and then, until the node stops.
 async fn purge(store: Arc<Store>, mut stopped: watch::Receiver<bool>) {
     let mut every = tokio::time::interval(PURGE_EVERY);
+    let mut sweep = tokio::time::interval(SWEEP_EVERY);
     loop {
-        tokio::select! {
-            _ = every.tick() => {}
+        let sweeping = tokio::select! {
+            _ = every.tick() => false,
+            // The first tick is at once: keys that expired while the node was down.
+            _ = sweep.tick() => true,
             _ = stopped.wait_for(|s| *s) => break,
+        };
+        // A full round means more are waiting: go on at once, for a while.
+        for _ in 0..100 {
+            let done = if sweeping {
+                store.sweep_expired(PURGE_BATCH).await
+            } else {
+                store.purge_expired(PURGE_BATCH).await
+            };
+            if done < PURGE_BATCH {
+                break;
+            }
         }
-        // A full round means more are waiting: go on at once.
-        while store.purge_expired(PURGE_BATCH).await == PURGE_BATCH {}
     }
 }
 

@@ -138,11 +138,22 @@ impl Db {
     }
 }
 
+/// Keys given an expiry since the node started, by (when, a sequence
+/// number): the key tables and the key. An entry whose key has been set
+/// anew since is found out when it comes due, and skipped.
+#[derive(Debug, Default)]
+struct Expiring {
+    due: std::collections::BTreeMap<(i64, u64), (Arc<Table>, Arc<Table>, Vec<u8>)>,
+    next: u64,
+}
+
 /// Redis keys over the node's tables; shared by every connection.
 #[derive(Debug)]
 pub struct Store {
     tc: Tc,
     locks: Box<[Mutex<()>]>,
+    /// Keys with an expiry, by when: what the purge looks at.
+    expiring: std::sync::Mutex<Expiring>,
     /// Largest value (string or encoded hash).
     max_value: usize,
 }
@@ -189,6 +200,7 @@ impl Store {
         Store {
             tc,
             locks: (0..LOCKS).map(|_| Mutex::new(())).collect(),
+            expiring: std::sync::Mutex::default(),
             max_value,
         }
     }
@@ -452,6 +464,11 @@ impl Store {
             }
         }
         self.run(db, batch, commit).await?;
+        for item in items {
+            if let Some(at) = item.expires {
+                self.note_expiry(&t, item.key, at);
+            }
+        }
         Ok(reads)
     }
 
@@ -523,7 +540,11 @@ impl Store {
             ("exp", expires.map_or(Value::Null, Value::Int)),
         ];
         batch.update(&t.keys, &row).map_err(OperationError::from)?;
-        self.run(db, batch, Commit::Atomic).await
+        self.run(db, batch, Commit::Atomic).await?;
+        if let Some(at) = expires {
+            self.note_expiry(&t, key, at);
+        }
+        Ok(())
     }
 
     /// Keys in the database, expired ones not yet purged included.
@@ -538,55 +559,98 @@ impl Store {
             .sum()
     }
 
-    /// Removes up to `limit` expired keys of every database; how many.
-    /// Purging is the node's work: it is not charged to the database.
+    /// Remembers that `key` of the database whose key tables are `tables`
+    /// expires at `at`, so that the purge finds it without a scan.
+    fn note_expiry(&self, tables: &Tables, key: &[u8], at: i64) {
+        let mut expiring = self.expiring.lock().unwrap_or_else(|e| e.into_inner());
+        expiring.next += 1;
+        let seq = expiring.next;
+        expiring.due.insert(
+            (at, seq),
+            (
+                Arc::clone(&tables.keys),
+                Arc::clone(&tables.chunks),
+                key.to_vec(),
+            ),
+        );
+    }
+
+    /// Removes up to `limit` keys that have expired by now, as the expiry
+    /// index has them; how many it looked at. Purging is the node's work:
+    /// it is not charged to the database.
     pub async fn purge_expired(&self, limit: usize) -> usize {
+        let now = now_ms();
+        let due: Vec<(Arc<Table>, Arc<Table>, Vec<u8>)> = {
+            let mut expiring = self.expiring.lock().unwrap_or_else(|e| e.into_inner());
+            let mut due = Vec::new();
+            while due.len() < limit {
+                match expiring.due.first_entry() {
+                    Some(entry) if entry.key().0 <= now => due.push(entry.remove()),
+                    _ => break,
+                }
+            }
+            due
+        };
+        let looked = due.len();
+        for (keys, chunks, key) in due {
+            self.purge_key(&keys, &chunks, key).await;
+        }
+        looked
+    }
+
+    /// Finds expired keys by scanning every key table — for keys whose
+    /// expiry the index lost in a restart; up to `limit` of them. Slow on
+    /// large tables: run seldom.
+    pub async fn sweep_expired(&self, limit: usize) -> usize {
         let engine = self.tc.engine();
         let keys_table = TableName::parse(KEYS_TABLE).expect("a valid name");
-        let mut purged = 0;
+        let mut swept = 0;
         for table in engine.tables() {
-            if table.name() != &keys_table || purged >= limit {
+            if table.name() != &keys_table || swept >= limit {
                 continue;
             }
-            let now = now_ms();
-            let filter = [("exp", CmpOp::Le, Value::Int(now))];
-            let Ok(rows) = engine.scan(&table, &filter, limit - purged).await else {
+            let filter = [("exp", CmpOp::Le, Value::Int(now_ms()))];
+            let Ok(rows) = engine.scan(&table, &filter, limit - swept).await else {
                 continue;
             };
             let Ok(chunks) = engine.table(table.database.name.as_str(), CHUNKS_TABLE) else {
                 continue;
             };
             for row in rows {
-                let Value::Bytes(key) = &row.values()[0] else {
-                    continue;
-                };
-                let _lock = self.lock(table.database.id, &[key]).await;
-                // Read again under the lock: it may have been set anew.
-                let mut batch = engine.batch();
-                if batch.read(&table, &[Value::Bytes(key.clone())]).is_err()
-                    || engine.execute(&mut batch).await.is_err()
-                {
-                    continue;
-                }
-                let Ok(Some(row)) = batch.found(0) else {
-                    continue;
-                };
-                let entry = decode_entry(&row);
-                if entry.is_live(now_ms()) {
-                    continue;
-                }
-                batch.clear();
-                let k = Value::Bytes(key.clone());
-                let _ = batch.delete(&table, std::slice::from_ref(&k));
-                for i in 1..=entry.parts {
-                    let _ = batch.delete(&chunks, &[k.clone(), Value::Int(i64::from(i))]);
-                }
-                if engine.execute(&mut batch).await.is_ok() {
-                    purged += 1;
+                if let Value::Bytes(key) = row.values()[0].clone() {
+                    self.purge_key(&table, &chunks, key).await;
+                    swept += 1;
                 }
             }
         }
-        purged
+        swept
+    }
+
+    /// Deletes `key` and its parts if it has expired: read again under its
+    /// lock, as it may have been set anew since it was found.
+    async fn purge_key(&self, keys: &Arc<Table>, chunks: &Arc<Table>, key: Vec<u8>) {
+        let engine = self.tc.engine();
+        let _lock = self.lock(keys.database.id, &[&key]).await;
+        let k = Value::Bytes(key);
+        let mut batch = engine.batch();
+        if batch.read(keys, std::slice::from_ref(&k)).is_err()
+            || engine.execute(&mut batch).await.is_err()
+        {
+            return;
+        }
+        let Ok(Some(row)) = batch.found(0) else {
+            return;
+        };
+        let entry = decode_entry(&row);
+        if entry.is_live(now_ms()) {
+            return;
+        }
+        batch.clear();
+        let _ = batch.delete(keys, std::slice::from_ref(&k));
+        for i in 1..=entry.parts {
+            let _ = batch.delete(chunks, &[k.clone(), Value::Int(i64::from(i))]);
+        }
+        let _ = engine.execute(&mut batch).await;
     }
 }
 
