@@ -143,7 +143,7 @@ impl Db {
 /// anew since is found out when it comes due, and skipped.
 #[derive(Debug, Default)]
 struct Expiring {
-    due: std::collections::BTreeMap<(i64, u64), (Arc<Table>, Arc<Table>, Vec<u8>)>,
+    due: std::collections::BTreeMap<(i64, u64), (Tables, Vec<u8>)>,
     next: u64,
 }
 
@@ -565,14 +565,9 @@ impl Store {
         let mut expiring = self.expiring.lock().unwrap_or_else(|e| e.into_inner());
         expiring.next += 1;
         let seq = expiring.next;
-        expiring.due.insert(
-            (at, seq),
-            (
-                Arc::clone(&tables.keys),
-                Arc::clone(&tables.chunks),
-                key.to_vec(),
-            ),
-        );
+        expiring
+            .due
+            .insert((at, seq), (tables.clone(), key.to_vec()));
     }
 
     /// Removes up to `limit` keys that have expired by now, as the expiry
@@ -580,7 +575,7 @@ impl Store {
     /// it is not charged to the database.
     pub async fn purge_expired(&self, limit: usize) -> usize {
         let now = now_ms();
-        let due: Vec<(Arc<Table>, Arc<Table>, Vec<u8>)> = {
+        let due: Vec<(Tables, Vec<u8>)> = {
             let mut expiring = self.expiring.lock().unwrap_or_else(|e| e.into_inner());
             let mut due = Vec::new();
             while due.len() < limit {
@@ -592,8 +587,8 @@ impl Store {
             due
         };
         let looked = due.len();
-        for (keys, chunks, key) in due {
-            self.purge_key(&keys, &chunks, key).await;
+        for (tables, key) in due {
+            self.purge_key(&tables.keys, &tables.chunks, key).await;
         }
         looked
     }
