@@ -752,21 +752,19 @@ async fn connection_and_server_commands_answer_what_clients_ask() {
     assert!(db.to_string().contains("redis_keys"), "{db}");
 }
 
-/// `redis-cli`, installed by the test script, against the node.
-fn redis_cli(s: &Setup, args: &[&str]) -> String {
+/// `redis-cli`, installed by the test script, pointed at the node's
+/// `cache` database with the setup's key.
+fn redis_cli_command(s: &Setup) -> Command {
     let (host, port) = s.shoal.resp_addr.rsplit_once(':').unwrap();
-    let out = Command::new("redis-cli")
-        .args([
-            "-h",
-            host,
-            "-p",
-            port,
-            "--user",
-            "cache",
-            "--pass",
-            &s.key,
-            "--no-auth-warning",
-        ])
+    let mut command = Command::new("redis-cli");
+    command.args(["-h", host, "-p", port, "--user", "cache", "--pass", &s.key]);
+    command.arg("--no-auth-warning");
+    command
+}
+
+/// Runs `redis-cli <args>`; answers what it printed.
+fn redis_cli(s: &Setup, args: &[&str]) -> String {
+    let out = redis_cli_command(s)
         .args(args)
         .output()
         .expect("redis-cli is installed (scripts/test installs it)");
@@ -800,19 +798,7 @@ async fn redis_cli_works_unchanged() {
     assert!(redis_cli(&s, &["GET", "user:1"]).contains("WRONGTYPE"));
     assert_eq!(redis_cli(&s, &["DBSIZE"]), "3\n");
     // Commands piped in, as `redis-cli` reads them from a file.
-    let (host, port) = s.shoal.resp_addr.rsplit_once(':').unwrap();
-    let mut child = Command::new("redis-cli")
-        .args([
-            "-h",
-            host,
-            "-p",
-            port,
-            "--user",
-            "cache",
-            "--pass",
-            &s.key,
-            "--no-auth-warning",
-        ])
+    let mut child = redis_cli_command(&s)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()

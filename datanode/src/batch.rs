@@ -439,15 +439,21 @@ impl Batch {
         });
     }
 
-    /// The outcome of operation `i` (in the order added), once executed.
-    pub fn result(&self, i: usize) -> Result<Outcome, OperationError> {
+    /// Operation `i`'s slot, its worker's part of the batch, and its result.
+    fn op_result(&self, i: usize) -> (&Slot, &OpBatch, OpResult) {
         let slot = &self.slots[i];
         let batch = &self.ldms[slot.ldm as usize];
-        let result = batch
+        let result = *batch
             .results
             .get(slot.index as usize)
-            .expect("Batch::result is read after Engine::execute");
-        match *result {
+            .expect("a result is read after the batch ran");
+        (slot, batch, result)
+    }
+
+    /// The outcome of operation `i` (in the order added), once executed.
+    pub fn result(&self, i: usize) -> Result<Outcome, OperationError> {
+        let (slot, batch, result) = self.op_result(i);
+        match result {
             OpResult::Found(span) => Ok(Outcome::Found(Row::decode(
                 &slot.table,
                 span.of(&batch.out),
@@ -463,13 +469,8 @@ impl Batch {
     /// The row read operation `i` found, looked at in place: `Ok(None)` when
     /// there was none, or for an operation that is not a read.
     pub fn found(&self, i: usize) -> Result<Option<RowView<'_>>, OperationError> {
-        let slot = &self.slots[i];
-        let batch = &self.ldms[slot.ldm as usize];
-        let result = batch
-            .results
-            .get(slot.index as usize)
-            .expect("Batch::found is read after Engine::execute");
-        match *result {
+        let (slot, batch, result) = self.op_result(i);
+        match result {
             OpResult::Found(span) => {
                 let (fixed, var) = span.of(&batch.out).split_at(slot.table.layout.slot_size);
                 Ok(Some(RowView {
