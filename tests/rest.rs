@@ -188,6 +188,10 @@ async fn keys_are_checked_and_grants_are_kept() {
         let (status, body) = s.call(key, "shop/items/pk-read", read.clone()).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{key:?}");
         assert_eq!(body["error"]["code"], "UNAUTHENTICATED");
+        assert!(
+            !body.to_string().contains(&s.key[17..]),
+            "the secret is not echoed"
+        );
     }
 
     // Same tenant, database not granted: 403. Another tenant's database,
@@ -424,6 +428,7 @@ async fn bad_input_gets_a_clear_error_and_changes_nothing() {
         ("shop/items/pk-read", json!({"filters": [{"column": "name", "value": "x"}]}).to_string(), 400, "BAD_REQUEST"),
         ("shop/items/pk-read", json!({"filters": [{"column": "id", "value": [1]}]}).to_string(), 400, "INVALID_VALUE"),
         ("shop/items/pk-read", json!({"filters": [{"column": "id", "value": 1}], "readColumns": [{"column": "ghost"}]}).to_string(), 400, "BAD_REQUEST"),
+        ("shop/items/pk-read", json!({"filters": [{"column": "id", "value": 1}], "readColumns": [{"column": "id", "dataReturnType": "hex"}]}).to_string(), 400, "BAD_REQUEST"),
         ("shop/items/pk-smash", json!({}).to_string(), 404, "NOT_FOUND"),
         ("shop/items/pk-insert", format!("{{\"row\": {{\"id\": 1, \"name\": \"{}\"}}}}", "x".repeat(70_000)), 413, "BAD_REQUEST"),
         ("batch", json!({"operations": []}).to_string(), 400, "BAD_REQUEST"),

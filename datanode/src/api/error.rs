@@ -21,6 +21,8 @@ pub(crate) struct ApiError {
     details: serde_json::Map<String, serde_json::Value>,
     /// For throttling: sent as `Retry-After` (seconds, rounded up) and in the body.
     retry_after_ms: Option<u64>,
+    /// For 401: how to authenticate, as `WWW-Authenticate` says it.
+    challenge: &'static str,
 }
 
 impl ApiError {
@@ -31,11 +33,18 @@ impl ApiError {
             message: message.into(),
             details: serde_json::Map::new(),
             retry_after_ms: None,
+            challenge: "Bearer",
         }
     }
 
     pub(crate) fn with(mut self, field: &str, value: impl Into<serde_json::Value>) -> Self {
         self.details.insert(field.to_owned(), value.into());
+        self
+    }
+
+    /// Sets what `WWW-Authenticate` tells a client refused with 401.
+    pub(crate) fn challenge(mut self, challenge: &'static str) -> Self {
+        self.challenge = challenge;
         self
     }
 
@@ -81,9 +90,10 @@ impl IntoResponse for ApiError {
             );
         }
         if self.status == StatusCode::UNAUTHORIZED {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(self.challenge),
+            );
         }
         response
     }

@@ -82,7 +82,7 @@ impl From<AccessError> for ApiError {
             AccessError::NotGranted(_) => (StatusCode::FORBIDDEN, "FORBIDDEN"),
             AccessError::NoSuchDatabase(_) => (StatusCode::NOT_FOUND, "NO_SUCH_DATABASE"),
         };
-        ApiError::new(status, code, e.to_string())
+        ApiError::new(status, code, e.to_string()).challenge("ApiKey header=\"X-API-KEY\"")
     }
 }
 
@@ -139,9 +139,8 @@ struct Filter {
 #[serde(deny_unknown_fields)]
 struct ReadColumn {
     column: String,
-    /// RonDB's; only its default is known here.
+    /// RonDB's; only its `default` is known.
     #[serde(rename = "dataReturnType")]
-    #[allow(dead_code)]
     data_return_type: Option<String>,
 }
 
@@ -197,6 +196,12 @@ fn add(
         (Some(read), Method::Read) => Some(
             read.iter()
                 .map(|c| {
+                    if c.data_return_type
+                        .as_ref()
+                        .is_some_and(|t| !t.eq_ignore_ascii_case("default"))
+                    {
+                        return Err(bad_request("the only dataReturnType is 'default'"));
+                    }
                     def.columns
                         .iter()
                         .position(|d| d.name.as_str() == c.column)
