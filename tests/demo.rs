@@ -91,6 +91,57 @@ async fn the_demo_accounts_for_its_table_in_every_ndbinfo_view() {
     assert_eq!(code, Some(0));
 }
 
+/// Reads user 7 over REST with the demo's key, as its printed curl line does.
+async fn read_user_7(shoal: &Shoal, demo: &Value) -> Value {
+    assert_eq!(demo["rest_url"], shoal.rest_url.as_str());
+    assert_eq!(demo["resp_addr"], shoal.resp_addr.as_str());
+    let key = demo["tenant"]["api_key"].as_str().expect("an API key");
+    let r = common::client()
+        .post(format!("{}/0.1.0/demo/users/pk-read", shoal.rest_url))
+        .header("X-API-KEY", key)
+        .body(r#"{"filters":[{"column":"id","value":7}]}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::OK);
+    r.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn the_demo_key_reads_the_demo_table_and_says_how() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut shoal = Shoal::start_in(&["demo", "--data-memory", "64M"], dir.path());
+    shoal.wait_for("written to");
+    let demo: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("demo.json")).unwrap()).unwrap();
+    let key = demo["tenant"]["api_key"].as_str().unwrap().to_owned();
+    for tool in ["curl -s -H 'X-API-KEY:", "redis-cli"] {
+        let line = shoal.stdout.iter().find(|l| l.contains(tool)).expect(tool);
+        assert!(line.contains(&key), "{line}");
+    }
+    let user = read_user_7(&shoal, &demo).await;
+    assert_eq!(user["data"]["name"], "User 7");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join("demo.json"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0, "demo.json holds a key: its owner's only");
+    }
+    let (code, _) = shoal.terminate();
+    assert_eq!(code, Some(0));
+
+    // The next start has the same key, and it still works.
+    let mut shoal = Shoal::start_in(&["demo", "--data-memory", "64M"], dir.path());
+    shoal.wait_for("written to");
+    let again: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("demo.json")).unwrap()).unwrap();
+    assert_eq!(again["tenant"]["api_key"], key.as_str());
+    assert_eq!(read_user_7(&shoal, &again).await["data"]["id"], 7);
+}
+
 #[tokio::test]
 async fn the_demo_comes_back_with_its_data_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
