@@ -389,6 +389,17 @@ async fn expired_keys_vanish_at_once_and_are_purged() {
     assert_eq!(query::<i64>(c, &["PEXPIRE", "hgone", "-1"]).unwrap(), 1);
     assert_eq!(query::<i64>(c, &["HLEN", "hgone"]).unwrap(), 0);
 
+    assert_eq!(
+        query::<String>(c, &["SET", "ex", "v", "EX", "100"]).unwrap(),
+        "OK"
+    );
+    assert!((95..=100).contains(&query::<i64>(c, &["TTL", "ex"]).unwrap()));
+    assert_eq!(
+        query::<String>(c, &["SET", "px", "v", "PX", "100000"]).unwrap(),
+        "OK"
+    );
+    assert!((95_000..=100_000).contains(&query::<i64>(c, &["PTTL", "px"]).unwrap()));
+    let _: i64 = query(c, &["DEL", "ex", "px"]).unwrap();
     let _: () = c.set("k", "v").unwrap();
     assert_eq!(query::<i64>(c, &["TTL", "k"]).unwrap(), -1);
     assert_eq!(query::<i64>(c, &["TTL", "missing"]).unwrap(), -2);
