@@ -272,7 +272,13 @@ impl Conn {
                 .as_ref()
                 .map(Upper::as_str)
             {
-                Some("COUNT") => self.out.int(COMMANDS as i64),
+                Some("COUNT") => self.out.int(COMMANDS.len() as i64),
+                Some("LIST") => {
+                    self.out.array(COMMANDS.len());
+                    for name in COMMANDS {
+                        self.out.bulk(name.to_ascii_lowercase().as_bytes());
+                    }
+                }
                 _ => self.out.array(0),
             },
             "CONFIG" => {
@@ -858,8 +864,15 @@ impl Conn {
     }
 }
 
-/// Commands this speaks, for `COMMAND COUNT`.
-const COMMANDS: usize = 44;
+/// Commands this speaks, for `COMMAND COUNT` and `COMMAND LIST`; the test
+/// suite sends each and checks none is unknown.
+const COMMANDS: [&str; 41] = [
+    "PING", "ECHO", "QUIT", "AUTH", "HELLO", "SELECT", "DBSIZE", "INFO", "COMMAND", "CONFIG",
+    "CLIENT", "TYPE", "GET", "SET", "MSET", "MGET", "DEL", "EXISTS", "INCR", "DECR", "INCRBY",
+    "DECRBY", "APPEND", "STRLEN", "GETRANGE", "SUBSTR", "SETRANGE", "HSET", "HMSET", "HGET",
+    "HMGET", "HGETALL", "HLEN", "HEXISTS", "HDEL", "HINCRBY", "EXPIRE", "PEXPIRE", "TTL", "PTTL",
+    "PERSIST",
+];
 
 fn access_refusal(e: &AccessError) -> Refusal {
     match e {
