@@ -171,20 +171,29 @@ fn key_value(key: &[u8]) -> Result<Value, StoreError> {
     Ok(Value::Bytes(key.to_vec()))
 }
 
-fn decode_entry(row: &RowView<'_>) -> Entry {
-    let int = |c| match row.value(c) {
+/// Integer column `c` of a key row.
+fn int_column(row: &RowView<'_>, c: u16) -> Option<i64> {
+    match row.value(c) {
         Value::Int(n) => Some(n),
         Value::UInt(n) => Some(n as i64),
         _ => None,
-    };
+    }
+}
+
+/// How many parts after the first the value of a key row has.
+fn parts_of(row: &RowView<'_>) -> u32 {
+    int_column(row, 3).unwrap_or(0) as u32
+}
+
+fn decode_entry(row: &RowView<'_>) -> Entry {
     Entry {
-        kind: if int(1) == Some(1) {
+        kind: if int_column(row, 1) == Some(1) {
             Kind::Hash
         } else {
             Kind::String
         },
-        expires: int(2),
-        parts: int(3).unwrap_or(0) as u32,
+        expires: int_column(row, 2),
+        parts: parts_of(row),
         head: row.bytes(4).unwrap_or_default().to_vec(),
     }
 }
@@ -436,15 +445,10 @@ impl Store {
         batch.clear();
         let mut reads = Vec::with_capacity(items.len());
         for item in items {
-            let k = key_value(item.key)?;
-            reads.push(batch.len());
-            batch
-                .read(&t.keys, std::slice::from_ref(&k))
-                .map_err(OperationError::from)?;
             let mut parts = item.value.chunks(PART);
             let head = parts.next().unwrap_or_default();
             let row = [
-                ("k", k.clone()),
+                ("k", key_value(item.key)?),
                 ("t", Value::Int(item.kind as i64)),
                 ("exp", item.expires.map_or(Value::Null, Value::Int)),
                 (
@@ -453,6 +457,11 @@ impl Store {
                 ),
                 ("v", Value::Bytes(head.to_vec())),
             ];
+            let k = &row[0].1;
+            reads.push(batch.len());
+            batch
+                .read(&t.keys, std::slice::from_ref(k))
+                .map_err(OperationError::from)?;
             batch.write(&t.keys, &row).map_err(OperationError::from)?;
             for (i, part) in parts.enumerate() {
                 let row = [
@@ -485,7 +494,7 @@ impl Store {
         let mut orphans = Vec::new();
         for ((item, &read), _) in items.iter().zip(reads).zip(written).filter(|(_, w)| **w) {
             if let Ok(Some(row)) = batch.found(read) {
-                let old = decode_entry(&row).parts;
+                let old = parts_of(&row);
                 let new = parts_after_head(item.value.len());
                 orphans.extend((new + 1..=old).map(|i| (item.key, i)));
             }
