@@ -484,6 +484,15 @@ impl Engine {
             .await
     }
 
+    /// Runs `task` on LDM worker `ldm`'s thread, beside the worker: what
+    /// it asks of that worker's fragments is done without a thread hop.
+    pub(crate) fn spawn_on_worker<F>(&self, ldm: usize, task: F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.inner.ldms[ldm].spawn(task);
+    }
+
     /// Sends a job to worker `ldm`; the answer comes on the receiver.
     pub(crate) fn start_job(
         &self,

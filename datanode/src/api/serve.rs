@@ -6,7 +6,6 @@
 //! nothing for `idle_timeout` is closed. On stop, no connection is accepted,
 //! requests in flight finish, and idle connections are closed.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,9 +41,10 @@ impl Default for Limits {
 const DRAIN: Duration = Duration::from_secs(30);
 
 /// Accepts connections until `stopped`, handing each to `handle` with the
-/// permit it holds; refuses with `refusal` when all permits are taken.
-/// Answers the permits, to wait on with `drained`.
-pub(crate) async fn accept<F, Fut>(
+/// permit it holds (to drop when the connection ends); refuses with
+/// `refusal` when all permits are taken. Answers the permits, to wait on
+/// with `drained`.
+pub(crate) async fn accept<F>(
     listener: TcpListener,
     max_connections: usize,
     refusal: &'static [u8],
@@ -52,8 +52,7 @@ pub(crate) async fn accept<F, Fut>(
     mut handle: F,
 ) -> Arc<Semaphore>
 where
-    F: FnMut(TcpStream, OwnedSemaphorePermit) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
+    F: FnMut(TcpStream, OwnedSemaphorePermit),
 {
     let permits = Arc::new(Semaphore::new(max_connections));
     loop {
@@ -73,9 +72,7 @@ where
         };
         let _ = stream.set_nodelay(true);
         match Arc::clone(&permits).try_acquire_owned() {
-            Ok(permit) => {
-                tokio::spawn(handle(stream, permit));
-            }
+            Ok(permit) => handle(stream, permit),
             Err(_) => {
                 tokio::spawn(refuse(stream, refusal));
             }
@@ -123,10 +120,10 @@ pub(crate) async fn http(
                 .header_read_timeout(limits.idle_timeout)
                 .serve_connection(TokioIo::new(stream), service);
             let connection = watcher.watch(connection);
-            async move {
+            tokio::spawn(async move {
                 let _ = connection.await;
                 drop(permit);
-            }
+            });
         },
     )
     .await;

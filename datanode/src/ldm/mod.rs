@@ -2,6 +2,10 @@
 //!
 //! Everything reaches a worker as a message on its channel; the worker owns
 //! its fragments outright, so the data path shares no lock between workers.
+//! Each worker thread runs a single-threaded async runtime, and other work
+//! can be spawned onto it (the Redis front end puts each connection on one):
+//! a message sent from the worker's own thread is handled at once, in
+//! place, with no thread hop and no wake-up.
 //! A worker keeps its fragments in numbered slots; the table handle records
 //! each fragment's worker and slot, so an operation finds its fragment by
 //! index, and a slot reused after a drop is told apart by the table id.
@@ -20,12 +24,15 @@
 mod waits;
 mod worker;
 
+use std::cell::RefCell;
+use std::future::Future;
+use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::catalog::TableId;
 use crate::storage::fixed::RowRef;
@@ -228,36 +235,138 @@ pub(crate) enum Msg {
 /// messages already sent are done.
 #[derive(Debug)]
 pub(crate) struct Ldm {
-    sender: Option<mpsc::Sender<Msg>>,
+    /// Tells workers apart across engines in one process.
+    id: u64,
+    sender: Option<mpsc::UnboundedSender<Msg>>,
+    /// The worker thread's runtime: tasks spawned here run beside the
+    /// worker, and reach it without a thread hop.
+    runtime: tokio::runtime::Handle,
     thread: Option<thread::JoinHandle<()>>,
+}
+
+static NEXT_LDM_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The worker a worker thread runs: its id, the worker, and how to tell
+/// its message loop that a job's deadline may have changed.
+#[derive(Clone)]
+struct Local {
+    id: u64,
+    worker: Rc<RefCell<worker::Worker>>,
+    changed: Rc<Notify>,
+}
+
+thread_local! {
+    /// The worker this thread runs, if it is a worker thread.
+    static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
 }
 
 impl Ldm {
     /// Starts worker `number`; a job waits at most `lock_wait` for a row
     /// another transaction holds.
+    ///
+    /// The thread runs a single-threaded async runtime: one task takes the
+    /// worker's messages, and other tasks may be spawned beside it
+    /// (`spawn`) — a connection served there hands its operations on this
+    /// worker's fragments straight to the worker, in the same thread.
     pub(crate) fn start(
         number: usize,
         pool: Arc<DataMemory>,
         lock_wait: Duration,
     ) -> std::io::Result<Ldm> {
-        let (sender, receiver) = mpsc::channel();
+        let id = NEXT_LDM_ID.fetch_add(1, Ordering::Relaxed);
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let handle = runtime.handle().clone();
         let thread = thread::Builder::new()
             .name(format!("ldm-{number}"))
-            .spawn(move || worker::Worker::new(pool, lock_wait).run(receiver))?;
+            .spawn(move || {
+                let worker = Rc::new(RefCell::new(worker::Worker::new(pool, lock_wait)));
+                let changed = Rc::new(Notify::new());
+                LOCAL.with(|local| {
+                    *local.borrow_mut() = Some(Local {
+                        id,
+                        worker: Rc::clone(&worker),
+                        changed: Rc::clone(&changed),
+                    });
+                });
+                runtime.block_on(serve(worker, changed, receiver));
+                // Tasks still here end now, while they can still reach the
+                // worker (a transaction dropped midway sends its aborts).
+                drop(runtime);
+                LOCAL.with(|local| local.borrow_mut().take());
+            })?;
         Ok(Ldm {
+            id,
             sender: Some(sender),
+            runtime: handle,
             thread: Some(thread),
         })
     }
 
     /// Sends a message; the worker lives as long as this handle, so it is
-    /// always there to receive it.
+    /// always there to receive it. On the worker's own thread the message
+    /// is handled at once.
     pub(crate) fn send(&self, msg: Msg) {
-        self.sender
-            .as_ref()
-            .expect("sender lives until drop")
-            .send(msg)
-            .expect("LDM worker thread has died");
+        let local = LOCAL.with(|local| local.borrow().clone().filter(|l| l.id == self.id));
+        match local {
+            Some(local) => {
+                local.worker.borrow_mut().step(Some(msg));
+                // A job may have parked with a new deadline: let the
+                // message loop look again.
+                local.changed.notify_one();
+            }
+            None => self
+                .sender
+                .as_ref()
+                .expect("sender lives until drop")
+                .send(msg)
+                .unwrap_or_else(|_| panic!("LDM worker thread has died")),
+        }
+    }
+
+    /// Runs `task` on the worker's thread.
+    pub(crate) fn spawn<F>(&self, task: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        drop(self.runtime.spawn(task));
+    }
+}
+
+/// The worker's message loop: each message as it comes, and parked jobs
+/// timed out when their lock wait runs out. Ends when every sender is gone.
+async fn serve(
+    worker: Rc<RefCell<worker::Worker>>,
+    changed: Rc<Notify>,
+    mut receiver: mpsc::UnboundedReceiver<Msg>,
+) {
+    loop {
+        let deadline = worker.borrow_mut().next_deadline();
+        let msg = match deadline {
+            None => tokio::select! {
+                msg = receiver.recv() => match msg {
+                    Some(msg) => Some(msg),
+                    None => break,
+                },
+                () = changed.notified() => None,
+            },
+            Some(deadline) => tokio::select! {
+                msg = receiver.recv() => match msg {
+                    Some(msg) => Some(msg),
+                    None => break,
+                },
+                () = changed.notified() => None,
+                () = tokio::time::sleep_until(deadline.into()) => None,
+            },
+        };
+        let mut worker = worker.borrow_mut();
+        worker.step(msg);
+        // Whatever else has arrived, before giving the thread back.
+        while let Ok(msg) = receiver.try_recv() {
+            worker.step(Some(msg));
+        }
     }
 }
 
@@ -265,8 +374,12 @@ impl Drop for Ldm {
     fn drop(&mut self) {
         drop(self.sender.take());
         if let Some(thread) = self.thread.take() {
-            // A worker that panicked has already printed why.
-            let _ = thread.join();
+            // The last handle may go on the worker's own thread (a task
+            // there held it): that thread ends by itself.
+            if thread.thread().id() != thread::current().id() {
+                // A worker that panicked has already printed why.
+                let _ = thread.join();
+            }
         }
     }
 }

@@ -4,7 +4,6 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use rustc_hash::FxHashMap;
@@ -114,24 +113,21 @@ impl Worker {
         }
     }
 
-    pub(super) fn run(mut self, receiver: mpsc::Receiver<Msg>) {
-        loop {
-            let received = match self.waits.next_deadline() {
-                None => receiver.recv().map_err(|_| RecvTimeoutError::Disconnected),
-                Some(deadline) => {
-                    receiver.recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                }
-            };
-            match received {
-                Ok(msg) => self.handle(msg),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-            self.time_out(Instant::now());
-            while let Some(job) = self.ready.pop_front() {
-                self.run_job(job);
-            }
+    /// Handles `msg` (if any), times out jobs parked too long, and runs
+    /// every job that became ready.
+    pub(super) fn step(&mut self, msg: Option<Msg>) {
+        if let Some(msg) = msg {
+            self.handle(msg);
         }
+        self.time_out(Instant::now());
+        while let Some(job) = self.ready.pop_front() {
+            self.run_job(job);
+        }
+    }
+
+    /// When the next parked job's lock wait runs out.
+    pub(super) fn next_deadline(&mut self) -> Option<Instant> {
+        self.waits.next_deadline()
     }
 
     // A reply whose receiver is gone (the caller gave up) is simply dropped.

@@ -104,6 +104,9 @@ struct Shared {
     buffered_from: Lsn,
     failed: Option<Arc<str>>,
     stopping: bool,
+    /// The writer waits on `work` for something to write: only then is
+    /// waking it worth a system call.
+    writer_idle: bool,
 }
 
 /// The redo log of a data node.
@@ -184,6 +187,7 @@ impl RedoLog {
                 buffered_from: end,
                 failed: None,
                 stopping: false,
+                writer_idle: false,
             }),
             work: Condvar::new(),
             durable: Mutex::new(Durable {
@@ -236,10 +240,11 @@ impl RedoLog {
         encode(lsn, payload, &mut shared.buffer);
         shared.next = lsn + (HEADER + payload.len()) as u64;
         let end = shared.next;
-        let wake = match self.mode {
-            Durability::Sync => true,
-            Durability::Interval(_) => shared.buffer.len() >= INTERVAL_WAKE_BYTES,
-        };
+        let wake = shared.writer_idle
+            && match self.mode {
+                Durability::Sync => true,
+                Durability::Interval(_) => shared.buffer.len() >= INTERVAL_WAKE_BYTES,
+            };
         drop(shared);
         if wake {
             self.work.notify_one();
@@ -389,11 +394,13 @@ impl Writer {
                             if !shared.buffer.is_empty() {
                                 break;
                             }
+                            shared.writer_idle = true;
                             shared = self
                                 .log
                                 .work
                                 .wait(shared)
-                                .unwrap_or_else(|e| e.into_inner())
+                                .unwrap_or_else(|e| e.into_inner());
+                            shared.writer_idle = false;
                         }
                         // Once an interval: write what is buffered and sync
                         // it; sooner only to write a full buffer.
@@ -407,12 +414,14 @@ impl Writer {
                                 break;
                             }
                             let wait = if pending { every - since } else { every };
+                            shared.writer_idle = true;
                             shared = self
                                 .log
                                 .work
                                 .wait_timeout(shared, wait)
                                 .unwrap_or_else(|e| e.into_inner())
                                 .0;
+                            shared.writer_idle = false;
                         }
                     }
                 }
