@@ -155,6 +155,7 @@ impl DataNode {
             tokio::spawn(serve::http(
                 rest,
                 api::rest::router(tc.clone(), limits),
+                tc.engine().clone(),
                 limits,
                 stopped.clone(),
             )),

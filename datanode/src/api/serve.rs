@@ -6,6 +6,7 @@
 //! nothing for `idle_timeout` is closed. On stop, no connection is accepted,
 //! requests in flight finish, and idle connections are closed.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +17,8 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+
+use crate::engine::Engine;
 
 /// What one front end allows.
 #[derive(Debug, Clone, Copy)]
@@ -34,6 +37,38 @@ impl Default for Limits {
             idle_timeout: Duration::from_secs(300),
             max_request_bytes: 64 << 20,
         }
+    }
+}
+
+/// Deals connections to the LDM worker threads in turn: what a connection
+/// asks of that worker's fragments is done there without a thread hop.
+pub(crate) struct Workers {
+    engine: Engine,
+    next: usize,
+}
+
+impl Workers {
+    pub(crate) fn new(engine: Engine) -> Workers {
+        Workers { engine, next: 0 }
+    }
+
+    /// Runs `serve` with `stream` on the next worker's thread.
+    pub(crate) fn spawn<F, Fut>(&mut self, stream: TcpStream, serve: F)
+    where
+        F: FnOnce(TcpStream) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send,
+    {
+        // A stream belongs to the runtime it was made in: it moves as the
+        // operating system's socket, and is made anew over there.
+        let Ok(stream) = stream.into_std() else {
+            return;
+        };
+        self.next = (self.next + 1) % self.engine.ldm_threads();
+        self.engine.spawn_on_worker(self.next, async move {
+            if let Ok(stream) = TcpStream::from_std(stream) {
+                serve(stream).await;
+            }
+        });
     }
 }
 
@@ -102,34 +137,32 @@ async fn refuse(mut stream: TcpStream, refusal: &'static [u8]) {
 pub(crate) async fn http(
     listener: TcpListener,
     router: Router,
+    engine: Engine,
     limits: Limits,
     stopped: watch::Receiver<bool>,
 ) {
     const REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: 95\r\n\r\n{\"error\":{\"code\":\"TOO_MANY_CONNECTIONS\",\"message\":\"the node has all the connections it takes\"}}";
-    let graceful = Arc::new(GracefulShutdown::new());
-    let watcher = Arc::clone(&graceful);
+    let graceful = GracefulShutdown::new();
+    let mut workers = Workers::new(engine);
     accept(
         listener,
         limits.max_connections,
         REFUSAL,
         stopped,
-        move |stream, permit| {
-            let service = TowerToHyperService::new(router.clone());
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(limits.idle_timeout)
-                .serve_connection(TokioIo::new(stream), service);
-            let connection = watcher.watch(connection);
-            tokio::spawn(async move {
-                let _ = connection.await;
+        |stream, permit| {
+            let (router, watcher) = (router.clone(), graceful.watcher());
+            workers.spawn(stream, move |stream| async move {
+                let service = TowerToHyperService::new(router);
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(limits.idle_timeout)
+                    .serve_connection(TokioIo::new(stream), service);
+                let _ = watcher.watch(connection).await;
                 drop(permit);
             });
         },
     )
     .await;
-    let Ok(graceful) = Arc::try_unwrap(graceful) else {
-        return;
-    };
     if tokio::time::timeout(DRAIN, graceful.shutdown())
         .await
         .is_err()

@@ -54,8 +54,7 @@ pub(crate) async fn serve(
 ) {
     tokio::spawn(purge(Arc::clone(&store), stopped.clone()));
     let watching = stopped.clone();
-    let engine = store.tc().engine().clone();
-    let mut next = 0;
+    let mut workers = serve::Workers::new(store.tc().engine().clone());
     let permits = serve::accept(
         listener,
         limits.max_connections,
@@ -63,17 +62,8 @@ pub(crate) async fn serve(
         stopped,
         move |stream, permit| {
             let (store, stopped) = (Arc::clone(&store), watching.clone());
-            // Each connection lives on an LDM worker's thread, taken in
-            // turn: what it reads and writes on that worker's fragments
-            // needs no thread hop.
-            let Ok(stream) = stream.into_std() else {
-                return;
-            };
-            next = (next + 1) % engine.ldm_threads();
-            engine.spawn_on_worker(next, async move {
-                if let Ok(stream) = TcpStream::from_std(stream) {
-                    connection(stream, store, limits, stopped).await;
-                }
+            workers.spawn(stream, move |stream| async move {
+                connection(stream, store, limits, stopped).await;
                 drop(permit);
             });
         },
