@@ -344,22 +344,19 @@ async fn serve(
 ) {
     loop {
         let deadline = worker.borrow_mut().next_deadline();
-        let msg = match deadline {
-            None => tokio::select! {
-                msg = receiver.recv() => match msg {
-                    Some(msg) => Some(msg),
-                    None => break,
-                },
-                () = changed.notified() => None,
+        let timeout = async {
+            match deadline {
+                Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        let msg = tokio::select! {
+            msg = receiver.recv() => match msg {
+                Some(msg) => Some(msg),
+                None => break,
             },
-            Some(deadline) => tokio::select! {
-                msg = receiver.recv() => match msg {
-                    Some(msg) => Some(msg),
-                    None => break,
-                },
-                () = changed.notified() => None,
-                () = tokio::time::sleep_until(deadline.into()) => None,
-            },
+            () = changed.notified() => None,
+            () = timeout => None,
         };
         let mut worker = worker.borrow_mut();
         worker.step(msg);
