@@ -387,6 +387,47 @@ fn a_writer_that_waits_too_long_gets_a_retryable_error_and_changes_nothing() {
     });
 }
 
+/// A request made on a worker's own thread (as a connection served there
+/// makes it) reaches that worker without a message, and still parks on a
+/// held row, times out, and goes through once the row is let go.
+#[test]
+fn a_request_on_a_workers_own_thread_waits_and_times_out_like_any_other() {
+    let rt = crate::test_runtime();
+    let s = setup(64, Duration::from_millis(20));
+    rt.block_on(async {
+        let (t, g, _, b) = rows_on_two_workers(&s.tc).await;
+        let mut holder = s.tc.engine().batch();
+        holder.delete(&t, &[Value::Int(b)]).unwrap();
+        let held = hold(&s.tc, 9_999_003, &mut holder).await;
+        assert_eq!(held.len(), 1, "one row, on one worker");
+        let on_its_worker = |value: &'static str| {
+            let (tc, t) = (s.tc.clone(), Arc::clone(&t));
+            let (tell, told) = tokio::sync::oneshot::channel();
+            s.tc.engine().spawn_on_worker(held[0], async move {
+                let outcome = run(&tc, &g, Commit::Each, |batch| {
+                    batch.update(&t, &row(b, value)).unwrap();
+                })
+                .await;
+                let _ = tell.send(outcome);
+            });
+            told
+        };
+        // The bound is a guard against a wait that never ends, not a timing.
+        let (r, out) = tokio::time::timeout(Duration::from_secs(60), on_its_worker("local"))
+            .await
+            .expect("the parked request timed out")
+            .unwrap();
+        r.unwrap();
+        assert_eq!(out[0].as_ref().unwrap_err().code(), "LOCK_WAIT_TIMEOUT");
+        end(&s.tc, 9_999_003, &held, false).await;
+        let (r, out) = on_its_worker("local").await.unwrap();
+        r.unwrap();
+        assert_eq!(out[0], Ok(Outcome::Updated));
+        assert_eq!(value(&s.tc, &t, b).await.as_deref(), Some("local"));
+        s.tc.engine().audit().await;
+    });
+}
+
 #[test]
 fn a_request_dropped_while_waiting_lets_go_of_its_rows() {
     let rt = crate::test_runtime();
