@@ -250,6 +250,19 @@ async fn string_commands_behave_as_in_redis() {
         [Some("1".into()), None, Some("3".into())]
     );
     assert!(query::<String>(c, &["MSET", "a", "1", "b"]).is_err());
+    // A key given twice takes its last value, whole, even across parts.
+    let (v1, v2) = ("x".repeat(130_000), "y".repeat(60_000));
+    assert_eq!(
+        query::<String>(c, &["MSET", "twice", &v1, "twice", &v2]).unwrap(),
+        "OK"
+    );
+    assert_eq!(query::<String>(c, &["GET", "twice"]).unwrap(), v2);
+    let _: i64 = query(c, &["DEL", "twice"]).unwrap();
+    let chunks = s.shoal.table_memory("cache", "redis_chunks").await.unwrap();
+    assert_eq!(
+        chunks[2], chunks[3],
+        "no part of either value is left: {chunks:?}"
+    );
     assert_eq!(
         query::<i64>(c, &["EXISTS", "a", "b", "zz", "a"]).unwrap(),
         3

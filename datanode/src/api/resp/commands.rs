@@ -308,8 +308,15 @@ impl Conn {
             }
             "MSET" => {
                 check(n >= 3 && !n.is_multiple_of(2))?;
-                let pairs: Vec<(&[u8], &[u8])> =
-                    args[1..].chunks(2).map(|p| (p[0], p[1])).collect();
+                // A key given twice takes its last value, as in Redis; one
+                // request writes each key once.
+                let mut pairs: Vec<(&[u8], &[u8])> = Vec::with_capacity(n / 2);
+                for p in args[1..].chunks(2) {
+                    match pairs.iter_mut().find(|(k, _)| *k == p[0]) {
+                        Some(pair) => pair.1 = p[1],
+                        None => pairs.push((p[0], p[1])),
+                    }
+                }
                 let keys: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();
                 let (store, db, batch, out) = self.parts();
                 let _locks = store.lock(db.db.id, &keys).await;
