@@ -168,12 +168,10 @@ impl Engine {
         ldms: impl Iterator<Item = u16>,
         msg: impl Fn(usize, oneshot::Sender<T>) -> Msg,
     ) -> Vec<T> {
-        let mut waits = Vec::new();
-        for (i, ldm) in ldms.enumerate() {
-            let (done, wait) = oneshot::channel();
-            self.inner.ldms[ldm as usize].send(msg(i, done));
-            waits.push(wait);
-        }
+        let waits: Vec<_> = ldms
+            .enumerate()
+            .map(|(i, ldm)| self.ask(ldm as usize, |done| msg(i, done)))
+            .collect();
         let mut replies = Vec::with_capacity(waits.len());
         for wait in waits {
             replies.push(wait.await.expect("LDM worker replies"));
@@ -347,13 +345,13 @@ impl Engine {
     /// start to bring it up to date; `None` if the table is gone.
     pub(crate) async fn image(&self, table: &Table, fragment: u16) -> Option<(Vec<u8>, Lsn)> {
         let place = table.fragments[fragment as usize];
-        let (reply, wait) = oneshot::channel();
-        self.inner.ldms[place.ldm as usize].send(Msg::Image {
+        self.ask(place.ldm as usize, |reply| Msg::Image {
             table: table.id,
             slot: place.slot,
             reply,
-        });
-        wait.await.expect("LDM worker replies")
+        })
+        .await
+        .expect("LDM worker replies")
     }
 
     /// Replaces fragment `fragment` of `table` with an image of it.
@@ -364,14 +362,14 @@ impl Engine {
         image: Vec<u8>,
     ) -> Result<(), String> {
         let place = table.fragments[fragment as usize];
-        let (reply, wait) = oneshot::channel();
-        self.inner.ldms[place.ldm as usize].send(Msg::Restore {
+        self.ask(place.ldm as usize, |reply| Msg::Restore {
             table: table.id,
             slot: place.slot,
             image,
             reply,
-        });
-        wait.await.expect("LDM worker replies")
+        })
+        .await
+        .expect("LDM worker replies")
     }
 
     /// Drops a table, giving all its pages back to the pool.
@@ -501,14 +499,26 @@ impl Engine {
         mode: Mode,
         batch: OpBatch,
     ) -> oneshot::Receiver<(OpBatch, JobOutcome)> {
+        self.ask(ldm, |reply| {
+            Msg::Run(Job {
+                txn,
+                mode,
+                batch,
+                next: 0,
+                reply,
+            })
+        })
+    }
+
+    /// Sends worker `ldm` the message `msg` makes around a reply channel;
+    /// the reply comes on the receiver.
+    fn ask<T>(
+        &self,
+        ldm: usize,
+        msg: impl FnOnce(oneshot::Sender<T>) -> Msg,
+    ) -> oneshot::Receiver<T> {
         let (reply, wait) = oneshot::channel();
-        self.inner.ldms[ldm].send(Msg::Run(Job {
-            txn,
-            mode,
-            batch,
-            next: 0,
-            reply,
-        }));
+        self.inner.ldms[ldm].send(msg(reply));
         wait
     }
 
@@ -519,14 +529,13 @@ impl Engine {
         txn: TxnId,
         commit: bool,
     ) -> oneshot::Receiver<()> {
-        let (done, wait) = oneshot::channel();
-        let msg = if commit {
-            Msg::Commit { txn, done }
-        } else {
-            Msg::Abort { txn, done }
-        };
-        self.inner.ldms[ldm].send(msg);
-        wait
+        self.ask(ldm, |done| {
+            if commit {
+                Msg::Commit { txn, done }
+            } else {
+                Msg::Abort { txn, done }
+            }
+        })
     }
 
     /// Rows of `table` that pass every condition, at most `limit`, in no
@@ -562,8 +571,7 @@ impl Engine {
         for place in &table.fragments {
             let mut from: RowRef = 0;
             while rows.len() < limit {
-                let (reply, wait) = oneshot::channel();
-                self.inner.ldms[place.ldm as usize].send(Msg::Scan {
+                let wait = self.ask(place.ldm as usize, |reply| Msg::Scan {
                     table: table.id,
                     slot: place.slot,
                     from,
