@@ -7,11 +7,13 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-/// A file that grows at its end.
+/// A file written front to back from a position.
 pub trait AppendFile: Send {
+    /// Writes `bytes` where the last append ended.
     fn append(&mut self, bytes: &[u8]) -> io::Result<()>;
     /// Makes everything appended so far durable (`fdatasync`).
     fn sync(&mut self) -> io::Result<()>;
@@ -27,8 +29,12 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// Replaces `path` with `bytes` all at once, durably: a crash leaves the
     /// old contents or the new, never a mix.
     fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
-    /// Opens `path` for appending, creating it (durably) if needed.
-    fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>>;
+    /// Opens `path` to append at byte `at` on, creating it (durably) if
+    /// needed, with its first `reserve` bytes allocated on disk (reading as
+    /// zeros where nothing was written). Writes into allocated space leave
+    /// the file's size alone, so syncing them is one write to the device
+    /// and not a file-system journal commit as well.
+    fn open_append(&self, path: &Path, at: u64, reserve: u64) -> io::Result<Box<dyn AppendFile>>;
     /// Cuts `path` to `len` bytes, durably.
     fn truncate(&self, path: &Path, len: u64) -> io::Result<()>;
     fn remove(&self, path: &Path) -> io::Result<()>;
@@ -49,15 +55,32 @@ fn parent(path: &Path) -> &Path {
         .unwrap_or(Path::new("."))
 }
 
-struct RealAppend(fs::File);
+struct RealAppend {
+    file: fs::File,
+    at: u64,
+}
 
 impl AppendFile for RealAppend {
     fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.0.write_all(bytes)
+        self.file.write_all_at(bytes, self.at)?;
+        self.at += bytes.len() as u64;
+        Ok(())
     }
 
     fn sync(&mut self) -> io::Result<()> {
-        self.0.sync_data()
+        self.file.sync_data()
+    }
+}
+
+/// Allocates the first `len` bytes of `file` on disk (glibc writes zeros
+/// where the file system cannot allocate).
+fn reserve(file: &fs::File, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let len = libc::off_t::try_from(len).map_err(io::Error::other)?;
+    // SAFETY: the descriptor is open for writing for the whole call.
+    match unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) } {
+        0 => Ok(()),
+        errno => Err(io::Error::from_raw_os_error(errno)),
     }
 }
 
@@ -96,17 +119,30 @@ impl Storage for FileSystem {
         sync_dir(parent(path))
     }
 
-    fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {
+    fn open_append(
+        &self,
+        path: &Path,
+        at: u64,
+        reserve_bytes: u64,
+    ) -> io::Result<Box<dyn AppendFile>> {
         let existed = path.exists();
         let file = fs::OpenOptions::new()
             .create(true)
-            .append(true)
+            .read(true)
+            .write(true)
+            .truncate(false)
             .open(path)?;
-        if !existed {
+        let grows = file.metadata()?.len() < reserve_bytes;
+        if grows {
+            reserve(&file, reserve_bytes)?;
+        }
+        if grows || !existed {
             file.sync_all()?;
+        }
+        if !existed {
             sync_dir(parent(path))?;
         }
-        Ok(Box::new(RealAppend(file)))
+        Ok(Box::new(RealAppend { file, at }))
     }
 
     fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
@@ -166,6 +202,7 @@ struct MemInner {
 struct MemAppend {
     storage: MemStorage,
     path: PathBuf,
+    at: usize,
 }
 
 impl AppendFile for MemAppend {
@@ -182,7 +219,12 @@ impl AppendFile for MemAppend {
             .files
             .get_mut(&self.path)
             .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
-        file.written.extend_from_slice(&bytes[..fits]);
+        let end = self.at + fits;
+        if file.written.len() < end {
+            file.written.resize(end, 0);
+        }
+        file.written[self.at..end].copy_from_slice(&bytes[..fits]);
+        self.at = end;
         if fits < bytes.len() {
             return Err(io::Error::new(
                 io::ErrorKind::StorageFull,
@@ -249,17 +291,26 @@ impl MemStorage {
     }
 
     /// Forgets everything not synced, keeping of each file's unsynced bytes
-    /// only the first `torn` (a write cut off by the crash).
+    /// only the first `torn` from where the file last differed from what
+    /// was synced (a write cut off by the crash).
     pub fn crash(&self, torn: usize) {
         for file in self.lock().files.values_mut() {
-            let keep = file.written.len().min(file.durable.len() + torn);
-            let mut after = file.written[..keep].to_vec();
-            // A torn write can also leave garbage where it stopped.
-            if let Some(last) = after.last_mut().filter(|_| keep > file.durable.len()) {
-                *last ^= 0x5a;
+            let (durable, written) = (&mut file.durable, &file.written);
+            let from = durable
+                .iter()
+                .zip(written)
+                .position(|(d, w)| d != w)
+                .unwrap_or(durable.len().min(written.len()));
+            let keep = written.len().min(from + torn);
+            if durable.len() < keep {
+                durable.resize(keep, 0);
             }
-            file.written = std::mem::take(&mut after);
-            file.durable.clone_from(&file.written);
+            durable[from..keep].copy_from_slice(&written[from..keep]);
+            // A torn write can also leave garbage where it stopped.
+            if keep > from {
+                durable[keep - 1] ^= 0x5a;
+            }
+            file.written.clone_from(&file.durable);
         }
     }
 
@@ -271,7 +322,7 @@ impl MemStorage {
         file.durable.clone_from(&file.written);
     }
 
-    /// The durable length of a file.
+    /// The length of a file.
     pub fn len(&self, path: &Path) -> usize {
         self.lock().files.get(path).map_or(0, |f| f.written.len())
     }
@@ -335,11 +386,20 @@ impl Storage for MemStorage {
         Ok(())
     }
 
-    fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {
-        self.lock().files.entry(path.to_owned()).or_default();
+    fn open_append(&self, path: &Path, at: u64, reserve: u64) -> io::Result<Box<dyn AppendFile>> {
+        let mut inner = self.lock();
+        let file = inner.files.entry(path.to_owned()).or_default();
+        let reserve = reserve as usize;
+        // Reserved space is zeros, durably.
+        for bytes in [&mut file.written, &mut file.durable] {
+            if bytes.len() < reserve {
+                bytes.resize(reserve, 0);
+            }
+        }
         Ok(Box::new(MemAppend {
             storage: self.clone(),
             path: path.to_owned(),
+            at: at as usize,
         }))
     }
 
@@ -373,13 +433,13 @@ mod tests {
     fn a_crash_keeps_what_was_synced() {
         let fs = MemStorage::default();
         let path = Path::new("/d/log");
-        let mut f = fs.open_append(path).unwrap();
+        let mut f = fs.open_append(path, 0, 0).unwrap();
         f.append(b"hello ").unwrap();
         f.sync().unwrap();
         f.append(b"world").unwrap();
         fs.crash(0);
         assert_eq!(fs.read(path).unwrap(), b"hello ");
-        let mut f = fs.open_append(path).unwrap();
+        let mut f = fs.open_append(path, 6, 0).unwrap();
         f.append(b"again").unwrap();
         fs.crash(3);
         let torn = fs.read(path).unwrap();
@@ -388,10 +448,30 @@ mod tests {
     }
 
     #[test]
+    fn a_crash_in_reserved_space_keeps_what_was_synced() {
+        let fs = MemStorage::default();
+        let path = Path::new("/d/log");
+        let mut f = fs.open_append(path, 0, 16).unwrap();
+        f.append(b"hello ").unwrap();
+        f.sync().unwrap();
+        f.append(b"world").unwrap();
+        fs.crash(0);
+        assert_eq!(fs.read(path).unwrap(), b"hello \0\0\0\0\0\0\0\0\0\0");
+        let mut f = fs.open_append(path, 6, 16).unwrap();
+        f.append(b"again").unwrap();
+        fs.crash(3);
+        let torn = fs.read(path).unwrap();
+        assert_eq!(torn.len(), 16);
+        assert_eq!(&torn[..8], b"hello ag");
+        assert_ne!(torn[8], b'a', "the torn byte is garbage");
+        assert!(torn[9..].iter().all(|b| *b == 0));
+    }
+
+    #[test]
     fn faults_are_injected() {
         let fs = MemStorage::default();
         let path = Path::new("/d/log");
-        let mut f = fs.open_append(path).unwrap();
+        let mut f = fs.open_append(path, 0, 0).unwrap();
         fs.set_faults(Faults {
             fail_sync: true,
             space_left: Some(3),
@@ -413,11 +493,17 @@ mod tests {
         fs.write_atomic(&file, b"two").unwrap();
         assert_eq!(fs.read(&file).unwrap(), b"two");
         let log = dir.path().join("log");
-        let mut f = fs.open_append(&log).unwrap();
+        let mut f = fs.open_append(&log, 0, 0).unwrap();
         f.append(b"abc").unwrap();
         f.sync().unwrap();
         fs.truncate(&log, 1).unwrap();
         assert_eq!(fs.read(&log).unwrap(), b"a");
+        // Reopened with room reserved: the reserved tail reads as zeros and
+        // appends overwrite it from where they start.
+        let mut f = fs.open_append(&log, 1, 8).unwrap();
+        f.append(b"bc").unwrap();
+        f.sync().unwrap();
+        assert_eq!(fs.read(&log).unwrap(), b"abc\0\0\0\0\0");
         assert_eq!(
             fs.list(dir.path()).unwrap(),
             vec![file.clone(), log.clone()]

@@ -3,7 +3,10 @@
 //!
 //! The log is one stream of bytes cut into segment files named by the offset
 //! they start at (`redo/00000000000000000000.redo`, …). An LSN is an offset in
-//! that stream. A record is
+//! that stream. Each segment is allocated at its full size when it is
+//! created, so a sync writes records into space the file already has — no
+//! change of its size to commit — and the space after the last record reads
+//! as zeros. A record is
 //! ```text
 //! [payload length u32][crc32c u32 of the next 8 + length bytes][lsn u64: its own offset][payload]
 //! ```
@@ -177,8 +180,14 @@ impl RedoLog {
             .filter_map(|p| segment_start(p).map(|s| (s, p)))
             .next_back()
         {
-            Some((start, path)) if start <= end => (start, storage.open_append(path)?),
-            _ => (end, storage.open_append(&dir.join(segment_name(end)))?),
+            Some((start, path)) if start <= end => (
+                start,
+                storage.open_append(path, end - start, segment_bytes)?,
+            ),
+            _ => (
+                end,
+                storage.open_append(&dir.join(segment_name(end)), 0, segment_bytes)?,
+            ),
         };
         let log = Arc::new(RedoLog {
             shared: Mutex::new(Shared {
@@ -464,9 +473,11 @@ impl Writer {
                 // successor exists.
                 self.sync()?;
                 self.segment_start = self.written;
-                self.file = self
-                    .storage
-                    .open_append(&self.dir.join(segment_name(self.written)))?;
+                self.file = self.storage.open_append(
+                    &self.dir.join(segment_name(self.written)),
+                    0,
+                    self.segment_bytes,
+                )?;
             }
             let room = self.segment_bytes - (self.written - self.segment_start);
             let mut end = at;
@@ -600,9 +611,19 @@ pub fn replay(
                     at += len;
                 }
                 Err(problem) => {
-                    let valid_after = (at + 1..bytes.len())
+                    let rest = &bytes[at..];
+                    let Some(last_written) = rest.iter().rposition(|b| *b != 0) else {
+                        // Allocated space never written: the segment's
+                        // records end here.
+                        break;
+                    };
+                    // A record of zeros with records after it: the later
+                    // writes reached the disk before this one, which only
+                    // unsynced writes do — none was acknowledged.
+                    let hole = rest[..HEADER.min(rest.len())].iter().all(|b| *b == 0);
+                    let valid_after = (at + 1..=at + last_written)
                         .any(|p| record_at(&bytes, p, start + p as u64).is_ok());
-                    if last && !valid_after {
+                    if last && (hole || !valid_after) {
                         return Ok(LogEnd {
                             end: lsn,
                             torn: Some((path.clone(), at as u64)),
@@ -616,7 +637,7 @@ pub fn replay(
                 }
             }
         }
-        end = start + bytes.len() as u64;
+        end = start + at as u64;
     }
     Ok(LogEnd { end, torn: None })
 }

@@ -40,12 +40,16 @@ fn on_fresh_disk<T>(body: impl AsyncFnOnce(&MemStorage) -> T) -> T {
     crate::test_runtime().block_on(body(&fs))
 }
 
+/// Redo segments in these tests: small, so that logs span several.
+const SEGMENT: u64 = 64 << 10;
+
 async fn start(fs: &MemStorage) -> Result<Durable, OpenError> {
-    open(
+    open_with(
         config(),
         Arc::new(fs.clone()),
         Path::new(DIR),
         Durability::Sync,
+        SEGMENT,
     )
     .await
 }
@@ -487,7 +491,6 @@ fn disk_use(fs: &MemStorage, dir: &Path) -> u64 {
 
 #[test]
 fn disk_use_stays_bounded_under_a_steady_write_load() {
-    const SEGMENT: u64 = 64 << 10;
     on_fresh_disk(async |fs| {
         let node = open_with(
             config(),

@@ -267,3 +267,104 @@ fn a_gap_between_segments_is_an_error() {
     ));
     let _ = Path::new("/");
 }
+
+#[test]
+fn segments_are_allocated_whole_and_their_zero_tails_are_not_records() {
+    let fs = MemStorage::default();
+    let rt = runtime();
+    let log = open(&fs, 0, Durability::Sync);
+    let end = log.append(b"one record").unwrap();
+    rt.block_on(log.wait_durable(end)).unwrap();
+    log.close().unwrap();
+    let segment = dir().join(segment_name(0));
+    assert_eq!(fs.len(&segment), 1024, "allocated at its full size");
+    let (records, log_end) = read_all(&fs, 0);
+    assert_eq!(records, vec![(0, b"one record".to_vec())]);
+    assert_eq!(log_end, LogEnd { end, torn: None });
+    // Reopened, the log writes on from its end, over the zeros.
+    let log = open(&fs, end, Durability::Sync);
+    let next = log.append(b"two").unwrap();
+    rt.block_on(log.wait_durable(next)).unwrap();
+    log.close().unwrap();
+    assert_eq!(read_all(&fs, 0).0.len(), 2);
+    assert_eq!(fs.len(&segment), 1024);
+}
+
+/// A segment of `records` (payloads, each at the offset the one before ends
+/// at), with the `hole`-th left as zeros — as when later unsynced writes
+/// reach the disk before an earlier one — in `size` bytes.
+fn segment_with_hole(start: Lsn, records: &[&[u8]], hole: usize, size: usize) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for (i, payload) in records.iter().enumerate() {
+        let at = bytes.len();
+        encode(start + at as u64, payload, &mut bytes);
+        if i == hole {
+            bytes[at..].fill(0);
+        }
+    }
+    bytes.resize(size, 0);
+    bytes
+}
+
+#[test]
+fn a_hole_in_the_last_segment_ends_the_log_and_one_earlier_is_corruption() {
+    let fs = MemStorage::default();
+    let first = dir().join(segment_name(0));
+    fs.write_atomic(
+        &first,
+        &segment_with_hole(0, &[b"kept", b"lost", b"after"], 1, 1024),
+    )
+    .unwrap();
+    let (records, end) = read_all(&fs, 0);
+    assert_eq!(records, vec![(0, b"kept".to_vec())]);
+    let hole_at = (HEADER + 4) as u64;
+    assert_eq!(end.end, hole_at);
+    assert_eq!(
+        end.torn,
+        Some((first.clone(), hole_at)),
+        "cut off on recovery"
+    );
+
+    // The same segment followed by another: its records were all synced
+    // before the next segment began, so a hole in it is lost data.
+    let second_start = 1024;
+    fs.write_atomic(
+        &dir().join(segment_name(second_start)),
+        &segment_with_hole(second_start, &[b"next"], usize::MAX, 1024),
+    )
+    .unwrap();
+    match replay(&fs, &dir(), 0, |_, _| {}) {
+        Err(RedoError::Corrupt { path, offset, .. }) => {
+            assert_eq!((path, offset), (first, hole_at));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_real_file_system_keeps_the_log_in_allocated_segments() {
+    let data = tempfile::tempdir().unwrap();
+    let fs: Arc<dyn Storage> = Arc::new(crate::persist::io::FileSystem);
+    let dir = data.path().join("redo");
+    let rt = runtime();
+    let log = RedoLog::open_with(Arc::clone(&fs), dir.clone(), 0, Durability::Sync, 4096).unwrap();
+    let ends: Vec<Lsn> = (0..100u8).map(|i| log.append(&[i; 100]).unwrap()).collect();
+    rt.block_on(log.wait_durable(ends[99])).unwrap();
+    log.close().unwrap();
+    let segments = fs.list(&dir).unwrap();
+    assert!(segments.len() > 2);
+    for segment in &segments {
+        assert!(std::fs::metadata(segment).unwrap().len() >= 4096);
+    }
+    let mut seen = Vec::new();
+    let end = replay(&*fs, &dir, 0, |lsn, payload| seen.push((lsn, payload[0]))).unwrap();
+    assert_eq!(
+        end,
+        LogEnd {
+            end: ends[99],
+            torn: None
+        }
+    );
+    assert_eq!(seen.len(), 100);
+    assert!(seen.iter().enumerate().all(|(i, (_, b))| *b == i as u8));
+}
