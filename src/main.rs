@@ -36,6 +36,47 @@ enum Command {
     Demo(NodeArgs),
     /// Start one data node.
     Datanode(NodeArgs),
+    /// Start the control plane: tenants, users, databases, API keys and quotas.
+    ControlPlane(ControlPlaneArgs),
+}
+
+#[derive(Args)]
+struct ControlPlaneArgs {
+    /// Directory for the control plane's files (its SQLite store by default).
+    #[arg(long, default_value = "shoal-data")]
+    data_dir: PathBuf,
+    /// The store: `sqlite://<file>` or `postgres://user:password@host/db`
+    /// [default: a SQLite file in --data-dir].
+    #[arg(long, env = "SHOAL_DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    listen: IpAddr,
+    /// Port of the REST API and the console (0: any free port).
+    #[arg(long, default_value_t = 8080)]
+    control_port: u16,
+    /// Mark session cookies `Secure` (when clients reach the control plane over HTTPS).
+    #[arg(long)]
+    secure_cookies: bool,
+}
+
+impl ControlPlaneArgs {
+    fn config(&self) -> anyhow::Result<shoal_control_plane::Config> {
+        let store_url = match &self.database_url {
+            Some(url) => url.clone(),
+            None => {
+                std::fs::create_dir_all(&self.data_dir).with_context(|| {
+                    format!("creating the data directory {}", self.data_dir.display())
+                })?;
+                shoal_control_plane::store::default_url(&self.data_dir)
+            }
+        };
+        Ok(shoal_control_plane::Config {
+            store_url,
+            listen: (self.listen, self.control_port).into(),
+            secure_cookies: self.secure_cookies,
+        })
+    }
 }
 
 #[derive(Args)]
@@ -146,6 +187,7 @@ async fn main() -> anyhow::Result<()> {
     let (args, seed_demo) = match &cli.command {
         Command::Demo(args) => (args, true),
         Command::Datanode(args) => (args, false),
+        Command::ControlPlane(args) => return control_plane(args).await,
     };
     let config = args.config()?;
     let node = DataNode::start(config.clone()).await?;
@@ -164,6 +206,22 @@ async fn main() -> anyhow::Result<()> {
     wait_for_stop().await?;
     println!("stopping");
     node.shutdown().await.context("stopping the data node")?;
+    Ok(())
+}
+
+async fn control_plane(args: &ControlPlaneArgs) -> anyhow::Result<()> {
+    let control = shoal_control_plane::ControlPlane::start(args.config()?).await?;
+    println!(
+        "control plane listening: http://{} (store: {})",
+        control.addr,
+        match control.app.store.backend() {
+            shoal_control_plane::store::Backend::Sqlite => "SQLite",
+            shoal_control_plane::store::Backend::Postgres => "PostgreSQL",
+        }
+    );
+    wait_for_stop().await?;
+    println!("stopping");
+    control.stop().await.context("stopping the control plane")?;
     Ok(())
 }
 

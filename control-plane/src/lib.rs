@@ -1,1 +1,16 @@
-//! The control plane: tenants, users, databases, tables, API keys and quotas, pushed to the data nodes.
+//! The control plane: tenants, users, databases, tables, API keys and
+//! quotas, pushed to the data nodes.
+//!
+//! - [`store`]: sqlx over SQLite (default) or PostgreSQL, migrations;
+//! - [`auth`]: passwords, session tokens and cookies, CSRF, login limits;
+//! - [`accounts`]: sign-up, login, logout, `/me`;
+//! - [`server`]: the HTTP server and its routes.
+
+pub mod accounts;
+pub mod auth;
+pub mod error;
+pub mod server;
+pub mod store;
+pub mod validate;
+
+pub use server::{Config, ControlPlane};

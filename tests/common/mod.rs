@@ -29,6 +29,8 @@ pub struct Shoal {
     pub rest_url: String,
     /// `host:port` of the Redis protocol.
     pub resp_addr: String,
+    /// `http://host:port` of the control plane.
+    pub control_url: String,
     pub data_dir: PathBuf,
     _dir: Option<tempfile::TempDir>,
 }
@@ -44,19 +46,62 @@ impl Shoal {
     }
 
     pub fn start_in(args: &[&str], data_dir: &Path) -> Shoal {
+        let ports = [
+            "--internal-port",
+            "0",
+            "--rest-port",
+            "0",
+            "--resp-port",
+            "0",
+        ];
+        let mut shoal = Shoal::spawn(&[args, &ports[..]].concat(), data_dir);
+        let line = shoal.wait_for("internal API http://");
+        let after = |label: &str| {
+            line.split(label)
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .unwrap_or_else(|| panic!("no {label:?} in {line:?}"))
+                .to_owned()
+        };
+        shoal.internal_url = after("internal API ");
+        shoal.rest_url = after("REST ");
+        shoal.resp_addr = after("RESP ");
+        shoal
+    }
+
+    /// Starts `shoal control-plane` on a free port with a fresh data
+    /// directory, its store at `store_url` (or SQLite in the directory).
+    pub fn control_plane(store_url: Option<&str>) -> Shoal {
+        let dir = tempfile::tempdir().unwrap();
+        let mut shoal = Shoal::control_plane_in(store_url, dir.path());
+        shoal._dir = Some(dir);
+        shoal
+    }
+
+    pub fn control_plane_in(store_url: Option<&str>, data_dir: &Path) -> Shoal {
+        let mut args = vec!["control-plane", "--control-port", "0"];
+        if let Some(url) = store_url {
+            args.extend(["--database-url", url]);
+        }
+        let mut shoal = Shoal::spawn(&args, data_dir);
+        let line = shoal.wait_for("control plane listening: http://");
+        shoal.control_url = line
+            .split("listening: ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap()
+            .to_owned();
+        shoal
+    }
+
+    /// Starts `shoal <args> --data-dir <data_dir>`.
+    fn spawn(args: &[&str], data_dir: &Path) -> Shoal {
         let mut child = Command::new(env!("CARGO_BIN_EXE_shoal"))
             .args(args)
             .arg("--data-dir")
             .arg(data_dir)
-            .args([
-                "--internal-port",
-                "0",
-                "--rest-port",
-                "0",
-                "--resp-port",
-                "0",
-            ])
             .env_remove("SHOAL_CLUSTER_SECRET")
+            .env_remove("SHOAL_DATABASE_URL")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -82,7 +127,7 @@ impl Shoal {
                 }
             }
         });
-        let mut shoal = Shoal {
+        Shoal {
             child: Some(child),
             lines,
             stdout: Vec::new(),
@@ -90,21 +135,10 @@ impl Shoal {
             internal_url: String::new(),
             rest_url: String::new(),
             resp_addr: String::new(),
+            control_url: String::new(),
             data_dir: data_dir.to_owned(),
             _dir: None,
-        };
-        let line = shoal.wait_for("internal API http://");
-        let after = |label: &str| {
-            line.split(label)
-                .nth(1)
-                .and_then(|rest| rest.split_whitespace().next())
-                .unwrap_or_else(|| panic!("no {label:?} in {line:?}"))
-                .to_owned()
-        };
-        shoal.internal_url = after("internal API ");
-        shoal.rest_url = after("REST ");
-        shoal.resp_addr = after("RESP ");
-        shoal
+        }
     }
 
     /// Waits for a stdout line containing `needle` and returns it.
@@ -301,4 +335,65 @@ impl Shoal {
         let rows: Vec<Vec<Value>> = serde_json::from_value(usage["rows"].clone()).unwrap();
         rows.into_iter().find(|r| r[0] == db && r[1] == table)
     }
+}
+
+/// The PostgreSQL server the control-plane tests use: `SHOAL_TEST_POSTGRES`,
+/// a URL of a role that may create databases (scripts/test starts a local
+/// server and sets it).
+pub fn postgres_admin_url() -> String {
+    std::env::var("SHOAL_TEST_POSTGRES").unwrap_or_else(|_| {
+        panic!(
+            "set SHOAL_TEST_POSTGRES to a PostgreSQL URL of a role with CREATEDB \
+             (scripts/test installs and starts one)"
+        )
+    })
+}
+
+/// A fresh PostgreSQL database for one test, dropped afterwards.
+pub struct PgDatabase {
+    admin: String,
+    name: String,
+    pub url: String,
+}
+
+impl PgDatabase {
+    pub fn create() -> PgDatabase {
+        let admin = postgres_admin_url();
+        let mut random = [0u8; 6];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut random))
+            .unwrap();
+        let name = format!(
+            "shoal_test_{}",
+            random
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        );
+        psql(&admin, &format!("CREATE DATABASE {name}"));
+        let (base, _) = admin.rsplit_once('/').expect("the URL names a database");
+        let url = format!("{base}/{name}");
+        PgDatabase { admin, name, url }
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        psql(
+            &self.admin,
+            &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
+        );
+    }
+}
+
+fn psql(url: &str, sql: &str) {
+    let out = Command::new("psql")
+        .args([url, "-qAtc", sql])
+        .output()
+        .expect("psql is installed (apt: postgresql-client)");
+    assert!(
+        out.status.success(),
+        "psql {sql:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -1,0 +1,197 @@
+//! Sign-up, login, logout and who am I.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::auth::{self, Caller, Role, UserRow};
+use crate::error::ApiError;
+use crate::server::{App, Body};
+use crate::store::{new_id, now_ms};
+use crate::validate;
+
+/// Longest tenant name.
+pub const MAX_TENANT_NAME: usize = 40;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Signup {
+    email: String,
+    password: String,
+    tenant_name: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Login {
+    email: String,
+    password: String,
+}
+
+/// A user as the API shows one.
+fn user_json(id: &str, email: &str, role: Role, tenant: Option<(&str, &str)>) -> Value {
+    json!({
+        "id": id,
+        "email": email,
+        "role": role.as_str(),
+        "tenant": tenant.map(|(id, name)| json!({"id": id, "name": name})),
+    })
+}
+
+/// A new session for `user`: the token and CSRF token in the body and as
+/// cookies.
+fn session(app: &App, status: StatusCode, user_id: &str, user: Value) -> Response {
+    let (token, claims) = app.tokens.issue(user_id);
+    let body = json!({
+        "token": token,
+        "csrf_token": claims.csrf,
+        "expires_at": claims.exp,
+        "user": user,
+    });
+    with_cookies(
+        (status, Json(body)).into_response(),
+        auth::session_cookies(&token, &claims.csrf, app.config.secure_cookies),
+    )
+}
+
+fn with_cookies(mut response: Response, cookies: [String; 2]) -> Response {
+    for cookie in cookies {
+        response.headers_mut().append(
+            header::SET_COOKIE,
+            HeaderValue::from_str(&cookie).expect("cookies are ASCII"),
+        );
+    }
+    response
+}
+
+/// `POST /auth/signup`: a new tenant and its owner, logged in.
+pub async fn signup(
+    State(app): State<Arc<App>>,
+    Body(req): Body<Signup>,
+) -> Result<Response, ApiError> {
+    let email = validate::email(&req.email)?;
+    validate::password(&req.password)?;
+    let tenant_name = validate::name("tenant_name", &req.tenant_name, MAX_TENANT_NAME)?;
+    let taken: Option<String> = sqlx::query_scalar("SELECT id FROM users WHERE email = $1")
+        .bind(&email)
+        .fetch_optional(&app.store.pool)
+        .await?;
+    if taken.is_some() {
+        return Err(ApiError::conflict(
+            "EMAIL_TAKEN",
+            "an account with this email exists: log in instead",
+        ));
+    }
+    let taken: Option<String> = sqlx::query_scalar("SELECT id FROM tenants WHERE name = $1")
+        .bind(&tenant_name)
+        .fetch_optional(&app.store.pool)
+        .await?;
+    if taken.is_some() {
+        return Err(ApiError::conflict(
+            "TENANT_NAME_TAKEN",
+            format!("the tenant name '{tenant_name}' is taken"),
+        ));
+    }
+    let password = req.password;
+    let hash = auth::blocking(move || auth::hash_password(&password)).await;
+    let (tenant_id, user_id, now) = (new_id("t"), new_id("u"), now_ms());
+    let mut tx = app.store.pool.begin().await?;
+    sqlx::query("INSERT INTO tenants (id, name, status, created_at) VALUES ($1, $2, 'active', $3)")
+        .bind(&tenant_id)
+        .bind(&tenant_name)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| unique_or(e, "TENANT_NAME_TAKEN", "the tenant name is taken"))?;
+    sqlx::query(
+        "INSERT INTO users (id, tenant_id, email, password_hash, role, sessions_after, created_at) \
+         VALUES ($1, $2, $3, $4, 'owner', 0, $5)",
+    )
+    .bind(&user_id)
+    .bind(&tenant_id)
+    .bind(&email)
+    .bind(&hash)
+    .bind(now)
+    .execute(&mut *tx)
+    .await
+    .map_err(|e| unique_or(e, "EMAIL_TAKEN", "an account with this email exists"))?;
+    tx.commit().await?;
+    tracing::info!(tenant = %tenant_id, user = %user_id, "signed up");
+    let user = user_json(
+        &user_id,
+        &email,
+        Role::Owner,
+        Some((&tenant_id, &tenant_name)),
+    );
+    Ok(session(&app, StatusCode::CREATED, &user_id, user))
+}
+
+/// A unique-key violation (a race the checks before it lost) as a
+/// conflict; anything else as the store error it is.
+fn unique_or(e: sqlx::Error, code: &'static str, message: &str) -> ApiError {
+    match &e {
+        sqlx::Error::Database(db) if db.is_unique_violation() => ApiError::conflict(code, message),
+        _ => e.into(),
+    }
+}
+
+/// `POST /auth/login`.
+pub async fn login(
+    State(app): State<Arc<App>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Body(req): Body<Login>,
+) -> Result<Response, ApiError> {
+    let email = req.email.trim().to_lowercase();
+    if email.len() > 254 || req.password.len() > auth::MAX_PASSWORD {
+        return Err(ApiError::unauthenticated("wrong email or password"));
+    }
+    app.login_limits.attempt(&email, peer.ip())?;
+    let user = UserRow::load(&app.store, "u.email", &email).await?;
+    // Without an account, check against a hash all the same: the answer
+    // takes as long, and says nothing about which emails exist.
+    let hash = user
+        .as_ref()
+        .map_or_else(|| app.dummy_hash.clone(), |u| u.password_hash.clone());
+    let password = req.password;
+    let matches = auth::blocking(move || auth::verify_password(&password, &hash)).await;
+    let Some(user) = user.filter(|_| matches) else {
+        tracing::info!(peer = %peer.ip(), "failed login");
+        return Err(ApiError::unauthenticated("wrong email or password"));
+    };
+    if user.suspended() {
+        return Err(ApiError::forbidden(
+            "the tenant is suspended: ask the platform's operators",
+        ));
+    }
+    let tenant = user.tenant_id.as_deref().zip(user.tenant_name.as_deref());
+    let answer = user_json(&user.id, &user.email, user.role()?, tenant);
+    Ok(session(&app, StatusCode::OK, &user.id, answer))
+}
+
+/// `POST /auth/logout`: ends every session of the caller's.
+pub async fn logout(State(app): State<Arc<App>>, caller: Caller) -> Result<Response, ApiError> {
+    sqlx::query("UPDATE users SET sessions_after = $1 WHERE id = $2")
+        .bind(now_ms() + 1)
+        .bind(&caller.user_id)
+        .execute(&app.store.pool)
+        .await?;
+    Ok(with_cookies(
+        StatusCode::NO_CONTENT.into_response(),
+        auth::cleared_cookies(app.config.secure_cookies),
+    ))
+}
+
+/// `GET /me`.
+pub async fn me(caller: Caller) -> Json<Value> {
+    let tenant = caller
+        .tenant_id
+        .as_deref()
+        .zip(caller.tenant_name.as_deref());
+    Json(json!({"user": user_json(&caller.user_id, &caller.email, caller.role, tenant)}))
+}

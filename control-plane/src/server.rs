@@ -1,0 +1,174 @@
+//! The control plane's HTTP server: its state, its routes, start and stop.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{DefaultBodyLimit, FromRequest, Request};
+use axum::http::{HeaderValue, header};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::de::DeserializeOwned;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::accounts;
+use crate::auth::{self, LoginLimits, Tokens};
+use crate::error::ApiError;
+use crate::store::{OpenError, Store};
+
+/// The largest request body the API reads.
+pub const MAX_BODY: usize = 64 << 10;
+
+/// How the control plane runs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `sqlite://…` or `postgres://…`.
+    pub store_url: String,
+    pub listen: SocketAddr,
+    /// Mark cookies `Secure` (when served over HTTPS, e.g. behind a proxy).
+    pub secure_cookies: bool,
+}
+
+/// What every request handler shares.
+#[derive(Debug)]
+pub struct App {
+    pub store: Store,
+    pub tokens: Tokens,
+    pub login_limits: LoginLimits,
+    pub config: Config,
+    /// A hash to check passwords against when there is no such account.
+    pub dummy_hash: String,
+}
+
+/// A JSON request body, refused with the API's error shape when it is not
+/// JSON, not the expected shape, or larger than `MAX_BODY`.
+#[derive(Debug)]
+pub struct Body<T>(pub T);
+
+impl<S, T> FromRequest<S> for Body<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Body<T>, ApiError> {
+        let Json(value) = Json::<T>::from_request(req, state)
+            .await
+            .map_err(|e: JsonRejection| ApiError::from(e))?;
+        Ok(Body(value))
+    }
+}
+
+/// Why the control plane did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Store(#[from] OpenError),
+    #[error("reading the control plane's settings: {0}")]
+    Settings(#[from] sqlx::Error),
+    #[error("listening on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// A running control plane.
+#[derive(Debug)]
+pub struct ControlPlane {
+    pub addr: SocketAddr,
+    pub app: Arc<App>,
+    stop: Option<oneshot::Sender<()>>,
+    server: JoinHandle<std::io::Result<()>>,
+}
+
+impl ControlPlane {
+    /// Opens the store (applying migrations), and serves the API.
+    pub async fn start(config: Config) -> Result<ControlPlane, StartError> {
+        let store = Store::open(&config.store_url).await?;
+        // The signing secret is made on first start and kept in the store,
+        // so that every control plane on the same store accepts the same
+        // sessions; it is never logged.
+        let secret = store
+            .setting_or_init("session_signing_secret", || auth::random_hex(32))
+            .await?;
+        let dummy_hash = auth::blocking(|| auth::hash_password(&auth::random_hex(16))).await;
+        let app = Arc::new(App {
+            store,
+            tokens: Tokens::new(secret.as_bytes()),
+            login_limits: LoginLimits::default(),
+            config: config.clone(),
+            dummy_hash,
+        });
+        let listener =
+            TcpListener::bind(config.listen)
+                .await
+                .map_err(|source| StartError::Listen {
+                    addr: config.listen,
+                    source,
+                })?;
+        let addr = listener.local_addr().map_err(|source| StartError::Listen {
+            addr: config.listen,
+            source,
+        })?;
+        let (stop, stopped) = oneshot::channel::<()>();
+        let service = router(Arc::clone(&app)).into_make_service_with_connect_info::<SocketAddr>();
+        let server = tokio::spawn(async move {
+            axum::serve(listener, service)
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .await
+        });
+        Ok(ControlPlane {
+            addr,
+            app,
+            stop: Some(stop),
+            server,
+        })
+    }
+
+    /// Stops taking connections, finishes the requests under way, and
+    /// closes the store.
+    pub async fn stop(mut self) -> std::io::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let served = (&mut self.server).await.unwrap_or(Ok(()));
+        self.app.store.close().await;
+        served
+    }
+}
+
+/// Every route.
+pub fn router(app: Arc<App>) -> Router {
+    let api = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/auth/signup", post(accounts::signup))
+        .route("/auth/login", post(accounts::login))
+        .route("/auth/logout", post(accounts::logout))
+        .route("/me", get(accounts::me))
+        .fallback(|| async { ApiError::not_found("route") })
+        .layer(axum::middleware::map_response(no_store));
+    Router::new()
+        .nest("/api/v1", api)
+        .fallback(|| async { ApiError::not_found("page") })
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(app)
+}
+
+async fn healthz() -> impl IntoResponse {
+    Json(serde_json::json!({"status": "ok"}))
+}
+
+/// API answers carry sessions and tenants' data: no cache keeps them.
+async fn no_store(mut response: axum::response::Response) -> axum::response::Response {
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}

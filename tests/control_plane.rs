@@ -1,0 +1,424 @@
+//! The control plane's accounts API from outside: `shoal control-plane`
+//! started as a process on a free port, with a fresh store per test, each
+//! test run on SQLite and on PostgreSQL.
+
+mod common;
+
+use common::{PgDatabase, Shoal};
+use reqwest::header::{HeaderMap, SET_COOKIE};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone, Copy)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// A control plane on a fresh store, and the database to drop after.
+struct Control {
+    shoal: Shoal,
+    _pg: Option<PgDatabase>,
+    http: reqwest::Client,
+}
+
+/// How a request is authenticated.
+#[derive(Debug, Clone, Copy)]
+enum Auth<'a> {
+    None,
+    Bearer(&'a str),
+    /// The session cookie, and the CSRF header if given.
+    Cookie(&'a str, Option<&'a str>),
+}
+
+/// A logged-in session as login answers it.
+#[derive(Debug, Clone)]
+struct Session {
+    token: String,
+    csrf: String,
+    cookies: Vec<String>,
+    user: Value,
+}
+
+impl Control {
+    fn start(backend: Backend) -> Control {
+        let pg = match backend {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some(PgDatabase::create()),
+        };
+        let shoal = Shoal::control_plane(pg.as_ref().map(|db| db.url.as_str()));
+        Control {
+            shoal,
+            _pg: pg,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        auth: Auth<'_>,
+    ) -> (StatusCode, HeaderMap, Value) {
+        let url = format!("{}/api/v1{path}", self.shoal.control_url);
+        let mut req = self.http.request(method, url);
+        if let Some(body) = body {
+            req = req.json(body);
+        }
+        req = match auth {
+            Auth::None => req,
+            Auth::Bearer(token) => req.bearer_auth(token),
+            Auth::Cookie(token, csrf) => {
+                let req = req.header("cookie", format!("shoal_session={token}"));
+                match csrf {
+                    Some(csrf) => req.header("x-csrf-token", csrf),
+                    None => req,
+                }
+            }
+        };
+        let response = req.send().await.unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let text = response.text().await.unwrap();
+        let body = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text:?}"))
+        };
+        (status, headers, body)
+    }
+
+    async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
+        let (status, _, body) = self.call(Method::POST, path, Some(body), Auth::None).await;
+        (status, body)
+    }
+
+    async fn signup(&self, email: &str, tenant: &str) -> Session {
+        let body = json!({"email": email, "password": "a long password", "tenant_name": tenant});
+        let (status, headers, body) = self
+            .call(Method::POST, "/auth/signup", Some(&body), Auth::None)
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        session(&headers, body)
+    }
+
+    async fn login(&self, email: &str, password: &str) -> (StatusCode, HeaderMap, Value) {
+        let body = json!({"email": email, "password": password});
+        self.call(Method::POST, "/auth/login", Some(&body), Auth::None)
+            .await
+    }
+}
+
+fn session(headers: &HeaderMap, body: Value) -> Session {
+    Session {
+        token: body["token"].as_str().unwrap().to_owned(),
+        csrf: body["csrf_token"].as_str().unwrap().to_owned(),
+        cookies: headers
+            .get_all(SET_COOKIE)
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .collect(),
+        user: body["user"].clone(),
+    }
+}
+
+fn code(body: &Value) -> &str {
+    body["error"]["code"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error code in {body}"))
+}
+
+/// Runs each named test on SQLite and on PostgreSQL.
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            async fn sqlite() {
+                super::$name(super::Backend::Sqlite).await
+            }
+            #[tokio::test]
+            async fn postgres() {
+                super::$name(super::Backend::Postgres).await
+            }
+        }
+    )*};
+}
+
+on_both_stores!(
+    signup_login_me_and_logout,
+    bad_input_is_refused_clearly_and_creates_nothing,
+    login_attempts_are_limited,
+    sessions_and_accounts_survive_a_restart,
+);
+
+async fn signup_login_me_and_logout(backend: Backend) {
+    let cp = Control::start(backend);
+    let signed_up = cp.signup("Ada@Example.com", "analytical").await;
+    assert_eq!(signed_up.user["email"], "ada@example.com");
+    assert_eq!(signed_up.user["role"], "owner");
+    assert_eq!(signed_up.user["tenant"]["name"], "analytical");
+    let session_cookie = signed_up
+        .cookies
+        .iter()
+        .find(|c| c.starts_with("shoal_session="))
+        .expect("a session cookie");
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(session_cookie.contains(attribute), "{session_cookie}");
+    }
+    let csrf_cookie = signed_up
+        .cookies
+        .iter()
+        .find(|c| c.starts_with("shoal_csrf="))
+        .unwrap();
+    assert!(
+        !csrf_cookie.contains("HttpOnly"),
+        "the console's scripts read it"
+    );
+
+    // Login with the wrong password and with an unknown email: the same answer.
+    let (status, _, wrong) = cp.login("ada@example.com", "not the password").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _, unknown) = cp.login("nobody@example.com", "not the password").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(wrong, unknown);
+    assert_eq!(code(&wrong), "UNAUTHENTICATED");
+
+    let (status, headers, body) = cp.login("  ADA@example.com", "a long password").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let session = session(&headers, body);
+    assert_eq!(session.user, signed_up.user);
+
+    // The token works as a Bearer token and as the cookie.
+    let (status, headers, me) = cp
+        .call(Method::GET, "/me", None, Auth::Bearer(&session.token))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(me["user"], signed_up.user);
+    assert_eq!(headers["cache-control"], "no-store");
+    let (status, _, me) = cp
+        .call(Method::GET, "/me", None, Auth::Cookie(&session.token, None))
+        .await;
+    assert_eq!((status, &me["user"]), (StatusCode::OK, &signed_up.user));
+    let (status, _, body) = cp.call(Method::GET, "/me", None, Auth::None).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED")
+    );
+    let (status, _, _) = cp
+        .call(Method::GET, "/me", None, Auth::Bearer("not.a.token"))
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    // A write with only the cookie is refused: it needs the CSRF token too.
+    let (status, _, body) = cp
+        .call(
+            Method::POST,
+            "/auth/logout",
+            None,
+            Auth::Cookie(&session.token, None),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (StatusCode::FORBIDDEN, "FORBIDDEN"));
+    let (status, _, _) = cp
+        .call(
+            Method::POST,
+            "/auth/logout",
+            None,
+            Auth::Cookie(&session.token, Some(&signed_up.csrf)),
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "another session's CSRF token"
+    );
+    let (status, headers, _) = cp
+        .call(
+            Method::POST,
+            "/auth/logout",
+            None,
+            Auth::Cookie(&session.token, Some(&session.csrf)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert!(
+        headers
+            .get_all(SET_COOKIE)
+            .iter()
+            .any(|c| c.to_str().unwrap().starts_with("shoal_session=;")),
+        "the cookie is cleared"
+    );
+    // Logout ends every session of the user's, Bearer ones too.
+    for token in [&session.token, &signed_up.token] {
+        let (status, _, _) = cp.call(Method::GET, "/me", None, Auth::Bearer(token)).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+    let (status, _, body) = cp.login("ada@example.com", "a long password").await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _, _) = cp
+        .call(
+            Method::GET,
+            "/me",
+            None,
+            Auth::Bearer(body["token"].as_str().unwrap()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "a new login works");
+
+    // Neither the password nor a token reaches the log.
+    let log = cp.shoal.stderr();
+    assert!(!log.contains("a long password"));
+    assert!(!log.contains(&session.token));
+}
+
+async fn bad_input_is_refused_clearly_and_creates_nothing(backend: Backend) {
+    let cp = Control::start(backend);
+    let url = format!("{}/api/v1/auth/signup", cp.shoal.control_url);
+    let raw = |body: Vec<u8>, content_type: &'static str| {
+        let req = cp
+            .http
+            .post(&url)
+            .header("content-type", content_type)
+            .body(body);
+        async move {
+            let response = req.send().await.unwrap();
+            let status = response.status();
+            (status, response.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, body) = raw(b"{\"email\": ".to_vec(), "application/json").await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::BAD_REQUEST, "INVALID_REQUEST")
+    );
+    let (status, body) = raw(b"email=a".to_vec(), "application/x-www-form-urlencoded").await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNSUPPORTED_MEDIA_TYPE, "UNSUPPORTED_MEDIA_TYPE")
+    );
+    let mut huge =
+        br#"{"email": "a@b.io", "password": "a long password", "tenant_name": ""#.to_vec();
+    huge.extend(std::iter::repeat_n(b'a', 100 << 10));
+    huge.extend(br#""}"#);
+    let (status, body) = raw(huge, "application/json").await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE")
+    );
+    let (status, body) = raw(vec![0xff, 0xfe, b'{'], "application/json").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+
+    let good =
+        json!({"email": "grace@example.com", "password": "a long password", "tenant_name": "navy"});
+    let with = |field: &str, value: Value| {
+        let mut body = good.clone();
+        body[field] = value;
+        body
+    };
+    let cases = [
+        (with("email", json!("grace")), "email"),
+        (with("email", json!("")), "email"),
+        (
+            with("email", json!(format!("{}@x.io", "g".repeat(300)))),
+            "email",
+        ),
+        (with("password", json!("short")), "password"),
+        (with("password", json!("p".repeat(10_000))), "password"),
+        (with("tenant_name", json!("")), "tenant_name"),
+        (with("tenant_name", json!("Navy")), "tenant_name"),
+        (
+            with("tenant_name", json!("navy'; DROP TABLE tenants; --")),
+            "tenant_name",
+        ),
+        (with("tenant_name", json!("navy\u{0}")), "tenant_name"),
+        (with("tenant_name", json!("n".repeat(41))), "tenant_name"),
+        (with("tenant_name", json!(7)), "tenant_name"),
+        (with("unexpected", json!(1)), "unexpected"),
+        (json!({"email": "grace@example.com"}), "password"),
+        (json!([]), ""),
+    ];
+    for (body, field) in &cases {
+        let (status, answer) = cp.post("/auth/signup", body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body} → {answer}");
+        assert_eq!(code(&answer), "INVALID_REQUEST");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains(field), "{message:?} names {field:?}");
+    }
+    // Nothing was made: the email is still free, and so is the name.
+    let (status, _, _) = cp.login("grace@example.com", "a long password").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    cp.signup("grace@example.com", "navy").await;
+
+    let (status, body) = cp
+        .post("/auth/signup", &with("tenant_name", json!("army")))
+        .await;
+    assert_eq!((status, code(&body)), (StatusCode::CONFLICT, "EMAIL_TAKEN"));
+    let (status, body) = cp
+        .post("/auth/signup", &with("email", json!("other@example.com")))
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::CONFLICT, "TENANT_NAME_TAKEN")
+    );
+
+    let (status, _, body) = cp
+        .call(Method::GET, "/no/such/route", None, Auth::None)
+        .await;
+    assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "NOT_FOUND"));
+    let (status, _, body) = cp.call(Method::GET, "/healthz", None, Auth::None).await;
+    assert_eq!((status, &body["status"]), (StatusCode::OK, &json!("ok")));
+}
+
+async fn login_attempts_are_limited(backend: Backend) {
+    let cp = Control::start(backend);
+    cp.signup("eve@example.com", "guessed").await;
+    let mut refused = None;
+    for _ in 0..12 {
+        let (status, headers, body) = cp.login("eve@example.com", "wrong guess").await;
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            refused = Some((headers, body));
+            break;
+        }
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+    let (headers, body) = refused.expect("guessing is cut off within 12 attempts");
+    assert_eq!(code(&body), "TOO_MANY_ATTEMPTS");
+    let retry: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    // Even the right password waits now.
+    let (status, _, _) = cp.login("eve@example.com", "a long password").await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+}
+
+async fn sessions_and_accounts_survive_a_restart(backend: Backend) {
+    let pg = match backend {
+        Backend::Sqlite => None,
+        Backend::Postgres => Some(PgDatabase::create()),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let url = pg.as_ref().map(|db| db.url.as_str());
+    let start = || Control {
+        shoal: Shoal::control_plane_in(url, dir.path()),
+        _pg: None,
+        http: reqwest::Client::new(),
+    };
+    let cp = start();
+    let session = cp.signup("lin@example.com", "restarts").await;
+    let (code_, _) = cp.shoal.terminate();
+    assert_eq!(code_, Some(0));
+    if url.is_none() {
+        assert!(dir.path().join("control-plane.db").exists());
+    }
+    let cp = start();
+    let (status, _, me) = cp
+        .call(Method::GET, "/me", None, Auth::Bearer(&session.token))
+        .await;
+    assert_eq!(
+        (status, &me["user"]),
+        (StatusCode::OK, &session.user),
+        "the signing secret is kept"
+    );
+    let (status, _, _) = cp.login("lin@example.com", "a long password").await;
+    assert_eq!(status, StatusCode::OK);
+}
