@@ -13,6 +13,7 @@ use shoal_datanode::api::serve::Limits;
 use shoal_datanode::internal_api::ClusterSecret;
 use shoal_datanode::node::{DataNode, DataNodeConfig};
 use shoal_datanode::persist::redo::Durability;
+use shoal_datanode::register::ControlPlaneLink;
 
 use crate::size::ByteSize;
 
@@ -58,23 +59,36 @@ struct ControlPlaneArgs {
     /// Mark session cookies `Secure` (when clients reach the control plane over HTTPS).
     #[arg(long)]
     secure_cookies: bool,
+    /// The cluster secret data nodes present; by default read from (or
+    /// created in) <data-dir>/cluster-secret.
+    #[arg(long, env = "SHOAL_CLUSTER_SECRET", hide_env_values = true)]
+    cluster_secret: Option<String>,
 }
 
 impl ControlPlaneArgs {
     fn config(&self) -> anyhow::Result<shoal_control_plane::Config> {
+        std::fs::create_dir_all(&self.data_dir)
+            .with_context(|| format!("creating the data directory {}", self.data_dir.display()))?;
         let store_url = match &self.database_url {
             Some(url) => url.clone(),
+            None => shoal_control_plane::store::default_url(&self.data_dir),
+        };
+        let cluster_secret = match &self.cluster_secret {
+            Some(s) => ClusterSecret::new(s)
+                .map_err(anyhow::Error::msg)
+                .context("--cluster-secret")?,
             None => {
-                std::fs::create_dir_all(&self.data_dir).with_context(|| {
-                    format!("creating the data directory {}", self.data_dir.display())
-                })?;
-                shoal_control_plane::store::default_url(&self.data_dir)
+                let path = self.data_dir.join("cluster-secret");
+                ClusterSecret::load_or_create(&path)
+                    .map_err(anyhow::Error::msg)
+                    .with_context(|| format!("the cluster secret in {}", path.display()))?
             }
         };
         Ok(shoal_control_plane::Config {
             store_url,
             listen: (self.listen, self.control_port).into(),
             secure_cookies: self.secure_cookies,
+            cluster_secret,
         })
     }
 }
@@ -130,6 +144,13 @@ struct NodeArgs {
     /// The cluster secret; by default read from (or created in) <data-dir>/cluster-secret.
     #[arg(long, env = "SHOAL_CLUSTER_SECRET", hide_env_values = true)]
     cluster_secret: Option<String>,
+    /// The control plane to register with and report to, e.g. http://10.0.0.5:8080.
+    #[arg(long)]
+    control_plane: Option<String>,
+    /// The host the control plane and clients reach this node at
+    /// [default: the --listen address].
+    #[arg(long)]
+    advertise_host: Option<String>,
 }
 
 impl NodeArgs {
@@ -151,6 +172,27 @@ impl NodeArgs {
             "--checkpoint-redo must be at least {}",
             ByteSize(MIN_CHECKPOINT_REDO)
         );
+        let control_plane = match &self.control_plane {
+            None => None,
+            Some(url) => {
+                anyhow::ensure!(
+                    url.starts_with("http://") && url.len() > "http://".len(),
+                    "--control-plane must be an http://host:port URL"
+                );
+                let advertise_host = match &self.advertise_host {
+                    Some(host) => host.clone(),
+                    None if self.listen.is_unspecified() => anyhow::bail!(
+                        "--listen {} is every address: say which one others reach this node at with --advertise-host",
+                        self.listen
+                    ),
+                    None => self.listen.to_string(),
+                };
+                Some(ControlPlaneLink {
+                    url: url.clone(),
+                    advertise_host,
+                })
+            }
+        };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Ok(DataNodeConfig {
             node_id: self.node_id,
@@ -171,6 +213,7 @@ impl NodeArgs {
                 max_request_bytes: self.max_request_size.0 as usize,
             },
             cluster_secret,
+            control_plane,
         })
     }
 }

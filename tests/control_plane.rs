@@ -4,146 +4,11 @@
 
 mod common;
 
+use common::control::{Auth, Backend, Control, code, session};
 use common::{PgDatabase, Shoal};
-use reqwest::header::{HeaderMap, SET_COOKIE};
+use reqwest::header::SET_COOKIE;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-
-#[derive(Debug, Clone, Copy)]
-enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-/// A control plane on a fresh store, and the database to drop after.
-struct Control {
-    shoal: Shoal,
-    _pg: Option<PgDatabase>,
-    http: reqwest::Client,
-}
-
-/// How a request is authenticated.
-#[derive(Debug, Clone, Copy)]
-enum Auth<'a> {
-    None,
-    Bearer(&'a str),
-    /// The session cookie, and the CSRF header if given.
-    Cookie(&'a str, Option<&'a str>),
-}
-
-/// A logged-in session as login answers it.
-#[derive(Debug, Clone)]
-struct Session {
-    token: String,
-    csrf: String,
-    cookies: Vec<String>,
-    user: Value,
-}
-
-impl Control {
-    fn start(backend: Backend) -> Control {
-        let pg = match backend {
-            Backend::Sqlite => None,
-            Backend::Postgres => Some(PgDatabase::create()),
-        };
-        let shoal = Shoal::control_plane(pg.as_ref().map(|db| db.url.as_str()));
-        Control {
-            shoal,
-            _pg: pg,
-            http: reqwest::Client::new(),
-        }
-    }
-
-    async fn call(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<&Value>,
-        auth: Auth<'_>,
-    ) -> (StatusCode, HeaderMap, Value) {
-        let url = format!("{}/api/v1{path}", self.shoal.control_url);
-        let mut req = self.http.request(method, url);
-        if let Some(body) = body {
-            req = req.json(body);
-        }
-        req = match auth {
-            Auth::None => req,
-            Auth::Bearer(token) => req.bearer_auth(token),
-            Auth::Cookie(token, csrf) => {
-                let req = req.header("cookie", format!("shoal_session={token}"));
-                match csrf {
-                    Some(csrf) => req.header("x-csrf-token", csrf),
-                    None => req,
-                }
-            }
-        };
-        let response = req.send().await.unwrap();
-        let status = response.status();
-        let headers = response.headers().clone();
-        let text = response.text().await.unwrap();
-        let body = if text.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text:?}"))
-        };
-        (status, headers, body)
-    }
-
-    async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
-        let (status, _, body) = self.call(Method::POST, path, Some(body), Auth::None).await;
-        (status, body)
-    }
-
-    async fn signup(&self, email: &str, tenant: &str) -> Session {
-        let body = json!({"email": email, "password": "a long password", "tenant_name": tenant});
-        let (status, headers, body) = self
-            .call(Method::POST, "/auth/signup", Some(&body), Auth::None)
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
-        session(&headers, body)
-    }
-
-    async fn login(&self, email: &str, password: &str) -> (StatusCode, HeaderMap, Value) {
-        let body = json!({"email": email, "password": password});
-        self.call(Method::POST, "/auth/login", Some(&body), Auth::None)
-            .await
-    }
-}
-
-fn session(headers: &HeaderMap, body: Value) -> Session {
-    Session {
-        token: body["token"].as_str().unwrap().to_owned(),
-        csrf: body["csrf_token"].as_str().unwrap().to_owned(),
-        cookies: headers
-            .get_all(SET_COOKIE)
-            .iter()
-            .map(|v| v.to_str().unwrap().to_owned())
-            .collect(),
-        user: body["user"].clone(),
-    }
-}
-
-fn code(body: &Value) -> &str {
-    body["error"]["code"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no error code in {body}"))
-}
-
-/// Runs each named test on SQLite and on PostgreSQL.
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test]
-            async fn sqlite() {
-                super::$name(super::Backend::Sqlite).await
-            }
-            #[tokio::test]
-            async fn postgres() {
-                super::$name(super::Backend::Postgres).await
-            }
-        }
-    )*};
-}
 
 on_both_stores!(
     signup_login_me_and_logout,
@@ -399,7 +264,7 @@ async fn sessions_and_accounts_survive_a_restart(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     let url = pg.as_ref().map(|db| db.url.as_str());
     let start = || Control {
-        shoal: Shoal::control_plane_in(url, dir.path()),
+        shoal: Shoal::control_plane_in(url, &[], dir.path()),
         _pg: None,
         http: reqwest::Client::new(),
     };

@@ -195,6 +195,22 @@ impl Caller {
     pub fn is_admin(&self) -> bool {
         self.role == Role::Admin
     }
+
+    /// Refuses all but platform admins.
+    pub fn require_admin(&self) -> Result<(), ApiError> {
+        if self.is_admin() {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden("only platform admins may do this"))
+        }
+    }
+
+    /// The caller's tenant: refused for platform admins, who have none.
+    pub fn tenant(&self) -> Result<&str, ApiError> {
+        self.tenant_id.as_deref().ok_or_else(|| {
+            ApiError::invalid("a platform admin belongs to no tenant: log in as a tenant's user")
+        })
+    }
 }
 
 /// The session token of a request and whether it came from the cookie.

@@ -4,11 +4,15 @@
 //! - [`store`]: sqlx over SQLite (default) or PostgreSQL, migrations;
 //! - [`auth`]: passwords, session tokens and cookies, CSRF, login limits;
 //! - [`accounts`]: sign-up, login, logout, `/me`;
+//! - [`databases`]: databases and tables, placed on data nodes;
+//! - [`nodes`]: the data-node registry, pushes and the reconcile loop;
 //! - [`server`]: the HTTP server and its routes.
 
 pub mod accounts;
 pub mod auth;
+pub mod databases;
 pub mod error;
+pub mod nodes;
 pub mod server;
 pub mod store;
 pub mod validate;

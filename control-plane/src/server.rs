@@ -4,20 +4,23 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{DefaultBodyLimit, FromRequest, Request};
+use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
 use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use serde::de::DeserializeOwned;
+use shoal_wire::secret::ClusterSecret;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::accounts;
 use crate::auth::{self, LoginLimits, Tokens};
 use crate::error::ApiError;
+use crate::nodes::NodeClient;
 use crate::store::{OpenError, Store};
+use crate::{accounts, databases, nodes};
 
 /// The largest request body the API reads.
 pub const MAX_BODY: usize = 64 << 10;
@@ -30,6 +33,8 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Mark cookies `Secure` (when served over HTTPS, e.g. behind a proxy).
     pub secure_cookies: bool,
+    /// What data nodes and the control plane present to each other.
+    pub cluster_secret: ClusterSecret,
 }
 
 /// What every request handler shares.
@@ -41,6 +46,9 @@ pub struct App {
     pub config: Config,
     /// A hash to check passwords against when there is no such account.
     pub dummy_hash: String,
+    pub nodes: NodeClient,
+    /// Wakes the reconcile loop early (a node has restarted).
+    pub reconcile_now: Notify,
 }
 
 /// A JSON request body, refused with the API's error shape when it is not
@@ -84,6 +92,7 @@ pub struct ControlPlane {
     pub app: Arc<App>,
     stop: Option<oneshot::Sender<()>>,
     server: JoinHandle<std::io::Result<()>>,
+    reconcile: JoinHandle<()>,
 }
 
 impl ControlPlane {
@@ -101,8 +110,10 @@ impl ControlPlane {
             store,
             tokens: Tokens::new(secret.as_bytes()),
             login_limits: LoginLimits::default(),
+            nodes: NodeClient::new(config.cluster_secret.clone()),
             config: config.clone(),
             dummy_hash,
+            reconcile_now: Notify::new(),
         });
         let listener =
             TcpListener::bind(config.listen)
@@ -124,11 +135,13 @@ impl ControlPlane {
                 })
                 .await
         });
+        let reconcile = tokio::spawn(nodes::reconcile_loop(Arc::clone(&app)));
         Ok(ControlPlane {
             addr,
             app,
             stop: Some(stop),
             server,
+            reconcile,
         })
     }
 
@@ -138,6 +151,7 @@ impl ControlPlane {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
+        self.reconcile.abort();
         let served = (&mut self.server).await.unwrap_or(Ok(()));
         self.app.store.close().await;
         served
@@ -152,10 +166,32 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/auth/login", post(accounts::login))
         .route("/auth/logout", post(accounts::logout))
         .route("/me", get(accounts::me))
+        .route("/databases", get(databases::list).post(databases::create))
+        .route(
+            "/databases/{db}",
+            get(databases::get).delete(databases::drop),
+        )
+        .route(
+            "/databases/{db}/tables",
+            get(databases::list_tables).post(databases::create_table),
+        )
+        .route(
+            "/databases/{db}/tables/{table}",
+            delete(databases::drop_table),
+        )
+        .route("/admin/datanodes", get(nodes::list))
         .fallback(|| async { ApiError::not_found("route") })
         .layer(axum::middleware::map_response(no_store));
+    let internal = Router::new()
+        .route("/datanodes/heartbeat", post(nodes::heartbeat))
+        .fallback(|| async { ApiError::not_found("route") })
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            cluster_only,
+        ));
     Router::new()
         .nest("/api/v1", api)
+        .nest("/internal/v1", internal)
         .fallback(|| async { ApiError::not_found("page") })
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(app)
@@ -163,6 +199,27 @@ pub fn router(app: Arc<App>) -> Router {
 
 async fn healthz() -> impl IntoResponse {
     Json(serde_json::json!({"status": "ok"}))
+}
+
+/// The internal routes answer only callers with the cluster secret.
+async fn cluster_only(
+    State(app): State<Arc<App>>,
+    request: Request,
+    next: Next,
+) -> Result<axum::response::Response, ApiError> {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match presented {
+        Some(secret) if app.config.cluster_secret.matches(secret.as_bytes()) => {
+            Ok(next.run(request).await)
+        }
+        _ => Err(ApiError::unauthenticated(
+            "the internal API needs the cluster secret",
+        )),
+    }
 }
 
 /// API answers carry sessions and tenants' data: no cache keeps them.

@@ -25,6 +25,7 @@ mod ldm;
 pub mod ndbinfo;
 pub mod node;
 pub mod persist;
+pub mod register;
 pub mod storage;
 pub mod tc;
 

@@ -26,6 +26,7 @@ use crate::persist::io::FileSystem;
 use crate::persist::recovery::Recovered;
 use crate::persist::redo::Durability;
 use crate::persist::{self, Durable, OpenError};
+use crate::register::{self, ControlPlaneLink, Identity};
 use crate::tc::Tc;
 
 /// How often idle rate-limiter state is swept.
@@ -67,6 +68,8 @@ pub struct DataNodeConfig {
     /// The cluster secret; `None` reads `<data-dir>/cluster-secret`, creating
     /// it with a random secret on first start.
     pub cluster_secret: Option<ClusterSecret>,
+    /// The control plane to report to, if any.
+    pub control_plane: Option<ControlPlaneLink>,
 }
 
 /// Why a data node did not start.
@@ -161,6 +164,21 @@ impl DataNode {
             )),
             tokio::spawn(api::resp::serve(resp, store, limits, stopped.clone())),
         ];
+        if let Some(link) = config.control_plane.clone() {
+            let me = Identity {
+                node_id: config.node_id,
+                internal_port: internal_addr.port(),
+                rest_port: rest_addr.port(),
+                resp_port: resp_addr.port(),
+            };
+            tokio::spawn(register::heartbeats(
+                link,
+                me,
+                tc.engine().clone(),
+                secret.clone(),
+                stopped.clone(),
+            ));
+        }
         let app = internal_api::router(tc.clone(), secret, Arc::clone(&durable.checkpointer));
         let server = {
             let mut stopped = stopped.clone();
@@ -350,28 +368,8 @@ async fn checkpoints(
 /// Reads the cluster secret from `path`, or writes a new random one there
 /// (readable by its owner only) if the file does not exist.
 fn load_or_create_secret(path: &Path) -> Result<ClusterSecret, StartError> {
-    let problem = |problem: String| StartError::Secret {
+    ClusterSecret::load_or_create(path).map_err(|problem| StartError::Secret {
         path: path.to_owned(),
         problem,
-    };
-    match std::fs::read_to_string(path) {
-        Ok(text) => ClusterSecret::new(&text).map_err(problem),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let secret = ClusterSecret::generate().map_err(|e| problem(e.to_string()))?;
-            write_private(path, secret.expose()).map_err(|e| problem(e.to_string()))?;
-            Ok(secret)
-        }
-        Err(e) => Err(problem(e.to_string())),
-    }
-}
-
-fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path)?;
-    file.write_all(contents.as_bytes())?;
-    file.sync_all()
+    })
 }

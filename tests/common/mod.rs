@@ -2,6 +2,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod control;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -31,6 +33,7 @@ pub struct Shoal {
     pub resp_addr: String,
     /// `http://host:port` of the control plane.
     pub control_url: String,
+    cluster_secret: Option<String>,
     pub data_dir: PathBuf,
     _dir: Option<tempfile::TempDir>,
 }
@@ -71,18 +74,19 @@ impl Shoal {
 
     /// Starts `shoal control-plane` on a free port with a fresh data
     /// directory, its store at `store_url` (or SQLite in the directory).
-    pub fn control_plane(store_url: Option<&str>) -> Shoal {
+    pub fn control_plane(store_url: Option<&str>, extra: &[&str]) -> Shoal {
         let dir = tempfile::tempdir().unwrap();
-        let mut shoal = Shoal::control_plane_in(store_url, dir.path());
+        let mut shoal = Shoal::control_plane_in(store_url, extra, dir.path());
         shoal._dir = Some(dir);
         shoal
     }
 
-    pub fn control_plane_in(store_url: Option<&str>, data_dir: &Path) -> Shoal {
+    pub fn control_plane_in(store_url: Option<&str>, extra: &[&str], data_dir: &Path) -> Shoal {
         let mut args = vec!["control-plane", "--control-port", "0"];
         if let Some(url) = store_url {
             args.extend(["--database-url", url]);
         }
+        args.extend(extra);
         let mut shoal = Shoal::spawn(&args, data_dir);
         let line = shoal.wait_for("control plane listening: http://");
         shoal.control_url = line
@@ -136,6 +140,10 @@ impl Shoal {
             rest_url: String::new(),
             resp_addr: String::new(),
             control_url: String::new(),
+            cluster_secret: args
+                .iter()
+                .position(|a| *a == "--cluster-secret")
+                .map(|i| args[i + 1].to_owned()),
             data_dir: data_dir.to_owned(),
             _dir: None,
         }
@@ -159,8 +167,13 @@ impl Shoal {
         }
     }
 
+    /// The cluster secret: as given with `--cluster-secret`, or the one
+    /// the process made in its data directory.
     pub fn secret(&self) -> String {
-        std::fs::read_to_string(self.data_dir.join("cluster-secret")).unwrap()
+        match &self.cluster_secret {
+            Some(secret) => secret.clone(),
+            None => std::fs::read_to_string(self.data_dir.join("cluster-secret")).unwrap(),
+        }
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -5,6 +5,8 @@
 //!   that make a definition valid.
 //! - [`ndbinfo`]: the names and columns of the ndbinfo tables, and the JSON shape
 //!   their rows travel in.
+//! - [`secret`]: the cluster secret both sides present.
 
 pub mod ndbinfo;
 pub mod schema;
+pub mod secret;

@@ -46,57 +46,7 @@ use crate::tc::Tc;
 /// Largest request body the internal API reads.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
 
-/// The shared secret of a cluster: whoever presents it is the control plane
-/// or an operator. Never printed, compared in constant time.
-#[derive(Clone)]
-pub struct ClusterSecret(Arc<str>);
-
-impl std::fmt::Debug for ClusterSecret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ClusterSecret(…)")
-    }
-}
-
-/// Fewest characters a cluster secret may have.
-pub const MIN_SECRET_LEN: usize = 32;
-
-impl ClusterSecret {
-    pub fn new(secret: &str) -> Result<ClusterSecret, String> {
-        let secret = secret.trim();
-        if secret.len() < MIN_SECRET_LEN {
-            return Err(format!(
-                "a cluster secret needs at least {MIN_SECRET_LEN} characters"
-            ));
-        }
-        if !secret.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err("a cluster secret is printable ASCII without spaces".into());
-        }
-        Ok(ClusterSecret(secret.into()))
-    }
-
-    /// A new random secret: 32 bytes as hex.
-    pub fn generate() -> std::io::Result<ClusterSecret> {
-        let mut bytes = [0u8; 32];
-        getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
-        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        Ok(ClusterSecret(hex.into()))
-    }
-
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    /// Whether `presented` is the secret, in time that does not depend on
-    /// where they first differ.
-    fn matches(&self, presented: &[u8]) -> bool {
-        let want = self.0.as_bytes();
-        let mut diff = want.len() ^ presented.len();
-        for (i, &b) in want.iter().enumerate() {
-            diff |= usize::from(b ^ presented.get(i).copied().unwrap_or(0));
-        }
-        diff == 0
-    }
-}
+pub use shoal_wire::secret::{ClusterSecret, MIN_SECRET_LEN};
 
 #[derive(Clone)]
 struct AppState {

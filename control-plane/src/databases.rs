@@ -1,0 +1,473 @@
+//! A tenant's databases and tables: placed on a data node, created there,
+//! kept in the store; and the reconcile that brings a node back to them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use reqwest::Method;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use shoal_wire::schema::{DatabaseName, TableDef};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::nodes::{self, NodeError, NodeRow};
+use crate::server::{App, Body};
+use crate::store::{new_id, now_ms};
+
+/// A database as the store has it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DatabaseRow {
+    pub id: String,
+    pub tenant_id: String,
+    pub name: String,
+    pub node_id: i64,
+    pub status: String,
+    pub created_at: i64,
+}
+
+const DATABASE_COLUMNS: &str = "id, tenant_id, name, node_id, status, created_at";
+
+/// The caller's ready database `name` — for a platform admin, anyone's.
+/// Another tenant's is "no such database", as one that does not exist.
+pub async fn find(app: &App, caller: &Caller, name: &str) -> Result<DatabaseRow, ApiError> {
+    let row: Option<DatabaseRow> = sqlx::query_as(&format!(
+        "SELECT {DATABASE_COLUMNS} FROM databases WHERE name = $1 AND status = 'ready'"
+    ))
+    .bind(name)
+    .fetch_optional(&app.store.pool)
+    .await?;
+    row.filter(|db| caller.is_admin() || caller.tenant_id.as_deref() == Some(&db.tenant_id))
+        .ok_or_else(|| ApiError::not_found("database"))
+}
+
+/// A database as the API shows it, with where applications reach it.
+fn database_json(db: &DatabaseRow, node: Option<&NodeRow>, tables: Value) -> Value {
+    json!({
+        "id": db.id,
+        "name": db.name,
+        "tenant_id": db.tenant_id,
+        "node_id": db.node_id,
+        "rest_url": node.map(|n| n.rest_url.as_str()),
+        "resp_addr": node.map(|n| n.resp_addr.as_str()),
+        "created_at": db.created_at,
+        "tables": tables,
+    })
+}
+
+async fn node_of(app: &App, db: &DatabaseRow) -> Result<NodeRow, ApiError> {
+    nodes::get(app, db.node_id).await?.ok_or_else(|| {
+        tracing::error!(database = %db.name, node = db.node_id, "a database on an unknown node");
+        ApiError::internal()
+    })
+}
+
+/// `GET /databases`: the caller's databases (a platform admin's: all).
+pub async fn list(State(app): State<Arc<App>>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    let rows: Vec<DatabaseRow> = sqlx::query_as(&format!(
+        "SELECT {DATABASE_COLUMNS} FROM databases \
+         WHERE status = 'ready' AND (tenant_id = $1 OR $2 = 1) ORDER BY name"
+    ))
+    .bind(caller.tenant_id.as_deref().unwrap_or(""))
+    .bind(i64::from(caller.is_admin()))
+    .fetch_all(&app.store.pool)
+    .await?;
+    let nodes: HashMap<i64, NodeRow> = nodes::all(&app)
+        .await?
+        .into_iter()
+        .map(|n| (n.node_id, n))
+        .collect();
+    let mut answer = Vec::with_capacity(rows.len());
+    for db in &rows {
+        let tables = table_names(&app, &db.id).await?;
+        answer.push(database_json(db, nodes.get(&db.node_id), json!(tables)));
+    }
+    Ok(Json(json!({"databases": answer})))
+}
+
+async fn table_names(app: &App, database_id: &str) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar(
+        "SELECT name FROM tables WHERE database_id = $1 AND status = 'ready' ORDER BY name",
+    )
+    .bind(database_id)
+    .fetch_all(&app.store.pool)
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewDatabase {
+    name: String,
+}
+
+/// `POST /databases {name}`: places the database on the data node using
+/// the least memory and creates it there.
+pub async fn create(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Body(req): Body<NewDatabase>,
+) -> Result<impl IntoResponse, ApiError> {
+    let tenant = caller.tenant()?.to_owned();
+    let name = DatabaseName::parse(&req.name)
+        .map_err(|e| ApiError::invalid(format!("name: {e}")))?
+        .to_string();
+    let taken: Option<String> = sqlx::query_scalar("SELECT status FROM databases WHERE name = $1")
+        .bind(&name)
+        .fetch_optional(&app.store.pool)
+        .await?;
+    if let Some(status) = taken {
+        let why = if status == "dropping" {
+            "is still being dropped"
+        } else {
+            "is taken"
+        };
+        return Err(ApiError::conflict(
+            "DATABASE_EXISTS",
+            format!("the database name '{name}' {why}: database names are unique on the platform"),
+        ));
+    }
+    let node = nodes::place(&app).await?;
+    let created = app
+        .nodes
+        .call(
+            &node,
+            Method::POST,
+            "/internal/v1/databases",
+            Some(&json!({"name": name, "tenant": tenant})),
+        )
+        .await;
+    match created {
+        Ok(_) => {}
+        Err(e) if e.code() == Some("DATABASE_EXISTS") => {
+            return Err(ApiError::conflict(
+                "DATABASE_EXISTS",
+                format!("the database name '{name}' is taken"),
+            ));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let db = DatabaseRow {
+        id: new_id("db"),
+        tenant_id: tenant,
+        name,
+        node_id: node.node_id,
+        status: "ready".into(),
+        created_at: now_ms(),
+    };
+    let stored = sqlx::query(
+        "INSERT INTO databases (id, tenant_id, name, node_id, status, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(&db.id)
+    .bind(&db.tenant_id)
+    .bind(&db.name)
+    .bind(db.node_id)
+    .bind(&db.status)
+    .bind(db.created_at)
+    .execute(&app.store.pool)
+    .await;
+    if let Err(e) = stored {
+        // Lost a race for the name, or the store failed: the node must not
+        // keep a database the store does not know.
+        let path = format!("/internal/v1/databases/{}", db.name);
+        if let Err(undo) = app.nodes.call(&node, Method::DELETE, &path, None).await {
+            tracing::error!(database = %db.name, error = %undo, "could not undo a database the store did not take");
+        }
+        return Err(match &e {
+            sqlx::Error::Database(d) if d.is_unique_violation() => ApiError::conflict(
+                "DATABASE_EXISTS",
+                format!("the database name '{}' is taken", db.name),
+            ),
+            _ => e.into(),
+        });
+    }
+    tracing::info!(database = %db.name, tenant = %db.tenant_id, node = db.node_id, "database created");
+    Ok((
+        StatusCode::CREATED,
+        Json(database_json(&db, Some(&node), json!([]))),
+    ))
+}
+
+/// `GET /databases/{db}`.
+pub async fn get(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let db = find(&app, &caller, &name).await?;
+    let node = node_of(&app, &db).await?;
+    let tables = table_names(&app, &db.id).await?;
+    Ok(Json(database_json(&db, Some(&node), json!(tables))))
+}
+
+/// `DELETE /databases/{db}`: drops it and its tables on its node. If the
+/// node cannot be reached now, the database is gone from the API at once
+/// and the node drops it when it is back.
+pub async fn drop(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let db = find(&app, &caller, &name).await?;
+    sqlx::query("UPDATE databases SET status = 'dropping' WHERE id = $1")
+        .bind(&db.id)
+        .execute(&app.store.pool)
+        .await?;
+    let node = node_of(&app, &db).await?;
+    finish_drop(&app, &node, &db.id, &db.name).await;
+    tracing::info!(database = %db.name, tenant = %db.tenant_id, "database dropped");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Drops a database marked `dropping` on its node, then forgets it; left
+/// for the reconcile if the node cannot be reached.
+async fn finish_drop(app: &App, node: &NodeRow, id: &str, name: &str) {
+    let path = format!("/internal/v1/databases/{name}");
+    match app.nodes.call(node, Method::DELETE, &path, None).await {
+        Ok(_) => {}
+        Err(e) if e.code() == Some("NO_SUCH_DATABASE") => {}
+        Err(e) => {
+            tracing::warn!(database = name, error = %e, "drop left for the reconcile");
+            return;
+        }
+    }
+    if let Err(e) = sqlx::query("DELETE FROM databases WHERE id = $1")
+        .bind(id)
+        .execute(&app.store.pool)
+        .await
+    {
+        tracing::error!(database = name, error = %e, "could not forget a dropped database");
+    }
+}
+
+/// A table as the store has it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+struct TableRow {
+    id: String,
+    name: String,
+    definition: String,
+    status: String,
+}
+
+async fn tables_of(app: &App, database_id: &str) -> sqlx::Result<Vec<TableRow>> {
+    sqlx::query_as(
+        "SELECT id, name, definition, status FROM tables WHERE database_id = $1 ORDER BY name",
+    )
+    .bind(database_id)
+    .fetch_all(&app.store.pool)
+    .await
+}
+
+fn definition(row: &TableRow) -> Result<Value, ApiError> {
+    serde_json::from_str(&row.definition).map_err(|e| {
+        tracing::error!(table = %row.name, error = %e, "a stored table definition does not parse");
+        ApiError::internal()
+    })
+}
+
+/// `GET /databases/{db}/tables`.
+pub async fn list_tables(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let db = find(&app, &caller, &name).await?;
+    let tables = tables_of(&app, &db.id)
+        .await?
+        .iter()
+        .filter(|t| t.status == "ready")
+        .map(definition)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Json(json!({"database": db.name, "tables": tables})))
+}
+
+/// `POST /databases/{db}/tables {name, columns, primary_key}`.
+pub async fn create_table(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(name): Path<String>,
+    Body(table): Body<TableDef>,
+) -> Result<impl IntoResponse, ApiError> {
+    let db = find(&app, &caller, &name).await?;
+    table
+        .validate()
+        .map_err(|e| ApiError::invalid(e.to_string()))?;
+    let table_name = table.name.to_string();
+    let existing = tables_of(&app, &db.id).await?;
+    if let Some(t) = existing
+        .iter()
+        .find(|t| t.name.eq_ignore_ascii_case(&table_name))
+    {
+        let why = if t.status == "dropping" {
+            "is still being dropped"
+        } else {
+            "exists"
+        };
+        return Err(ApiError::conflict(
+            "TABLE_EXISTS",
+            format!("table '{}' {why} in database '{}'", t.name, db.name),
+        ));
+    }
+    let node = node_of(&app, &db).await?;
+    let definition = serde_json::to_value(&table).expect("a table definition serializes");
+    let path = format!("/internal/v1/databases/{}/tables", db.name);
+    match app
+        .nodes
+        .call(&node, Method::POST, &path, Some(&definition))
+        .await
+    {
+        Ok(_) => {}
+        Err(e) if e.code() == Some("TABLE_EXISTS") => {
+            return Err(ApiError::conflict(
+                "TABLE_EXISTS",
+                format!("table '{table_name}' exists in database '{}'", db.name),
+            ));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let stored = sqlx::query(
+        "INSERT INTO tables (id, database_id, name, definition, status, created_at) \
+         VALUES ($1, $2, $3, $4, 'ready', $5)",
+    )
+    .bind(new_id("tb"))
+    .bind(&db.id)
+    .bind(&table_name)
+    .bind(definition.to_string())
+    .bind(now_ms())
+    .execute(&app.store.pool)
+    .await;
+    if let Err(e) = stored {
+        let path = format!("/internal/v1/databases/{}/tables/{table_name}", db.name);
+        if let Err(undo) = app.nodes.call(&node, Method::DELETE, &path, None).await {
+            tracing::error!(table = %table_name, error = %undo, "could not undo a table the store did not take");
+        }
+        return Err(e.into());
+    }
+    Ok((StatusCode::CREATED, Json(definition)))
+}
+
+/// `DELETE /databases/{db}/tables/{table}`.
+pub async fn drop_table(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path((name, table_name)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    let db = find(&app, &caller, &name).await?;
+    let table = tables_of(&app, &db.id)
+        .await?
+        .into_iter()
+        .find(|t| t.name == table_name && t.status == "ready")
+        .ok_or_else(|| ApiError::not_found("table"))?;
+    sqlx::query("UPDATE tables SET status = 'dropping' WHERE id = $1")
+        .bind(&table.id)
+        .execute(&app.store.pool)
+        .await?;
+    let node = node_of(&app, &db).await?;
+    finish_table_drop(&app, &node, &db.name, &table).await;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn finish_table_drop(app: &App, node: &NodeRow, database: &str, table: &TableRow) {
+    let path = format!("/internal/v1/databases/{database}/tables/{}", table.name);
+    match app.nodes.call(node, Method::DELETE, &path, None).await {
+        Ok(_) => {}
+        Err(e) if matches!(e.code(), Some("NO_SUCH_TABLE" | "NO_SUCH_DATABASE")) => {}
+        Err(e) => {
+            tracing::warn!(table = %table.name, error = %e, "drop left for the reconcile");
+            return;
+        }
+    }
+    if let Err(e) = sqlx::query("DELETE FROM tables WHERE id = $1")
+        .bind(&table.id)
+        .execute(&app.store.pool)
+        .await
+    {
+        tracing::error!(table = %table.name, error = %e, "could not forget a dropped table");
+    }
+}
+
+/// A database as a data node lists it.
+#[derive(Debug, Deserialize)]
+struct NodeDatabase {
+    name: String,
+    tables: Vec<TableDef>,
+}
+
+/// Brings `node` to what the store holds for it: creates the databases and
+/// tables it lacks (after a restart on an empty disk, or a push it missed),
+/// and finishes the drops it missed. What the node has that the store never
+/// knew is left alone: it may hold an operator's data.
+pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), NodeError> {
+    let listed = app
+        .nodes
+        .call(node, Method::GET, "/internal/v1/databases", None)
+        .await?;
+    let on_node: Vec<NodeDatabase> = serde_json::from_value(listed).unwrap_or_default();
+    let on_node: HashMap<&str, Vec<&str>> = on_node
+        .iter()
+        .map(|db| {
+            (
+                db.name.as_str(),
+                db.tables.iter().map(|t| t.name.as_str()).collect(),
+            )
+        })
+        .collect();
+    let wanted: Vec<DatabaseRow> = match sqlx::query_as(&format!(
+        "SELECT {DATABASE_COLUMNS} FROM databases WHERE node_id = $1"
+    ))
+    .bind(node.node_id)
+    .fetch_all(&app.store.pool)
+    .await
+    {
+        Ok(rows) => rows,
+        Err(e) => {
+            tracing::error!(error = %e, "reconcile could not read the store");
+            return Ok(());
+        }
+    };
+    for db in wanted {
+        if db.status == "dropping" {
+            finish_drop(app, node, &db.id, &db.name).await;
+            continue;
+        }
+        let present = on_node.get(db.name.as_str());
+        if present.is_none() {
+            tracing::info!(node = node.node_id, database = %db.name, "reconcile: creating database");
+            let body = json!({"name": db.name, "tenant": db.tenant_id});
+            match app
+                .nodes
+                .call(node, Method::POST, "/internal/v1/databases", Some(&body))
+                .await
+            {
+                Err(e) if e.code() != Some("DATABASE_EXISTS") => return Err(e),
+                _ => {}
+            }
+        }
+        let tables = tables_of(app, &db.id).await.unwrap_or_default();
+        for table in tables {
+            let has = present.is_some_and(|names| names.contains(&table.name.as_str()));
+            if table.status == "dropping" {
+                finish_table_drop(app, node, &db.name, &table).await;
+            } else if !has {
+                tracing::info!(node = node.node_id, table = %table.name, "reconcile: creating table");
+                let Ok(definition) = serde_json::from_str::<Value>(&table.definition) else {
+                    continue;
+                };
+                let path = format!("/internal/v1/databases/{}/tables", db.name);
+                match app
+                    .nodes
+                    .call(node, Method::POST, &path, Some(&definition))
+                    .await
+                {
+                    Err(e) if e.code() != Some("TABLE_EXISTS") => return Err(e),
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,385 @@
+//! The control plane and a data node as separate processes: the node
+//! registers, databases and tables are placed and created on it, tenants
+//! see only their own, and a node that comes back empty is rebuilt by the
+//! reconcile. Each test runs on SQLite and on PostgreSQL.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::Shoal;
+use common::control::{Auth, Backend, Control, Session, code};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+const SECRET: &str = "a-cluster-secret-of-at-least-32-characters";
+/// Longest a test waits for the cluster to converge: a guard against a
+/// hang, not a timing the test relies on.
+const GUARD: Duration = Duration::from_secs(90);
+
+fn control(backend: Backend) -> Control {
+    Control::start_with(backend, &["--cluster-secret", SECRET])
+}
+
+fn data_node(cp: &Control, dir: &std::path::Path) -> Shoal {
+    Shoal::start_in(
+        &[
+            "datanode",
+            "--control-plane",
+            &cp.shoal.control_url,
+            "--cluster-secret",
+            SECRET,
+            "--data-memory",
+            "64M",
+            "--ldm-threads",
+            "1",
+        ],
+        dir,
+    )
+}
+
+/// Polls `check` until it answers `Some`.
+async fn eventually<T, F: Future<Output = Option<T>>>(
+    what: &str,
+    mut check: impl FnMut() -> F,
+) -> T {
+    let started = Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(started.elapsed() < GUARD, "never happened: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn create_database(cp: &Control, session: &Session, name: &str) -> (StatusCode, Value) {
+    let (status, _, body) = cp
+        .call(
+            Method::POST,
+            "/databases",
+            Some(&json!({"name": name})),
+            Auth::Bearer(&session.token),
+        )
+        .await;
+    (status, body)
+}
+
+/// The node's databases, as its internal API lists them: name → tables.
+async fn on_node(node: &Shoal) -> Vec<(String, Option<String>, Vec<String>)> {
+    let (status, body) = node.send(Method::GET, "/internal/v1/databases", None).await;
+    assert_eq!(status, StatusCode::OK);
+    body.as_array()
+        .unwrap()
+        .iter()
+        .map(|db| {
+            (
+                db["name"].as_str().unwrap().to_owned(),
+                db["tenant"].as_str().map(str::to_owned),
+                db["tables"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| t["name"].as_str().unwrap().to_owned())
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+fn orders() -> Value {
+    json!({
+        "name": "orders",
+        "columns": [
+            {"name": "id", "type": "BIGINT", "nullable": false},
+            {"name": "note", "type": "VARCHAR(200)", "nullable": true}
+        ],
+        "primary_key": ["id"]
+    })
+}
+
+on_both_stores!(
+    databases_and_tables_are_placed_and_created_on_the_data_node,
+    tenants_never_reach_each_others_databases,
+    a_data_node_back_on_an_empty_disk_is_rebuilt_by_the_reconcile,
+);
+
+async fn databases_and_tables_are_placed_and_created_on_the_data_node(backend: Backend) {
+    let cp = control(backend);
+    let ada = cp.signup("ada@example.com", "analytical").await;
+    let bearer = Auth::Bearer(&ada.token);
+    // Before any data node has registered there is nowhere to put it.
+    let (status, body) = create_database(&cp, &ada, "shop").await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::SERVICE_UNAVAILABLE, "NO_DATA_NODE")
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let node = data_node(&cp, dir.path());
+    let created = eventually("the node registers", || async {
+        let (status, body) = create_database(&cp, &ada, "shop").await;
+        (status != StatusCode::SERVICE_UNAVAILABLE).then_some((status, body))
+    })
+    .await;
+    let (status, db) = created;
+    assert_eq!(status, StatusCode::CREATED, "{db}");
+    assert_eq!(db["name"], "shop");
+    assert_eq!(db["rest_url"].as_str(), Some(node.rest_url.as_str()));
+    assert_eq!(db["resp_addr"].as_str(), Some(node.resp_addr.as_str()));
+    let tenant = ada.user["tenant"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        on_node(&node).await,
+        vec![("shop".into(), Some(tenant.clone()), vec![])]
+    );
+
+    // Tables: validated, then created on the node.
+    let (status, _, table) = cp
+        .call(
+            Method::POST,
+            "/databases/shop/tables",
+            Some(&orders()),
+            bearer,
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{table}");
+    assert_eq!(table, orders());
+    assert_eq!(on_node(&node).await[0].2, vec!["orders"]);
+    let (status, _, body) = cp
+        .call(
+            Method::POST,
+            "/databases/shop/tables",
+            Some(&orders()),
+            bearer,
+        )
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::CONFLICT, "TABLE_EXISTS")
+    );
+    let (status, _, body) = cp
+        .call(Method::GET, "/databases/shop/tables", None, bearer)
+        .await;
+    assert_eq!(
+        (status, &body["tables"]),
+        (StatusCode::OK, &json!([orders()]))
+    );
+    let (status, _, body) = cp.call(Method::GET, "/databases", None, bearer).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["databases"][0]["name"], "shop");
+    assert_eq!(body["databases"][0]["tables"], json!(["orders"]));
+
+    // Rows written on the node land in the table the control plane made.
+    let (status, body) = node
+        .send(
+            Method::POST,
+            "/internal/v1/databases/shop/transaction",
+            Some(json!({"operations": [{"op": "write", "table": "orders", "row": {"id": 1, "note": "first"}}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // Bad tables: refused with what is wrong, nothing created.
+    let mut bad_type = orders();
+    bad_type["columns"][1]["type"] = json!("VARCHAR(999999)");
+    let mut nullable_key = orders();
+    nullable_key["columns"][0]["nullable"] = json!(true);
+    let mut injected = orders();
+    injected["name"] = json!("orders; DROP TABLE tenants");
+    let mut no_key = orders();
+    no_key["primary_key"] = json!([]);
+    let mut unknown_key = orders();
+    unknown_key["primary_key"] = json!(["nope"]);
+    let mut extra = orders();
+    extra["engine"] = json!("myisam");
+    for (table, says) in [
+        (bad_type, "VARCHAR"),
+        (nullable_key, "nullable"),
+        (injected, "name"),
+        (no_key, "primary key"),
+        (unknown_key, "nope"),
+        (extra, "engine"),
+        (json!({"name": "x"}), "columns"),
+        (json!("orders"), ""),
+    ] {
+        let (status, _, body) = cp
+            .call(Method::POST, "/databases/shop/tables", Some(&table), bearer)
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{table} → {body}");
+        assert_eq!(code(&body), "INVALID_REQUEST");
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains(says),
+            "{body} names {says}"
+        );
+    }
+    for name in ["", "9lives", "ndbinfo", "a-b", "x'; --", &"d".repeat(64)] {
+        let (status, body) = create_database(&cp, &ada, name).await;
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::BAD_REQUEST, "INVALID_REQUEST"),
+            "{name:?}"
+        );
+    }
+    assert_eq!(on_node(&node).await.len(), 1, "nothing else was made");
+
+    // Drops reach the node.
+    let (status, _, _) = cp
+        .call(
+            Method::DELETE,
+            "/databases/shop/tables/orders",
+            None,
+            bearer,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(on_node(&node).await[0].2, Vec::<String>::new());
+    let (status, _, body) = cp
+        .call(
+            Method::DELETE,
+            "/databases/shop/tables/orders",
+            None,
+            bearer,
+        )
+        .await;
+    assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "NOT_FOUND"));
+    let (status, _, _) = cp
+        .call(Method::DELETE, "/databases/shop", None, bearer)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert!(on_node(&node).await.is_empty());
+    let (status, _, body) = cp.call(Method::GET, "/databases/shop", None, bearer).await;
+    assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "NOT_FOUND"));
+    // The name is free again.
+    let (status, _) = create_database(&cp, &ada, "shop").await;
+    assert_eq!(status, StatusCode::CREATED);
+}
+
+async fn tenants_never_reach_each_others_databases(backend: Backend) {
+    let cp = control(backend);
+    let dir = tempfile::tempdir().unwrap();
+    let node = data_node(&cp, dir.path());
+    let ada = cp.signup("ada@example.com", "analytical").await;
+    let bob = cp.signup("bob@example.com", "builders").await;
+    eventually("the node registers", || async {
+        let (status, _) = create_database(&cp, &ada, "shop").await;
+        (status == StatusCode::CREATED).then_some(())
+    })
+    .await;
+    let ada_auth = Auth::Bearer(&ada.token);
+    let (status, _, _) = cp
+        .call(
+            Method::POST,
+            "/databases/shop/tables",
+            Some(&orders()),
+            ada_auth,
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let before = on_node(&node).await;
+
+    // Bob tries every route on Ada's database: each is "no such thing".
+    let bob_auth = Auth::Bearer(&bob.token);
+    let tries: [(Method, &str, Option<Value>); 5] = [
+        (Method::GET, "/databases/shop", None),
+        (Method::DELETE, "/databases/shop", None),
+        (Method::GET, "/databases/shop/tables", None),
+        (
+            Method::POST,
+            "/databases/shop/tables",
+            Some(
+                json!({"name": "mine", "columns": [{"name": "k", "type": "INT"}], "primary_key": ["k"]}),
+            ),
+        ),
+        (Method::DELETE, "/databases/shop/tables/orders", None),
+    ];
+    for (method, path, body) in tries {
+        let (status, _, answer) = cp.call(method.clone(), path, body.as_ref(), bob_auth).await;
+        assert_eq!(
+            (status, code(&answer)),
+            (StatusCode::NOT_FOUND, "NOT_FOUND"),
+            "{method} {path}"
+        );
+    }
+    let (status, _, list) = cp.call(Method::GET, "/databases", None, bob_auth).await;
+    assert_eq!((status, &list["databases"]), (StatusCode::OK, &json!([])));
+    // Names are the platform's: Bob cannot take Ada's.
+    let (status, body) = create_database(&cp, &bob, "shop").await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::CONFLICT, "DATABASE_EXISTS")
+    );
+    // Without a session, nothing at all.
+    for path in ["/databases", "/databases/shop", "/databases/shop/tables"] {
+        let (status, _, _) = cp.call(Method::GET, path, None, Auth::None).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{path}");
+    }
+    // A tenant user is not an operator.
+    let (status, _, body) = cp
+        .call(Method::GET, "/admin/datanodes", None, bob_auth)
+        .await;
+    assert_eq!((status, code(&body)), (StatusCode::FORBIDDEN, "FORBIDDEN"));
+    // And the cluster's own routes want the cluster secret, not a session.
+    let url = format!("{}/internal/v1/datanodes/heartbeat", cp.shoal.control_url);
+    let status = cp
+        .http
+        .post(&url)
+        .bearer_auth(&bob.token)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    assert_eq!(on_node(&node).await, before, "nothing changed on the node");
+    let (status, _, body) = cp
+        .call(Method::GET, "/databases/shop/tables", None, ada_auth)
+        .await;
+    assert_eq!(
+        (status, &body["tables"]),
+        (StatusCode::OK, &json!([orders()]))
+    );
+}
+
+async fn a_data_node_back_on_an_empty_disk_is_rebuilt_by_the_reconcile(backend: Backend) {
+    let cp = control(backend);
+    let ada = cp.signup("ada@example.com", "analytical").await;
+    let first_disk = tempfile::tempdir().unwrap();
+    let node = data_node(&cp, first_disk.path());
+    eventually("the node registers", || async {
+        let (status, _) = create_database(&cp, &ada, "shop").await;
+        (status == StatusCode::CREATED).then_some(())
+    })
+    .await;
+    let (status, _, _) = cp
+        .call(
+            Method::POST,
+            "/databases/shop/tables",
+            Some(&orders()),
+            Auth::Bearer(&ada.token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    node.kill();
+
+    // The same node id comes back on a new, empty disk (and new ports).
+    let second_disk = tempfile::tempdir().unwrap();
+    let node = data_node(&cp, second_disk.path());
+    let tenant = ada.user["tenant"]["id"].as_str().unwrap().to_owned();
+    let want = vec![("shop".to_owned(), Some(tenant), vec!["orders".to_owned()])];
+    eventually("the reconcile rebuilds the node", || async {
+        (on_node(&node).await == want).then_some(())
+    })
+    .await;
+    // And the control plane sends clients to where it is now.
+    let (status, _, db) = cp
+        .call(
+            Method::GET,
+            "/databases/shop",
+            None,
+            Auth::Bearer(&ada.token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(db["rest_url"].as_str(), Some(node.rest_url.as_str()));
+}
