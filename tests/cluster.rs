@@ -102,7 +102,51 @@ on_both_stores!(
     databases_and_tables_are_placed_and_created_on_the_data_node,
     tenants_never_reach_each_others_databases,
     a_data_node_back_on_an_empty_disk_is_rebuilt_by_the_reconcile,
+    api_keys_are_pushed_used_reported_and_revoked,
 );
+
+/// A REST data API call on `node` with `key`: status and body.
+async fn data_call(node: &Shoal, key: &str, path: &str, body: Value) -> (StatusCode, Value) {
+    let r = reqwest::Client::new()
+        .post(format!("{}/0.1.0/{path}", node.rest_url))
+        .header("X-API-KEY", key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+/// A database `shop` with table `orders` for `who`, on a node that is up.
+async fn shop_with_orders(cp: &Control, who: &Session) {
+    eventually("the node registers", || async {
+        let (status, _) = create_database(cp, who, "shop").await;
+        (status == StatusCode::CREATED).then_some(())
+    })
+    .await;
+    let (status, _, _) = cp
+        .call(
+            Method::POST,
+            "/databases/shop/tables",
+            Some(&orders()),
+            Auth::Bearer(&who.token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+}
+
+async fn create_key(cp: &Control, who: &Session, body: Value) -> (StatusCode, Value) {
+    let (status, _, answer) = cp
+        .call(
+            Method::POST,
+            "/api-keys",
+            Some(&body),
+            Auth::Bearer(&who.token),
+        )
+        .await;
+    (status, answer)
+}
 
 async fn databases_and_tables_are_placed_and_created_on_the_data_node(backend: Backend) {
     let cp = control(backend);
@@ -360,6 +404,14 @@ async fn a_data_node_back_on_an_empty_disk_is_rebuilt_by_the_reconcile(backend: 
         )
         .await;
     assert_eq!(status, StatusCode::CREATED);
+    let (status, made) = create_key(
+        &cp,
+        &ada,
+        json!({"name": "app", "grants": [{"database": "shop", "role": "read_write"}]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let key = made["key"].as_str().unwrap().to_owned();
     node.kill();
 
     // The same node id comes back on a new, empty disk (and new ports).
@@ -369,6 +421,13 @@ async fn a_data_node_back_on_an_empty_disk_is_rebuilt_by_the_reconcile(backend: 
     let want = vec![("shop".to_owned(), Some(tenant), vec!["orders".to_owned()])];
     eventually("the reconcile rebuilds the node", || async {
         (on_node(&node).await == want).then_some(())
+    })
+    .await;
+    // Its keys come back too: the application goes on with the same key.
+    let row = json!({"row": {"id": 1, "note": "after the rebuild"}});
+    eventually("the key is back on the node", || async {
+        let (status, _) = data_call(&node, &key, "shop/orders/pk-write", row.clone()).await;
+        (status == StatusCode::OK).then_some(())
     })
     .await;
     // And the control plane sends clients to where it is now.
@@ -382,4 +441,193 @@ async fn a_data_node_back_on_an_empty_disk_is_rebuilt_by_the_reconcile(backend: 
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(db["rest_url"].as_str(), Some(node.rest_url.as_str()));
+}
+
+async fn api_keys_are_pushed_used_reported_and_revoked(backend: Backend) {
+    let cp = control(backend);
+    let dir = tempfile::tempdir().unwrap();
+    let node = data_node(&cp, dir.path());
+    let ada = cp.signup("ada@example.com", "analytical").await;
+    let bob = cp.signup("bob@example.com", "builders").await;
+    shop_with_orders(&cp, &ada).await;
+    let ada_auth = Auth::Bearer(&ada.token);
+
+    let (status, made) = create_key(
+        &cp,
+        &ada,
+        json!({"name": "checkout service", "grants": [{"database": "shop", "role": "read_write"}]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let key = made["key"].as_str().unwrap().to_owned();
+    let id = made["id"].as_str().unwrap().to_owned();
+    assert!(
+        key.starts_with(&format!("{id}.")),
+        "the id is the key's public prefix"
+    );
+    assert_eq!(
+        made["grants"],
+        json!([{"database": "shop", "role": "read_write"}])
+    );
+
+    // The node takes it at once, for this tenant's database.
+    let row = json!({"row": {"id": 7, "note": "via the key"}});
+    let (status, body) = data_call(&node, &key, "shop/orders/pk-insert", row).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let read = json!({"filters": [{"column": "id", "value": 7}]});
+    let (status, body) = data_call(&node, &key, "shop/orders/pk-read", read.clone()).await;
+    assert_eq!(
+        (status, &body["data"]["note"]),
+        (StatusCode::OK, &json!("via the key")),
+        "{body}"
+    );
+
+    // A read key reads and cannot write.
+    let (status, reader) = create_key(
+        &cp,
+        &ada,
+        json!({"name": "dashboards", "grants": [{"database": "shop", "role": "read"}]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let reader = reader["key"].as_str().unwrap().to_owned();
+    let (status, _) = data_call(&node, &reader, "shop/orders/pk-read", read.clone()).await;
+    assert_eq!(status, StatusCode::OK);
+    let write = json!({"row": {"id": 8, "note": "no"}});
+    let (status, _) = data_call(&node, &reader, "shop/orders/pk-insert", write).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    // The list shows no secret and no hash, and when each key was last used.
+    let listed = eventually("the node reports the key used", || async {
+        let (_, _, list) = cp.call(Method::GET, "/api-keys", None, ada_auth).await;
+        let keys = list["keys"].as_array().unwrap().clone();
+        keys.iter()
+            .all(|k| k["last_used_at"].is_i64())
+            .then_some(list)
+    })
+    .await;
+    let text = listed.to_string();
+    assert!(
+        !text.contains(key.split('.').nth(1).unwrap()),
+        "no secret in the list"
+    );
+    assert!(!text.contains("hash") && !text.contains("salt"), "{text}");
+    assert_eq!(listed["keys"][0]["name"], "checkout service");
+
+    // Refusals: each clear, none makes a key.
+    for (body, status, says) in [
+        (
+            json!({"name": "x", "grants": []}),
+            StatusCode::BAD_REQUEST,
+            "grants",
+        ),
+        (
+            json!({"name": "", "grants": [{"database": "shop", "role": "read"}]}),
+            StatusCode::BAD_REQUEST,
+            "name",
+        ),
+        (
+            json!({"name": "x".repeat(65), "grants": [{"database": "shop", "role": "read"}]}),
+            StatusCode::BAD_REQUEST,
+            "name",
+        ),
+        (
+            json!({"name": "x", "grants": [{"database": "shop", "role": "admin"}]}),
+            StatusCode::BAD_REQUEST,
+            "role",
+        ),
+        (
+            json!({"name": "x", "grants": [{"database": "shop", "role": "read"}, {"database": "shop", "role": "read"}]}),
+            StatusCode::BAD_REQUEST,
+            "twice",
+        ),
+        (
+            json!({"name": "x", "grants": [{"database": "shop", "role": "read"}], "expires_at": 1}),
+            StatusCode::BAD_REQUEST,
+            "expires_at",
+        ),
+        (
+            json!({"name": "x", "grants": [{"database": "x'; DROP TABLE api_keys; --", "role": "read"}]}),
+            StatusCode::BAD_REQUEST,
+            "grants",
+        ),
+        (
+            json!({"name": "x", "grants": [{"database": "nosuch", "role": "read"}]}),
+            StatusCode::NOT_FOUND,
+            "nosuch",
+        ),
+        (
+            json!({"name": "x", "grants": [{"database": "shop", "role": "read"}], "secret": "mine"}),
+            StatusCode::BAD_REQUEST,
+            "secret",
+        ),
+    ] {
+        let (got, answer) = create_key(&cp, &ada, body.clone()).await;
+        assert_eq!(got, status, "{body} → {answer}");
+        assert!(
+            answer["error"]["message"].as_str().unwrap().contains(says),
+            "{answer} names {says}"
+        );
+    }
+    // Bob cannot grant himself Ada's database, see her keys, or revoke them.
+    let (status, answer) = create_key(
+        &cp,
+        &bob,
+        json!({"name": "theft", "grants": [{"database": "shop", "role": "read"}]}),
+    )
+    .await;
+    assert_eq!(
+        (status, code(&answer)),
+        (StatusCode::NOT_FOUND, "NOT_FOUND")
+    );
+    let (_, _, list) = cp
+        .call(Method::GET, "/api-keys", None, Auth::Bearer(&bob.token))
+        .await;
+    assert_eq!(list["keys"], json!([]));
+    let (status, _, _) = cp
+        .call(
+            Method::DELETE,
+            &format!("/api-keys/{id}"),
+            None,
+            Auth::Bearer(&bob.token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (_, _, list) = cp.call(Method::GET, "/api-keys", None, ada_auth).await;
+    assert_eq!(
+        list["keys"].as_array().unwrap().len(),
+        2,
+        "nothing made, nothing revoked"
+    );
+    let (status, _) = data_call(&node, &key, "shop/orders/pk-read", read.clone()).await;
+    assert_eq!(status, StatusCode::OK);
+
+    // Revoked: the node refuses it on the next request.
+    let (status, _, _) = cp
+        .call(Method::DELETE, &format!("/api-keys/{id}"), None, ada_auth)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, body) = data_call(&node, &key, "shop/orders/pk-read", read).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED")
+    );
+    let (_, _, list) = cp.call(Method::GET, "/api-keys", None, ada_auth).await;
+    let revoked = list["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["id"] == json!(id))
+        .unwrap()
+        .clone();
+    assert!(revoked["revoked_at"].is_i64(), "{revoked}");
+    // Revoking again changes nothing.
+    let (status, _, _) = cp
+        .call(Method::DELETE, &format!("/api-keys/{id}"), None, ada_auth)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    // The node holds exactly the one live key.
+    let (status, held) = node.send(Method::GET, "/internal/v1/api-keys", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(held["keys"].as_array().unwrap().len(), 1, "{held}");
 }

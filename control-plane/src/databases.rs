@@ -15,7 +15,7 @@ use shoal_wire::schema::{DatabaseName, TableDef};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::nodes::{self, NodeError, NodeRow};
+use crate::nodes::{self, NodeRow, ReconcileError};
 use crate::server::{App, Body};
 use crate::store::{new_id, now_ms};
 
@@ -401,7 +401,7 @@ struct NodeDatabase {
 /// tables it lacks (after a restart on an empty disk, or a push it missed),
 /// and finishes the drops it missed. What the node has that the store never
 /// knew is left alone: it may hold an operator's data.
-pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), NodeError> {
+pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), ReconcileError> {
     let listed = app
         .nodes
         .call(node, Method::GET, "/internal/v1/databases", None)
@@ -416,19 +416,12 @@ pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), NodeError> {
             )
         })
         .collect();
-    let wanted: Vec<DatabaseRow> = match sqlx::query_as(&format!(
+    let wanted: Vec<DatabaseRow> = sqlx::query_as(&format!(
         "SELECT {DATABASE_COLUMNS} FROM databases WHERE node_id = $1"
     ))
     .bind(node.node_id)
     .fetch_all(&app.store.pool)
-    .await
-    {
-        Ok(rows) => rows,
-        Err(e) => {
-            tracing::error!(error = %e, "reconcile could not read the store");
-            return Ok(());
-        }
-    };
+    .await?;
     for db in wanted {
         if db.status == "dropping" {
             finish_drop(app, node, &db.id, &db.name).await;
@@ -443,11 +436,11 @@ pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), NodeError> {
                 .call(node, Method::POST, "/internal/v1/databases", Some(&body))
                 .await
             {
-                Err(e) if e.code() != Some("DATABASE_EXISTS") => return Err(e),
+                Err(e) if e.code() != Some("DATABASE_EXISTS") => return Err(e.into()),
                 _ => {}
             }
         }
-        let tables = tables_of(app, &db.id).await.unwrap_or_default();
+        let tables = tables_of(app, &db.id).await?;
         for table in tables {
             let has = present.is_some_and(|names| names.contains(&table.name.as_str()));
             if table.status == "dropping" {
@@ -463,7 +456,7 @@ pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), NodeError> {
                     .call(node, Method::POST, &path, Some(&definition))
                     .await
                 {
-                    Err(e) if e.code() != Some("TABLE_EXISTS") => return Err(e),
+                    Err(e) if e.code() != Some("TABLE_EXISTS") => return Err(e.into()),
                     _ => {}
                 }
             }

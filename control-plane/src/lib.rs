@@ -5,6 +5,7 @@
 //! - [`auth`]: passwords, session tokens and cookies, CSRF, login limits;
 //! - [`accounts`]: sign-up, login, logout, `/me`;
 //! - [`databases`]: databases and tables, placed on data nodes;
+//! - [`keys`]: tenant API keys, pushed to the data nodes;
 //! - [`nodes`]: the data-node registry, pushes and the reconcile loop;
 //! - [`server`]: the HTTP server and its routes.
 
@@ -12,6 +13,7 @@ pub mod accounts;
 pub mod auth;
 pub mod databases;
 pub mod error;
+pub mod keys;
 pub mod nodes;
 pub mod server;
 pub mod store;

@@ -37,7 +37,21 @@ pub struct Heartbeat {
     pub used_bytes: u64,
     /// New each time the node starts.
     pub boot_id: String,
+    /// Keys used since the last report.
+    #[serde(default)]
+    pub keys_used: Vec<KeyUse>,
 }
+
+/// A key a node saw used, and when (seconds since the Unix epoch).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyUse {
+    pub prefix: String,
+    pub at: u64,
+}
+
+/// Most key uses one report may carry.
+pub const MAX_KEY_USES: usize = 10_000;
 
 impl Heartbeat {
     fn check(&self) -> Result<(), ApiError> {
@@ -61,6 +75,11 @@ impl Heartbeat {
         }
         if self.boot_id.is_empty() || self.boot_id.len() > 64 {
             return Err(ApiError::invalid("boot_id: 1 to 64 characters"));
+        }
+        if self.keys_used.len() > MAX_KEY_USES {
+            return Err(ApiError::invalid(format!(
+                "keys_used: at most {MAX_KEY_USES} a report"
+            )));
         }
         Ok(())
     }
@@ -102,6 +121,21 @@ pub async fn heartbeat(
     .await?;
     if known.is_none() {
         tracing::info!(node = beat.node_id, url = %beat.internal_url, "data node registered");
+    }
+    if !beat.keys_used.is_empty() {
+        let mut tx = app.store.pool.begin().await?;
+        for used in &beat.keys_used {
+            let at = clamp(used.at.saturating_mul(1000));
+            sqlx::query(
+                "UPDATE api_keys SET last_used_at = $1 \
+                 WHERE prefix = $2 AND (last_used_at IS NULL OR last_used_at < $1)",
+            )
+            .bind(at)
+            .bind(&used.prefix)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
     }
     if known.as_deref() != Some(beat.boot_id.as_str()) {
         app.reconcile_now.notify_one();
@@ -212,6 +246,15 @@ impl NodeError {
     }
 }
 
+/// Why bringing a node up to date stopped short (it is tried again).
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error(transparent)]
+    Node(#[from] NodeError),
+    #[error("reading the store: {0}")]
+    Store(#[from] sqlx::Error),
+}
+
 /// A node's refusal of what the caller asked for is the caller's error; a
 /// node that cannot be reached is the platform's.
 impl From<NodeError> for ApiError {
@@ -318,7 +361,11 @@ pub async fn reconcile_loop(app: Arc<App>) {
             if !node.up(now_ms()) {
                 continue;
             }
-            if let Err(e) = crate::databases::reconcile(&app, &node).await {
+            let done = match crate::databases::reconcile(&app, &node).await {
+                Ok(()) => crate::keys::reconcile(&app, &node).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = done {
                 tracing::warn!(node = node.node_id, error = %e, "reconcile incomplete; retrying");
             }
         }

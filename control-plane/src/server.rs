@@ -20,10 +20,12 @@ use crate::auth::{self, LoginLimits, Tokens};
 use crate::error::ApiError;
 use crate::nodes::NodeClient;
 use crate::store::{OpenError, Store};
-use crate::{accounts, databases, nodes};
+use crate::{accounts, databases, keys, nodes};
 
 /// The largest request body the API reads.
 pub const MAX_BODY: usize = 64 << 10;
+/// The largest body the internal routes read.
+pub const MAX_INTERNAL_BODY: usize = 1 << 20;
 
 /// How the control plane runs.
 #[derive(Debug, Clone)]
@@ -179,12 +181,16 @@ pub fn router(app: Arc<App>) -> Router {
             "/databases/{db}/tables/{table}",
             delete(databases::drop_table),
         )
+        .route("/api-keys", get(keys::list).post(keys::create))
+        .route("/api-keys/{id}", delete(keys::revoke))
         .route("/admin/datanodes", get(nodes::list))
         .fallback(|| async { ApiError::not_found("route") })
         .layer(axum::middleware::map_response(no_store));
     let internal = Router::new()
         .route("/datanodes/heartbeat", post(nodes::heartbeat))
         .fallback(|| async { ApiError::not_found("route") })
+        // A report names up to 10,000 keys used.
+        .layer(DefaultBodyLimit::max(MAX_INTERNAL_BODY))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&app),
             cluster_only,

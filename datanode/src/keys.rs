@@ -16,156 +16,18 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use shoal_wire::schema::{DatabaseName, TenantId};
+use shoal_wire::schema::TenantId;
 
 use crate::tc::Role;
 
-/// Characters in a key's prefix.
-pub const PREFIX_LEN: usize = 16;
-/// Fewest characters a key's secret may have.
-pub const MIN_SECRET_LEN: usize = 32;
-/// Most characters a key's secret may have.
-pub const MAX_SECRET_LEN: usize = 128;
-/// Most databases one key may be granted.
-pub const MAX_GRANTS: usize = 1000;
-/// Most keys one node holds.
-pub const MAX_KEYS: usize = 1_000_000;
-
-/// One database a key may use, and how.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct KeyGrant {
-    pub database: DatabaseName,
-    pub role: Role,
-}
-
-/// A key as pushed to the node and kept in its catalog file: never the
-/// secret, only its salted hash.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct KeyDef {
-    pub prefix: String,
-    pub tenant: TenantId,
-    /// 16 bytes, hex.
-    pub salt: String,
-    /// SHA-256 of the salt's bytes followed by the secret's, hex.
-    pub hash: String,
-    pub grants: Vec<KeyGrant>,
-    /// Seconds since the Unix epoch after which the key no longer works.
-    #[serde(default)]
-    pub expires_at: Option<u64>,
-}
-
-/// Why a key definition was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum KeyDefError {
-    #[error("a key prefix is {PREFIX_LEN} characters of A-Z, a-z, 0-9")]
-    Prefix,
-    #[error("'{0}' must be {1} hex digits")]
-    Hex(&'static str, usize),
-    #[error("a key has at most {MAX_GRANTS} grants")]
-    TooManyGrants,
-    #[error("database '{0}' is granted twice")]
-    DuplicateGrant(String),
-    #[error("this node already holds {MAX_KEYS} keys")]
-    TooManyKeys,
-}
-
-impl KeyDef {
-    /// Checks a pushed definition's shape.
-    pub fn check(&self) -> Result<(), KeyDefError> {
-        if !is_prefix(&self.prefix) {
-            return Err(KeyDefError::Prefix);
-        }
-        if decode_hex::<16>(&self.salt).is_none() {
-            return Err(KeyDefError::Hex("salt", 32));
-        }
-        if decode_hex::<32>(&self.hash).is_none() {
-            return Err(KeyDefError::Hex("hash", 64));
-        }
-        if self.grants.len() > MAX_GRANTS {
-            return Err(KeyDefError::TooManyGrants);
-        }
-        let mut seen = std::collections::HashSet::new();
-        for grant in &self.grants {
-            if !seen.insert(&grant.database) {
-                return Err(KeyDefError::DuplicateGrant(grant.database.to_string()));
-            }
-        }
-        Ok(())
-    }
-}
-
-fn is_prefix(prefix: &str) -> bool {
-    prefix.len() == PREFIX_LEN && prefix.bytes().all(|b| b.is_ascii_alphanumeric())
-}
-
-/// A new key: the text to hand its owner once, and the definition to keep.
-pub fn generate(
-    tenant: TenantId,
-    grants: Vec<KeyGrant>,
-    expires_at: Option<u64>,
-) -> std::io::Result<(String, KeyDef)> {
-    let prefix = random_text(PREFIX_LEN)?;
-    let secret = random_text(MIN_SECRET_LEN + 8)?;
-    let mut salt = [0u8; 16];
-    getrandom::fill(&mut salt).map_err(|e| std::io::Error::other(e.to_string()))?;
-    let def = KeyDef {
-        prefix: prefix.clone(),
-        tenant,
-        salt: hex(&salt),
-        hash: hex(&digest(&salt, secret.as_bytes())),
-        grants,
-        expires_at,
-    };
-    Ok((format!("{prefix}.{secret}"), def))
-}
-
-/// `len` random characters of A-Z, a-z, 0-9.
-fn random_text(len: usize) -> std::io::Result<String> {
-    const ALPHABET: &[u8; 62] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    let mut out = String::with_capacity(len);
-    let mut bytes = [0u8; 64];
-    while out.len() < len {
-        getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
-        // 248 = 4 × 62: taking only bytes below it keeps every character equally likely.
-        for &b in bytes.iter().filter(|&&b| b < 248) {
-            if out.len() < len {
-                out.push(ALPHABET[usize::from(b % 62)] as char);
-            }
-        }
-    }
-    Ok(out)
-}
-
-fn digest(salt: &[u8], secret: &[u8]) -> [u8; 32] {
-    let mut hasher = Sha256::new();
-    hasher.update(salt);
-    hasher.update(secret);
-    hasher.finalize().into()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn decode_hex<const N: usize>(text: &str) -> Option<[u8; N]> {
-    let text = text.as_bytes();
-    if text.len() != 2 * N {
-        return None;
-    }
-    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-    let mut out = [0u8; N];
-    for (i, pair) in text.chunks_exact(2).enumerate() {
-        out[i] = digit(pair[0])? << 4 | digit(pair[1])?;
-    }
-    Some(out)
-}
+pub use shoal_wire::apikey::{
+    KeyDef, KeyDefError, KeyGrant, MAX_GRANTS, MAX_KEYS, MAX_SECRET_LEN, MIN_SECRET_LEN,
+    PREFIX_LEN, generate,
+};
+use shoal_wire::apikey::{decode_hex, digest};
 
 /// A key the node holds.
 pub struct ApiKey {
@@ -176,6 +38,9 @@ pub struct ApiKey {
     grants: HashMap<String, Role>,
     /// Set when the key is removed or replaced.
     dead: AtomicBool,
+    /// When the key was last used, in seconds since the Unix epoch (0:
+    /// never): reported to the control plane.
+    last_used: AtomicU64,
 }
 
 impl fmt::Debug for ApiKey {
@@ -199,6 +64,7 @@ impl ApiKey {
                 .map(|g| (g.database.to_string(), g.role))
                 .collect(),
             dead: AtomicBool::new(false),
+            last_used: AtomicU64::new(0),
             def,
         })
     }
@@ -224,6 +90,24 @@ impl ApiKey {
     pub fn is_live(&self) -> bool {
         !self.dead.load(Ordering::Relaxed)
             && self.def.expires_at.is_none_or(|at| unix_seconds() < at)
+    }
+
+    /// Whether the key may be used now, noting that it is.
+    pub fn use_now(&self) -> bool {
+        let now = unix_seconds();
+        if self.dead.load(Ordering::Relaxed) || self.def.expires_at.is_some_and(|at| now >= at) {
+            return false;
+        }
+        // Written once a second at most: the cache line stays shared.
+        if self.last_used.load(Ordering::Relaxed) != now {
+            self.last_used.store(now, Ordering::Relaxed);
+        }
+        true
+    }
+
+    /// When the key was last used (seconds since the Unix epoch), if ever.
+    pub fn last_used(&self) -> Option<u64> {
+        Some(self.last_used.load(Ordering::Relaxed)).filter(|&at| at > 0)
     }
 
     fn secret_matches(&self, secret: &[u8]) -> bool {
@@ -279,7 +163,7 @@ impl ApiKeys {
         if !key.secret_matches(secret) {
             return Err(AuthError::Invalid);
         }
-        if !key.is_live() {
+        if !key.use_now() {
             return Err(AuthError::Expired);
         }
         Ok(key)
@@ -314,6 +198,23 @@ impl ApiKeys {
     }
 
     /// Every key's definition, by prefix.
+    /// The keys used since `since` (seconds since the Unix epoch), most
+    /// recent first, at most `most` of them: prefix and when.
+    pub fn used_since(&self, since: u64, most: usize) -> Vec<(String, u64)> {
+        let mut used: Vec<(String, u64)> = self
+            .read()
+            .values()
+            .filter_map(|k| {
+                k.last_used()
+                    .filter(|&at| at >= since)
+                    .map(|at| (k.def.prefix.clone(), at))
+            })
+            .collect();
+        used.sort_unstable_by_key(|&(_, at)| std::cmp::Reverse(at));
+        used.truncate(most);
+        used
+    }
+
     pub fn defs(&self) -> Vec<KeyDef> {
         let mut defs: Vec<KeyDef> = self.read().values().map(|k| k.def.clone()).collect();
         defs.sort_by(|a, b| a.prefix.cmp(&b.prefix));
@@ -332,6 +233,7 @@ impl ApiKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shoal_wire::schema::DatabaseName;
 
     fn tenant() -> TenantId {
         TenantId::parse("t1").unwrap()

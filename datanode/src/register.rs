@@ -13,6 +13,8 @@ use crate::internal_api::ClusterSecret;
 
 /// How often the node reports itself.
 pub const EVERY: Duration = Duration::from_secs(5);
+/// Most keys one report names as used (the most recently used).
+pub const MAX_KEYS_REPORTED: usize = 10_000;
 
 /// Where the control plane is, and the host the node tells it to reach it at.
 #[derive(Debug, Clone)]
@@ -65,7 +67,18 @@ pub async fn heartbeats(
         link.url.trim_end_matches('/')
     );
     let mut reachable = None;
+    // Keys used since this many seconds since the epoch are reported.
+    let mut reported_to = 0;
     loop {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let used: Vec<_> = engine
+            .api_keys()
+            .used_since(reported_to, MAX_KEYS_REPORTED)
+            .into_iter()
+            .map(|(prefix, at)| json!({"prefix": prefix, "at": at}))
+            .collect();
         let pool = engine.data_memory();
         let beat = json!({
             "node_id": me.node_id,
@@ -75,6 +88,7 @@ pub async fn heartbeats(
             "data_memory_bytes": pool.total_bytes(),
             "used_bytes": pool.used_bytes(),
             "boot_id": boot_id,
+            "keys_used": used,
         });
         let sent = http
             .post(&url)
@@ -87,6 +101,11 @@ pub async fn heartbeats(
                 s if s.is_success() => Ok(()),
                 s => Err(format!("it answered {s}")),
             });
+        if sent.is_ok() {
+            // A key used in the second of this report is reported again
+            // next time: nothing between is missed.
+            reported_to = now;
+        }
         match (&sent, reachable) {
             (Ok(()), Some(true)) | (Err(_), Some(false)) => {}
             (Ok(()), _) => {

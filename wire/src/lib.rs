@@ -6,7 +6,9 @@
 //! - [`ndbinfo`]: the names and columns of the ndbinfo tables, and the JSON shape
 //!   their rows travel in.
 //! - [`secret`]: the cluster secret both sides present.
+//! - [`apikey`]: tenant API keys: their form, their hash, their grants.
 
+pub mod apikey;
 pub mod ndbinfo;
 pub mod schema;
 pub mod secret;

@@ -41,7 +41,7 @@ pub fn access(
     key: &ApiKey,
     name: &str,
 ) -> Result<(Arc<Database>, Grant), AccessError> {
-    if !key.is_live() {
+    if !key.use_now() {
         return Err(AuthError::Expired.into());
     }
     let not_granted = || AccessError::NotGranted(name.chars().take(64).collect());

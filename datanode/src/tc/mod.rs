@@ -28,12 +28,7 @@ use crate::persist::redo::LogFailed;
 use crate::storage::OpError;
 
 /// What a caller may do with a database: the grant of its API key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    Read,
-    ReadWrite,
-}
+pub use shoal_wire::apikey::Role;
 
 /// The database a caller may use, and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -175,7 +175,7 @@ impl Conn {
     /// Checks the session's key again if it changed on the node since.
     pub(super) fn revalidate(&mut self) -> Result<(), Refusal> {
         let session = self.session.as_ref().expect("authenticated");
-        if session.key.is_live() {
+        if session.key.use_now() {
             return Ok(());
         }
         let (presented, database) = (session.presented.clone(), session.db.db.name.to_string());

@@ -1,0 +1,328 @@
+//! Tenant API keys: made here, the secret shown once, only a salted hash
+//! kept; pushed to the data nodes of the databases they grant, where they
+//! are checked; revoked at once.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use reqwest::Method;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use shoal_wire::apikey::{self, KeyDef, KeyGrant, Role};
+use shoal_wire::schema::{DatabaseName, TenantId};
+
+use crate::auth::Caller;
+use crate::databases;
+use crate::error::ApiError;
+use crate::nodes::{self, NodeError, NodeRow, ReconcileError};
+use crate::server::{App, Body};
+use crate::store::now_ms;
+
+/// Most grants one key may carry.
+pub const MAX_GRANTS: usize = 100;
+/// Longest key name.
+pub const MAX_NAME: usize = 64;
+/// Most keys, live or revoked, a tenant may have.
+pub const MAX_KEYS_PER_TENANT: i64 = 1000;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewKey {
+    name: String,
+    grants: Vec<NewGrant>,
+    /// Seconds since the Unix epoch.
+    #[serde(default)]
+    expires_at: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewGrant {
+    database: String,
+    role: Role,
+}
+
+/// A key as the store has it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct KeyRow {
+    pub prefix: String,
+    pub tenant_id: String,
+    pub name: String,
+    pub salt: String,
+    pub hash: String,
+    pub grants: String,
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+    pub last_used_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+const KEY_COLUMNS: &str = "prefix, tenant_id, name, salt, hash, grants, created_at, expires_at, \
+                           last_used_at, revoked_at";
+
+impl KeyRow {
+    fn grants(&self) -> Vec<KeyGrant> {
+        serde_json::from_str(&self.grants).unwrap_or_else(|e| {
+            tracing::error!(key = %self.prefix, error = %e, "stored grants do not parse");
+            Vec::new()
+        })
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "id": self.prefix,
+            "name": self.name,
+            "tenant_id": self.tenant_id,
+            "grants": self.grants(),
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "last_used_at": self.last_used_at,
+            "revoked_at": self.revoked_at,
+        })
+    }
+
+    /// The definition a data node checks the key by.
+    fn def(&self) -> Option<KeyDef> {
+        Some(KeyDef {
+            prefix: self.prefix.clone(),
+            tenant: TenantId::parse(&self.tenant_id).ok()?,
+            salt: self.salt.clone(),
+            hash: self.hash.clone(),
+            grants: self.grants(),
+            expires_at: self.expires_at.and_then(|e| u64::try_from(e).ok()),
+        })
+    }
+}
+
+/// `GET /api-keys`: the caller's tenant's keys (a platform admin's: all),
+/// never a secret or its hash.
+pub async fn list(State(app): State<Arc<App>>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    let rows: Vec<KeyRow> = sqlx::query_as(&format!(
+        "SELECT {KEY_COLUMNS} FROM api_keys WHERE tenant_id = $1 OR $2 = 1 ORDER BY created_at, prefix"
+    ))
+    .bind(caller.tenant_id.as_deref().unwrap_or(""))
+    .bind(i64::from(caller.is_admin()))
+    .fetch_all(&app.store.pool)
+    .await?;
+    Ok(Json(
+        json!({"keys": rows.iter().map(KeyRow::json).collect::<Vec<_>>()}),
+    ))
+}
+
+/// `POST /api-keys {name, grants, expires_at?}`: the secret is in the
+/// answer, as `key`, and nowhere else ever after.
+pub async fn create(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Body(req): Body<NewKey>,
+) -> Result<impl IntoResponse, ApiError> {
+    let tenant = caller.tenant()?.to_owned();
+    let name = req.name.trim();
+    if name.is_empty() || name.len() > MAX_NAME || name.chars().any(char::is_control) {
+        return Err(ApiError::invalid(format!(
+            "name: 1 to {MAX_NAME} characters, no control characters"
+        )));
+    }
+    if req.grants.is_empty() || req.grants.len() > MAX_GRANTS {
+        return Err(ApiError::invalid(format!(
+            "grants: 1 to {MAX_GRANTS} databases"
+        )));
+    }
+    let now_secs = (now_ms() / 1000) as u64;
+    if req
+        .expires_at
+        .is_some_and(|at| at <= now_secs || at > i64::MAX as u64)
+    {
+        return Err(ApiError::invalid(
+            "expires_at: seconds since the Unix epoch, in the future",
+        ));
+    }
+    let mut grants = Vec::with_capacity(req.grants.len());
+    let mut nodes_of_grants = BTreeMap::new();
+    for grant in &req.grants {
+        let database = DatabaseName::parse(&grant.database)
+            .map_err(|e| ApiError::invalid(format!("grants: {e}")))?;
+        if grants.iter().any(|g: &KeyGrant| g.database == database) {
+            return Err(ApiError::invalid(format!(
+                "grants: database '{database}' is granted twice"
+            )));
+        }
+        // Only the caller's own databases: another tenant's is not there.
+        let db = databases::find(&app, &caller, database.as_str())
+            .await
+            .map_err(|_| ApiError::not_found(&format!("database '{}'", database.as_str())))?;
+        nodes_of_grants.insert(db.node_id, ());
+        grants.push(KeyGrant {
+            database,
+            role: grant.role,
+        });
+    }
+    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM api_keys WHERE tenant_id = $1")
+        .bind(&tenant)
+        .fetch_one(&app.store.pool)
+        .await?;
+    if count >= MAX_KEYS_PER_TENANT {
+        return Err(ApiError::conflict(
+            "LIMIT_REACHED",
+            format!("a tenant has at most {MAX_KEYS_PER_TENANT} keys: revoke and delete old ones"),
+        ));
+    }
+    let tenant_id = TenantId::parse(&tenant).map_err(|_| ApiError::internal())?;
+    let (key, def) = apikey::generate(tenant_id, grants, req.expires_at).map_err(|e| {
+        tracing::error!(error = %e, "no randomness for a key");
+        ApiError::internal()
+    })?;
+    let row = KeyRow {
+        prefix: def.prefix.clone(),
+        tenant_id: tenant,
+        name: name.to_owned(),
+        salt: def.salt.clone(),
+        hash: def.hash.clone(),
+        grants: serde_json::to_string(&def.grants).expect("grants serialize"),
+        created_at: now_ms(),
+        expires_at: def.expires_at.map(|e| e as i64),
+        last_used_at: None,
+        revoked_at: None,
+    };
+    sqlx::query(&format!(
+        "INSERT INTO api_keys ({KEY_COLUMNS}, created_by) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+    ))
+    .bind(&row.prefix)
+    .bind(&row.tenant_id)
+    .bind(&row.name)
+    .bind(&row.salt)
+    .bind(&row.hash)
+    .bind(&row.grants)
+    .bind(row.created_at)
+    .bind(row.expires_at)
+    .bind(row.last_used_at)
+    .bind(row.revoked_at)
+    .bind(&caller.user_id)
+    .execute(&app.store.pool)
+    .await?;
+    // Pushed now to every node it may be used on; a node that cannot be
+    // reached gets it from the reconcile when it is back.
+    for node_id in nodes_of_grants.keys() {
+        if let Some(node) = nodes::get(&app, *node_id).await?
+            && let Err(e) = push(&app, &node, &def).await
+        {
+            tracing::warn!(key = %row.prefix, error = %e, "key push left for the reconcile");
+        }
+    }
+    tracing::info!(key = %row.prefix, tenant = %row.tenant_id, "API key created");
+    let mut answer = row.json();
+    answer["key"] = json!(key);
+    Ok((StatusCode::CREATED, Json(answer)))
+}
+
+async fn push(app: &App, node: &NodeRow, def: &KeyDef) -> Result<(), NodeError> {
+    let body = json!({
+        "tenant": def.tenant,
+        "salt": def.salt,
+        "hash": def.hash,
+        "grants": def.grants,
+        "expires_at": def.expires_at,
+    });
+    let path = format!("/internal/v1/api-keys/{}", def.prefix);
+    app.nodes
+        .call(node, Method::PUT, &path, Some(&body))
+        .await
+        .map(drop)
+}
+
+async fn unpush(app: &App, node: &NodeRow, prefix: &str) -> Result<(), NodeError> {
+    let path = format!("/internal/v1/api-keys/{prefix}");
+    match app.nodes.call(node, Method::DELETE, &path, None).await {
+        Err(e) if e.code() != Some("NO_SUCH_KEY") => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// `DELETE /api-keys/{id}`: revokes the key on every data node at once; it
+/// stays listed, with when it was revoked.
+pub async fn revoke(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(prefix): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let row: Option<KeyRow> = sqlx::query_as(&format!(
+        "SELECT {KEY_COLUMNS} FROM api_keys WHERE prefix = $1"
+    ))
+    .bind(&prefix)
+    .fetch_optional(&app.store.pool)
+    .await?;
+    let row = row
+        .filter(|k| caller.is_admin() || caller.tenant_id.as_deref() == Some(&k.tenant_id))
+        .ok_or_else(|| ApiError::not_found("API key"))?;
+    if row.revoked_at.is_none() {
+        sqlx::query("UPDATE api_keys SET revoked_at = $1 WHERE prefix = $2")
+            .bind(now_ms())
+            .bind(&row.prefix)
+            .execute(&app.store.pool)
+            .await?;
+        tracing::info!(key = %row.prefix, tenant = %row.tenant_id, "API key revoked");
+    }
+    let now = now_ms();
+    for node in nodes::all(&app).await?.iter().filter(|n| n.up(now)) {
+        if let Err(e) = unpush(&app, node, &row.prefix).await {
+            tracing::warn!(key = %row.prefix, error = %e, "revocation left for the reconcile");
+        }
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A key as a data node lists it.
+#[derive(Debug, Deserialize)]
+struct NodeKey {
+    prefix: String,
+}
+
+/// Brings `node`'s keys to the store's: every live key of an active tenant
+/// that grants a database on the node is there; no other key is.
+pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), ReconcileError> {
+    let listed = app
+        .nodes
+        .call(node, Method::GET, "/internal/v1/api-keys", None)
+        .await?;
+    let held: Vec<NodeKey> = serde_json::from_value(listed["keys"].clone()).unwrap_or_default();
+    let wanted: Vec<KeyRow> = sqlx::query_as(&format!(
+        "SELECT {KEY_COLUMNS} FROM api_keys k WHERE revoked_at IS NULL \
+         AND (expires_at IS NULL OR expires_at > $1) \
+         AND EXISTS (SELECT 1 FROM tenants t WHERE t.id = k.tenant_id AND t.status = 'active')"
+    ))
+    .bind(now_ms() / 1000)
+    .fetch_all(&app.store.pool)
+    .await?;
+    let here: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM databases WHERE node_id = $1 AND status = 'ready'")
+            .bind(node.node_id)
+            .fetch_all(&app.store.pool)
+            .await?;
+    let wanted: Vec<KeyDef> = wanted
+        .iter()
+        .filter_map(KeyRow::def)
+        .filter(|def| {
+            def.grants
+                .iter()
+                .any(|g| here.iter().any(|d| d == g.database.as_str()))
+        })
+        .collect();
+    for def in &wanted {
+        if !held.iter().any(|k| k.prefix == def.prefix) {
+            tracing::info!(node = node.node_id, key = %def.prefix, "reconcile: pushing key");
+            push(app, node, def).await?;
+        }
+    }
+    for key in &held {
+        if !wanted.iter().any(|def| def.prefix == key.prefix) {
+            tracing::info!(node = node.node_id, key = %key.prefix, "reconcile: removing key");
+            unpush(app, node, &key.prefix).await?;
+        }
+    }
+    Ok(())
+}
