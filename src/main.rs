@@ -63,6 +63,14 @@ struct ControlPlaneArgs {
     /// created in) <data-dir>/cluster-secret.
     #[arg(long, env = "SHOAL_CLUSTER_SECRET", hide_env_values = true)]
     cluster_secret: Option<String>,
+    /// A platform admin to make at start if there is no such account; its
+    /// password is taken from SHOAL_ADMIN_PASSWORD.
+    #[arg(long, env = "SHOAL_ADMIN_EMAIL")]
+    admin_email: Option<String>,
+    /// The quota every new tenant starts with, as a JSON quota object
+    /// [default: the built-in plan, see docs/control-plane.md].
+    #[arg(long, env = "SHOAL_PLAN_QUOTA")]
+    plan_quota: Option<String>,
 }
 
 impl ControlPlaneArgs {
@@ -84,11 +92,36 @@ impl ControlPlaneArgs {
                     .with_context(|| format!("the cluster secret in {}", path.display()))?
             }
         };
+        let bootstrap_admin = match &self.admin_email {
+            None => None,
+            Some(email) => {
+                let password = std::env::var("SHOAL_ADMIN_PASSWORD").map_err(|_| {
+                    anyhow::anyhow!(
+                        "--admin-email needs the admin's password in SHOAL_ADMIN_PASSWORD"
+                    )
+                })?;
+                Some((email.clone(), password))
+            }
+        };
+        let plan_quota = match &self.plan_quota {
+            None => shoal_control_plane::quotas::default_plan(),
+            Some(json) => {
+                let quota: shoal_quota::Quota =
+                    serde_json::from_str(json).context("--plan-quota is not a quota object")?;
+                quota
+                    .validate()
+                    .map_err(anyhow::Error::msg)
+                    .context("--plan-quota")?;
+                quota
+            }
+        };
         Ok(shoal_control_plane::Config {
             store_url,
             listen: (self.listen, self.control_port).into(),
             secure_cookies: self.secure_cookies,
             cluster_secret,
+            bootstrap_admin,
+            plan_quota,
         })
     }
 }

@@ -103,7 +103,33 @@ on_both_stores!(
     tenants_never_reach_each_others_databases,
     a_data_node_back_on_an_empty_disk_is_rebuilt_by_the_reconcile,
     api_keys_are_pushed_used_reported_and_revoked,
+    quotas_are_set_by_admins_audited_pushed_and_enforced,
+    a_suspended_tenant_is_locked_out_until_resumed,
 );
+
+const ADMIN: &str = "ops@example.com";
+const ADMIN_PASSWORD: &str = "an operator's password";
+
+/// A control plane with a platform admin, new tenants on `plan`; and the
+/// admin's session.
+async fn control_with_admin(backend: Backend, plan: &str) -> (Control, Session) {
+    let cp = Control::start_env(
+        backend,
+        &[
+            "--cluster-secret",
+            SECRET,
+            "--admin-email",
+            ADMIN,
+            "--plan-quota",
+            plan,
+        ],
+        &[("SHOAL_ADMIN_PASSWORD", ADMIN_PASSWORD)],
+    );
+    let (status, headers, body) = cp.login(ADMIN, ADMIN_PASSWORD).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["user"]["role"], "admin");
+    (cp, common::control::session(&headers, body))
+}
 
 /// A REST data API call on `node` with `key`: status and body.
 async fn data_call(node: &Shoal, key: &str, path: &str, body: Value) -> (StatusCode, Value) {
@@ -630,4 +656,316 @@ async fn api_keys_are_pushed_used_reported_and_revoked(backend: Backend) {
     let (status, held) = node.send(Method::GET, "/internal/v1/api-keys", None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(held["keys"].as_array().unwrap().len(), 1, "{held}");
+}
+
+async fn quotas_are_set_by_admins_audited_pushed_and_enforced(backend: Backend) {
+    let plan = r#"{"max_databases": 2, "max_api_keys": 1, "write_units_per_sec": 1000}"#;
+    let (cp, admin) = control_with_admin(backend, plan).await;
+    let admin_auth = Auth::Bearer(&admin.token);
+    let disk = tempfile::tempdir().unwrap();
+    let node = data_node(&cp, disk.path());
+    let ada = cp.signup("ada@example.com", "analytical").await;
+    let tenant = ada.user["tenant"]["id"].as_str().unwrap().to_owned();
+    let ada_auth = Auth::Bearer(&ada.token);
+    shop_with_orders(&cp, &ada).await;
+    let (status, made) = create_key(
+        &cp,
+        &ada,
+        json!({"name": "app", "grants": [{"database": "shop", "role": "read_write"}]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let key = made["key"].as_str().unwrap().to_owned();
+    let (status, _) = data_call(
+        &node,
+        &key,
+        "shop/orders/pk-insert",
+        json!({"row": {"id": 1, "note": "x"}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // The plan: the tenant starts with it, and its counts are enforced.
+    let (status, _, quotas) = cp.call(Method::GET, "/quotas", None, ada_auth).await;
+    assert_eq!(status, StatusCode::OK, "{quotas}");
+    assert_eq!(quotas["tenant"]["quota"]["max_databases"], 2);
+    assert_eq!(quotas["tenant"]["quota"]["in_memory_bytes"], Value::Null);
+    assert_eq!(quotas["tenant"]["usage"]["databases"], 1);
+    assert_eq!(quotas["tenant"]["usage"]["tables"], 1);
+    assert_eq!(quotas["tenant"]["usage"]["api_keys"], 1);
+    let used = quotas["databases"][0]["usage"]["in_memory_bytes"]
+        .as_u64()
+        .unwrap();
+    assert!(used > 0, "{quotas}");
+    assert_eq!(
+        quotas["tenant"]["usage"]["in_memory_bytes"].as_u64(),
+        Some(used)
+    );
+    let (status, _) = create_key(
+        &cp,
+        &ada,
+        json!({"name": "second", "grants": [{"database": "shop", "role": "read"}]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (status, _) = create_database(&cp, &ada, "lab").await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, body) = create_database(&cp, &ada, "third").await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::CONFLICT, "QUOTA_EXCEEDED")
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("limit is 2"),
+        "{body}"
+    );
+
+    // Only platform admins set quotas, list tenants, read the audit log.
+    let path = format!("/admin/tenants/{tenant}/quota");
+    for (method, path, body) in [
+        (
+            Method::PUT,
+            path.as_str(),
+            Some(json!({"in_memory_bytes": null})),
+        ),
+        (Method::GET, "/admin/tenants", None),
+        (Method::GET, "/admin/audit", None),
+        (Method::GET, "/admin/datanodes", None),
+    ] {
+        let (status, _, answer) = cp.call(method.clone(), path, body.as_ref(), ada_auth).await;
+        assert_eq!(
+            (status, code(&answer)),
+            (StatusCode::FORBIDDEN, "FORBIDDEN"),
+            "{method} {path}"
+        );
+    }
+    // Bad quotas are refused and change nothing.
+    let db_path = format!("/admin/tenants/{tenant}/databases/shop/quota");
+    for bad in [
+        json!({"write_units_per_sec": 0}),
+        json!({"burst_seconds": 100000}),
+        json!({"in_memory_bytes": -1}),
+        json!({"in_memory_bytes": "lots"}),
+        json!({"memory": 1}),
+        json!([]),
+    ] {
+        let (status, _, answer) = cp.call(Method::PUT, &db_path, Some(&bad), admin_auth).await;
+        assert_eq!(
+            (status, code(&answer)),
+            (StatusCode::BAD_REQUEST, "INVALID_REQUEST"),
+            "{bad}"
+        );
+    }
+    let (status, _, _) = cp
+        .call(
+            Method::PUT,
+            "/admin/tenants/t_nosuch/quota",
+            Some(&json!({})),
+            admin_auth,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _, _) = cp
+        .call(
+            Method::PUT,
+            &format!("/admin/tenants/{tenant}/databases/nosuch/quota"),
+            Some(&json!({})),
+            admin_auth,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // An operator lowers the database's memory quota below what it holds:
+    // the next write through the key fails with the quota error at once.
+    let (status, _, answer) = cp
+        .call(
+            Method::PUT,
+            &db_path,
+            Some(&json!({"in_memory_bytes": 1})),
+            admin_auth,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (status, body) = data_call(
+        &node,
+        &key,
+        "shop/orders/pk-insert",
+        json!({"row": {"id": 2, "note": "y"}}),
+    )
+    .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::INSUFFICIENT_STORAGE, "MEMORY_QUOTA"),
+        "{body}"
+    );
+    let (_, _, quotas) = cp.call(Method::GET, "/quotas", None, ada_auth).await;
+    let shop = quotas["databases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "shop")
+        .unwrap()
+        .clone();
+    assert_eq!(shop["warnings"], json!(["memory_100"]), "{shop}");
+    // A tenant quota reaches the node too.
+    let (status, _, _) = cp
+        .call(
+            Method::PUT,
+            &path,
+            Some(&json!({"read_units_per_sec": 777, "max_databases": 5})),
+            admin_auth,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, on_node) = node
+        .send(
+            Method::GET,
+            &format!("/internal/v1/tenants/{tenant}/quota"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, &on_node["quota"]["read_units_per_sec"]),
+        (StatusCode::OK, &json!(777)),
+        "{on_node}"
+    );
+
+    // Every change is in the audit log: who, what, before, after.
+    let (status, _, audit) = cp
+        .call(
+            Method::GET,
+            &format!("/admin/audit?tenant={tenant}"),
+            None,
+            admin_auth,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let entries = audit["entries"].as_array().unwrap();
+    let actions: Vec<&str> = entries
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    for action in [
+        "tenant.create",
+        "database.create",
+        "table.create",
+        "api_key.create",
+        "database.quota.set",
+        "tenant.quota.set",
+    ] {
+        assert!(actions.contains(&action), "{action} in {actions:?}");
+    }
+    let set = entries
+        .iter()
+        .find(|e| e["action"] == "database.quota.set")
+        .unwrap();
+    assert_eq!(set["actor"]["email"], ADMIN);
+    assert_eq!(set["before"]["in_memory_bytes"], Value::Null);
+    assert_eq!(set["after"]["in_memory_bytes"], 1);
+    assert!(
+        !audit.to_string().contains(key.split('.').nth(1).unwrap()),
+        "no secret in the audit log"
+    );
+
+    // The tenants list shows usage against quota.
+    let (_, _, tenants) = cp
+        .call(Method::GET, "/admin/tenants", None, admin_auth)
+        .await;
+    let row = tenants["tenants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == json!(tenant))
+        .unwrap()
+        .clone();
+    assert_eq!(row["usage"]["databases"], 2);
+    assert_eq!(row["quota"]["read_units_per_sec"], 777);
+
+    // A node back on an empty disk gets the quotas again.
+    node.kill();
+    let disk = tempfile::tempdir().unwrap();
+    let node = data_node(&cp, disk.path());
+    eventually("the reconcile restores the quota", || async {
+        let (status, body) = node
+            .send(Method::GET, "/internal/v1/databases/shop/quota", None)
+            .await;
+        (status == StatusCode::OK && body["quota"]["in_memory_bytes"] == json!(1)).then_some(())
+    })
+    .await;
+}
+
+async fn a_suspended_tenant_is_locked_out_until_resumed(backend: Backend) {
+    let (cp, admin) = control_with_admin(backend, "{}").await;
+    let admin_auth = Auth::Bearer(&admin.token);
+    let disk = tempfile::tempdir().unwrap();
+    let node = data_node(&cp, disk.path());
+    let ada = cp.signup("ada@example.com", "analytical").await;
+    let tenant = ada.user["tenant"]["id"].as_str().unwrap().to_owned();
+    shop_with_orders(&cp, &ada).await;
+    let (_, made) = create_key(
+        &cp,
+        &ada,
+        json!({"name": "app", "grants": [{"database": "shop", "role": "read_write"}]}),
+    )
+    .await;
+    let key = made["key"].as_str().unwrap().to_owned();
+    // A write: it succeeds whatever the table holds.
+    let write = json!({"row": {"id": 1, "note": "x"}});
+
+    let (status, _, _) = cp
+        .call(
+            Method::POST,
+            &format!("/admin/tenants/{tenant}/suspend"),
+            None,
+            admin_auth,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = data_call(&node, &key, "shop/orders/pk-write", write.clone()).await;
+    assert_eq!(
+        status,
+        StatusCode::UNAUTHORIZED,
+        "its keys stop working at once"
+    );
+    let (status, _, body) = cp
+        .call(Method::GET, "/me", None, Auth::Bearer(&ada.token))
+        .await;
+    assert_eq!((status, code(&body)), (StatusCode::FORBIDDEN, "FORBIDDEN"));
+    let (status, _, _) = cp.login("ada@example.com", "a long password").await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (_, _, tenants) = cp
+        .call(Method::GET, "/admin/tenants", None, admin_auth)
+        .await;
+    assert_eq!(tenants["tenants"][0]["status"], "suspended");
+
+    let (status, _, _) = cp
+        .call(
+            Method::POST,
+            &format!("/admin/tenants/{tenant}/resume"),
+            None,
+            admin_auth,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _, _) = cp
+        .call(Method::GET, "/me", None, Auth::Bearer(&ada.token))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    eventually("the key is pushed back", || async {
+        let (status, _) = data_call(&node, &key, "shop/orders/pk-write", write.clone()).await;
+        (status == StatusCode::OK).then_some(())
+    })
+    .await;
+    let (status, _, _) = cp
+        .call(
+            Method::POST,
+            "/admin/tenants/t_nosuch/suspend",
+            None,
+            admin_auth,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
 }

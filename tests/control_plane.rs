@@ -264,7 +264,7 @@ async fn sessions_and_accounts_survive_a_restart(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     let url = pg.as_ref().map(|db| db.url.as_str());
     let start = || Control {
-        shoal: Shoal::control_plane_in(url, &[], dir.path()),
+        shoal: Shoal::control_plane_in(url, &[], &[], dir.path()),
         _pg: None,
         http: reqwest::Client::new(),
     };

@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::audit::{self, Change};
 use crate::auth::{self, Caller, Role, UserRow};
 use crate::error::ApiError;
 use crate::server::{App, Body};
@@ -102,10 +103,14 @@ pub async fn signup(
     let hash = auth::blocking(move || auth::hash_password(&password)).await;
     let (tenant_id, user_id, now) = (new_id("t"), new_id("u"), now_ms());
     let mut tx = app.store.pool.begin().await?;
-    sqlx::query("INSERT INTO tenants (id, name, status, created_at) VALUES ($1, $2, 'active', $3)")
-        .bind(&tenant_id)
-        .bind(&tenant_name)
-        .bind(now)
+    let plan = serde_json::to_string(&app.config.plan_quota).expect("a quota serializes");
+    sqlx::query(
+        "INSERT INTO tenants (id, name, status, created_at, quota) VALUES ($1, $2, 'active', $3, $4)",
+    )
+    .bind(&tenant_id)
+    .bind(&tenant_name)
+    .bind(now)
+    .bind(&plan)
         .execute(&mut *tx)
         .await
         .map_err(|e| unique_or(e, "TENANT_NAME_TAKEN", "the tenant name is taken"))?;
@@ -121,6 +126,21 @@ pub async fn signup(
     .execute(&mut *tx)
     .await
     .map_err(|e| unique_or(e, "EMAIL_TAKEN", "an account with this email exists"))?;
+    let owner = Caller {
+        user_id: user_id.clone(),
+        email: email.clone(),
+        role: Role::Owner,
+        tenant_id: Some(tenant_id.clone()),
+        tenant_name: Some(tenant_name.clone()),
+    };
+    let change = Change {
+        tenant_id: Some(&tenant_id),
+        action: "tenant.create",
+        target: format!("tenant {tenant_id}"),
+        before: None,
+        after: Some(json!({"name": tenant_name, "owner": email, "quota": app.config.plan_quota})),
+    };
+    audit::record(&mut *tx, &owner, change).await?;
     tx.commit().await?;
     tracing::info!(tenant = %tenant_id, user = %user_id, "signed up");
     let user = user_json(

@@ -13,9 +13,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use shoal_wire::schema::{DatabaseName, TableDef};
 
+use crate::audit::{self, Change};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::nodes::{self, NodeRow, ReconcileError};
+use crate::quotas;
 use crate::server::{App, Body};
 use crate::store::{new_id, now_ms};
 
@@ -30,7 +32,7 @@ pub struct DatabaseRow {
     pub created_at: i64,
 }
 
-const DATABASE_COLUMNS: &str = "id, tenant_id, name, node_id, status, created_at";
+pub const DATABASE_COLUMNS: &str = "id, tenant_id, name, node_id, status, created_at";
 
 /// The caller's ready database `name` — for a platform admin, anyone's.
 /// Another tenant's is "no such database", as one that does not exist.
@@ -112,6 +114,14 @@ pub async fn create(
     Body(req): Body<NewDatabase>,
 ) -> Result<impl IntoResponse, ApiError> {
     let tenant = caller.tenant()?.to_owned();
+    let tenant_quota = quotas::of_tenant(&app, &tenant).await?;
+    let counts = quotas::counts(&app, &tenant).await?;
+    quotas::check_count(
+        "databases",
+        tenant_quota.max_databases,
+        counts.databases,
+        "the tenant",
+    )?;
     let name = DatabaseName::parse(&req.name)
         .map_err(|e| ApiError::invalid(format!("name: {e}")))?
         .to_string();
@@ -186,6 +196,16 @@ pub async fn create(
         });
     }
     tracing::info!(database = %db.name, tenant = %db.tenant_id, node = db.node_id, "database created");
+    // The node holds the tenant to its quota from the first database on.
+    quotas::push_new_database(&app, &node, &db, &tenant_quota).await;
+    let change = Change {
+        tenant_id: Some(&db.tenant_id),
+        action: "database.create",
+        target: format!("database {}", db.name),
+        before: None,
+        after: Some(json!({"name": db.name, "node_id": db.node_id})),
+    };
+    audit::record_after(&app, &caller, change).await;
     Ok((
         StatusCode::CREATED,
         Json(database_json(&db, Some(&node), json!([]))),
@@ -220,6 +240,14 @@ pub async fn drop(
     let node = node_of(&app, &db).await?;
     finish_drop(&app, &node, &db.id, &db.name).await;
     tracing::info!(database = %db.name, tenant = %db.tenant_id, "database dropped");
+    let change = Change {
+        tenant_id: Some(&db.tenant_id),
+        action: "database.drop",
+        target: format!("database {}", db.name),
+        before: Some(json!({"name": db.name, "node_id": db.node_id})),
+        after: None,
+    };
+    audit::record_after(&app, &caller, change).await;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -296,6 +324,26 @@ pub async fn create_table(
     table
         .validate()
         .map_err(|e| ApiError::invalid(e.to_string()))?;
+    let counts = quotas::counts(&app, &db.tenant_id).await?;
+    let tenant_quota = quotas::of_tenant(&app, &db.tenant_id).await?;
+    quotas::check_count(
+        "tables",
+        tenant_quota.max_tables,
+        counts.tables,
+        "the tenant",
+    )?;
+    let db_quota: Option<String> = sqlx::query_scalar("SELECT quota FROM databases WHERE id = $1")
+        .bind(&db.id)
+        .fetch_one(&app.store.pool)
+        .await?;
+    let in_db = tables_of(&app, &db.id).await?.len() as i64;
+    let whose = format!("database '{}'", db.name);
+    quotas::check_count(
+        "tables",
+        quotas::parse(db_quota.as_deref()).max_tables,
+        in_db,
+        &whose,
+    )?;
     let table_name = table.name.to_string();
     let existing = tables_of(&app, &db.id).await?;
     if let Some(t) = existing
@@ -347,6 +395,14 @@ pub async fn create_table(
         }
         return Err(e.into());
     }
+    let change = Change {
+        tenant_id: Some(&db.tenant_id),
+        action: "table.create",
+        target: format!("table {}.{table_name}", db.name),
+        before: None,
+        after: Some(definition.clone()),
+    };
+    audit::record_after(&app, &caller, change).await;
     Ok((StatusCode::CREATED, Json(definition)))
 }
 
@@ -368,6 +424,14 @@ pub async fn drop_table(
         .await?;
     let node = node_of(&app, &db).await?;
     finish_table_drop(&app, &node, &db.name, &table).await;
+    let change = Change {
+        tenant_id: Some(&db.tenant_id),
+        action: "table.drop",
+        target: format!("table {}.{}", db.name, table.name),
+        before: serde_json::from_str(&table.definition).ok(),
+        after: None,
+    };
+    audit::record_after(&app, &caller, change).await;
     Ok(StatusCode::NO_CONTENT)
 }
 

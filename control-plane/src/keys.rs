@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use shoal_wire::apikey::{self, KeyDef, KeyGrant, Role};
 use shoal_wire::schema::{DatabaseName, TenantId};
 
+use crate::audit::{self, Change};
 use crate::auth::Caller;
 use crate::databases;
 use crate::error::ApiError;
@@ -161,6 +162,9 @@ pub async fn create(
             role: grant.role,
         });
     }
+    let live = crate::quotas::counts(&app, &tenant).await?.api_keys;
+    let quota = crate::quotas::of_tenant(&app, &tenant).await?;
+    crate::quotas::check_count("live API keys", quota.max_api_keys, live, "the tenant")?;
     let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM api_keys WHERE tenant_id = $1")
         .bind(&tenant)
         .fetch_one(&app.store.pool)
@@ -215,6 +219,14 @@ pub async fn create(
         }
     }
     tracing::info!(key = %row.prefix, tenant = %row.tenant_id, "API key created");
+    let change = Change {
+        tenant_id: Some(&row.tenant_id),
+        action: "api_key.create",
+        target: format!("api key {}", row.prefix),
+        before: None,
+        after: Some(row.json()),
+    };
+    audit::record_after(&app, &caller, change).await;
     let mut answer = row.json();
     answer["key"] = json!(key);
     Ok((StatusCode::CREATED, Json(answer)))
@@ -266,6 +278,14 @@ pub async fn revoke(
             .execute(&app.store.pool)
             .await?;
         tracing::info!(key = %row.prefix, tenant = %row.tenant_id, "API key revoked");
+        let change = Change {
+            tenant_id: Some(&row.tenant_id),
+            action: "api_key.revoke",
+            target: format!("api key {}", row.prefix),
+            before: Some(row.json()),
+            after: None,
+        };
+        audit::record_after(&app, &caller, change).await;
     }
     let now = now_ms();
     for node in nodes::all(&app).await?.iter().filter(|n| n.up(now)) {
@@ -274,6 +294,25 @@ pub async fn revoke(
         }
     }
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Takes every key of `tenant` off every data node that is up (a
+/// suspension); the reconcile keeps them off.
+pub async fn withdraw_tenant(app: &App, tenant: &str) -> sqlx::Result<()> {
+    let prefixes: Vec<String> =
+        sqlx::query_scalar("SELECT prefix FROM api_keys WHERE tenant_id = $1")
+            .bind(tenant)
+            .fetch_all(&app.store.pool)
+            .await?;
+    let now = now_ms();
+    for node in nodes::all(app).await?.iter().filter(|n| n.up(now)) {
+        for prefix in &prefixes {
+            if let Err(e) = unpush(app, node, prefix).await {
+                tracing::warn!(key = %prefix, error = %e, "withdrawal left for the reconcile");
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A key as a data node lists it.

@@ -7,14 +7,19 @@
 //! - [`databases`]: databases and tables, placed on data nodes;
 //! - [`keys`]: tenant API keys, pushed to the data nodes;
 //! - [`nodes`]: the data-node registry, pushes and the reconcile loop;
+//! - [`quotas`]: tenant and database quotas, pushed; usage;
+//! - [`admin`], [`audit`]: what platform admins do, and the record of it;
 //! - [`server`]: the HTTP server and its routes.
 
 pub mod accounts;
+pub mod admin;
+pub mod audit;
 pub mod auth;
 pub mod databases;
 pub mod error;
 pub mod keys;
 pub mod nodes;
+pub mod quotas;
 pub mod server;
 pub mod store;
 pub mod validate;

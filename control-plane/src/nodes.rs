@@ -157,6 +157,9 @@ pub struct NodeRow {
     pub data_memory_bytes: i64,
     pub used_bytes: i64,
     pub last_seen: i64,
+    pub boot_id: String,
+    /// The boot whose quotas were last pushed in full.
+    pub quotas_synced_boot: String,
 }
 
 impl NodeRow {
@@ -178,8 +181,8 @@ impl NodeRow {
     }
 }
 
-const NODE_COLUMNS: &str =
-    "node_id, internal_url, rest_url, resp_addr, data_memory_bytes, used_bytes, last_seen";
+const NODE_COLUMNS: &str = "node_id, internal_url, rest_url, resp_addr, data_memory_bytes, \
+                            used_bytes, last_seen, boot_id, quotas_synced_boot";
 
 pub async fn all(app: &App) -> sqlx::Result<Vec<NodeRow>> {
     sqlx::query_as(&format!(
@@ -361,10 +364,12 @@ pub async fn reconcile_loop(app: Arc<App>) {
             if !node.up(now_ms()) {
                 continue;
             }
-            let done = match crate::databases::reconcile(&app, &node).await {
-                Ok(()) => crate::keys::reconcile(&app, &node).await,
-                Err(e) => Err(e),
-            };
+            let done = async {
+                crate::databases::reconcile(&app, &node).await?;
+                crate::keys::reconcile(&app, &node).await?;
+                crate::quotas::reconcile(&app, &node).await
+            }
+            .await;
             if let Err(e) = done {
                 tracing::warn!(node = node.node_id, error = %e, "reconcile incomplete; retrying");
             }

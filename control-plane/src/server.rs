@@ -8,9 +8,10 @@ use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::IntoResponse;
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use serde::de::DeserializeOwned;
+use shoal_quota::Quota;
 use shoal_wire::secret::ClusterSecret;
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, oneshot};
@@ -20,7 +21,7 @@ use crate::auth::{self, LoginLimits, Tokens};
 use crate::error::ApiError;
 use crate::nodes::NodeClient;
 use crate::store::{OpenError, Store};
-use crate::{accounts, databases, keys, nodes};
+use crate::{accounts, admin, audit, databases, keys, nodes, quotas};
 
 /// The largest request body the API reads.
 pub const MAX_BODY: usize = 64 << 10;
@@ -37,6 +38,11 @@ pub struct Config {
     pub secure_cookies: bool,
     /// What data nodes and the control plane present to each other.
     pub cluster_secret: ClusterSecret,
+    /// A platform admin made at start if there is no such account: email
+    /// and password.
+    pub bootstrap_admin: Option<(String, String)>,
+    /// The quota a new tenant starts with.
+    pub plan_quota: Quota,
 }
 
 /// What every request handler shares.
@@ -80,6 +86,8 @@ pub enum StartError {
     Store(#[from] OpenError),
     #[error("reading the control plane's settings: {0}")]
     Settings(#[from] sqlx::Error),
+    #[error("the platform admin to make at start: {0}")]
+    Admin(String),
     #[error("listening on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -107,6 +115,11 @@ impl ControlPlane {
         let secret = store
             .setting_or_init("session_signing_secret", || auth::random_hex(32))
             .await?;
+        if let Some((email, password)) = &config.bootstrap_admin {
+            admin::bootstrap(&store, email, password)
+                .await
+                .map_err(StartError::Admin)?;
+        }
         let dummy_hash = auth::blocking(|| auth::hash_password(&auth::random_hex(16))).await;
         let app = Arc::new(App {
             store,
@@ -183,7 +196,18 @@ pub fn router(app: Arc<App>) -> Router {
         )
         .route("/api-keys", get(keys::list).post(keys::create))
         .route("/api-keys/{id}", delete(keys::revoke))
+        .route("/quotas", get(quotas::get))
         .route("/admin/datanodes", get(nodes::list))
+        .route("/admin/tenants", get(admin::tenants))
+        .route("/admin/tenants/{id}/suspend", post(admin::suspend))
+        .route("/admin/tenants/{id}/resume", post(admin::resume))
+        .route("/admin/tenants/{id}/quota", put(quotas::set_tenant))
+        .route(
+            "/admin/tenants/{id}/databases/{db}/quota",
+            put(quotas::set_database),
+        )
+        .route("/admin/admins", post(admin::create_admin))
+        .route("/admin/audit", get(audit::list))
         .fallback(|| async { ApiError::not_found("route") })
         .layer(axum::middleware::map_response(no_store));
     let internal = Router::new()

@@ -44,11 +44,16 @@ impl Control {
 
     /// Starts it with `extra` arguments.
     pub fn start_with(backend: Backend, extra: &[&str]) -> Control {
+        Control::start_env(backend, extra, &[])
+    }
+
+    /// Starts it with `extra` arguments and `envs` set.
+    pub fn start_env(backend: Backend, extra: &[&str], envs: &[(&str, &str)]) -> Control {
         let pg = match backend {
             Backend::Sqlite => None,
             Backend::Postgres => Some(PgDatabase::create()),
         };
-        let shoal = Shoal::control_plane(pg.as_ref().map(|db| db.url.as_str()), extra);
+        let shoal = Shoal::control_plane(pg.as_ref().map(|db| db.url.as_str()), extra, envs);
         Control {
             shoal,
             _pg: pg,

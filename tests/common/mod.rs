@@ -57,7 +57,7 @@ impl Shoal {
             "--resp-port",
             "0",
         ];
-        let mut shoal = Shoal::spawn(&[args, &ports[..]].concat(), data_dir);
+        let mut shoal = Shoal::spawn(&[args, &ports[..]].concat(), &[], data_dir);
         let line = shoal.wait_for("internal API http://");
         let after = |label: &str| {
             line.split(label)
@@ -74,20 +74,25 @@ impl Shoal {
 
     /// Starts `shoal control-plane` on a free port with a fresh data
     /// directory, its store at `store_url` (or SQLite in the directory).
-    pub fn control_plane(store_url: Option<&str>, extra: &[&str]) -> Shoal {
+    pub fn control_plane(store_url: Option<&str>, extra: &[&str], envs: &[(&str, &str)]) -> Shoal {
         let dir = tempfile::tempdir().unwrap();
-        let mut shoal = Shoal::control_plane_in(store_url, extra, dir.path());
+        let mut shoal = Shoal::control_plane_in(store_url, extra, envs, dir.path());
         shoal._dir = Some(dir);
         shoal
     }
 
-    pub fn control_plane_in(store_url: Option<&str>, extra: &[&str], data_dir: &Path) -> Shoal {
+    pub fn control_plane_in(
+        store_url: Option<&str>,
+        extra: &[&str],
+        envs: &[(&str, &str)],
+        data_dir: &Path,
+    ) -> Shoal {
         let mut args = vec!["control-plane", "--control-port", "0"];
         if let Some(url) = store_url {
             args.extend(["--database-url", url]);
         }
         args.extend(extra);
-        let mut shoal = Shoal::spawn(&args, data_dir);
+        let mut shoal = Shoal::spawn(&args, envs, data_dir);
         let line = shoal.wait_for("control plane listening: http://");
         shoal.control_url = line
             .split("listening: ")
@@ -98,10 +103,11 @@ impl Shoal {
         shoal
     }
 
-    /// Starts `shoal <args> --data-dir <data_dir>`.
-    fn spawn(args: &[&str], data_dir: &Path) -> Shoal {
+    /// Starts `shoal <args> --data-dir <data_dir>` with `envs` set.
+    fn spawn(args: &[&str], envs: &[(&str, &str)], data_dir: &Path) -> Shoal {
         let mut child = Command::new(env!("CARGO_BIN_EXE_shoal"))
             .args(args)
+            .envs(envs.iter().copied())
             .arg("--data-dir")
             .arg(data_dir)
             .env_remove("SHOAL_CLUSTER_SECRET")

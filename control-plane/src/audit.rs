@@ -1,0 +1,124 @@
+//! The audit log: who changed what, from what to what, and when — every
+//! change an operator or a tenant makes through the API.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Query, State};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sqlx::{Any, Executor};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::server::App;
+use crate::store::{new_id, now_ms};
+
+/// One change, for `record`.
+#[derive(Debug)]
+pub struct Change<'a> {
+    /// The tenant it concerns, if any.
+    pub tenant_id: Option<&'a str>,
+    /// What was done, e.g. `tenant.quota.set`.
+    pub action: &'static str,
+    /// What to, e.g. `database shop`.
+    pub target: String,
+    pub before: Option<Value>,
+    pub after: Option<Value>,
+}
+
+/// Writes `change`, made by `actor`, through `executor` — the change's own
+/// transaction where it has one, so that the two stand or fall together.
+pub async fn record<'e>(
+    executor: impl Executor<'e, Database = Any>,
+    actor: &Caller,
+    change: Change<'_>,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO audit_log (id, at, actor_id, actor_email, tenant_id, action, target, \
+         before_state, after_state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+    )
+    .bind(new_id("au"))
+    .bind(now_ms())
+    .bind(&actor.user_id)
+    .bind(&actor.email)
+    .bind(change.tenant_id)
+    .bind(change.action)
+    .bind(&change.target)
+    .bind(change.before.map(|v| v.to_string()))
+    .bind(change.after.map(|v| v.to_string()))
+    .execute(executor)
+    .await
+    .map(drop)
+}
+
+/// Records a change made outside a transaction: a failure to record is
+/// logged, the change stands.
+pub async fn record_after(app: &App, actor: &Caller, change: Change<'_>) {
+    let action = change.action;
+    if let Err(e) = record(&app.store.pool, actor, change).await {
+        tracing::error!(action, error = %e, "could not write the audit log");
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditQuery {
+    tenant: Option<String>,
+    limit: Option<u32>,
+    /// Entries strictly before this time (ms since the epoch): the next page.
+    before: Option<i64>,
+}
+
+#[derive(Debug, sqlx::FromRow)]
+struct Entry {
+    id: String,
+    at: i64,
+    actor_id: String,
+    actor_email: String,
+    tenant_id: Option<String>,
+    action: String,
+    target: String,
+    before_state: Option<String>,
+    after_state: Option<String>,
+}
+
+/// `GET /admin/audit?tenant=&limit=&before=` (platform admins): newest first.
+pub async fn list(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Query(query): Query<AuditQuery>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require_admin()?;
+    let limit = i64::from(query.limit.unwrap_or(100).clamp(1, 1000));
+    let rows: Vec<Entry> = sqlx::query_as(
+        "SELECT id, at, actor_id, actor_email, tenant_id, action, target, before_state, \
+         after_state FROM audit_log WHERE ($1 = '' OR tenant_id = $1) AND at < $2 \
+         ORDER BY at DESC, id DESC LIMIT $3",
+    )
+    .bind(query.tenant.as_deref().unwrap_or(""))
+    .bind(query.before.unwrap_or(i64::MAX))
+    .bind(limit)
+    .fetch_all(&app.store.pool)
+    .await?;
+    let parse = |s: &Option<String>| {
+        s.as_deref()
+            .and_then(|s| serde_json::from_str::<Value>(s).ok())
+    };
+    let entries: Vec<Value> = rows
+        .iter()
+        .map(|e| {
+            json!({
+                "id": e.id,
+                "at": e.at,
+                "actor": {"id": e.actor_id, "email": e.actor_email},
+                "tenant_id": e.tenant_id,
+                "action": e.action,
+                "target": e.target,
+                "before": parse(&e.before_state),
+                "after": parse(&e.after_state),
+            })
+        })
+        .collect();
+    Ok(Json(json!({"entries": entries})))
+}

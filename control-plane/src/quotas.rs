@@ -1,0 +1,381 @@
+//! Quotas: set by platform admins on a tenant (bounding the sum of its
+//! databases) or on one database, audited, pushed to the data nodes at once
+//! and again whenever a node restarts; read by tenants with their usage.
+//! The counts (`max_databases`, `max_tables`, `max_api_keys`) are enforced
+//! here; everything else by the data nodes' transaction coordinators.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use reqwest::Method;
+use serde_json::{Value, json};
+use shoal_quota::Quota;
+
+use crate::audit::{self, Change};
+use crate::auth::Caller;
+use crate::databases::{self, DatabaseRow};
+use crate::error::ApiError;
+use crate::nodes::{self, NodeError, NodeRow};
+use crate::server::{App, Body};
+use crate::store::now_ms;
+
+/// The plan a new tenant starts with unless the control plane is told
+/// otherwise (`--plan-quota`).
+pub fn default_plan() -> Quota {
+    Quota {
+        in_memory_bytes: Some(1 << 30),
+        on_disk_bytes: None,
+        read_units_per_sec: Some(20_000),
+        write_units_per_sec: Some(10_000),
+        burst_seconds: Some(2),
+        max_transaction_ops: Some(1000),
+        max_parallel_transactions: Some(256),
+        max_databases: Some(10),
+        max_tables: Some(200),
+        max_api_keys: Some(100),
+    }
+}
+
+/// A stored quota: `None` is no limits.
+pub fn parse(stored: Option<&str>) -> Quota {
+    stored
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or(Quota::UNLIMITED)
+}
+
+fn to_json(quota: &Quota) -> Value {
+    serde_json::to_value(quota).expect("a quota serializes")
+}
+
+/// What each database uses, as its data node's `database_quota_usage`
+/// rows say, from every node that is up: database name → column → value.
+pub async fn usage(app: &App) -> sqlx::Result<HashMap<String, serde_json::Map<String, Value>>> {
+    let mut usage = HashMap::new();
+    let now = now_ms();
+    for node in nodes::all(app).await?.iter().filter(|n| n.up(now)) {
+        let path = "/internal/v1/ndbinfo/database_quota_usage";
+        let Ok(answer) = app.nodes.call(node, Method::GET, path, None).await else {
+            continue;
+        };
+        let columns: Vec<String> =
+            serde_json::from_value(answer["columns"].clone()).unwrap_or_default();
+        for row in answer["rows"].as_array().into_iter().flatten() {
+            let Some(cells) = row.as_array() else {
+                continue;
+            };
+            let mut fields: serde_json::Map<String, Value> =
+                columns.iter().cloned().zip(cells.iter().cloned()).collect();
+            if let Some(Value::String(name)) = fields.remove("database_name") {
+                usage.insert(name, fields);
+            }
+        }
+    }
+    Ok(usage)
+}
+
+/// `GET /quotas`: the caller's tenant's quota and each of its databases',
+/// each with what it uses now.
+pub async fn get(State(app): State<Arc<App>>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    let tenant = caller.tenant()?.to_owned();
+    Ok(Json(tenant_quotas(&app, &tenant).await?))
+}
+
+/// A tenant's quotas and usage, as `GET /quotas` answers.
+pub async fn tenant_quotas(app: &App, tenant: &str) -> Result<Value, ApiError> {
+    let (name, quota): (String, Option<String>) =
+        sqlx::query_as("SELECT name, quota FROM tenants WHERE id = $1")
+            .bind(tenant)
+            .fetch_optional(&app.store.pool)
+            .await?
+            .ok_or_else(|| ApiError::not_found("tenant"))?;
+    let quota = parse(quota.as_deref());
+    let dbs: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT name, quota FROM databases WHERE tenant_id = $1 AND status = 'ready' ORDER BY name",
+    )
+    .bind(tenant)
+    .fetch_all(&app.store.pool)
+    .await?;
+    let counts = counts(app, tenant).await?;
+    let usage = usage(app).await?;
+    let mut memory = 0u64;
+    let databases: Vec<Value> = dbs
+        .iter()
+        .map(|(name, q)| {
+            let used = usage.get(name);
+            memory += used
+                .and_then(|u| u.get("in_memory_bytes"))
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            let q = parse(q.as_deref());
+            json!({
+                "name": name,
+                "quota": to_json(&q),
+                "usage": used,
+                "warnings": warnings(&q, used.and_then(|u| u.get("in_memory_bytes")).and_then(Value::as_u64)),
+            })
+        })
+        .collect();
+    Ok(json!({
+        "tenant": {
+            "id": tenant,
+            "name": name,
+            "quota": to_json(&quota),
+            "usage": {
+                "in_memory_bytes": memory,
+                "databases": counts.databases,
+                "tables": counts.tables,
+                "api_keys": counts.api_keys,
+            },
+            "warnings": warnings(&quota, Some(memory)),
+        },
+        "databases": databases,
+    }))
+}
+
+/// `memory_80` / `memory_100` when memory use reaches 80% / 100% of the quota.
+fn warnings(quota: &Quota, used: Option<u64>) -> Vec<&'static str> {
+    match (quota.in_memory_bytes, used) {
+        (Some(limit), Some(used)) if used >= limit => vec!["memory_100"],
+        (Some(limit), Some(used)) if used.saturating_mul(10) >= limit.saturating_mul(8) => {
+            vec!["memory_80"]
+        }
+        _ => vec![],
+    }
+}
+
+/// How many databases, tables and live API keys a tenant has.
+#[derive(Debug, Clone, Copy)]
+pub struct Counts {
+    pub databases: i64,
+    pub tables: i64,
+    pub api_keys: i64,
+}
+
+pub async fn counts(app: &App, tenant: &str) -> sqlx::Result<Counts> {
+    let (databases, tables, api_keys): (i64, i64, i64) = sqlx::query_as(
+        "SELECT \
+           (SELECT COUNT(*) FROM databases WHERE tenant_id = $1), \
+           (SELECT COUNT(*) FROM tables t JOIN databases d ON d.id = t.database_id WHERE d.tenant_id = $1), \
+           (SELECT COUNT(*) FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL)",
+    )
+    .bind(tenant)
+    .fetch_one(&app.store.pool)
+    .await?;
+    Ok(Counts {
+        databases,
+        tables,
+        api_keys,
+    })
+}
+
+/// Refuses making one more of `what` once `limit` of them exist.
+pub fn check_count(what: &str, limit: Option<u32>, have: i64, whose: &str) -> Result<(), ApiError> {
+    match limit {
+        Some(limit) if have >= i64::from(limit) => Err(ApiError::conflict(
+            "QUOTA_EXCEEDED",
+            format!(
+                "{whose} has {have} {what}, its quota's limit is {limit}: drop some or ask for a higher quota"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The quota stored for tenant `id`.
+pub async fn of_tenant(app: &App, tenant: &str) -> sqlx::Result<Quota> {
+    let stored: Option<Option<String>> =
+        sqlx::query_scalar("SELECT quota FROM tenants WHERE id = $1")
+            .bind(tenant)
+            .fetch_optional(&app.store.pool)
+            .await?;
+    Ok(parse(stored.flatten().as_deref()))
+}
+
+fn check(quota: &Quota) -> Result<(), ApiError> {
+    quota
+        .validate()
+        .map_err(|e| ApiError::invalid(e.to_string()))
+}
+
+/// `PUT /admin/tenants/{id}/quota` (platform admins).
+pub async fn set_tenant(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+    Body(quota): Body<Quota>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require_admin()?;
+    check(&quota)?;
+    let mut tx = app.store.pool.begin().await?;
+    let before: Option<Option<String>> =
+        sqlx::query_scalar("SELECT quota FROM tenants WHERE id = $1")
+            .bind(&tenant)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let before = parse(
+        before
+            .ok_or_else(|| ApiError::not_found("tenant"))?
+            .as_deref(),
+    );
+    sqlx::query("UPDATE tenants SET quota = $1 WHERE id = $2")
+        .bind(to_json(&quota).to_string())
+        .bind(&tenant)
+        .execute(&mut *tx)
+        .await?;
+    let change = Change {
+        tenant_id: Some(&tenant),
+        action: "tenant.quota.set",
+        target: format!("tenant {tenant}"),
+        before: Some(to_json(&before)),
+        after: Some(to_json(&quota)),
+    };
+    audit::record(&mut *tx, &caller, change).await?;
+    tx.commit().await?;
+    let nodes: Vec<i64> = sqlx::query_scalar(
+        "SELECT DISTINCT node_id FROM databases WHERE tenant_id = $1 AND status = 'ready'",
+    )
+    .bind(&tenant)
+    .fetch_all(&app.store.pool)
+    .await?;
+    for node_id in nodes {
+        if let Some(node) = nodes::get(&app, node_id).await? {
+            let pushed = push_tenant(&app, &node, &tenant, &quota).await;
+            resync_if_failed(&app, &node, pushed).await;
+        }
+    }
+    Ok(Json(json!({"tenant_id": tenant, "quota": to_json(&quota)})))
+}
+
+/// `PUT /admin/tenants/{id}/databases/{db}/quota` (platform admins).
+pub async fn set_database(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path((tenant, name)): Path<(String, String)>,
+    Body(quota): Body<Quota>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require_admin()?;
+    check(&quota)?;
+    let db = databases::find(&app, &caller, &name).await?;
+    if db.tenant_id != tenant {
+        return Err(ApiError::not_found("database"));
+    }
+    let mut tx = app.store.pool.begin().await?;
+    let before: Option<String> = sqlx::query_scalar("SELECT quota FROM databases WHERE id = $1")
+        .bind(&db.id)
+        .fetch_one(&mut *tx)
+        .await?;
+    sqlx::query("UPDATE databases SET quota = $1 WHERE id = $2")
+        .bind(to_json(&quota).to_string())
+        .bind(&db.id)
+        .execute(&mut *tx)
+        .await?;
+    let change = Change {
+        tenant_id: Some(&tenant),
+        action: "database.quota.set",
+        target: format!("database {}", db.name),
+        before: Some(to_json(&parse(before.as_deref()))),
+        after: Some(to_json(&quota)),
+    };
+    audit::record(&mut *tx, &caller, change).await?;
+    tx.commit().await?;
+    if let Some(node) = nodes::get(&app, db.node_id).await? {
+        let pushed = push_database(&app, &node, &db, &quota).await;
+        resync_if_failed(&app, &node, pushed).await;
+    }
+    Ok(Json(json!({"database": db.name, "quota": to_json(&quota)})))
+}
+
+/// A new database on `node`: the node gets its tenant's quota (a no-op if
+/// it has it) — left for the reconcile if that fails.
+pub async fn push_new_database(app: &App, node: &NodeRow, db: &DatabaseRow, tenant: &Quota) {
+    let pushed = push_tenant(app, node, &db.tenant_id, tenant).await;
+    resync_if_failed(app, node, pushed).await;
+}
+
+async fn push_tenant(
+    app: &App,
+    node: &NodeRow,
+    tenant: &str,
+    quota: &Quota,
+) -> Result<(), NodeError> {
+    let path = format!("/internal/v1/tenants/{tenant}/quota");
+    push_quota(app, node, &path, quota).await
+}
+
+async fn push_database(
+    app: &App,
+    node: &NodeRow,
+    db: &DatabaseRow,
+    quota: &Quota,
+) -> Result<(), NodeError> {
+    let path = format!("/internal/v1/databases/{}/quota", db.name);
+    push_quota(app, node, &path, quota).await
+}
+
+/// Sets a quota on the node — or clears it there, for no limits.
+async fn push_quota(app: &App, node: &NodeRow, path: &str, quota: &Quota) -> Result<(), NodeError> {
+    let result = if *quota == Quota::UNLIMITED {
+        app.nodes.call(node, Method::DELETE, path, None).await
+    } else {
+        app.nodes
+            .call(node, Method::PUT, path, Some(&to_json(quota)))
+            .await
+    };
+    match result {
+        Err(e) if matches!(e.code(), Some("NO_SUCH_TENANT" | "NO_SUCH_DATABASE")) => Ok(()),
+        other => other.map(drop),
+    }
+}
+
+/// A push that failed leaves the node to get every quota again from the
+/// reconcile.
+async fn resync_if_failed(app: &App, node: &NodeRow, pushed: Result<(), NodeError>) {
+    if let Err(e) = pushed {
+        tracing::warn!(node = node.node_id, error = %e, "quota push left for the reconcile");
+        let marked = sqlx::query("UPDATE datanodes SET quotas_synced_boot = '' WHERE node_id = $1")
+            .bind(node.node_id)
+            .execute(&app.store.pool)
+            .await;
+        if let Err(e) = marked {
+            tracing::error!(node = node.node_id, error = %e, "could not mark a node for the reconcile");
+        }
+    }
+}
+
+/// Pushes every quota of the node's tenants and databases, once per boot of
+/// the node (and again after a push to it failed).
+pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), nodes::ReconcileError> {
+    if node.quotas_synced_boot == node.boot_id {
+        return Ok(());
+    }
+    let rows: Vec<DatabaseRow> = sqlx::query_as(&format!(
+        "SELECT {} FROM databases WHERE node_id = $1 AND status = 'ready'",
+        databases::DATABASE_COLUMNS
+    ))
+    .bind(node.node_id)
+    .fetch_all(&app.store.pool)
+    .await?;
+    let mut tenants: Vec<&str> = rows.iter().map(|d| d.tenant_id.as_str()).collect();
+    tenants.sort_unstable();
+    tenants.dedup();
+    for tenant in tenants {
+        let quota = of_tenant(app, tenant).await?;
+        push_tenant(app, node, tenant, &quota).await?;
+    }
+    for db in &rows {
+        let stored: Option<String> =
+            sqlx::query_scalar("SELECT quota FROM databases WHERE id = $1")
+                .bind(&db.id)
+                .fetch_one(&app.store.pool)
+                .await?;
+        push_database(app, node, db, &parse(stored.as_deref())).await?;
+    }
+    sqlx::query("UPDATE datanodes SET quotas_synced_boot = $1 WHERE node_id = $2")
+        .bind(&node.boot_id)
+        .bind(node.node_id)
+        .execute(&app.store.pool)
+        .await?;
+    Ok(())
+}
