@@ -1,18 +1,25 @@
-//! `shoal demo`: a database, a table and rows to look at, and the commands
-//! to look at them with.
+//! `shoal demo`: the control plane and one data node in one process, with
+//! a platform admin, a demo tenant, its database, a table with rows and an
+//! API key — all made through the control plane's API, as a user would —
+//! and the commands to look at them with.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use shoal_datanode::keys::{self, KeyGrant};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use shoal_control_plane::ControlPlane;
 use shoal_datanode::node::DataNode;
-use shoal_datanode::{Commit, Grant, Outcome, Role, Value};
-use shoal_quota::Quota;
-use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
+use shoal_datanode::{Commit, Grant, Outcome, Role, Value as Cell};
 
 const DATABASE: &str = "demo";
 const TENANT: &str = "demo";
+const TENANT_EMAIL: &str = "demo@shoal.local";
+pub(crate) const ADMIN_EMAIL: &str = "admin@shoal.local";
 const ROWS: i64 = 1000;
+/// Longest the demo waits for its data node to register.
+const REGISTER_GUARD: Duration = Duration::from_secs(60);
 
 const USERS: &str = r#"{
     "name": "users",
@@ -29,69 +36,219 @@ const USERS: &str = r#"{
     "primary_key": ["id"]
 }"#;
 
-/// Creates the demo database and table with rows (unless the data directory
-/// already has them from an earlier run), prints how to reach them, and
-/// writes the same to `<data-dir>/demo.json`.
-pub(crate) async fn run(node: &DataNode, data_dir: &Path) -> anyhow::Result<()> {
-    let engine = node.engine();
-    let demo_json = data_dir.join("demo.json");
-    let api_key = if engine.database(DATABASE).is_ok() {
+/// What an earlier run wrote to demo.json, if anything.
+pub(crate) fn earlier(data_dir: &Path) -> Value {
+    std::fs::read(data_dir.join("demo.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// The control plane's API, as the demo's admin or tenant.
+struct Api {
+    http: reqwest::Client,
+    base: String,
+    token: Option<String>,
+}
+
+impl Api {
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<(StatusCode, Value)> {
+        let mut request = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request
+            .send()
+            .await
+            .with_context(|| format!("calling {path}"))?;
+        let status = response.status();
+        let body = response.json().await.unwrap_or(Value::Null);
+        Ok((status, body))
+    }
+
+    /// A successful call's body; anything else is an error naming the call.
+    async fn ok(&self, method: Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
+        let (status, answer) = self.call(method.clone(), path, body).await?;
+        anyhow::ensure!(status.is_success(), "{method} {path}: {status} {answer}");
+        Ok(answer)
+    }
+
+    async fn login(&mut self, email: &str, password: &str) -> anyhow::Result<Value> {
+        let body = json!({"email": email, "password": password});
+        let answer = self.ok(Method::POST, "/auth/login", Some(body)).await?;
+        self.token = answer["token"].as_str().map(str::to_owned);
+        Ok(answer)
+    }
+}
+
+/// Makes (or finds, from an earlier run on the same data directory) the
+/// demo tenant, its database, table, rows and API key through the control
+/// plane; prints how to reach them, and writes the same to
+/// `<data-dir>/demo.json`.
+pub(crate) async fn run(
+    control: &ControlPlane,
+    node: &DataNode,
+    data_dir: &Path,
+    admin_password: &str,
+) -> anyhow::Result<()> {
+    let before = earlier(data_dir);
+    let base = format!("http://{}/api/v1", control.addr);
+    let http = reqwest::Client::new();
+    let mut admin = Api {
+        http: http.clone(),
+        base: base.clone(),
+        token: None,
+    };
+    admin
+        .login(ADMIN_EMAIL, admin_password)
+        .await
+        .context("logging in as the demo admin")?;
+
+    // The tenant: signed up once, logged in after.
+    let mut tenant = Api {
+        http,
+        base,
+        token: None,
+    };
+    let tenant_password = before["tenant"]["password"]
+        .as_str()
+        .map_or_else(|| shoal_control_plane::auth::random_hex(10), str::to_owned);
+    let signup = json!({"email": TENANT_EMAIL, "password": tenant_password, "tenant_name": TENANT});
+    let (status, answer) = tenant
+        .call(Method::POST, "/auth/signup", Some(signup))
+        .await?;
+    let me = match status {
+        StatusCode::CREATED => {
+            tenant.token = answer["token"].as_str().map(str::to_owned);
+            answer
+        }
+        StatusCode::CONFLICT => tenant
+            .login(TENANT_EMAIL, &tenant_password)
+            .await
+            .context("the demo tenant exists but demo.json lost its password")?,
+        _ => anyhow::bail!("signing up the demo tenant: {status} {answer}"),
+    };
+    let tenant_id = me["user"]["tenant"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+
+    // The database, once the data node has registered.
+    let started = Instant::now();
+    let created = loop {
+        let (status, answer) = tenant
+            .call(Method::POST, "/databases", Some(json!({"name": DATABASE})))
+            .await?;
+        match status {
+            StatusCode::CREATED => break true,
+            StatusCode::CONFLICT => break false,
+            StatusCode::SERVICE_UNAVAILABLE if started.elapsed() < REGISTER_GUARD => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            _ => anyhow::bail!("creating the demo database: {status} {answer}"),
+        }
+    };
+    if created {
+        let users: Value = serde_json::from_str(USERS)?;
+        tenant
+            .ok(Method::POST, "/databases/demo/tables", Some(users))
+            .await?;
+        let quota = json!({
+            "in_memory_bytes": 64 << 20,
+            "read_units_per_sec": 10_000,
+            "write_units_per_sec": 5_000,
+            "max_transaction_ops": 1_000,
+        });
+        let path = format!("/admin/tenants/{tenant_id}/databases/{DATABASE}/quota");
+        admin.ok(Method::PUT, &path, Some(quota)).await?;
+        insert_rows(node).await?;
+        println!("demo: database '{DATABASE}', table 'users' with {ROWS} rows");
+    } else {
         println!(
             "demo: database '{DATABASE}' recovered from {}",
             data_dir.display()
         );
-        // The key's secret is not kept by the node: only in demo.json.
-        let earlier: serde_json::Value = std::fs::read(&demo_json)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .unwrap_or_default();
-        earlier["tenant"]["api_key"].as_str().map(str::to_owned)
-    } else {
-        let key = seed(node).await?;
-        println!("demo: database '{DATABASE}', table 'users' with {ROWS} rows");
-        Some(key)
+    }
+
+    // The key: the one an earlier run made while it is live, else a new one.
+    let keys = tenant.ok(Method::GET, "/api-keys", None).await?;
+    let live = |id: &str| {
+        keys["keys"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|k| k["id"] == id && k["revoked_at"].is_null())
     };
+    let api_key = match before["tenant"]["api_key"].as_str() {
+        Some(key) if live(key.split('.').next().unwrap_or("")) => key.to_owned(),
+        _ => {
+            let body =
+                json!({"name": "demo", "grants": [{"database": DATABASE, "role": "read_write"}]});
+            let made = tenant.ok(Method::POST, "/api-keys", Some(body)).await?;
+            made["key"].as_str().context("the new key")?.to_owned()
+        }
+    };
+
+    let console_url = format!("http://{}/", control.addr);
+    let api_url = format!("http://{}/api/v1", control.addr);
     let rest_url = format!("http://{}", node.rest_addr());
     let resp = node.resp_addr();
-    match &api_key {
-        Some(key) => {
-            println!(
-                "read a row over REST and keys over the Redis protocol, with the demo API key:"
-            );
-            println!(
-                "  curl -s -H 'X-API-KEY: {key}' -d '{{\"filters\":[{{\"column\":\"id\",\"value\":7}}]}}' {rest_url}/0.1.0/{DATABASE}/users/pk-read"
-            );
-            println!(
-                "  redis-cli -h {} -p {} --user {DATABASE} --pass '{key}' --no-auth-warning SET greeting hello",
-                resp.ip(),
-                resp.port()
-            );
-        }
-        None => println!(
-            "demo: the API key is lost with demo.json; make a new one over the internal API"
-        ),
-    }
+    println!(
+        "control plane: {api_url}; log in as {ADMIN_EMAIL} (admin) or {TENANT_EMAIL} (tenant), passwords in demo.json"
+    );
+    println!("read a row over REST and keys over the Redis protocol, with the demo API key:");
+    println!(
+        "  curl -s -H 'X-API-KEY: {api_key}' -d '{{\"filters\":[{{\"column\":\"id\",\"value\":7}}]}}' {rest_url}/0.1.0/{DATABASE}/users/pk-read"
+    );
+    println!(
+        "  redis-cli -h {} -p {} --user {DATABASE} --pass '{api_key}' --no-auth-warning SET greeting hello",
+        resp.ip(),
+        resp.port()
+    );
     let url = format!("http://{}", node.internal_addr());
-    let auth = match node.secret_file() {
-        Some(file) => format!("$(cat {})", file.display()),
-        None => "$SHOAL_CLUSTER_SECRET".to_owned(),
-    };
+    let secret_file = data_dir.join(shoal_datanode::node::SECRET_FILE);
     println!("see the memory it takes, per table and for the whole node, and its quota:");
-    for table in ["table_memory_usage", "memoryusage", "database_quota_usage"] {
-        println!("  curl -s -H \"Authorization: Bearer {auth}\" {url}/internal/v1/ndbinfo/{table}");
-    }
-    let json = serde_json::json!({
-        "node_id": engine.node_id(),
-        "internal_url": url,
+    println!(
+        "  curl -s -H \"Authorization: Bearer $(cat {})\" {url}/internal/v1/ndbinfo/table_memory_usage",
+        secret_file.display()
+    );
+    println!(
+        "log in to the control plane as the tenant, then see its quotas and usage with the token it answers:"
+    );
+    println!(
+        "  curl -s -H 'content-type: application/json' -d '{{\"email\":\"{TENANT_EMAIL}\",\"password\":\"{tenant_password}\"}}' {api_url}/auth/login"
+    );
+    println!("  curl -s -H 'Authorization: Bearer <token>' {api_url}/quotas");
+    let demo = json!({
+        "console_url": console_url,
+        "api_url": api_url,
         "rest_url": rest_url,
         "resp_addr": resp.to_string(),
-        "tenant": {"id": TENANT, "database": DATABASE, "api_key": api_key},
-        "cluster_secret_file": node.secret_file(),
+        "internal_url": url,
+        "admin": {"email": ADMIN_EMAIL, "password": admin_password},
+        "tenant": {
+            "id": tenant_id,
+            "email": TENANT_EMAIL,
+            "password": tenant_password,
+            "database": DATABASE,
+            "api_key": api_key,
+        },
+        "node_id": node.engine().node_id(),
+        "cluster_secret_file": secret_file,
         "database": DATABASE,
         "table": "users",
         "rows": ROWS,
     });
-    write_private(&demo_json, &serde_json::to_vec_pretty(&json)?)
+    let demo_json = data_dir.join("demo.json");
+    write_private(&demo_json, &serde_json::to_vec_pretty(&demo)?)
         .with_context(|| format!("writing {}", demo_json.display()))?;
     println!("written to {}; Ctrl-C stops", demo_json.display());
     Ok(())
@@ -107,23 +264,11 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     options.open(path)?.write_all(bytes)
 }
 
-/// The demo tenant's database, its `users` table, a quota, the rows, and
-/// an API key that may read and write it; answers the key.
-async fn seed(node: &DataNode) -> anyhow::Result<String> {
+/// The demo table's rows, written in one transaction through the data
+/// node's coordinator.
+async fn insert_rows(node: &DataNode) -> anyhow::Result<()> {
     let engine = node.engine();
-    let db = DatabaseName::parse(DATABASE)?;
-    let tenant = TenantId::parse(TENANT)?;
-    engine.create_database(&db, Some(&tenant)).await?;
-    let def: TableDef = serde_json::from_str(USERS)?;
-    let users = engine.create_table(&db, def).await?;
-    let quota = Quota {
-        in_memory_bytes: Some(64 << 20),
-        read_units_per_sec: Some(10_000),
-        write_units_per_sec: Some(5_000),
-        max_transaction_ops: Some(1_000),
-        ..Quota::UNLIMITED
-    };
-    node.tc().set_database_quota(DATABASE, quota)?;
+    let users = engine.table(DATABASE, "users")?;
     let grant = Grant {
         database: users.database.id,
         role: Role::ReadWrite,
@@ -131,28 +276,28 @@ async fn seed(node: &DataNode) -> anyhow::Result<String> {
     let mut batch = engine.batch();
     for id in 0..ROWS {
         let row = [
-            ("id", Value::Int(id)),
-            ("name", Value::Text(format!("User {id}"))),
-            ("email", Value::Text(format!("user{id}@example.com"))),
+            ("id", Cell::Int(id)),
+            ("name", Cell::Text(format!("User {id}"))),
+            ("email", Cell::Text(format!("user{id}@example.com"))),
             (
                 "country",
-                Value::Text(["SE", "DE", "US", "JP"][id as usize % 4].into()),
+                Cell::Text(["SE", "DE", "US", "JP"][id as usize % 4].into()),
             ),
             (
                 "signed_up",
-                Value::Text(format!("2024-{:02}-{:02}", id % 12 + 1, id % 28 + 1)),
+                Cell::Text(format!("2024-{:02}-{:02}", id % 12 + 1, id % 28 + 1)),
             ),
             (
                 "balance",
-                Value::Text(format!("{}.{:02}", id * 7 % 1000, id % 100)),
+                Cell::Text(format!("{}.{:02}", id * 7 % 1000, id % 100)),
             ),
-            ("active", Value::Bool(id % 3 != 0)),
+            ("active", Cell::Bool(id % 3 != 0)),
             (
                 "bio",
                 if id % 2 == 0 {
-                    Value::Text("Likes fast databases. ".repeat(1 + id as usize % 10))
+                    Cell::Text("Likes fast databases. ".repeat(1 + id as usize % 10))
                 } else {
-                    Value::Null
+                    Cell::Null
                 },
             ),
         ];
@@ -167,11 +312,5 @@ async fn seed(node: &DataNode) -> anyhow::Result<String> {
             "seeding the demo table: {result:?}"
         );
     }
-    let grants = vec![KeyGrant {
-        database: db,
-        role: Role::ReadWrite,
-    }];
-    let (key, def) = keys::generate(tenant, grants, None)?;
-    engine.put_api_key(def)?;
-    Ok(key)
+    Ok(())
 }

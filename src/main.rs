@@ -33,12 +33,22 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Start a data node with a demo database, table and rows, and print how to reach it.
-    Demo(NodeArgs),
+    /// Start the control plane and a data node with a demo tenant, database, table, rows and
+    /// API key, and print how to reach them.
+    Demo(DemoArgs),
     /// Start one data node.
     Datanode(NodeArgs),
     /// Start the control plane: tenants, users, databases, API keys and quotas.
     ControlPlane(ControlPlaneArgs),
+}
+
+#[derive(Args)]
+struct DemoArgs {
+    #[command(flatten)]
+    node: NodeArgs,
+    /// Port of the control plane's API (0: any free port).
+    #[arg(long, default_value_t = 8080)]
+    control_port: u16,
 }
 
 #[derive(Args)]
@@ -260,13 +270,21 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let (args, seed_demo) = match &cli.command {
-        Command::Demo(args) => (args, true),
-        Command::Datanode(args) => (args, false),
+    let args = match &cli.command {
+        Command::Demo(args) => return demo(args).await,
+        Command::Datanode(args) => args,
         Command::ControlPlane(args) => return control_plane(args).await,
     };
     let config = args.config()?;
     let node = DataNode::start(config.clone()).await?;
+    print_node(&node, &config);
+    wait_for_stop().await?;
+    println!("stopping");
+    node.shutdown().await.context("stopping the data node")?;
+    Ok(())
+}
+
+fn print_node(node: &DataNode, config: &DataNodeConfig) {
     println!(
         "data node {} listening: internal API http://{} REST http://{} RESP {} (DataMemory {}, {} LDM threads)",
         config.node_id,
@@ -276,13 +294,56 @@ async fn main() -> anyhow::Result<()> {
         ByteSize(node.engine().data_memory().total_bytes()),
         node.engine().ldm_threads(),
     );
-    if seed_demo {
-        demo::run(&node, &config.data_dir).await?;
+}
+
+/// `shoal demo`: the control plane and a data node reporting to it, in
+/// this process, on one data directory, and the demo made through the API.
+async fn demo(args: &DemoArgs) -> anyhow::Result<()> {
+    let dir = &args.node.data_dir;
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("creating the data directory {}", dir.display()))?;
+    let mut config = args.node.config()?;
+    let secret = match config.cluster_secret.clone() {
+        Some(secret) => secret,
+        None => {
+            let path = dir.join(shoal_datanode::node::SECRET_FILE);
+            ClusterSecret::load_or_create(&path)
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("the cluster secret in {}", path.display()))?
+        }
+    };
+    let admin_password = demo::earlier(dir)["admin"]["password"]
+        .as_str()
+        .map_or_else(|| shoal_control_plane::auth::random_hex(10), str::to_owned);
+    let control = shoal_control_plane::ControlPlane::start(shoal_control_plane::Config {
+        store_url: shoal_control_plane::store::default_url(dir),
+        listen: (args.node.listen, args.control_port).into(),
+        secure_cookies: false,
+        cluster_secret: secret.clone(),
+        bootstrap_admin: Some((demo::ADMIN_EMAIL.to_owned(), admin_password.clone())),
+        plan_quota: shoal_control_plane::quotas::default_plan(),
+    })
+    .await?;
+    println!(
+        "control plane listening: http://{} (store: SQLite)",
+        control.addr
+    );
+    config.cluster_secret = Some(secret);
+    config.control_plane = Some(ControlPlaneLink {
+        url: format!("http://{}", control.addr),
+        advertise_host: (args.node.advertise_host.clone())
+            .unwrap_or_else(|| args.node.listen.to_string()),
+    });
+    let node = DataNode::start(config.clone()).await?;
+    print_node(&node, &config);
+    let seeded = demo::run(&control, &node, dir, &admin_password).await;
+    if seeded.is_ok() {
+        wait_for_stop().await?;
+        println!("stopping");
     }
-    wait_for_stop().await?;
-    println!("stopping");
-    node.shutdown().await.context("stopping the data node")?;
-    Ok(())
+    let stopped = node.shutdown().await.context("stopping the data node");
+    control.stop().await.context("stopping the control plane")?;
+    seeded.and(stopped)
 }
 
 async fn control_plane(args: &ControlPlaneArgs) -> anyhow::Result<()> {

@@ -16,7 +16,7 @@ fn num(v: &Value) -> u64 {
 
 #[tokio::test]
 async fn the_demo_accounts_for_its_table_in_every_ndbinfo_view() {
-    let mut shoal = Shoal::start(&["demo", "--data-memory", "64M"]);
+    let mut shoal = Shoal::start(&["demo", "--data-memory", "64M", "--control-port", "0"]);
     let written = shoal.wait_for("written to");
     assert!(written.contains("demo.json"));
     let curl = shoal
@@ -110,7 +110,10 @@ async fn read_user_7(shoal: &Shoal, demo: &Value) -> Value {
 #[tokio::test]
 async fn the_demo_key_reads_the_demo_table_and_says_how() {
     let dir = tempfile::tempdir().unwrap();
-    let mut shoal = Shoal::start_in(&["demo", "--data-memory", "64M"], dir.path());
+    let mut shoal = Shoal::start_in(
+        &["demo", "--data-memory", "64M", "--control-port", "0"],
+        dir.path(),
+    );
     shoal.wait_for("written to");
     let demo: Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("demo.json")).unwrap()).unwrap();
@@ -134,7 +137,10 @@ async fn the_demo_key_reads_the_demo_table_and_says_how() {
     assert_eq!(code, Some(0));
 
     // The next start has the same key, and it still works.
-    let mut shoal = Shoal::start_in(&["demo", "--data-memory", "64M"], dir.path());
+    let mut shoal = Shoal::start_in(
+        &["demo", "--data-memory", "64M", "--control-port", "0"],
+        dir.path(),
+    );
     shoal.wait_for("written to");
     let again: Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("demo.json")).unwrap()).unwrap();
@@ -145,17 +151,129 @@ async fn the_demo_key_reads_the_demo_table_and_says_how() {
 #[tokio::test]
 async fn the_demo_comes_back_with_its_data_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let mut shoal = Shoal::start_in(&["demo", "--data-memory", "64M"], dir.path());
+    let mut shoal = Shoal::start_in(
+        &["demo", "--data-memory", "64M", "--control-port", "0"],
+        dir.path(),
+    );
     shoal.wait_for("written to");
     let before = rows(&shoal, "table_memory_usage").await;
     let (code, _) = shoal.terminate();
     assert_eq!(code, Some(0));
 
-    let mut shoal = Shoal::start_in(&["demo", "--data-memory", "64M"], dir.path());
+    let mut shoal = Shoal::start_in(
+        &["demo", "--data-memory", "64M", "--control-port", "0"],
+        dir.path(),
+    );
     let said = shoal.wait_for("demo: database");
     assert!(said.contains("recovered"), "{said}");
     shoal.wait_for("written to");
     assert_eq!(rows(&shoal, "table_memory_usage").await, before);
     let quota = rows(&shoal, "database_quota_usage").await;
     assert_eq!(num(&quota[0][2]), 64 << 20, "the quota came back too");
+}
+
+/// Logs in at the demo's control plane; answers the session token.
+async fn login(api_url: &str, who: &Value) -> String {
+    let r = reqwest::Client::new()
+        .post(format!("{api_url}/auth/login"))
+        .json(&serde_json::json!({"email": who["email"], "password": who["password"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::OK);
+    let body: Value = r.json().await.unwrap();
+    body["token"].as_str().unwrap().to_owned()
+}
+
+async fn get(url: String, token: &str) -> Value {
+    let r = reqwest::Client::new()
+        .get(url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::OK);
+    r.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn the_demo_is_made_through_the_control_plane_and_its_logins_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut shoal = Shoal::start_in(
+        &["demo", "--data-memory", "64M", "--control-port", "0"],
+        dir.path(),
+    );
+    shoal.wait_for("written to");
+    let demo: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("demo.json")).unwrap()).unwrap();
+    for field in ["console_url", "api_url", "rest_url", "resp_addr"] {
+        assert!(demo[field].is_string(), "demo.json has {field}: {demo}");
+    }
+    let api_url = demo["api_url"].as_str().unwrap();
+    assert!(
+        shoal.stdout.iter().any(|l| l.contains(api_url)),
+        "the API's address is printed"
+    );
+
+    // The tenant sees its database, on this node, with its table.
+    let tenant = login(api_url, &demo["tenant"]).await;
+    let dbs = get(format!("{api_url}/databases"), &tenant).await;
+    assert_eq!(dbs["databases"][0]["name"], "demo");
+    assert_eq!(dbs["databases"][0]["tables"], serde_json::json!(["users"]));
+    assert_eq!(dbs["databases"][0]["rest_url"], demo["rest_url"]);
+    let quotas = get(format!("{api_url}/quotas"), &tenant).await;
+    assert!(
+        quotas["databases"][0]["usage"]["in_memory_bytes"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    let keys = get(format!("{api_url}/api-keys"), &tenant).await;
+    let key = demo["tenant"]["api_key"].as_str().unwrap();
+    assert_eq!(keys["keys"][0]["id"].as_str(), key.split('.').next());
+
+    // The admin sees the demo tenant, the node, and the log of it all.
+    let admin = login(api_url, &demo["admin"]).await;
+    let tenants = get(format!("{api_url}/admin/tenants"), &admin).await;
+    assert_eq!(tenants["tenants"][0]["name"], "demo");
+    let nodes = get(format!("{api_url}/admin/datanodes"), &admin).await;
+    assert_eq!(nodes["datanodes"][0]["status"], "up");
+    let audit = get(format!("{api_url}/admin/audit"), &admin).await;
+    let actions: Vec<&str> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    for action in [
+        "tenant.create",
+        "database.create",
+        "table.create",
+        "database.quota.set",
+        "api_key.create",
+    ] {
+        assert!(actions.contains(&action), "{action} in {actions:?}");
+    }
+
+    // A second start reuses everything: the same logins and key.
+    let (code, _) = shoal.terminate();
+    assert_eq!(code, Some(0));
+    let mut shoal = Shoal::start_in(
+        &["demo", "--data-memory", "64M", "--control-port", "0"],
+        dir.path(),
+    );
+    shoal.wait_for("written to");
+    let again: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("demo.json")).unwrap()).unwrap();
+    assert_eq!(again["admin"], demo["admin"]);
+    assert_eq!(again["tenant"]["password"], demo["tenant"]["password"]);
+    assert_eq!(again["tenant"]["api_key"], demo["tenant"]["api_key"]);
+    let api_url = again["api_url"].as_str().unwrap();
+    let tenant = login(api_url, &again["tenant"]).await;
+    let keys = get(format!("{api_url}/api-keys"), &tenant).await;
+    assert_eq!(
+        keys["keys"].as_array().unwrap().len(),
+        1,
+        "no second key was made"
+    );
 }
