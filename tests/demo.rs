@@ -10,6 +10,18 @@ async fn rows(shoal: &Shoal, table: &str) -> Vec<Vec<Value>> {
     serde_json::from_value(shoal.ndbinfo(table).await["rows"].clone()).unwrap()
 }
 
+/// Starts `shoal demo` on `dir` and waits until it is ready; answers it and
+/// the demo.json it wrote.
+fn start_demo(dir: &std::path::Path) -> (Shoal, Value) {
+    let mut shoal = Shoal::start_in(
+        &["demo", "--data-memory", "64M", "--control-port", "0"],
+        dir,
+    );
+    shoal.wait_for("written to");
+    let demo = serde_json::from_slice(&std::fs::read(dir.join("demo.json")).unwrap()).unwrap();
+    (shoal, demo)
+}
+
 fn num(v: &Value) -> u64 {
     v.as_u64().unwrap()
 }
@@ -110,13 +122,7 @@ async fn read_user_7(shoal: &Shoal, demo: &Value) -> Value {
 #[tokio::test]
 async fn the_demo_key_reads_the_demo_table_and_says_how() {
     let dir = tempfile::tempdir().unwrap();
-    let mut shoal = Shoal::start_in(
-        &["demo", "--data-memory", "64M", "--control-port", "0"],
-        dir.path(),
-    );
-    shoal.wait_for("written to");
-    let demo: Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("demo.json")).unwrap()).unwrap();
+    let (shoal, demo) = start_demo(dir.path());
     let key = demo["tenant"]["api_key"].as_str().unwrap().to_owned();
     for tool in ["curl -s -H 'X-API-KEY:", "redis-cli"] {
         let line = shoal.stdout.iter().find(|l| l.contains(tool)).expect(tool);
@@ -137,13 +143,7 @@ async fn the_demo_key_reads_the_demo_table_and_says_how() {
     assert_eq!(code, Some(0));
 
     // The next start has the same key, and it still works.
-    let mut shoal = Shoal::start_in(
-        &["demo", "--data-memory", "64M", "--control-port", "0"],
-        dir.path(),
-    );
-    shoal.wait_for("written to");
-    let again: Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("demo.json")).unwrap()).unwrap();
+    let (shoal, again) = start_demo(dir.path());
     assert_eq!(again["tenant"]["api_key"], key.as_str());
     assert_eq!(read_user_7(&shoal, &again).await["data"]["id"], 7);
 }
@@ -151,11 +151,7 @@ async fn the_demo_key_reads_the_demo_table_and_says_how() {
 #[tokio::test]
 async fn the_demo_comes_back_with_its_data_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let mut shoal = Shoal::start_in(
-        &["demo", "--data-memory", "64M", "--control-port", "0"],
-        dir.path(),
-    );
-    shoal.wait_for("written to");
+    let (shoal, _) = start_demo(dir.path());
     let before = rows(&shoal, "table_memory_usage").await;
     let (code, _) = shoal.terminate();
     assert_eq!(code, Some(0));
@@ -199,13 +195,7 @@ async fn get(url: String, token: &str) -> Value {
 #[tokio::test]
 async fn the_demo_is_made_through_the_control_plane_and_its_logins_work() {
     let dir = tempfile::tempdir().unwrap();
-    let mut shoal = Shoal::start_in(
-        &["demo", "--data-memory", "64M", "--control-port", "0"],
-        dir.path(),
-    );
-    shoal.wait_for("written to");
-    let demo: Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("demo.json")).unwrap()).unwrap();
+    let (shoal, demo) = start_demo(dir.path());
     for field in ["console_url", "api_url", "rest_url", "resp_addr"] {
         assert!(demo[field].is_string(), "demo.json has {field}: {demo}");
     }
@@ -258,13 +248,7 @@ async fn the_demo_is_made_through_the_control_plane_and_its_logins_work() {
     // A second start reuses everything: the same logins and key.
     let (code, _) = shoal.terminate();
     assert_eq!(code, Some(0));
-    let mut shoal = Shoal::start_in(
-        &["demo", "--data-memory", "64M", "--control-port", "0"],
-        dir.path(),
-    );
-    shoal.wait_for("written to");
-    let again: Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("demo.json")).unwrap()).unwrap();
+    let (_shoal, again) = start_demo(dir.path());
     assert_eq!(again["admin"], demo["admin"]);
     assert_eq!(again["tenant"]["password"], demo["tenant"]["password"]);
     assert_eq!(again["tenant"]["api_key"], demo["tenant"]["api_key"]);
