@@ -20,7 +20,7 @@ use crate::validate;
 /// Longest tenant name.
 pub const MAX_TENANT_NAME: usize = 40;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Signup {
     email: String,
@@ -28,7 +28,7 @@ pub struct Signup {
     tenant_name: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Login {
     email: String,
@@ -72,6 +72,9 @@ fn with_cookies(mut response: Response, cookies: [String; 2]) -> Response {
 }
 
 /// `POST /auth/signup`: a new tenant and its owner, logged in.
+#[utoipa::path(post, path = "/auth/signup", tag = "accounts", request_body = Signup,
+    responses((status = 201, description = "Signed up and logged in: {token, csrf_token, expires_at, user}, and the session cookies", body = Object),
+        (status = 400, description = "Malformed or invalid input; the message names the field", body = Object), (status = 409, description = "EMAIL_TAKEN or TENANT_NAME_TAKEN", body = Object)))]
 pub async fn signup(
     State(app): State<Arc<App>>,
     Body(req): Body<Signup>,
@@ -162,6 +165,11 @@ fn unique_or(e: sqlx::Error, code: &'static str, message: &str) -> ApiError {
 }
 
 /// `POST /auth/login`.
+#[utoipa::path(post, path = "/auth/login", tag = "accounts", request_body = Login,
+    responses((status = 200, description = "{token, csrf_token, expires_at, user}, and the session cookies", body = Object),
+        (status = 401, description = "Wrong email or password", body = Object),
+        (status = 403, description = "The tenant is suspended", body = Object),
+        (status = 429, description = "Too many attempts; see Retry-After", body = Object)))]
 pub async fn login(
     State(app): State<Arc<App>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -195,6 +203,9 @@ pub async fn login(
 }
 
 /// `POST /auth/logout`: ends every session of the caller's.
+#[utoipa::path(post, path = "/auth/logout", tag = "accounts",
+    responses((status = 204, description = "Every session of the caller's ended; cookies cleared"), (status = 401, description = "No session, or an invalid or expired one", body = Object),
+        (status = 403, description = "A cookie write without X-CSRF-Token", body = Object)))]
 pub async fn logout(State(app): State<Arc<App>>, caller: Caller) -> Result<Response, ApiError> {
     sqlx::query("UPDATE users SET sessions_after = $1 WHERE id = $2")
         .bind(now_ms() + 1)
@@ -208,6 +219,8 @@ pub async fn logout(State(app): State<Arc<App>>, caller: Caller) -> Result<Respo
 }
 
 /// `GET /me`.
+#[utoipa::path(get, path = "/me", tag = "accounts",
+    responses((status = 200, description = "{user: {id, email, role, tenant}}", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object)))]
 pub async fn me(caller: Caller) -> Json<Value> {
     let tenant = caller
         .tenant_id

@@ -28,6 +28,8 @@ struct TenantRow {
 }
 
 /// `GET /admin/tenants`: every tenant, its quota, and what it uses.
+#[utoipa::path(get, path = "/admin/tenants", tag = "admin",
+    responses((status = 200, description = "{tenants: [{id, name, status, created_at, quota, usage}]}", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object), (status = 403, description = "Not a platform admin", body = Object)))]
 pub async fn tenants(State(app): State<Arc<App>>, caller: Caller) -> Result<Json<Value>, ApiError> {
     caller.require_admin()?;
     let rows: Vec<TenantRow> =
@@ -66,6 +68,8 @@ pub async fn tenants(State(app): State<Arc<App>>, caller: Caller) -> Result<Json
 
 /// `POST /admin/tenants/{id}/suspend`: its users can no longer log in or
 /// use their sessions, and its API keys stop working on the data nodes.
+#[utoipa::path(post, path = "/admin/tenants/{id}/suspend", tag = "admin", params(("id" = String, Path, description = "The tenant's id")),
+    responses((status = 204, description = "Suspended"), (status = 401, description = "No session, or an invalid or expired one", body = Object), (status = 403, description = "Not a platform admin", body = Object), (status = 404, description = "No such thing — or another tenant's", body = Object)))]
 pub async fn suspend(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -75,6 +79,8 @@ pub async fn suspend(
 }
 
 /// `POST /admin/tenants/{id}/resume`.
+#[utoipa::path(post, path = "/admin/tenants/{id}/resume", tag = "admin", params(("id" = String, Path, description = "The tenant's id")),
+    responses((status = 204, description = "Active again; its keys are pushed back"), (status = 401, description = "No session, or an invalid or expired one", body = Object), (status = 403, description = "Not a platform admin", body = Object), (status = 404, description = "No such thing — or another tenant's", body = Object)))]
 pub async fn resume(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -125,7 +131,7 @@ async fn set_status(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewAdmin {
     email: String,
@@ -133,6 +139,9 @@ pub struct NewAdmin {
 }
 
 /// `POST /admin/admins {email, password}`: another platform admin.
+#[utoipa::path(post, path = "/admin/admins", tag = "admin", request_body = NewAdmin,
+    responses((status = 201, description = "{id, email, role}", body = Object), (status = 400, description = "Malformed or invalid input; the message names the field", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object), (status = 403, description = "Not a platform admin", body = Object),
+        (status = 409, description = "EMAIL_TAKEN", body = Object)))]
 pub async fn create_admin(
     State(app): State<Arc<App>>,
     caller: Caller,

@@ -61,10 +61,13 @@ pub async fn record_after(app: &App, actor: &Caller, change: Change<'_>) {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct AuditQuery {
+    /// Only this tenant's entries.
     tenant: Option<String>,
+    /// 1 to 1000; 100 if not given.
     limit: Option<u32>,
     /// Entries strictly before this time (ms since the epoch): the next page.
     before: Option<i64>,
@@ -84,6 +87,8 @@ struct Entry {
 }
 
 /// `GET /admin/audit?tenant=&limit=&before=` (platform admins): newest first.
+#[utoipa::path(get, path = "/admin/audit", tag = "admin", params(AuditQuery),
+    responses((status = 200, description = "{entries: [{id, at, actor, tenant_id, action, target, before, after}]}", body = Object), (status = 400, description = "Malformed or invalid input; the message names the field", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object), (status = 403, description = "Not a platform admin", body = Object)))]
 pub async fn list(
     State(app): State<Arc<App>>,
     caller: Caller,

@@ -69,6 +69,8 @@ async fn node_of(app: &App, db: &DatabaseRow) -> Result<NodeRow, ApiError> {
 }
 
 /// `GET /databases`: the caller's databases (a platform admin's: all).
+#[utoipa::path(get, path = "/databases", tag = "databases",
+    responses((status = 200, description = "{databases: [{id, name, tenant_id, node_id, rest_url, resp_addr, created_at, tables}]}", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object)))]
 pub async fn list(State(app): State<Arc<App>>, caller: Caller) -> Result<Json<Value>, ApiError> {
     let rows: Vec<DatabaseRow> = sqlx::query_as(&format!(
         "SELECT {DATABASE_COLUMNS} FROM databases \
@@ -100,7 +102,7 @@ async fn table_names(app: &App, database_id: &str) -> sqlx::Result<Vec<String>> 
     .await
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewDatabase {
     name: String,
@@ -108,6 +110,10 @@ pub struct NewDatabase {
 
 /// `POST /databases {name}`: places the database on the data node using
 /// the least memory and creates it there.
+#[utoipa::path(post, path = "/databases", tag = "databases", request_body = NewDatabase,
+    responses((status = 201, description = "The database, with where applications reach it", body = Object), (status = 400, description = "Malformed or invalid input; the message names the field", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object),
+        (status = 409, description = "DATABASE_EXISTS, or QUOTA_EXCEEDED", body = Object),
+        (status = 503, description = "NO_DATA_NODE or DATA_NODE_UNAVAILABLE: nothing was made", body = Object)))]
 pub async fn create(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -213,6 +219,8 @@ pub async fn create(
 }
 
 /// `GET /databases/{db}`.
+#[utoipa::path(get, path = "/databases/{db}", tag = "databases", params(("db" = String, Path, description = "The database's name")),
+    responses((status = 200, description = "The database", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object), (status = 404, description = "No such thing — or another tenant's", body = Object)))]
 pub async fn get(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -227,6 +235,8 @@ pub async fn get(
 /// `DELETE /databases/{db}`: drops it and its tables on its node. If the
 /// node cannot be reached now, the database is gone from the API at once
 /// and the node drops it when it is back.
+#[utoipa::path(delete, path = "/databases/{db}", tag = "databases", params(("db" = String, Path, description = "The database's name")),
+    responses((status = 204, description = "Dropped, with its tables and rows"), (status = 401, description = "No session, or an invalid or expired one", body = Object), (status = 404, description = "No such thing — or another tenant's", body = Object)))]
 pub async fn drop(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -298,6 +308,8 @@ fn definition(row: &TableRow) -> Result<Value, ApiError> {
 }
 
 /// `GET /databases/{db}/tables`.
+#[utoipa::path(get, path = "/databases/{db}/tables", tag = "databases", params(("db" = String, Path, description = "The database's name")),
+    responses((status = 200, description = "{database, tables: [{name, columns, primary_key}]}", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object), (status = 404, description = "No such thing — or another tenant's", body = Object)))]
 pub async fn list_tables(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -314,6 +326,10 @@ pub async fn list_tables(
 }
 
 /// `POST /databases/{db}/tables {name, columns, primary_key}`.
+#[utoipa::path(post, path = "/databases/{db}/tables", tag = "databases", params(("db" = String, Path, description = "The database's name")),
+    request_body(content = Object, description = "{name, columns: [{name, type, nullable}], primary_key: [..]}; types as in data-types.md"),
+    responses((status = 201, description = "The table, every nullable spelled out", body = Object), (status = 400, description = "Malformed or invalid input; the message names the field", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object), (status = 404, description = "No such thing — or another tenant's", body = Object),
+        (status = 409, description = "TABLE_EXISTS, or QUOTA_EXCEEDED", body = Object)))]
 pub async fn create_table(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -407,6 +423,9 @@ pub async fn create_table(
 }
 
 /// `DELETE /databases/{db}/tables/{table}`.
+#[utoipa::path(delete, path = "/databases/{db}/tables/{table}", tag = "databases",
+    params(("db" = String, Path, description = "The database's name"), ("table" = String, Path, description = "The table's name")),
+    responses((status = 204, description = "Dropped"), (status = 401, description = "No session, or an invalid or expired one", body = Object), (status = 404, description = "No such thing — or another tenant's", body = Object)))]
 pub async fn drop_table(
     State(app): State<Arc<App>>,
     caller: Caller,

@@ -30,7 +30,7 @@ pub const MAX_NAME: usize = 64;
 /// Most keys, live or revoked, a tenant may have.
 pub const MAX_KEYS_PER_TENANT: i64 = 1000;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewKey {
     name: String,
@@ -40,10 +40,12 @@ pub struct NewKey {
     expires_at: Option<u64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewGrant {
     database: String,
+    /// `read` or `read_write`.
+    #[schema(value_type = String)]
     role: Role,
 }
 
@@ -101,6 +103,8 @@ impl KeyRow {
 
 /// `GET /api-keys`: the caller's tenant's keys (a platform admin's: all),
 /// never a secret or its hash.
+#[utoipa::path(get, path = "/api-keys", tag = "api-keys",
+    responses((status = 200, description = "{keys: [{id, name, tenant_id, grants, created_at, expires_at, last_used_at, revoked_at}]}", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object)))]
 pub async fn list(State(app): State<Arc<App>>, caller: Caller) -> Result<Json<Value>, ApiError> {
     let rows: Vec<KeyRow> = sqlx::query_as(&format!(
         "SELECT {KEY_COLUMNS} FROM api_keys WHERE tenant_id = $1 OR $2 = 1 ORDER BY created_at, prefix"
@@ -116,6 +120,10 @@ pub async fn list(State(app): State<Arc<App>>, caller: Caller) -> Result<Json<Va
 
 /// `POST /api-keys {name, grants, expires_at?}`: the secret is in the
 /// answer, as `key`, and nowhere else ever after.
+#[utoipa::path(post, path = "/api-keys", tag = "api-keys", request_body = NewKey,
+    responses((status = 201, description = "The key, and `key`: <prefix>.<secret>, shown this once", body = Object), (status = 400, description = "Malformed or invalid input; the message names the field", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object),
+        (status = 404, description = "A granted database that is not the caller's", body = Object),
+        (status = 409, description = "QUOTA_EXCEEDED or LIMIT_REACHED", body = Object)))]
 pub async fn create(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -257,6 +265,9 @@ async fn unpush(app: &App, node: &NodeRow, prefix: &str) -> Result<(), NodeError
 
 /// `DELETE /api-keys/{id}`: revokes the key on every data node at once; it
 /// stays listed, with when it was revoked.
+#[utoipa::path(delete, path = "/api-keys/{id}", tag = "api-keys",
+    params(("id" = String, Path, description = "The key's public prefix")),
+    responses((status = 204, description = "Revoked (again, if it was)"), (status = 401, description = "No session, or an invalid or expired one", body = Object), (status = 404, description = "No such thing — or another tenant's", body = Object)))]
 pub async fn revoke(
     State(app): State<Arc<App>>,
     caller: Caller,

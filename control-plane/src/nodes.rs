@@ -382,6 +382,8 @@ pub async fn reconcile_loop(app: Arc<App>) {
 }
 
 /// `GET /admin/datanodes` (platform admin).
+#[utoipa::path(get, path = "/admin/datanodes", tag = "admin",
+    responses((status = 200, description = "{datanodes: [{node_id, internal_url, rest_url, resp_addr, data_memory_bytes, used_bytes, last_seen, status}]}", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object), (status = 403, description = "Not a platform admin", body = Object)))]
 pub async fn list(
     State(app): State<Arc<App>>,
     caller: crate::auth::Caller,

@@ -77,6 +77,8 @@ pub async fn usage(app: &App) -> sqlx::Result<HashMap<String, serde_json::Map<St
 
 /// `GET /quotas`: the caller's tenant's quota and each of its databases',
 /// each with what it uses now.
+#[utoipa::path(get, path = "/quotas", tag = "quotas",
+    responses((status = 200, description = "{tenant: {id, name, quota, usage, warnings}, databases: [{name, quota, usage, warnings}]}", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object)))]
 pub async fn get(State(app): State<Arc<App>>, caller: Caller) -> Result<Json<Value>, ApiError> {
     let tenant = caller.tenant()?.to_owned();
     Ok(Json(tenant_quotas(&app, &tenant).await?))
@@ -200,6 +202,9 @@ fn check(quota: &Quota) -> Result<(), ApiError> {
 }
 
 /// `PUT /admin/tenants/{id}/quota` (platform admins).
+#[utoipa::path(put, path = "/admin/tenants/{id}/quota", tag = "admin", params(("id" = String, Path, description = "The tenant's id")),
+    request_body(content = Object, description = "A quota object; null or missing fields are unlimited"),
+    responses((status = 200, description = "{tenant_id, quota}", body = Object), (status = 400, description = "Malformed or invalid input; the message names the field", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object), (status = 403, description = "Not a platform admin", body = Object), (status = 404, description = "No such thing — or another tenant's", body = Object)))]
 pub async fn set_tenant(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -249,6 +254,9 @@ pub async fn set_tenant(
 }
 
 /// `PUT /admin/tenants/{id}/databases/{db}/quota` (platform admins).
+#[utoipa::path(put, path = "/admin/tenants/{id}/databases/{db}/quota", tag = "admin", params(("id" = String, Path, description = "The tenant's id"), ("db" = String, Path, description = "The database's name")),
+    request_body(content = Object, description = "A quota object; null or missing fields are unlimited"),
+    responses((status = 200, description = "{database, quota}", body = Object), (status = 400, description = "Malformed or invalid input; the message names the field", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object), (status = 403, description = "Not a platform admin", body = Object), (status = 404, description = "No such thing — or another tenant's", body = Object)))]
 pub async fn set_database(
     State(app): State<Arc<App>>,
     caller: Caller,

@@ -8,7 +8,7 @@ use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::IntoResponse;
-use axum::routing::{delete, get, post, put};
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::de::DeserializeOwned;
 use shoal_quota::Quota;
@@ -16,6 +16,9 @@ use shoal_wire::secret::ClusterSecret;
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinHandle;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::auth::{self, LoginLimits, Tokens};
 use crate::error::ApiError;
@@ -173,41 +176,78 @@ impl ControlPlane {
     }
 }
 
+/// What the OpenAPI document says besides its paths.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(
+        title = "Shoal control plane",
+        description = "Tenants, databases, tables, API keys and quotas. Authenticate with the session cookie set at login (writes then need X-CSRF-Token) or with `Authorization: Bearer <token>`. Errors are {\"error\": {\"code\", \"message\"}}."
+    ),
+    servers((url = "/api/v1")),
+    modifiers(&SessionAuth),
+    security(("session_token" = []), ("session_cookie" = []))
+)]
+struct ApiDoc;
+
+/// The two ways a session is presented.
+struct SessionAuth;
+
+impl utoipa::Modify for SessionAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{
+            ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme,
+        };
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "session_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "session_cookie",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new(auth::SESSION_COOKIE))),
+        );
+    }
+}
+
 /// Every route.
 pub fn router(app: Arc<App>) -> Router {
-    let api = Router::new()
-        .route("/healthz", get(healthz))
-        .route("/auth/signup", post(accounts::signup))
-        .route("/auth/login", post(accounts::login))
-        .route("/auth/logout", post(accounts::logout))
-        .route("/me", get(accounts::me))
-        .route("/databases", get(databases::list).post(databases::create))
+    let (api, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(healthz))
+        .routes(routes!(accounts::signup))
+        .routes(routes!(accounts::login))
+        .routes(routes!(accounts::logout))
+        .routes(routes!(accounts::me))
+        .routes(routes!(databases::list, databases::create))
+        .routes(routes!(databases::get, databases::drop))
+        .routes(routes!(databases::list_tables, databases::create_table))
+        .routes(routes!(databases::drop_table))
+        .routes(routes!(keys::list, keys::create))
+        .routes(routes!(keys::revoke))
+        .routes(routes!(quotas::get))
+        .routes(routes!(nodes::list))
+        .routes(routes!(admin::tenants))
+        .routes(routes!(admin::suspend))
+        .routes(routes!(admin::resume))
+        .routes(routes!(quotas::set_tenant))
+        .routes(routes!(quotas::set_database))
+        .routes(routes!(admin::create_admin))
+        .routes(routes!(audit::list))
+        .split_for_parts();
+    // The document is made from the routes themselves, once.
+    let doc = Arc::new(serde_json::to_value(&doc).expect("the OpenAPI document serializes"));
+    let api = api
         .route(
-            "/databases/{db}",
-            get(databases::get).delete(databases::drop),
+            "/openapi.json",
+            get(move || {
+                let doc = Arc::clone(&doc);
+                async move { Json((*doc).clone()) }
+            }),
         )
-        .route(
-            "/databases/{db}/tables",
-            get(databases::list_tables).post(databases::create_table),
-        )
-        .route(
-            "/databases/{db}/tables/{table}",
-            delete(databases::drop_table),
-        )
-        .route("/api-keys", get(keys::list).post(keys::create))
-        .route("/api-keys/{id}", delete(keys::revoke))
-        .route("/quotas", get(quotas::get))
-        .route("/admin/datanodes", get(nodes::list))
-        .route("/admin/tenants", get(admin::tenants))
-        .route("/admin/tenants/{id}/suspend", post(admin::suspend))
-        .route("/admin/tenants/{id}/resume", post(admin::resume))
-        .route("/admin/tenants/{id}/quota", put(quotas::set_tenant))
-        .route(
-            "/admin/tenants/{id}/databases/{db}/quota",
-            put(quotas::set_database),
-        )
-        .route("/admin/admins", post(admin::create_admin))
-        .route("/admin/audit", get(audit::list))
         .fallback(|| async { ApiError::not_found("route") })
         .layer(axum::middleware::map_response(no_store));
     let internal = Router::new()
@@ -227,6 +267,9 @@ pub fn router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
+/// `GET /healthz`.
+#[utoipa::path(get, path = "/healthz", tag = "service",
+    responses((status = 200, description = "{status: \"ok\"}", body = Object)))]
 async fn healthz() -> impl IntoResponse {
     Json(serde_json::json!({"status": "ok"}))
 }
