@@ -1,5 +1,6 @@
 //! The `shoal` binary: parses arguments and starts what they ask for.
 
+mod admin;
 mod demo;
 mod size;
 
@@ -40,6 +41,8 @@ enum Command {
     Datanode(NodeArgs),
     /// Start the control plane: tenants, users, databases, API keys and quotas.
     ControlPlane(ControlPlaneArgs),
+    /// Operator commands against a running control plane: tenants, quotas, admins.
+    Admin(admin::AdminArgs),
 }
 
 #[derive(Args)]
@@ -274,6 +277,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Demo(args) => return demo(args).await,
         Command::Datanode(args) => args,
         Command::ControlPlane(args) => return control_plane(args).await,
+        Command::Admin(args) => return admin::run(args).await,
     };
     let config = args.config()?;
     let node = DataNode::start(config.clone()).await?;

@@ -190,6 +190,7 @@ pub async fn login(
     let matches = auth::blocking(move || auth::verify_password(&password, &hash)).await;
     let Some(user) = user.filter(|_| matches) else {
         tracing::info!(peer = %peer.ip(), "failed login");
+        app.login_limits.failed(&email);
         return Err(ApiError::unauthenticated("wrong email or password"));
     };
     if user.suspended() {

@@ -4,12 +4,14 @@
 use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{Method, StatusCode, header};
+use dashmap::DashMap;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
@@ -332,54 +334,80 @@ impl UserRow {
     }
 }
 
-/// Limits on login attempts: per account and per client address.
+/// Limits on logins: every attempt per client address, and failed ones
+/// per account — so a script that logs in often is not locked out, and a
+/// guesser is.
 #[derive(Debug)]
 pub struct LoginLimits {
-    per_account: DefaultKeyedRateLimiter<String>,
+    failures_per_account: DefaultKeyedRateLimiter<String>,
     per_address: DefaultKeyedRateLimiter<IpAddr>,
+    /// Accounts that failed too often, and until when they are refused.
+    locked: DashMap<String, Instant>,
 }
+
+/// Failed logins an account may have a minute.
+pub const FAILURES_PER_MINUTE: u32 = 10;
+/// Login attempts an address may make a minute.
+pub const ATTEMPTS_PER_MINUTE: u32 = 60;
 
 impl Default for LoginLimits {
     fn default() -> LoginLimits {
         let per_minute = |n| Quota::per_minute(NonZeroU32::new(n).expect("non-zero"));
         LoginLimits {
-            per_account: RateLimiter::keyed(per_minute(10)),
-            per_address: RateLimiter::keyed(per_minute(30)),
+            failures_per_account: RateLimiter::keyed(per_minute(FAILURES_PER_MINUTE)),
+            per_address: RateLimiter::keyed(per_minute(ATTEMPTS_PER_MINUTE)),
+            locked: DashMap::new(),
         }
     }
 }
 
+fn too_many(wait: Duration, whose: &str) -> ApiError {
+    let secs = wait.as_secs() + 1;
+    let mut e = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "TOO_MANY_ATTEMPTS",
+        format!("too many login attempts {whose}; try again in {secs} s"),
+    );
+    e.retry_after_secs = Some(secs);
+    e
+}
+
 impl LoginLimits {
-    /// Counts an attempt to log in as `email` from `address`: refused with
-    /// when to retry once either has tried too often.
+    /// Before checking a password: refused with when to retry if `address`
+    /// has tried too often, or `email` has failed too often.
     pub fn attempt(&self, email: &str, address: IpAddr) -> Result<(), ApiError> {
-        let now = DefaultClock::default().now();
-        let refused = |wait: std::time::Duration, whose: &str| {
-            let mut e = ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "TOO_MANY_ATTEMPTS",
-                format!(
-                    "too many login attempts {whose}; try again in {} s",
-                    wait.as_secs() + 1
-                ),
-            );
-            e.retry_after_secs = Some(wait.as_secs() + 1);
-            e
-        };
-        self.per_address
-            .check_key(&address)
-            .map_err(|not_until| refused(not_until.wait_time_from(now), "from this address"))?;
-        self.per_account
-            .check_key(&email.to_owned())
-            .map_err(|not_until| refused(not_until.wait_time_from(now), "for this account"))?;
-        // Keys of limiters that have refilled take no memory.
-        if self.per_account.len() > 100_000 {
-            self.per_account.retain_recent();
+        let clock = DefaultClock::default();
+        self.per_address.check_key(&address).map_err(|not_until| {
+            too_many(not_until.wait_time_from(clock.now()), "from this address")
+        })?;
+        let now = Instant::now();
+        if let Some(until) = self.locked.get(email).map(|u| *u) {
+            if now < until {
+                return Err(too_many(until - now, "for this account"));
+            }
+            self.locked.remove(email);
         }
         if self.per_address.len() > 100_000 {
             self.per_address.retain_recent();
         }
         Ok(())
+    }
+
+    /// After a wrong password: counts the failure against the account, and
+    /// locks it once it has failed too often.
+    pub fn failed(&self, email: &str) {
+        let clock = DefaultClock::default();
+        if let Err(not_until) = self.failures_per_account.check_key(&email.to_owned()) {
+            let wait = not_until.wait_time_from(clock.now());
+            self.locked.insert(email.to_owned(), Instant::now() + wait);
+        }
+        if self.failures_per_account.len() > 100_000 {
+            self.failures_per_account.retain_recent();
+        }
+        if self.locked.len() > 100_000 {
+            let now = Instant::now();
+            self.locked.retain(|_, until| *until > now);
+        }
     }
 }
 
@@ -425,11 +453,15 @@ mod tests {
     }
 
     #[test]
-    fn login_attempts_are_limited_per_account_and_per_address() {
+    fn failures_lock_an_account_and_attempts_are_limited_per_address() {
         let limits = LoginLimits::default();
         let a: IpAddr = "10.0.0.1".parse().unwrap();
-        for _ in 0..10 {
+        // Successful logins do not count against the account.
+        for _ in 0..20 {
             limits.attempt("x@example.com", a).unwrap();
+        }
+        for _ in 0..=FAILURES_PER_MINUTE {
+            limits.failed("x@example.com");
         }
         let e = limits.attempt("x@example.com", a).unwrap_err();
         assert_eq!(
@@ -437,7 +469,13 @@ mod tests {
             (StatusCode::TOO_MANY_REQUESTS, "TOO_MANY_ATTEMPTS")
         );
         assert!(e.retry_after_secs.unwrap() >= 1);
-        // Another account from the same address still has attempts left.
+        // Another account from the same address still has attempts left...
         limits.attempt("y@example.com", a).unwrap();
+        // ...until the address has made too many.
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        for _ in 0..ATTEMPTS_PER_MINUTE {
+            limits.attempt("z@example.com", b).unwrap();
+        }
+        assert!(limits.attempt("z@example.com", b).is_err());
     }
 }
