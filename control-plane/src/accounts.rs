@@ -176,7 +176,10 @@ pub async fn login(
     Body(req): Body<Login>,
 ) -> Result<Response, ApiError> {
     let email = req.email.trim().to_lowercase();
-    if email.len() > 254 || req.password.len() > auth::MAX_PASSWORD {
+    if email.len() > 254
+        || email.chars().any(char::is_control)
+        || req.password.len() > auth::MAX_PASSWORD
+    {
         return Err(ApiError::unauthenticated("wrong email or password"));
     }
     app.login_limits.attempt(&email, peer.ip())?;

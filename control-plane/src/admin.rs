@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use serde::Deserialize;
@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::audit::{self, Change};
 use crate::auth::{self, Caller, Role};
 use crate::error::ApiError;
-use crate::server::{App, Body};
+use crate::server::{App, Body, Path};
 use crate::store::{Store, new_id, now_ms};
 use crate::{quotas, validate};
 
@@ -96,6 +96,9 @@ async fn set_status(
     status: &str,
 ) -> Result<StatusCode, ApiError> {
     caller.require_admin()?;
+    if !validate::could_name(tenant) {
+        return Err(ApiError::not_found("tenant"));
+    }
     let mut tx = app.store.pool.begin().await?;
     let before: Option<String> = sqlx::query_scalar("SELECT status FROM tenants WHERE id = $1")
         .bind(tenant)

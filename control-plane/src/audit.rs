@@ -4,14 +4,14 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sqlx::{Any, Executor};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::server::App;
+use crate::server::{App, Query};
 use crate::store::{new_id, now_ms};
 
 /// One change, for `record`.
@@ -95,6 +95,13 @@ pub async fn list(
     Query(query): Query<AuditQuery>,
 ) -> Result<Json<Value>, ApiError> {
     caller.require_admin()?;
+    if query
+        .tenant
+        .as_deref()
+        .is_some_and(|t| !crate::validate::could_name(t))
+    {
+        return Err(ApiError::invalid("tenant: not a tenant id"));
+    }
     let limit = i64::from(query.limit.unwrap_or(100).clamp(1, 1000));
     let rows: Vec<Entry> = sqlx::query_as(
         "SELECT id, at, actor_id, actor_email, tenant_id, action, target, before_state, \

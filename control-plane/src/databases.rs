@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use reqwest::Method;
@@ -17,9 +17,9 @@ use crate::audit::{self, Change};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::nodes::{self, NodeRow, ReconcileError};
-use crate::quotas;
-use crate::server::{App, Body};
+use crate::server::{App, Body, Path};
 use crate::store::{new_id, now_ms};
+use crate::{quotas, validate};
 
 /// A database as the store has it.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -37,6 +37,9 @@ pub const DATABASE_COLUMNS: &str = "id, tenant_id, name, node_id, status, create
 /// The caller's ready database `name` — for a platform admin, anyone's.
 /// Another tenant's is "no such database", as one that does not exist.
 pub async fn find(app: &App, caller: &Caller, name: &str) -> Result<DatabaseRow, ApiError> {
+    if !validate::could_name(name) {
+        return Err(ApiError::not_found("database"));
+    }
     let row: Option<DatabaseRow> = sqlx::query_as(&format!(
         "SELECT {DATABASE_COLUMNS} FROM databases WHERE name = $1 AND status = 'ready'"
     ))
@@ -305,6 +308,41 @@ fn definition(row: &TableRow) -> Result<Value, ApiError> {
         tracing::error!(table = %row.name, error = %e, "a stored table definition does not parse");
         ApiError::internal()
     })
+}
+
+/// `GET /databases/{db}/memory`: the database's rows of ndbinfo's
+/// `table_memory_usage`, live from its data node.
+#[utoipa::path(get, path = "/databases/{db}/memory", tag = "databases",
+    params(("db" = String, Path, description = "The database's name")),
+    responses((status = 200, description = "{database, columns, rows}: RonDB's table_memory_usage columns, one row per table", body = Object),
+        (status = 401, description = "No session, or an invalid or expired one", body = Object),
+        (status = 404, description = "No such thing — or another tenant's", body = Object),
+        (status = 503, description = "The database's data node cannot be reached", body = Object)))]
+pub async fn memory(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let db = find(&app, &caller, &name).await?;
+    let node = node_of(&app, &db).await?;
+    let answer = app
+        .nodes
+        .call(
+            &node,
+            Method::GET,
+            "/internal/v1/ndbinfo/table_memory_usage",
+            None,
+        )
+        .await?;
+    let rows: Vec<&Value> = answer["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|row| row[0].as_str() == Some(db.name.as_str()))
+        .collect();
+    Ok(Json(
+        json!({"database": db.name, "columns": answer["columns"], "rows": rows}),
+    ))
 }
 
 /// `GET /databases/{db}/tables`.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use reqwest::Method;
@@ -20,7 +20,7 @@ use crate::auth::Caller;
 use crate::databases;
 use crate::error::ApiError;
 use crate::nodes::{self, NodeError, NodeRow, ReconcileError};
-use crate::server::{App, Body};
+use crate::server::{App, Body, Path};
 use crate::store::now_ms;
 
 /// Most grants one key may carry.
@@ -273,6 +273,9 @@ pub async fn revoke(
     caller: Caller,
     Path(prefix): Path<String>,
 ) -> Result<StatusCode, ApiError> {
+    if !crate::validate::could_name(&prefix) {
+        return Err(ApiError::not_found("API key"));
+    }
     let row: Option<KeyRow> = sqlx::query_as(&format!(
         "SELECT {KEY_COLUMNS} FROM api_keys WHERE prefix = $1"
     ))

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use reqwest::Method;
 use serde_json::{Value, json};
 use shoal_quota::Quota;
@@ -18,7 +18,7 @@ use crate::auth::Caller;
 use crate::databases::{self, DatabaseRow};
 use crate::error::ApiError;
 use crate::nodes::{self, NodeError, NodeRow};
-use crate::server::{App, Body};
+use crate::server::{App, Body, Path};
 use crate::store::now_ms;
 
 /// The plan a new tenant starts with unless the control plane is told
@@ -213,6 +213,9 @@ pub async fn set_tenant(
 ) -> Result<Json<Value>, ApiError> {
     caller.require_admin()?;
     check(&quota)?;
+    if !crate::validate::could_name(&tenant) {
+        return Err(ApiError::not_found("tenant"));
+    }
     let mut tx = app.store.pool.begin().await?;
     let before: Option<Option<String>> =
         sqlx::query_scalar("SELECT quota FROM tenants WHERE id = $1")

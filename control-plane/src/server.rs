@@ -4,7 +4,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::IntoResponse;
@@ -79,6 +80,46 @@ where
             .await
             .map_err(|e: JsonRejection| ApiError::from(e))?;
         Ok(Body(value))
+    }
+}
+
+/// Path segments (`/databases/{db}`), refused with the API's error shape
+/// when they do not parse.
+#[derive(Debug)]
+pub struct Path<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for Path<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Path<T>, ApiError> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(value)| Path(value))
+            .map_err(|e| ApiError::invalid(e.body_text()))
+    }
+}
+
+/// A query string, refused with the API's error shape when it does not
+/// parse.
+#[derive(Debug)]
+pub struct Query<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for Query<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Query<T>, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Query(value)| Query(value))
+            .map_err(|e| ApiError::invalid(e.body_text()))
     }
 }
 
@@ -226,6 +267,7 @@ pub fn router(app: Arc<App>) -> Router {
         .routes(routes!(databases::get, databases::drop))
         .routes(routes!(databases::list_tables, databases::create_table))
         .routes(routes!(databases::drop_table))
+        .routes(routes!(databases::memory))
         .routes(routes!(keys::list, keys::create))
         .routes(routes!(keys::revoke))
         .routes(routes!(quotas::get))
@@ -249,6 +291,7 @@ pub fn router(app: Arc<App>) -> Router {
             }),
         )
         .fallback(|| async { ApiError::not_found("route") })
+        .layer(axum::middleware::from_fn(refuse_oversized))
         .layer(axum::middleware::map_response(no_store));
     let internal = Router::new()
         .route("/datanodes/heartbeat", post(nodes::heartbeat))
@@ -272,6 +315,33 @@ pub fn router(app: Arc<App>) -> Router {
     responses((status = 200, description = "{status: \"ok\"}", body = Object)))]
 async fn healthz() -> impl IntoResponse {
     Json(serde_json::json!({"status": "ok"}))
+}
+
+/// Most of an oversized body read (and dropped) before it is refused, so
+/// that the client, still sending, gets the answer rather than a reset.
+const DRAIN_MAX: usize = 1 << 20;
+
+/// Refuses a body declared larger than `MAX_BODY` before any handler runs.
+async fn refuse_oversized(request: Request, next: Next) -> axum::response::Response {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    match declared {
+        Some(len) if len > MAX_BODY as u64 => {
+            if len <= DRAIN_MAX as u64 {
+                let _ = axum::body::to_bytes(request.into_body(), DRAIN_MAX).await;
+            }
+            ApiError::new(
+                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                "PAYLOAD_TOO_LARGE",
+                format!("the body is {len} bytes; at most {MAX_BODY} are read"),
+            )
+            .into_response()
+        }
+        _ => next.run(request).await,
+    }
 }
 
 /// The internal routes answer only callers with the cluster secret.

@@ -76,6 +76,14 @@ pub fn name(what: &str, raw: &str, max: usize) -> Result<String, ApiError> {
     Ok(raw.to_owned())
 }
 
+/// Whether `raw` — a name or id from a request's path or query — could name
+/// anything at all: 1 to 255 bytes without control characters. What could
+/// not is "not found" without asking the store (PostgreSQL refuses a NUL in
+/// text outright).
+pub fn could_name(raw: &str) -> bool {
+    (1..=255).contains(&raw.len()) && !raw.chars().any(char::is_control)
+}
+
 /// `s` with control characters escaped, cut to 64 characters: safe to echo.
 fn printable(s: &str) -> String {
     s.chars().take(64).flat_map(char::escape_default).collect()
