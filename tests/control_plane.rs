@@ -16,6 +16,7 @@ on_both_stores!(
     login_attempts_are_limited,
     sessions_and_accounts_survive_a_restart,
     the_openapi_document_describes_exactly_the_routes_served,
+    owners_manage_members_and_members_work_but_cannot_manage,
 );
 
 async fn signup_login_me_and_logout(backend: Backend) {
@@ -327,6 +328,9 @@ async fn the_openapi_document_describes_exactly_the_routes_served(backend: Backe
         ("/admin/datanodes", "get"),
         ("/admin/audit", "get"),
         ("/healthz", "get"),
+        ("/members", "get"),
+        ("/members", "post"),
+        ("/members/{id}", "delete"),
     ] {
         assert!(
             paths.get(path).and_then(|p| p.get(method)).is_some(),
@@ -352,4 +356,122 @@ async fn the_openapi_document_describes_exactly_the_routes_served(backend: Backe
             );
         }
     }
+}
+
+async fn owners_manage_members_and_members_work_but_cannot_manage(backend: Backend) {
+    let cp = Control::start(backend);
+    let ada = cp.signup("ada@example.com", "analytical").await;
+    let carl = cp.signup("carl@example.com", "carpentry").await;
+    let owner = Auth::Bearer(&ada.token);
+    let (status, _, bo) = cp
+        .call(
+            Method::POST,
+            "/members",
+            Some(&json!({"email": "Bo@Example.com", "password": "bo's password"})),
+            owner,
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{bo}");
+    assert_eq!(
+        (bo["email"].as_str(), bo["role"].as_str()),
+        (Some("bo@example.com"), Some("member"))
+    );
+    let bo_id = bo["id"].as_str().unwrap().to_owned();
+
+    // Bo logs in to Ada's tenant, works there, and cannot manage members.
+    let (status, _, login) = cp.login("bo@example.com", "bo's password").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(login["user"]["tenant"], ada.user["tenant"]);
+    let member = login["token"].as_str().unwrap().to_owned();
+    let (status, _, list) = cp
+        .call(Method::GET, "/members", None, Auth::Bearer(&member))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(list["members"].as_array().unwrap().len(), 2);
+    let (status, _, body) = cp
+        .call(
+            Method::POST,
+            "/databases",
+            Some(&json!({"name": "shop"})),
+            Auth::Bearer(&member),
+        )
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::SERVICE_UNAVAILABLE, "NO_DATA_NODE"),
+        "allowed, but no node here"
+    );
+    let (status, _, body) = cp
+        .call(
+            Method::POST,
+            "/members",
+            Some(&json!({"email": "eve@example.com", "password": "eve's password"})),
+            Auth::Bearer(&member),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (StatusCode::FORBIDDEN, "FORBIDDEN"));
+    let ada_id = ada.user["id"].as_str().unwrap();
+    let (status, _, _) = cp
+        .call(
+            Method::DELETE,
+            &format!("/members/{ada_id}"),
+            None,
+            Auth::Bearer(&member),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    // Another tenant's owner sees none of it and removes nothing.
+    let (_, _, theirs) = cp
+        .call(Method::GET, "/members", None, Auth::Bearer(&carl.token))
+        .await;
+    assert_eq!(theirs["members"].as_array().unwrap().len(), 1);
+    let (status, _, _) = cp
+        .call(
+            Method::DELETE,
+            &format!("/members/{bo_id}"),
+            None,
+            Auth::Bearer(&carl.token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // Bad members: refused, none made.
+    for (body, status) in [
+        (
+            json!({"email": "nope", "password": "long enough"}),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            json!({"email": "x@example.com", "password": "short"}),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            json!({"email": "carl@example.com", "password": "long enough"}),
+            StatusCode::CONFLICT,
+        ),
+        (
+            json!({"email": "x@example.com", "password": "long enough", "role": "owner"}),
+            StatusCode::BAD_REQUEST,
+        ),
+    ] {
+        let (got, _, answer) = cp.call(Method::POST, "/members", Some(&body), owner).await;
+        assert_eq!(got, status, "{body} → {answer}");
+    }
+
+    // The owner cannot remove themself; removing Bo ends his sessions.
+    let (status, _, _) = cp
+        .call(Method::DELETE, &format!("/members/{ada_id}"), None, owner)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _, _) = cp
+        .call(Method::DELETE, &format!("/members/{bo_id}"), None, owner)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _, _) = cp
+        .call(Method::GET, "/me", None, Auth::Bearer(&member))
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _, _) = cp.login("bo@example.com", "bo's password").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
 }

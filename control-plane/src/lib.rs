@@ -3,7 +3,7 @@
 //!
 //! - [`store`]: sqlx over SQLite (default) or PostgreSQL, migrations;
 //! - [`auth`]: passwords, session tokens and cookies, CSRF, login limits;
-//! - [`accounts`]: sign-up, login, logout, `/me`;
+//! - [`accounts`], [`members`]: sign-up, login, logout, `/me`; a tenant's users;
 //! - [`databases`]: databases and tables, placed on data nodes;
 //! - [`keys`]: tenant API keys, pushed to the data nodes;
 //! - [`nodes`]: the data-node registry, pushes and the reconcile loop;
@@ -18,6 +18,7 @@ pub mod auth;
 pub mod databases;
 pub mod error;
 pub mod keys;
+pub mod members;
 pub mod nodes;
 pub mod quotas;
 pub mod server;

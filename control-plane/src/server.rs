@@ -25,7 +25,7 @@ use crate::auth::{self, LoginLimits, Tokens};
 use crate::error::ApiError;
 use crate::nodes::NodeClient;
 use crate::store::{OpenError, Store};
-use crate::{accounts, admin, audit, databases, keys, nodes, quotas};
+use crate::{accounts, admin, audit, databases, keys, members, nodes, quotas};
 
 /// The largest request body the API reads.
 pub const MAX_BODY: usize = 64 << 10;
@@ -263,6 +263,8 @@ pub fn router(app: Arc<App>) -> Router {
         .routes(routes!(accounts::login))
         .routes(routes!(accounts::logout))
         .routes(routes!(accounts::me))
+        .routes(routes!(members::list, members::add))
+        .routes(routes!(members::remove))
         .routes(routes!(databases::list, databases::create))
         .routes(routes!(databases::get, databases::drop))
         .routes(routes!(databases::list_tables, databases::create_table))
