@@ -14,7 +14,7 @@ use crate::audit::{self, Change};
 use crate::auth::{self, Caller, Role, UserRow};
 use crate::error::ApiError;
 use crate::server::{App, Body};
-use crate::store::{new_id, now_ms};
+use crate::store::{Store, new_id, now_ms};
 use crate::validate;
 
 /// Longest tenant name.
@@ -153,6 +153,47 @@ pub async fn signup(
         Some((&tenant_id, &tenant_name)),
     );
     Ok(session(&app, StatusCode::CREATED, &user_id, user))
+}
+
+/// A new user of `tenant` (none: a platform admin) with `role`, after
+/// checking the email and password; answers the id and the normalized
+/// email.
+pub async fn create_user(
+    store: &Store,
+    tenant: Option<&str>,
+    email: &str,
+    password: &str,
+    role: Role,
+) -> Result<(String, String), ApiError> {
+    let email = validate::email(email)?;
+    validate::password(password)?;
+    let taken: Option<String> = sqlx::query_scalar("SELECT id FROM users WHERE email = $1")
+        .bind(&email)
+        .fetch_optional(&store.pool)
+        .await?;
+    if taken.is_some() {
+        return Err(ApiError::conflict(
+            "EMAIL_TAKEN",
+            "an account with this email exists",
+        ));
+    }
+    let password = password.to_owned();
+    let hash = auth::blocking(move || auth::hash_password(&password)).await;
+    let id = new_id("u");
+    sqlx::query(
+        "INSERT INTO users (id, tenant_id, email, password_hash, role, sessions_after, created_at) \
+         VALUES ($1, $2, $3, $4, $5, 0, $6)",
+    )
+    .bind(&id)
+    .bind(tenant)
+    .bind(&email)
+    .bind(&hash)
+    .bind(role.as_str())
+    .bind(now_ms())
+    .execute(&store.pool)
+    .await
+    .map_err(|e| unique_or(e, "EMAIL_TAKEN", "an account with this email exists"))?;
+    Ok((id, email))
 }
 
 /// A unique-key violation (a race the checks before it lost) as a

@@ -12,10 +12,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::audit::{self, Change};
-use crate::auth::{self, Caller, Role};
+use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::server::{App, Body, Path};
-use crate::store::{Store, new_id, now_ms};
+use crate::store::Store;
 use crate::{quotas, validate};
 
 #[derive(Debug, sqlx::FromRow)]
@@ -169,32 +169,7 @@ pub async fn create_admin(
 
 /// Makes a platform admin; answers the new user's id.
 pub async fn make_admin(store: &Store, email: &str, password: &str) -> Result<String, ApiError> {
-    let email = validate::email(email)?;
-    validate::password(password)?;
-    let taken: Option<String> = sqlx::query_scalar("SELECT id FROM users WHERE email = $1")
-        .bind(&email)
-        .fetch_optional(&store.pool)
-        .await?;
-    if taken.is_some() {
-        return Err(ApiError::conflict(
-            "EMAIL_TAKEN",
-            "an account with this email exists",
-        ));
-    }
-    let password = password.to_owned();
-    let hash = auth::blocking(move || auth::hash_password(&password)).await;
-    let id = new_id("u");
-    sqlx::query(
-        "INSERT INTO users (id, tenant_id, email, password_hash, role, sessions_after, created_at) \
-         VALUES ($1, NULL, $2, $3, $4, 0, $5)",
-    )
-    .bind(&id)
-    .bind(&email)
-    .bind(&hash)
-    .bind(Role::Admin.as_str())
-    .bind(now_ms())
-    .execute(&store.pool)
-    .await?;
+    let (id, _) = crate::accounts::create_user(store, None, email, password, Role::Admin).await?;
     tracing::info!(user = %id, "platform admin created");
     Ok(id)
 }

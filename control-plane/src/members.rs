@@ -11,11 +11,11 @@ use axum::response::IntoResponse;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::accounts;
 use crate::audit::{self, Change};
-use crate::auth::{self, Caller, Role};
+use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::server::{App, Body, Path};
-use crate::store::{new_id, now_ms};
 use crate::validate;
 
 /// Most users one tenant may have.
@@ -79,8 +79,6 @@ pub async fn add(
     Body(req): Body<NewMember>,
 ) -> Result<impl IntoResponse, ApiError> {
     let tenant = owner_only(&caller)?.to_owned();
-    let email = validate::email(&req.email)?;
-    validate::password(&req.password)?;
     let users: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE tenant_id = $1")
         .bind(&tenant)
         .fetch_one(&app.store.pool)
@@ -91,37 +89,14 @@ pub async fn add(
             format!("a tenant has at most {MAX_USERS_PER_TENANT} users"),
         ));
     }
-    let taken: Option<String> = sqlx::query_scalar("SELECT id FROM users WHERE email = $1")
-        .bind(&email)
-        .fetch_optional(&app.store.pool)
-        .await?;
-    if taken.is_some() {
-        return Err(ApiError::conflict(
-            "EMAIL_TAKEN",
-            "an account with this email exists",
-        ));
-    }
-    let password = req.password;
-    let hash = auth::blocking(move || auth::hash_password(&password)).await;
-    let id = new_id("u");
-    sqlx::query(
-        "INSERT INTO users (id, tenant_id, email, password_hash, role, sessions_after, created_at) \
-         VALUES ($1, $2, $3, $4, $5, 0, $6)",
+    let (id, email) = accounts::create_user(
+        &app.store,
+        Some(&tenant),
+        &req.email,
+        &req.password,
+        Role::Member,
     )
-    .bind(&id)
-    .bind(&tenant)
-    .bind(&email)
-    .bind(&hash)
-    .bind(Role::Member.as_str())
-    .bind(now_ms())
-    .execute(&app.store.pool)
-    .await
-    .map_err(|e| match &e {
-        sqlx::Error::Database(d) if d.is_unique_violation() => {
-            ApiError::conflict("EMAIL_TAKEN", "an account with this email exists")
-        }
-        _ => e.into(),
-    })?;
+    .await?;
     let change = Change {
         tenant_id: Some(&tenant),
         action: "member.add",
