@@ -99,6 +99,9 @@ pub async fn heartbeats(
             .map_err(|e| e.to_string())
             .and_then(|r| match r.status() {
                 s if s.is_success() => Ok(()),
+                reqwest::StatusCode::UNAUTHORIZED => Err(
+                    "it refused this node's cluster secret: give the control plane and every data node the same --cluster-secret (or SHOAL_CLUSTER_SECRET)".to_owned(),
+                ),
                 s => Err(format!("it answered {s}")),
             });
         if sent.is_ok() {
