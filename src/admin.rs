@@ -3,10 +3,12 @@
 
 use std::io::BufRead;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::{Args, Subcommand};
 use reqwest::Method;
 use serde_json::Value;
+
+use crate::client::{Client, read_line};
 
 #[derive(Args)]
 pub(crate) struct AdminArgs {
@@ -52,59 +54,6 @@ enum AdminCommand {
     Resume { tenant: String },
 }
 
-struct Client {
-    http: reqwest::Client,
-    base: String,
-    token: String,
-}
-
-impl Client {
-    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
-        let mut request = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(&self.token);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        answer(
-            request
-                .send()
-                .await
-                .with_context(|| format!("reaching {}", self.base))?,
-        )
-        .await
-    }
-}
-
-/// The JSON of a successful answer; an error answer as an error with the
-/// API's code and message.
-async fn answer(response: reqwest::Response) -> anyhow::Result<Value> {
-    let status = response.status();
-    let body: Value = response.json().await.unwrap_or(Value::Null);
-    if status.is_success() {
-        return Ok(body);
-    }
-    match (
-        body["error"]["code"].as_str(),
-        body["error"]["message"].as_str(),
-    ) {
-        (Some(code), Some(message)) => bail!("{status} {code}: {message}"),
-        _ => bail!("{status}"),
-    }
-}
-
-/// The next line of stdin, without its line end.
-fn read_line(
-    lines: &mut impl Iterator<Item = std::io::Result<String>>,
-    what: &str,
-) -> anyhow::Result<String> {
-    match lines.next() {
-        Some(line) => Ok(line.with_context(|| format!("reading {what} from stdin"))?),
-        None => bail!("no {what}: set it in the environment or give it on stdin"),
-    }
-}
-
 pub(crate) async fn run(args: &AdminArgs) -> anyhow::Result<()> {
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
@@ -112,20 +61,7 @@ pub(crate) async fn run(args: &AdminArgs) -> anyhow::Result<()> {
         Ok(password) => password,
         Err(_) => read_line(&mut lines, "the admin's password")?,
     };
-    let base = format!("{}/api/v1", args.control_plane.trim_end_matches('/'));
-    let http = reqwest::Client::new();
-    let login = http
-        .post(format!("{base}/auth/login"))
-        .json(&serde_json::json!({"email": args.email, "password": password}))
-        .send()
-        .await
-        .with_context(|| format!("reaching {base}"))?;
-    let session = answer(login).await.context("logging in")?;
-    let client = Client {
-        http,
-        base,
-        token: session["token"].as_str().unwrap_or_default().to_owned(),
-    };
+    let client = Client::login(&args.control_plane, &args.email, &password).await?;
     let result = match &args.command {
         AdminCommand::Tenants => client.call(Method::GET, "/admin/tenants", None).await?,
         AdminCommand::SetQuota {

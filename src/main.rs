@@ -1,8 +1,10 @@
 //! The `shoal` binary: parses arguments and starts what they ask for.
 
 mod admin;
+mod client;
 mod demo;
 mod size;
+mod sql;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -43,6 +45,8 @@ enum Command {
     ControlPlane(ControlPlaneArgs),
     /// Operator commands against a running control plane: tenants, quotas, admins.
     Admin(admin::AdminArgs),
+    /// Run an ndbinfo query (one SELECT) through the control plane.
+    Sql(sql::SqlArgs),
 }
 
 #[derive(Args)]
@@ -278,6 +282,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Datanode(args) => args,
         Command::ControlPlane(args) => return control_plane(args).await,
         Command::Admin(args) => return admin::run(args).await,
+        Command::Sql(args) => return sql::run(args).await,
     };
     let config = args.config()?;
     let node = DataNode::start(config.clone()).await?;

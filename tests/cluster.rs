@@ -106,7 +106,30 @@ on_both_stores!(
     quotas_are_set_by_admins_audited_pushed_and_enforced,
     a_suspended_tenant_is_locked_out_until_resumed,
     hostile_input_on_every_route_is_a_clear_4xx_and_changes_nothing,
+    ndbinfo_sql_answers_over_ones_own_databases_only,
 );
+
+async fn sql(cp: &Control, who: &Session, sql: &str) -> (StatusCode, Value) {
+    let (status, _, answer) = cp
+        .call(
+            Method::POST,
+            "/ndbinfo/query",
+            Some(&json!({"sql": sql})),
+            Auth::Bearer(&who.token),
+        )
+        .await;
+    (status, answer)
+}
+
+/// The first column of every row.
+fn firsts(answer: &Value) -> Vec<Value> {
+    answer["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[0].clone())
+        .collect()
+}
 
 const ADMIN: &str = "ops@example.com";
 const ADMIN_PASSWORD: &str = "an operator's password";
@@ -1113,4 +1136,200 @@ async fn hostile_input_on_every_route_is_a_clear_4xx_and_changes_nothing(backend
     }
     assert_eq!(snapshot().await, before, "nothing changed");
     assert!(!cp.shoal.stderr().contains("panicked"));
+}
+
+async fn ndbinfo_sql_answers_over_ones_own_databases_only(backend: Backend) {
+    let (cp, admin) = control_with_admin(backend, "{}").await;
+    let disk = tempfile::tempdir().unwrap();
+    let node = data_node(&cp, disk.path());
+    let ada = cp.signup("ada@example.com", "analytical").await;
+    let bob = cp.signup("bob@example.com", "builders").await;
+    shop_with_orders(&cp, &ada).await;
+    let (status, _) = create_database(&cp, &bob, "lab").await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, _, _) = cp
+        .call(
+            Method::POST,
+            "/databases/lab/tables",
+            Some(&orders()),
+            Auth::Bearer(&bob.token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    for db in ["shop", "lab"] {
+        let rows: Vec<Value> = (0..50).map(|i| json!({"op": "write", "table": "orders", "row": {"id": i, "note": "n".repeat(150)}})).collect();
+        let (status, body) = node
+            .send(
+                Method::POST,
+                &format!("/internal/v1/databases/{db}/transaction"),
+                Some(json!({"operations": rows})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+
+    // As a RonDB user would ask, and the same figures the node has.
+    let (status, answer) = sql(
+        &cp,
+        &ada,
+        "SELECT * FROM ndbinfo.table_memory_usage WHERE database_name = 'shop'",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(
+        answer["columns"],
+        json!([
+            "database_name",
+            "table_name",
+            "in_memory_bytes",
+            "free_in_memory_bytes",
+            "disk_memory_bytes",
+            "free_disk_memory_bytes"
+        ])
+    );
+    let (_, on_node) = node
+        .send(Method::GET, "/internal/v1/ndbinfo/table_memory_usage", None)
+        .await;
+    let shop_on_node: Vec<Value> = on_node["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r[0] == "shop")
+        .cloned()
+        .collect();
+    assert_eq!(answer["rows"], json!(shop_on_node));
+
+    // Only her own databases, however she asks.
+    for query in [
+        "SELECT * FROM ndbinfo.table_memory_usage",
+        "SELECT * FROM ndbinfo.table_memory_usage WHERE database_name = 'lab' OR 1=1",
+        "SELECT database_name FROM ndbinfo.database_memory_usage UNION SELECT database_name FROM ndbinfo.database_quota_usage",
+        "SELECT database_name FROM ndbinfo.\"ndb$table_map\"",
+        "SELECT database_name FROM ndbinfo.database_quota_usage WHERE database_name LIKE '%'",
+    ] {
+        let (status, answer) = sql(&cp, &ada, query).await;
+        assert_eq!(status, StatusCode::OK, "{query}: {answer}");
+        let seen = firsts(&answer);
+        assert!(
+            !seen.is_empty() && seen.iter().all(|d| d == "shop"),
+            "{query}: {seen:?}"
+        );
+    }
+    let (_, answer) = sql(
+        &cp,
+        &ada,
+        "SELECT COUNT(*) FROM ndbinfo.\"ndb$table_memory_usage\"",
+    )
+    .await;
+    let fragments = firsts(&answer)[0].as_i64().unwrap();
+    assert!(fragments > 0);
+    let (_, answer) = sql(&cp, &ada, "SELECT COUNT(*) FROM ndbinfo.memoryusage").await;
+    assert_eq!(
+        firsts(&answer),
+        vec![json!(0)],
+        "node-wide figures are for operators"
+    );
+
+    // An operator sees every tenant's, and the node's.
+    let (status, answer) = sql(
+        &cp,
+        &admin,
+        "SELECT database_name FROM ndbinfo.database_memory_usage ORDER BY 1",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(firsts(&answer), vec![json!("lab"), json!("shop")]);
+    let (_, answer) = sql(
+        &cp,
+        &admin,
+        "SELECT memory_type, used <= total FROM ndbinfo.memoryusage",
+    )
+    .await;
+    assert!(!firsts(&answer).is_empty());
+
+    // Anything but one SELECT is refused; errors say what SQLite says.
+    for (query, code_) in [
+        ("DROP TABLE ndbinfo.memoryusage", "INVALID_SQL"),
+        ("ATTACH DATABASE '/tmp/x.db' AS x", "INVALID_SQL"),
+        ("PRAGMA query_only = 0", "INVALID_SQL"),
+        ("SELECT 1; SELECT 2", "INVALID_SQL"),
+        (
+            "WITH x AS (SELECT 1) DELETE FROM ndbinfo.memoryusage",
+            "INVALID_SQL",
+        ),
+        ("SELECT * FROM ndbinfo.no_such_table", "INVALID_SQL"),
+        ("SELEKT 1", "INVALID_SQL"),
+        (
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c",
+            "QUERY_TIMEOUT",
+        ),
+        (
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000) SELECT x FROM c",
+            "TOO_MANY_ROWS",
+        ),
+    ] {
+        let (status, answer) = sql(&cp, &ada, query).await;
+        assert_eq!(
+            (status, code(&answer)),
+            (StatusCode::BAD_REQUEST, code_),
+            "{query}: {answer}"
+        );
+    }
+    let (_, answer) = sql(&cp, &ada, "SELECT * FROM ndbinfo.no_such_table").await;
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no such table"),
+        "{answer}"
+    );
+    let (status, _) = sql(&cp, &ada, "SELECT COUNT(*) FROM ndbinfo.table_memory_usage").await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "the engine is fresh each query: nothing was dropped"
+    );
+
+    // `shoal sql` prints it as a table.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_shoal"))
+        .args([
+            "sql",
+            "--control-plane",
+            &cp.shoal.control_url,
+            "--email",
+            "ada@example.com",
+        ])
+        .arg("SELECT database_name, table_name FROM ndbinfo.table_memory_usage")
+        .env("SHOAL_PASSWORD", "a long password")
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        printed.contains("| database_name | table_name |"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("| shop          | orders     |"),
+        "{printed}"
+    );
+    assert!(printed.contains("1 row in set"), "{printed}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_shoal"))
+        .args([
+            "sql",
+            "--control-plane",
+            &cp.shoal.control_url,
+            "--email",
+            "ada@example.com",
+            "DROP TABLE x",
+        ])
+        .env("SHOAL_PASSWORD", "a long password")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("INVALID_SQL"));
 }

@@ -8,6 +8,7 @@
 //! - [`keys`]: tenant API keys, pushed to the data nodes;
 //! - [`nodes`]: the data-node registry, pushes and the reconcile loop;
 //! - [`quotas`]: tenant and database quotas, pushed; usage;
+//! - [`ndbinfo_sql`]: SELECTs over the ndbinfo tables of one's own databases;
 //! - [`admin`], [`audit`]: what platform admins do, and the record of it;
 //! - [`server`]: the HTTP server and its routes.
 
@@ -19,6 +20,7 @@ pub mod databases;
 pub mod error;
 pub mod keys;
 pub mod members;
+pub mod ndbinfo_sql;
 pub mod nodes;
 pub mod quotas;
 pub mod server;

@@ -25,7 +25,7 @@ use crate::auth::{self, LoginLimits, Tokens};
 use crate::error::ApiError;
 use crate::nodes::NodeClient;
 use crate::store::{OpenError, Store};
-use crate::{accounts, admin, audit, databases, keys, members, nodes, quotas};
+use crate::{accounts, admin, audit, databases, keys, members, ndbinfo_sql, nodes, quotas};
 
 /// The largest request body the API reads.
 pub const MAX_BODY: usize = 64 << 10;
@@ -273,6 +273,7 @@ pub fn router(app: Arc<App>) -> Router {
         .routes(routes!(keys::list, keys::create))
         .routes(routes!(keys::revoke))
         .routes(routes!(quotas::get))
+        .routes(routes!(ndbinfo_sql::query))
         .routes(routes!(nodes::list))
         .routes(routes!(admin::tenants))
         .routes(routes!(admin::suspend))

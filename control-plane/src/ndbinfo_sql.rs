@@ -1,0 +1,425 @@
+//! ndbinfo SQL: a SELECT over the ndbinfo tables and views, run by a real
+//! SQL engine — a fresh in-memory SQLite per query, loaded with the live
+//! rows of the caller's own databases only (a platform admin's: all) and
+//! the views defined as RonDB defines them. What is not loaded cannot leak,
+//! whatever the query says; the engine is read-only once loaded, and a
+//! query has a time and a row limit.
+
+use std::collections::{BTreeMap, HashSet};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use reqwest::Method;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteRow};
+use sqlx::{Column, ConnectOptions, Connection, Executor, Row, TypeInfo, ValueRef};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::nodes;
+use crate::server::{App, Body};
+use crate::store::now_ms;
+
+/// Longest query text.
+pub const MAX_SQL: usize = 10_000;
+/// Most rows a query may answer.
+pub const MAX_ROWS: usize = 10_000;
+/// Longest a query may run.
+pub const MAX_TIME: Duration = Duration::from_secs(2);
+
+/// The raw tables, as the data nodes serve them, and the columns they have
+/// here (with SQLite types).
+const TABLES: [(&str, &str); 4] = [
+    (
+        "ndb$table_map",
+        "table_id INTEGER, database_name TEXT, table_name TEXT",
+    ),
+    (
+        "ndb$table_memory_usage",
+        "table_id INTEGER, fragment_num INTEGER, nodegroup_id INTEGER, in_memory_bytes INTEGER, \
+         free_in_memory_bytes INTEGER, disk_memory_bytes INTEGER, free_disk_memory_bytes INTEGER",
+    ),
+    (
+        "memoryusage",
+        "node_id INTEGER, memory_type TEXT, used INTEGER, total INTEGER, used_pages INTEGER, \
+         total_pages INTEGER",
+    ),
+    (
+        "database_quota_usage",
+        "database_name TEXT, in_memory_bytes INTEGER, in_memory_quota INTEGER, read_units INTEGER, \
+         write_units INTEGER, read_units_per_sec INTEGER, write_units_per_sec INTEGER, \
+         throttled_reads INTEGER, throttled_writes INTEGER, quota_rejections INTEGER",
+    ),
+];
+
+/// The views, as RonDB defines them: the largest figure per fragment over
+/// its replicas, summed per table or per database.
+const VIEWS: [&str; 2] = [
+    "CREATE VIEW ndbinfo.table_memory_usage AS \
+     SELECT tm.database_name, tm.table_name, \
+            SUM(m.in_memory_bytes) AS in_memory_bytes, \
+            SUM(m.free_in_memory_bytes) AS free_in_memory_bytes, \
+            SUM(m.disk_memory_bytes) AS disk_memory_bytes, \
+            SUM(m.free_disk_memory_bytes) AS free_disk_memory_bytes \
+     FROM (SELECT table_id, fragment_num, \
+                  MAX(in_memory_bytes) AS in_memory_bytes, \
+                  MAX(free_in_memory_bytes) AS free_in_memory_bytes, \
+                  MAX(disk_memory_bytes) AS disk_memory_bytes, \
+                  MAX(free_disk_memory_bytes) AS free_disk_memory_bytes \
+           FROM ndbinfo.\"ndb$table_memory_usage\" GROUP BY table_id, fragment_num) m \
+     JOIN ndbinfo.\"ndb$table_map\" tm ON tm.table_id = m.table_id \
+     GROUP BY tm.database_name, tm.table_name",
+    "CREATE VIEW ndbinfo.database_memory_usage AS \
+     SELECT tm.database_name, \
+            SUM(m.in_memory_bytes) AS in_memory_bytes, \
+            SUM(m.free_in_memory_bytes) AS free_in_memory_bytes, \
+            SUM(m.disk_memory_bytes) AS disk_memory_bytes, \
+            SUM(m.free_disk_memory_bytes) AS free_disk_memory_bytes \
+     FROM (SELECT table_id, fragment_num, \
+                  MAX(in_memory_bytes) AS in_memory_bytes, \
+                  MAX(free_in_memory_bytes) AS free_in_memory_bytes, \
+                  MAX(disk_memory_bytes) AS disk_memory_bytes, \
+                  MAX(free_disk_memory_bytes) AS free_disk_memory_bytes \
+           FROM ndbinfo.\"ndb$table_memory_usage\" GROUP BY table_id, fragment_num) m \
+     JOIN ndbinfo.\"ndb$table_map\" tm ON tm.table_id = m.table_id \
+     GROUP BY tm.database_name",
+];
+
+fn query_error(code: &'static str, message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, code, message)
+}
+
+/// Checks that `sql` is one SELECT (or WITH … SELECT) statement: answers
+/// it without a trailing `;`.
+pub fn single_select(sql: &str) -> Result<&str, ApiError> {
+    if sql.len() > MAX_SQL {
+        return Err(query_error(
+            "INVALID_SQL",
+            format!("a query has at most {MAX_SQL} bytes"),
+        ));
+    }
+    let bytes = sql.as_bytes();
+    let mut end = None;
+    let mut first_word = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'-' if bytes.get(i + 1) == Some(&b'-') => {
+                i = sql[i..].find('\n').map_or(bytes.len(), |n| i + n);
+                continue;
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i = sql[i + 2..]
+                    .find("*/")
+                    .map(|n| i + 2 + n + 2)
+                    .ok_or_else(|| query_error("INVALID_SQL", "a comment is not closed"))?;
+                continue;
+            }
+            quote @ (b'\'' | b'"' | b'`') => {
+                if end.is_some() {
+                    return Err(query_error("INVALID_SQL", "one statement only"));
+                }
+                let mut j = i + 1;
+                loop {
+                    match bytes.get(j) {
+                        None => {
+                            return Err(query_error("INVALID_SQL", "a quoted string is not closed"));
+                        }
+                        Some(&b) if b == quote && bytes.get(j + 1) == Some(&quote) => j += 2,
+                        Some(&b) if b == quote => break,
+                        Some(_) => j += 1,
+                    }
+                }
+                i = j + 1;
+                continue;
+            }
+            b';' => {
+                end.get_or_insert(i);
+            }
+            b if b.is_ascii_whitespace() => {}
+            b => {
+                if end.is_some() {
+                    return Err(query_error("INVALID_SQL", "one statement only"));
+                }
+                if first_word.is_none() && b.is_ascii_alphabetic() {
+                    let word: String = sql[i..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    first_word = Some(word.to_ascii_uppercase());
+                } else if first_word.is_none() {
+                    first_word = Some(String::new());
+                }
+            }
+        }
+        i += 1;
+    }
+    match first_word.as_deref() {
+        Some("SELECT" | "WITH") => Ok(&sql[..end.unwrap_or(sql.len())]),
+        None => Err(query_error("INVALID_SQL", "the query is empty")),
+        Some(_) => Err(query_error(
+            "INVALID_SQL",
+            "only a SELECT is run: ndbinfo is read-only",
+        )),
+    }
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Query {
+    /// One SELECT over the ndbinfo tables and views.
+    sql: String,
+}
+
+/// `POST /ndbinfo/query {sql}`.
+#[utoipa::path(post, path = "/ndbinfo/query", tag = "ndbinfo", request_body = Query,
+    responses((status = 200, description = "{columns, rows}", body = Object),
+        (status = 400, description = "INVALID_SQL (not one SELECT, or it does not run), QUERY_TIMEOUT, TOO_MANY_ROWS", body = Object),
+        (status = 401, description = "No session, or an invalid or expired one", body = Object)))]
+pub async fn query(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Body(req): Body<Query>,
+) -> Result<Json<Value>, ApiError> {
+    let sql = single_select(&req.sql)?.to_owned();
+    let mut engine = load(&app, &caller).await?;
+    let started = Instant::now();
+    engine
+        .lock_handle()
+        .await
+        .map_err(internal)?
+        .set_progress_handler(10_000, move || started.elapsed() < MAX_TIME);
+    let mut columns: Vec<String> = Vec::new();
+    let mut rows = Vec::new();
+    {
+        use futures_util::TryStreamExt;
+        let mut stream = sqlx::raw_sql(&sql).fetch(&mut engine);
+        loop {
+            let next = stream.try_next().await;
+            let row: SqliteRow = match next {
+                Ok(Some(row)) => row,
+                Ok(None) => break,
+                Err(e) if started.elapsed() >= MAX_TIME => {
+                    tracing::debug!(error = %e, "query stopped");
+                    return Err(query_error(
+                        "QUERY_TIMEOUT",
+                        format!("the query ran longer than {} s", MAX_TIME.as_secs()),
+                    ));
+                }
+                Err(e) => return Err(query_error("INVALID_SQL", sql_message(&e))),
+            };
+            if columns.is_empty() {
+                columns = row.columns().iter().map(|c| c.name().to_owned()).collect();
+            }
+            if rows.len() == MAX_ROWS {
+                return Err(query_error(
+                    "TOO_MANY_ROWS",
+                    format!("the query answers more than {MAX_ROWS} rows: add a WHERE or a LIMIT"),
+                ));
+            }
+            rows.push(cells(&row));
+        }
+    }
+    let _ = engine.close().await;
+    Ok(Json(json!({"columns": columns, "rows": rows})))
+}
+
+fn internal(e: sqlx::Error) -> ApiError {
+    tracing::error!(error = %e, "the ndbinfo query engine");
+    ApiError::internal()
+}
+
+/// SQLite's own words for what is wrong with a query.
+fn sql_message(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Database(db) => db.message().to_owned(),
+        other => other.to_string(),
+    }
+}
+
+fn cells(row: &SqliteRow) -> Vec<Value> {
+    (0..row.len())
+        .map(|i| {
+            let Ok(raw) = row.try_get_raw(i) else {
+                return Value::Null;
+            };
+            if raw.is_null() {
+                return Value::Null;
+            }
+            match raw.type_info().name() {
+                "INTEGER" => row
+                    .try_get::<i64, _>(i)
+                    .map(Value::from)
+                    .unwrap_or(Value::Null),
+                "REAL" => row
+                    .try_get::<f64, _>(i)
+                    .map(Value::from)
+                    .unwrap_or(Value::Null),
+                _ => row
+                    .try_get::<String, _>(i)
+                    .map(Value::from)
+                    .unwrap_or(Value::Null),
+            }
+        })
+        .collect()
+}
+
+/// A fresh engine with the rows the caller may see, read-only.
+async fn load(app: &App, caller: &Caller) -> Result<SqliteConnection, ApiError> {
+    let mut engine = SqliteConnectOptions::from_str("sqlite::memory:")
+        .map_err(internal)?
+        .connect()
+        .await
+        .map_err(internal)?;
+    engine
+        .execute("ATTACH DATABASE ':memory:' AS ndbinfo")
+        .await
+        .map_err(internal)?;
+    for (table, columns) in TABLES {
+        engine
+            .execute(format!("CREATE TABLE ndbinfo.\"{table}\" ({columns})").as_str())
+            .await
+            .map_err(internal)?;
+    }
+    for view in VIEWS {
+        engine.execute(view).await.map_err(internal)?;
+    }
+    let rows = visible_rows(app, caller).await?;
+    for (table, rows) in &rows {
+        for row in rows {
+            let marks = vec!["?"; row.len()].join(", ");
+            let sql = format!("INSERT INTO ndbinfo.\"{table}\" VALUES ({marks})");
+            let mut q = sqlx::query(&sql);
+            for cell in row {
+                q = match cell {
+                    Value::Number(n) if n.is_i64() || n.is_u64() => {
+                        q.bind(n.as_i64().unwrap_or(i64::MAX))
+                    }
+                    Value::Number(n) => q.bind(n.as_f64()),
+                    Value::String(s) => q.bind(s.clone()),
+                    _ => q.bind(Option::<i64>::None),
+                };
+            }
+            q.execute(&mut engine).await.map_err(internal)?;
+        }
+    }
+    engine
+        .execute("PRAGMA query_only = 1")
+        .await
+        .map_err(internal)?;
+    Ok(engine)
+}
+
+/// Rows of each raw table from every data node that is up, of the
+/// caller's databases only (a platform admin's: all); table ids made unique
+/// across nodes when more than one node answers.
+async fn visible_rows(
+    app: &App,
+    caller: &Caller,
+) -> Result<BTreeMap<&'static str, Vec<Vec<Value>>>, ApiError> {
+    let allowed: Option<HashSet<String>> = if caller.is_admin() {
+        None
+    } else {
+        let names: Vec<String> = sqlx::query_scalar(
+            "SELECT name FROM databases WHERE tenant_id = $1 AND status = 'ready'",
+        )
+        .bind(caller.tenant()?)
+        .fetch_all(&app.store.pool)
+        .await?;
+        Some(names.into_iter().collect())
+    };
+    let may_see = |db: &str| allowed.as_ref().is_none_or(|a| a.contains(db));
+    let now = now_ms();
+    let up: Vec<nodes::NodeRow> = nodes::all(app)
+        .await?
+        .into_iter()
+        .filter(|n| n.up(now))
+        .collect();
+    let several = up.len() > 1;
+    let mut out: BTreeMap<&'static str, Vec<Vec<Value>>> = BTreeMap::new();
+    for node in &up {
+        let fetch = |table: &'static str| async move {
+            let path = format!("/internal/v1/ndbinfo/{table}");
+            let answer = app.nodes.call(node, Method::GET, &path, None).await?;
+            let rows: Vec<Vec<Value>> =
+                serde_json::from_value(answer["rows"].clone()).unwrap_or_default();
+            Ok::<_, ApiError>(rows)
+        };
+        let unique = |id: &Value| match id.as_i64() {
+            Some(id) if several => json!((node.node_id << 32) | id),
+            _ => id.clone(),
+        };
+        let map = fetch("ndb$table_map").await?;
+        let mut tables = HashSet::new();
+        for mut row in map {
+            if row.get(1).and_then(Value::as_str).is_some_and(may_see) {
+                tables.insert(row[0].as_i64());
+                row[0] = unique(&row[0]);
+                out.entry("ndb$table_map").or_default().push(row);
+            }
+        }
+        for mut row in fetch("ndb$table_memory_usage").await? {
+            if tables.contains(&row.first().and_then(Value::as_i64)) {
+                row[0] = unique(&row[0]);
+                out.entry("ndb$table_memory_usage").or_default().push(row);
+            }
+        }
+        for row in fetch("database_quota_usage").await? {
+            if row.first().and_then(Value::as_str).is_some_and(may_see) {
+                out.entry("database_quota_usage").or_default().push(row);
+            }
+        }
+        // Node-wide figures say something of every tenant: admins only.
+        if caller.is_admin() {
+            out.entry("memoryusage")
+                .or_default()
+                .extend(fetch("memoryusage").await?);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_select_is_taken_and_nothing_else() {
+        for ok in [
+            "SELECT 1",
+            "  select * from ndbinfo.table_memory_usage;  ",
+            "WITH t AS (SELECT 1) SELECT * FROM t",
+            "-- a comment\nSELECT 'a;b' AS \"x;y\" /* ; */ ; -- trailing",
+            "SELECT 'it''s'",
+        ] {
+            assert!(single_select(ok).is_ok(), "{ok}");
+        }
+        assert_eq!(single_select("SELECT 1 ; ").unwrap(), "SELECT 1 ");
+        for bad in [
+            "",
+            "  -- only a comment",
+            "DROP TABLE ndbinfo.memoryusage",
+            "ATTACH DATABASE '/etc/passwd' AS x",
+            "PRAGMA query_only = 0",
+            "SELECT 1; SELECT 2",
+            "SELECT 1; DROP TABLE x",
+            "SELECT 'unclosed",
+            "SELECT 1 /* unclosed",
+            "INSERT INTO x VALUES (1)",
+            "(SELECT 1)",
+        ] {
+            let e = single_select(bad).unwrap_err();
+            assert_eq!(
+                (e.status, e.code),
+                (StatusCode::BAD_REQUEST, "INVALID_SQL"),
+                "{bad}"
+            );
+        }
+        assert!(single_select(&format!("SELECT '{}'", "x".repeat(MAX_SQL))).is_err());
+    }
+}
