@@ -18,7 +18,7 @@ use shoal_datanode::node::{DataNode, DataNodeConfig};
 use shoal_datanode::persist::redo::Durability;
 use shoal_datanode::register::ControlPlaneLink;
 
-use crate::size::ByteSize;
+use crate::size::{ByteSize, Span};
 
 /// Least redo growth that may trigger a checkpoint.
 const MIN_CHECKPOINT_REDO: u64 = 1 << 20;
@@ -56,6 +56,8 @@ struct DemoArgs {
     /// Port of the control plane's API (0: any free port).
     #[arg(long, default_value_t = 8080)]
     control_port: u16,
+    #[command(flatten)]
+    metering: MeteringArgs,
 }
 
 #[derive(Args)]
@@ -88,6 +90,35 @@ struct ControlPlaneArgs {
     /// [default: the built-in plan, see docs/control-plane.md].
     #[arg(long, env = "SHOAL_PLAN_QUOTA")]
     plan_quota: Option<String>,
+    #[command(flatten)]
+    metering: MeteringArgs,
+}
+
+#[derive(Args)]
+struct MeteringArgs {
+    /// How often usage is sampled from the data nodes, e.g. 10s.
+    #[arg(long, default_value = "10s")]
+    metering_interval: Span,
+    /// How long raw samples are kept.
+    #[arg(long, default_value = "24h")]
+    keep_raw: Span,
+    /// How long per-minute rollups are kept.
+    #[arg(long, default_value = "7d")]
+    keep_minutes: Span,
+    /// How long per-hour rollups are kept.
+    #[arg(long, default_value = "90d")]
+    keep_hours: Span,
+}
+
+impl MeteringArgs {
+    fn retention(&self) -> shoal_metering::Retention {
+        let ms = |s: &Span| s.0.as_millis() as i64;
+        shoal_metering::Retention {
+            raw_ms: ms(&self.keep_raw),
+            minute_ms: ms(&self.keep_minutes),
+            hour_ms: ms(&self.keep_hours),
+        }
+    }
 }
 
 impl ControlPlaneArgs {
@@ -139,6 +170,8 @@ impl ControlPlaneArgs {
             cluster_secret,
             bootstrap_admin,
             plan_quota,
+            metering_interval: self.metering.metering_interval.0,
+            retention: self.metering.retention(),
         })
     }
 }
@@ -331,6 +364,8 @@ async fn demo(args: &DemoArgs) -> anyhow::Result<()> {
         cluster_secret: secret.clone(),
         bootstrap_admin: Some((demo::ADMIN_EMAIL.to_owned(), admin_password.clone())),
         plan_quota: shoal_control_plane::quotas::default_plan(),
+        metering_interval: args.metering.metering_interval.0,
+        retention: args.metering.retention(),
     })
     .await?;
     println!(

@@ -93,3 +93,45 @@ mod tests {
         assert_eq!(ByteSize(1536 << 10).to_string(), "1536 KiB");
     }
 }
+
+/// A span of time on the command line: `30s`, `10m`, `24h`, `90d`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span(pub(crate) std::time::Duration);
+
+impl FromStr for Span {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let bad = || format!("'{text}' is not a span such as 30s, 10m, 24h or 90d");
+        let t = text.trim();
+        let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+        let number: u64 = t[..digits].parse().map_err(|_| bad())?;
+        let seconds = match &t[digits..] {
+            "s" => 1,
+            "m" => 60,
+            "h" => 3600,
+            "d" => 86_400,
+            _ => return Err(bad()),
+        };
+        number
+            .checked_mul(seconds)
+            .filter(|&s| s > 0 && s <= 10 * 365 * 86_400)
+            .map(|s| Span(std::time::Duration::from_secs(s)))
+            .ok_or_else(|| format!("'{text}' must be between 1s and 10 years"))
+    }
+}
+
+#[cfg(test)]
+mod span_tests {
+    use super::*;
+
+    #[test]
+    fn spans_parse() {
+        assert_eq!("30s".parse::<Span>().unwrap().0.as_secs(), 30);
+        assert_eq!("24h".parse::<Span>().unwrap().0.as_secs(), 86_400);
+        assert_eq!("90d".parse::<Span>().unwrap().0.as_secs(), 90 * 86_400);
+        for bad in ["", "10", "h", "0s", "5w", "-1d", "99999999999d"] {
+            assert!(bad.parse::<Span>().is_err(), "{bad}");
+        }
+    }
+}

@@ -107,6 +107,7 @@ on_both_stores!(
     a_suspended_tenant_is_locked_out_until_resumed,
     hostile_input_on_every_route_is_a_clear_4xx_and_changes_nothing,
     ndbinfo_sql_answers_over_ones_own_databases_only,
+    usage_is_metered_rolled_up_exported_and_kept_bounded,
 );
 
 async fn sql(cp: &Control, who: &Session, sql: &str) -> (StatusCode, Value) {
@@ -1332,4 +1333,228 @@ async fn ndbinfo_sql_answers_over_ones_own_databases_only(backend: Backend) {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("INVALID_SQL"));
+}
+
+/// `GET /usage?{query}` as `token`.
+async fn usage(cp: &Control, query: &str, token: &str) -> (StatusCode, Value) {
+    let (status, _, body) = cp
+        .call(
+            Method::GET,
+            &format!("/usage?{query}"),
+            None,
+            Auth::Bearer(token),
+        )
+        .await;
+    (status, body)
+}
+
+async fn usage_is_metered_rolled_up_exported_and_kept_bounded(backend: Backend) {
+    let cp = Control::start_env(
+        backend,
+        &[
+            "--cluster-secret",
+            SECRET,
+            "--admin-email",
+            ADMIN,
+            "--plan-quota",
+            "{}",
+            "--metering-interval",
+            "1s",
+            "--keep-raw",
+            "4s",
+        ],
+        &[("SHOAL_ADMIN_PASSWORD", ADMIN_PASSWORD)],
+    );
+    let (_, headers, body) = cp.login(ADMIN, ADMIN_PASSWORD).await;
+    let admin = common::control::session(&headers, body);
+    let disk = tempfile::tempdir().unwrap();
+    let node = data_node(&cp, disk.path());
+    let ada = cp.signup("ada@example.com", "analytical").await;
+    let bob = cp.signup("bob@example.com", "builders").await;
+    shop_with_orders(&cp, &ada).await;
+    let (_, made) = create_key(
+        &cp,
+        &ada,
+        json!({"name": "app", "grants": [{"database": "shop", "role": "read_write"}]}),
+    )
+    .await;
+    let key = made["key"].as_str().unwrap().to_owned();
+    let ada_auth = Auth::Bearer(&ada.token);
+    for id in 0..40 {
+        let (status, _) = data_call(
+            &node,
+            &key,
+            "shop/orders/pk-insert",
+            json!({"row": {"id": id, "note": "x".repeat(180)}}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    for id in 0..25 {
+        data_call(
+            &node,
+            &key,
+            "shop/orders/pk-read",
+            json!({"filters": [{"column": "id", "value": id}]}),
+        )
+        .await;
+    }
+
+    // The database's memory appears in the series and matches ndbinfo.
+    let (_, on_node) = node
+        .send(
+            Method::GET,
+            "/internal/v1/ndbinfo/database_memory_usage",
+            None,
+        )
+        .await;
+    let memory = on_node["rows"][0][1].as_u64().unwrap();
+    assert!(memory > 0);
+    let ada_token = ada.token.as_str();
+    let points = eventually("a sample of the database", || async {
+        let (status, body) = usage(&cp, "database=shop&resolution=raw", ada_token).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let points = body["points"].as_array().unwrap().clone();
+        points
+            .iter()
+            .any(|p| p["memory_bytes"].as_u64() == Some(memory))
+            .then_some(points)
+    })
+    .await;
+    assert!(points.iter().all(|p| p["at"].is_i64()));
+    // The units the key spent are counted: 40 writes and 25 reads, once each.
+    let counted = eventually("the units are counted", || async {
+        let (_, body) = usage(&cp, "database=shop&resolution=minute", ada_token).await;
+        let sum = |f: &str| {
+            body["points"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p[f].as_u64().unwrap())
+                .sum::<u64>()
+        };
+        (sum("write_units") >= 40 && sum("read_units") >= 25)
+            .then(|| (sum("write_units"), sum("read_units")))
+    })
+    .await;
+    assert_eq!(counted, (40, 25), "each unit counted once");
+    // Per table, and the tenant as a whole.
+    let (status, table) = usage(&cp, "database=shop&table=orders&resolution=raw", &ada.token).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!table["points"].as_array().unwrap().is_empty(), "{table}");
+    let (status, total) = usage(&cp, "resolution=minute", &ada.token).await;
+    assert_eq!(
+        (status, &total["tenant_id"]),
+        (StatusCode::OK, &ada.user["tenant"]["id"])
+    );
+    assert!(!total["points"].as_array().unwrap().is_empty());
+
+    // A node restart starts its counters again: nothing is counted twice or lost.
+    node.kill();
+    let node = data_node(&cp, disk.path());
+    for id in 0..10 {
+        let (status, _) = data_call(
+            &node,
+            &key,
+            "shop/orders/pk-read",
+            json!({"filters": [{"column": "id", "value": id}]}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    eventually("the reads after the restart are counted", || async {
+        let (_, body) = usage(&cp, "database=shop&resolution=minute", ada_token).await;
+        let reads: u64 = body["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["read_units"].as_u64().unwrap())
+            .sum();
+        assert!(reads <= 35, "no reads counted twice: {reads}");
+        (reads == 35).then_some(())
+    })
+    .await;
+
+    // Another tenant's database is not there for Bob; bad parameters are 400.
+    let (status, _) = usage(&cp, "database=shop", &bob.token).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (_, theirs) = usage(&cp, "resolution=minute", &bob.token).await;
+    assert_eq!(theirs["points"], json!([]));
+    for query in [
+        "resolution=second",
+        "from=10&to=5",
+        "from=0&resolution=raw",
+        "table=orders",
+        "tenant=t_x",
+        "bogus=1",
+        "from=abc",
+    ] {
+        let (status, body) = usage(&cp, query, &ada.token).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {body}");
+    }
+
+    // The billing export: per tenant and day, as JSON and CSV.
+    let (status, _, bill) = cp.call(Method::GET, "/usage/billing", None, ada_auth).await;
+    assert_eq!(status, StatusCode::OK, "{bill}");
+    let line = &bill["lines"][0];
+    assert_eq!(line["tenant_name"], "analytical");
+    assert_eq!(line["write_units"], 40);
+    assert_eq!(line["read_units"], 35);
+    assert!(line["memory_gib_hours"].as_f64().unwrap() > 0.0);
+    let csv = reqwest::Client::new()
+        .get(format!(
+            "{}/api/v1/usage/billing?format=csv",
+            cp.shoal.control_url
+        ))
+        .bearer_auth(&admin.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(csv.headers()["content-type"], "text/csv; charset=utf-8");
+    let csv = csv.text().await.unwrap();
+    assert!(
+        csv.starts_with(
+            "tenant_id,tenant_name,day,memory_gib_hours,read_units,write_units,throttled_requests\n"
+        ),
+        "{csv}"
+    );
+    assert!(csv.contains(",analytical,"), "{csv}");
+    let (_, _, bobs) = cp
+        .call(
+            Method::GET,
+            "/usage/billing",
+            None,
+            Auth::Bearer(&bob.token),
+        )
+        .await;
+    assert_eq!(bobs["lines"], json!([]), "Bob's bill has only Bob");
+
+    // Raw samples older than --keep-raw go; the rollups stay.
+    let first = points
+        .iter()
+        .filter_map(|p| p["at"].as_i64())
+        .min()
+        .unwrap();
+    eventually("the first raw samples are dropped", || async {
+        let (_, body) = usage(&cp, "database=shop&resolution=raw", ada_token).await;
+        let oldest = body["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p["at"].as_i64())
+            .min()?;
+        (oldest > first).then_some(())
+    })
+    .await;
+    let (_, body) = usage(&cp, "database=shop&resolution=minute", ada_token).await;
+    let writes: u64 = body["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["write_units"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        writes, 40,
+        "the minutes still hold what the dropped samples said"
+    );
 }

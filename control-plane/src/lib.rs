@@ -9,6 +9,7 @@
 //! - [`nodes`]: the data-node registry, pushes and the reconcile loop;
 //! - [`quotas`]: tenant and database quotas, pushed; usage;
 //! - [`ndbinfo_sql`]: SELECTs over the ndbinfo tables of one's own databases;
+//! - [`usage`]: metering — samples, rollups, series and the billing export;
 //! - [`admin`], [`audit`]: what platform admins do, and the record of it;
 //! - [`server`]: the HTTP server and its routes.
 
@@ -25,6 +26,7 @@ pub mod nodes;
 pub mod quotas;
 pub mod server;
 pub mod store;
+pub mod usage;
 pub mod validate;
 
 pub use server::{Config, ControlPlane};

@@ -128,7 +128,10 @@ pub fn single_select(sql: &str) -> Result<&str, ApiError> {
                 loop {
                     match bytes.get(j) {
                         None => {
-                            return Err(query_error("INVALID_SQL", "a quoted string is not closed"));
+                            return Err(query_error(
+                                "INVALID_SQL",
+                                "a quoted string is not closed",
+                            ));
                         }
                         Some(&b) if b == quote && bytes.get(j + 1) == Some(&quote) => j += 2,
                         Some(&b) if b == quote => break,

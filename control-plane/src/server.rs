@@ -25,7 +25,7 @@ use crate::auth::{self, LoginLimits, Tokens};
 use crate::error::ApiError;
 use crate::nodes::NodeClient;
 use crate::store::{OpenError, Store};
-use crate::{accounts, admin, audit, databases, keys, members, ndbinfo_sql, nodes, quotas};
+use crate::{accounts, admin, audit, databases, keys, members, ndbinfo_sql, nodes, quotas, usage};
 
 /// The largest request body the API reads.
 pub const MAX_BODY: usize = 64 << 10;
@@ -47,6 +47,10 @@ pub struct Config {
     pub bootstrap_admin: Option<(String, String)>,
     /// The quota a new tenant starts with.
     pub plan_quota: Quota,
+    /// How often usage is sampled from the data nodes.
+    pub metering_interval: std::time::Duration,
+    /// How long samples and rollups are kept.
+    pub retention: shoal_metering::Retention,
 }
 
 /// What every request handler shares.
@@ -147,6 +151,7 @@ pub struct ControlPlane {
     stop: Option<oneshot::Sender<()>>,
     server: JoinHandle<std::io::Result<()>>,
     reconcile: JoinHandle<()>,
+    metering: JoinHandle<()>,
 }
 
 impl ControlPlane {
@@ -195,12 +200,17 @@ impl ControlPlane {
                 .await
         });
         let reconcile = tokio::spawn(nodes::reconcile_loop(Arc::clone(&app)));
+        let metering = tokio::spawn(usage::collect_loop(
+            Arc::clone(&app),
+            app.config.metering_interval,
+        ));
         Ok(ControlPlane {
             addr,
             app,
             stop: Some(stop),
             server,
             reconcile,
+            metering,
         })
     }
 
@@ -211,6 +221,7 @@ impl ControlPlane {
             let _ = stop.send(());
         }
         self.reconcile.abort();
+        self.metering.abort();
         let served = (&mut self.server).await.unwrap_or(Ok(()));
         self.app.store.close().await;
         served
@@ -274,6 +285,8 @@ pub fn router(app: Arc<App>) -> Router {
         .routes(routes!(keys::revoke))
         .routes(routes!(quotas::get))
         .routes(routes!(ndbinfo_sql::query))
+        .routes(routes!(usage::series))
+        .routes(routes!(usage::billing))
         .routes(routes!(nodes::list))
         .routes(routes!(admin::tenants))
         .routes(routes!(admin::suspend))

@@ -1,0 +1,546 @@
+//! Metering: every interval each data node's memory and counters are
+//! sampled per database (and memory per table) into the store, rolled up
+//! per minute and per hour, and kept for as long as the retention says;
+//! `GET /usage` answers series from them and `GET /usage/billing` a
+//! per-tenant, per-day export. The arithmetic is in `shoal_metering`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use reqwest::Method;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use shoal_metering::{
+    BillingLine, Counters, DAY_MS, HOUR_MS, Resolution, Usage, billing_csv, day_of, gib_hours,
+    growth,
+};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::nodes::{self, NodeRow};
+use crate::server::{App, Query};
+use crate::store::now_ms;
+use crate::validate;
+
+/// Most points one series answer holds.
+pub const MAX_POINTS: i64 = 10_000;
+
+/// Samples every `interval` until the process ends.
+pub async fn collect_loop(app: Arc<App>, interval: Duration) {
+    let mut ticks = tokio::time::interval(interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        if let Err(e) = collect_once(&app, now_ms()).await {
+            tracing::warn!(error = %e, "metering: the store failed; the sample is skipped");
+        }
+    }
+}
+
+/// A database's row of a node's `database_quota_usage`.
+fn counters_of(row: &serde_json::Map<String, Value>) -> Counters {
+    let n = |k: &str| row.get(k).and_then(Value::as_u64).unwrap_or(0);
+    Counters {
+        read_units: n("read_units"),
+        write_units: n("write_units"),
+        throttled_reads: n("throttled_reads"),
+        throttled_writes: n("throttled_writes"),
+        quota_rejections: n("quota_rejections"),
+    }
+}
+
+fn rows_of(answer: &Value) -> Vec<serde_json::Map<String, Value>> {
+    let columns: Vec<String> =
+        serde_json::from_value(answer["columns"].clone()).unwrap_or_default();
+    answer["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|row| row.as_array())
+        .map(|cells| columns.iter().cloned().zip(cells.iter().cloned()).collect())
+        .collect()
+}
+
+/// One round: samples every node that is up (one that does not answer is
+/// skipped, and tried again next round), then rolls up and trims.
+pub async fn collect_once(app: &App, now: i64) -> sqlx::Result<()> {
+    let interval_ms = app.config.metering_interval.as_millis() as i64;
+    let tenants: HashMap<String, String> = sqlx::query_as::<_, (String, String)>(
+        "SELECT name, tenant_id FROM databases WHERE status = 'ready'",
+    )
+    .fetch_all(&app.store.pool)
+    .await?
+    .into_iter()
+    .collect();
+    let up: Vec<NodeRow> = nodes::all(app)
+        .await?
+        .into_iter()
+        .filter(|n| n.up(now))
+        .collect();
+    for node in &up {
+        let fetch = |table: &'static str| async move {
+            let path = format!("/internal/v1/ndbinfo/{table}");
+            app.nodes.call(node, Method::GET, &path, None).await
+        };
+        let (Ok(quota), Ok(tables)) = (
+            fetch("database_quota_usage").await,
+            fetch("table_memory_usage").await,
+        ) else {
+            tracing::debug!(
+                node = node.node_id,
+                "metering: node did not answer; skipped"
+            );
+            continue;
+        };
+        let mut elapsed_by_db = HashMap::new();
+        for row in rows_of(&quota) {
+            let Some(db) = row.get("database_name").and_then(Value::as_str) else {
+                continue;
+            };
+            let Some(tenant) = tenants.get(db) else {
+                continue;
+            };
+            let now_counters = counters_of(&row);
+            let previous: Option<(String, i64, i64, i64, i64, i64, i64)> = sqlx::query_as(
+                "SELECT boot_id, at, read_units, write_units, throttled_reads, throttled_writes, \
+                 quota_rejections FROM usage_counters WHERE node_id = $1 AND database_name = $2",
+            )
+            .bind(node.node_id)
+            .bind(db)
+            .fetch_optional(&app.store.pool)
+            .await?;
+            let before = previous.as_ref().map(|p| {
+                let c = Counters {
+                    read_units: p.2 as u64,
+                    write_units: p.3 as u64,
+                    throttled_reads: p.4 as u64,
+                    throttled_writes: p.5 as u64,
+                    quota_rejections: p.6 as u64,
+                };
+                (p.0.as_str(), c)
+            });
+            let grown = growth(before, (node.boot_id.as_str(), now_counters));
+            // Memory held since the previous sample — no more than a few
+            // intervals' worth, if the control plane was away.
+            let elapsed = previous
+                .as_ref()
+                .map_or(interval_ms, |p| (now - p.1).clamp(0, 3 * interval_ms));
+            elapsed_by_db.insert(db.to_owned(), elapsed);
+            let memory = row
+                .get("in_memory_bytes")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            store_sample(
+                app,
+                Resolution::Raw,
+                now,
+                tenant,
+                db,
+                "",
+                &Usage::sample(memory, elapsed, grown),
+            )
+            .await?;
+            sqlx::query(
+                "INSERT INTO usage_counters (node_id, database_name, boot_id, at, read_units, \
+                 write_units, throttled_reads, throttled_writes, quota_rejections) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+                 ON CONFLICT (node_id, database_name) DO UPDATE SET boot_id = excluded.boot_id, \
+                 at = excluded.at, read_units = excluded.read_units, write_units = excluded.write_units, \
+                 throttled_reads = excluded.throttled_reads, throttled_writes = excluded.throttled_writes, \
+                 quota_rejections = excluded.quota_rejections",
+            )
+            .bind(node.node_id)
+            .bind(db)
+            .bind(&node.boot_id)
+            .bind(now)
+            .bind(clamp(now_counters.read_units))
+            .bind(clamp(now_counters.write_units))
+            .bind(clamp(now_counters.throttled_reads))
+            .bind(clamp(now_counters.throttled_writes))
+            .bind(clamp(now_counters.quota_rejections))
+            .execute(&app.store.pool)
+            .await?;
+        }
+        for row in rows_of(&tables) {
+            let (Some(db), Some(table)) = (
+                row.get("database_name").and_then(Value::as_str),
+                row.get("table_name").and_then(Value::as_str),
+            ) else {
+                continue;
+            };
+            let Some(tenant) = tenants.get(db) else {
+                continue;
+            };
+            let memory = row
+                .get("in_memory_bytes")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            let elapsed = elapsed_by_db.get(db).copied().unwrap_or(interval_ms);
+            let usage = Usage::sample(memory, elapsed, Counters::default());
+            store_sample(app, Resolution::Raw, now, tenant, db, table, &usage).await?;
+        }
+    }
+    roll_up(app, now).await?;
+    trim(app, now).await
+}
+
+fn clamp(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+async fn store_sample(
+    app: &App,
+    resolution: Resolution,
+    at: i64,
+    tenant: &str,
+    db: &str,
+    table: &str,
+    u: &Usage,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO usage_samples (resolution, at, tenant_id, database_name, table_name, \
+         memory_bytes, memory_max_bytes, memory_byte_seconds, read_units, write_units, \
+         throttled_reads, throttled_writes, quota_rejections, samples) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+         ON CONFLICT (resolution, database_name, table_name, at) DO UPDATE SET \
+         tenant_id = excluded.tenant_id, memory_bytes = excluded.memory_bytes, \
+         memory_max_bytes = excluded.memory_max_bytes, \
+         memory_byte_seconds = excluded.memory_byte_seconds, read_units = excluded.read_units, \
+         write_units = excluded.write_units, throttled_reads = excluded.throttled_reads, \
+         throttled_writes = excluded.throttled_writes, quota_rejections = excluded.quota_rejections, \
+         samples = excluded.samples",
+    )
+    .bind(resolution.as_str())
+    .bind(at)
+    .bind(tenant)
+    .bind(db)
+    .bind(table)
+    .bind(clamp(u.memory_bytes))
+    .bind(clamp(u.memory_max_bytes))
+    .bind(clamp(u.memory_byte_seconds))
+    .bind(clamp(u.counters.read_units))
+    .bind(clamp(u.counters.write_units))
+    .bind(clamp(u.counters.throttled_reads))
+    .bind(clamp(u.counters.throttled_writes))
+    .bind(clamp(u.counters.quota_rejections))
+    .bind(clamp(u.samples))
+    .execute(&app.store.pool)
+    .await
+    .map(drop)
+}
+
+/// A stored row of a series.
+#[derive(Debug, sqlx::FromRow)]
+struct SampleRow {
+    at: i64,
+    tenant_id: String,
+    database_name: String,
+    table_name: String,
+    memory_bytes: i64,
+    memory_max_bytes: i64,
+    memory_byte_seconds: i64,
+    read_units: i64,
+    write_units: i64,
+    throttled_reads: i64,
+    throttled_writes: i64,
+    quota_rejections: i64,
+    samples: i64,
+}
+
+const SAMPLE_COLUMNS: &str = "at, tenant_id, database_name, table_name, memory_bytes, \
+    memory_max_bytes, memory_byte_seconds, read_units, write_units, throttled_reads, \
+    throttled_writes, quota_rejections, samples";
+
+impl SampleRow {
+    fn usage(&self) -> Usage {
+        let u = |n: i64| u64::try_from(n).unwrap_or(0);
+        Usage {
+            memory_bytes: u(self.memory_bytes),
+            memory_max_bytes: u(self.memory_max_bytes),
+            memory_byte_seconds: u(self.memory_byte_seconds),
+            counters: Counters {
+                read_units: u(self.read_units),
+                write_units: u(self.write_units),
+                throttled_reads: u(self.throttled_reads),
+                throttled_writes: u(self.throttled_writes),
+                quota_rejections: u(self.quota_rejections),
+            },
+            samples: u(self.samples),
+        }
+    }
+}
+
+async fn rows_between(
+    app: &App,
+    resolution: Resolution,
+    from: i64,
+    to: i64,
+) -> sqlx::Result<Vec<SampleRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {SAMPLE_COLUMNS} FROM usage_samples WHERE resolution = $1 AND at >= $2 AND at < $3"
+    ))
+    .bind(resolution.as_str())
+    .bind(from)
+    .bind(to)
+    .fetch_all(&app.store.pool)
+    .await
+}
+
+/// Recomputes the minute and hour buckets that `now` and the moment before
+/// the last round fall in, from the finer rows they cover: a bucket is a
+/// pure function of its finer rows, so doing it again changes nothing.
+async fn roll_up(app: &App, now: i64) -> sqlx::Result<()> {
+    let interval_ms = app.config.metering_interval.as_millis() as i64;
+    for resolution in [Resolution::Minute, Resolution::Hour] {
+        let width = resolution.bucket_ms().expect("a rollup has buckets");
+        let finer = resolution.finer().expect("a rollup has a finer resolution");
+        let mut buckets = vec![resolution.bucket(now)];
+        let previous = resolution.bucket(now - interval_ms.max(1) - 1);
+        if previous != buckets[0] {
+            buckets.push(previous);
+        }
+        for start in buckets {
+            let rows = rows_between(app, finer, start, start + width).await?;
+            let mut groups: HashMap<(&str, &str, &str), Vec<Usage>> = HashMap::new();
+            for row in &rows {
+                groups
+                    .entry((&row.tenant_id, &row.database_name, &row.table_name))
+                    .or_default()
+                    .push(row.usage());
+            }
+            for ((tenant, db, table), parts) in groups {
+                store_sample(
+                    app,
+                    resolution,
+                    start,
+                    tenant,
+                    db,
+                    table,
+                    &Usage::rollup(&parts),
+                )
+                .await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Drops what the retention no longer keeps.
+async fn trim(app: &App, now: i64) -> sqlx::Result<()> {
+    let interval_ms = app.config.metering_interval.as_millis() as i64;
+    for resolution in Resolution::ALL {
+        sqlx::query("DELETE FROM usage_samples WHERE resolution = $1 AND at < $2")
+            .bind(resolution.as_str())
+            .bind(app.config.retention.cutoff(resolution, now, interval_ms))
+            .execute(&app.store.pool)
+            .await?;
+    }
+    Ok(())
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct SeriesQuery {
+    /// One database of the caller's; without it, the tenant's total.
+    database: Option<String>,
+    /// One table of that database (memory only).
+    table: Option<String>,
+    /// Platform admins: whose total, without `database`.
+    tenant: Option<String>,
+    /// From and to, in ms since the epoch; the last hour by default.
+    from: Option<i64>,
+    to: Option<i64>,
+    /// `raw`, `minute` (the default) or `hour`.
+    resolution: Option<String>,
+}
+
+fn point(at: i64, u: &Usage) -> Value {
+    json!({
+        "at": at,
+        "memory_bytes": u.memory_bytes,
+        "memory_max_bytes": u.memory_max_bytes,
+        "memory_gib_hours": gib_hours(u.memory_byte_seconds),
+        "read_units": u.counters.read_units,
+        "write_units": u.counters.write_units,
+        "throttled_reads": u.counters.throttled_reads,
+        "throttled_writes": u.counters.throttled_writes,
+        "quota_rejections": u.counters.quota_rejections,
+    })
+}
+
+/// `GET /usage`: a series of the caller's tenant, one of its databases, or
+/// one table of it.
+#[utoipa::path(get, path = "/usage", tag = "usage", params(SeriesQuery),
+    responses((status = 200, description = "{resolution, from, to, database, table, points: [{at, memory_bytes, memory_max_bytes, memory_gib_hours, read_units, write_units, throttled_reads, throttled_writes, quota_rejections}]}", body = Object),
+        (status = 400, description = "A bad range, resolution or parameter", body = Object),
+        (status = 401, description = "No session, or an invalid or expired one", body = Object),
+        (status = 404, description = "No such database or tenant — or another tenant's", body = Object)))]
+pub async fn series(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Query(q): Query<SeriesQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let resolution = match q.resolution.as_deref() {
+        None => Resolution::Minute,
+        Some(r) => Resolution::parse(r)
+            .ok_or_else(|| ApiError::invalid("resolution: raw, minute or hour"))?,
+    };
+    let now = now_ms();
+    let to = q.to.unwrap_or(now);
+    let from = q.from.unwrap_or(to - HOUR_MS);
+    if from >= to {
+        return Err(ApiError::invalid("from: must be before to"));
+    }
+    let step = resolution
+        .bucket_ms()
+        .unwrap_or(app.config.metering_interval.as_millis() as i64);
+    if (to - from) / step.max(1) > MAX_POINTS {
+        return Err(ApiError::invalid(format!(
+            "the range holds more than {MAX_POINTS} points at {}: narrow it or take a coarser resolution",
+            resolution.as_str()
+        )));
+    }
+    // Whose: a database of the caller's, or a tenant as a whole.
+    let (tenant, database) = match &q.database {
+        Some(name) => {
+            let db = crate::databases::find(&app, &caller, name).await?;
+            (db.tenant_id, Some(db.name))
+        }
+        None if q.table.is_some() => return Err(ApiError::invalid("table: needs database")),
+        None => match (&q.tenant, caller.is_admin()) {
+            (Some(t), true) if validate::could_name(t) => (t.clone(), None),
+            (Some(_), true) => return Err(ApiError::not_found("tenant")),
+            (Some(_), false) => return Err(ApiError::invalid("tenant: platform admins only")),
+            (None, _) => (caller.tenant()?.to_owned(), None),
+        },
+    };
+    if let Some(table) = &q.table
+        && !validate::could_name(table)
+    {
+        return Err(ApiError::not_found("table"));
+    }
+    let rows: Vec<SampleRow> = sqlx::query_as(&format!(
+        "SELECT {SAMPLE_COLUMNS} FROM usage_samples WHERE resolution = $1 AND tenant_id = $2 \
+         AND ($3 = '' OR database_name = $3) AND table_name = $4 AND at >= $5 AND at < $6 \
+         ORDER BY at"
+    ))
+    .bind(resolution.as_str())
+    .bind(&tenant)
+    .bind(database.as_deref().unwrap_or(""))
+    .bind(q.table.as_deref().unwrap_or(""))
+    .bind(resolution.bucket(from))
+    .bind(to)
+    .fetch_all(&app.store.pool)
+    .await?;
+    let mut by_time: std::collections::BTreeMap<i64, Vec<Usage>> = Default::default();
+    for row in &rows {
+        by_time.entry(row.at).or_default().push(row.usage());
+    }
+    let points: Vec<Value> = by_time
+        .iter()
+        .map(|(at, parts)| point(*at, &Usage::combine(parts)))
+        .collect();
+    Ok(Json(json!({
+        "resolution": resolution.as_str(),
+        "from": from,
+        "to": to,
+        "tenant_id": tenant,
+        "database": database,
+        "table": q.table,
+        "points": points,
+    })))
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct BillingQuery {
+    /// From and to, in ms since the epoch; the last 30 days by default.
+    from: Option<i64>,
+    to: Option<i64>,
+    /// `json` (the default) or `csv`.
+    format: Option<String>,
+}
+
+/// `GET /usage/billing`: per tenant (a tenant's user: its own; a platform
+/// admin: every one) and UTC day, memory GiB-hours, read and write units,
+/// throttled requests.
+#[utoipa::path(get, path = "/usage/billing", tag = "usage", params(BillingQuery),
+    responses((status = 200, description = "{lines: [{tenant_id, tenant_name, day, memory_gib_hours, read_units, write_units, throttled_requests}]}, or the same as CSV", body = Object),
+        (status = 400, description = "A bad range or format", body = Object),
+        (status = 401, description = "No session, or an invalid or expired one", body = Object)))]
+pub async fn billing(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Query(q): Query<BillingQuery>,
+) -> Result<Response, ApiError> {
+    let csv = match q.format.as_deref() {
+        None | Some("json") => false,
+        Some("csv") => true,
+        Some(_) => return Err(ApiError::invalid("format: json or csv")),
+    };
+    let to = q.to.unwrap_or_else(now_ms);
+    let from = q.from.unwrap_or(to - 30 * DAY_MS);
+    if from >= to || to - from > 400 * DAY_MS {
+        return Err(ApiError::invalid(
+            "from, to: a range of at most 400 days, from before to",
+        ));
+    }
+    let tenant = if caller.is_admin() {
+        None
+    } else {
+        Some(caller.tenant()?.to_owned())
+    };
+    let rows: Vec<SampleRow> = sqlx::query_as(&format!(
+        "SELECT {SAMPLE_COLUMNS} FROM usage_samples WHERE resolution = 'hour' AND table_name = '' \
+         AND ($1 = '' OR tenant_id = $1) AND at >= $2 AND at < $3"
+    ))
+    .bind(tenant.as_deref().unwrap_or(""))
+    .bind(Resolution::Hour.bucket(from))
+    .bind(to)
+    .fetch_all(&app.store.pool)
+    .await?;
+    let names: HashMap<String, String> =
+        sqlx::query_as::<_, (String, String)>("SELECT id, name FROM tenants")
+            .fetch_all(&app.store.pool)
+            .await?
+            .into_iter()
+            .collect();
+    let mut days: std::collections::BTreeMap<(String, String), Vec<Usage>> = Default::default();
+    for row in &rows {
+        days.entry((row.tenant_id.clone(), day_of(row.at)))
+            .or_default()
+            .push(row.usage());
+    }
+    let lines: Vec<BillingLine> = days
+        .into_iter()
+        .map(|((tenant_id, day), parts)| {
+            let total = Usage::rollup(&parts);
+            BillingLine {
+                tenant_name: names.get(&tenant_id).cloned().unwrap_or_default(),
+                tenant_id,
+                day,
+                memory_gib_hours: gib_hours(total.memory_byte_seconds),
+                read_units: total.counters.read_units,
+                write_units: total.counters.write_units,
+                throttled_requests: total.counters.throttled_reads
+                    + total.counters.throttled_writes,
+            }
+        })
+        .collect();
+    if csv {
+        let mut response = billing_csv(&lines).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/csv; charset=utf-8"),
+        );
+        return Ok(response);
+    }
+    Ok((StatusCode::OK, Json(json!({"lines": lines}))).into_response())
+}
