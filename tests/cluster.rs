@@ -108,7 +108,33 @@ on_both_stores!(
     hostile_input_on_every_route_is_a_clear_4xx_and_changes_nothing,
     ndbinfo_sql_answers_over_ones_own_databases_only,
     usage_is_metered_rolled_up_exported_and_kept_bounded,
+    metrics_are_prometheus_text_with_per_database_series,
 );
+
+/// Parses Prometheus text with a third-party parser; answers the samples.
+fn prometheus(text: &str) -> Vec<prometheus_parse::Sample> {
+    let lines = text.lines().map(|l| Ok(l.to_owned()));
+    prometheus_parse::Scrape::parse(lines)
+        .expect("Prometheus text")
+        .samples
+}
+
+/// The value of the sample named `name` whose labels include `labels`.
+fn sample(
+    samples: &[prometheus_parse::Sample],
+    name: &str,
+    labels: &[(&str, &str)],
+) -> Option<f64> {
+    samples
+        .iter()
+        .find(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+        .and_then(|s| match s.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => Some(v),
+            _ => None,
+        })
+}
 
 async fn sql(cp: &Control, who: &Session, sql: &str) -> (StatusCode, Value) {
     let (status, _, answer) = cp
@@ -1556,5 +1582,191 @@ async fn usage_is_metered_rolled_up_exported_and_kept_bounded(backend: Backend) 
     assert_eq!(
         writes, 40,
         "the minutes still hold what the dropped samples said"
+    );
+
+    // A database throttled in the last interval is flagged in /quotas.
+    let tenant = ada.user["tenant"]["id"].as_str().unwrap().to_owned();
+    let path = format!("/admin/tenants/{tenant}/databases/shop/quota");
+    let (status, _, _) = cp
+        .call(
+            Method::PUT,
+            &path,
+            Some(&json!({"write_units_per_sec": 1})),
+            Auth::Bearer(&admin.token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    eventually("the throttle is flagged", || async {
+        let row = json!({"row": {"id": 1000, "note": "again"}});
+        data_call(&node, &key, "shop/orders/pk-write", row.clone()).await;
+        let (status, _) = data_call(&node, &key, "shop/orders/pk-write", row).await;
+        assert!(status == StatusCode::OK || status == StatusCode::TOO_MANY_REQUESTS);
+        let (_, _, quotas) = cp
+            .call(Method::GET, "/quotas", None, Auth::Bearer(ada_token))
+            .await;
+        let flagged = quotas["databases"][0]["warnings"]
+            .as_array()?
+            .contains(&json!("throttled"));
+        (flagged
+            && quotas["tenant"]["warnings"]
+                .as_array()?
+                .contains(&json!("throttled")))
+        .then_some(())
+    })
+    .await;
+}
+
+async fn metrics_are_prometheus_text_with_per_database_series(backend: Backend) {
+    let cp = Control::start_env(
+        backend,
+        &[
+            "--cluster-secret",
+            SECRET,
+            "--admin-email",
+            ADMIN,
+            "--plan-quota",
+            "{}",
+            "--metering-interval",
+            "1s",
+        ],
+        &[("SHOAL_ADMIN_PASSWORD", ADMIN_PASSWORD)],
+    );
+    let (_, headers, body) = cp.login(ADMIN, ADMIN_PASSWORD).await;
+    let admin = common::control::session(&headers, body);
+    let disk = tempfile::tempdir().unwrap();
+    let node = data_node(&cp, disk.path());
+    let ada = cp.signup("ada@example.com", "analytical").await;
+    shop_with_orders(&cp, &ada).await;
+    let (_, made) = create_key(
+        &cp,
+        &ada,
+        json!({"name": "app", "grants": [{"database": "shop", "role": "read_write"}]}),
+    )
+    .await;
+    let key = made["key"].as_str().unwrap().to_owned();
+    for id in 0..12 {
+        let (status, _) = data_call(
+            &node,
+            &key,
+            "shop/orders/pk-insert",
+            json!({"row": {"id": id, "note": "m"}}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let tenant = ada.user["tenant"]["id"].as_str().unwrap().to_owned();
+
+    // The data node's, with the cluster secret.
+    let http = reqwest::Client::new();
+    let scrape = |url: String, token: Option<String>| {
+        let http = http.clone();
+        async move {
+            let mut request = http.get(url);
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            let r = request.send().await.unwrap();
+            (
+                r.status(),
+                r.headers().get("content-type").cloned(),
+                r.text().await.unwrap(),
+            )
+        }
+    };
+    let node_url = format!("{}/metrics", node.internal_url);
+    let (status, _, _) = scrape(node_url.clone(), None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, kind, text) = scrape(node_url, Some(SECRET.into())).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(kind.unwrap().to_str().unwrap().starts_with("text/plain"));
+    let samples = prometheus(&text);
+    let db = [("database", "shop"), ("tenant", tenant.as_str())];
+    let with = |extra: (&'static str, &'static str)| {
+        let mut l = db.to_vec();
+        l.push(extra);
+        l
+    };
+    assert_eq!(
+        sample(
+            &samples,
+            "shoal_database_requests_total",
+            &with(("outcome", "ok"))
+        ),
+        Some(12.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &samples,
+            "shoal_database_units_total",
+            &with(("kind", "write"))
+        ),
+        Some(12.0)
+    );
+    assert!(sample(&samples, "shoal_database_memory_bytes", &db).unwrap() > 0.0);
+    let histogram = samples
+        .iter()
+        .find(|s| {
+            s.metric == "shoal_database_request_duration_seconds"
+                && s.labels.get("database") == Some("shop")
+        })
+        .expect("a latency histogram");
+    match &histogram.value {
+        prometheus_parse::Value::Histogram(buckets) => {
+            assert_eq!(
+                buckets.last().unwrap().count,
+                12.0,
+                "every request is in the +Inf bucket"
+            );
+            assert!(
+                buckets.windows(2).all(|w| w[0].count <= w[1].count),
+                "cumulative"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(sample(&samples, "shoal_datamemory_bytes", &[("kind", "total")]).unwrap() > 0.0);
+
+    // The control plane's: an admin's session or the cluster secret.
+    let cp_url = format!("{}/api/v1/metrics", cp.shoal.control_url);
+    let (status, _, _) = scrape(cp_url.clone(), None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _, _) = scrape(cp_url.clone(), Some(ada.token.clone())).await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "tenants see no other tenant's figures"
+    );
+    let (status, _, _) = scrape(cp_url.clone(), Some(SECRET.into())).await;
+    assert_eq!(status, StatusCode::OK);
+    let text = eventually("the database is metered", || {
+        let (scrape, url, token) = (&scrape, cp_url.clone(), admin.token.clone());
+        async move {
+            let (status, _, text) = scrape(url, Some(token)).await;
+            assert_eq!(status, StatusCode::OK);
+            text.contains("shoal_metered_database_memory_bytes{")
+                .then_some(text)
+        }
+    })
+    .await;
+    let samples = prometheus(&text);
+    assert!(
+        sample(&samples, "shoal_metered_database_memory_bytes", &db).unwrap() > 0.0,
+        "{text}"
+    );
+    assert_eq!(sample(&samples, "shoal_databases", &[]), Some(1.0));
+    assert_eq!(
+        sample(&samples, "shoal_datanodes", &[("status", "up")]),
+        Some(1.0)
+    );
+    assert!(
+        samples
+            .iter()
+            .any(|s| s.metric == "shoal_http_requests_total"
+                && s.labels
+                    .get("route")
+                    .is_some_and(|r| r == "/api/v1/databases/:db/tables")
+                && s.labels.get("status") == Some("201")),
+        "{text}"
     );
 }

@@ -334,6 +334,42 @@ impl UserRow {
     }
 }
 
+/// Lets through a platform admin's session or the cluster secret (what a
+/// metrics scraper presents); refuses everyone else.
+pub async fn admin_or_cluster(app: &App, headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    if bearer.is_some_and(|b| app.config.cluster_secret.matches(b.as_bytes())) {
+        return Ok(());
+    }
+    let claims = bearer
+        .or_else(|| {
+            headers
+                .get_all(header::COOKIE)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .flat_map(|v| v.split(';'))
+                .filter_map(|pair| pair.trim().split_once('='))
+                .find(|(n, _)| *n == SESSION_COOKIE)
+                .map(|(_, v)| v)
+        })
+        .and_then(|token| app.tokens.check(token))
+        .ok_or_else(|| {
+            ApiError::unauthenticated("an admin's session or the cluster secret is needed")
+        })?;
+    let user = UserRow::load(&app.store, "u.id", &claims.sub)
+        .await?
+        .filter(|u| claims.issued_ms >= u.sessions_after)
+        .ok_or_else(|| ApiError::unauthenticated("the session has ended: log in again"))?;
+    if user.role()? != Role::Admin {
+        return Err(ApiError::forbidden("only platform admins may do this"));
+    }
+    Ok(())
+}
+
 /// Limits on logins: every attempt per client address, and failed ones
 /// per account — so a script that logs in often is not locked out, and a
 /// guesser is.

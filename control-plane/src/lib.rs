@@ -21,6 +21,7 @@ pub mod databases;
 pub mod error;
 pub mod keys;
 pub mod members;
+pub mod metrics;
 pub mod ndbinfo_sql;
 pub mod nodes;
 pub mod quotas;

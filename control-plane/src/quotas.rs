@@ -101,6 +101,7 @@ pub async fn tenant_quotas(app: &App, tenant: &str) -> Result<Value, ApiError> {
     .await?;
     let counts = counts(app, tenant).await?;
     let usage = usage(app).await?;
+    let throttled = crate::usage::throttled_lately(app, tenant).await?;
     let mut memory = 0u64;
     let databases: Vec<Value> = dbs
         .iter()
@@ -111,14 +112,26 @@ pub async fn tenant_quotas(app: &App, tenant: &str) -> Result<Value, ApiError> {
                 .and_then(Value::as_u64)
                 .unwrap_or(0);
             let q = parse(q.as_deref());
+            let mut flags = warnings(
+                &q,
+                used.and_then(|u| u.get("in_memory_bytes"))
+                    .and_then(Value::as_u64),
+            );
+            if throttled.contains(name) {
+                flags.push("throttled");
+            }
             json!({
                 "name": name,
                 "quota": to_json(&q),
                 "usage": used,
-                "warnings": warnings(&q, used.and_then(|u| u.get("in_memory_bytes")).and_then(Value::as_u64)),
+                "warnings": flags,
             })
         })
         .collect();
+    let mut tenant_flags = warnings(&quota, Some(memory));
+    if !throttled.is_empty() {
+        tenant_flags.push("throttled");
+    }
     Ok(json!({
         "tenant": {
             "id": tenant,
@@ -130,7 +143,7 @@ pub async fn tenant_quotas(app: &App, tenant: &str) -> Result<Value, ApiError> {
                 "tables": counts.tables,
                 "api_keys": counts.api_keys,
             },
-            "warnings": warnings(&quota, Some(memory)),
+            "warnings": tenant_flags,
         },
         "databases": databases,
     }))

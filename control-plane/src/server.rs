@@ -25,7 +25,9 @@ use crate::auth::{self, LoginLimits, Tokens};
 use crate::error::ApiError;
 use crate::nodes::NodeClient;
 use crate::store::{OpenError, Store};
-use crate::{accounts, admin, audit, databases, keys, members, ndbinfo_sql, nodes, quotas, usage};
+use crate::{
+    accounts, admin, audit, databases, keys, members, metrics, ndbinfo_sql, nodes, quotas, usage,
+};
 
 /// The largest request body the API reads.
 pub const MAX_BODY: usize = 64 << 10;
@@ -65,6 +67,7 @@ pub struct App {
     pub nodes: NodeClient,
     /// Wakes the reconcile loop early (a node has restarted).
     pub reconcile_now: Notify,
+    pub http_metrics: metrics::HttpMetrics,
 }
 
 /// A JSON request body, refused with the API's error shape when it is not
@@ -178,6 +181,7 @@ impl ControlPlane {
             config: config.clone(),
             dummy_hash,
             reconcile_now: Notify::new(),
+            http_metrics: metrics::HttpMetrics::default(),
         });
         let listener =
             TcpListener::bind(config.listen)
@@ -287,6 +291,7 @@ pub fn router(app: Arc<App>) -> Router {
         .routes(routes!(ndbinfo_sql::query))
         .routes(routes!(usage::series))
         .routes(routes!(usage::billing))
+        .routes(routes!(metrics::render))
         .routes(routes!(nodes::list))
         .routes(routes!(admin::tenants))
         .routes(routes!(admin::suspend))
@@ -308,6 +313,10 @@ pub fn router(app: Arc<App>) -> Router {
         )
         .fallback(|| async { ApiError::not_found("route") })
         .layer(axum::middleware::from_fn(refuse_oversized))
+        .route_layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            metrics::count,
+        ))
         .layer(axum::middleware::map_response(no_store));
     let internal = Router::new()
         .route("/datanodes/heartbeat", post(nodes::heartbeat))

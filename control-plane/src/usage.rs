@@ -343,6 +343,21 @@ async fn trim(app: &App, now: i64) -> sqlx::Result<()> {
     Ok(())
 }
 
+/// The databases of `tenant` that were throttled in the latest metered
+/// interval.
+pub async fn throttled_lately(app: &App, tenant: &str) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar(
+        "SELECT s.database_name FROM usage_samples s WHERE s.resolution = 'raw' \
+         AND s.tenant_id = $1 AND s.table_name = '' \
+         AND s.throttled_reads + s.throttled_writes > 0 AND s.at = \
+           (SELECT MAX(at) FROM usage_samples l WHERE l.resolution = 'raw' \
+            AND l.table_name = '' AND l.database_name = s.database_name)",
+    )
+    .bind(tenant)
+    .fetch_all(&app.store.pool)
+    .await
+}
+
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]

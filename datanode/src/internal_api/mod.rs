@@ -26,6 +26,7 @@
 mod catalog;
 mod data;
 mod keys;
+mod metrics;
 mod ndbinfo;
 mod quotas;
 
@@ -63,6 +64,7 @@ pub fn router(tc: Tc, secret: ClusterSecret, checkpointer: Arc<Checkpointer>) ->
         checkpointer,
     };
     let authenticated = Router::new()
+        .route("/metrics", get(metrics::render))
         .route("/internal/v1/ndbinfo", get(ndbinfo::list))
         .route("/internal/v1/ndbinfo/{table}", get(ndbinfo::rows))
         .route(

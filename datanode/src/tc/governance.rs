@@ -42,6 +42,42 @@ pub(crate) struct Counters {
     pub(crate) throttled_reads: AtomicU64,
     pub(crate) throttled_writes: AtomicU64,
     pub(crate) quota_rejections: AtomicU64,
+    /// Requests run past every check, and those of them that failed.
+    pub(crate) requests: AtomicU64,
+    pub(crate) failed: AtomicU64,
+    /// How long the requests run took.
+    pub(crate) latency: Latency,
+}
+
+/// Upper bounds of the latency buckets, in microseconds; one more bucket
+/// takes everything slower.
+pub(crate) const LATENCY_BOUNDS_US: [u64; 14] = [
+    10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 100_000, 250_000, 1_000_000,
+];
+
+/// A latency histogram of fixed buckets: a relaxed add to record, no lock.
+#[derive(Debug, Default)]
+pub(crate) struct Latency {
+    buckets: [AtomicU64; LATENCY_BOUNDS_US.len() + 1],
+    sum_us: AtomicU64,
+}
+
+impl Latency {
+    pub(crate) fn record(&self, took: std::time::Duration) {
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let bucket = LATENCY_BOUNDS_US.partition_point(|&bound| bound < us);
+        self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        self.sum_us.fetch_add(us, Ordering::Relaxed);
+    }
+
+    /// Requests per bucket (not cumulative), and the sum in microseconds.
+    pub(crate) fn read(&self) -> ([u64; LATENCY_BOUNDS_US.len() + 1], u64) {
+        let mut counts = [0; LATENCY_BOUNDS_US.len() + 1];
+        for (count, bucket) in counts.iter_mut().zip(&self.buckets) {
+            *count = bucket.load(Ordering::Relaxed);
+        }
+        (counts, self.sum_us.load(Ordering::Relaxed))
+    }
 }
 
 impl Counters {

@@ -20,7 +20,7 @@ use shoal_quota::limiter::{Limiter, LimiterClock, LimiterPool, Throttled};
 use shoal_quota::{Quota, QuotaError};
 
 use self::governance::Counters;
-pub(crate) use self::governance::Governance;
+pub(crate) use self::governance::{Governance, LATENCY_BOUNDS_US};
 use crate::batch::{Batch, OperationError, memory_quota_error};
 use crate::catalog::{CatalogError, Database, DatabaseId};
 use crate::engine::Engine;
@@ -287,6 +287,7 @@ impl Tc {
         let Some(admitted) = self.admit(grant, batch)? else {
             return Ok(());
         };
+        let started = std::time::Instant::now();
         let (db, cost) = (&admitted.db, admitted.cost);
         let gov = &db.governance;
         let outcome = match commit {
@@ -314,6 +315,9 @@ impl Tc {
             Ok(()) => batch.failures(OpError::MemoryQuota),
         };
         Counters::add(&gov.counters.quota_rejections, refused_by_quota as u64);
+        Counters::add(&gov.counters.requests, 1);
+        Counters::add(&gov.counters.failed, u64::from(outcome.is_err()));
+        gov.counters.latency.record(started.elapsed());
         outcome
     }
 }
