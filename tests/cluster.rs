@@ -164,8 +164,16 @@ const ADMIN_PASSWORD: &str = "an operator's password";
 /// A control plane with a platform admin, new tenants on `plan`; and the
 /// admin's session.
 async fn control_with_admin(backend: Backend, plan: &str) -> (Control, Session) {
-    let cp = Control::start_env(
-        backend,
+    control_with_admin_and(backend, plan, &[]).await
+}
+
+/// `control_with_admin`, with `extra` arguments.
+async fn control_with_admin_and(
+    backend: Backend,
+    plan: &str,
+    extra: &[&str],
+) -> (Control, Session) {
+    let args = [
         &[
             "--cluster-secret",
             SECRET,
@@ -174,8 +182,10 @@ async fn control_with_admin(backend: Backend, plan: &str) -> (Control, Session) 
             "--plan-quota",
             plan,
         ],
-        &[("SHOAL_ADMIN_PASSWORD", ADMIN_PASSWORD)],
-    );
+        extra,
+    ]
+    .concat();
+    let cp = Control::start_env(backend, &args, &[("SHOAL_ADMIN_PASSWORD", ADMIN_PASSWORD)]);
     let (status, headers, body) = cp.login(ADMIN, ADMIN_PASSWORD).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["user"]["role"], "admin");
@@ -1375,24 +1385,12 @@ async fn usage(cp: &Control, query: &str, token: &str) -> (StatusCode, Value) {
 }
 
 async fn usage_is_metered_rolled_up_exported_and_kept_bounded(backend: Backend) {
-    let cp = Control::start_env(
+    let (cp, admin) = control_with_admin_and(
         backend,
-        &[
-            "--cluster-secret",
-            SECRET,
-            "--admin-email",
-            ADMIN,
-            "--plan-quota",
-            "{}",
-            "--metering-interval",
-            "1s",
-            "--keep-raw",
-            "4s",
-        ],
-        &[("SHOAL_ADMIN_PASSWORD", ADMIN_PASSWORD)],
-    );
-    let (_, headers, body) = cp.login(ADMIN, ADMIN_PASSWORD).await;
-    let admin = common::control::session(&headers, body);
+        "{}",
+        &["--metering-interval", "1s", "--keep-raw", "4s"],
+    )
+    .await;
     let disk = tempfile::tempdir().unwrap();
     let node = data_node(&cp, disk.path());
     let ada = cp.signup("ada@example.com", "analytical").await;
@@ -1617,22 +1615,7 @@ async fn usage_is_metered_rolled_up_exported_and_kept_bounded(backend: Backend) 
 }
 
 async fn metrics_are_prometheus_text_with_per_database_series(backend: Backend) {
-    let cp = Control::start_env(
-        backend,
-        &[
-            "--cluster-secret",
-            SECRET,
-            "--admin-email",
-            ADMIN,
-            "--plan-quota",
-            "{}",
-            "--metering-interval",
-            "1s",
-        ],
-        &[("SHOAL_ADMIN_PASSWORD", ADMIN_PASSWORD)],
-    );
-    let (_, headers, body) = cp.login(ADMIN, ADMIN_PASSWORD).await;
-    let admin = common::control::session(&headers, body);
+    let (cp, admin) = control_with_admin_and(backend, "{}", &["--metering-interval", "1s"]).await;
     let disk = tempfile::tempdir().unwrap();
     let node = data_node(&cp, disk.path());
     let ada = cp.signup("ada@example.com", "analytical").await;

@@ -14,6 +14,7 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use dashmap::DashMap;
+use shoal_wire::prometheus::{self, family, label};
 
 use crate::error::ApiError;
 use crate::server::App;
@@ -65,18 +66,6 @@ pub async fn count(State(app): State<Arc<App>>, request: Request, next: Next) ->
         .sum_us
         .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
     response
-}
-
-fn label(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
 /// `GET /metrics`.
@@ -234,7 +223,7 @@ pub async fn render(State(app): State<Arc<App>>, headers: HeaderMap) -> Result<R
     let mut response = out.into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        HeaderValue::from_static(prometheus::CONTENT_TYPE),
     );
     Ok(response)
 }

@@ -7,8 +7,10 @@
 //!   their rows travel in.
 //! - [`secret`]: the cluster secret both sides present.
 //! - [`apikey`]: tenant API keys: their form, their hash, their grants.
+//! - [`prometheus`]: the Prometheus text format both sides serve.
 
 pub mod apikey;
 pub mod ndbinfo;
+pub mod prometheus;
 pub mod schema;
 pub mod secret;

@@ -8,22 +8,10 @@ use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
+use shoal_wire::prometheus::{self, family, label};
+
 use super::AppState;
 use crate::tc::{LATENCY_BOUNDS_US, counter};
-
-/// A label value as Prometheus text wants it.
-fn label(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-/// `# HELP` and `# TYPE` of a family.
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-}
 
 pub(super) async fn render(State(state): State<AppState>) -> Response {
     let engine = state.tc.engine();
@@ -205,7 +193,7 @@ pub(super) async fn render(State(state): State<AppState>) -> Response {
     let mut response = out.into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        HeaderValue::from_static(prometheus::CONTENT_TYPE),
     );
     response
 }
