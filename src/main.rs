@@ -5,6 +5,7 @@ mod client;
 mod demo;
 mod size;
 mod sql;
+mod telemetry;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -303,24 +304,32 @@ impl NodeArgs {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
-    let args = match &cli.command {
-        Command::Demo(args) => return demo(args).await,
-        Command::Datanode(args) => args,
-        Command::ControlPlane(args) => return control_plane(args).await,
-        Command::Admin(args) => return admin::run(args).await,
-        Command::Sql(args) => return sql::run(args).await,
+    let service = match &cli.command {
+        Command::Demo(_) => "shoal-demo",
+        Command::Datanode(_) => "shoal-datanode",
+        Command::ControlPlane(_) => "shoal-control-plane",
+        Command::Admin(_) | Command::Sql(_) => "shoal-cli",
     };
+    let telemetry = telemetry::init(service)?;
+    let result = match &cli.command {
+        Command::Demo(args) => demo(args, &telemetry).await,
+        Command::Datanode(args) => datanode(args, &telemetry).await,
+        Command::ControlPlane(args) => control_plane(args).await,
+        Command::Admin(args) => admin::run(args).await,
+        Command::Sql(args) => sql::run(args).await,
+    };
+    telemetry.shutdown();
+    result
+}
+
+async fn datanode(args: &NodeArgs, telemetry: &telemetry::Telemetry) -> anyhow::Result<()> {
     let config = args.config()?;
     let node = DataNode::start(config.clone()).await?;
     print_node(&node, &config);
+    let metrics = telemetry::export_node_metrics(telemetry, node.engine());
     wait_for_stop().await?;
+    drop(metrics);
     println!("stopping");
     node.shutdown().await.context("stopping the data node")?;
     Ok(())
@@ -340,7 +349,7 @@ fn print_node(node: &DataNode, config: &DataNodeConfig) {
 
 /// `shoal demo`: the control plane and a data node reporting to it, in
 /// this process, on one data directory, and the demo made through the API.
-async fn demo(args: &DemoArgs) -> anyhow::Result<()> {
+async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Result<()> {
     let dir = &args.node.data_dir;
     std::fs::create_dir_all(dir)
         .with_context(|| format!("creating the data directory {}", dir.display()))?;
@@ -380,11 +389,13 @@ async fn demo(args: &DemoArgs) -> anyhow::Result<()> {
     });
     let node = DataNode::start(config.clone()).await?;
     print_node(&node, &config);
+    let metrics = telemetry::export_node_metrics(telemetry, node.engine());
     let seeded = demo::run(&control, &node, dir, &admin_password).await;
     if seeded.is_ok() {
         wait_for_stop().await?;
         println!("stopping");
     }
+    drop(metrics);
     let stopped = node.shutdown().await.context("stopping the data node");
     control.stop().await.context("stopping the control plane")?;
     seeded.and(stopped)

@@ -281,6 +281,9 @@ impl FromRequestParts<Arc<App>> for Caller {
         if user.suspended() {
             return Err(ApiError::forbidden("the tenant is suspended"));
         }
+        if let Some(tenant) = &user.tenant_id {
+            tracing::Span::current().record("tenant", tenant.as_str());
+        }
         Ok(Caller {
             user_id: claims.sub,
             role: user.role()?,

@@ -46,8 +46,13 @@ pub async fn find(app: &App, caller: &Caller, name: &str) -> Result<DatabaseRow,
     .bind(name)
     .fetch_optional(&app.store.pool)
     .await?;
-    row.filter(|db| caller.is_admin() || caller.tenant_id.as_deref() == Some(&db.tenant_id))
-        .ok_or_else(|| ApiError::not_found("database"))
+    let db = row
+        .filter(|db| caller.is_admin() || caller.tenant_id.as_deref() == Some(&db.tenant_id))
+        .ok_or_else(|| ApiError::not_found("database"))?;
+    let span = tracing::Span::current();
+    span.record("database", db.name.as_str());
+    span.record("tenant", db.tenant_id.as_str());
+    Ok(db)
 }
 
 /// A database as the API shows it, with where applications reach it.

@@ -15,6 +15,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use dashmap::DashMap;
 use shoal_wire::prometheus::{self, family, label};
+use tracing::Instrument;
 
 use crate::error::ApiError;
 use crate::server::App;
@@ -51,7 +52,19 @@ pub async fn count(State(app): State<Arc<App>>, request: Request, next: Next) ->
     );
     let method = request.method().as_str().to_owned();
     let started = Instant::now();
-    let response = next.run(request).await;
+    // A span per request, for the tracing exporter: which tenant and
+    // database it concerned are recorded as they become known.
+    let span = tracing::debug_span!(
+        target: "shoal::request",
+        "api request",
+        http.route = %route,
+        http.method = %method,
+        http.status = tracing::field::Empty,
+        tenant = tracing::field::Empty,
+        database = tracing::field::Empty,
+    );
+    let response = next.run(request).instrument(span.clone()).await;
+    span.record("http.status", response.status().as_u16());
     let took = started.elapsed();
     let metrics = &app.http_metrics;
     metrics

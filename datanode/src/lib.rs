@@ -26,6 +26,7 @@ pub mod ndbinfo;
 pub mod node;
 pub mod persist;
 pub mod register;
+pub mod stats;
 pub mod storage;
 pub mod tc;
 

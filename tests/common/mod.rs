@@ -49,6 +49,11 @@ impl Shoal {
     }
 
     pub fn start_in(args: &[&str], data_dir: &Path) -> Shoal {
+        Shoal::start_in_env(args, &[], data_dir)
+    }
+
+    /// `start_in`, with `envs` set.
+    pub fn start_in_env(args: &[&str], envs: &[(&str, &str)], data_dir: &Path) -> Shoal {
         let ports = [
             "--internal-port",
             "0",
@@ -57,7 +62,7 @@ impl Shoal {
             "--resp-port",
             "0",
         ];
-        let mut shoal = Shoal::spawn(&[args, &ports[..]].concat(), &[], data_dir);
+        let mut shoal = Shoal::spawn(&[args, &ports[..]].concat(), envs, data_dir);
         let line = shoal.wait_for("internal API http://");
         let after = |label: &str| {
             line.split(label)

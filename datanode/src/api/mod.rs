@@ -52,6 +52,9 @@ pub fn access(
     if db.tenant.as_ref().map(|t| &t.id) != Some(key.tenant()) {
         return Err(not_granted());
     }
+    let span = tracing::Span::current();
+    span.record("tenant", key.tenant().as_str());
+    span.record("database", name);
     let grant = Grant {
         database: db.id,
         role,

@@ -336,6 +336,13 @@ fn outcome(batch: &Batch, i: usize, answer: &Answer) -> Result<JsonValue, ApiErr
 }
 
 /// `POST /0.1.0/{db}/{table}/{op}`.
+#[tracing::instrument(
+    level = "debug",
+    target = "shoal::request",
+    name = "data request",
+    skip_all,
+    fields(tenant, database)
+)]
 async fn single(
     State(state): State<AppState>,
     Path((db, table, op)): Path<(String, String, String)>,
@@ -435,6 +442,13 @@ fn error_entry(e: &ApiError) -> JsonValue {
 
 /// `POST /0.1.0/batch`: each operation on its own; one request to the
 /// coordinator per database.
+#[tracing::instrument(
+    level = "debug",
+    target = "shoal::request",
+    name = "data request",
+    skip_all,
+    fields(tenant, database)
+)]
 async fn batch(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -494,6 +508,13 @@ async fn batch(
 }
 
 /// `POST /0.1.0/transaction`: every operation commits or none does.
+#[tracing::instrument(
+    level = "debug",
+    target = "shoal::request",
+    name = "data request",
+    skip_all,
+    fields(tenant, database)
+)]
 async fn transaction(
     State(state): State<AppState>,
     headers: HeaderMap,

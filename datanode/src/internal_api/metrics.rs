@@ -7,158 +7,127 @@ use std::fmt::Write;
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-
 use shoal_wire::prometheus::{self, family, label};
 
 use super::AppState;
-use crate::tc::{LATENCY_BOUNDS_US, counter};
+use crate::stats::{self, DatabaseStats};
 
 pub(super) async fn render(State(state): State<AppState>) -> Response {
     let engine = state.tc.engine();
     let mut out = String::with_capacity(4096);
-    let databases = engine.databases();
-    let labels = |db: &crate::catalog::Database| {
-        let tenant = db
-            .tenant
-            .as_ref()
-            .map_or(String::new(), |t| t.id.to_string());
+    let databases = stats::databases(engine);
+    let labels = |db: &DatabaseStats| {
         format!(
             "database=\"{}\",tenant=\"{}\"",
-            label(db.name.as_str()),
-            label(&tenant)
+            label(&db.database),
+            label(&db.tenant)
         )
     };
-
-    family(
-        &mut out,
+    // One family: a line per database, with `extra` labels and a value.
+    let mut each = |name: &str,
+                    kind: &str,
+                    help: &str,
+                    lines: &dyn Fn(&DatabaseStats) -> Vec<(String, String)>| {
+        family(&mut out, name, kind, help);
+        for db in &databases {
+            let l = labels(db);
+            for (extra, value) in lines(db) {
+                let _ = writeln!(out, "{name}{{{l}{extra}}} {value}");
+            }
+        }
+    };
+    each(
         "shoal_database_requests_total",
         "counter",
         "Requests to a database by outcome: ok and failed ran; throttled and quota_rejected were refused.",
+        &|db| {
+            vec![
+                (
+                    ",outcome=\"ok\"".into(),
+                    db.requests.saturating_sub(db.failed).to_string(),
+                ),
+                (",outcome=\"failed\"".into(), db.failed.to_string()),
+                (
+                    ",outcome=\"throttled\"".into(),
+                    (db.throttled_reads + db.throttled_writes).to_string(),
+                ),
+                (
+                    ",outcome=\"quota_rejected\"".into(),
+                    db.quota_rejections.to_string(),
+                ),
+            ]
+        },
     );
-    for db in &databases {
-        let c = &db.governance.counters;
-        let (requests, failed) = (counter(&c.requests), counter(&c.failed));
-        let l = labels(db);
-        let _ = writeln!(
-            out,
-            "shoal_database_requests_total{{{l},outcome=\"ok\"}} {}",
-            requests.saturating_sub(failed)
-        );
-        let _ = writeln!(
-            out,
-            "shoal_database_requests_total{{{l},outcome=\"failed\"}} {failed}"
-        );
-        let throttled = counter(&c.throttled_reads) + counter(&c.throttled_writes);
-        let _ = writeln!(
-            out,
-            "shoal_database_requests_total{{{l},outcome=\"throttled\"}} {throttled}"
-        );
-        let _ = writeln!(
-            out,
-            "shoal_database_requests_total{{{l},outcome=\"quota_rejected\"}} {}",
-            counter(&c.quota_rejections)
-        );
-    }
-    family(
-        &mut out,
+    each(
         "shoal_database_units_total",
         "counter",
         "Request units a database was charged: read units per started 4 KiB of a row read, write units per started 1 KiB written.",
+        &|db| {
+            vec![
+                (",kind=\"read\"".into(), db.read_units.to_string()),
+                (",kind=\"write\"".into(), db.write_units.to_string()),
+            ]
+        },
     );
-    for db in &databases {
-        let c = &db.governance.counters;
-        let l = labels(db);
-        let _ = writeln!(
-            out,
-            "shoal_database_units_total{{{l},kind=\"read\"}} {}",
-            counter(&c.read_units)
-        );
-        let _ = writeln!(
-            out,
-            "shoal_database_units_total{{{l},kind=\"write\"}} {}",
-            counter(&c.write_units)
-        );
-    }
-    family(
-        &mut out,
+    each(
         "shoal_database_throttled_total",
         "counter",
         "Requests of a database refused for its read or write rate.",
+        &|db| {
+            vec![
+                (",kind=\"read\"".into(), db.throttled_reads.to_string()),
+                (",kind=\"write\"".into(), db.throttled_writes.to_string()),
+            ]
+        },
     );
-    for db in &databases {
-        let c = &db.governance.counters;
-        let l = labels(db);
-        let _ = writeln!(
-            out,
-            "shoal_database_throttled_total{{{l},kind=\"read\"}} {}",
-            counter(&c.throttled_reads)
-        );
-        let _ = writeln!(
-            out,
-            "shoal_database_throttled_total{{{l},kind=\"write\"}} {}",
-            counter(&c.throttled_writes)
-        );
-    }
-    family(
-        &mut out,
+    each(
         "shoal_database_memory_bytes",
         "gauge",
         "DataMemory a database holds, in bytes.",
+        &|db| vec![(String::new(), db.memory_bytes.to_string())],
     );
-    for db in &databases {
-        let _ = writeln!(
-            out,
-            "shoal_database_memory_bytes{{{}}} {}",
-            labels(db),
-            db.memory_bytes()
-        );
-    }
-    family(
-        &mut out,
+    each(
         "shoal_database_memory_quota_bytes",
         "gauge",
         "A database's memory quota, in bytes (databases without one are left out).",
+        &|db| {
+            db.memory_quota_bytes
+                .map(|q| (String::new(), q.to_string()))
+                .into_iter()
+                .collect()
+        },
     );
-    for db in &databases {
-        if let Some(limit) = db.quota().in_memory_bytes {
-            let _ = writeln!(
-                out,
-                "shoal_database_memory_quota_bytes{{{}}} {limit}",
-                labels(db)
-            );
-        }
-    }
-    family(
-        &mut out,
+    each(
         "shoal_database_request_duration_seconds",
         "histogram",
         "How long the requests a database ran took in the transaction coordinator, durability included.",
+        &|db| {
+            let mut lines = Vec::new();
+            let mut cumulative = 0;
+            for (bound, count) in stats::latency_bounds_us().iter().zip(&db.latency_counts) {
+                cumulative += count;
+                lines.push((
+                    format!(",le=\"{}\"", *bound as f64 / 1e6),
+                    cumulative.to_string(),
+                ));
+            }
+            cumulative += db.latency_counts.last().copied().unwrap_or(0);
+            lines.push((",le=\"+Inf\"".into(), cumulative.to_string()));
+            lines
+        },
     );
+    // The histogram's sum and count lines carry other names.
     for db in &databases {
-        let (counts, sum_us) = db.governance.counters.latency.read();
         let l = labels(db);
-        let mut cumulative = 0;
-        for (bound, count) in LATENCY_BOUNDS_US.iter().zip(counts) {
-            cumulative += count;
-            let le = *bound as f64 / 1e6;
-            let _ = writeln!(
-                out,
-                "shoal_database_request_duration_seconds_bucket{{{l},le=\"{le}\"}} {cumulative}"
-            );
-        }
-        cumulative += counts[LATENCY_BOUNDS_US.len()];
-        let _ = writeln!(
-            out,
-            "shoal_database_request_duration_seconds_bucket{{{l},le=\"+Inf\"}} {cumulative}"
-        );
+        let count: u64 = db.latency_counts.iter().sum();
         let _ = writeln!(
             out,
             "shoal_database_request_duration_seconds_sum{{{l}}} {}",
-            sum_us as f64 / 1e6
+            db.latency_sum_us as f64 / 1e6
         );
         let _ = writeln!(
             out,
-            "shoal_database_request_duration_seconds_count{{{l}}} {cumulative}"
+            "shoal_database_request_duration_seconds_count{{{l}}} {count}"
         );
     }
     let pool = engine.data_memory();
