@@ -327,9 +327,10 @@ async fn datanode(args: &NodeArgs, telemetry: &telemetry::Telemetry) -> anyhow::
     let config = args.config()?;
     let node = DataNode::start(config.clone()).await?;
     print_node(&node, &config);
-    let metrics = telemetry::export_node_metrics(telemetry, node.engine());
+    let metrics = telemetry::export_node_metrics(telemetry, node.tc());
     wait_for_stop().await?;
     drop(metrics);
+    node.tc().observe_latency(None);
     println!("stopping");
     node.shutdown().await.context("stopping the data node")?;
     Ok(())
@@ -389,13 +390,14 @@ async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Resu
     });
     let node = DataNode::start(config.clone()).await?;
     print_node(&node, &config);
-    let metrics = telemetry::export_node_metrics(telemetry, node.engine());
+    let metrics = telemetry::export_node_metrics(telemetry, node.tc());
     let seeded = demo::run(&control, &node, dir, &admin_password).await;
     if seeded.is_ok() {
         wait_for_stop().await?;
         println!("stopping");
     }
     drop(metrics);
+    node.tc().observe_latency(None);
     let stopped = node.shutdown().await.context("stopping the data node");
     control.stop().await.context("stopping the control plane")?;
     seeded.and(stopped)

@@ -93,10 +93,8 @@ impl Drop for NodeMetrics {
 /// Exports each database's figures of `engine` over OTLP (when metrics are
 /// exported): read when the exporter collects, nothing recorded per
 /// request beyond the counters the node keeps anyway.
-pub(crate) fn export_node_metrics(
-    telemetry: &Telemetry,
-    engine: &shoal_datanode::Engine,
-) -> NodeMetrics {
+pub(crate) fn export_node_metrics(telemetry: &Telemetry, tc: &shoal_datanode::Tc) -> NodeMetrics {
+    let engine = tc.engine();
     use opentelemetry::KeyValue;
     use opentelemetry::metrics::MeterProvider as _;
     use shoal_datanode::stats;
@@ -158,6 +156,35 @@ pub(crate) fn export_node_metrics(
             }
         })
         .build();
+    // Latency, recorded as requests finish (only while exporting).
+    let histogram = meter
+        .f64_histogram("shoal.database.request.duration")
+        .with_description(
+            "How long requests took in the transaction coordinator, durability included",
+        )
+        .with_unit("s")
+        .with_boundaries(
+            stats::latency_bounds_us()
+                .iter()
+                .map(|us| *us as f64 / 1e6)
+                .collect(),
+        )
+        .build();
+    tc.observe_latency(Some(shoal_datanode::tc::LatencyObserver(Box::new(
+        move |db, took| {
+            let tenant = db
+                .tenant
+                .as_ref()
+                .map_or(String::new(), |t| t.id.to_string());
+            histogram.record(
+                took.as_secs_f64(),
+                &[
+                    KeyValue::new("database", db.name.to_string()),
+                    KeyValue::new("tenant", tenant),
+                ],
+            );
+        },
+    ))));
     let e = read;
     meter
         .u64_observable_gauge("shoal.database.memory")

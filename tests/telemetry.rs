@@ -12,7 +12,6 @@ use common::Shoal;
 use common::control::{Auth, Backend, Control};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 
 const SECRET: &str = "a-cluster-secret-of-at-least-32-characters";
@@ -26,47 +25,16 @@ async fn receiver() -> (String, Received) {
     let url = format!("http://{}", listener.local_addr().unwrap());
     let received: Received = Arc::default();
     let sink = Arc::clone(&received);
-    tokio::spawn(async move {
-        loop {
-            let Ok((socket, _)) = listener.accept().await else {
-                return;
-            };
-            let sink = Arc::clone(&sink);
-            tokio::spawn(async move {
-                let mut socket = BufReader::new(socket);
-                loop {
-                    let mut request_line = String::new();
-                    if socket.read_line(&mut request_line).await.unwrap_or(0) == 0 {
-                        return;
-                    }
-                    let path = request_line
-                        .split_whitespace()
-                        .nth(1)
-                        .unwrap_or("")
-                        .to_owned();
-                    let mut length = 0;
-                    loop {
-                        let mut header = String::new();
-                        socket.read_line(&mut header).await.unwrap();
-                        let header = header.trim_end();
-                        if header.is_empty() {
-                            break;
-                        }
-                        if let Some((name, value)) = header.split_once(':')
-                            && name.eq_ignore_ascii_case("content-length")
-                        {
-                            length = value.trim().parse().unwrap();
-                        }
-                    }
-                    let mut body = vec![0; length];
-                    socket.read_exact(&mut body).await.unwrap();
-                    sink.lock().unwrap().push((path, body));
-                    let ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
-                    socket.get_mut().write_all(ok).await.unwrap();
-                }
-            });
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri, body: axum::body::Bytes| {
+        let sink = Arc::clone(&sink);
+        async move {
+            sink.lock()
+                .unwrap()
+                .push((uri.path().to_owned(), body.to_vec()));
+            axum::http::StatusCode::OK
         }
     });
+    tokio::spawn(async move { axum::serve(listener, app).await });
     (url, received)
 }
 
@@ -91,7 +59,7 @@ async fn spans_carry_the_tenant_and_metrics_the_databases_over_otlp() {
     let cp = Control::start_env(Backend::Sqlite, &["--cluster-secret", SECRET], &otel);
     let disk = tempfile::tempdir().unwrap();
     let control_plane = cp.shoal.control_url.clone();
-    let _node = Shoal::start_in_env(
+    let node = Shoal::start_in_env(
         &[
             "datanode",
             "--control-plane",
@@ -136,6 +104,35 @@ async fn spans_carry_the_tenant_and_metrics_the_databases_over_otlp() {
         )
         .await;
     assert_eq!(status, StatusCode::OK);
+    // A request through the data API, for the node's span and latency.
+    let table =
+        json!({"name": "t", "columns": [{"name": "k", "type": "BIGINT"}], "primary_key": ["k"]});
+    let (status, _, _) = cp
+        .call(
+            Method::POST,
+            "/databases/shop/tables",
+            Some(&table),
+            Auth::Bearer(&ada.token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let grants = json!({"name": "k", "grants": [{"database": "shop", "role": "read_write"}]});
+    let (_, _, made) = cp
+        .call(
+            Method::POST,
+            "/api-keys",
+            Some(&grants),
+            Auth::Bearer(&ada.token),
+        )
+        .await;
+    let response = reqwest::Client::new()
+        .post(format!("{}/0.1.0/shop/t/pk-write", node.rest_url))
+        .header("X-API-KEY", made["key"].as_str().unwrap())
+        .json(&json!({"row": {"k": 1}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
 
     let started = Instant::now();
     loop {
@@ -154,20 +151,25 @@ async fn spans_carry_the_tenant_and_metrics_the_databases_over_otlp() {
         let metrics = seen(
             &received,
             "/v1/metrics",
-            &["shoal-datanode", "shoal.database.memory", "shop", &tenant],
+            &[
+                "shoal-datanode",
+                "shoal.database.memory",
+                "shoal.database.request.duration",
+                "shop",
+                &tenant,
+            ],
         );
-        if spans && metrics {
+        let data_span = seen(
+            &received,
+            "/v1/traces",
+            &["shoal-datanode", "data request", "shop", &tenant],
+        );
+        if spans && metrics && data_span {
             break;
         }
         assert!(
             started.elapsed() < Duration::from_secs(60),
-            "spans {spans}, metrics {metrics}; received {:?}",
-            received
-                .lock()
-                .unwrap()
-                .iter()
-                .map(|(p, b)| (p.clone(), b.len()))
-                .collect::<Vec<_>>()
+            "spans {spans}, metrics {metrics}, data spans {data_span}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
