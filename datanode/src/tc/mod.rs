@@ -112,7 +112,10 @@ struct Inner {
 
 /// Told of every request a database ran and how long it took — an
 /// exporter's hook; none by default, when it costs one atomic load.
-pub struct LatencyObserver(pub Box<dyn Fn(&Database, std::time::Duration) + Send + Sync>);
+pub struct LatencyObserver(pub Box<ObserveLatency>);
+
+/// What a `LatencyObserver` calls: the database, and how long its request took.
+pub type ObserveLatency = dyn Fn(&Database, std::time::Duration) + Send + Sync;
 
 impl std::fmt::Debug for LatencyObserver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
