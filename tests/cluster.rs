@@ -1465,7 +1465,21 @@ async fn usage_is_metered_rolled_up_exported_and_kept_bounded(backend: Backend) 
     // Per table, and the tenant as a whole.
     let (status, table) = usage(&cp, "database=shop&table=orders&resolution=raw", &ada.token).await;
     assert_eq!(status, StatusCode::OK);
-    assert!(!table["points"].as_array().unwrap().is_empty(), "{table}");
+    let (_, per_table) = node
+        .send(Method::GET, "/internal/v1/ndbinfo/table_memory_usage", None)
+        .await;
+    let orders_memory = per_table["rows"][0][2].as_u64().unwrap();
+    let latest = table["points"]
+        .as_array()
+        .unwrap()
+        .last()
+        .expect("a sample of the table")
+        .clone();
+    assert_eq!(
+        latest["memory_bytes"].as_u64(),
+        Some(orders_memory),
+        "the table's memory as ndbinfo has it"
+    );
     let (status, total) = usage(&cp, "resolution=minute", &ada.token).await;
     assert_eq!(
         (status, &total["tenant_id"]),
