@@ -31,8 +31,14 @@ pub(super) async fn render(State(state): State<AppState>) -> Response {
         family(&mut out, name, kind, help);
         for db in &databases {
             let l = labels(db);
+            // A histogram's bucket lines carry the `_bucket` suffix.
+            let line = if kind == "histogram" {
+                format!("{name}_bucket")
+            } else {
+                name.to_owned()
+            };
             for (extra, value) in lines(db) {
-                let _ = writeln!(out, "{name}{{{l}{extra}}} {value}");
+                let _ = writeln!(out, "{line}{{{l}{extra}}} {value}");
             }
         }
     };
