@@ -57,38 +57,33 @@ const TABLES: [(&str, &str); 4] = [
     ),
 ];
 
+/// Each fragment's largest figures over its replicas: what both views sum.
+const PER_FRAGMENT: &str = "(SELECT table_id, fragment_num, \
+     MAX(in_memory_bytes) AS in_memory_bytes, \
+     MAX(free_in_memory_bytes) AS free_in_memory_bytes, \
+     MAX(disk_memory_bytes) AS disk_memory_bytes, \
+     MAX(free_disk_memory_bytes) AS free_disk_memory_bytes \
+     FROM ndbinfo.\"ndb$table_memory_usage\" GROUP BY table_id, fragment_num)";
+
 /// The views, as RonDB defines them: the largest figure per fragment over
 /// its replicas, summed per table or per database.
-const VIEWS: [&str; 2] = [
-    "CREATE VIEW ndbinfo.table_memory_usage AS \
-     SELECT tm.database_name, tm.table_name, \
-            SUM(m.in_memory_bytes) AS in_memory_bytes, \
-            SUM(m.free_in_memory_bytes) AS free_in_memory_bytes, \
-            SUM(m.disk_memory_bytes) AS disk_memory_bytes, \
-            SUM(m.free_disk_memory_bytes) AS free_disk_memory_bytes \
-     FROM (SELECT table_id, fragment_num, \
-                  MAX(in_memory_bytes) AS in_memory_bytes, \
-                  MAX(free_in_memory_bytes) AS free_in_memory_bytes, \
-                  MAX(disk_memory_bytes) AS disk_memory_bytes, \
-                  MAX(free_disk_memory_bytes) AS free_disk_memory_bytes \
-           FROM ndbinfo.\"ndb$table_memory_usage\" GROUP BY table_id, fragment_num) m \
-     JOIN ndbinfo.\"ndb$table_map\" tm ON tm.table_id = m.table_id \
-     GROUP BY tm.database_name, tm.table_name",
-    "CREATE VIEW ndbinfo.database_memory_usage AS \
-     SELECT tm.database_name, \
-            SUM(m.in_memory_bytes) AS in_memory_bytes, \
-            SUM(m.free_in_memory_bytes) AS free_in_memory_bytes, \
-            SUM(m.disk_memory_bytes) AS disk_memory_bytes, \
-            SUM(m.free_disk_memory_bytes) AS free_disk_memory_bytes \
-     FROM (SELECT table_id, fragment_num, \
-                  MAX(in_memory_bytes) AS in_memory_bytes, \
-                  MAX(free_in_memory_bytes) AS free_in_memory_bytes, \
-                  MAX(disk_memory_bytes) AS disk_memory_bytes, \
-                  MAX(free_disk_memory_bytes) AS free_disk_memory_bytes \
-           FROM ndbinfo.\"ndb$table_memory_usage\" GROUP BY table_id, fragment_num) m \
-     JOIN ndbinfo.\"ndb$table_map\" tm ON tm.table_id = m.table_id \
-     GROUP BY tm.database_name",
-];
+fn views() -> [String; 2] {
+    let view = |name: &str, keys: &str| {
+        format!(
+            "CREATE VIEW ndbinfo.{name} AS SELECT {keys}, \
+             SUM(m.in_memory_bytes) AS in_memory_bytes, \
+             SUM(m.free_in_memory_bytes) AS free_in_memory_bytes, \
+             SUM(m.disk_memory_bytes) AS disk_memory_bytes, \
+             SUM(m.free_disk_memory_bytes) AS free_disk_memory_bytes \
+             FROM {PER_FRAGMENT} m JOIN ndbinfo.\"ndb$table_map\" tm ON tm.table_id = m.table_id \
+             GROUP BY {keys}"
+        )
+    };
+    [
+        view("table_memory_usage", "tm.database_name, tm.table_name"),
+        view("database_memory_usage", "tm.database_name"),
+    ]
+}
 
 fn query_error(code: &'static str, message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::BAD_REQUEST, code, message)
@@ -289,8 +284,8 @@ async fn load(app: &App, caller: &Caller) -> Result<SqliteConnection, ApiError> 
             .await
             .map_err(internal)?;
     }
-    for view in VIEWS {
-        engine.execute(view).await.map_err(internal)?;
+    for view in views() {
+        engine.execute(view.as_str()).await.map_err(internal)?;
     }
     let rows = visible_rows(app, caller).await?;
     for (table, rows) in &rows {
