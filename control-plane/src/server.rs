@@ -195,7 +195,18 @@ impl ControlPlane {
             source,
         })?;
         let (stop, stopped) = oneshot::channel::<()>();
-        let service = router(Arc::clone(&app)).into_make_service_with_connect_info::<SocketAddr>();
+        // The console calls this control plane's own API.
+        let api_host = if addr.ip().is_unspecified() {
+            SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), addr.port())
+        } else {
+            addr
+        };
+        let console = Arc::new(shoal_web::Console::new(
+            format!("http://{api_host}/api/v1"),
+            config.secure_cookies,
+        ));
+        let service =
+            router(Arc::clone(&app), console).into_make_service_with_connect_info::<SocketAddr>();
         let server = tokio::spawn(async move {
             axum::serve(listener, service)
                 .with_graceful_shutdown(async {
@@ -271,7 +282,7 @@ impl utoipa::Modify for SessionAuth {
 }
 
 /// Every route.
-pub fn router(app: Arc<App>) -> Router {
+pub fn router(app: Arc<App>, console: Arc<shoal_web::Console>) -> Router {
     let (api, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(healthz))
         .routes(routes!(accounts::signup))
@@ -330,9 +341,10 @@ pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .nest("/api/v1", api)
         .nest("/internal/v1", internal)
+        .with_state(app)
+        .merge(shoal_web::router(console))
         .fallback(|| async { ApiError::not_found("page") })
         .layer(DefaultBodyLimit::max(MAX_BODY))
-        .with_state(app)
 }
 
 /// `GET /healthz`.

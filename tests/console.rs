@@ -1,0 +1,280 @@
+//! The web console over HTTP, as a browser would use it (no JavaScript is
+//! needed for these pages): forms, cookies, redirects and what the pages
+//! say. Browser-driven tests come with the rest of the console.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::Shoal;
+use common::control::{Backend, Control};
+use reqwest::StatusCode;
+use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
+
+const SECRET: &str = "a-cluster-secret-of-at-least-32-characters";
+
+/// A browser's cookie jar, kept by hand so the test sees every cookie.
+#[derive(Default, Clone)]
+struct Jar(Vec<(String, String)>);
+
+impl Jar {
+    fn take(&mut self, response: &reqwest::Response) {
+        for cookie in response.headers().get_all(SET_COOKIE) {
+            let pair = cookie.to_str().unwrap().split(';').next().unwrap();
+            let (name, value) = pair.split_once('=').unwrap();
+            self.0.retain(|(n, _)| n != name);
+            if !value.is_empty() {
+                self.0.push((name.to_owned(), value.to_owned()));
+            }
+        }
+    }
+
+    fn header(&self) -> String {
+        self.0
+            .iter()
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    fn get(&self, name: &str) -> String {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    }
+}
+
+struct Browser {
+    http: reqwest::Client,
+    base: String,
+    jar: Jar,
+}
+
+impl Browser {
+    fn new(base: &str) -> Browser {
+        Browser {
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+            base: base.to_owned(),
+            jar: Jar::default(),
+        }
+    }
+
+    async fn get(&mut self, path: &str) -> (StatusCode, String, String) {
+        let r = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .header(COOKIE, self.jar.header())
+            .send()
+            .await
+            .unwrap();
+        self.jar.take(&r);
+        let location = r
+            .headers()
+            .get(LOCATION)
+            .map(|l| l.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        (r.status(), location, r.text().await.unwrap())
+    }
+
+    async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> (StatusCode, String, String) {
+        let r = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header(COOKIE, self.jar.header())
+            .form(form)
+            .send()
+            .await
+            .unwrap();
+        self.jar.take(&r);
+        let location = r
+            .headers()
+            .get(LOCATION)
+            .map(|l| l.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        (r.status(), location, r.text().await.unwrap())
+    }
+}
+
+#[tokio::test]
+async fn a_tenant_signs_up_creates_a_database_and_sees_it_and_no_one_elses() {
+    let cp = Control::start_with(Backend::Sqlite, &["--cluster-secret", SECRET]);
+    let disk = tempfile::tempdir().unwrap();
+    let node = Shoal::start_in(
+        &[
+            "datanode",
+            "--control-plane",
+            &cp.shoal.control_url,
+            "--cluster-secret",
+            SECRET,
+            "--data-memory",
+            "64M",
+            "--ldm-threads",
+            "1",
+        ],
+        disk.path(),
+    );
+    let mut ada = Browser::new(&cp.shoal.control_url);
+
+    // Not signed in: the console sends you to log in.
+    let (status, location, _) = ada.get("/").await;
+    assert_eq!(
+        (status, location.as_str()),
+        (StatusCode::SEE_OTHER, "/login")
+    );
+    let (status, _, login) = ada.get("/login").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        login.contains("<form") && login.contains("name=\"password\""),
+        "{login}"
+    );
+
+    // Sign-up mistakes are shown next to their field, what was typed kept.
+    let (status, _, page) = ada
+        .post(
+            "/signup",
+            &[
+                ("tenant_name", "Analytical Engines"),
+                ("email", "ada@example.com"),
+                ("password", "a long password"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        page.contains("tenant_name: ") && page.contains("value=\"ada@example.com\""),
+        "{page}"
+    );
+
+    let (status, location, _) = ada
+        .post(
+            "/signup",
+            &[
+                ("tenant_name", "analytical"),
+                ("email", "ada@example.com"),
+                ("password", "a long password"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (status, location.as_str()),
+        (StatusCode::SEE_OTHER, "/"),
+        "signed up and in"
+    );
+    assert!(!ada.jar.get("shoal_session").is_empty());
+    let csrf = ada.jar.get("shoal_csrf");
+    let (status, _, dashboard) = ada.get("/").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        dashboard.contains("Databases") && dashboard.contains("analytical"),
+        "{dashboard}"
+    );
+    assert!(
+        dashboard.contains(&format!("value=\"{csrf}\"")),
+        "forms carry the CSRF token"
+    );
+
+    // A form without the CSRF token is refused; with it, the database is made.
+    let (status, _, _) = ada.post("/databases", &[("name", "shop")]).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _, page) = ada
+        .post("/databases", &[("name", "9lives"), ("csrf", &csrf)])
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        page.contains("name: ") && page.contains("value=\"9lives\""),
+        "{page}"
+    );
+    let guard = Instant::now();
+    loop {
+        let (status, location, page) = ada
+            .post("/databases", &[("name", "shop"), ("csrf", &csrf)])
+            .await;
+        if status == StatusCode::SEE_OTHER {
+            assert_eq!(location, "/databases/shop");
+            break;
+        }
+        assert!(page.contains("no data node"), "{page}");
+        assert!(
+            guard.elapsed() < Duration::from_secs(60),
+            "the node never registered"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (status, _, page) = ada.get("/databases/shop").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("Database shop"), "{page}");
+    assert!(
+        page.contains(&node.rest_url) && page.contains("redis-cli -h"),
+        "connection help: {page}"
+    );
+    let (_, _, dashboard) = ada.get("/").await;
+    assert!(
+        dashboard.contains("href=\"/databases/shop\""),
+        "{dashboard}"
+    );
+
+    // Another tenant sees none of it.
+    let mut bob = Browser::new(&cp.shoal.control_url);
+    let (status, _, _) = bob
+        .post(
+            "/signup",
+            &[
+                ("tenant_name", "builders"),
+                ("email", "bob@example.com"),
+                ("password", "bob's password"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (status, _, page) = bob.get("/databases/shop").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(!page.contains(&node.rest_url));
+    let (_, _, dashboard) = bob.get("/").await;
+    assert!(!dashboard.contains("shop"), "{dashboard}");
+
+    // Wrong password: said plainly; logout ends the session.
+    let mut eve = Browser::new(&cp.shoal.control_url);
+    let (status, _, page) = eve
+        .post(
+            "/login",
+            &[("email", "ada@example.com"), ("password", "guess")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(page.contains("Wrong email or password."));
+    let old = ada.jar.clone();
+    let (status, location, _) = ada.post("/logout", &[("csrf", &csrf)]).await;
+    assert_eq!(
+        (status, location.as_str()),
+        (StatusCode::SEE_OTHER, "/login")
+    );
+    assert!(
+        ada.jar.get("shoal_session").is_empty(),
+        "the cookie is cleared"
+    );
+    ada.jar = old;
+    let (status, location, _) = ada.get("/").await;
+    assert_eq!(
+        (status, location.as_str()),
+        (StatusCode::SEE_OTHER, "/login"),
+        "the old session is over"
+    );
+    let (status, location, _) = ada
+        .post(
+            "/login",
+            &[
+                ("email", "ada@example.com"),
+                ("password", "a long password"),
+            ],
+        )
+        .await;
+    assert_eq!((status, location.as_str()), (StatusCode::SEE_OTHER, "/"));
+    let (status, _, css) = ada.get("/assets/console.css").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(css.contains(".bar"));
+}

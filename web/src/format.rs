@@ -1,0 +1,44 @@
+//! Numbers as people read them.
+
+/// Bytes in binary units: `512 B`, `1.5 KiB`, `64.0 MiB`, `1.00 GiB`.
+pub(crate) fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{n} B"),
+        _ if value < 10.0 => format!("{value:.2} {}", UNITS[unit]),
+        _ if value < 100.0 => format!("{value:.1} {}", UNITS[unit]),
+        _ => format!("{value:.0} {}", UNITS[unit]),
+    }
+}
+
+/// A share in percent, 0 to 100, for a bar.
+pub(crate) fn percent(used: u64, of: u64) -> u64 {
+    if of == 0 {
+        return 0;
+    }
+    (u128::from(used) * 100 / u128::from(of)).min(100) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_read_like_a_person_writes_them() {
+        assert_eq!(bytes(0), "0 B");
+        assert_eq!(bytes(1023), "1023 B");
+        assert_eq!(bytes(1536), "1.50 KiB");
+        assert_eq!(bytes(64 << 20), "64.0 MiB");
+        assert_eq!(bytes(300 << 20), "300 MiB");
+        assert_eq!(bytes(1 << 30), "1.00 GiB");
+        assert_eq!(percent(50, 200), 25);
+        assert_eq!(percent(500, 200), 100);
+        assert_eq!(percent(1, 0), 0);
+    }
+}

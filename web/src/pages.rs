@@ -1,0 +1,571 @@
+//! The pages, and the forms they post.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Form;
+use axum::extract::rejection::FormRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use maud::{DOCTYPE, Markup, html};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::Console;
+use crate::format;
+
+const SESSION_COOKIE: &str = "shoal_session";
+const CSRF_COOKIE: &str = "shoal_csrf";
+
+/// The visitor's session token and CSRF token, from their cookies.
+fn session(headers: &HeaderMap) -> Option<(String, String)> {
+    let cookie = |name: &str| {
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .find(|(n, v)| *n == name && !v.is_empty())
+            .map(|(_, v)| v.to_owned())
+    };
+    Some((
+        cookie(SESSION_COOKIE)?,
+        cookie(CSRF_COOKIE).unwrap_or_default(),
+    ))
+}
+
+/// Calls the API as `token` (or anonymously); answers the status, the
+/// body, and the response's `Set-Cookie` values.
+async fn api(
+    console: &Console,
+    method: Method,
+    path: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (StatusCode, Value, Vec<HeaderValue>) {
+    let mut request = console
+        .http
+        .request(method, format!("{}{path}", console.api));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    match request.send().await {
+        Ok(response) => {
+            let status =
+                StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+            let cookies = response
+                .headers()
+                .get_all(reqwest::header::SET_COOKIE)
+                .iter()
+                .filter_map(|v| HeaderValue::from_bytes(v.as_bytes()).ok())
+                .collect();
+            let body = response.json().await.unwrap_or(Value::Null);
+            (status, body, cookies)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "the console could not reach the API");
+            (
+                StatusCode::BAD_GATEWAY,
+                json!({"error": {"message": "the control plane's API did not answer"}}),
+                vec![],
+            )
+        }
+    }
+}
+
+fn message(body: &Value) -> String {
+    body["error"]["message"]
+        .as_str()
+        .unwrap_or("something went wrong")
+        .to_owned()
+}
+
+/// A page: the frame around `content`.
+fn page(title: &str, who: Option<(&Value, &str)>, content: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · Shoal" }
+                link rel="stylesheet" href="/assets/console.css";
+            }
+            body {
+                header {
+                    a.brand href="/" { "Shoal" }
+                    @if let Some((user, csrf)) = who {
+                        nav {
+                            a href="/" { "Databases" }
+                            span.who { (user["email"].as_str().unwrap_or("")) " · " (user["tenant"]["name"].as_str().unwrap_or("operator")) }
+                            form method="post" action="/logout" {
+                                input type="hidden" name="csrf" value=(csrf);
+                                button type="submit" { "Log out" }
+                            }
+                        }
+                    }
+                }
+                main { (content) }
+            }
+        }
+    }
+}
+
+fn html_response(status: StatusCode, markup: Markup) -> Response {
+    (status, markup).into_response()
+}
+
+/// A page saying what went wrong.
+fn problem(status: StatusCode, title: &str, detail: &str) -> Response {
+    html_response(
+        status,
+        page(
+            title,
+            None,
+            html! { h1 { (title) } p.error { (detail) } p { a href="/" { "Back to the console" } } },
+        ),
+    )
+}
+
+fn form_problem(rejection: FormRejection) -> Response {
+    problem(
+        StatusCode::BAD_REQUEST,
+        "That form could not be read",
+        &rejection.body_text(),
+    )
+}
+
+/// The form's CSRF token must be the session's.
+fn csrf_ok(form: &HashMap<String, String>, csrf: &str) -> bool {
+    let sent = form.get("csrf").map(String::as_str).unwrap_or("");
+    !csrf.is_empty()
+        && sent.len() == csrf.len()
+        && sent
+            .bytes()
+            .zip(csrf.bytes())
+            .fold(0, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+fn field(form: &HashMap<String, String>, name: &str) -> String {
+    form.get(name).cloned().unwrap_or_default()
+}
+
+/// Which field an API error is about: the start of its message (`email: …`).
+fn error_field(message: &str) -> &str {
+    message.split(':').next().unwrap_or("").trim()
+}
+
+// ---- login, sign-up, logout ----
+
+fn login_page(email: &str, error: Option<&str>) -> Markup {
+    page(
+        "Log in",
+        None,
+        html! {
+            h1 { "Log in" }
+            form.card method="post" action="/login" {
+                label for="email" { "Email" }
+                input #email type="email" name="email" value=(email) required autofocus;
+                label for="password" { "Password" }
+                input #password type="password" name="password" required;
+                @if let Some(error) = error { p.error role="alert" { (error) } }
+                button type="submit" { "Log in" }
+            }
+            p { "No account? " a href="/signup" { "Sign up" } }
+        },
+    )
+}
+
+pub(crate) async fn login_form() -> Markup {
+    login_page("", None)
+}
+
+/// Sets the session cookies the API answered with, and goes to `to`.
+fn signed_in(cookies: Vec<HeaderValue>, to: &str) -> Response {
+    let mut response = Redirect::to(to).into_response();
+    for cookie in cookies {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+pub(crate) async fn login(
+    State(console): State<Arc<Console>>,
+    form: Result<Form<HashMap<String, String>>, FormRejection>,
+) -> Response {
+    let Form(form) = match form {
+        Ok(form) => form,
+        Err(rejection) => return form_problem(rejection),
+    };
+    let body = json!({"email": field(&form, "email"), "password": field(&form, "password")});
+    let (status, answer, cookies) =
+        api(&console, Method::POST, "/auth/login", None, Some(body)).await;
+    if status == StatusCode::OK {
+        return signed_in(cookies, "/");
+    }
+    let shown = if status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::FORBIDDEN {
+        message(&answer)
+    } else {
+        "Wrong email or password.".to_owned()
+    };
+    html_response(status, login_page(&field(&form, "email"), Some(&shown)))
+}
+
+fn signup_page(values: &HashMap<String, String>, error: Option<&str>) -> Markup {
+    let at = error.map(error_field).unwrap_or("");
+    let note = |name: &str| -> Markup {
+        html! { @if at == name { p.error role="alert" { (error.unwrap_or("")) } } }
+    };
+    page(
+        "Sign up",
+        None,
+        html! {
+            h1 { "Sign up" }
+            form.card method="post" action="/signup" {
+                label for="tenant_name" { "Organisation" }
+                input #tenant_name name="tenant_name" value=(field(values, "tenant_name")) required
+                    pattern="[a-z][a-z0-9_-]{0,39}" title="lower-case letters, digits, - and _; starting with a letter";
+                (note("tenant_name"))
+                label for="email" { "Email" }
+                input #email type="email" name="email" value=(field(values, "email")) required;
+                (note("email"))
+                label for="password" { "Password" }
+                input #password type="password" name="password" minlength="8" required;
+                (note("password"))
+                @if !matches!(at, "tenant_name" | "email" | "password") {
+                    @if let Some(error) = error { p.error role="alert" { (error) } }
+                }
+                button type="submit" { "Create account" }
+            }
+            p { "Have an account? " a href="/login" { "Log in" } }
+        },
+    )
+}
+
+pub(crate) async fn signup_form() -> Markup {
+    signup_page(&HashMap::new(), None)
+}
+
+pub(crate) async fn signup(
+    State(console): State<Arc<Console>>,
+    form: Result<Form<HashMap<String, String>>, FormRejection>,
+) -> Response {
+    let Form(form) = match form {
+        Ok(form) => form,
+        Err(rejection) => return form_problem(rejection),
+    };
+    let body = json!({
+        "email": field(&form, "email"),
+        "password": field(&form, "password"),
+        "tenant_name": field(&form, "tenant_name"),
+    });
+    let (status, answer, cookies) =
+        api(&console, Method::POST, "/auth/signup", None, Some(body)).await;
+    if status == StatusCode::CREATED {
+        return signed_in(cookies, "/");
+    }
+    let error = match answer["error"]["code"].as_str() {
+        Some("EMAIL_TAKEN") => format!("email: {}", message(&answer)),
+        Some("TENANT_NAME_TAKEN") => format!("tenant_name: {}", message(&answer)),
+        _ => message(&answer),
+    };
+    html_response(status, signup_page(&form, Some(&error)))
+}
+
+pub(crate) async fn logout(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    form: Result<Form<HashMap<String, String>>, FormRejection>,
+) -> Response {
+    let Form(form) = match form {
+        Ok(form) => form,
+        Err(rejection) => return form_problem(rejection),
+    };
+    let Some((token, csrf)) = session(&headers) else {
+        return Redirect::to("/login").into_response();
+    };
+    if !csrf_ok(&form, &csrf) {
+        return problem(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            "The form's security token did not match your session: reload the page and try again.",
+        );
+    }
+    let (_, _, cookies) = api(&console, Method::POST, "/auth/logout", Some(&token), None).await;
+    signed_in(cookies, "/login")
+}
+
+// ---- the dashboard ----
+
+/// The signed-in user, or where to send the visitor instead.
+async fn who(console: &Console, headers: &HeaderMap) -> Result<(String, String, Value), Response> {
+    let Some((token, csrf)) = session(headers) else {
+        return Err(Redirect::to("/login").into_response());
+    };
+    let (status, me, _) = api(console, Method::GET, "/me", Some(&token), None).await;
+    match status {
+        StatusCode::OK => Ok((token, csrf, me["user"].clone())),
+        StatusCode::FORBIDDEN => Err(problem(status, "Suspended", &message(&me))),
+        _ => Err(Redirect::to("/login").into_response()),
+    }
+}
+
+fn bar(used: u64, limit: Option<u64>) -> Markup {
+    match limit {
+        Some(limit) => {
+            let pct = format::percent(used, limit);
+            let level = if pct >= 100 {
+                "full"
+            } else if pct >= 80 {
+                "high"
+            } else {
+                "ok"
+            };
+            html! {
+                div.bar title=(format!("{used} of {limit} bytes")) {
+                    div class=(format!("fill {level}")) style=(format!("width: {pct}%")) {}
+                }
+                span.figure { (format::bytes(used)) " of " (format::bytes(limit)) " (" (pct) "%)" }
+            }
+        }
+        None => html! { span.figure { (format::bytes(used)) " (no quota)" } },
+    }
+}
+
+fn new_database_form(csrf: &str, value: &str, error: Option<&str>) -> Markup {
+    html! {
+        form.inline method="post" action="/databases" {
+            input type="hidden" name="csrf" value=(csrf);
+            label for="name" { "New database" }
+            input #name name="name" value=(value) required maxlength="63" pattern="[A-Za-z_][A-Za-z0-9_]*"
+                title="letters, digits and _, starting with a letter or _";
+            button type="submit" { "Create" }
+            @if let Some(error) = error { p.error role="alert" { (error) } }
+        }
+    }
+}
+
+async fn dashboard_page(
+    console: &Console,
+    token: &str,
+    csrf: &str,
+    user: &Value,
+    form_error: Option<(&str, &str)>,
+) -> Response {
+    if user["role"] == "admin" {
+        let (_, tenants, _) = api(console, Method::GET, "/admin/tenants", Some(token), None).await;
+        return html_response(
+            StatusCode::OK,
+            page(
+                "Tenants",
+                Some((user, csrf)),
+                html! {
+                    h1 { "Tenants" }
+                    table {
+                        thead { tr { th { "Tenant" } th { "Status" } th { "Memory" } th { "Databases" } th { "Keys" } } }
+                        tbody {
+                            @for t in tenants["tenants"].as_array().into_iter().flatten() {
+                                tr {
+                                    td { (t["name"].as_str().unwrap_or("")) }
+                                    td { (t["status"].as_str().unwrap_or("")) }
+                                    td { (bar(t["usage"]["in_memory_bytes"].as_u64().unwrap_or(0), t["quota"]["in_memory_bytes"].as_u64())) }
+                                    td { (t["usage"]["databases"]) }
+                                    td { (t["usage"]["api_keys"]) }
+                                }
+                            }
+                        }
+                    }
+                },
+            ),
+        );
+    }
+    let (_, quotas, _) = api(console, Method::GET, "/quotas", Some(token), None).await;
+    let (_, listed, _) = api(console, Method::GET, "/databases", Some(token), None).await;
+    let quota_of = |name: &str| {
+        quotas["databases"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|d| d["name"] == name)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let tenant = &quotas["tenant"];
+    let status = if form_error.is_some() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    html_response(
+        status,
+        page(
+            "Databases",
+            Some((user, csrf)),
+            html! {
+                h1 { "Databases" }
+                section.summary {
+                    h2 { "Memory" }
+                    (bar(tenant["usage"]["in_memory_bytes"].as_u64().unwrap_or(0), tenant["quota"]["in_memory_bytes"].as_u64()))
+                    @for w in tenant["warnings"].as_array().into_iter().flatten() {
+                        p.warning { (warning_text(w.as_str().unwrap_or(""))) }
+                    }
+                }
+                table {
+                    thead { tr { th { "Database" } th { "Tables" } th { "Memory" } th { "Warnings" } } }
+                    tbody {
+                        @for db in listed["databases"].as_array().into_iter().flatten() {
+                            @let name = db["name"].as_str().unwrap_or("");
+                            @let q = quota_of(name);
+                            tr {
+                                td { a href=(format!("/databases/{name}")) { (name) } }
+                                td { (db["tables"].as_array().map_or(0, Vec::len)) }
+                                td { (bar(q["usage"]["in_memory_bytes"].as_u64().unwrap_or(0), q["quota"]["in_memory_bytes"].as_u64())) }
+                                td { @for w in q["warnings"].as_array().into_iter().flatten() { span.badge { (warning_text(w.as_str().unwrap_or(""))) } } }
+                            }
+                        }
+                    }
+                }
+                (new_database_form(csrf, form_error.map_or("", |e| e.0), form_error.map(|e| e.1)))
+            },
+        ),
+    )
+}
+
+fn warning_text(code: &str) -> &str {
+    match code {
+        "memory_80" => "memory at 80% of the quota",
+        "memory_100" => "memory quota reached: writes that need memory are refused",
+        "throttled" => "throttled in the last interval",
+        other => other,
+    }
+}
+
+pub(crate) async fn dashboard(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
+    match who(&console, &headers).await {
+        Ok((token, csrf, user)) => dashboard_page(&console, &token, &csrf, &user, None).await,
+        Err(elsewhere) => elsewhere,
+    }
+}
+
+pub(crate) async fn create_database(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    form: Result<Form<HashMap<String, String>>, FormRejection>,
+) -> Response {
+    let (token, csrf, user) = match who(&console, &headers).await {
+        Ok(who) => who,
+        Err(elsewhere) => return elsewhere,
+    };
+    let Form(form) = match form {
+        Ok(form) => form,
+        Err(rejection) => return form_problem(rejection),
+    };
+    if !csrf_ok(&form, &csrf) {
+        return problem(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            "The form's security token did not match your session: reload the page and try again.",
+        );
+    }
+    let name = field(&form, "name");
+    let (status, answer, _) = api(
+        &console,
+        Method::POST,
+        "/databases",
+        Some(&token),
+        Some(json!({"name": name})),
+    )
+    .await;
+    if status == StatusCode::CREATED {
+        return Redirect::to(&format!("/databases/{name}")).into_response();
+    }
+    let error = message(&answer);
+    dashboard_page(&console, &token, &csrf, &user, Some((&name, &error))).await
+}
+
+// ---- a database ----
+
+pub(crate) async fn database(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Response {
+    let (token, csrf, user) = match who(&console, &headers).await {
+        Ok(who) => who,
+        Err(elsewhere) => return elsewhere,
+    };
+    let path = format!("/databases/{}", url_segment(&name));
+    let (status, db, _) = api(&console, Method::GET, &path, Some(&token), None).await;
+    if status != StatusCode::OK {
+        return problem(status, "Not found", &message(&db));
+    }
+    let (_, memory, _) = api(
+        &console,
+        Method::GET,
+        &format!("{path}/memory"),
+        Some(&token),
+        None,
+    )
+    .await;
+    let rest = db["rest_url"].as_str().unwrap_or("");
+    let resp = db["resp_addr"].as_str().unwrap_or("");
+    let (host, port) = resp.rsplit_once(':').unwrap_or((resp, ""));
+    html_response(
+        StatusCode::OK,
+        page(
+            &name,
+            Some((&user, &csrf)),
+            html! {
+                h1 { "Database " (name) }
+                h2 { "Tables" }
+                table {
+                    thead { tr { th { "Table" } th { "Memory" } th { "Free inside it" } } }
+                    tbody {
+                        @for row in memory["rows"].as_array().into_iter().flatten() {
+                            tr {
+                                td { (row[1].as_str().unwrap_or("")) }
+                                td { (format::bytes(row[2].as_u64().unwrap_or(0))) }
+                                td { (format::bytes(row[3].as_u64().unwrap_or(0))) }
+                            }
+                        }
+                    }
+                }
+                h2 { "Connect" }
+                dl {
+                    dt { "REST" } dd { code { (rest) } }
+                    dt { "Redis protocol" } dd { code { (resp) } }
+                }
+                pre { code { "curl -s -H 'X-API-KEY: <key>' -d '{\"filters\":[{\"column\":\"id\",\"value\":1}]}' " (rest) "/0.1.0/" (name) "/<table>/pk-read" } }
+                pre { code { "redis-cli -h " (host) " -p " (port) " --user " (name) " --pass '<key>' --no-auth-warning PING" } }
+            },
+        ),
+    )
+}
+
+/// A path segment, percent-encoded where it must be.
+fn url_segment(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+pub(crate) async fn stylesheet() -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "max-age=3600"),
+        ],
+        include_str!("console.css"),
+    )
+}
