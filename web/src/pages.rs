@@ -4,8 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Form;
-use axum::extract::rejection::FormRejection;
-use axum::extract::{Path, State};
+use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::{DOCTYPE, Markup, html};
@@ -132,12 +131,23 @@ fn problem(status: StatusCode, title: &str, detail: &str) -> Response {
     )
 }
 
-fn form_problem(rejection: FormRejection) -> Response {
-    problem(
-        StatusCode::BAD_REQUEST,
-        "That form could not be read",
-        &rejection.body_text(),
-    )
+/// A posted form's fields; one that cannot be read is answered with a page
+/// saying so.
+pub(crate) struct Fields(HashMap<String, String>);
+
+impl<S: Send + Sync> FromRequest<S> for Fields {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &S) -> Result<Fields, Response> {
+        match Form::<HashMap<String, String>>::from_request(request, state).await {
+            Ok(Form(fields)) => Ok(Fields(fields)),
+            Err(rejection) => Err(problem(
+                StatusCode::BAD_REQUEST,
+                "That form could not be read",
+                &rejection.body_text(),
+            )),
+        }
+    }
 }
 
 /// The form's CSRF token must be the session's.
@@ -195,14 +205,7 @@ fn signed_in(cookies: Vec<HeaderValue>, to: &str) -> Response {
     response
 }
 
-pub(crate) async fn login(
-    State(console): State<Arc<Console>>,
-    form: Result<Form<HashMap<String, String>>, FormRejection>,
-) -> Response {
-    let Form(form) = match form {
-        Ok(form) => form,
-        Err(rejection) => return form_problem(rejection),
-    };
+pub(crate) async fn login(State(console): State<Arc<Console>>, Fields(form): Fields) -> Response {
     let body = json!({"email": field(&form, "email"), "password": field(&form, "password")});
     let (status, answer, cookies) =
         api(&console, Method::POST, "/auth/login", None, Some(body)).await;
@@ -252,14 +255,7 @@ pub(crate) async fn signup_form() -> Markup {
     signup_page(&HashMap::new(), None)
 }
 
-pub(crate) async fn signup(
-    State(console): State<Arc<Console>>,
-    form: Result<Form<HashMap<String, String>>, FormRejection>,
-) -> Response {
-    let Form(form) = match form {
-        Ok(form) => form,
-        Err(rejection) => return form_problem(rejection),
-    };
+pub(crate) async fn signup(State(console): State<Arc<Console>>, Fields(form): Fields) -> Response {
     let body = json!({
         "email": field(&form, "email"),
         "password": field(&form, "password"),
@@ -281,12 +277,8 @@ pub(crate) async fn signup(
 pub(crate) async fn logout(
     State(console): State<Arc<Console>>,
     headers: HeaderMap,
-    form: Result<Form<HashMap<String, String>>, FormRejection>,
+    Fields(form): Fields,
 ) -> Response {
-    let Form(form) = match form {
-        Ok(form) => form,
-        Err(rejection) => return form_problem(rejection),
-    };
     let Some((token, csrf)) = session(&headers) else {
         return Redirect::to("/login").into_response();
     };
@@ -456,15 +448,11 @@ pub(crate) async fn dashboard(State(console): State<Arc<Console>>, headers: Head
 pub(crate) async fn create_database(
     State(console): State<Arc<Console>>,
     headers: HeaderMap,
-    form: Result<Form<HashMap<String, String>>, FormRejection>,
+    Fields(form): Fields,
 ) -> Response {
     let (token, csrf, user) = match who(&console, &headers).await {
         Ok(who) => who,
         Err(elsewhere) => return elsewhere,
-    };
-    let Form(form) = match form {
-        Ok(form) => form,
-        Err(rejection) => return form_problem(rejection),
     };
     if !csrf_ok(&form, &csrf) {
         return problem(
