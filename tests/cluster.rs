@@ -12,7 +12,7 @@ use common::control::{Auth, Backend, Control, Session, code};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-const SECRET: &str = "a-cluster-secret-of-at-least-32-characters";
+const SECRET: &str = common::control::CLUSTER_SECRET;
 /// Longest a test waits for the cluster to converge: a guard against a
 /// hang, not a timing the test relies on.
 const GUARD: Duration = Duration::from_secs(90);
@@ -22,20 +22,7 @@ fn control(backend: Backend) -> Control {
 }
 
 fn data_node(cp: &Control, dir: &std::path::Path) -> Shoal {
-    Shoal::start_in(
-        &[
-            "datanode",
-            "--control-plane",
-            &cp.shoal.control_url,
-            "--cluster-secret",
-            SECRET,
-            "--data-memory",
-            "64M",
-            "--ldm-threads",
-            "1",
-        ],
-        dir,
-    )
+    cp.data_node(dir, &[])
 }
 
 /// Polls `check` until it answers `Some`.

@@ -6,12 +6,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::Shoal;
 use common::control::{Backend, Control};
 use reqwest::StatusCode;
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 
-const SECRET: &str = "a-cluster-secret-of-at-least-32-characters";
+const SECRET: &str = common::control::CLUSTER_SECRET;
 
 /// A browser's cookie jar, kept by hand so the test sees every cookie.
 #[derive(Default, Clone)]
@@ -104,20 +103,7 @@ impl Browser {
 async fn a_tenant_signs_up_creates_a_database_and_sees_it_and_no_one_elses() {
     let cp = Control::start_with(Backend::Sqlite, &["--cluster-secret", SECRET]);
     let disk = tempfile::tempdir().unwrap();
-    let node = Shoal::start_in(
-        &[
-            "datanode",
-            "--control-plane",
-            &cp.shoal.control_url,
-            "--cluster-secret",
-            SECRET,
-            "--data-memory",
-            "64M",
-            "--ldm-threads",
-            "1",
-        ],
-        disk.path(),
-    );
+    let node = cp.data_node(disk.path(), &[]);
     let mut ada = Browser::new(&cp.shoal.control_url);
 
     // Not signed in: the console sends you to log in.

@@ -8,13 +8,12 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::Shoal;
 use common::control::{Auth, Backend, Control};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 use tokio::net::TcpListener;
 
-const SECRET: &str = "a-cluster-secret-of-at-least-32-characters";
+const SECRET: &str = common::control::CLUSTER_SECRET;
 
 /// What the receiver was sent: path and body of each request.
 type Received = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
@@ -58,22 +57,7 @@ async fn spans_carry_the_tenant_and_metrics_the_databases_over_otlp() {
     ];
     let cp = Control::start_env(Backend::Sqlite, &["--cluster-secret", SECRET], &otel);
     let disk = tempfile::tempdir().unwrap();
-    let control_plane = cp.shoal.control_url.clone();
-    let node = Shoal::start_in_env(
-        &[
-            "datanode",
-            "--control-plane",
-            &control_plane,
-            "--cluster-secret",
-            SECRET,
-            "--data-memory",
-            "64M",
-            "--ldm-threads",
-            "1",
-        ],
-        &otel,
-        disk.path(),
-    );
+    let node = cp.data_node(disk.path(), &otel);
     let ada = cp.signup("ada@example.com", "analytical").await;
     let tenant = ada.user["tenant"]["id"].as_str().unwrap().to_owned();
     let guard = Instant::now();

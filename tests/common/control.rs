@@ -37,7 +37,31 @@ pub struct Session {
     pub user: Value,
 }
 
+/// The cluster secret the tests' control planes and data nodes share.
+pub const CLUSTER_SECRET: &str = "a-cluster-secret-of-at-least-32-characters";
+
 impl Control {
+    /// A small data node on `dir`, reporting to this control plane (which
+    /// must have been started with `--cluster-secret CLUSTER_SECRET`), with
+    /// `envs` set.
+    pub fn data_node(&self, dir: &std::path::Path, envs: &[(&str, &str)]) -> Shoal {
+        Shoal::start_in_env(
+            &[
+                "datanode",
+                "--control-plane",
+                &self.shoal.control_url,
+                "--cluster-secret",
+                CLUSTER_SECRET,
+                "--data-memory",
+                "64M",
+                "--ldm-threads",
+                "1",
+            ],
+            envs,
+            dir,
+        )
+    }
+
     pub fn start(backend: Backend) -> Control {
         Control::start_with(backend, &[])
     }
