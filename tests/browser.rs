@@ -188,3 +188,138 @@ async fn in_a_browser_a_tenant_signs_up_and_creates_a_database_no_one_else_sees(
     ada.close().await.unwrap();
     bob.close().await.unwrap();
 }
+
+/// The text of the first element `css` selects.
+async fn text_of(browser: &Client, css: &str) -> String {
+    browser
+        .find(Locator::Css(css))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() {
+    let cp = Control::start_env(
+        Backend::Sqlite,
+        &[
+            "--cluster-secret",
+            SECRET,
+            "--admin-email",
+            "ops@example.com",
+        ],
+        &[("SHOAL_ADMIN_PASSWORD", "an operator's password")],
+    );
+    let disk = tempfile::tempdir().unwrap();
+    let node = cp.data_node(disk.path(), &[]);
+    let console = cp.shoal.control_url.clone();
+    let driver = driver().await;
+    let ada = browser(&driver).await;
+    sign_up(&ada, &console, "analytical", "ada@example.com").await;
+    let started = Instant::now();
+    loop {
+        fill(&ada, "name", "shop").await;
+        submit(&ada, "form[action='/databases']").await;
+        let body = wait_for_any(&ada, &["Database shop", "no data node"]).await;
+        if body.contains("Database shop") {
+            break;
+        }
+        assert!(started.elapsed() < GUARD, "the node never registered");
+        ada.goto(&console).await.unwrap();
+    }
+
+    // A table from the column editor: "Add column" makes a fifth row.
+    fill(&ada, "table_name", "events").await;
+    fill(&ada, "col0_name", "id").await;
+    fill(&ada, "col0_type", "BIGINT").await;
+    fill(&ada, "col1_name", "body").await;
+    fill(&ada, "col1_type", "VARCHAR(1000)").await;
+    ada.find(Locator::Css("#add-column"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    fill(&ada, "col4_name", "note").await;
+    fill(&ada, "col4_type", "VARCHAR(100)").await;
+    ada.find(Locator::Css("input[name='col4_nullable']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    fill(&ada, "primary_key", "id").await;
+    submit(&ada, "#new-table").await;
+    wait_for_text(&ada, "events").await;
+
+    // A key: its secret is shown once, on the page that made it.
+    ada.goto(&format!("{console}/keys")).await.unwrap();
+    fill(&ada, "name", "ingest").await;
+    submit(&ada, "form[action='/keys']").await;
+    wait_for_text(&ada, "Your new key").await;
+    let key = text_of(&ada, "#new-key").await;
+    assert!(key.len() > 40 && key.contains('.'), "{key:?}");
+    ada.goto(&format!("{console}/keys")).await.unwrap();
+    let list = wait_for_text(&ada, "ingest").await;
+    assert!(!list.contains(&key), "the secret is never shown again");
+
+    // Rows written with the key show in the table's memory.
+    let http = reqwest::Client::new();
+    let write = |id: i64| {
+        http.post(format!("{}/0.1.0/shop/events/pk-write", node.rest_url))
+            .header("X-API-KEY", &key)
+            .json(&serde_json::json!({"row": {"id": id, "body": "x".repeat(900)}}))
+            .send()
+    };
+    for id in 0..50 {
+        assert_eq!(write(id).await.unwrap().status(), reqwest::StatusCode::OK);
+    }
+    ada.goto(&format!("{console}/databases/shop"))
+        .await
+        .unwrap();
+    let memory = text_of(&ada, "#tables td.memory").await;
+    assert!(
+        memory.contains("KiB") || memory.contains("MiB"),
+        "{memory:?}"
+    );
+
+    // An operator lowers the database's memory quota below what it holds.
+    let ops = browser(&driver).await;
+    ops.goto(&format!("{console}/login")).await.unwrap();
+    fill(&ops, "email", "ops@example.com").await;
+    fill(&ops, "password", "an operator's password").await;
+    submit(&ops, "form[action='/login']").await;
+    wait_for_text(&ops, "Tenants").await;
+    ops.find(Locator::LinkText("analytical"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for_text(&ops, "Audit trail").await;
+    let form = "form[action$='/databases/shop/quota']";
+    let memory_field = ops
+        .find(Locator::Css(&format!(
+            "{form} input[name='in_memory_bytes']"
+        )))
+        .await
+        .unwrap();
+    memory_field.send_keys("32768").await.unwrap();
+    submit(&ops, form).await;
+    wait_for_text(&ops, "database.quota.set").await;
+
+    // The next write through the key is refused with the quota error, and
+    // the tenant's dashboard shows the database at 100%.
+    let refused = write(1000).await.unwrap();
+    assert_eq!(refused.status(), reqwest::StatusCode::INSUFFICIENT_STORAGE);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "MEMORY_QUOTA");
+    ada.goto(&console).await.unwrap();
+    let dashboard = wait_for_text(&ada, "memory quota reached").await;
+    assert!(dashboard.contains("(100%)"), "{dashboard}");
+
+    ada.close().await.unwrap();
+    ops.close().await.unwrap();
+}

@@ -274,8 +274,14 @@ pub struct BillingLine {
 
 /// The UTC date (`YYYY-MM-DD`) of `at` (ms since the epoch).
 pub fn day_of(at: i64) -> String {
+    utc(at)[..10].to_owned()
+}
+
+/// `at` (ms since the epoch) as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn utc(at: i64) -> String {
+    let secs = at.div_euclid(1000);
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-    let days = at.div_euclid(DAY_MS);
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -285,7 +291,12 @@ pub fn day_of(at: i64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
 }
 
 /// The billing lines as CSV, with a header, quoted where needed.
@@ -355,6 +366,8 @@ mod tests {
         assert_eq!(day_of(0), "1970-01-01");
         assert_eq!(day_of(951_782_400_000), "2000-02-29");
         assert_eq!(day_of(1_796_000_000_000), "2026-11-30");
+        assert_eq!(utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc(1_796_017_069_802), "2026-11-30T05:37:49Z");
         assert_eq!(Resolution::parse("minute"), Some(Resolution::Minute));
         assert_eq!(Resolution::parse("second"), None);
     }

@@ -17,6 +17,27 @@ pub(crate) fn bytes(n: u64) -> String {
     }
 }
 
+/// A moment (ms since the epoch) as people say it — "3 min ago" — with
+/// the exact UTC time on hover; "never" for none.
+pub(crate) fn when(at: Option<i64>) -> maud::Markup {
+    let Some(at) = at else {
+        return maud::html! { "never" };
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let ago = (now - at).max(0) / 1000;
+    let said = match ago {
+        0..=9 => "just now".to_owned(),
+        10..=59 => format!("{ago} s ago"),
+        60..=3599 => format!("{} min ago", ago / 60),
+        3600..=86_399 => format!("{} h ago", ago / 3600),
+        _ => format!("{} days ago", ago / 86_400),
+    };
+    let exact = shoal_metering::utc(at);
+    maud::html! { time datetime=(exact) title=(exact) { (said) } }
+}
+
 /// A share in percent, 0 to 100, for a bar.
 pub(crate) fn percent(used: u64, of: u64) -> u64 {
     if of == 0 {

@@ -8,6 +8,7 @@
 //! `shoal_csrf` cookie), and the session cookie is SameSite=Strict.
 
 mod format;
+mod manage;
 mod pages;
 
 use std::sync::Arc;
@@ -44,6 +45,23 @@ pub fn router(console: Arc<Console>) -> Router {
         .route("/logout", post(pages::logout))
         .route("/databases", post(pages::create_database))
         .route("/databases/{db}", get(pages::database))
+        .route("/databases/{db}/tables", post(manage::create_table))
+        .route(
+            "/databases/{db}/tables/{table}/drop",
+            get(manage::confirm_drop_table).post(manage::drop_table),
+        )
+        .route("/keys", get(manage::keys).post(manage::create_key))
+        .route(
+            "/keys/{id}/revoke",
+            get(manage::confirm_revoke).post(manage::revoke),
+        )
+        .route("/admin/tenants/{id}", get(manage::tenant))
+        .route("/admin/tenants/{id}/quota", post(manage::set_tenant_quota))
+        .route(
+            "/admin/tenants/{id}/databases/{db}/quota",
+            post(manage::set_database_quota),
+        )
+        .route("/admin/tenants/{id}/{action}", post(manage::set_status))
         .route("/assets/console.css", get(pages::stylesheet))
         .with_state(console)
 }

@@ -18,7 +18,7 @@ const SESSION_COOKIE: &str = "shoal_session";
 const CSRF_COOKIE: &str = "shoal_csrf";
 
 /// The visitor's session token and CSRF token, from their cookies.
-fn session(headers: &HeaderMap) -> Option<(String, String)> {
+pub(crate) fn session(headers: &HeaderMap) -> Option<(String, String)> {
     let cookie = |name: &str| {
         headers
             .get_all(header::COOKIE)
@@ -37,7 +37,7 @@ fn session(headers: &HeaderMap) -> Option<(String, String)> {
 
 /// Calls the API as `token` (or anonymously); answers the status, the
 /// body, and the response's `Set-Cookie` values.
-async fn api(
+pub(crate) async fn api(
     console: &Console,
     method: Method,
     path: &str,
@@ -77,7 +77,7 @@ async fn api(
     }
 }
 
-fn message(body: &Value) -> String {
+pub(crate) fn message(body: &Value) -> String {
     body["error"]["message"]
         .as_str()
         .unwrap_or("something went wrong")
@@ -85,7 +85,7 @@ fn message(body: &Value) -> String {
 }
 
 /// A page: the frame around `content`.
-fn page(title: &str, who: Option<(&Value, &str)>, content: Markup) -> Markup {
+pub(crate) fn page(title: &str, who: Option<(&Value, &str)>, content: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -100,7 +100,8 @@ fn page(title: &str, who: Option<(&Value, &str)>, content: Markup) -> Markup {
                     a.brand href="/" { "Shoal" }
                     @if let Some((user, csrf)) = who {
                         nav {
-                            a href="/" { "Databases" }
+                            @if user["role"] == "admin" { a href="/" { "Tenants" } }
+                            @else { a href="/" { "Databases" } a href="/keys" { "API keys" } }
                             span.who { (user["email"].as_str().unwrap_or("")) " · " (user["tenant"]["name"].as_str().unwrap_or("operator")) }
                             form method="post" action="/logout" {
                                 input type="hidden" name="csrf" value=(csrf);
@@ -115,12 +116,12 @@ fn page(title: &str, who: Option<(&Value, &str)>, content: Markup) -> Markup {
     }
 }
 
-fn html_response(status: StatusCode, markup: Markup) -> Response {
+pub(crate) fn html_response(status: StatusCode, markup: Markup) -> Response {
     (status, markup).into_response()
 }
 
 /// A page saying what went wrong.
-fn problem(status: StatusCode, title: &str, detail: &str) -> Response {
+pub(crate) fn problem(status: StatusCode, title: &str, detail: &str) -> Response {
     html_response(
         status,
         page(
@@ -133,7 +134,7 @@ fn problem(status: StatusCode, title: &str, detail: &str) -> Response {
 
 /// A posted form's fields; one that cannot be read is answered with a page
 /// saying so.
-pub(crate) struct Fields(HashMap<String, String>);
+pub(crate) struct Fields(pub(crate) HashMap<String, String>);
 
 impl<S: Send + Sync> FromRequest<S> for Fields {
     type Rejection = Response;
@@ -150,8 +151,40 @@ impl<S: Send + Sync> FromRequest<S> for Fields {
     }
 }
 
+/// A form posted by a signed-in user, its CSRF token checked; anyone else
+/// is sent to log in, and a form without the token refused.
+pub(crate) struct Posted {
+    pub(crate) token: String,
+    pub(crate) csrf: String,
+    pub(crate) user: Value,
+    pub(crate) form: HashMap<String, String>,
+}
+
+impl FromRequest<Arc<Console>> for Posted {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, console: &Arc<Console>) -> Result<Posted, Response> {
+        let headers = request.headers().clone();
+        let (token, csrf, user) = who(console, &headers).await?;
+        let Fields(form) = Fields::from_request(request, console).await?;
+        if !csrf_ok(&form, &csrf) {
+            return Err(problem(
+                StatusCode::FORBIDDEN,
+                "Refused",
+                "The form's security token did not match your session: reload the page and try again.",
+            ));
+        }
+        Ok(Posted {
+            token,
+            csrf,
+            user,
+            form,
+        })
+    }
+}
+
 /// The form's CSRF token must be the session's.
-fn csrf_ok(form: &HashMap<String, String>, csrf: &str) -> bool {
+pub(crate) fn csrf_ok(form: &HashMap<String, String>, csrf: &str) -> bool {
     let sent = form.get("csrf").map(String::as_str).unwrap_or("");
     !csrf.is_empty()
         && sent.len() == csrf.len()
@@ -162,12 +195,12 @@ fn csrf_ok(form: &HashMap<String, String>, csrf: &str) -> bool {
             == 0
 }
 
-fn field(form: &HashMap<String, String>, name: &str) -> String {
+pub(crate) fn field(form: &HashMap<String, String>, name: &str) -> String {
     form.get(name).cloned().unwrap_or_default()
 }
 
 /// Which field an API error is about: the start of its message (`email: …`).
-fn error_field(message: &str) -> &str {
+pub(crate) fn error_field(message: &str) -> &str {
     message.split(':').next().unwrap_or("").trim()
 }
 
@@ -296,7 +329,10 @@ pub(crate) async fn logout(
 // ---- the dashboard ----
 
 /// The signed-in user, or where to send the visitor instead.
-async fn who(console: &Console, headers: &HeaderMap) -> Result<(String, String, Value), Response> {
+pub(crate) async fn who(
+    console: &Console,
+    headers: &HeaderMap,
+) -> Result<(String, String, Value), Response> {
     let Some((token, csrf)) = session(headers) else {
         return Err(Redirect::to("/login").into_response());
     };
@@ -308,7 +344,7 @@ async fn who(console: &Console, headers: &HeaderMap) -> Result<(String, String, 
     }
 }
 
-fn bar(used: u64, limit: Option<u64>) -> Markup {
+pub(crate) fn bar(used: u64, limit: Option<u64>) -> Markup {
     match limit {
         Some(limit) => {
             let pct = format::percent(used, limit);
@@ -364,7 +400,7 @@ async fn dashboard_page(
                         tbody {
                             @for t in tenants["tenants"].as_array().into_iter().flatten() {
                                 tr {
-                                    td { (t["name"].as_str().unwrap_or("")) }
+                                    td { a href=(format!("/admin/tenants/{}", url_segment(t["id"].as_str().unwrap_or("")))) { (t["name"].as_str().unwrap_or("")) } }
                                     td { (t["status"].as_str().unwrap_or("")) }
                                     td { (bar(t["usage"]["in_memory_bytes"].as_u64().unwrap_or(0), t["quota"]["in_memory_bytes"].as_u64())) }
                                     td { (t["usage"]["databases"]) }
@@ -447,20 +483,13 @@ pub(crate) async fn dashboard(State(console): State<Arc<Console>>, headers: Head
 
 pub(crate) async fn create_database(
     State(console): State<Arc<Console>>,
-    headers: HeaderMap,
-    Fields(form): Fields,
+    Posted {
+        token,
+        csrf,
+        user,
+        form,
+    }: Posted,
 ) -> Response {
-    let (token, csrf, user) = match who(&console, &headers).await {
-        Ok(who) => who,
-        Err(elsewhere) => return elsewhere,
-    };
-    if !csrf_ok(&form, &csrf) {
-        return problem(
-            StatusCode::FORBIDDEN,
-            "Refused",
-            "The form's security token did not match your session: reload the page and try again.",
-        );
-    }
     let name = field(&form, "name");
     let (status, answer, _) = api(
         &console,
@@ -484,46 +513,71 @@ pub(crate) async fn database(
     headers: HeaderMap,
     Path(name): Path<String>,
 ) -> Response {
-    let (token, csrf, user) = match who(&console, &headers).await {
+    database_page(&console, &headers, &name, None, StatusCode::OK).await
+}
+
+/// A database's page; `table_error` refills the table form after a mistake.
+pub(crate) async fn database_page(
+    console: &Console,
+    headers: &HeaderMap,
+    name: &str,
+    table_error: Option<(&HashMap<String, String>, &str)>,
+    status: StatusCode,
+) -> Response {
+    let (token, csrf, user) = match who(console, headers).await {
         Ok(who) => who,
         Err(elsewhere) => return elsewhere,
     };
-    let path = format!("/databases/{}", url_segment(&name));
-    let (status, db, _) = api(&console, Method::GET, &path, Some(&token), None).await;
-    if status != StatusCode::OK {
-        return problem(status, "Not found", &message(&db));
+    let path = format!("/databases/{}", url_segment(name));
+    let (found, db, _) = api(console, Method::GET, &path, Some(&token), None).await;
+    if found != StatusCode::OK {
+        return problem(found, "Not found", &message(&db));
     }
     let (_, memory, _) = api(
-        &console,
+        console,
         Method::GET,
         &format!("{path}/memory"),
         Some(&token),
         None,
     )
     .await;
+    let memory_of = |table: &str| {
+        memory["rows"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|row| row[1] == table)
+            .map(|row| (row[2].as_u64().unwrap_or(0), row[3].as_u64().unwrap_or(0)))
+            .unwrap_or((0, 0))
+    };
     let rest = db["rest_url"].as_str().unwrap_or("");
     let resp = db["resp_addr"].as_str().unwrap_or("");
     let (host, port) = resp.rsplit_once(':').unwrap_or((resp, ""));
+    let empty = HashMap::new();
+    let (values, error) = table_error.map_or((&empty, None), |(v, e)| (v, Some(e)));
     html_response(
-        StatusCode::OK,
+        status,
         page(
-            &name,
+            name,
             Some((&user, &csrf)),
             html! {
                 h1 { "Database " (name) }
                 h2 { "Tables" }
-                table {
-                    thead { tr { th { "Table" } th { "Memory" } th { "Free inside it" } } }
+                table #tables {
+                    thead { tr { th { "Table" } th { "Memory" } th { "Free inside it" } th { "" } } }
                     tbody {
-                        @for row in memory["rows"].as_array().into_iter().flatten() {
+                        @for table in db["tables"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+                            @let (used, free) = memory_of(table);
                             tr {
-                                td { (row[1].as_str().unwrap_or("")) }
-                                td { (format::bytes(row[2].as_u64().unwrap_or(0))) }
-                                td { (format::bytes(row[3].as_u64().unwrap_or(0))) }
+                                td { (table) }
+                                td.memory { (format::bytes(used)) }
+                                td { (format::bytes(free)) }
+                                td { a href=(format!("{path}/tables/{}/drop", url_segment(table))) { "Drop" } }
                             }
                         }
                     }
                 }
+                (crate::manage::table_form(name, &csrf, values, error))
                 h2 { "Connect" }
                 dl {
                     dt { "REST" } dd { code { (rest) } }
@@ -531,13 +585,14 @@ pub(crate) async fn database(
                 }
                 pre { code { "curl -s -H 'X-API-KEY: <key>' -d '{\"filters\":[{\"column\":\"id\",\"value\":1}]}' " (rest) "/0.1.0/" (name) "/<table>/pk-read" } }
                 pre { code { "redis-cli -h " (host) " -p " (port) " --user " (name) " --pass '<key>' --no-auth-warning PING" } }
+                p { "Make a key for it on the " a href="/keys" { "API keys" } " page." }
             },
         ),
     )
 }
 
 /// A path segment, percent-encoded where it must be.
-fn url_segment(s: &str) -> String {
+pub(crate) fn url_segment(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
