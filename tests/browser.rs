@@ -309,6 +309,14 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
     memory_field.send_keys("32768").await.unwrap();
     submit(&ops, form).await;
     wait_for_text(&ops, "database.quota.set").await;
+    ops.goto(&format!("{console}/admin/datanodes"))
+        .await
+        .unwrap();
+    let nodes = wait_for_text(&ops, "Data nodes").await;
+    assert!(
+        nodes.contains("up") && nodes.contains(&node.rest_url),
+        "{nodes}"
+    );
 
     // The next write through the key is refused with the quota error, and
     // the tenant's dashboard shows the database at 100%.

@@ -204,6 +204,21 @@ async fn a_tenant_signs_up_creates_a_database_and_sees_it_and_no_one_elses() {
         "{dashboard}"
     );
 
+    // ndbinfo SQL, over her own databases.
+    let (status, _, page) = ada.get("/sql").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("<textarea"), "{page}");
+    let query = "SELECT database_name FROM ndbinfo.database_quota_usage";
+    let (status, _, page) = ada.post("/sql", &[("sql", query), ("csrf", &csrf)]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("<td>shop</td>"), "{page}");
+    let (status, _, page) = ada
+        .post("/sql", &[("sql", "DROP TABLE x"), ("csrf", &csrf)])
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(page.contains("only a SELECT"), "{page}");
+    assert!(page.contains("DROP TABLE x"), "the query is kept: {page}");
+
     // Another tenant sees none of it.
     let mut bob = Browser::new(&cp.shoal.control_url);
     let (status, _, _) = bob
@@ -222,6 +237,20 @@ async fn a_tenant_signs_up_creates_a_database_and_sees_it_and_no_one_elses() {
     assert!(!page.contains(&node.rest_url));
     let (_, _, dashboard) = bob.get("/").await;
     assert!(!dashboard.contains("shop"), "{dashboard}");
+    let bob_csrf = bob.jar.get("shoal_csrf");
+    let (_, _, page) = bob
+        .post(
+            "/sql",
+            &[
+                (
+                    "sql",
+                    "SELECT database_name FROM ndbinfo.database_quota_usage",
+                ),
+                ("csrf", &bob_csrf),
+            ],
+        )
+        .await;
+    assert!(!page.contains("<td>shop</td>"), "{page}");
 
     // Wrong password: said plainly; logout ends the session.
     let mut eve = Browser::new(&cp.shoal.control_url);

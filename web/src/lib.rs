@@ -55,6 +55,8 @@ pub fn router(console: Arc<Console>) -> Router {
             "/keys/{id}/revoke",
             get(manage::confirm_revoke).post(manage::revoke),
         )
+        .route("/sql", get(manage::sql_form).post(manage::run_sql))
+        .route("/admin/datanodes", get(manage::datanodes))
         .route("/admin/tenants/{id}", get(manage::tenant))
         .route("/admin/tenants/{id}/quota", post(manage::set_tenant_quota))
         .route(

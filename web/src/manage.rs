@@ -564,3 +564,152 @@ pub(crate) async fn set_status(
     }
     Redirect::to(&format!("/admin/tenants/{}", url_segment(&tenant))).into_response()
 }
+
+// ---- ndbinfo SQL ----
+
+const EXAMPLES: [(&str, &str); 3] = [
+    (
+        "Memory per table",
+        "SELECT * FROM ndbinfo.table_memory_usage ORDER BY in_memory_bytes DESC",
+    ),
+    (
+        "Memory per database",
+        "SELECT database_name, in_memory_bytes, free_in_memory_bytes FROM ndbinfo.database_memory_usage",
+    ),
+    (
+        "Use against the quota",
+        "SELECT database_name, in_memory_bytes, in_memory_quota, read_units, write_units, throttled_reads + throttled_writes AS throttled FROM ndbinfo.database_quota_usage",
+    ),
+];
+
+fn sql_page(
+    user: &Value,
+    csrf: &str,
+    sql: &str,
+    answer: Option<&Value>,
+    error: Option<&str>,
+) -> Markup {
+    page(
+        "ndbinfo SQL",
+        Some((user, csrf)),
+        html! {
+            h1 { "ndbinfo SQL" }
+            p { "One SELECT over the ndbinfo tables and views of your databases." }
+            form.card method="post" action="/sql" {
+                input type="hidden" name="csrf" value=(csrf);
+                label for="sql" { "Query" }
+                textarea #sql name="sql" rows="5" spellcheck="false" { (sql) }
+                @if let Some(error) = error { p.error role="alert" { (error) } }
+                button type="submit" { "Run" }
+            }
+            h2 { "Examples" }
+            ul {
+                @for (title, example) in EXAMPLES {
+                    li { (title) ": " code { (example) } }
+                }
+            }
+            @if let Some(answer) = answer {
+                h2 { "Result" }
+                table #result {
+                    thead { tr { @for c in answer["columns"].as_array().into_iter().flatten() { th { (c.as_str().unwrap_or("")) } } } }
+                    tbody {
+                        @for row in answer["rows"].as_array().into_iter().flatten() {
+                            tr { @for cell in row.as_array().into_iter().flatten() {
+                                td { @match cell { Value::Null => "NULL", Value::String(s) => (s), other => (other.to_string()) } }
+                            } }
+                        }
+                    }
+                }
+                p { (answer["rows"].as_array().map_or(0, Vec::len)) " rows" }
+            }
+        },
+    )
+}
+
+pub(crate) async fn sql_form(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
+    match who(&console, &headers).await {
+        Ok((_, csrf, user)) => html_response(
+            StatusCode::OK,
+            sql_page(&user, &csrf, EXAMPLES[0].1, None, None),
+        ),
+        Err(elsewhere) => elsewhere,
+    }
+}
+
+pub(crate) async fn run_sql(
+    State(console): State<Arc<Console>>,
+    Posted {
+        token,
+        csrf,
+        user,
+        form,
+    }: Posted,
+) -> Response {
+    let sql = field(&form, "sql");
+    let (status, answer, _) = api(
+        &console,
+        Method::POST,
+        "/ndbinfo/query",
+        Some(&token),
+        Some(json!({"sql": sql})),
+    )
+    .await;
+    if status == StatusCode::OK {
+        return html_response(
+            StatusCode::OK,
+            sql_page(&user, &csrf, &sql, Some(&answer), None),
+        );
+    }
+    html_response(
+        status,
+        sql_page(&user, &csrf, &sql, None, Some(&message(&answer))),
+    )
+}
+
+// ---- operators: data nodes ----
+
+pub(crate) async fn datanodes(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
+    let (token, csrf, user) = match who(&console, &headers).await {
+        Ok(who) => who,
+        Err(elsewhere) => return elsewhere,
+    };
+    if user["role"] != "admin" {
+        return problem(
+            StatusCode::FORBIDDEN,
+            "Operators only",
+            "This page is for platform admins.",
+        );
+    }
+    let (_, nodes, _) = api(
+        &console,
+        Method::GET,
+        "/admin/datanodes",
+        Some(&token),
+        None,
+    )
+    .await;
+    html_response(
+        StatusCode::OK,
+        page(
+            "Data nodes",
+            Some((&user, &csrf)),
+            html! {
+                h1 { "Data nodes" }
+                table {
+                    thead { tr { th { "Node" } th { "Status" } th { "DataMemory" } th { "Last seen" } th { "REST" } } }
+                    tbody {
+                        @for n in nodes["datanodes"].as_array().into_iter().flatten() {
+                            tr {
+                                td { (n["node_id"]) }
+                                td { span class=(format!("status {}", n["status"].as_str().unwrap_or(""))) { (n["status"].as_str().unwrap_or("")) } }
+                                td { (crate::pages::bar(n["used_bytes"].as_u64().unwrap_or(0), n["data_memory_bytes"].as_u64())) }
+                                td { (format::when(n["last_seen"].as_i64())) }
+                                td { code { (n["rest_url"].as_str().unwrap_or("")) } }
+                            }
+                        }
+                    }
+                }
+            },
+        ),
+    )
+}

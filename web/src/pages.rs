@@ -100,8 +100,9 @@ pub(crate) fn page(title: &str, who: Option<(&Value, &str)>, content: Markup) ->
                     a.brand href="/" { "Shoal" }
                     @if let Some((user, csrf)) = who {
                         nav {
-                            @if user["role"] == "admin" { a href="/" { "Tenants" } }
+                            @if user["role"] == "admin" { a href="/" { "Tenants" } a href="/admin/datanodes" { "Data nodes" } }
                             @else { a href="/" { "Databases" } a href="/keys" { "API keys" } }
+                            a href="/sql" { "SQL" }
                             span.who { (user["email"].as_str().unwrap_or("")) " · " (user["tenant"]["name"].as_str().unwrap_or("operator")) }
                             form method="post" action="/logout" {
                                 input type="hidden" name="csrf" value=(csrf);
