@@ -209,6 +209,8 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
             SECRET,
             "--admin-email",
             "ops@example.com",
+            "--metering-interval",
+            "1s",
         ],
         &[("SHOAL_ADMIN_PASSWORD", "an operator's password")],
     );
@@ -327,6 +329,36 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
     ada.goto(&console).await.unwrap();
     let dashboard = wait_for_text(&ada, "memory quota reached").await;
     assert!(dashboard.contains("(100%)"), "{dashboard}");
+
+    // Metering fills in the last hour: the refusal on the dashboard, and
+    // the memory chart on the database's page.
+    let started = Instant::now();
+    loop {
+        ada.goto(&console).await.unwrap();
+        let recent = text_of(&ada, "td.recent").await;
+        if recent.contains("1 refused by a quota") {
+            break;
+        }
+        assert!(
+            started.elapsed() < GUARD,
+            "the refusal was never metered: {recent:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let started = Instant::now();
+    loop {
+        ada.goto(&format!("{console}/databases/shop"))
+            .await
+            .unwrap();
+        if ada.find(Locator::Css("svg.chart polyline")).await.is_ok() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(150),
+            "no memory chart"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 
     ada.close().await.unwrap();
     ops.close().await.unwrap();

@@ -426,6 +426,14 @@ async fn dashboard_page(
             .unwrap_or(Value::Null)
     };
     let tenant = &quotas["tenant"];
+    // Each database's last hour, per minute, from metering.
+    let mut recent = HashMap::new();
+    for db in listed["databases"].as_array().into_iter().flatten() {
+        let name = db["name"].as_str().unwrap_or("");
+        let path = format!("/usage?database={}&resolution=minute", url_segment(name));
+        let (_, usage, _) = api(console, Method::GET, &path, Some(token), None).await;
+        recent.insert(name.to_owned(), Recent::of(&usage));
+    }
     let status = if form_error.is_some() {
         StatusCode::BAD_REQUEST
     } else {
@@ -446,7 +454,7 @@ async fn dashboard_page(
                     }
                 }
                 table {
-                    thead { tr { th { "Database" } th { "Tables" } th { "Memory" } th { "Warnings" } } }
+                    thead { tr { th { "Database" } th { "Tables" } th { "Memory" } th { "Units per second" } th { "Last hour" } th { "Warnings" } } }
                     tbody {
                         @for db in listed["databases"].as_array().into_iter().flatten() {
                             @let name = db["name"].as_str().unwrap_or("");
@@ -455,6 +463,13 @@ async fn dashboard_page(
                                 td { a href=(format!("/databases/{name}")) { (name) } }
                                 td { (db["tables"].as_array().map_or(0, Vec::len)) }
                                 td { (bar(q["usage"]["in_memory_bytes"].as_u64().unwrap_or(0), q["quota"]["in_memory_bytes"].as_u64())) }
+                                @let r = recent.get(name).copied().unwrap_or_default();
+                                td.rates {
+                                    "reads " (r.reads_per_sec) (limit(&q["quota"]["read_units_per_sec"]))
+                                    br;
+                                    "writes " (r.writes_per_sec) (limit(&q["quota"]["write_units_per_sec"]))
+                                }
+                                td.recent { (r.throttled) " throttled, " (r.rejected) " refused by a quota" }
                                 td { @for w in q["warnings"].as_array().into_iter().flatten() { span.badge { (warning_text(w.as_str().unwrap_or(""))) } } }
                             }
                         }
@@ -464,6 +479,41 @@ async fn dashboard_page(
             },
         ),
     )
+}
+
+/// A database's last hour of metering: its rate in the last full minute,
+/// and what was refused over the hour.
+#[derive(Debug, Default, Clone, Copy)]
+struct Recent {
+    reads_per_sec: u64,
+    writes_per_sec: u64,
+    throttled: u64,
+    rejected: u64,
+}
+
+impl Recent {
+    fn of(usage: &Value) -> Recent {
+        let points: Vec<&Value> = usage["points"].as_array().into_iter().flatten().collect();
+        let n = |p: &Value, f: &str| p[f].as_u64().unwrap_or(0);
+        // The newest minute is still filling: the one before is the last full one.
+        let last_full = points.len().checked_sub(2).map(|i| points[i]);
+        Recent {
+            reads_per_sec: last_full.map_or(0, |p| n(p, "read_units") / 60),
+            writes_per_sec: last_full.map_or(0, |p| n(p, "write_units") / 60),
+            throttled: points
+                .iter()
+                .map(|p| n(p, "throttled_reads") + n(p, "throttled_writes"))
+                .sum(),
+            rejected: points.iter().map(|p| n(p, "quota_rejections")).sum(),
+        }
+    }
+}
+
+/// " of N/s", or nothing without a limit.
+fn limit(quota: &Value) -> String {
+    quota
+        .as_u64()
+        .map_or_else(String::new, |n| format!(" of {n}/s"))
 }
 
 fn warning_text(code: &str) -> &str {
@@ -542,6 +592,20 @@ pub(crate) async fn database_page(
         None,
     )
     .await;
+    let (_, usage, _) = api(
+        console,
+        Method::GET,
+        &format!("/usage?database={}&resolution=raw", url_segment(name)),
+        Some(&token),
+        None,
+    )
+    .await;
+    let memory_over_time: Vec<(i64, u64)> = usage["points"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| Some((p["at"].as_i64()?, p["memory_bytes"].as_u64()?)))
+        .collect();
     let memory_of = |table: &str| {
         memory["rows"]
             .as_array()
@@ -562,32 +626,34 @@ pub(crate) async fn database_page(
             name,
             Some((&user, &csrf)),
             html! {
-                h1 { "Database " (name) }
-                h2 { "Tables" }
-                table #tables {
-                    thead { tr { th { "Table" } th { "Memory" } th { "Free inside it" } th { "" } } }
-                    tbody {
-                        @for table in db["tables"].as_array().into_iter().flatten().filter_map(Value::as_str) {
-                            @let (used, free) = memory_of(table);
-                            tr {
-                                td { (table) }
-                                td.memory { (format::bytes(used)) }
-                                td { (format::bytes(free)) }
-                                td { a href=(format!("{path}/tables/{}/drop", url_segment(table))) { "Drop" } }
+                    h1 { "Database " (name) }
+                    h2 { "Tables" }
+                    table #tables {
+                        thead { tr { th { "Table" } th { "Memory" } th { "Free inside it" } th { "" } } }
+                        tbody {
+                            @for table in db["tables"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+                                @let (used, free) = memory_of(table);
+                                tr {
+                                    td { (table) }
+                                    td.memory { (format::bytes(used)) }
+                                    td { (format::bytes(free)) }
+                                    td { a href=(format!("{path}/tables/{}/drop", url_segment(table))) { "Drop" } }
+                                }
                             }
                         }
                     }
-                }
-                (crate::manage::table_form(name, &csrf, values, error))
-                h2 { "Connect" }
-                dl {
-                    dt { "REST" } dd { code { (rest) } }
-                    dt { "Redis protocol" } dd { code { (resp) } }
-                }
-                pre { code { "curl -s -H 'X-API-KEY: <key>' -d '{\"filters\":[{\"column\":\"id\",\"value\":1}]}' " (rest) "/0.1.0/" (name) "/<table>/pk-read" } }
-                pre { code { "redis-cli -h " (host) " -p " (port) " --user " (name) " --pass '<key>' --no-auth-warning PING" } }
-                p { "Make a key for it on the " a href="/keys" { "API keys" } " page." }
-            },
+                    h2 { "Memory, the last hour" }
+            (format::chart(&memory_over_time, 480, 120, format::bytes))
+            (crate::manage::table_form(name, &csrf, values, error))
+                    h2 { "Connect" }
+                    dl {
+                        dt { "REST" } dd { code { (rest) } }
+                        dt { "Redis protocol" } dd { code { (resp) } }
+                    }
+                    pre { code { "curl -s -H 'X-API-KEY: <key>' -d '{\"filters\":[{\"column\":\"id\",\"value\":1}]}' " (rest) "/0.1.0/" (name) "/<table>/pk-read" } }
+                    pre { code { "redis-cli -h " (host) " -p " (port) " --user " (name) " --pass '<key>' --no-auth-warning PING" } }
+                    p { "Make a key for it on the " a href="/keys" { "API keys" } " page." }
+                },
         ),
     )
 }
