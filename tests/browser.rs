@@ -189,6 +189,16 @@ async fn in_a_browser_a_tenant_signs_up_and_creates_a_database_no_one_else_sees(
     bob.close().await.unwrap();
 }
 
+/// With `SHOAL_SCREENSHOTS=<dir>` (scripts/screenshots), saves what the
+/// browser shows as `<dir>/<name>.png`; otherwise nothing.
+async fn shot(browser: &Client, name: &str) {
+    if let Some(dir) = std::env::var_os("SHOAL_SCREENSHOTS") {
+        let png = browser.screenshot().await.unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(std::path::Path::new(&dir).join(format!("{name}.png")), png).unwrap();
+    }
+}
+
 /// The text of the first element `css` selects.
 async fn text_of(browser: &Client, css: &str) -> String {
     browser
@@ -255,6 +265,7 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
     fill(&ada, "primary_key", "id").await;
     submit(&ada, "#new-table").await;
     wait_for_text(&ada, "events").await;
+    shot(&ada, "database").await;
 
     // A key: its secret is shown once, on the page that made it.
     ada.goto(&format!("{console}/keys")).await.unwrap();
@@ -266,6 +277,7 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
     ada.goto(&format!("{console}/keys")).await.unwrap();
     let list = wait_for_text(&ada, "ingest").await;
     assert!(!list.contains(&key), "the secret is never shown again");
+    shot(&ada, "keys").await;
 
     // Rows written with the key show in the table's memory.
     let http = reqwest::Client::new();
@@ -294,6 +306,7 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
     fill(&ops, "password", "an operator's password").await;
     submit(&ops, "form[action='/login']").await;
     wait_for_text(&ops, "Tenants").await;
+    shot(&ops, "operator-tenants").await;
     ops.find(Locator::LinkText("analytical"))
         .await
         .unwrap()
@@ -311,6 +324,7 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
     memory_field.send_keys("32768").await.unwrap();
     submit(&ops, form).await;
     wait_for_text(&ops, "database.quota.set").await;
+    shot(&ops, "operator-tenant").await;
     ops.goto(&format!("{console}/admin/datanodes"))
         .await
         .unwrap();
@@ -319,6 +333,7 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
         nodes.contains("up") && nodes.contains(&node.rest_url),
         "{nodes}"
     );
+    shot(&ops, "operator-datanodes").await;
 
     // The next write through the key is refused with the quota error, and
     // the tenant's dashboard shows the database at 100%.
@@ -337,6 +352,7 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
         ada.goto(&console).await.unwrap();
         let recent = text_of(&ada, "td.recent").await;
         if recent.contains("1 refused by a quota") {
+            shot(&ada, "dashboard").await;
             break;
         }
         assert!(
@@ -351,6 +367,7 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
             .await
             .unwrap();
         if ada.find(Locator::Css("svg.chart polyline")).await.is_ok() {
+            shot(&ada, "database-chart").await;
             break;
         }
         assert!(
