@@ -334,6 +334,15 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
         "{nodes}"
     );
     shot(&ops, "operator-datanodes").await;
+    ops.goto(&format!("{console}/admin/audit")).await.unwrap();
+    let log = wait_for_text(&ops, "Audit log").await;
+    assert!(
+        log.contains("database.quota.set") && log.contains("ops@example.com"),
+        "{log}"
+    );
+    ops.goto(&format!("{console}/?sort=memory")).await.unwrap();
+    let sorted = wait_for_text(&ops, "Tenants").await;
+    assert!(sorted.contains("analytical"), "{sorted}");
 
     // The next write through the key is refused with the quota error, and
     // the tenant's dashboard shows the database at 100%.

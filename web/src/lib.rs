@@ -57,6 +57,7 @@ pub fn router(console: Arc<Console>) -> Router {
         )
         .route("/sql", get(manage::sql_form).post(manage::run_sql))
         .route("/admin/datanodes", get(manage::datanodes))
+        .route("/admin/audit", get(manage::audit))
         .route("/admin/tenants/{id}", get(manage::tenant))
         .route("/admin/tenants/{id}/quota", post(manage::set_tenant_quota))
         .route(

@@ -451,20 +451,7 @@ async fn tenant_page(
                     (quota_form(&format!("/admin/tenants/{}/databases/{}/quota", url_segment(tenant), url_segment(name)), csrf, &Value::Null, error_for(name)))
                 }
                 h2 { "Audit trail" }
-                table {
-                    thead { tr { th { "When" } th { "Who" } th { "What" } th { "Before" } th { "After" } } }
-                    tbody {
-                        @for e in audit["entries"].as_array().into_iter().flatten() {
-                            tr {
-                                td { (format::when(e["at"].as_i64())) }
-                                td { (e["actor"]["email"].as_str().unwrap_or("")) }
-                                td { (e["action"].as_str().unwrap_or("")) " " (e["target"].as_str().unwrap_or("")) }
-                                td { code { (e["before"].to_string()) } }
-                                td { code { (e["after"].to_string()) } }
-                            }
-                        }
-                    }
-                }
+                (audit_table(&audit))
             },
         ),
     )
@@ -712,4 +699,58 @@ pub(crate) async fn datanodes(State(console): State<Arc<Console>>, headers: Head
             },
         ),
     )
+}
+
+/// `/admin/audit`: the latest changes on the platform.
+pub(crate) async fn audit(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
+    let (token, csrf, user) = match who(&console, &headers).await {
+        Ok(who) => who,
+        Err(elsewhere) => return elsewhere,
+    };
+    if user["role"] != "admin" {
+        return problem(
+            StatusCode::FORBIDDEN,
+            "Operators only",
+            "This page is for platform admins.",
+        );
+    }
+    let (_, audit, _) = api(
+        &console,
+        Method::GET,
+        "/admin/audit?limit=200",
+        Some(&token),
+        None,
+    )
+    .await;
+    html_response(
+        StatusCode::OK,
+        page(
+            "Audit log",
+            Some((&user, &csrf)),
+            html! {
+                h1 { "Audit log" }
+                (audit_table(&audit))
+            },
+        ),
+    )
+}
+
+/// Audit entries: when, who, what, before and after.
+fn audit_table(audit: &Value) -> Markup {
+    html! {
+        table.audit {
+            thead { tr { th { "When" } th { "Who" } th { "What" } th { "Before" } th { "After" } } }
+            tbody {
+                @for e in audit["entries"].as_array().into_iter().flatten() {
+                    tr {
+                        td { (format::when(e["at"].as_i64())) }
+                        td { (e["actor"]["email"].as_str().unwrap_or("")) }
+                        td { (e["action"].as_str().unwrap_or("")) " " (e["target"].as_str().unwrap_or("")) }
+                        td { code { (e["before"].to_string()) } }
+                        td { code { (e["after"].to_string()) } }
+                    }
+                }
+            }
+        }
+    }
 }

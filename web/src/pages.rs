@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Form;
-use axum::extract::{FromRequest, Path, Request, State};
+use axum::extract::{FromRequest, Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::{DOCTYPE, Markup, html};
@@ -100,7 +100,7 @@ pub(crate) fn page(title: &str, who: Option<(&Value, &str)>, content: Markup) ->
                     a.brand href="/" { "Shoal" }
                     @if let Some((user, csrf)) = who {
                         nav {
-                            @if user["role"] == "admin" { a href="/" { "Tenants" } a href="/admin/datanodes" { "Data nodes" } }
+                            @if user["role"] == "admin" { a href="/" { "Tenants" } a href="/admin/datanodes" { "Data nodes" } a href="/admin/audit" { "Audit log" } }
                             @else { a href="/" { "Databases" } a href="/keys" { "API keys" } }
                             a href="/sql" { "SQL" }
                             span.who { (user["email"].as_str().unwrap_or("")) " · " (user["tenant"]["name"].as_str().unwrap_or("operator")) }
@@ -385,10 +385,25 @@ async fn dashboard_page(
     token: &str,
     csrf: &str,
     user: &Value,
+    sort: Option<&str>,
     form_error: Option<(&str, &str)>,
 ) -> Response {
     if user["role"] == "admin" {
         let (_, tenants, _) = api(console, Method::GET, "/admin/tenants", Some(token), None).await;
+        let mut rows: Vec<Value> = tenants["tenants"].as_array().cloned().unwrap_or_default();
+        // Sorted by the column asked for: the largest first, names A to Z.
+        let number = |t: &Value, path: [&str; 2]| t[path[0]][path[1]].as_u64().unwrap_or(0);
+        match sort.unwrap_or("name") {
+            "memory" => {
+                rows.sort_by_key(|t| std::cmp::Reverse(number(t, ["usage", "in_memory_bytes"])))
+            }
+            "databases" => {
+                rows.sort_by_key(|t| std::cmp::Reverse(number(t, ["usage", "databases"])))
+            }
+            "keys" => rows.sort_by_key(|t| std::cmp::Reverse(number(t, ["usage", "api_keys"]))),
+            "status" => rows.sort_by(|a, b| a["status"].as_str().cmp(&b["status"].as_str())),
+            _ => rows.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str())),
+        }
         return html_response(
             StatusCode::OK,
             page(
@@ -397,9 +412,15 @@ async fn dashboard_page(
                 html! {
                     h1 { "Tenants" }
                     table {
-                        thead { tr { th { "Tenant" } th { "Status" } th { "Memory" } th { "Databases" } th { "Keys" } } }
+                        thead { tr {
+                            @for (key, label) in [("name", "Tenant"), ("status", "Status"), ("memory", "Memory"), ("databases", "Databases"), ("keys", "Keys")] {
+                                th aria-sort=[(sort.unwrap_or("name") == key).then_some("descending")] {
+                                    a href=(format!("/?sort={key}")) { (label) }
+                                }
+                            }
+                        } }
                         tbody {
-                            @for t in tenants["tenants"].as_array().into_iter().flatten() {
+                            @for t in &rows {
                                 tr {
                                     td { a href=(format!("/admin/tenants/{}", url_segment(t["id"].as_str().unwrap_or("")))) { (t["name"].as_str().unwrap_or("")) } }
                                     td { (t["status"].as_str().unwrap_or("")) }
@@ -525,9 +546,14 @@ fn warning_text(code: &str) -> &str {
     }
 }
 
-pub(crate) async fn dashboard(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
+pub(crate) async fn dashboard(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let sort = query.get("sort").map(String::as_str);
     match who(&console, &headers).await {
-        Ok((token, csrf, user)) => dashboard_page(&console, &token, &csrf, &user, None).await,
+        Ok((token, csrf, user)) => dashboard_page(&console, &token, &csrf, &user, sort, None).await,
         Err(elsewhere) => elsewhere,
     }
 }
@@ -554,7 +580,7 @@ pub(crate) async fn create_database(
         return Redirect::to(&format!("/databases/{name}")).into_response();
     }
     let error = message(&answer);
-    dashboard_page(&console, &token, &csrf, &user, Some((&name, &error))).await
+    dashboard_page(&console, &token, &csrf, &user, None, Some((&name, &error))).await
 }
 
 // ---- a database ----
