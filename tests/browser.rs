@@ -138,6 +138,7 @@ async fn in_a_browser_a_tenant_signs_up_and_creates_a_database_no_one_else_sees(
     // Not signed in: the login page; from there, sign up.
     ada.goto(&console).await.unwrap();
     assert!(ada.current_url().await.unwrap().path().ends_with("/login"));
+    shot(&ada, "login").await;
     sign_up(&ada, &console, "analytical", "ada@example.com").await;
 
     // Create a database from the form: until the node has registered the
@@ -278,6 +279,11 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
     let list = wait_for_text(&ada, "ingest").await;
     assert!(!list.contains(&key), "the secret is never shown again");
     shot(&ada, "keys").await;
+    ada.goto(&format!("{console}/sql")).await.unwrap();
+    submit(&ada, "form[action='/sql']").await;
+    let result = wait_for_text(&ada, "Result").await;
+    assert!(result.contains("events"), "{result}");
+    shot(&ada, "sql").await;
 
     // Rows written with the key show in the table's memory.
     let http = reqwest::Client::new();
