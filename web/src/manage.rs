@@ -462,15 +462,8 @@ pub(crate) async fn tenant(
     headers: HeaderMap,
     Path(tenant): Path<String>,
 ) -> Response {
-    match who(&console, &headers).await {
-        Ok((token, csrf, user)) if user["role"] == "admin" => {
-            tenant_page(&console, &token, &csrf, &user, &tenant, None).await
-        }
-        Ok(_) => problem(
-            StatusCode::FORBIDDEN,
-            "Operators only",
-            "This page is for platform admins.",
-        ),
+    match operator(&console, &headers).await {
+        Ok((token, csrf, user)) => tenant_page(&console, &token, &csrf, &user, &tenant, None).await,
         Err(elsewhere) => elsewhere,
     }
 }
@@ -655,18 +648,27 @@ pub(crate) async fn run_sql(
 
 // ---- operators: data nodes ----
 
-pub(crate) async fn datanodes(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
-    let (token, csrf, user) = match who(&console, &headers).await {
-        Ok(who) => who,
-        Err(elsewhere) => return elsewhere,
-    };
+/// The signed-in platform admin; anyone else is refused with a page.
+async fn operator(
+    console: &Console,
+    headers: &HeaderMap,
+) -> Result<(String, String, Value), Response> {
+    let (token, csrf, user) = who(console, headers).await?;
     if user["role"] != "admin" {
-        return problem(
+        return Err(problem(
             StatusCode::FORBIDDEN,
             "Operators only",
             "This page is for platform admins.",
-        );
+        ));
     }
+    Ok((token, csrf, user))
+}
+
+pub(crate) async fn datanodes(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
+    let (token, csrf, user) = match operator(&console, &headers).await {
+        Ok(who) => who,
+        Err(elsewhere) => return elsewhere,
+    };
     let (_, nodes, _) = api(
         &console,
         Method::GET,
@@ -703,17 +705,10 @@ pub(crate) async fn datanodes(State(console): State<Arc<Console>>, headers: Head
 
 /// `/admin/audit`: the latest changes on the platform.
 pub(crate) async fn audit(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
-    let (token, csrf, user) = match who(&console, &headers).await {
+    let (token, csrf, user) = match operator(&console, &headers).await {
         Ok(who) => who,
         Err(elsewhere) => return elsewhere,
     };
-    if user["role"] != "admin" {
-        return problem(
-            StatusCode::FORBIDDEN,
-            "Operators only",
-            "This page is for platform admins.",
-        );
-    }
     let (_, audit, _) = api(
         &console,
         Method::GET,
