@@ -204,6 +204,26 @@ async fn a_tenant_signs_up_creates_a_database_and_sees_it_and_no_one_elses() {
         "{dashboard}"
     );
 
+    // A key: the secret on the page that made it, only the prefix after.
+    let (status, _, page) = ada
+        .post(
+            "/keys",
+            &[
+                ("name", "ingest"),
+                ("database", "shop"),
+                ("role", "read_write"),
+                ("csrf", &csrf),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let secret_at =
+        page.find("id=\"new-key\">").expect("the new key is shown") + "id=\"new-key\">".len();
+    let key = page[secret_at..].split('<').next().unwrap().to_owned();
+    let prefix = key.split('.').next().unwrap().to_owned();
+    let (_, _, page) = ada.get("/keys").await;
+    assert!(page.contains(&prefix) && !page.contains(&key), "{page}");
+
     // ndbinfo SQL, over her own databases.
     let (status, _, page) = ada.get("/sql").await;
     assert_eq!(status, StatusCode::OK);
@@ -237,6 +257,11 @@ async fn a_tenant_signs_up_creates_a_database_and_sees_it_and_no_one_elses() {
     assert!(!page.contains(&node.rest_url));
     let (_, _, dashboard) = bob.get("/").await;
     assert!(!dashboard.contains("shop"), "{dashboard}");
+    let (_, _, keys) = bob.get("/keys").await;
+    assert!(
+        !keys.contains(&prefix) && !keys.contains("ingest"),
+        "{keys}"
+    );
     let bob_csrf = bob.jar.get("shoal_csrf");
     let (_, _, page) = bob
         .post(
