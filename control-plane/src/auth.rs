@@ -10,7 +10,7 @@ use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{Method, StatusCode, header};
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use dashmap::DashMap;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
@@ -216,17 +216,16 @@ impl Caller {
 }
 
 /// The session token of a request and whether it came from the cookie.
-fn presented_token(parts: &Parts) -> Option<(&str, bool)> {
-    if let Some(value) = parts.headers.get(header::AUTHORIZATION) {
+fn presented_token(headers: &HeaderMap) -> Option<(&str, bool)> {
+    if let Some(value) = headers.get(header::AUTHORIZATION) {
         let token = value.to_str().ok()?.strip_prefix("Bearer ")?.trim();
         return Some((token, false));
     }
-    cookie(parts, SESSION_COOKIE).map(|token| (token, true))
+    cookie(headers, SESSION_COOKIE).map(|token| (token, true))
 }
 
-fn cookie<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
-    parts
-        .headers
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
@@ -250,7 +249,20 @@ impl FromRequestParts<Arc<App>> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Caller, ApiError> {
-        let (token, from_cookie) = presented_token(parts).ok_or_else(|| {
+        Caller::authenticate(app, &parts.headers, &parts.method).await
+    }
+}
+
+impl Caller {
+    /// Who presents these headers for a request of `method`: a session
+    /// token that is valid, not ended by a logout, of a user whose tenant is
+    /// not suspended — and, for a write made with the cookie, its CSRF token.
+    pub async fn authenticate(
+        app: &App,
+        headers: &HeaderMap,
+        method: &Method,
+    ) -> Result<Caller, ApiError> {
+        let (token, from_cookie) = presented_token(headers).ok_or_else(|| {
             ApiError::unauthenticated("log in first: no session cookie or Bearer token")
         })?;
         let claims = app
@@ -259,9 +271,9 @@ impl FromRequestParts<Arc<App>> for Caller {
             .ok_or_else(|| ApiError::unauthenticated("the session is invalid or has expired"))?;
         // A browser sends the cookie on any request to this site; a write
         // must also carry what only this site's pages can read.
-        let safe = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
+        let safe = matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
         if from_cookie && !safe {
-            let sent = parts.headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
+            let sent = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
             if !sent.is_some_and(|sent| same(sent, &claims.csrf)) {
                 return Err(ApiError::forbidden(
                     "a write authenticated by the session cookie needs the X-CSRF-Token header",
@@ -339,38 +351,16 @@ impl UserRow {
 
 /// Lets through a platform admin's session or the cluster secret (what a
 /// metrics scraper presents); refuses everyone else.
-pub async fn admin_or_cluster(app: &App, headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    if bearer.is_some_and(|b| app.config.cluster_secret.matches(b.as_bytes())) {
+pub async fn admin_or_cluster(app: &App, headers: &HeaderMap) -> Result<(), ApiError> {
+    let secret = presented_token(headers)
+        .filter(|(_, from_cookie)| !from_cookie)
+        .is_some_and(|(token, _)| app.config.cluster_secret.matches(token.as_bytes()));
+    if secret {
         return Ok(());
     }
-    let claims = bearer
-        .or_else(|| {
-            headers
-                .get_all(header::COOKIE)
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .flat_map(|v| v.split(';'))
-                .filter_map(|pair| pair.trim().split_once('='))
-                .find(|(n, _)| *n == SESSION_COOKIE)
-                .map(|(_, v)| v)
-        })
-        .and_then(|token| app.tokens.check(token))
-        .ok_or_else(|| {
-            ApiError::unauthenticated("an admin's session or the cluster secret is needed")
-        })?;
-    let user = UserRow::load(&app.store, "u.id", &claims.sub)
+    Caller::authenticate(app, headers, &Method::GET)
         .await?
-        .filter(|u| claims.issued_ms >= u.sessions_after)
-        .ok_or_else(|| ApiError::unauthenticated("the session has ended: log in again"))?;
-    if user.role()? != Role::Admin {
-        return Err(ApiError::forbidden("only platform admins may do this"));
-    }
-    Ok(())
+        .require_admin()
 }
 
 /// Limits on logins: every attempt per client address, and failed ones
