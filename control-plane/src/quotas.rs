@@ -59,14 +59,7 @@ pub async fn usage(app: &App) -> sqlx::Result<HashMap<String, serde_json::Map<St
         let Ok(answer) = app.nodes.call(node, Method::GET, path, None).await else {
             continue;
         };
-        let columns: Vec<String> =
-            serde_json::from_value(answer["columns"].clone()).unwrap_or_default();
-        for row in answer["rows"].as_array().into_iter().flatten() {
-            let Some(cells) = row.as_array() else {
-                continue;
-            };
-            let mut fields: serde_json::Map<String, Value> =
-                columns.iter().cloned().zip(cells.iter().cloned()).collect();
+        for mut fields in crate::usage::rows_of(&answer) {
             if let Some(Value::String(name)) = fields.remove("database_name") {
                 usage.insert(name, fields);
             }

@@ -54,7 +54,8 @@ fn counters_of(row: &serde_json::Map<String, Value>) -> Counters {
     }
 }
 
-fn rows_of(answer: &Value) -> Vec<serde_json::Map<String, Value>> {
+/// An ndbinfo answer's rows, each as column name → value.
+pub(crate) fn rows_of(answer: &Value) -> Vec<serde_json::Map<String, Value>> {
     let columns: Vec<String> =
         serde_json::from_value(answer["columns"].clone()).unwrap_or_default();
     answer["rows"]
