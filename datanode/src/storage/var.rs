@@ -10,7 +10,11 @@
 //! named by a [`VarRef`]: the page's position in the fragment (upper 20 bits)
 //! and its directory index (lower 12 bits), so entries can move inside their
 //! page without their row noticing. Freed bytes become holes; when a new entry
-//! needs them, the page is compacted. Pages are kept in lists by how many bytes
+//! needs them, the page is compacted. Holes count as room only once a page
+//! has gathered `COMPACT_HOLES` bytes of them: compacting moves the whole
+//! page, and an update writes its new var part beside the committed one, so
+//! a page whose holes came one entry at a time would otherwise be compacted
+//! for every entry written into it. Pages are kept in lists by how many bytes
 //! they can still take, so free space anywhere in the fragment is reused.
 
 use std::cell::RefCell;
@@ -37,6 +41,9 @@ const CLASSES: usize = 16;
 /// Pages that can take fewer bytes than this are in no list.
 const MIN_LISTED: usize = 8;
 const NOT_LISTED: u8 = u8::MAX;
+/// Holes a page must have before they count as room (1/16 of the page):
+/// what a compaction frees then pays for its copying many times over.
+const COMPACT_HOLES: usize = PAGE_SIZE / 16;
 /// How many pages of the one class that might fit are tried before a new page.
 const PARTIAL_FIT_TRIES: usize = 8;
 
@@ -119,7 +126,8 @@ impl VarPage {
         PAGE_SIZE - DIR_ENTRY * self.n_dir as usize - self.data_end as usize
     }
 
-    /// Bytes a new entry may take here, counting a new directory entry.
+    /// Bytes a new entry may take here, counting a new directory entry; holes
+    /// only once there are enough of them to be worth a compaction.
     fn usable(&self) -> usize {
         let dir_cost = if self.free_dir != NO_DIR {
             0
@@ -128,7 +136,12 @@ impl VarPage {
         } else {
             DIR_ENTRY
         };
-        (self.gap() + self.holes as usize).saturating_sub(dir_cost)
+        let holes = if self.holes as usize >= COMPACT_HOLES {
+            self.holes as usize
+        } else {
+            0
+        };
+        (self.gap() + holes).saturating_sub(dir_cost)
     }
 
     /// Moves every entry down so all holes join the gap.
@@ -559,8 +572,8 @@ mod tests {
         // Fill the page to within 2 bytes of its directory, then shrink the
         // first entry: lots of room in holes, none in the gap, and no free
         // directory entry, so a new entry needs a new one.
-        let first = var.insert(&pages, &[1; 1000]).unwrap();
-        let rest = PAGE_SIZE - 1000 - 2 * DIR_ENTRY - 2;
+        let first = var.insert(&pages, &[1; 3000]).unwrap();
+        let rest = PAGE_SIZE - 3000 - 2 * DIR_ENTRY - 2;
         let second = var.insert(&pages, &vec![2; rest]).unwrap();
         let first = var.replace(&pages, first, &[5; 100]).unwrap();
         let third = var.insert(&pages, &[3; 500]).unwrap();
@@ -568,6 +581,33 @@ mod tests {
         assert_eq!(var.get(first), &[5; 100][..]);
         assert_eq!(var.get(second), &vec![2; rest][..]);
         assert_eq!(var.get(third), &[3; 500][..]);
+        assert_eq!(var.audit(), var.live_bytes());
+    }
+
+    #[test]
+    fn holes_wait_to_be_worth_a_compaction() {
+        let pool = DataMemory::new(4 * PAGE_SIZE as u64).unwrap();
+        let pages = PageSource::new(pool.clone(), Default::default());
+        let mut var = VarPart::new();
+        let refs: Vec<VarRef> = (0..32)
+            .map(|_| var.insert(&pages, &[7; 1020]).unwrap())
+            .collect();
+        assert_eq!(var.pages_held(), 1, "the page is full");
+        var.free(refs[0]);
+        var.insert(&pages, &[8; 1000]).unwrap();
+        assert_eq!(
+            var.pages_held(),
+            2,
+            "one entry's hole is not worth compacting for"
+        );
+        var.free(refs[2]);
+        var.free(refs[4]);
+        let third = var.insert(&pages, &[9; 1000]).unwrap();
+        assert_eq!(
+            third >> DIR_BITS,
+            0,
+            "three holes are: the first page took it"
+        );
         assert_eq!(var.audit(), var.live_bytes());
     }
 
