@@ -159,6 +159,8 @@ impl Worker {
                 let _ = reply.send(result);
             }
             Msg::AttachLog { log, done } => {
+                // Tasks on this thread waiting for the log are woken by it.
+                log.adopt_thread();
                 self.log = Some(log);
                 let _ = done.send(());
             }

@@ -107,6 +107,58 @@ fn many_commits_share_one_sync() {
 }
 
 #[test]
+fn a_thread_that_adopts_the_log_wakes_its_own_waiters() {
+    let fs = MemStorage::default();
+    let log = open(&fs, 0, Durability::Sync);
+    let rt = runtime();
+    rt.block_on(async {
+        log.adopt_thread();
+        assert!(local::adopted(&log));
+        fs.set_faults(Faults {
+            hold_syncs: true,
+            ..Faults::default()
+        });
+        let first = log.append(b"first").unwrap();
+        fs.wait_for_held_sync();
+        let waits: Vec<_> = (0..20)
+            .map(|_| {
+                let lsn = log.append(b"more").unwrap();
+                let log = Arc::clone(&log);
+                tokio::spawn(async move { log.wait_durable(lsn).await })
+            })
+            .collect();
+        // Let every task register before the syncs go on.
+        tokio::task::yield_now().await;
+        fs.release_syncs();
+        log.wait_durable(first).await.unwrap();
+        for wait in waits {
+            wait.await.unwrap().unwrap();
+        }
+        // The last sync carried 20 commits: the next is held back a little
+        // under load, but a lone commit is still made durable.
+        let lone = log.append(b"lone").unwrap();
+        log.wait_durable(lone).await.unwrap();
+
+        fs.set_faults(Faults {
+            fail_sync: true,
+            ..Faults::default()
+        });
+        let doomed: Vec<_> = (0..3)
+            .map(|_| {
+                let lsn = log.append(b"doomed").unwrap();
+                let log = Arc::clone(&log);
+                tokio::spawn(async move { log.wait_durable(lsn).await })
+            })
+            .collect();
+        for wait in doomed {
+            let err = wait.await.unwrap().unwrap_err();
+            assert!(err.to_string().contains("injected fsync failure"), "{err}");
+        }
+    });
+    assert!(log.close().is_err());
+}
+
+#[test]
 fn a_torn_tail_is_dropped_and_the_log_goes_on_from_before_it() {
     let fs = MemStorage::default();
     let rt = runtime();
