@@ -30,12 +30,42 @@ impl Client {
         })
     }
 
+    /// Signs up a new tenant and its owner at the control plane `url`.
+    pub(crate) async fn signup(
+        url: &str,
+        email: &str,
+        password: &str,
+        tenant: &str,
+    ) -> anyhow::Result<(Client, Value)> {
+        let base = format!("{}/api/v1", url.trim_end_matches('/'));
+        let http = reqwest::Client::new();
+        let signup = http
+            .post(format!("{base}/auth/signup"))
+            .json(&serde_json::json!({"email": email, "password": password, "tenant_name": tenant}))
+            .send()
+            .await
+            .with_context(|| format!("reaching {base}"))?;
+        let me = answer(signup).await.context("signing up")?;
+        let token = me["token"].as_str().unwrap_or_default().to_owned();
+        Ok((Client { http, base, token }, me))
+    }
+
     pub(crate) async fn call(
         &self,
         method: Method,
         path: &str,
         body: Option<Value>,
     ) -> anyhow::Result<Value> {
+        answer(self.send(method, path, body).await?).await
+    }
+
+    /// The answer to a call, whatever its status.
+    pub(crate) async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<reqwest::Response> {
         let mut request = self
             .http
             .request(method, format!("{}{path}", self.base))
@@ -43,13 +73,10 @@ impl Client {
         if let Some(body) = body {
             request = request.json(&body);
         }
-        answer(
-            request
-                .send()
-                .await
-                .with_context(|| format!("reaching {}", self.base))?,
-        )
-        .await
+        request
+            .send()
+            .await
+            .with_context(|| format!("reaching {}", self.base))
     }
 }
 

@@ -1,6 +1,7 @@
 //! The `shoal` binary: parses arguments and starts what they ask for.
 
 mod admin;
+mod bench;
 mod client;
 mod demo;
 mod size;
@@ -48,6 +49,8 @@ enum Command {
     Admin(admin::AdminArgs),
     /// Run an ndbinfo query (one SELECT) through the control plane.
     Sql(sql::SqlArgs),
+    /// Benchmarks: keylookup, ycsb and multitenant, over REST or the Redis protocol.
+    Bench(bench::BenchArgs),
 }
 
 #[derive(Args)]
@@ -309,15 +312,22 @@ async fn main() -> anyhow::Result<()> {
         Command::Demo(_) => "shoal-demo",
         Command::Datanode(_) => "shoal-datanode",
         Command::ControlPlane(_) => "shoal-control-plane",
-        Command::Admin(_) | Command::Sql(_) => "shoal-cli",
+        Command::Admin(_) | Command::Sql(_) | Command::Bench(_) => "shoal-cli",
     };
-    let telemetry = telemetry::init(service)?;
+    // A benchmark's own output is its report; what its throwaway cluster
+    // logs matters only when something is wrong.
+    let level = match &cli.command {
+        Command::Bench(_) => "warn",
+        _ => "info",
+    };
+    let telemetry = telemetry::init(service, level)?;
     let result = match &cli.command {
         Command::Demo(args) => demo(args, &telemetry).await,
         Command::Datanode(args) => datanode(args, &telemetry).await,
         Command::ControlPlane(args) => control_plane(args).await,
         Command::Admin(args) => admin::run(args).await,
         Command::Sql(args) => sql::run(args).await,
+        Command::Bench(args) => bench::run(args).await,
     };
     telemetry.shutdown();
     result

@@ -38,10 +38,10 @@ impl Telemetry {
     }
 }
 
-/// Sets up logging, and OTLP export if it is configured; `service` names
-/// this process to the collector.
-pub(crate) fn init(service: &'static str) -> anyhow::Result<Telemetry> {
-    let filter = || EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+/// Sets up logging (at `level` unless `RUST_LOG` says otherwise), and OTLP
+/// export if it is configured; `service` names this process to the collector.
+pub(crate) fn init(service: &'static str, level: &'static str) -> anyhow::Result<Telemetry> {
+    let filter = || EnvFilter::try_from_default_env().unwrap_or_else(|_| level.into());
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_filter(filter());

@@ -421,3 +421,12 @@ fn psql(url: &str, sql: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A port nothing listens on now (for a peer process the test starts).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

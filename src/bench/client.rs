@@ -1,0 +1,422 @@
+//! The benchmark's clients: one connection each, over REST (RonDB's shapes)
+//! or the Redis protocol. A `usertable` record is a table row over REST
+//! and a hash over RESP (as YCSB's Redis binding keeps it).
+
+use std::io::Write as _;
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+use super::keys::key_name;
+use super::workload::FIELDS;
+
+/// The table (REST) the records live in, and its key column.
+pub(crate) const TABLE: &str = "usertable";
+pub(crate) const KEY_COLUMN: &str = "ycsb_key";
+
+/// The `usertable` schema, for the control plane's table API.
+pub(crate) fn usertable_schema() -> Value {
+    let mut columns = vec![json!({"name": KEY_COLUMN, "type": "VARCHAR(64)"})];
+    for f in 0..FIELDS {
+        columns.push(json!({"name": format!("field{f}"), "type": "VARCHAR(100)"}));
+    }
+    json!({"name": TABLE, "columns": columns, "primary_key": [KEY_COLUMN]})
+}
+
+/// How one request ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Done; for reads, how many of the rows asked for were found.
+    Done { found: usize },
+    /// Refused by the database's rate limit.
+    Throttled,
+    /// Refused or failed otherwise: what the server said.
+    Failed(String),
+}
+
+/// Where to reach the data and as whom.
+#[derive(Debug, Clone)]
+pub(crate) enum Target {
+    Rest {
+        url: String,
+        database: String,
+        key: String,
+    },
+    Resp {
+        addr: String,
+        /// `AUTH <database> <key>`; none for a server without auth.
+        auth: Option<(String, String)>,
+    },
+}
+
+/// One connection.
+pub(crate) enum Conn {
+    Rest(Rest),
+    Resp(Resp),
+}
+
+impl Conn {
+    pub(crate) async fn open(target: &Target) -> anyhow::Result<Conn> {
+        Ok(match target {
+            Target::Rest { url, database, key } => Conn::Rest(Rest {
+                http: reqwest::Client::builder()
+                    .pool_max_idle_per_host(1)
+                    .build()?,
+                url: url.trim_end_matches('/').to_owned(),
+                database: database.clone(),
+                key: key.clone(),
+                body: String::new(),
+            }),
+            Target::Resp { addr, auth } => {
+                let stream = TcpStream::connect(addr)
+                    .await
+                    .with_context(|| format!("connecting to {addr}"))?;
+                stream.set_nodelay(true)?;
+                let mut conn = Resp {
+                    stream: BufReader::new(stream),
+                    out: Vec::new(),
+                    line: Vec::new(),
+                };
+                if let Some((database, key)) = auth {
+                    conn.command(&[b"AUTH", database.as_bytes(), key.as_bytes()]);
+                    if let Reply::Error(e) = conn.round_trip(1).await?.remove(0) {
+                        bail!("AUTH refused: {e}");
+                    }
+                }
+                Conn::Resp(conn)
+            }
+        })
+    }
+
+    /// Reads record `key`, every field.
+    pub(crate) async fn read(&mut self, key: u64) -> anyhow::Result<Outcome> {
+        self.lookup(&[key]).await
+    }
+
+    /// Reads the records `keys`, in one request (REST batch) or one
+    /// pipelined round trip (RESP).
+    pub(crate) async fn lookup(&mut self, keys: &[u64]) -> anyhow::Result<Outcome> {
+        match self {
+            Conn::Rest(rest) => rest.lookup(keys).await,
+            Conn::Resp(resp) => {
+                for &key in keys {
+                    let name = key_name(key);
+                    resp.command(&[b"HGETALL", name.as_bytes()]);
+                }
+                let replies = resp.round_trip(keys.len()).await?;
+                let mut found = 0;
+                for reply in replies {
+                    match reply {
+                        Reply::Array(0) => {}
+                        Reply::Array(_) => found += 1,
+                        other => return Ok(other.refusal()),
+                    }
+                }
+                Ok(Outcome::Done { found })
+            }
+        }
+    }
+
+    /// Writes `fields` (index, value) of record `key`: every field makes an
+    /// insert, one an update.
+    pub(crate) async fn write(
+        &mut self,
+        key: u64,
+        fields: &[(usize, &str)],
+        insert: bool,
+    ) -> anyhow::Result<Outcome> {
+        match self {
+            Conn::Rest(rest) => rest.write(key, fields, insert).await,
+            Conn::Resp(resp) => {
+                resp.hset(key, fields);
+                match resp.round_trip(1).await?.remove(0) {
+                    Reply::Integer(_) => Ok(Outcome::Done { found: 1 }),
+                    other => Ok(other.refusal()),
+                }
+            }
+        }
+    }
+
+    /// Loads whole records, `rows` (key, ten values) in one request.
+    pub(crate) async fn load(&mut self, rows: &[(u64, Vec<String>)]) -> anyhow::Result<Outcome> {
+        match self {
+            Conn::Rest(rest) => rest.load(rows).await,
+            Conn::Resp(resp) => {
+                for (key, values) in rows {
+                    let fields: Vec<(usize, &str)> =
+                        values.iter().map(String::as_str).enumerate().collect();
+                    resp.hset(*key, &fields);
+                }
+                for reply in resp.round_trip(rows.len()).await? {
+                    if !matches!(reply, Reply::Integer(_)) {
+                        return Ok(reply.refusal());
+                    }
+                }
+                Ok(Outcome::Done { found: rows.len() })
+            }
+        }
+    }
+}
+
+pub(crate) struct Rest {
+    http: reqwest::Client,
+    url: String,
+    database: String,
+    key: String,
+    body: String,
+}
+
+impl Rest {
+    async fn post(&mut self, path: &str) -> anyhow::Result<(u16, Value)> {
+        let response = self
+            .http
+            .post(format!("{}/0.1.0/{path}", self.url))
+            .header("X-API-KEY", &self.key)
+            .header("content-type", "application/json")
+            .body(std::mem::take(&mut self.body))
+            .send()
+            .await
+            .with_context(|| format!("reaching {}", self.url))?;
+        let status = response.status().as_u16();
+        let body = response.bytes().await?;
+        let value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        Ok((status, value))
+    }
+
+    fn refusal(status: u16, body: &Value) -> Outcome {
+        if status == 429 {
+            return Outcome::Throttled;
+        }
+        let code = body["error"]["code"].as_str().unwrap_or("");
+        let message = body["error"]["message"].as_str().unwrap_or("");
+        Outcome::Failed(format!("{status} {code} {message}").trim().to_owned())
+    }
+
+    async fn lookup(&mut self, keys: &[u64]) -> anyhow::Result<Outcome> {
+        let read = |key: u64| json!({"filters": [{"column": KEY_COLUMN, "value": key_name(key)}]});
+        if let [key] = keys {
+            self.body = read(*key).to_string();
+            let path = format!("{}/{TABLE}/pk-read", self.database);
+            let (status, body) = self.post(&path).await?;
+            return Ok(match status {
+                200 => Outcome::Done { found: 1 },
+                404 if body["error"]["code"].is_null() || body["error"]["code"] == "NOT_FOUND" => {
+                    Outcome::Done { found: 0 }
+                }
+                _ => Self::refusal(status, &body),
+            });
+        }
+        let url = format!("{}/{TABLE}/pk-read", self.database);
+        let operations: Vec<Value> = keys
+            .iter()
+            .map(|&k| json!({"method": "POST", "relative-url": url, "body": read(k)}))
+            .collect();
+        self.body = json!({ "operations": operations }).to_string();
+        let (status, body) = self.post("batch").await?;
+        if status != 200 {
+            return Ok(Self::refusal(status, &body));
+        }
+        let mut found = 0;
+        for answer in body.as_array().into_iter().flatten() {
+            match answer["code"].as_u64() {
+                Some(200) => found += 1,
+                Some(404) => {}
+                Some(429) => return Ok(Outcome::Throttled),
+                _ => {
+                    return Ok(Self::refusal(
+                        answer["code"].as_u64().unwrap_or(0) as u16,
+                        &answer["body"],
+                    ));
+                }
+            }
+        }
+        Ok(Outcome::Done { found })
+    }
+
+    fn row(key: u64, fields: &[(usize, &str)]) -> Value {
+        let mut row = serde_json::Map::new();
+        row.insert(KEY_COLUMN.into(), key_name(key).into());
+        for (f, value) in fields {
+            row.insert(format!("field{f}"), (*value).into());
+        }
+        Value::Object(row)
+    }
+
+    async fn write(
+        &mut self,
+        key: u64,
+        fields: &[(usize, &str)],
+        insert: bool,
+    ) -> anyhow::Result<Outcome> {
+        self.body = json!({"row": Self::row(key, fields)}).to_string();
+        let method = if insert { "pk-insert" } else { "pk-update" };
+        let path = format!("{}/{TABLE}/{method}", self.database);
+        let (status, body) = self.post(&path).await?;
+        Ok(match status {
+            200 | 201 => Outcome::Done { found: 1 },
+            _ => Self::refusal(status, &body),
+        })
+    }
+
+    async fn load(&mut self, rows: &[(u64, Vec<String>)]) -> anyhow::Result<Outcome> {
+        let url = format!("{}/{TABLE}/pk-write", self.database);
+        let operations: Vec<Value> = rows
+            .iter()
+            .map(|(key, values)| {
+                let fields: Vec<(usize, &str)> =
+                    values.iter().map(String::as_str).enumerate().collect();
+                json!({"method": "POST", "relative-url": url, "body": {"row": Self::row(*key, &fields)}})
+            })
+            .collect();
+        self.body = json!({ "operations": operations }).to_string();
+        let (status, body) = self.post("batch").await?;
+        if status != 200 {
+            return Ok(Self::refusal(status, &body));
+        }
+        for answer in body.as_array().into_iter().flatten() {
+            match answer["code"].as_u64() {
+                Some(200 | 201) => {}
+                Some(429) => return Ok(Outcome::Throttled),
+                code => {
+                    return Ok(Self::refusal(code.unwrap_or(0) as u16, &answer["body"]));
+                }
+            }
+        }
+        Ok(Outcome::Done { found: rows.len() })
+    }
+}
+
+/// A reply of the Redis protocol, as far as the benchmark needs one: of an
+/// array, how many items it has.
+#[derive(Debug, PartialEq)]
+enum Reply {
+    Simple,
+    Error(String),
+    Integer(i64),
+    Bulk,
+    Nil,
+    Array(u64),
+}
+
+impl Reply {
+    fn refusal(self) -> Outcome {
+        match self {
+            Reply::Error(e) if e.starts_with("THROTTLED") => Outcome::Throttled,
+            Reply::Error(e) => Outcome::Failed(e),
+            other => Outcome::Failed(format!("unexpected reply {other:?}")),
+        }
+    }
+}
+
+/// Longest reply line or bulk the client takes: a record is ~1.1 KB.
+const MAX_REPLY: usize = 16 << 20;
+
+pub(crate) struct Resp {
+    stream: BufReader<TcpStream>,
+    out: Vec<u8>,
+    /// The reply line being read.
+    line: Vec<u8>,
+}
+
+impl Resp {
+    fn command(&mut self, args: &[&[u8]]) {
+        let _ = write!(self.out, "*{}\r\n", args.len());
+        for arg in args {
+            let _ = write!(self.out, "${}\r\n", arg.len());
+            self.out.extend_from_slice(arg);
+            self.out.extend_from_slice(b"\r\n");
+        }
+    }
+
+    fn hset(&mut self, key: u64, fields: &[(usize, &str)]) {
+        let name = key_name(key);
+        let names: Vec<String> = fields.iter().map(|(f, _)| format!("field{f}")).collect();
+        let mut args: Vec<&[u8]> = vec![b"HSET", name.as_bytes()];
+        for ((_, value), field) in fields.iter().zip(&names) {
+            args.push(field.as_bytes());
+            args.push(value.as_bytes());
+        }
+        self.command(&args);
+    }
+
+    /// Sends what was queued and reads `n` replies.
+    async fn round_trip(&mut self, n: usize) -> anyhow::Result<Vec<Reply>> {
+        self.stream.get_mut().write_all(&self.out).await?;
+        self.out.clear();
+        let mut replies = Vec::with_capacity(n);
+        for _ in 0..n {
+            replies.push(self.reply().await?);
+        }
+        Ok(replies)
+    }
+
+    /// A whole reply: an array's items are read and passed over.
+    async fn reply(&mut self) -> anyhow::Result<Reply> {
+        let reply = self.item().await?;
+        if let Reply::Array(n) = reply {
+            let mut pending = n;
+            while pending > 0 {
+                if let Reply::Array(m) = self.item().await? {
+                    pending += m;
+                }
+                pending -= 1;
+            }
+        }
+        Ok(reply)
+    }
+
+    /// One item of a reply; of an array only its length.
+    async fn item(&mut self) -> anyhow::Result<Reply> {
+        self.line.clear();
+        (&mut self.stream)
+            .take(MAX_REPLY as u64)
+            .read_until(b'\n', &mut self.line)
+            .await?;
+        let Some(line) = self.line.strip_suffix(b"\r\n") else {
+            bail!("the server closed the connection or sent a malformed reply");
+        };
+        let (kind, rest) = line.split_first().context("an empty reply line")?;
+        let rest = std::str::from_utf8(rest).context("a reply line that is not UTF-8")?;
+        let number = || {
+            rest.parse::<i64>()
+                .with_context(|| format!("a reply line '{rest}'"))
+        };
+        Ok(match kind {
+            b'+' => Reply::Simple,
+            b'-' => Reply::Error(rest.to_owned()),
+            b':' => Reply::Integer(number()?),
+            b'_' => Reply::Nil,
+            b'$' => match number()? {
+                -1 => Reply::Nil,
+                n if n < 0 || n as usize > MAX_REPLY => bail!("a bulk of {n} bytes"),
+                n => {
+                    let mut skip = n as usize + 2;
+                    while skip > 0 {
+                        let buffered = self.stream.fill_buf().await?;
+                        anyhow::ensure!(!buffered.is_empty(), "the server closed the connection");
+                        let k = buffered.len().min(skip);
+                        self.stream.consume(k);
+                        skip -= k;
+                    }
+                    Reply::Bulk
+                }
+            },
+            b'*' | b'%' => match number()? {
+                n if n < 0 => Reply::Nil,
+                n if n as usize > MAX_REPLY => bail!("an array of {n} items"),
+                // A map (RESP3) has a key and a value per entry.
+                n => Reply::Array(if *kind == b'%' {
+                    2 * n as u64
+                } else {
+                    n as u64
+                }),
+            },
+            _ => bail!(
+                "a reply the benchmark does not understand: '{}'",
+                String::from_utf8_lossy(line)
+            ),
+        })
+    }
+}

@@ -1,0 +1,174 @@
+//! `shoal bench --start`: a throwaway cluster in this process — the control
+//! plane and one data node on free ports, in a temporary directory — with
+//! tenants, databases, the `usertable` and API keys made through the control
+//! plane's API, as a user would make them.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use shoal_control_plane::ControlPlane;
+use shoal_datanode::api::serve::Limits;
+use shoal_datanode::internal_api::ClusterSecret;
+use shoal_datanode::node::{DataNode, DataNodeConfig};
+use shoal_datanode::persist::redo::Durability;
+use shoal_datanode::register::ControlPlaneLink;
+
+use super::client::usertable_schema;
+use crate::client::{Client, answer};
+
+const ADMIN_EMAIL: &str = "bench-admin@shoal.local";
+/// Longest the cluster waits for its data node to register.
+const REGISTER_GUARD: Duration = Duration::from_secs(60);
+
+pub(crate) struct Cluster {
+    control: ControlPlane,
+    node: DataNode,
+    dir: PathBuf,
+    admin: Client,
+    pub(crate) rest_url: String,
+    pub(crate) resp_addr: String,
+}
+
+/// A tenant made for the benchmark: its database (holding `usertable`) and
+/// a read-write key for it.
+pub(crate) struct Tenant {
+    id: String,
+    pub(crate) database: String,
+    pub(crate) key: String,
+}
+
+/// No limits: a benchmark measures the server, not a plan.
+fn unlimited() -> Value {
+    json!({
+        "in_memory_bytes": null, "read_units_per_sec": null, "write_units_per_sec": null,
+        "max_transaction_ops": null, "max_parallel_transactions": null,
+    })
+}
+
+impl Cluster {
+    pub(crate) async fn start(durability: Durability, data_memory: u64) -> anyhow::Result<Cluster> {
+        let dir = std::env::temp_dir().join(format!(
+            "shoal-bench-{}-{}",
+            std::process::id(),
+            shoal_control_plane::auth::random_hex(4)
+        ));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let secret = ClusterSecret::generate().context("making a cluster secret")?;
+        let password = shoal_control_plane::auth::random_hex(12);
+        let listen = std::net::IpAddr::from([127, 0, 0, 1]);
+        let control = ControlPlane::start(shoal_control_plane::Config {
+            store_url: shoal_control_plane::store::default_url(&dir),
+            listen: (listen, 0).into(),
+            secure_cookies: false,
+            cluster_secret: secret.clone(),
+            bootstrap_admin: Some((ADMIN_EMAIL.to_owned(), password.clone())),
+            plan_quota: shoal_control_plane::quotas::default_plan(),
+            metering_interval: Duration::from_secs(10),
+            retention: shoal_metering::Retention::default(),
+        })
+        .await?;
+        let url = format!("http://{}", control.addr);
+        let node = DataNode::start(DataNodeConfig {
+            node_id: 1,
+            data_memory,
+            ldm_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            lock_wait_timeout: Duration::from_millis(1200),
+            data_dir: dir.join("node"),
+            durability,
+            checkpoint_every: Duration::from_secs(300),
+            checkpoint_redo_bytes: 256 << 20,
+            listen,
+            internal_port: 0,
+            rest_port: 0,
+            resp_port: 0,
+            api_limits: Limits {
+                max_connections: 4096,
+                idle_timeout: Duration::from_secs(300),
+                max_request_bytes: 64 << 20,
+            },
+            cluster_secret: Some(secret),
+            control_plane: Some(ControlPlaneLink {
+                url: url.clone(),
+                advertise_host: listen.to_string(),
+            }),
+        })
+        .await?;
+        let admin = Client::login(&url, ADMIN_EMAIL, &password).await?;
+        Ok(Cluster {
+            rest_url: format!("http://{}", node.rest_addr()),
+            resp_addr: node.resp_addr().to_string(),
+            control,
+            node,
+            dir,
+            admin,
+        })
+    }
+
+    /// Signs up tenant `name` with database `name`, the `usertable` and a
+    /// key; neither the tenant nor its database has limits (`set_quota`).
+    pub(crate) async fn tenant(&self, name: &str) -> anyhow::Result<Tenant> {
+        let url = format!("http://{}", self.control.addr);
+        let email = format!("{name}@bench.shoal.local");
+        let password = shoal_control_plane::auth::random_hex(12);
+        let (tenant, me) = Client::signup(&url, &email, &password, name).await?;
+        let tenant_id = me["user"]["tenant"]["id"]
+            .as_str()
+            .context("the new tenant's id")?;
+        let path = format!("/admin/tenants/{tenant_id}/quota");
+        self.admin
+            .call(Method::PUT, &path, Some(unlimited()))
+            .await?;
+        let started = Instant::now();
+        loop {
+            let made = tenant
+                .send(Method::POST, "/databases", Some(json!({"name": name})))
+                .await?;
+            if made.status() == StatusCode::SERVICE_UNAVAILABLE
+                && started.elapsed() < REGISTER_GUARD
+            {
+                // The data node has not registered yet.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+            answer(made).await.context("creating the database")?;
+            break;
+        }
+        let tables = format!("/databases/{name}/tables");
+        tenant
+            .call(Method::POST, &tables, Some(usertable_schema()))
+            .await?;
+        let grant = json!({"name": "bench", "grants": [{"database": name, "role": "read_write"}]});
+        let made = tenant.call(Method::POST, "/api-keys", Some(grant)).await?;
+        let tenant = Tenant {
+            id: tenant_id.to_owned(),
+            database: name.to_owned(),
+            key: made["key"].as_str().context("the new key")?.to_owned(),
+        };
+        self.set_quota(&tenant, unlimited()).await?;
+        Ok(tenant)
+    }
+
+    /// Sets the quota of the tenant's database.
+    pub(crate) async fn set_quota(&self, tenant: &Tenant, quota: Value) -> anyhow::Result<()> {
+        let path = format!(
+            "/admin/tenants/{}/databases/{}/quota",
+            tenant.id, tenant.database
+        );
+        self.admin.call(Method::PUT, &path, Some(quota)).await?;
+        Ok(())
+    }
+
+    pub(crate) async fn stop(self) -> anyhow::Result<()> {
+        let node = self.node.shutdown().await.context("stopping the data node");
+        let control = self
+            .control
+            .stop()
+            .await
+            .context("stopping the control plane");
+        let _ = std::fs::remove_dir_all(&self.dir);
+        node.and(control)
+    }
+}

@@ -1,0 +1,268 @@
+//! What each operation of a run is: YCSB's core workloads over a
+//! `usertable` (a key and ten 100-byte fields), and batched key lookups.
+
+use super::keys::{Distribution, KeyChooser, Rng};
+
+/// Fields of a `usertable` record, and the bytes of each.
+pub(crate) const FIELDS: usize = 10;
+pub(crate) const FIELD_BYTES: usize = 100;
+
+/// YCSB's core workloads (E, short range scans, is not offered: the data
+/// APIs have no scan).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Ycsb {
+    /// Update heavy: 50% reads, 50% updates.
+    A,
+    /// Read mostly: 95% reads, 5% updates.
+    B,
+    /// Read only.
+    C,
+    /// Read latest: 95% reads, 5% inserts, the newest records most read.
+    D,
+    /// Read-modify-write: 50% reads, 50% read-modify-writes.
+    F,
+}
+
+/// The share of each kind of operation, summing to 1.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Mix {
+    pub(crate) read: f64,
+    pub(crate) update: f64,
+    pub(crate) insert: f64,
+    pub(crate) read_modify_write: f64,
+}
+
+impl Ycsb {
+    pub(crate) fn mix(self) -> Mix {
+        let (read, update, insert, read_modify_write) = match self {
+            Ycsb::A => (0.5, 0.5, 0.0, 0.0),
+            Ycsb::B => (0.95, 0.05, 0.0, 0.0),
+            Ycsb::C => (1.0, 0.0, 0.0, 0.0),
+            Ycsb::D => (0.95, 0.0, 0.05, 0.0),
+            Ycsb::F => (0.5, 0.0, 0.0, 0.5),
+        };
+        Mix {
+            read,
+            update,
+            insert,
+            read_modify_write,
+        }
+    }
+
+    /// YCSB's request distribution for the workload.
+    pub(crate) fn distribution(self) -> Distribution {
+        match self {
+            Ycsb::D => Distribution::Latest,
+            _ => Distribution::Zipfian,
+        }
+    }
+}
+
+/// One operation, by kind, as the report counts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Kind {
+    Read,
+    Update,
+    Insert,
+    ReadModifyWrite,
+    /// A batch of primary-key reads.
+    Lookup,
+}
+
+/// An operation to run: on record `key`; `field` for an update.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Op {
+    Read {
+        key: u64,
+    },
+    Update {
+        key: u64,
+        field: usize,
+    },
+    /// Insert the next new record (its number is handed out when it runs).
+    Insert,
+    ReadModifyWrite {
+        key: u64,
+        field: usize,
+    },
+    Lookup {
+        keys: Vec<u64>,
+    },
+}
+
+impl Op {
+    pub(crate) fn kind(&self) -> Kind {
+        match self {
+            Op::Read { .. } => Kind::Read,
+            Op::Update { .. } => Kind::Update,
+            Op::Insert => Kind::Insert,
+            Op::ReadModifyWrite { .. } => Kind::ReadModifyWrite,
+            Op::Lookup { .. } => Kind::Lookup,
+        }
+    }
+}
+
+/// What a client runs, operation after operation.
+#[derive(Debug, Clone)]
+pub(crate) enum Plan {
+    Ycsb(Mix, Distribution),
+    /// Batches of `batch` keys chosen by the distribution.
+    Lookup {
+        batch: usize,
+        distribution: Distribution,
+    },
+}
+
+/// One client's stream of operations.
+#[derive(Debug, Clone)]
+pub(crate) struct OpGen {
+    plan: Plan,
+    chooser: KeyChooser,
+    rng: Rng,
+}
+
+impl OpGen {
+    pub(crate) fn new(plan: Plan, records: u64, seed: u64) -> OpGen {
+        let distribution = match &plan {
+            Plan::Ycsb(_, d)
+            | Plan::Lookup {
+                distribution: d, ..
+            } => *d,
+        };
+        OpGen {
+            plan,
+            chooser: KeyChooser::new(distribution, records),
+            rng: Rng::new(seed),
+        }
+    }
+
+    /// The next operation, when `records` records exist.
+    pub(crate) fn next(&mut self, records: u64) -> Op {
+        match &self.plan {
+            Plan::Lookup { batch, .. } => Op::Lookup {
+                keys: (0..*batch)
+                    .map(|_| self.chooser.next(&mut self.rng, records))
+                    .collect(),
+            },
+            Plan::Ycsb(mix, _) => {
+                let mix = *mix;
+                let u = self.rng.unit();
+                let key = self.chooser.next(&mut self.rng, records);
+                let field = self.rng.below(FIELDS as u64) as usize;
+                if u < mix.read {
+                    Op::Read { key }
+                } else if u < mix.read + mix.update {
+                    Op::Update { key, field }
+                } else if u < mix.read + mix.update + mix.insert {
+                    Op::Insert
+                } else {
+                    Op::ReadModifyWrite { key, field }
+                }
+            }
+        }
+    }
+
+    /// A field value: `FIELD_BYTES` printable characters.
+    pub(crate) fn value(&mut self, into: &mut String) {
+        into.clear();
+        while into.len() < FIELD_BYTES {
+            let bits = self.rng.next_u64();
+            for shift in 0..8 {
+                if into.len() == FIELD_BYTES {
+                    break;
+                }
+                // 64 characters: letters, digits, '-' and '_'.
+                let c = ((bits >> (shift * 8)) & 63) as u8;
+                into.push(match c {
+                    0..=25 => (b'a' + c) as char,
+                    26..=51 => (b'A' + c - 26) as char,
+                    52..=61 => (b'0' + c - 52) as char,
+                    62 => '-',
+                    _ => '_',
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn shares(workload: Ycsb, draws: usize) -> HashMap<Kind, f64> {
+        let mut ops = OpGen::new(
+            Plan::Ycsb(workload.mix(), workload.distribution()),
+            1_000,
+            3,
+        );
+        let mut counts: HashMap<Kind, usize> = HashMap::new();
+        for _ in 0..draws {
+            *counts.entry(ops.next(1_000).kind()).or_default() += 1;
+        }
+        counts
+            .into_iter()
+            .map(|(k, c)| (k, c as f64 / draws as f64))
+            .collect()
+    }
+
+    #[test]
+    fn each_workload_runs_its_mix() {
+        let draws = 100_000;
+        for workload in [Ycsb::A, Ycsb::B, Ycsb::C, Ycsb::D, Ycsb::F] {
+            let mix = workload.mix();
+            let got = shares(workload, draws);
+            for (kind, want) in [
+                (Kind::Read, mix.read),
+                (Kind::Update, mix.update),
+                (Kind::Insert, mix.insert),
+                (Kind::ReadModifyWrite, mix.read_modify_write),
+            ] {
+                let share = got.get(&kind).copied().unwrap_or(0.0);
+                assert!(
+                    (share - want).abs() < 0.01,
+                    "{workload:?} {kind:?}: {share} instead of {want}"
+                );
+            }
+            let total = mix.read + mix.update + mix.insert + mix.read_modify_write;
+            assert!((total - 1.0).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn lookups_come_in_batches_of_existing_records() {
+        let mut ops = OpGen::new(
+            Plan::Lookup {
+                batch: 100,
+                distribution: Distribution::Uniform,
+            },
+            500,
+            9,
+        );
+        for _ in 0..100 {
+            let Op::Lookup { keys } = ops.next(500) else {
+                panic!("a lookup")
+            };
+            assert_eq!(keys.len(), 100);
+            assert!(keys.iter().all(|&k| k < 500));
+        }
+    }
+
+    #[test]
+    fn values_are_printable_and_full_length() {
+        let mut ops = OpGen::new(Plan::Ycsb(Ycsb::A.mix(), Distribution::Uniform), 10, 1);
+        let mut value = String::new();
+        ops.value(&mut value);
+        assert_eq!(value.len(), FIELD_BYTES);
+        assert!(
+            value
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        );
+        let first = value.clone();
+        ops.value(&mut value);
+        assert_ne!(first, value);
+    }
+}
