@@ -169,7 +169,9 @@ pub(crate) struct Rest {
 }
 
 impl Rest {
-    async fn post(&mut self, path: &str) -> anyhow::Result<(u16, Value)> {
+    /// Posts the body built in `self.body`; answers the status and the
+    /// answer's bytes (parsed only as far as the caller needs).
+    async fn post(&mut self, path: &str) -> anyhow::Result<(u16, Vec<u8>)> {
         let response = self
             .http
             .post(format!("{}/0.1.0/{path}", self.url))
@@ -180,15 +182,14 @@ impl Rest {
             .await
             .with_context(|| format!("reaching {}", self.url))?;
         let status = response.status().as_u16();
-        let body = response.bytes().await?;
-        let value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        Ok((status, value))
+        Ok((status, response.bytes().await?.to_vec()))
     }
 
-    fn refusal(status: u16, body: &Value) -> Outcome {
+    fn refusal(status: u16, body: &[u8]) -> Outcome {
         if status == 429 {
             return Outcome::Throttled;
         }
+        let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
         let code = body["error"]["code"].as_str().unwrap_or("");
         let message = body["error"]["message"].as_str().unwrap_or("");
         Outcome::Failed(format!("{status} {code} {message}").trim().to_owned())
@@ -202,9 +203,7 @@ impl Rest {
             let (status, body) = self.post(&path).await?;
             return Ok(match status {
                 200 => Outcome::Done { found: 1 },
-                404 if body["error"]["code"].is_null() || body["error"]["code"] == "NOT_FOUND" => {
-                    Outcome::Done { found: 0 }
-                }
+                404 if not_found(&body) => Outcome::Done { found: 0 },
                 _ => Self::refusal(status, &body),
             });
         }
@@ -219,17 +218,11 @@ impl Rest {
             return Ok(Self::refusal(status, &body));
         }
         let mut found = 0;
-        for answer in body.as_array().into_iter().flatten() {
-            match answer["code"].as_u64() {
-                Some(200) => found += 1,
-                Some(404) => {}
-                Some(429) => return Ok(Outcome::Throttled),
-                _ => {
-                    return Ok(Self::refusal(
-                        answer["code"].as_u64().unwrap_or(0) as u16,
-                        &answer["body"],
-                    ));
-                }
+        for code in batch_codes(&body)? {
+            match code {
+                200 => found += 1,
+                404 => {}
+                _ => return Ok(batch_refusal(code, &body)),
             }
         }
         Ok(Outcome::Done { found })
@@ -275,17 +268,47 @@ impl Rest {
         if status != 200 {
             return Ok(Self::refusal(status, &body));
         }
-        for answer in body.as_array().into_iter().flatten() {
-            match answer["code"].as_u64() {
-                Some(200 | 201) => {}
-                Some(429) => return Ok(Outcome::Throttled),
-                code => {
-                    return Ok(Self::refusal(code.unwrap_or(0) as u16, &answer["body"]));
-                }
+        for code in batch_codes(&body)? {
+            if !matches!(code, 200 | 201) {
+                return Ok(batch_refusal(code, &body));
             }
         }
         Ok(Outcome::Done { found: rows.len() })
     }
+}
+
+/// Whether a 404 answer is "no such row" (and not, say, no such table).
+fn not_found(body: &[u8]) -> bool {
+    let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    body["error"]["code"].is_null() || body["error"]["code"] == "NOT_FOUND"
+}
+
+/// The status of each operation of a batch answer, without building the
+/// rows it read: the client should cost the machine little.
+fn batch_codes(body: &[u8]) -> anyhow::Result<Vec<u16>> {
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        code: u16,
+    }
+    let answers: Vec<Answer> =
+        serde_json::from_slice(body).context("a batch answer that is not a list of answers")?;
+    Ok(answers.into_iter().map(|a| a.code).collect())
+}
+
+/// The first refused operation of a batch answer, said as the server said it.
+fn batch_refusal(code: u16, body: &[u8]) -> Outcome {
+    if code == 429 {
+        return Outcome::Throttled;
+    }
+    let answers: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let refused = answers
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|a| a["code"] == code)
+        .map(|a| a["body"].to_string())
+        .unwrap_or_default();
+    Rest::refusal(code, refused.as_bytes())
 }
 
 /// A reply of the Redis protocol, as far as the benchmark needs one: of an

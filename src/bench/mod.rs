@@ -30,7 +30,7 @@ use crate::size::ByteSize;
 use client::{Conn, Outcome, Target};
 use keys::Distribution;
 use report::{Recorder, RunResult};
-use workload::{FIELDS, Op, OpGen, Plan, Ycsb};
+use workload::{FIELDS, Op, OpGen, Plan, Records, Ycsb};
 
 /// How often a progress line is printed.
 const PROGRESS_EVERY: Duration = Duration::from_secs(3);
@@ -168,10 +168,8 @@ struct Group {
     /// Operations a second of all the group's clients together.
     rate: Option<f64>,
     seed: u64,
-    /// Records that exist (inserts add to it).
-    records: Arc<AtomicU64>,
-    /// The next record an insert makes.
-    next_insert: Arc<AtomicU64>,
+    /// The records there are (inserts add to them).
+    records: Arc<Records>,
 }
 
 /// What a client has measured: all of the run, and since the last progress line.
@@ -288,8 +286,7 @@ async fn sweep(args: &BenchArgs, cluster: Option<&start::Cluster>) -> anyhow::Re
         args.rate
             .map_or(String::new(), |r| format!(", {r} ops/s in all"))
     );
-    let records = Arc::new(AtomicU64::new(args.records));
-    let next_insert = Arc::new(AtomicU64::new(args.records));
+    let records = Arc::new(Records::new(args.records));
     let mut runs = Vec::new();
     for (n, &threads) in args.threads.0.iter().enumerate() {
         let group = Group {
@@ -300,7 +297,6 @@ async fn sweep(args: &BenchArgs, cluster: Option<&start::Cluster>) -> anyhow::Re
             rate: args.rate,
             seed: args.seed.wrapping_add(1_000 * n as u64),
             records: Arc::clone(&records),
-            next_insert: Arc::clone(&next_insert),
         };
         let (recorders, elapsed) = run_groups(std::slice::from_ref(&group), args.time).await?;
         let result = RunResult::new(threads, elapsed, args.rate, &recorders[0]);
@@ -541,11 +537,7 @@ async fn client(
         .seed
         .wrapping_mul(0x9E37_79B9)
         .wrapping_add(index as u64);
-    let mut ops = OpGen::new(
-        group.plan.clone(),
-        group.records.load(Ordering::Relaxed),
-        seed,
-    );
+    let mut ops = OpGen::new(group.plan.clone(), group.records.count(), seed);
     let mut value = String::new();
     loop {
         let due = match &schedule {
@@ -558,7 +550,7 @@ async fn client(
         if due >= deadline {
             break;
         }
-        let op = ops.next(group.records.load(Ordering::Relaxed).max(1));
+        let op = ops.next(group.records.count().max(1));
         let kind = op.kind();
         let (rows, outcome) = match execute(&mut conn, &mut ops, &op, &group, &mut value).await {
             Ok(done) => done,
@@ -605,7 +597,7 @@ async fn execute(
             refused => (1, refused),
         },
         Op::Insert => {
-            let key = group.next_insert.fetch_add(1, Ordering::Relaxed);
+            let key = group.records.claim();
             let values: Vec<String> = (0..FIELDS)
                 .map(|_| {
                     ops.value(value);
@@ -614,11 +606,9 @@ async fn execute(
                 .collect();
             let fields: Vec<(usize, &str)> =
                 values.iter().map(String::as_str).enumerate().collect();
-            let outcome = conn.write(key, &fields, true).await?;
-            if matches!(outcome, Outcome::Done { .. }) {
-                group.records.fetch_max(key + 1, Ordering::Relaxed);
-            }
-            (1, outcome)
+            let outcome = conn.write(key, &fields, true).await;
+            group.records.answered(key);
+            (1, outcome?)
         }
     })
 }
@@ -677,8 +667,7 @@ async fn multitenant(args: &BenchArgs, cluster: &start::Cluster) -> anyhow::Resu
                 threads: if i == 0 { flood_threads } else { 2 },
                 rate: (i > 0).then_some(steady_rate),
                 seed: args.seed.wrapping_add(i as u64 * 7_919),
-                records: Arc::new(AtomicU64::new(args.records)),
-                next_insert: Arc::new(AtomicU64::new(args.records)),
+                records: Arc::new(Records::new(args.records)),
             })
             .collect();
         let (recorders, elapsed) = run_groups(&groups, args.time).await?;

@@ -1,6 +1,10 @@
 //! What each operation of a run is: YCSB's core workloads over a
 //! `usertable` (a key and ten 100-byte fields), and batched key lookups.
 
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use super::keys::{Distribution, KeyChooser, Rng};
 
 /// Fields of a `usertable` record, and the bytes of each.
@@ -187,6 +191,51 @@ impl OpGen {
     }
 }
 
+/// The records that exist, as reads choose among them. Inserts take record
+/// numbers in order but finish in any order; a record counts once it and
+/// every one before it has been answered (YCSB's acknowledged counter), so
+/// a read never asks for a record still being inserted. An insert that was
+/// refused is answered too: reads of it count as missing rows.
+#[derive(Debug)]
+pub(crate) struct Records {
+    next: AtomicU64,
+    count: AtomicU64,
+    /// Answered inserts beyond the first unanswered one.
+    answered: Mutex<BTreeSet<u64>>,
+}
+
+impl Records {
+    /// `loaded` records, `0..loaded`.
+    pub(crate) fn new(loaded: u64) -> Records {
+        Records {
+            next: AtomicU64::new(loaded),
+            count: AtomicU64::new(loaded),
+            answered: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    /// How many records reads may choose from.
+    pub(crate) fn count(&self) -> u64 {
+        self.count.load(Ordering::Acquire)
+    }
+
+    /// The number of a record to insert.
+    pub(crate) fn claim(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The insert of `record` has been answered.
+    pub(crate) fn answered(&self, record: u64) {
+        let mut answered = self.answered.lock().unwrap_or_else(|e| e.into_inner());
+        answered.insert(record);
+        let mut count = self.count.load(Ordering::Relaxed);
+        while answered.remove(&count) {
+            count += 1;
+        }
+        self.count.store(count, Ordering::Release);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,6 +297,19 @@ mod tests {
             assert_eq!(keys.len(), 100);
             assert!(keys.iter().all(|&k| k < 500));
         }
+    }
+
+    #[test]
+    fn records_count_only_once_every_earlier_insert_is_answered() {
+        let records = Records::new(10);
+        let (a, b, c) = (records.claim(), records.claim(), records.claim());
+        assert_eq!((a, b, c), (10, 11, 12));
+        records.answered(c);
+        records.answered(b);
+        assert_eq!(records.count(), 10, "record 10 is still being inserted");
+        records.answered(a);
+        assert_eq!(records.count(), 13);
+        assert_eq!(records.claim(), 13);
     }
 
     #[test]

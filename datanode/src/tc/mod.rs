@@ -96,6 +96,22 @@ impl TcError {
     }
 }
 
+/// A request refused for going over its database's rate is answered no
+/// sooner than this (or than its retry-after, up to `MAX_RATE_HOLD`): a
+/// client that retries at once — a flood — then costs the node one refusal
+/// per connection every 10 ms instead of one per round trip, and the CPU it
+/// would have burnt stays with the tenants within their limits. Holding a
+/// refusal costs a timer, not a thread.
+const RATE_HOLD: std::time::Duration = std::time::Duration::from_millis(10);
+const MAX_RATE_HOLD: std::time::Duration = std::time::Duration::from_millis(100);
+
+async fn hold_rate_refusal(refused: &TcError) {
+    if let Some(ms) = refused.retry_after_ms() {
+        let hold = std::time::Duration::from_millis(ms).clamp(RATE_HOLD, MAX_RATE_HOLD);
+        tokio::time::sleep(hold).await;
+    }
+}
+
 /// The coordinator of one data node; clones share it.
 #[derive(Debug, Clone)]
 pub struct Tc {
@@ -305,8 +321,13 @@ impl Tc {
         batch: &mut Batch,
         commit: Commit,
     ) -> Result<(), TcError> {
-        let Some(admitted) = self.admit(grant, batch)? else {
-            return Ok(());
+        let admitted = match self.admit(grant, batch) {
+            Ok(Some(admitted)) => admitted,
+            Ok(None) => return Ok(()),
+            Err(refused) => {
+                hold_rate_refusal(&refused).await;
+                return Err(refused);
+            }
         };
         let started = std::time::Instant::now();
         let (db, cost) = (&admitted.db, admitted.cost);
