@@ -258,3 +258,62 @@ fn bad_options_are_refused_with_a_reason() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
 }
+
+#[tokio::test]
+async fn ycsb_runs_against_a_running_shoal_with_a_tenants_key() {
+    let mut shoal = common::Shoal::start(&["demo", "--data-memory", "64M", "--control-port", "0"]);
+    shoal.wait_for("demo.json");
+    let demo: Value =
+        serde_json::from_slice(&std::fs::read(shoal.data_dir.join("demo.json")).unwrap()).unwrap();
+    let key = demo["tenant"]["api_key"].as_str().unwrap();
+    let args = format!(
+        "ycsb --workload c --rest-url {} --database demo --api-key {key} --threads 2 --time 1 --records 200 --rate 400",
+        demo["rest_url"].as_str().unwrap()
+    );
+
+    // Without the table it needs, the bench says what to make.
+    let out = tempfile::tempdir().unwrap();
+    let mut full = vec!["bench", "--out", out.path().to_str().unwrap()];
+    full.extend(args.split_whitespace());
+    let (code, stderr) = common::run_to_exit(&full);
+    assert_ne!(code, Some(0));
+    assert!(
+        stderr.contains("NO_SUCH_TABLE") && stderr.contains("\"ycsb_key\""),
+        "{stderr}"
+    );
+
+    // The tenant makes usertable through the control plane, as a user would.
+    let api = demo["api_url"].as_str().unwrap();
+    let http = reqwest::Client::new();
+    let login: Value = http
+        .post(format!("{api}/auth/login"))
+        .json(&serde_json::json!({"email": demo["tenant"]["email"], "password": demo["tenant"]["password"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut columns = vec![serde_json::json!({"name": "ycsb_key", "type": "VARCHAR(64)"})];
+    columns.extend(
+        (0..10).map(|f| serde_json::json!({"name": format!("field{f}"), "type": "VARCHAR(100)"})),
+    );
+    let made = http
+        .post(format!("{api}/databases/demo/tables"))
+        .bearer_auth(login["token"].as_str().unwrap())
+        .json(&serde_json::json!({"name": "usertable", "columns": columns, "primary_key": ["ycsb_key"]}))
+        .send()
+        .await
+        .unwrap();
+    assert!(made.status().is_success(), "{}", made.text().await.unwrap());
+
+    let out = tempfile::tempdir().unwrap();
+    let stdout = bench(out.path(), &args);
+    assert!(stdout.contains("loaded 200 records"), "{stdout}");
+    let results = results(out.path());
+    let run = &assert_clean_runs(&results, &[2])[0];
+    assert_eq!(results["target_ops_per_sec"], 400.0);
+    // A fixed rate of 400/s for one second: 400 reads due, all done.
+    let done = run["ops"].as_u64().unwrap();
+    assert!((399..=401).contains(&done), "{run}");
+}

@@ -408,6 +408,10 @@ async fn load(target: &Target, records: u64, seed: u64) -> anyhow::Result<()> {
                     match conn.load(&rows).await? {
                         Outcome::Done { .. } => break,
                         Outcome::Throttled => tokio::time::sleep(Duration::from_millis(50)).await,
+                        Outcome::Failed(why) if why.contains("NO_SUCH_TABLE") => bail!(
+                            "loading records: {why}: the database needs a table {} (make it with the control plane, or use --start)",
+                            client::usertable_schema()
+                        ),
                         Outcome::Failed(why) => bail!("loading records {from}..: {why}"),
                     }
                 }
