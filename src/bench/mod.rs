@@ -450,7 +450,16 @@ async fn run_groups(groups: &[Group], time: u64) -> anyhow::Result<(Vec<Recorder
     let mut last = started;
     let mut ended = Ok(());
     loop {
-        let tick = tokio::time::sleep_until((last + PROGRESS_EVERY).min(deadline).into());
+        // The next progress line, if it comes before the end; after that,
+        // only the clients' ends are awaited.
+        let next = last + PROGRESS_EVERY;
+        let tick = async move {
+            if next < deadline {
+                tokio::time::sleep_until(next.into()).await;
+            } else {
+                std::future::pending::<()>().await;
+            }
+        };
         tokio::select! {
             () = tick => {}
             done = clients.join_next() => match done {
@@ -462,9 +471,6 @@ async fn run_groups(groups: &[Group], time: u64) -> anyhow::Result<(Vec<Recorder
             },
         }
         let now = Instant::now();
-        if now >= deadline || now.duration_since(last) < PROGRESS_EVERY {
-            continue;
-        }
         for (group, mine) in groups.iter().zip(&stats) {
             let mut window = Recorder::default();
             for s in mine {

@@ -139,7 +139,9 @@ fn a_thread_that_adopts_the_log_wakes_its_own_waiters() {
         let lone = log.append(b"lone").unwrap();
         log.wait_durable(lone).await.unwrap();
 
+        // Three commits wait on this thread for a sync that fails.
         fs.set_faults(Faults {
+            hold_syncs: true,
             fail_sync: true,
             ..Faults::default()
         });
@@ -150,6 +152,8 @@ fn a_thread_that_adopts_the_log_wakes_its_own_waiters() {
                 tokio::spawn(async move { log.wait_durable(lsn).await })
             })
             .collect();
+        tokio::task::yield_now().await;
+        fs.release_syncs();
         for wait in doomed {
             let err = wait.await.unwrap().unwrap_err();
             assert!(err.to_string().contains("injected fsync failure"), "{err}");
