@@ -262,7 +262,7 @@ fn bad_options_are_refused_with_a_reason() {
 #[tokio::test]
 async fn ycsb_runs_against_a_running_shoal_with_a_tenants_key() {
     let mut shoal = common::Shoal::start(&["demo", "--data-memory", "64M", "--control-port", "0"]);
-    shoal.wait_for("demo.json");
+    shoal.wait_for("written to");
     let demo: Value =
         serde_json::from_slice(&std::fs::read(shoal.data_dir.join("demo.json")).unwrap()).unwrap();
     let key = demo["tenant"]["api_key"].as_str().unwrap();
