@@ -235,7 +235,12 @@ impl Store {
         stripes.dedup();
         let mut guards = Vec::with_capacity(stripes.len());
         for s in stripes {
-            guards.push(self.locks[s].lock().await);
+            // Uncontended, as nearly always: without building a waiter.
+            let guard = match self.locks[s].try_lock() {
+                Ok(guard) => guard,
+                Err(_) => self.locks[s].lock().await,
+            };
+            guards.push(guard);
         }
         guards
     }
