@@ -510,6 +510,51 @@ async fn pipelined_commands_are_answered_in_order() {
     assert_eq!(replies[5], Ok(RValue::Nil));
     assert_eq!(replies[6], Ok(RValue::BulkString(b"2".to_vec())));
 
+    // Runs of reads mixing GET, HGET and HGETALL, over a hash in its row, a
+    // hash of several rows, a string, and keys that are not there: each
+    // answered as if sent alone.
+    let big = "b".repeat(60_000);
+    let _: i64 = query(&mut con, &["HSET", "small", "f", "1", "g", "2"]).unwrap();
+    let _: i64 = query(&mut con, &["HSET", "large", "f", &big, "g", "3"]).unwrap();
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    for (name, key, field) in [
+        ("HGETALL", "small", None),
+        ("HGET", "small", Some("g")),
+        ("HGET", "small", Some("nope")),
+        ("HGETALL", "nothing", None),
+        ("HGET", "nothing", Some("f")),
+        ("HGETALL", "x", None),
+        ("GET", "small", None),
+        ("HGET", "large", Some("f")),
+        ("HGETALL", "large", None),
+        ("GET", "x", None),
+    ] {
+        pipe.cmd(name).arg(key);
+        if let Some(field) = field {
+            pipe.arg(field);
+        }
+    }
+    let replies: Vec<redis::RedisResult<RValue>> = pipe.query(&mut con).unwrap();
+    let replies: Vec<Result<RValue, String>> = replies
+        .into_iter()
+        .map(|r| r.map_err(|e| code(&e)))
+        .collect();
+    let bulk = |s: &str| RValue::BulkString(s.as_bytes().to_vec());
+    let map = |pairs: &[(&str, &str)]| {
+        RValue::Array(pairs.iter().flat_map(|(f, v)| [bulk(f), bulk(v)]).collect())
+    };
+    assert_eq!(replies[0], Ok(map(&[("f", "1"), ("g", "2")])));
+    assert_eq!(replies[1], Ok(bulk("2")));
+    assert_eq!(replies[2], Ok(RValue::Nil));
+    assert_eq!(replies[3], Ok(RValue::Array(vec![])));
+    assert_eq!(replies[4], Ok(RValue::Nil));
+    assert_eq!(replies[5], Err("WRONGTYPE".to_owned()));
+    assert_eq!(replies[6], Err("WRONGTYPE".to_owned()));
+    assert_eq!(replies[7], Ok(bulk(&big)));
+    assert_eq!(replies[8], Ok(map(&[("f", &big), ("g", "3")])));
+    assert_eq!(replies[9], Ok(bulk("3")));
+
     // A run larger than the database allows in one request is done one
     // command at a time: every command succeeds.
     s.shoal
@@ -522,8 +567,11 @@ async fn pipelined_commands_are_answered_in_order() {
     for i in 0..20 {
         pipe.cmd("GET").arg(format!("q{i}"));
     }
+    for _ in 0..6 {
+        pipe.cmd("HGET").arg("small").arg("f");
+    }
     let got: Vec<i64> = pipe.query(&mut con).unwrap();
-    assert_eq!(got, (0..20).collect::<Vec<i64>>());
+    assert_eq!(got, (0..20).chain([1; 6]).collect::<Vec<i64>>());
 
     // Many commands in one write, the last split across two.
     let mut raw = s.raw();

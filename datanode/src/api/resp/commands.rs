@@ -33,7 +33,7 @@ fn not_integer() -> Refusal {
     ("ERR", "value is not an integer or out of range".into())
 }
 
-fn wrong_type() -> Refusal {
+pub(super) fn wrong_type() -> Refusal {
     (
         "WRONGTYPE",
         "Operation against a key holding the wrong kind of value".into(),
@@ -463,30 +463,20 @@ impl Conn {
             "HGET" => {
                 check(n == 3)?;
                 let fields = self.read_hash(args[1]).await?;
-                match fields.iter().find(|(f, _)| f == args[2]) {
-                    Some((_, v)) => self.out.bulk(v),
-                    None => self.out.null(),
-                }
+                self.out.hash_field(&fields, args[2]);
             }
             "HMGET" => {
                 check(n >= 3)?;
                 let fields = self.read_hash(args[1]).await?;
                 self.out.array(n - 2);
                 for want in &args[2..] {
-                    match fields.iter().find(|(f, _)| f == want) {
-                        Some((_, v)) => self.out.bulk(v),
-                        None => self.out.null(),
-                    }
+                    self.out.hash_field(&fields, want);
                 }
             }
             "HGETALL" => {
                 check(n == 2)?;
                 let fields = self.read_hash(args[1]).await?;
-                self.out.map(fields.len());
-                for (f, v) in &fields {
-                    self.out.bulk(f);
-                    self.out.bulk(v);
-                }
+                self.out.hash_all(&fields);
             }
             "HLEN" => {
                 check(n == 2)?;
@@ -659,7 +649,10 @@ impl Conn {
     }
 
     /// A hash key's fields, none when it does not exist; `WRONGTYPE` for a string.
-    async fn read_hash(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Refusal> {
+    pub(super) async fn read_hash(
+        &mut self,
+        key: &[u8],
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Refusal> {
         let (store, db, batch, _) = self.parts();
         match store
             .read(db, batch, key, false)

@@ -375,6 +375,23 @@ impl Out {
         }
     }
 
+    /// A hash's fields and values (`HGETALL`).
+    pub fn hash_all(&mut self, fields: &[(Vec<u8>, Vec<u8>)]) {
+        self.map(fields.len());
+        for (field, value) in fields {
+            self.bulk(field);
+            self.bulk(value);
+        }
+    }
+
+    /// The value of one field of a hash, or null (`HGET`).
+    pub fn hash_field(&mut self, fields: &[(Vec<u8>, Vec<u8>)], want: &[u8]) {
+        match fields.iter().find(|(field, _)| field == want) {
+            Some((_, value)) => self.bulk(value),
+            None => self.null(),
+        }
+    }
+
     fn line(&mut self, kind: u8, n: i64) {
         use std::io::Write;
         self.buf.push(kind);

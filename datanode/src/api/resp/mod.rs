@@ -25,7 +25,7 @@ use tokio::sync::watch;
 use std::ops::Range;
 
 use self::frame::{FrameLimits, Out, Parsed, Parser};
-use self::pipeline::{Run, run_of};
+use self::pipeline::{Command, Run, op_of};
 use self::store::{Db, Store, StoreError};
 use super::serve::{self, Limits};
 use crate::batch::{Batch, OperationError};
@@ -158,7 +158,11 @@ async fn connection(
                     let run = {
                         let args: Vec<&[u8]> = parser.args(&buf[start..start + len]).collect();
                         let authenticated = conn.session.as_ref();
-                        parser.ranges().and(authenticated).and(run_of(&args))
+                        parser
+                            .ranges()
+                            .and(authenticated)
+                            .and(op_of(&args))
+                            .map(|op| op.run())
                     };
                     let mut ran = false;
                     // A run needs a command after this one.
@@ -231,13 +235,8 @@ async fn connection(
 
 /// The commands of kind `run` that follow one another in `buf` from
 /// `start`, and where they end.
-fn collect_run(
-    parser: &mut Parser,
-    buf: &[u8],
-    start: usize,
-    run: Run,
-) -> (Vec<pipeline::Command>, usize) {
-    let mut commands: Vec<pipeline::Command> = Vec::new();
+fn collect_run(parser: &mut Parser, buf: &[u8], start: usize, run: Run) -> (Vec<Command>, usize) {
+    let mut commands: Vec<Command> = Vec::new();
     let mut at = start;
     while commands.len() < pipeline::MAX_RUN {
         let Ok(Parsed::Command { len }) = parser.parse(&buf[at..]) else {
@@ -253,21 +252,21 @@ fn collect_run(
         for (arg, r) in args.iter_mut().zip(ranges) {
             *arg = &buf[at + r.start..at + r.end];
         }
-        if run_of(&args[..ranges.len()]) != Some(run) {
+        let Some(op) = op_of(&args[..ranges.len()]).filter(|op| op.run() == run) else {
             break;
-        }
+        };
         let shift = |r: &Range<usize>| at + r.start..at + r.end;
         let key = shift(&ranges[1]);
-        let value = ranges.get(2).map_or(0..0, shift);
+        let arg = ranges.get(2).map_or(0..0, shift);
         // A key set twice in one run would be written twice in one request.
         if run == Run::Set
             && commands
                 .iter()
-                .any(|(k, _)| buf[k.clone()] == buf[key.clone()])
+                .any(|c| buf[c.key.clone()] == buf[key.clone()])
         {
             break;
         }
-        commands.push((key, value));
+        commands.push(Command { op, key, arg });
         at += len;
     }
     (commands, at)

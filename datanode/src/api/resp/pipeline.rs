@@ -1,8 +1,9 @@
-//! Runs of pipelined `GET`s, or of plain `SET`s, each done as one request
-//! to the transaction coordinator — as `MGET` and `MSET` would be, but with
-//! each command answered on its own. A client that pipelines pays one trip
-//! to the workers (and, for writes, one redo-log commit) per run instead of
-//! one per command.
+//! Runs of pipelined reads (`GET`, `HGET`, `HGETALL`, in any mix), or of
+//! plain `SET`s, each done as one request to the transaction coordinator —
+//! as `MGET` and `MSET` would be, but with each command answered on its own.
+//! A client that pipelines pays one trip to the workers (and, for writes,
+//! one redo-log commit) per run instead of one per command. A value of
+//! several rows is read on its own, as the command alone would.
 //!
 //! A run stops at any other command, at a `SET` with options or a value of
 //! more than one row, at a key given twice among its `SET`s, and at
@@ -14,7 +15,8 @@ use std::ops::Range;
 
 use shoal_quota::QuotaError;
 
-use super::store::{Item, Kind, MAX_KEY, PART, StoreError};
+use super::commands::wrong_type;
+use super::store::{Item, Kind, MAX_KEY, PART, StoreError, decode_hash};
 use super::{Conn, error_reply};
 use crate::tc::TcError;
 
@@ -23,26 +25,60 @@ pub(super) const MAX_RUN: usize = 128;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Run {
-    Get,
+    Read,
     Set,
 }
 
-/// The run `args` can be part of, if any.
-pub(super) fn run_of(args: &[&[u8]]) -> Option<Run> {
+/// A command that can be part of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Op {
+    Get,
+    HGet,
+    HGetAll,
+    Set,
+}
+
+impl Op {
+    pub(super) fn run(self) -> Run {
+        match self {
+            Op::Get | Op::HGet | Op::HGetAll => Run::Read,
+            Op::Set => Run::Set,
+        }
+    }
+
+    fn name(self) -> &'static [u8] {
+        match self {
+            Op::Get => b"GET",
+            Op::HGet => b"HGET",
+            Op::HGetAll => b"HGETALL",
+            Op::Set => b"SET",
+        }
+    }
+}
+
+/// The command `args` is, if it can be part of a run.
+pub(super) fn op_of(args: &[&[u8]]) -> Option<Op> {
     let key_ok = |k: &[u8]| k.len() <= MAX_KEY;
+    let is = |name: &[u8], op: Op| name.eq_ignore_ascii_case(op.name());
     match args {
-        [name, key] if name.eq_ignore_ascii_case(b"GET") && key_ok(key) => Some(Run::Get),
-        [name, key, value]
-            if name.eq_ignore_ascii_case(b"SET") && key_ok(key) && value.len() <= PART =>
-        {
-            Some(Run::Set)
+        [name, key] if is(name, Op::Get) && key_ok(key) => Some(Op::Get),
+        [name, key] if is(name, Op::HGetAll) && key_ok(key) => Some(Op::HGetAll),
+        [name, key, _] if is(name, Op::HGet) && key_ok(key) => Some(Op::HGet),
+        [name, key, value] if is(name, Op::Set) && key_ok(key) && value.len() <= PART => {
+            Some(Op::Set)
         }
         _ => None,
     }
 }
 
-/// One command of a run: where its key and (for `SET`) value lie.
-pub(super) type Command = (Range<usize>, Range<usize>);
+/// One command of a run: which, and where its key and its argument (the
+/// value of `SET`, the field of `HGET`) lie.
+#[derive(Debug, Clone)]
+pub(super) struct Command {
+    pub(super) op: Op,
+    pub(super) key: Range<usize>,
+    pub(super) arg: Range<usize>,
+}
 
 /// Whether a refusal of the whole run is about its size, not its commands.
 fn too_big(e: &StoreError) -> bool {
@@ -64,24 +100,22 @@ impl Conn {
             }
             return;
         }
-        let keys: Vec<&[u8]> = commands.iter().map(|(k, _)| &buf[k.clone()]).collect();
+        let keys: Vec<&[u8]> = commands.iter().map(|c| &buf[c.key.clone()]).collect();
+        let args: Vec<&[u8]> = commands.iter().map(|c| &buf[c.arg.clone()]).collect();
         let done = match run {
-            Run::Get => self.get_run(&keys).await,
-            Run::Set => {
-                let values: Vec<&[u8]> = commands.iter().map(|(_, v)| &buf[v.clone()]).collect();
-                self.set_run(&keys, &values).await
-            }
+            Run::Read => self.read_run(commands, &keys, &args).await,
+            Run::Set => self.set_run(&keys, &args).await,
         };
         match done {
             Ok(()) => {}
             Err(e) if too_big(&e) => {
-                for (n, key) in keys.iter().enumerate() {
-                    let value = &buf[commands[n].1.clone()];
-                    let args: &[&[u8]] = match run {
-                        Run::Get => &[b"GET", key],
-                        Run::Set => &[b"SET", key, value],
+                for ((command, key), arg) in commands.iter().zip(&keys).zip(&args) {
+                    let name = command.op.name();
+                    let full: &[&[u8]] = match command.op {
+                        Op::Get | Op::HGetAll => &[name, key],
+                        Op::HGet | Op::Set => &[name, key, arg],
                     };
-                    self.execute(args).await;
+                    self.execute(full).await;
                 }
             }
             Err(e) => {
@@ -93,24 +127,44 @@ impl Conn {
         }
     }
 
-    async fn get_run(&mut self, keys: &[&[u8]]) -> Result<(), StoreError> {
+    async fn read_run(
+        &mut self,
+        commands: &[Command],
+        keys: &[&[u8]],
+        args: &[&[u8]],
+    ) -> Result<(), StoreError> {
         let (store, db, batch, _) = self.parts();
         let entries = store.lookup_many(db, batch, keys).await?;
-        for (key, entry) in keys.iter().zip(entries) {
+        for (((command, key), arg), entry) in commands.iter().zip(keys).zip(args).zip(entries) {
+            let kind = match command.op {
+                Op::Get => Kind::String,
+                _ => Kind::Hash,
+            };
             match entry {
-                None => self.out.null(),
-                Some(e) if e.kind != Kind::String => {
-                    self.out.error(
-                        "WRONGTYPE",
-                        "Operation against a key holding the wrong kind of value",
-                    );
+                Some(e) if e.kind != kind => {
+                    let (prefix, message) = wrong_type();
+                    self.out.error(prefix, &message);
                 }
-                Some(e) if e.parts == 0 => self.out.bulk(&e.head),
-                Some(_) => match self.read_string(key, false).await {
+                Some(e) if command.op == Op::Get && e.parts == 0 => self.out.bulk(&e.head),
+                Some(_) if command.op == Op::Get => match self.read_string(key, false).await {
                     Ok(Some(v)) => self.out.bulk(&v),
                     Ok(None) => self.out.null(),
                     Err((prefix, message)) => self.out.error(prefix, &message),
                 },
+                None if command.op == Op::Get => self.out.null(),
+                // A hash: its fields are in the row unless it has parts.
+                entry => {
+                    let fields = match entry {
+                        None => Ok(Vec::new()),
+                        Some(e) if e.parts == 0 => Ok(decode_hash(&e.head)),
+                        Some(_) => self.read_hash(key).await,
+                    };
+                    match fields {
+                        Ok(fields) if command.op == Op::HGet => self.out.hash_field(&fields, arg),
+                        Ok(fields) => self.out.hash_all(&fields),
+                        Err((prefix, message)) => self.out.error(prefix, &message),
+                    }
+                }
             }
         }
         Ok(())
