@@ -1,53 +1,81 @@
 //! The control plane's API as the command-line tools use it: log in, call,
 //! turn an error answer into an error that says what the API said.
 
+use std::time::{Duration, Instant};
+
 use anyhow::{Context, bail};
-use reqwest::Method;
+use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
 pub(crate) struct Client {
     http: reqwest::Client,
     base: String,
-    token: String,
+    /// The session's token, once logged in or signed up.
+    token: Option<String>,
 }
 
+/// Longest `create_database` waits for a data node to register.
+const REGISTER_GUARD: Duration = Duration::from_secs(60);
+
 impl Client {
-    /// Logs in at the control plane `url` (`http://host:port`).
-    pub(crate) async fn login(url: &str, email: &str, password: &str) -> anyhow::Result<Client> {
-        let base = format!("{}/api/v1", url.trim_end_matches('/'));
-        let http = reqwest::Client::new();
-        let login = http
-            .post(format!("{base}/auth/login"))
-            .json(&serde_json::json!({"email": email, "password": password}))
-            .send()
-            .await
-            .with_context(|| format!("reaching {base}"))?;
-        let session = answer(login).await.context("logging in")?;
-        Ok(Client {
-            http,
-            base,
-            token: session["token"].as_str().unwrap_or_default().to_owned(),
-        })
+    /// A client of the control plane at `url` (`http://host:port`), not
+    /// logged in.
+    pub(crate) fn new(url: &str) -> Client {
+        Client {
+            http: reqwest::Client::new(),
+            base: format!("{}/api/v1", url.trim_end_matches('/')),
+            token: None,
+        }
     }
 
-    /// Signs up a new tenant and its owner at the control plane `url`.
-    pub(crate) async fn signup(
-        url: &str,
-        email: &str,
-        password: &str,
-        tenant: &str,
-    ) -> anyhow::Result<(Client, Value)> {
-        let base = format!("{}/api/v1", url.trim_end_matches('/'));
-        let http = reqwest::Client::new();
-        let signup = http
-            .post(format!("{base}/auth/signup"))
-            .json(&serde_json::json!({"email": email, "password": password, "tenant_name": tenant}))
-            .send()
+    /// Logs in at the control plane `url`.
+    pub(crate) async fn login(url: &str, email: &str, password: &str) -> anyhow::Result<Client> {
+        let mut client = Client::new(url);
+        client.log_in(email, password).await?;
+        Ok(client)
+    }
+
+    /// Logs in; answers what the login answered (the user and its tenant).
+    pub(crate) async fn log_in(&mut self, email: &str, password: &str) -> anyhow::Result<Value> {
+        let body = serde_json::json!({"email": email, "password": password});
+        let session = self
+            .call(Method::POST, "/auth/login", Some(body))
             .await
-            .with_context(|| format!("reaching {base}"))?;
-        let me = answer(signup).await.context("signing up")?;
-        let token = me["token"].as_str().unwrap_or_default().to_owned();
-        Ok((Client { http, base, token }, me))
+            .context("logging in")?;
+        self.use_session(&session);
+        Ok(session)
+    }
+
+    /// Calls on with the session a login or sign-up answered.
+    pub(crate) fn use_session(&mut self, answer: &Value) {
+        self.token = answer["token"].as_str().map(str::to_owned);
+    }
+
+    /// Creates database `name`, waiting (a minute at most) while no data
+    /// node is up to take it; false when it already exists.
+    pub(crate) async fn create_database(&self, name: &str) -> anyhow::Result<bool> {
+        let started = Instant::now();
+        loop {
+            let made = self
+                .send(
+                    Method::POST,
+                    "/databases",
+                    Some(serde_json::json!({"name": name})),
+                )
+                .await?;
+            match made.status() {
+                StatusCode::CONFLICT => return Ok(false),
+                StatusCode::SERVICE_UNAVAILABLE if started.elapsed() < REGISTER_GUARD => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                _ => {
+                    answer(made)
+                        .await
+                        .with_context(|| format!("creating database {name}"))?;
+                    return Ok(true);
+                }
+            }
+        }
     }
 
     pub(crate) async fn call(
@@ -66,10 +94,10 @@ impl Client {
         path: &str,
         body: Option<Value>,
     ) -> anyhow::Result<reqwest::Response> {
-        let mut request = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(&self.token);
+        let mut request = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
         if let Some(body) = body {
             request = request.json(&body);
         }

@@ -4,7 +4,6 @@
 //! and the commands to look at them with.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use reqwest::{Method, StatusCode};
@@ -13,13 +12,13 @@ use shoal_control_plane::ControlPlane;
 use shoal_datanode::node::DataNode;
 use shoal_datanode::{Commit, Grant, Outcome, Role, Value as Cell};
 
+use crate::client::{Client, answer};
+
 const DATABASE: &str = "demo";
 const TENANT: &str = "demo";
 const TENANT_EMAIL: &str = "demo@shoal.local";
 pub(crate) const ADMIN_EMAIL: &str = "admin@shoal.local";
 const ROWS: i64 = 1000;
-/// Longest the demo waits for its data node to register.
-const REGISTER_GUARD: Duration = Duration::from_secs(60);
 
 const USERS: &str = r#"{
     "name": "users",
@@ -44,51 +43,6 @@ pub(crate) fn earlier(data_dir: &Path) -> Value {
         .unwrap_or_default()
 }
 
-/// The control plane's API, as the demo's admin or tenant.
-struct Api {
-    http: reqwest::Client,
-    base: String,
-    token: Option<String>,
-}
-
-impl Api {
-    async fn call(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> anyhow::Result<(StatusCode, Value)> {
-        let mut request = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(token) = &self.token {
-            request = request.bearer_auth(token);
-        }
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request
-            .send()
-            .await
-            .with_context(|| format!("calling {path}"))?;
-        let status = response.status();
-        let body = response.json().await.unwrap_or(Value::Null);
-        Ok((status, body))
-    }
-
-    /// A successful call's body; anything else is an error naming the call.
-    async fn ok(&self, method: Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
-        let (status, answer) = self.call(method.clone(), path, body).await?;
-        anyhow::ensure!(status.is_success(), "{method} {path}: {status} {answer}");
-        Ok(answer)
-    }
-
-    async fn login(&mut self, email: &str, password: &str) -> anyhow::Result<Value> {
-        let body = json!({"email": email, "password": password});
-        let answer = self.ok(Method::POST, "/auth/login", Some(body)).await?;
-        self.token = answer["token"].as_str().map(str::to_owned);
-        Ok(answer)
-    }
-}
-
 /// Makes (or finds, from an earlier run on the same data directory) the
 /// demo tenant, its database, table, rows and API key through the control
 /// plane; prints how to reach them, and writes the same to
@@ -100,41 +54,31 @@ pub(crate) async fn run(
     admin_password: &str,
 ) -> anyhow::Result<()> {
     let before = earlier(data_dir);
-    let base = format!("http://{}/api/v1", control.addr);
-    let http = reqwest::Client::new();
-    let mut admin = Api {
-        http: http.clone(),
-        base: base.clone(),
-        token: None,
-    };
-    admin
-        .login(ADMIN_EMAIL, admin_password)
+    let url = format!("http://{}", control.addr);
+    let admin = Client::login(&url, ADMIN_EMAIL, admin_password)
         .await
         .context("logging in as the demo admin")?;
 
     // The tenant: signed up once, logged in after.
-    let mut tenant = Api {
-        http,
-        base,
-        token: None,
-    };
+    let mut tenant = Client::new(&url);
     let tenant_password = before["tenant"]["password"]
         .as_str()
         .map_or_else(|| shoal_control_plane::auth::random_hex(10), str::to_owned);
     let signup = json!({"email": TENANT_EMAIL, "password": tenant_password, "tenant_name": TENANT});
-    let (status, answer) = tenant
-        .call(Method::POST, "/auth/signup", Some(signup))
+    let signed_up = tenant
+        .send(Method::POST, "/auth/signup", Some(signup))
         .await?;
-    let me = match status {
-        StatusCode::CREATED => {
-            tenant.token = answer["token"].as_str().map(str::to_owned);
-            answer
-        }
-        StatusCode::CONFLICT => tenant
-            .login(TENANT_EMAIL, &tenant_password)
+    let me = if signed_up.status() == StatusCode::CONFLICT {
+        tenant
+            .log_in(TENANT_EMAIL, &tenant_password)
             .await
-            .context("the demo tenant exists but demo.json lost its password")?,
-        _ => anyhow::bail!("signing up the demo tenant: {status} {answer}"),
+            .context("the demo tenant exists but demo.json lost its password")?
+    } else {
+        let me = answer(signed_up)
+            .await
+            .context("signing up the demo tenant")?;
+        tenant.use_session(&me);
+        me
     };
     let tenant_id = me["user"]["tenant"]["id"]
         .as_str()
@@ -142,24 +86,11 @@ pub(crate) async fn run(
         .to_owned();
 
     // The database, once the data node has registered.
-    let started = Instant::now();
-    let created = loop {
-        let (status, answer) = tenant
-            .call(Method::POST, "/databases", Some(json!({"name": DATABASE})))
-            .await?;
-        match status {
-            StatusCode::CREATED => break true,
-            StatusCode::CONFLICT => break false,
-            StatusCode::SERVICE_UNAVAILABLE if started.elapsed() < REGISTER_GUARD => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            _ => anyhow::bail!("creating the demo database: {status} {answer}"),
-        }
-    };
+    let created = tenant.create_database(DATABASE).await?;
     if created {
         let users: Value = serde_json::from_str(USERS)?;
         tenant
-            .ok(Method::POST, "/databases/demo/tables", Some(users))
+            .call(Method::POST, "/databases/demo/tables", Some(users))
             .await?;
         let quota = json!({
             "in_memory_bytes": 64 << 20,
@@ -168,7 +99,7 @@ pub(crate) async fn run(
             "max_transaction_ops": 1_000,
         });
         let path = format!("/admin/tenants/{tenant_id}/databases/{DATABASE}/quota");
-        admin.ok(Method::PUT, &path, Some(quota)).await?;
+        admin.call(Method::PUT, &path, Some(quota)).await?;
         insert_rows(node).await?;
         println!("demo: database '{DATABASE}', table 'users' with {ROWS} rows");
     } else {
@@ -179,7 +110,7 @@ pub(crate) async fn run(
     }
 
     // The key: the one an earlier run made while it is live, else a new one.
-    let keys = tenant.ok(Method::GET, "/api-keys", None).await?;
+    let keys = tenant.call(Method::GET, "/api-keys", None).await?;
     let live = |id: &str| {
         keys["keys"]
             .as_array()
@@ -192,7 +123,7 @@ pub(crate) async fn run(
         _ => {
             let body =
                 json!({"name": "demo", "grants": [{"database": DATABASE, "role": "read_write"}]});
-            let made = tenant.ok(Method::POST, "/api-keys", Some(body)).await?;
+            let made = tenant.call(Method::POST, "/api-keys", Some(body)).await?;
             made["key"].as_str().context("the new key")?.to_owned()
         }
     };

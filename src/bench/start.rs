@@ -4,10 +4,10 @@
 //! plane's API, as a user would make them.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
-use reqwest::{Method, StatusCode};
+use reqwest::Method;
 use serde_json::{Value, json};
 use shoal_control_plane::ControlPlane;
 use shoal_datanode::api::serve::Limits;
@@ -17,11 +17,9 @@ use shoal_datanode::persist::redo::Durability;
 use shoal_datanode::register::ControlPlaneLink;
 
 use super::client::usertable_schema;
-use crate::client::{Client, answer};
+use crate::client::Client;
 
 const ADMIN_EMAIL: &str = "bench-admin@shoal.local";
-/// Longest the cluster waits for its data node to register.
-const REGISTER_GUARD: Duration = Duration::from_secs(60);
 
 pub(crate) struct Cluster {
     control: ControlPlane,
@@ -113,7 +111,13 @@ impl Cluster {
         let url = format!("http://{}", self.control.addr);
         let email = format!("{name}@bench.shoal.local");
         let password = shoal_control_plane::auth::random_hex(12);
-        let (tenant, me) = Client::signup(&url, &email, &password, name).await?;
+        let mut tenant = Client::new(&url);
+        let signup = json!({"email": email, "password": password, "tenant_name": name});
+        let me = tenant
+            .call(Method::POST, "/auth/signup", Some(signup))
+            .await
+            .context("signing up")?;
+        tenant.use_session(&me);
         let tenant_id = me["user"]["tenant"]["id"]
             .as_str()
             .context("the new tenant's id")?;
@@ -121,21 +125,7 @@ impl Cluster {
         self.admin
             .call(Method::PUT, &path, Some(unlimited()))
             .await?;
-        let started = Instant::now();
-        loop {
-            let made = tenant
-                .send(Method::POST, "/databases", Some(json!({"name": name})))
-                .await?;
-            if made.status() == StatusCode::SERVICE_UNAVAILABLE
-                && started.elapsed() < REGISTER_GUARD
-            {
-                // The data node has not registered yet.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-            answer(made).await.context("creating the database")?;
-            break;
-        }
+        tenant.create_database(name).await?;
         let tables = format!("/databases/{name}/tables");
         tenant
             .call(Method::POST, &tables, Some(usertable_schema()))
