@@ -11,13 +11,15 @@
 
 mod client;
 mod keys;
+mod multitenant;
 mod report;
+mod run;
 mod start;
 mod workload;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -29,11 +31,10 @@ use shoal_datanode::persist::redo::Durability;
 use crate::size::ByteSize;
 use client::{Conn, Outcome, Target};
 use keys::Distribution;
-use report::{Recorder, RunResult};
-use workload::{FIELDS, Op, OpGen, Plan, Records, Ycsb};
+use report::RunResult;
+use run::{Group, run_groups};
+use workload::{FIELDS, OpGen, Plan, Records, Ycsb};
 
-/// How often a progress line is printed.
-const PROGRESS_EVERY: Duration = Duration::from_secs(3);
 /// Records per load request.
 const LOAD_CHUNK: u64 = 100;
 /// Connections loading records at once.
@@ -158,27 +159,6 @@ fn parse_rate(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Clients that run together on one database.
-#[derive(Clone)]
-struct Group {
-    label: String,
-    target: Target,
-    plan: Plan,
-    threads: usize,
-    /// Operations a second of all the group's clients together.
-    rate: Option<f64>,
-    seed: u64,
-    /// The records there are (inserts add to them).
-    records: Arc<Records>,
-}
-
-/// What a client has measured: all of the run, and since the last progress line.
-#[derive(Default)]
-struct Stats {
-    total: Recorder,
-    window: Recorder,
-}
-
 pub(crate) async fn run(args: &BenchArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
@@ -193,7 +173,7 @@ pub(crate) async fn run(args: &BenchArgs) -> anyhow::Result<()> {
         None
     };
     let result = match (args.bench, &cluster) {
-        (Bench::Multitenant, Some(cluster)) => multitenant(args, cluster).await,
+        (Bench::Multitenant, Some(cluster)) => multitenant::run(args, cluster).await,
         (Bench::Multitenant, None) => Err(anyhow::anyhow!(
             "multitenant makes its tenants and sets their limits itself: run it with --start"
         )),
@@ -426,309 +406,6 @@ async fn load(target: &Target, records: u64, seed: u64) -> anyhow::Result<()> {
         "loaded {records} records in {:.1} s ({:.0} records/s)",
         took.as_secs_f64(),
         records as f64 / took.as_secs_f64().max(1e-9)
-    );
-    Ok(())
-}
-
-/// Runs every group's clients at once for `time` seconds, printing a
-/// progress line per group every few seconds; answers each group's totals.
-async fn run_groups(groups: &[Group], time: u64) -> anyhow::Result<(Vec<Recorder>, Duration)> {
-    let started = Instant::now();
-    let deadline = started + Duration::from_secs(time);
-    let mut clients = tokio::task::JoinSet::new();
-    let mut stats: Vec<Vec<Arc<Mutex<Stats>>>> = Vec::new();
-    for group in groups {
-        let mut mine = Vec::new();
-        let due = group.rate.map(|rate| pace(rate, started, deadline));
-        for index in 0..group.threads {
-            let s = Arc::new(Mutex::new(Stats::default()));
-            mine.push(Arc::clone(&s));
-            clients.spawn(client(group.clone(), index, due.clone(), s, deadline));
-        }
-        stats.push(mine);
-    }
-    let mut last = started;
-    let mut ended = Ok(());
-    loop {
-        // The next progress line, if it comes before the end; after that,
-        // only the clients' ends are awaited.
-        let next = last + PROGRESS_EVERY;
-        let tick = async move {
-            if next < deadline {
-                tokio::time::sleep_until(next.into()).await;
-            } else {
-                std::future::pending::<()>().await;
-            }
-        };
-        tokio::select! {
-            () = tick => {}
-            done = clients.join_next() => match done {
-                None => break,
-                Some(Ok(Ok(()))) => continue,
-                Some(Ok(Err(e))) => { ended = Err(e); clients.abort_all(); continue }
-                Some(Err(e)) if e.is_cancelled() => continue,
-                Some(Err(e)) => { ended = Err(anyhow::anyhow!("a client panicked: {e}")); clients.abort_all(); continue }
-            },
-        }
-        let now = Instant::now();
-        for (group, mine) in groups.iter().zip(&stats) {
-            let mut window = Recorder::default();
-            for s in mine {
-                let taken = std::mem::take(&mut s.lock().unwrap_or_else(|e| e.into_inner()).window);
-                window.add(&taken);
-            }
-            let line = report::progress_line(now - started, group.threads, &window, now - last);
-            if group.label.is_empty() {
-                println!("{line}");
-            } else {
-                println!("{line} ({})", group.label);
-            }
-        }
-        last = now;
-    }
-    ended?;
-    let elapsed = started
-        .elapsed()
-        .min(Duration::from_secs(time))
-        .max(Duration::from_millis(1));
-    let totals = stats
-        .iter()
-        .map(|mine| {
-            let mut total = Recorder::default();
-            for s in mine {
-                total.add(&s.lock().unwrap_or_else(|e| e.into_inner()).total);
-            }
-            total
-        })
-        .collect();
-    Ok((totals, elapsed))
-}
-
-/// When each operation of a group at a fixed rate is due, from `started`
-/// to `deadline`: handed out by a thread of its own, whose sleeps are
-/// precise to microseconds (the runtime's timers are to milliseconds). Its
-/// schedule never slips: when every client is busy, the operations due
-/// wait in the queue, and their latency counts from when they were due.
-type Schedule = Arc<tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Instant>>>;
-
-fn pace(rate: f64, started: Instant, deadline: Instant) -> Schedule {
-    let (due, schedule) = tokio::sync::mpsc::channel(1024);
-    let every = Duration::from_secs_f64(1.0 / rate);
-    std::thread::Builder::new()
-        .name("bench-pacer".into())
-        .spawn(move || {
-            let mut next = started;
-            while next < deadline {
-                let now = Instant::now();
-                if next > now {
-                    std::thread::sleep(next - now);
-                }
-                if due.blocking_send(next).is_err() {
-                    return;
-                }
-                next += every;
-            }
-        })
-        .expect("a pacer thread");
-    Arc::new(tokio::sync::Mutex::new(schedule))
-}
-
-/// One client: operations until the deadline, on its own connection; as
-/// the schedule says they are due, if there is one, else back to back.
-async fn client(
-    group: Group,
-    index: usize,
-    schedule: Option<Schedule>,
-    stats: Arc<Mutex<Stats>>,
-    deadline: Instant,
-) -> anyhow::Result<()> {
-    let mut conn = Conn::open(&group.target).await?;
-    let seed = group
-        .seed
-        .wrapping_mul(0x9E37_79B9)
-        .wrapping_add(index as u64);
-    let mut ops = OpGen::new(group.plan.clone(), group.records.count(), seed);
-    let mut value = String::new();
-    loop {
-        let due = match &schedule {
-            Some(schedule) => match schedule.lock().await.recv().await {
-                Some(due) => due,
-                None => break,
-            },
-            None => Instant::now(),
-        };
-        if due >= deadline {
-            break;
-        }
-        let op = ops.next(group.records.count().max(1));
-        let kind = op.kind();
-        let (rows, outcome) = match execute(&mut conn, &mut ops, &op, &group, &mut value).await {
-            Ok(done) => done,
-            Err(e) => {
-                // The connection broke: count it, and go on with a new one.
-                conn = Conn::open(&group.target).await?;
-                (1, Outcome::Failed(format!("{e:#}")))
-            }
-        };
-        let latency = due.elapsed();
-        let mut stats = stats.lock().unwrap_or_else(|e| e.into_inner());
-        stats.total.record(kind, rows, latency, &outcome);
-        stats.window.record(kind, rows, latency, &outcome);
-    }
-    Ok(())
-}
-
-/// Runs one operation: the rows it touched and how it ended.
-async fn execute(
-    conn: &mut Conn,
-    ops: &mut OpGen,
-    op: &Op,
-    group: &Group,
-    value: &mut String,
-) -> anyhow::Result<(usize, Outcome)> {
-    Ok(match op {
-        Op::Read { key } => (1, conn.read(*key).await?),
-        Op::Lookup { keys } => (keys.len(), conn.lookup(keys).await?),
-        Op::Update { key, field } => {
-            ops.value(value);
-            (
-                1,
-                conn.write(*key, &[(*field, value.as_str())], false).await?,
-            )
-        }
-        Op::ReadModifyWrite { key, field } => match conn.read(*key).await? {
-            Outcome::Done { .. } => {
-                ops.value(value);
-                (
-                    1,
-                    conn.write(*key, &[(*field, value.as_str())], false).await?,
-                )
-            }
-            refused => (1, refused),
-        },
-        Op::Insert => {
-            let key = group.records.claim();
-            let values: Vec<String> = (0..FIELDS)
-                .map(|_| {
-                    ops.value(value);
-                    value.clone()
-                })
-                .collect();
-            let fields: Vec<(usize, &str)> =
-                values.iter().map(String::as_str).enumerate().collect();
-            let outcome = conn.write(key, &fields, true).await;
-            group.records.answered(key);
-            (1, outcome?)
-        }
-    })
-}
-
-/// One tenant's figures in one phase of the multitenant run.
-#[derive(Debug, Serialize)]
-struct TenantResult {
-    tenant: String,
-    role: &'static str,
-    limit_units_per_sec: u64,
-    target_ops_per_sec: Option<f64>,
-    #[serde(flatten)]
-    run: RunResult,
-}
-
-/// `--tenants` databases, each limited to `--tenant-limit` units a second:
-/// the first floods with the largest thread count and no rate, the others
-/// run two clients each at half their limit. Then the same without the
-/// flooder.
-async fn multitenant(args: &BenchArgs, cluster: &start::Cluster) -> anyhow::Result<()> {
-    let limit = args.tenant_limit;
-    let flood_threads = *args.threads.0.iter().max().expect("at least one count");
-    let steady_rate = limit as f64 / 2.0;
-    let mut tenants = Vec::new();
-    for i in 0..args.tenants {
-        let name = format!("tenant{i}");
-        let (target, made) = target_for(args, Some(cluster), &name).await?;
-        if !args.skip_load {
-            load(&target, args.records, args.seed.wrapping_add(i)).await?;
-        }
-        let made = made.expect("a tenant of the cluster");
-        let quota = json!({
-            "read_units_per_sec": limit,
-            "write_units_per_sec": limit,
-            "burst_seconds": 1,
-        });
-        cluster.set_quota(&made, quota).await?;
-        tenants.push((name, target));
-    }
-    println!(
-        "{} tenants, each limited to {limit} read and {limit} write units/s; tenant0 floods with {flood_threads} threads, the others run 2 threads at {steady_rate} ops/s",
-        args.tenants
-    );
-    let mut phases = Vec::new();
-    let mut final_result = String::new();
-    for (phase, with_flooder) in [("with-flooder", true), ("without-flooder", false)] {
-        println!("phase {phase}:");
-        let groups: Vec<Group> = tenants
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| with_flooder || *i > 0)
-            .map(|(i, (name, target))| Group {
-                label: name.clone(),
-                target: target.clone(),
-                plan: plan_of(args),
-                threads: if i == 0 { flood_threads } else { 2 },
-                rate: (i > 0).then_some(steady_rate),
-                seed: args.seed.wrapping_add(i as u64 * 7_919),
-                records: Arc::new(Records::new(args.records)),
-            })
-            .collect();
-        let (recorders, elapsed) = run_groups(&groups, args.time).await?;
-        let mut results = Vec::new();
-        for (group, recorder) in groups.iter().zip(&recorders) {
-            let flooder = group.rate.is_none();
-            let target = group.rate;
-            let run = RunResult::new(group.threads, elapsed, target, recorder);
-            let l = &run.latency_ms;
-            println!(
-                "  {:<9} {:<8} admitted {:>8.0} ops/s (limit {limit} units/s{}), p50 {:.3} p95 {:.3} p99 {:.3} p99.9 {:.3} ms, throttled {}",
-                group.label,
-                if flooder { "flooder" } else { "steady" },
-                run.ops_per_sec,
-                target.map_or(String::new(), |t| format!(", target {t:.0}")),
-                l.p50,
-                l.p95,
-                l.p99,
-                l.p999,
-                run.throttled
-            );
-            final_result.push_str(&format!(
-                "Phase: {phase} Tenant: {} Mean: {:.0} p99: {:.3} Throttled: {}\n",
-                group.label, run.ops_per_sec, l.p99, run.throttled
-            ));
-            results.push(TenantResult {
-                tenant: group.label.clone(),
-                role: if flooder { "flooder" } else { "steady" },
-                limit_units_per_sec: limit,
-                target_ops_per_sec: target,
-                run,
-            });
-        }
-        phases.push(json!({"phase": phase, "tenants": results}));
-    }
-    let results = json!({
-        "benchmark": Bench::Multitenant,
-        "title": title(args),
-        "workload": args.ycsb,
-        "protocol": args.protocol,
-        "records_per_tenant": args.records,
-        "seconds_per_run": args.time,
-        "tenant_limit_units_per_sec": limit,
-        "flooder_threads": flood_threads,
-        "machine": machine(),
-        "phases": phases,
-    });
-    write_out(args, &final_result, &results)?;
-    println!(
-        "wrote final_result.txt and results.json to {}",
-        args.out.display()
     );
     Ok(())
 }
