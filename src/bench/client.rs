@@ -16,11 +16,17 @@ use super::workload::FIELDS;
 pub(crate) const TABLE: &str = "usertable";
 pub(crate) const KEY_COLUMN: &str = "ycsb_key";
 
+/// The names of a record's fields: columns over REST, hash fields over RESP.
+const FIELD_NAMES: [&str; FIELDS] = [
+    "field0", "field1", "field2", "field3", "field4", "field5", "field6", "field7", "field8",
+    "field9",
+];
+
 /// The `usertable` schema, for the control plane's table API.
 pub(crate) fn usertable_schema() -> Value {
     let mut columns = vec![json!({"name": KEY_COLUMN, "type": "VARCHAR(64)"})];
-    for f in 0..FIELDS {
-        columns.push(json!({"name": format!("field{f}"), "type": "VARCHAR(100)"}));
+    for name in FIELD_NAMES {
+        columns.push(json!({"name": name, "type": "VARCHAR(100)"}));
     }
     json!({"name": TABLE, "columns": columns, "primary_key": [KEY_COLUMN]})
 }
@@ -232,7 +238,7 @@ impl Rest {
         let mut row = serde_json::Map::new();
         row.insert(KEY_COLUMN.into(), key_name(key).into());
         for (f, value) in fields {
-            row.insert(format!("field{f}"), (*value).into());
+            row.insert(FIELD_NAMES[*f].into(), (*value).into());
         }
         Value::Object(row)
     }
@@ -355,10 +361,9 @@ impl Resp {
 
     fn hset(&mut self, key: u64, fields: &[(usize, &str)]) {
         let name = key_name(key);
-        let names: Vec<String> = fields.iter().map(|(f, _)| format!("field{f}")).collect();
         let mut args: Vec<&[u8]> = vec![b"HSET", name.as_bytes()];
-        for ((_, value), field) in fields.iter().zip(&names) {
-            args.push(field.as_bytes());
+        for (f, value) in fields {
+            args.push(FIELD_NAMES[*f].as_bytes());
             args.push(value.as_bytes());
         }
         self.command(&args);

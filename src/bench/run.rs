@@ -26,11 +26,18 @@ pub(super) struct Group {
     pub(super) records: Arc<Records>,
 }
 
-/// What a client has measured: all of the run, and since the last progress line.
-#[derive(Default)]
-struct Stats {
-    total: Recorder,
-    window: Recorder,
+/// What a client has measured since the reporter last took it.
+type Window = Arc<Mutex<Recorder>>;
+
+/// Takes what the clients `windows` measured since last taken, together.
+fn take(windows: &[Window]) -> Recorder {
+    let mut taken = Recorder::default();
+    for w in windows {
+        taken.add(&std::mem::take(
+            &mut *w.lock().unwrap_or_else(|e| e.into_inner()),
+        ));
+    }
+    taken
 }
 
 /// Runs every group's clients at once for `time` seconds, printing a
@@ -42,17 +49,19 @@ pub(super) async fn run_groups(
     let started = Instant::now();
     let deadline = started + Duration::from_secs(time);
     let mut clients = tokio::task::JoinSet::new();
-    let mut stats: Vec<Vec<Arc<Mutex<Stats>>>> = Vec::new();
+    let mut windows: Vec<Vec<Window>> = Vec::new();
     for group in groups {
         let mut mine = Vec::new();
         let due = group.rate.map(|rate| pace(rate, started, deadline));
         for index in 0..group.threads {
-            let s = Arc::new(Mutex::new(Stats::default()));
-            mine.push(Arc::clone(&s));
-            clients.spawn(client(group.clone(), index, due.clone(), s, deadline));
+            let w = Window::default();
+            mine.push(Arc::clone(&w));
+            clients.spawn(client(group.clone(), index, due.clone(), w, deadline));
         }
-        stats.push(mine);
+        windows.push(mine);
     }
+    // Each group's figures so far: the windows taken for progress lines.
+    let mut totals: Vec<Recorder> = groups.iter().map(|_| Recorder::default()).collect();
     let mut last = started;
     let mut ended = Ok(());
     loop {
@@ -77,12 +86,9 @@ pub(super) async fn run_groups(
             },
         }
         let now = Instant::now();
-        for (group, mine) in groups.iter().zip(&stats) {
-            let mut window = Recorder::default();
-            for s in mine {
-                let taken = std::mem::take(&mut s.lock().unwrap_or_else(|e| e.into_inner()).window);
-                window.add(&taken);
-            }
+        for ((group, mine), total) in groups.iter().zip(&windows).zip(&mut totals) {
+            let window = take(mine);
+            total.add(&window);
             let line = report::progress_line(now - started, group.threads, &window, now - last);
             if group.label.is_empty() {
                 println!("{line}");
@@ -97,16 +103,9 @@ pub(super) async fn run_groups(
         .elapsed()
         .min(Duration::from_secs(time))
         .max(Duration::from_millis(1));
-    let totals = stats
-        .iter()
-        .map(|mine| {
-            let mut total = Recorder::default();
-            for s in mine {
-                total.add(&s.lock().unwrap_or_else(|e| e.into_inner()).total);
-            }
-            total
-        })
-        .collect();
+    for (mine, total) in windows.iter().zip(&mut totals) {
+        total.add(&take(mine));
+    }
     Ok((totals, elapsed))
 }
 
@@ -145,7 +144,7 @@ async fn client(
     group: Group,
     index: usize,
     schedule: Option<Schedule>,
-    stats: Arc<Mutex<Stats>>,
+    window: Window,
     deadline: Instant,
 ) -> anyhow::Result<()> {
     let mut conn = Conn::open(&group.target).await?;
@@ -177,9 +176,7 @@ async fn client(
             }
         };
         let latency = due.elapsed();
-        let mut stats = stats.lock().unwrap_or_else(|e| e.into_inner());
-        stats.total.record(kind, rows, latency, &outcome);
-        stats.window.record(kind, rows, latency, &outcome);
+        (window.lock().unwrap_or_else(|e| e.into_inner())).record(kind, rows, latency, &outcome);
     }
     Ok(())
 }
