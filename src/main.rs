@@ -188,7 +188,7 @@ struct NodeArgs {
     /// DataMemory: the memory for all rows and indexes, e.g. 256M or 4G.
     #[arg(long, default_value = "512M")]
     data_memory: ByteSize,
-    /// LDM worker threads [default: the number of cores].
+    /// LDM worker threads [default: half the cores, rounded up].
     #[arg(long)]
     ldm_threads: Option<usize>,
     /// Longest a write waits for a row another transaction holds, in milliseconds.
@@ -280,11 +280,12 @@ impl NodeArgs {
                 })
             }
         };
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Ok(DataNodeConfig {
             node_id: self.node_id,
             data_memory: self.data_memory.0,
-            ldm_threads: self.ldm_threads.unwrap_or(cores),
+            ldm_threads: self
+                .ldm_threads
+                .unwrap_or_else(shoal_datanode::engine::default_ldm_threads),
             lock_wait_timeout: Duration::from_millis(self.lock_wait_timeout_ms),
             data_dir: self.data_dir.clone(),
             durability: self.durability,

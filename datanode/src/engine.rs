@@ -57,6 +57,17 @@ pub const MAX_SCAN_LIMIT: usize = 100_000;
 /// Most LDM worker threads.
 pub const MAX_LDM_THREADS: usize = 256;
 
+/// LDM worker threads unless configured: half the cores, rounded up. The
+/// other half is for what every operation also costs outside the workers —
+/// the kernel's network stack, the REST front end's threads, the redo log's
+/// writes — and for the hand-offs between workers that a worker per core
+/// makes of half of all key lookups. On 2 cores one worker serves a durable
+/// Redis SET with 25% less CPU than two, and faster (docs/benchmarks.md).
+pub fn default_ldm_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.div_ceil(2).min(MAX_LDM_THREADS)
+}
+
 /// A cheap handle to a running engine; clones share it. The workers stop when
 /// the last handle is dropped.
 #[derive(Debug, Clone)]

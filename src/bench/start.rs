@@ -72,7 +72,7 @@ impl Cluster {
         let node = DataNode::start(DataNodeConfig {
             node_id: 1,
             data_memory,
-            ldm_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            ldm_threads: shoal_datanode::engine::default_ldm_threads(),
             lock_wait_timeout: Duration::from_millis(1200),
             data_dir: dir.join("node"),
             durability,

@@ -35,6 +35,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::catalog::TableId;
+use crate::persist::redo::RedoLog;
 use crate::storage::fixed::RowRef;
 use crate::storage::fragment::FragmentMemory;
 pub(crate) use crate::storage::fragment::{AUTOCOMMIT, TxnId};
@@ -170,7 +171,7 @@ pub(crate) enum Msg {
     Run(Job),
     /// From now on, committed changes are logged here.
     AttachLog {
-        log: Arc<crate::persist::redo::RedoLog>,
+        log: Arc<RedoLog>,
         done: oneshot::Sender<()>,
     },
     Commit {
@@ -277,6 +278,9 @@ impl Ldm {
         let (sender, receiver) = mpsc::unbounded_channel();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
+            // The worker syncs the redo log for its waiting tasks when it
+            // has nothing else to do (`RedoLog::adopt_thread`).
+            .on_thread_park(RedoLog::before_park)
             .build()?;
         let handle = runtime.handle().clone();
         let thread = thread::Builder::new()

@@ -30,11 +30,14 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// old contents or the new, never a mix.
     fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
     /// Opens `path` to append at byte `at` on, creating it (durably) if
-    /// needed, with its first `reserve` bytes allocated on disk (reading as
-    /// zeros where nothing was written). Writes into allocated space leave
-    /// the file's size alone, so syncing them is one write to the device
-    /// and not a file-system journal commit as well.
+    /// needed, with its first `reserve` bytes written (zeros where nothing
+    /// was). Writes over written space change no file-system metadata — not
+    /// the size, not the extent map, as writes into merely allocated
+    /// (`fallocate`d) space would — so syncing them is one write to the
+    /// device and a cache flush, nothing more.
     fn open_append(&self, path: &Path, at: u64, reserve: u64) -> io::Result<Box<dyn AppendFile>>;
+    /// Renames `from` to `to`, durably.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Cuts `path` to `len` bytes, durably.
     fn truncate(&self, path: &Path, len: u64) -> io::Result<()>;
     fn remove(&self, path: &Path) -> io::Result<()>;
@@ -72,16 +75,17 @@ impl AppendFile for RealAppend {
     }
 }
 
-/// Allocates the first `len` bytes of `file` on disk (glibc writes zeros
-/// where the file system cannot allocate).
+/// Writes zeros from the end of `file` to its byte `len`.
 fn reserve(file: &fs::File, len: u64) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let len = libc::off_t::try_from(len).map_err(io::Error::other)?;
-    // SAFETY: the descriptor is open for writing for the whole call.
-    match unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) } {
-        0 => Ok(()),
-        errno => Err(io::Error::from_raw_os_error(errno)),
+    const CHUNK: usize = 1 << 20;
+    let zeros = vec![0u8; CHUNK];
+    let mut at = file.metadata()?.len();
+    while at < len {
+        let n = (len - at).min(CHUNK as u64);
+        file.write_all_at(&zeros[..n as usize], at)?;
+        at += n;
     }
+    Ok(())
 }
 
 impl Storage for FileSystem {
@@ -143,6 +147,11 @@ impl Storage for FileSystem {
             sync_dir(parent(path))?;
         }
         Ok(Box::new(RealAppend { file, at }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to)?;
+        sync_dir(parent(to))
     }
 
     fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
@@ -401,6 +410,16 @@ impl Storage for MemStorage {
             path: path.to_owned(),
             at: at as usize,
         }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut inner = self.lock();
+        let file = inner
+            .files
+            .remove(from)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        inner.files.insert(to.to_owned(), file);
+        Ok(())
     }
 
     fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {

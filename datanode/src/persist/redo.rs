@@ -20,7 +20,7 @@
 //! recover from what is on disk.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 use std::sync::{Arc, Condvar, Mutex};
 use std::task::Poll;
 use std::thread;
@@ -47,6 +47,14 @@ const SYNC_GAP: Duration = Duration::from_micros(100);
 /// A sync that carried this many commits says more are coming: only then
 /// does the next one keep `SYNC_GAP` from it. A lone writer is never held.
 const UNDER_LOAD: usize = 4;
+/// How often the writer looks for tasks on an adopting thread that have
+/// waited for the log since its last look — a thread too busy to go idle,
+/// and so to sync for them — and syncs for them.
+const BACKSTOP: Duration = Duration::from_millis(2);
+/// The file the writer prepares the next segment in, written whole with
+/// zeros and synced ahead of need: not a segment (`segment_start` ignores
+/// it) until renamed to one.
+const SPARE: &str = "next.spare";
 /// The largest payload a record may carry.
 pub const MAX_PAYLOAD: usize = 1 << 30;
 
@@ -109,33 +117,48 @@ struct Durable {
 struct Shared {
     /// The end of everything appended.
     next: Lsn,
-    /// Appended records not yet handed to the writer, from `buffered_from`.
+    /// Appended records not yet written out, from `buffered_from`.
     buffer: Vec<u8>,
     /// How many records `buffer` holds.
     buffered: usize,
     buffered_from: Lsn,
     failed: Option<Arc<str>>,
     stopping: bool,
-    /// The writer waits on `work` for something to write: only then is
+    /// A task on a thread that does not sync for itself waits for the
+    /// log: the writer is to sync.
+    kicked: bool,
+    /// The writer waits on `work` for something to do: only then is
     /// waking it worth a system call.
     writer_idle: bool,
+    /// When the log was last synced, and how many records that sync wrote.
+    synced_at: Instant,
+    last_batch: usize,
+    /// The writer is to prepare a spare segment.
+    spare_wanted: bool,
 }
 
 /// The redo log of a data node.
 pub struct RedoLog {
     shared: Mutex<Shared>,
     work: Condvar,
+    /// The segment files. Whoever holds this writes out what is buffered
+    /// and syncs it: the writer thread, or a thread that syncs for its own
+    /// waiting tasks before it would go idle (`local`).
+    sink: Mutex<Sink>,
     durable: Mutex<Durable>,
     /// How far the log is durable; stored before the waiters are told.
     durable_lsn: AtomicU64,
     /// Whether the log has failed; set before the waiters are told.
     failed: AtomicBool,
-    /// Threads that wake their own waiting tasks (`local`).
+    /// Threads that sync for and wake their own waiting tasks (`local`).
     threads: Mutex<Vec<Arc<local::ThreadWake>>>,
     mode: Durability,
     writer: Mutex<Option<thread::JoinHandle<()>>>,
     /// Syncs of the log so far: with group commit, far fewer than commits.
     syncs: AtomicU64,
+    /// A spare segment is ready (`SPARE`): the next segment is made by
+    /// renaming it, at no cost to the commits waiting meanwhile.
+    spare_ready: AtomicBool,
 }
 
 impl std::fmt::Debug for RedoLog {
@@ -168,6 +191,10 @@ fn encode(lsn: Lsn, payload: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(payload);
 }
 
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl RedoLog {
     /// Opens the log for appending at `end` (where recovery found it ends)
     /// and starts its writer thread.
@@ -189,6 +216,11 @@ impl RedoLog {
         segment_bytes: u64,
     ) -> std::io::Result<Arc<RedoLog>> {
         storage.create_dir_all(&dir)?;
+        // One a crash cut short would be no segment of zeros.
+        let spare = dir.join(SPARE);
+        if storage.exists(&spare) {
+            storage.remove(&spare)?;
+        }
         let segments = storage.list(&dir)?;
         let (segment_start, file) = match segments
             .iter()
@@ -212,9 +244,21 @@ impl RedoLog {
                 buffered_from: end,
                 failed: None,
                 stopping: false,
+                kicked: false,
                 writer_idle: false,
+                synced_at: Instant::now(),
+                last_batch: 0,
+                spare_wanted: true,
             }),
             work: Condvar::new(),
+            sink: Mutex::new(Sink {
+                storage,
+                dir,
+                file,
+                segment_start,
+                written: end,
+                segment_bytes,
+            }),
             durable: Mutex::new(Durable {
                 failed: None,
                 waiters: Vec::new(),
@@ -225,27 +269,18 @@ impl RedoLog {
             mode,
             writer: Mutex::new(None),
             syncs: AtomicU64::new(0),
+            spare_ready: AtomicBool::new(false),
         });
-        let writer = Writer {
-            log: Arc::clone(&log),
-            storage,
-            dir,
-            file,
-            segment_start,
-            written: end,
-            synced_at: Instant::now(),
-            last_batch: 0,
-            segment_bytes,
-        };
+        let writer = Arc::clone(&log);
         let handle = thread::Builder::new()
             .name("redo-writer".into())
-            .spawn(move || writer.run())?;
-        *log.writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+            .spawn(move || writer.run_writer())?;
+        *lock(&log.writer) = Some(handle);
         Ok(log)
     }
 
     fn shared(&self) -> std::sync::MutexGuard<'_, Shared> {
-        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.shared)
     }
 
     pub fn mode(&self) -> Durability {
@@ -253,7 +288,8 @@ impl RedoLog {
     }
 
     /// Appends a record and answers the LSN it ends at: durable once the log
-    /// is durable that far.
+    /// is durable that far. Appending wakes no one: in `sync` mode the log
+    /// is synced for whoever waits for it (`wait_durable`).
     pub fn append(&self, payload: &[u8]) -> Result<Lsn, LogFailed> {
         assert!(
             payload.len() <= MAX_PAYLOAD,
@@ -270,10 +306,8 @@ impl RedoLog {
         shared.next = lsn + (HEADER + payload.len()) as u64;
         let end = shared.next;
         let wake = shared.writer_idle
-            && match self.mode {
-                Durability::Sync => true,
-                Durability::Interval(_) => shared.buffer.len() >= INTERVAL_WAKE_BYTES,
-            };
+            && matches!(self.mode, Durability::Interval(_))
+            && shared.buffer.len() >= INTERVAL_WAKE_BYTES;
         drop(shared);
         if wake {
             self.work.notify_one();
@@ -288,6 +322,9 @@ impl RedoLog {
     }
 
     /// Waits until the log is durable up to `lsn` — at once in interval mode.
+    ///
+    /// On a thread that has adopted the log, the thread itself syncs before
+    /// it would go idle; on any other, the writer thread is asked to.
     pub async fn wait_durable(&self, lsn: Lsn) -> Result<(), LogFailed> {
         if let Durability::Interval(_) = self.mode {
             return match &self.shared().failed {
@@ -302,8 +339,8 @@ impl RedoLog {
             return std::future::poll_fn(|cx| {
                 if self.durable_lsn() < lsn && !self.has_failed() {
                     local::wait(lsn, cx.waker());
-                    // The writer may have moved on before it could see the
-                    // wait: look again.
+                    // A sync may have ended before it could see the wait:
+                    // look again.
                     if self.durable_lsn() < lsn && !self.has_failed() {
                         return Poll::Pending;
                     }
@@ -324,6 +361,7 @@ impl RedoLog {
             durable.waiters.push((lsn, tell));
             told
         };
+        self.kick();
         match told.await {
             Ok(()) => Ok(()),
             // Dropped: the log failed before it was durable that far.
@@ -336,8 +374,24 @@ impl RedoLog {
         }
     }
 
+    /// Asks the writer thread to sync.
+    fn kick(&self) {
+        self.ask_writer(|shared| shared.kicked = true);
+    }
+
+    /// Gives the writer thread work (`ask` sets what), waking it if it waits.
+    fn ask_writer(&self, ask: impl FnOnce(&mut Shared)) {
+        let mut shared = self.shared();
+        ask(&mut shared);
+        let idle = shared.writer_idle;
+        drop(shared);
+        if idle {
+            self.work.notify_one();
+        }
+    }
+
     fn durable(&self) -> std::sync::MutexGuard<'_, Durable> {
-        self.durable.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.durable)
     }
 
     /// Whether a waiter for `lsn`, woken, may go on.
@@ -351,35 +405,106 @@ impl RedoLog {
         )))
     }
 
-    /// Makes the calling thread, which runs a tokio runtime, wake its own
-    /// tasks waiting for the log: the writer then wakes the thread once per
-    /// sync instead of waking each task from its own thread.
+    /// Makes the calling thread, which runs a tokio runtime, sync the log
+    /// for its own waiting tasks when it has nothing else to run, and wake
+    /// them itself: the runtime must call [`RedoLog::before_park`] before it
+    /// parks. A sync then costs no thread hand-off, and a sync another
+    /// thread made wakes this one once, not once per waiting task.
     pub fn adopt_thread(self: &Arc<Self>) {
         let wake = local::adopt(self);
-        self.threads
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(wake);
+        lock(&self.threads).push(wake);
     }
 
-    /// The log is durable up to `lsn`: tells the waiters it satisfies.
-    fn made_durable(&self, lsn: Lsn) {
-        let ready: Vec<oneshot::Sender<()>> = {
-            let mut durable = self.durable();
-            if durable.failed.is_some() {
-                return;
-            }
-            self.durable_lsn.store(lsn, Ordering::SeqCst);
-            durable
-                .waiters
-                .extract_if(.., |(l, _)| *l <= lsn)
-                .map(|(_, tell)| tell)
-                .collect()
+    /// For a runtime's `on_thread_park`: on a thread that has adopted a log,
+    /// syncs it if a task of the thread waits for that, and wakes the tasks
+    /// whose wait is over.
+    pub fn before_park() {
+        local::before_park();
+    }
+
+    /// Writes out what is buffered and syncs it, on the calling thread —
+    /// unless another thread is at it, which then wakes this one (if it has
+    /// adopted the log) when done: false then.
+    fn try_sync(&self) -> bool {
+        let mut sink = match self.sink.try_lock() {
+            Ok(sink) => sink,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return false,
         };
-        for tell in ready {
+        let told = self.write_out(&mut sink, true);
+        drop(sink);
+        self.announce(told);
+        true
+    }
+
+    /// Writes out everything buffered and, if `sync`, syncs it and stores
+    /// how far the log is durable: answers the waiters that satisfies, to
+    /// be told once the sink is let go. A failure fails the log.
+    fn write_out(&self, sink: &mut Sink, sync: bool) -> Vec<oneshot::Sender<()>> {
+        let batch = {
+            let mut shared = self.shared();
+            if shared.failed.is_some() {
+                return Vec::new();
+            }
+            debug_assert_eq!(shared.buffered_from, sink.written);
+            shared.buffered_from = shared.next;
+            shared.last_batch = std::mem::take(&mut shared.buffered);
+            std::mem::take(&mut shared.buffer)
+        };
+        let result = sink.write(&batch, self).and_then(|()| {
+            if sync && sink.written > self.durable_lsn() {
+                sink.sync().map(|()| true)
+            } else {
+                Ok(false)
+            }
+        });
+        match result {
+            Ok(true) => {
+                self.syncs.fetch_add(1, Ordering::Relaxed);
+                self.shared().synced_at = Instant::now();
+                self.made_durable(sink.written)
+            }
+            Ok(false) => Vec::new(),
+            Err(e) => {
+                let failed: Arc<str> = format!("{e}").into();
+                tracing::error!(error = %failed, "the redo log failed");
+                self.shared().failed = Some(Arc::clone(&failed));
+                self.fail(failed);
+                Vec::new()
+            }
+        }
+    }
+
+    /// The log is durable up to `lsn`: answers the waiters it satisfies.
+    fn made_durable(&self, lsn: Lsn) -> Vec<oneshot::Sender<()>> {
+        let mut durable = self.durable();
+        if durable.failed.is_some() {
+            return Vec::new();
+        }
+        self.durable_lsn.store(lsn, Ordering::SeqCst);
+        durable
+            .waiters
+            .extract_if(.., |(l, _)| *l <= lsn)
+            .map(|(_, tell)| tell)
+            .collect()
+    }
+
+    /// After a sync, with the sink let go: tells the waiters it satisfied,
+    /// wakes every other thread with waiting tasks — to go on, or to sync
+    /// for them, which it may have failed to do while this sync ran — and
+    /// asks the writer for another sync if tasks elsewhere still wait.
+    fn announce(&self, told: Vec<oneshot::Sender<()>>) {
+        for tell in told {
             let _ = tell.send(());
         }
-        self.wake_threads(lsn, false);
+        // Pairs with the fence a thread makes between registering a waiting
+        // task and trying the sink: either it finds the sink free, or this
+        // sees its task.
+        fence(Ordering::SeqCst);
+        self.wake_threads(false);
+        if !self.durable().waiters.is_empty() {
+            self.kick();
+        }
     }
 
     /// The log has failed: no waiter will be told it is durable.
@@ -391,17 +516,14 @@ impl RedoLog {
             std::mem::take(&mut durable.waiters)
         };
         drop(waiters);
-        self.wake_threads(self.durable_lsn(), true);
+        self.wake_threads(true);
     }
 
-    fn wake_threads(&self, durable: Lsn, failed: bool) {
-        for thread in self
-            .threads
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
-            thread.wake_if_due(durable, failed);
+    /// Wakes the adopting threads, other than this one, with waiting tasks
+    /// (all of them once the log has failed).
+    fn wake_threads(&self, failed: bool) {
+        for thread in lock(&self.threads).iter() {
+            thread.wake_if_waiting(failed);
         }
     }
 
@@ -412,6 +534,9 @@ impl RedoLog {
 
     /// Why the log failed, if it has.
     pub fn failure(&self) -> Option<LogFailed> {
+        if !self.has_failed() {
+            return None;
+        }
         self.shared().failed.clone().map(LogFailed)
     }
 
@@ -444,7 +569,7 @@ impl RedoLog {
     pub fn close(&self) -> Result<(), LogFailed> {
         self.shared().stopping = true;
         self.work.notify_one();
-        if let Some(writer) = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(writer) = lock(&self.writer).take() {
             let _ = writer.join();
         }
         match self.failure() {
@@ -452,41 +577,36 @@ impl RedoLog {
             None => Ok(()),
         }
     }
-}
 
-/// The writer thread's side of the log.
-struct Writer {
-    log: Arc<RedoLog>,
-    storage: Arc<dyn Storage>,
-    dir: PathBuf,
-    file: Box<dyn AppendFile>,
-    segment_start: Lsn,
-    /// The end of what has been written to files.
-    written: Lsn,
-    synced_at: Instant,
-    /// How many records the last batch written held.
-    last_batch: usize,
-    segment_bytes: u64,
-}
-
-impl Writer {
-    fn run(mut self) {
+    /// The writer thread. In `sync` mode it syncs for tasks on threads that
+    /// do not sync for themselves, and for an adopting thread so busy that
+    /// its tasks waited a whole `BACKSTOP` (it syncs only when idle); in
+    /// `interval` mode it writes and syncs once an interval.
+    fn run_writer(self: Arc<Self>) {
+        // How far the log was durable at the last backstop tick.
+        let mut at_tick = self.durable_lsn();
         loop {
-            let (batch, from, stopping) = {
-                let mut shared = self.log.shared();
+            let (stopping, since_sync) = {
+                let mut shared = self.shared();
                 loop {
                     if shared.stopping {
                         break;
                     }
-                    match self.log.mode {
+                    if std::mem::take(&mut shared.spare_wanted) {
+                        drop(shared);
+                        self.prepare_spare();
+                        shared = self.shared();
+                        continue;
+                    }
+                    match self.mode {
                         Durability::Sync => {
-                            if !shared.buffer.is_empty() {
-                                let since = self.synced_at.elapsed();
-                                if self.last_batch < UNDER_LOAD || since >= SYNC_GAP {
+                            if shared.kicked {
+                                let since = shared.synced_at.elapsed();
+                                if shared.last_batch < UNDER_LOAD || since >= SYNC_GAP {
+                                    shared.kicked = false;
                                     break;
                                 }
                                 shared = self
-                                    .log
                                     .work
                                     .wait_timeout(shared, SYNC_GAP - since)
                                     .unwrap_or_else(|e| e.into_inner())
@@ -494,19 +614,27 @@ impl Writer {
                                 continue;
                             }
                             shared.writer_idle = true;
-                            shared = self
-                                .log
+                            let (again, timeout) = self
                                 .work
-                                .wait(shared)
+                                .wait_timeout(shared, BACKSTOP)
                                 .unwrap_or_else(|e| e.into_inner());
+                            shared = again;
                             shared.writer_idle = false;
+                            if timeout.timed_out() {
+                                let durable = self.durable_lsn();
+                                let stuck = durable == at_tick && self.threads_waiting();
+                                at_tick = durable;
+                                if stuck {
+                                    break;
+                                }
+                            }
                         }
                         // Once an interval: write what is buffered and sync
                         // it; sooner only to write a full buffer.
                         Durability::Interval(every) => {
-                            let pending =
-                                !shared.buffer.is_empty() || self.written > self.log.durable_lsn();
-                            let since = self.synced_at.elapsed();
+                            let since = shared.synced_at.elapsed();
+                            let pending = !shared.buffer.is_empty()
+                                || shared.buffered_from > self.durable_lsn();
                             if shared.buffer.len() >= INTERVAL_WAKE_BYTES
                                 || (pending && since >= every)
                             {
@@ -515,7 +643,6 @@ impl Writer {
                             let wait = if pending { every - since } else { every };
                             shared.writer_idle = true;
                             shared = self
-                                .log
                                 .work
                                 .wait_timeout(shared, wait)
                                 .unwrap_or_else(|e| e.into_inner())
@@ -524,51 +651,88 @@ impl Writer {
                         }
                     }
                 }
-                let from = shared.buffered_from;
-                shared.buffered_from = shared.next;
-                self.last_batch = std::mem::take(&mut shared.buffered);
-                (std::mem::take(&mut shared.buffer), from, shared.stopping)
+                (shared.stopping, shared.synced_at.elapsed())
             };
-            debug_assert_eq!(from, self.written);
-            let result = self.write(&batch).and_then(|()| {
-                let due = match self.log.mode {
-                    Durability::Sync => true,
-                    Durability::Interval(every) => stopping || self.synced_at.elapsed() >= every,
-                };
-                if due && self.written > self.log.durable_lsn() {
-                    self.sync()
-                } else {
-                    Ok(())
-                }
-            });
-            if let Err(e) = result {
-                let failed: Arc<str> = format!("{e}").into();
-                tracing::error!(error = %failed, "the redo log failed");
-                self.log.shared().failed = Some(Arc::clone(&failed));
-                self.log.fail(failed);
-                return;
-            }
-            if stopping && self.log.shared().buffer.is_empty() {
+            let sync = match self.mode {
+                Durability::Sync => true,
+                Durability::Interval(every) => stopping || since_sync >= every,
+            };
+            let mut sink = lock(&self.sink);
+            let told = self.write_out(&mut sink, sync);
+            drop(sink);
+            self.announce(told);
+            if self.has_failed() || (stopping && self.shared().buffer.is_empty()) {
                 return;
             }
         }
     }
 
+    /// Writes a spare segment, unless one is ready. A failure here is only
+    /// logged: the next segment is then made when needed, where a failure
+    /// fails the log.
+    fn prepare_spare(&self) {
+        if self.spare_ready.load(Ordering::SeqCst) {
+            return;
+        }
+        let (storage, path, bytes) = {
+            let sink = lock(&self.sink);
+            (
+                Arc::clone(&sink.storage),
+                sink.dir.join(SPARE),
+                sink.segment_bytes,
+            )
+        };
+        let made = (|| {
+            if storage.exists(&path) {
+                storage.remove(&path)?;
+            }
+            storage.open_append(&path, 0, bytes).map(drop)
+        })();
+        match made {
+            Ok(()) => self.spare_ready.store(true, Ordering::SeqCst),
+            Err(e) => tracing::warn!(error = %e, "could not prepare the next redo segment"),
+        }
+    }
+
+    /// A segment was started: the writer is to prepare the next.
+    fn want_spare(&self) {
+        self.ask_writer(|shared| shared.spare_wanted = true);
+    }
+
+    /// Whether a task on an adopting thread waits for the log.
+    fn threads_waiting(&self) -> bool {
+        lock(&self.threads).iter().any(|t| t.waiting())
+    }
+}
+
+/// The segment files: where the log is written.
+struct Sink {
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+    file: Box<dyn AppendFile>,
+    segment_start: Lsn,
+    /// The end of what has been written to files.
+    written: Lsn,
+    segment_bytes: u64,
+}
+
+impl Sink {
     /// Writes a batch of whole records, starting a new segment at a record
     /// boundary whenever the current one is full.
-    fn write(&mut self, batch: &[u8]) -> std::io::Result<()> {
+    fn write(&mut self, batch: &[u8], log: &RedoLog) -> std::io::Result<()> {
         let mut at = 0;
         while at < batch.len() {
             if self.written - self.segment_start >= self.segment_bytes {
                 // Everything in the full segment must be durable before its
                 // successor exists.
                 self.sync()?;
+                let path = self.dir.join(segment_name(self.written));
+                if log.spare_ready.swap(false, Ordering::SeqCst) {
+                    self.storage.rename(&self.dir.join(SPARE), &path)?;
+                }
+                self.file = self.storage.open_append(&path, 0, self.segment_bytes)?;
                 self.segment_start = self.written;
-                self.file = self.storage.open_append(
-                    &self.dir.join(segment_name(self.written)),
-                    0,
-                    self.segment_bytes,
-                )?;
+                log.want_spare();
             }
             let room = self.segment_bytes - (self.written - self.segment_start);
             let mut end = at;
@@ -584,11 +748,7 @@ impl Writer {
     }
 
     fn sync(&mut self) -> std::io::Result<()> {
-        self.file.sync()?;
-        self.log.syncs.fetch_add(1, Ordering::Relaxed);
-        self.synced_at = Instant::now();
-        self.log.made_durable(self.written);
-        Ok(())
+        self.file.sync()
     }
 }
 

@@ -12,6 +12,7 @@
 
 mod commands;
 pub mod frame;
+mod locks;
 mod pipeline;
 pub mod store;
 

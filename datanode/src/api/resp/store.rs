@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use shoal_wire::schema::{TableDef, TableName};
-use tokio::sync::{Mutex, MutexGuard};
 
+use super::locks::{KeyGuard, KeyLocks};
 use crate::batch::{Batch, OperationError, RowView};
 use crate::catalog::{CatalogError, Database, DatabaseId, Table};
 use crate::storage::CmpOp;
@@ -151,7 +151,7 @@ struct Expiring {
 #[derive(Debug)]
 pub struct Store {
     tc: Tc,
-    locks: Box<[Mutex<()>]>,
+    locks: KeyLocks,
     /// Keys with an expiry, by when: what the purge looks at.
     expiring: std::sync::Mutex<Expiring>,
     /// Largest value (string or encoded hash).
@@ -208,7 +208,7 @@ impl Store {
     pub fn new(tc: Tc, max_value: usize) -> Store {
         Store {
             tc,
-            locks: (0..LOCKS).map(|_| Mutex::new(())).collect(),
+            locks: KeyLocks::new(LOCKS),
             expiring: std::sync::Mutex::default(),
             max_value,
         }
@@ -223,26 +223,15 @@ impl Store {
     }
 
     /// Takes the locks of `keys`, in one order for every caller.
-    pub async fn lock<'a>(&'a self, db: DatabaseId, keys: &[&[u8]]) -> Vec<MutexGuard<'a, ()>> {
+    pub(crate) async fn lock(&self, db: DatabaseId, keys: &[&[u8]]) -> KeyGuard<'_> {
+        let stripes = self.locks.stripes() as u64;
         let mut stripes: Vec<usize> = keys
             .iter()
-            .map(|k| {
-                let h = xxhash_rust::xxh3::xxh3_64_with_seed(k, u64::from(db.0));
-                (h % LOCKS as u64) as usize
-            })
+            .map(|k| (xxhash_rust::xxh3::xxh3_64_with_seed(k, u64::from(db.0)) % stripes) as usize)
             .collect();
         stripes.sort_unstable();
         stripes.dedup();
-        let mut guards = Vec::with_capacity(stripes.len());
-        for s in stripes {
-            // Uncontended, as nearly always: without building a waiter.
-            let guard = match self.locks[s].try_lock() {
-                Ok(guard) => guard,
-                Err(_) => self.locks[s].lock().await,
-            };
-            guards.push(guard);
-        }
-        guards
+        self.locks.lock(&stripes).await
     }
 
     /// The database's key tables; created when `create` and missing.

@@ -1,27 +1,37 @@
-//! Waiting for the log on a thread that wakes its own tasks.
+//! Waiting for the log on a thread that syncs for its own tasks.
 //!
-//! A task woken from another thread costs a system call: the waking thread
-//! queues it on the task's runtime and writes to that runtime's eventfd. A
-//! sync that makes ten commits durable would wake ten tasks that way, each
-//! racing the worker thread back into `epoll_wait`. A thread that adopts
-//! the log instead keeps its own list of waiting tasks and the lowest LSN
-//! any of them waits for; after a sync the writer wakes only the threads
-//! whose lowest LSN it reached — one wake-up per thread — and each thread
-//! wakes its ready tasks itself, which costs no system call.
+//! A commit that waits for a sync on another thread pays for two hand-offs:
+//! waking that thread, and being woken by it — each a system call and a
+//! switch of threads, which on a small machine cost more than the commit
+//! itself. A thread that adopts the log (an LDM worker thread) keeps its
+//! own list of waiting tasks and the lowest LSN any of them waits for, and
+//! when it has nothing else to run — just before its runtime would park —
+//! it writes out and syncs what is buffered itself, then wakes its tasks
+//! itself, which costs no system call. The commits of every thread
+//! buffered by then share that sync.
+//!
+//! Only one thread syncs at a time. One that finds another at it parks;
+//! the other, when done, wakes every thread with waiting tasks once — to go
+//! on, or to sync for what it appended since. A thread too busy ever to go
+//! idle is covered by the writer thread, which syncs for tasks that have
+//! waited a whole `BACKSTOP`.
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::atomic::fence;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::task::Waker;
+use std::thread::{self, ThreadId};
 
 use tokio::sync::Notify;
 
 use super::{Lsn, RedoLog};
 
-/// What the writer sees of a thread that wakes its own waiters.
+/// What other threads see of a thread that syncs for its own waiters.
 #[derive(Debug)]
 pub(super) struct ThreadWake {
+    thread: ThreadId,
     /// The lowest LSN a task on the thread waits for (`Lsn::MAX`: none).
     /// Written only by the thread itself.
     lowest: AtomicU64,
@@ -30,13 +40,19 @@ pub(super) struct ThreadWake {
 }
 
 impl ThreadWake {
-    /// Wakes the thread if the log is durable as far as one of its tasks
-    /// waits for — or, when the log has failed, in any case. The caller has
-    /// stored the durable LSN (or the failure) before looking.
-    pub(super) fn wake_if_due(&self, durable: Lsn, failed: bool) {
-        if failed || self.lowest.load(Ordering::SeqCst) <= durable {
+    /// After a sync, or when the log has failed: wakes the thread if one of
+    /// its tasks waits (in any case if the log failed), unless it is the
+    /// calling thread, which looks for itself. The caller has stored the
+    /// durable LSN (or the failure) before looking.
+    pub(super) fn wake_if_waiting(&self, failed: bool) {
+        if self.thread != thread::current().id() && (failed || self.waiting()) {
             self.notify.notify_one();
         }
+    }
+
+    /// Whether a task on the thread waits for the log.
+    pub(super) fn waiting(&self) -> bool {
+        self.lowest.load(Ordering::SeqCst) != Lsn::MAX
     }
 }
 
@@ -54,6 +70,7 @@ thread_local! {
 /// tasks that wait for `log`: answers what the writer is to wake.
 pub(super) fn adopt(log: &Arc<RedoLog>) -> Arc<ThreadWake> {
     let wake = Arc::new(ThreadWake {
+        thread: thread::current().id(),
         lowest: AtomicU64::new(Lsn::MAX),
         notify: Notify::new(),
     });
@@ -84,7 +101,7 @@ pub(super) fn adopted(log: &RedoLog) -> bool {
 
 /// Registers the running task, on an adopting thread, to be woken once the
 /// log is durable to `lsn` or has failed. The caller looks again after
-/// this: what the writer did meanwhile may have been missed.
+/// this: a sync that ended meanwhile may have missed it.
 pub(super) fn wait(lsn: Lsn, waker: &Waker) {
     LOCAL.with(|local| {
         let local = local.borrow();
@@ -94,6 +111,37 @@ pub(super) fn wait(lsn: Lsn, waker: &Waker) {
             local.wake.lowest.store(lsn, Ordering::SeqCst);
         }
     });
+}
+
+/// Just before the thread parks, with nothing else to run: if its tasks
+/// wait for the log, syncs it for them — unless another thread is at it,
+/// which wakes this one when done — and wakes those whose wait is over.
+/// Tasks woken here run before the thread parks.
+pub(super) fn before_park() {
+    let Some(local) = LOCAL.with(|local| local.borrow().clone()) else {
+        return;
+    };
+    let Some(log) = local.log.upgrade() else {
+        return;
+    };
+    // A sync covers every waiter registered before it: the second round
+    // only wakes them.
+    for _ in 0..2 {
+        let lowest = local.wake.lowest.load(Ordering::SeqCst);
+        if lowest == Lsn::MAX {
+            return;
+        }
+        if log.durable_lsn() >= lowest || log.has_failed() {
+            wake_ready();
+            return;
+        }
+        // Pairs with the fence after a sync: either this finds the sink
+        // free, or the thread that holds it sees this thread's waiters.
+        fence(Ordering::SeqCst);
+        if !log.try_sync() {
+            return;
+        }
+    }
 }
 
 /// Wakes this thread's tasks whose wait is over; false once the log is

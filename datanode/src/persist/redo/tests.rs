@@ -28,6 +28,35 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// A runtime whose thread syncs for its own tasks, as an LDM worker's does.
+fn adopting_runtime(log: &Arc<RedoLog>) -> tokio::runtime::Runtime {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .on_thread_park(RedoLog::before_park)
+        .build()
+        .unwrap();
+    rt.block_on(async { log.adopt_thread() });
+    rt
+}
+
+/// A task that commits `payload` and waits for it to be durable.
+fn spawn_commit(
+    log: &Arc<RedoLog>,
+    payload: &'static [u8],
+) -> tokio::task::JoinHandle<Result<(), LogFailed>> {
+    let log = Arc::clone(log);
+    tokio::spawn(async move {
+        let lsn = log.append(payload).unwrap();
+        log.wait_durable(lsn).await
+    })
+}
+
+/// Waits on a thread of its own for the log to be durable to `lsn`.
+fn wait_elsewhere(log: &Arc<RedoLog>, lsn: Lsn) -> std::thread::JoinHandle<Result<(), LogFailed>> {
+    let log = Arc::clone(log);
+    std::thread::spawn(move || runtime().block_on(log.wait_durable(lsn)))
+}
+
 #[test]
 fn records_come_back_in_order_across_segments() {
     let fs = MemStorage::default();
@@ -87,6 +116,7 @@ fn many_commits_share_one_sync() {
         ..Faults::default()
     });
     let first = log.append(b"first").unwrap();
+    let waiting = wait_elsewhere(&log, first);
     fs.wait_for_held_sync();
     // While the writer syncs the first record, 99 more gather.
     let mut last = 0;
@@ -94,10 +124,8 @@ fn many_commits_share_one_sync() {
         last = log.append(b"more").unwrap();
     }
     fs.release_syncs();
-    rt.block_on(async {
-        log.wait_durable(first).await.unwrap();
-        log.wait_durable(last).await.unwrap();
-    });
+    waiting.join().unwrap().unwrap();
+    rt.block_on(log.wait_durable(last)).unwrap();
     assert_eq!(
         fs.syncs(),
         2,
@@ -107,59 +135,100 @@ fn many_commits_share_one_sync() {
 }
 
 #[test]
-fn a_thread_that_adopts_the_log_wakes_its_own_waiters() {
+fn a_thread_that_adopts_the_log_syncs_once_for_all_its_waiting_tasks() {
     let fs = MemStorage::default();
     let log = open(&fs, 0, Durability::Sync);
-    let rt = runtime();
+    let rt = adopting_runtime(&log);
     rt.block_on(async {
-        log.adopt_thread();
         assert!(local::adopted(&log));
-        fs.set_faults(Faults {
-            hold_syncs: true,
-            ..Faults::default()
-        });
-        let first = log.append(b"first").unwrap();
-        fs.wait_for_held_sync();
-        let waits: Vec<_> = (0..20)
-            .map(|_| {
-                let lsn = log.append(b"more").unwrap();
-                let log = Arc::clone(&log);
-                tokio::spawn(async move { log.wait_durable(lsn).await })
-            })
-            .collect();
-        // Let every task register before the syncs go on.
-        tokio::task::yield_now().await;
-        fs.release_syncs();
-        log.wait_durable(first).await.unwrap();
+        let waits: Vec<_> = (0..20).map(|_| spawn_commit(&log, b"commit")).collect();
         for wait in waits {
             wait.await.unwrap().unwrap();
         }
-        // The last sync carried 20 commits: the next is held back a little
-        // under load, but a lone commit is still made durable.
-        let lone = log.append(b"lone").unwrap();
-        log.wait_durable(lone).await.unwrap();
-
+    });
+    assert_eq!(
+        fs.syncs(),
+        1,
+        "the thread synced once, when all 20 tasks were waiting"
+    );
+    rt.block_on(async {
         // Three commits wait on this thread for a sync that fails.
         fs.set_faults(Faults {
-            hold_syncs: true,
             fail_sync: true,
             ..Faults::default()
         });
-        let doomed: Vec<_> = (0..3)
-            .map(|_| {
-                let lsn = log.append(b"doomed").unwrap();
-                let log = Arc::clone(&log);
-                tokio::spawn(async move { log.wait_durable(lsn).await })
-            })
-            .collect();
-        tokio::task::yield_now().await;
-        fs.release_syncs();
+        let doomed: Vec<_> = (0..3).map(|_| spawn_commit(&log, b"doomed")).collect();
         for wait in doomed {
             let err = wait.await.unwrap().unwrap_err();
             assert!(err.to_string().contains("injected fsync failure"), "{err}");
         }
     });
     assert!(log.close().is_err());
+}
+
+#[test]
+fn a_thread_that_finds_another_syncing_is_woken_to_sync_for_itself() {
+    let fs = MemStorage::default();
+    let log = open(&fs, 0, Durability::Sync);
+    fs.set_faults(Faults {
+        hold_syncs: true,
+        ..Faults::default()
+    });
+    // Thread A syncs for its commit, and the sync is held.
+    let first = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            let rt = adopting_runtime(&log);
+            rt.block_on(async {
+                let lsn = log.append(b"first").unwrap();
+                log.wait_durable(lsn).await
+            })
+        })
+    };
+    fs.wait_for_held_sync();
+    // Thread B's commit comes after A took what was buffered: A's sync
+    // does not cover it, and B cannot sync while A does.
+    let (registered, seen) = std::sync::mpsc::channel();
+    let second = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            let rt = adopting_runtime(&log);
+            rt.block_on(async {
+                let lsn = log.append(b"second").unwrap();
+                let mut wait = std::pin::pin!(log.wait_durable(lsn));
+                let pending = std::future::poll_fn(|cx| {
+                    Poll::Ready(std::future::Future::poll(wait.as_mut(), cx).is_pending())
+                })
+                .await;
+                assert!(pending, "A's sync does not cover it");
+                registered.send(()).unwrap();
+                wait.await
+            })
+        })
+    };
+    seen.recv().unwrap();
+    fs.release_syncs();
+    first.join().unwrap().unwrap();
+    second.join().unwrap().unwrap();
+    assert_eq!(fs.syncs(), 2);
+    log.close().unwrap();
+}
+
+#[test]
+fn a_thread_too_busy_to_go_idle_has_its_commits_synced_by_the_writer() {
+    let fs = MemStorage::default();
+    let log = open(&fs, 0, Durability::Sync);
+    let rt = adopting_runtime(&log);
+    rt.block_on(async {
+        let waiting = spawn_commit(&log, b"commit");
+        // Always another task to run: the thread never parks, so never
+        // syncs for itself.
+        while !waiting.is_finished() {
+            tokio::task::yield_now().await;
+        }
+        waiting.await.unwrap().unwrap();
+    });
+    log.close().unwrap();
 }
 
 #[test]
@@ -173,11 +242,13 @@ fn a_torn_tail_is_dropped_and_the_log_goes_on_from_before_it() {
         hold_syncs: true,
         ..Faults::default()
     });
-    log.append(b"written but never synced").unwrap();
+    let unsynced = log.append(b"written but never synced").unwrap();
+    let waiting = wait_elsewhere(&log, unsynced);
     fs.wait_for_held_sync();
     // The power goes: 10 bytes of the second record made it, the last garbled.
     fs.crash(10);
     fs.release_syncs();
+    drop(waiting);
     let (records, end) = read_all(&fs, 0);
     assert_eq!(records, vec![(0, b"acknowledged".to_vec())]);
     assert_eq!(end.end, acked);
