@@ -47,9 +47,9 @@ const SYNC_GAP: Duration = Duration::from_micros(100);
 /// A sync that carried this many commits says more are coming: only then
 /// does the next one keep `SYNC_GAP` from it. A lone writer is never held.
 const UNDER_LOAD: usize = 4;
-/// How often the writer looks for tasks on an adopting thread that have
-/// waited for the log since its last look — a thread too busy to go idle,
-/// and so to sync for them — and syncs for them.
+/// While tasks on adopting threads wait for the log, the writer looks this
+/// often whether the log was synced since its last look, and syncs if not:
+/// their thread may be too busy ever to go idle, and so to sync for them.
 const BACKSTOP: Duration = Duration::from_millis(2);
 /// The file the writer prepares the next segment in, written whole with
 /// zeros and synced ahead of need: not a segment (`segment_start` ignores
@@ -159,6 +159,9 @@ pub struct RedoLog {
     /// A spare segment is ready (`SPARE`): the next segment is made by
     /// renaming it, at no cost to the commits waiting meanwhile.
     spare_ready: AtomicBool,
+    /// The writer sleeps with no backstop tick: no task on an adopting
+    /// thread waited when it last looked.
+    writer_asleep: AtomicBool,
 }
 
 impl std::fmt::Debug for RedoLog {
@@ -270,6 +273,7 @@ impl RedoLog {
             writer: Mutex::new(None),
             syncs: AtomicU64::new(0),
             spare_ready: AtomicBool::new(false),
+            writer_asleep: AtomicBool::new(false),
         });
         let writer = Arc::clone(&log);
         let handle = thread::Builder::new()
@@ -338,7 +342,12 @@ impl RedoLog {
         if local::adopted(self) {
             return std::future::poll_fn(|cx| {
                 if self.durable_lsn() < lsn && !self.has_failed() {
-                    local::wait(lsn, cx.waker());
+                    // Pairs with the writer's look at the threads before it
+                    // sleeps without a backstop: it sees this wait, or this
+                    // sees it asleep.
+                    if local::wait(lsn, cx.waker()) && self.writer_asleep.load(Ordering::SeqCst) {
+                        self.ask_writer(|_| {});
+                    }
                     // A sync may have ended before it could see the wait:
                     // look again.
                     if self.durable_lsn() < lsn && !self.has_failed() {
@@ -579,9 +588,10 @@ impl RedoLog {
     }
 
     /// The writer thread. In `sync` mode it syncs for tasks on threads that
-    /// do not sync for themselves, and for an adopting thread so busy that
-    /// its tasks waited a whole `BACKSTOP` (it syncs only when idle); in
-    /// `interval` mode it writes and syncs once an interval.
+    /// do not sync for themselves, and for tasks on an adopting thread when
+    /// a whole `BACKSTOP` passed with no sync (their thread syncs only when
+    /// idle); in `interval` mode it writes and syncs once an interval. It
+    /// also prepares the spare segment.
     fn run_writer(self: Arc<Self>) {
         // How far the log was durable at the last backstop tick.
         let mut at_tick = self.durable_lsn();
@@ -614,13 +624,26 @@ impl RedoLog {
                                 continue;
                             }
                             shared.writer_idle = true;
-                            let (again, timeout) = self
-                                .work
-                                .wait_timeout(shared, BACKSTOP)
-                                .unwrap_or_else(|e| e.into_inner());
-                            shared = again;
+                            // No backstop to keep while no task waits: the
+                            // first to wait again wakes the writer.
+                            self.writer_asleep.store(true, Ordering::SeqCst);
+                            let timed_out = if self.threads_waiting() {
+                                self.writer_asleep.store(false, Ordering::SeqCst);
+                                let (again, timeout) = self
+                                    .work
+                                    .wait_timeout(shared, BACKSTOP)
+                                    .unwrap_or_else(|e| e.into_inner());
+                                shared = again;
+                                timeout.timed_out()
+                            } else {
+                                shared = self.work.wait(shared).unwrap_or_else(|e| e.into_inner());
+                                self.writer_asleep.store(false, Ordering::SeqCst);
+                                // The next tick is the first of a new watch.
+                                at_tick = Lsn::MAX;
+                                false
+                            };
                             shared.writer_idle = false;
-                            if timeout.timed_out() {
+                            if timed_out {
                                 let durable = self.durable_lsn();
                                 let stuck = durable == at_tick && self.threads_waiting();
                                 at_tick = durable;

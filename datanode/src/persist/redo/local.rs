@@ -100,17 +100,20 @@ pub(super) fn adopted(log: &RedoLog) -> bool {
 }
 
 /// Registers the running task, on an adopting thread, to be woken once the
-/// log is durable to `lsn` or has failed. The caller looks again after
-/// this: a sync that ended meanwhile may have missed it.
-pub(super) fn wait(lsn: Lsn, waker: &Waker) {
+/// log is durable to `lsn` or has failed: true if no other task of the
+/// thread waited. The caller looks again after this: a sync that ended
+/// meanwhile may have missed it.
+pub(super) fn wait(lsn: Lsn, waker: &Waker) -> bool {
     LOCAL.with(|local| {
         let local = local.borrow();
         let local = local.as_ref().expect("an adopting thread");
         local.waiting.borrow_mut().push((lsn, waker.clone()));
-        if lsn < local.wake.lowest.load(Ordering::Relaxed) {
+        let lowest = local.wake.lowest.load(Ordering::Relaxed);
+        if lsn < lowest {
             local.wake.lowest.store(lsn, Ordering::SeqCst);
         }
-    });
+        lowest == Lsn::MAX
+    })
 }
 
 /// Just before the thread parks, with nothing else to run: if its tasks
