@@ -23,9 +23,10 @@ use crate::storage::page::{DataMemory, PageSource};
 
 /// Operations between the stages of the worker's prefetch pipeline. A
 /// lookup is a chain of dependent cache misses — index entry, fixed part,
-/// var-part directory entry — so the worker walks each operation down that
-/// chain one stage every `PREFETCH_STEP` operations before it executes it,
-/// and a batch's misses overlap instead of each operation waiting for its own.
+/// var-part directory entry, var-part bytes (where a VARBINARY key is
+/// compared) — so the worker walks each operation down that chain one stage
+/// every `PREFETCH_STEP` operations before it executes it, and a batch's
+/// misses overlap instead of each operation waiting for its own.
 const PREFETCH_STEP: usize = 6;
 
 /// What the prefetch pipeline fetches for an operation at each stage; each
@@ -35,6 +36,7 @@ enum Prefetch {
     Index,
     Row,
     VarPart,
+    VarData,
 }
 
 /// A fragment in its slot, with the table and number it belongs to.
@@ -409,16 +411,23 @@ impl Worker {
         let (txn, start, len) = (job.txn, job.next, job.batch.ops.len());
         let autocommit = job.mode == Mode::Autocommit;
         // Operation j gets its index entry fetched at step j, its row at
-        // j + STEP, its var part at j + 2 * STEP, and runs at j + 3 * STEP.
-        let stages = [Prefetch::Index, Prefetch::Row, Prefetch::VarPart];
-        for step in start..len + 3 * PREFETCH_STEP {
+        // j + STEP, its var part's directory entry at j + 2 * STEP and its
+        // bytes at j + 3 * STEP, and runs at j + 4 * STEP.
+        let stages = [
+            Prefetch::Index,
+            Prefetch::Row,
+            Prefetch::VarPart,
+            Prefetch::VarData,
+        ];
+        let lead = stages.len() * PREFETCH_STEP;
+        for step in start..len + lead {
             for (n, stage) in stages.iter().enumerate() {
                 let ahead = step.checked_sub(n * PREFETCH_STEP).filter(|&j| j >= start);
                 if let Some(op) = ahead.and_then(|j| job.batch.ops.get(j)) {
                     self.prefetch(op, *stage);
                 }
             }
-            let Some(j) = step.checked_sub(3 * PREFETCH_STEP).filter(|&j| j >= start) else {
+            let Some(j) = step.checked_sub(lead).filter(|&j| j >= start) else {
                 continue;
             };
             let op = job.batch.ops[j];
@@ -523,6 +532,7 @@ impl Worker {
                 Prefetch::Index => frag.prefetch_index(op.tag),
                 Prefetch::Row => frag.prefetch_row(op.tag),
                 Prefetch::VarPart => frag.prefetch_var_part(op.tag),
+                Prefetch::VarData => frag.prefetch_var_data(op.tag),
             }
         }
     }

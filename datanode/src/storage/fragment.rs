@@ -138,6 +138,17 @@ impl Fragment {
         }
     }
 
+    /// The first bytes of that row's var part.
+    #[inline]
+    pub(crate) fn prefetch_var_data(&self, tag: u32) {
+        if self.layout.n_var == 0 {
+            return;
+        }
+        if let Some(r) = self.index.find(tag, |_| true) {
+            self.var.prefetch_data(Self::var_ref(self.fixed.slot(r)));
+        }
+    }
+
     #[inline]
     fn var_ref(fixed: &[u8]) -> VarRef {
         u32::from_le_bytes(

@@ -245,6 +245,18 @@ impl VarPart {
         }
     }
 
+    /// Prefetches an entry's first bytes; reads its directory entry.
+    #[inline]
+    pub(crate) fn prefetch_data(&self, r: VarRef) {
+        let (pos, i) = split(r);
+        if let Some(Some(p)) = self.pages.get(pos)
+            && i < p.n_dir as usize
+        {
+            let (offset, _) = p.dir(i);
+            super::page::prefetch(&p.page.bytes()[offset.min(PAGE_SIZE - 1)]);
+        }
+    }
+
     #[inline]
     pub(crate) fn get(&self, r: VarRef) -> &[u8] {
         let (pos, i) = split(r);

@@ -17,7 +17,7 @@
 //! its read and its write. A plain read of a value of one part takes no lock;
 //! a read of a longer one does, so that it never sees parts of two values.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use shoal_wire::schema::{TableDef, TableName};
@@ -53,6 +53,13 @@ const CHUNKS_DEF: &str = r#"{"name": "redis_chunks", "columns": [
     {"name": "i", "type": "INT UNSIGNED"},
     {"name": "v", "type": "VARBINARY(26000)"}],
   "primary_key": ["k", "i"]}"#;
+
+/// The two tables' definitions, parsed once: a database without them is
+/// looked at on every read until its first write.
+static KEYS: LazyLock<TableDef> =
+    LazyLock::new(|| serde_json::from_str(KEYS_DEF).expect("a valid table"));
+static CHUNKS: LazyLock<TableDef> =
+    LazyLock::new(|| serde_json::from_str(CHUNKS_DEF).expect("a valid table"));
 
 /// What a key holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -242,8 +249,8 @@ impl Store {
         let engine = self.tc.engine();
         let name = db.db.name.clone();
         let mut found = Vec::with_capacity(2);
-        for (table, def) in [(KEYS_TABLE, KEYS_DEF), (CHUNKS_TABLE, CHUNKS_DEF)] {
-            let want: TableDef = serde_json::from_str(def).expect("a valid table");
+        for (table, want) in [(KEYS_TABLE, &KEYS), (CHUNKS_TABLE, &CHUNKS)] {
+            let want = &**want;
             let t = match engine.table(name.as_str(), table) {
                 Ok(t) => t,
                 Err(CatalogError::NoSuchTable { .. }) if create => {
@@ -259,7 +266,7 @@ impl Store {
                 Err(CatalogError::NoSuchTable { .. }) => return Ok(None),
                 Err(e) => return Err(e.into()),
             };
-            if *t.def() != want {
+            if t.def() != want {
                 return Err(StoreError::ForeignTable(table));
             }
             found.push(t);
