@@ -336,10 +336,11 @@ async fn main() -> anyhow::Result<()> {
 
 async fn datanode(args: &NodeArgs, telemetry: &telemetry::Telemetry) -> anyhow::Result<()> {
     let config = args.config()?;
+    let stop = stop_signal()?;
     let node = DataNode::start(config.clone()).await?;
     print_node(&node, &config);
     let metrics = telemetry::export_node_metrics(telemetry, node.tc());
-    wait_for_stop().await?;
+    stop.await;
     drop(metrics);
     node.tc().observe_latency(None);
     println!("stopping");
@@ -399,12 +400,13 @@ async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Resu
         advertise_host: (args.node.advertise_host.clone())
             .unwrap_or_else(|| args.node.listen.to_string()),
     });
+    let stop = stop_signal()?;
     let node = DataNode::start(config.clone()).await?;
     print_node(&node, &config);
     let metrics = telemetry::export_node_metrics(telemetry, node.tc());
     let seeded = demo::run(&control, &node, dir, &admin_password).await;
     if seeded.is_ok() {
-        wait_for_stop().await?;
+        stop.await;
         println!("stopping");
     }
     drop(metrics);
@@ -415,6 +417,7 @@ async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Resu
 }
 
 async fn control_plane(args: &ControlPlaneArgs) -> anyhow::Result<()> {
+    let stop = stop_signal()?;
     let control = shoal_control_plane::ControlPlane::start(args.config()?).await?;
     println!(
         "control plane listening: http://{} (store: {})",
@@ -424,23 +427,30 @@ async fn control_plane(args: &ControlPlaneArgs) -> anyhow::Result<()> {
             shoal_control_plane::store::Backend::Postgres => "PostgreSQL",
         }
     );
-    wait_for_stop().await?;
+    stop.await;
     println!("stopping");
     control.stop().await.context("stopping the control plane")?;
     Ok(())
 }
 
-/// Waits for Ctrl-C or SIGTERM.
-async fn wait_for_stop() -> anyhow::Result<()> {
+/// Takes Ctrl-C and SIGTERM from now on, instead of dying of them: the
+/// future ends at the first. Taken before the node says it listens, so that
+/// a stop sent as soon as it does is a clean stop.
+fn stop_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
     {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r?,
-            _ = term.recv() => {}
-        }
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        Ok(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+        })
     }
     #[cfg(not(unix))]
-    tokio::signal::ctrl_c().await?;
-    Ok(())
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
