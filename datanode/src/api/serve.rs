@@ -41,29 +41,59 @@ impl Default for Limits {
 }
 
 /// Deals connections to the LDM worker threads in turn: what a connection
-/// asks of that worker's fragments is done there without a thread hop.
+/// asks of that worker's fragments is done there without a thread hop. It
+/// may also deal some to the runtime the front end runs on, whose threads
+/// use the cores no worker runs on.
 pub(crate) struct Workers {
     engine: Engine,
     next: usize,
+    /// Turns: one per worker thread, then the front end's runtime's.
+    turns: usize,
 }
 
 impl Workers {
+    /// Deals connections to the worker threads only: the Redis front end,
+    /// whose commands cost less than a hand-off between threads.
     pub(crate) fn new(engine: Engine) -> Workers {
-        Workers { engine, next: 0 }
+        let turns = engine.ldm_threads();
+        Workers {
+            engine,
+            next: 0,
+            turns,
+        }
     }
 
-    /// Runs `serve` with `stream` on the next worker's thread.
+    /// Deals connections to the worker threads and, one turn per core no
+    /// worker runs on, to the calling runtime: the REST front end, whose
+    /// HTTP and JSON cost many times a request's hand-off to a worker, and
+    /// would otherwise have only the workers' cores.
+    pub(crate) fn with_spare_cores(engine: Engine) -> Workers {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let turns = engine.ldm_threads().max(cores);
+        Workers {
+            engine,
+            next: 0,
+            turns,
+        }
+    }
+
+    /// Runs `serve` with `stream` on the next worker's thread, or on the
+    /// calling runtime when its turn comes.
     pub(crate) fn spawn<F, Fut>(&mut self, stream: TcpStream, serve: F)
     where
         F: FnOnce(TcpStream) -> Fut + Send + 'static,
-        Fut: Future<Output = ()> + Send,
+        Fut: Future<Output = ()> + Send + 'static,
     {
+        self.next = (self.next + 1) % self.turns;
+        if self.next >= self.engine.ldm_threads() {
+            drop(tokio::spawn(serve(stream)));
+            return;
+        }
         // A stream belongs to the runtime it was made in: it moves as the
         // operating system's socket, and is made anew over there.
         let Ok(stream) = stream.into_std() else {
             return;
         };
-        self.next = (self.next + 1) % self.engine.ldm_threads();
         self.engine.spawn_on_worker(self.next, async move {
             if let Ok(stream) = TcpStream::from_std(stream) {
                 serve(stream).await;
@@ -143,7 +173,7 @@ pub(crate) async fn http(
 ) {
     const REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: 95\r\n\r\n{\"error\":{\"code\":\"TOO_MANY_CONNECTIONS\",\"message\":\"the node has all the connections it takes\"}}";
     let graceful = GracefulShutdown::new();
-    let mut workers = Workers::new(engine);
+    let mut workers = Workers::with_spare_cores(engine);
     accept(
         listener,
         limits.max_connections,
