@@ -320,7 +320,16 @@ impl Batch {
         row: &[(&str, Value)],
     ) -> Result<(), ValueError> {
         let layout = &table.layout;
-        let mut values: Vec<Option<&Value>> = vec![None; layout.columns.len()];
+        // Each column's value, on the stack for tables of up to 16 columns.
+        let mut inline = [None; 16];
+        let mut heap = Vec::new();
+        let values: &mut [Option<&Value>] = match layout.columns.len() {
+            n if n <= inline.len() => &mut inline[..n],
+            n => {
+                heap.resize(n, None);
+                &mut heap
+            }
+        };
         for (name, value) in row {
             let c = layout.column_index(name).ok_or_else(|| ValueError {
                 column: (*name).to_owned(),
@@ -331,7 +340,7 @@ impl Batch {
             }
         }
         self.scratch.clear();
-        let encoded = codec::encode_row(layout, &values, &mut self.scratch)?;
+        let encoded = codec::encode_row(layout, values, &mut self.scratch)?;
         if kind == OpKind::Insert && !encoded.complete {
             let missing = layout
                 .required
@@ -463,6 +472,15 @@ impl Batch {
             OpResult::Updated => Ok(Outcome::Updated),
             OpResult::Deleted => Ok(Outcome::Deleted),
             OpResult::Failed(e) => Err(operation_error(&slot.table, e)),
+        }
+    }
+
+    /// Why operation `i` failed, if it did: what `result` says, without
+    /// decoding a row found.
+    pub fn error(&self, i: usize) -> Option<OperationError> {
+        match self.op_result(i) {
+            (slot, _, OpResult::Failed(e)) => Some(operation_error(&slot.table, e)),
+            _ => None,
         }
     }
 

@@ -283,7 +283,7 @@ impl Store {
         let dropped = |e: &OperationError| matches!(e, OperationError::NoSuchTable { .. });
         let gone = match &outcome {
             Err(TcError::Operation { error, .. }) => dropped(error),
-            Ok(()) => (0..batch.len()).any(|i| batch.result(i).is_err_and(|e| dropped(&e))),
+            Ok(()) => (0..batch.len()).any(|i| batch.error(i).is_some_and(|e| dropped(&e))),
             Err(_) => false,
         };
         if gone {
