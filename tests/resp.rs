@@ -965,3 +965,41 @@ async fn keys_written_over_resp_survive_a_restart() {
     });
     assert!(purged, "the expired key was never purged");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_tables_an_operator_drops_are_made_anew_on_the_next_write() {
+    let s = setup(&[]).await;
+    let mut con = s.connect();
+    let _: () = con.set("before", "v").unwrap();
+    // A pipelined run of SETs, so that the run's reads are checked too.
+    let mut pipe = redis::pipe();
+    for i in 0..16 {
+        pipe.cmd("SET").arg(format!("k{i}")).arg(i).ignore();
+    }
+    let _: () = pipe.query(&mut con).unwrap();
+
+    let (status, _) = s
+        .shoal
+        .send(
+            reqwest::Method::DELETE,
+            "/internal/v1/databases/cache/tables/redis_keys",
+            None,
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::NO_CONTENT);
+    // The connection's next command meets the drop and says so; the next
+    // write makes the tables anew, empty.
+    let gone: redis::RedisResult<Option<String>> = con.get("before");
+    let e = gone.unwrap_err();
+    assert!(e.to_string().contains("was dropped"), "{e}");
+    let mut pipe = redis::pipe();
+    for i in 0..16 {
+        pipe.cmd("SET").arg(format!("k{i}")).arg(i * 10).ignore();
+    }
+    let _: () = pipe.query(&mut con).unwrap();
+    let before: Option<String> = con.get("before").unwrap();
+    assert_eq!(before, None);
+    let got: Vec<i64> = (0..16).map(|i| con.get(format!("k{i}")).unwrap()).collect();
+    assert_eq!(got, (0..16).map(|i| i * 10).collect::<Vec<i64>>());
+    assert!(s.shoal.table_memory("cache", "redis_keys").await.is_some());
+}
