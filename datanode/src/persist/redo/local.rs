@@ -13,13 +13,12 @@
 //! Only one thread syncs at a time. One that finds another at it parks;
 //! the other, when done, wakes every thread with waiting tasks once — to go
 //! on, or to sync for what it appended since. A thread too busy ever to go
-//! idle is covered by the writer thread, which syncs for tasks that have
-//! waited a whole `BACKSTOP`.
+//! idle is covered by the writer thread, which syncs when a whole
+//! `BACKSTOP` passes with tasks waiting and no sync.
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::atomic::fence;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering, fence};
 use std::sync::{Arc, Weak};
 use std::task::Waker;
 use std::thread::{self, ThreadId};
