@@ -76,6 +76,15 @@ impl DataMemory {
             ));
         }
         let mut map = MmapMut::map_anon(total_pages as usize * PAGE_SIZE)?;
+        // Rows and index entries are reached at random: with 4 KiB pages
+        // nearly every lookup also missed the TLB (a page walk before each
+        // cache miss, prefetches included). Transparent 2 MiB pages, where
+        // the kernel has them; pages are handed out from the start of the
+        // mapping, so only what is used is backed, 2 MiB at a time.
+        #[cfg(target_os = "linux")]
+        if let Err(e) = map.advise(memmap2::Advice::HugePage) {
+            tracing::debug!(error = %e, "DataMemory without transparent huge pages");
+        }
         let base = NonNull::new(map.as_mut_ptr()).expect("mmap never returns null");
         Ok(Arc::new(DataMemory {
             _map: map,
