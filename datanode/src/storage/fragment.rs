@@ -130,23 +130,28 @@ impl Fragment {
     /// The var-part directory entry of that row.
     #[inline]
     pub(crate) fn prefetch_var_part(&self, tag: u32) {
-        if self.layout.n_var == 0 {
-            return;
-        }
-        if let Some(r) = self.index.find(tag, |_| true) {
-            self.var.prefetch(Self::var_ref(self.fixed.slot(r)));
+        if let Some(v) = self.likely_var_ref(tag) {
+            self.var.prefetch(v);
         }
     }
 
     /// The first bytes of that row's var part.
     #[inline]
     pub(crate) fn prefetch_var_data(&self, tag: u32) {
+        if let Some(v) = self.likely_var_ref(tag) {
+            self.var.prefetch_data(v);
+        }
+    }
+
+    /// The var part of the first row whose index entry has this tag, if the
+    /// table has var columns.
+    #[inline]
+    fn likely_var_ref(&self, tag: u32) -> Option<VarRef> {
         if self.layout.n_var == 0 {
-            return;
+            return None;
         }
-        if let Some(r) = self.index.find(tag, |_| true) {
-            self.var.prefetch_data(Self::var_ref(self.fixed.slot(r)));
-        }
+        let r = self.index.find(tag, |_| true)?;
+        Some(Self::var_ref(self.fixed.slot(r)))
     }
 
     #[inline]
