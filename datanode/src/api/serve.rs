@@ -69,11 +69,9 @@ impl Workers {
     /// would otherwise have only the workers' cores.
     pub(crate) fn with_spare_cores(engine: Engine) -> Workers {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let turns = engine.ldm_threads().max(cores);
         Workers {
-            engine,
-            next: 0,
-            turns,
+            turns: engine.ldm_threads().max(cores),
+            ..Workers::new(engine)
         }
     }
 
