@@ -313,6 +313,12 @@ impl Batch {
         self.row_op(table, OpKind::Write, row)
     }
 
+    /// `write`, answering also the row it replaced (`found`): a read and a
+    /// write of one key for the price of one lookup, charged as both.
+    pub fn replace(&mut self, table: &Arc<Table>, row: &[(&str, Value)]) -> Result<(), ValueError> {
+        self.row_op(table, OpKind::Replace, row)
+    }
+
     fn row_op(
         &mut self,
         table: &Arc<Table>,
@@ -416,6 +422,11 @@ impl Batch {
                 self.cost.write_units += write_units(image.1 as u64);
                 self.cost.grows = true;
             }
+            OpKind::Replace => {
+                self.cost.reads += 1;
+                self.cost.write_units += write_units(image.1 as u64);
+                self.cost.grows = true;
+            }
         }
         match &self.database {
             None => self.database = Some(Arc::clone(&table.database)),
@@ -469,7 +480,7 @@ impl Batch {
             ))),
             OpResult::Absent => Ok(Outcome::Absent),
             OpResult::Inserted => Ok(Outcome::Inserted),
-            OpResult::Updated => Ok(Outcome::Updated),
+            OpResult::Updated | OpResult::Replaced(_) => Ok(Outcome::Updated),
             OpResult::Deleted => Ok(Outcome::Deleted),
             OpResult::Failed(e) => Err(operation_error(&slot.table, e)),
         }
@@ -484,12 +495,13 @@ impl Batch {
         }
     }
 
-    /// The row read operation `i` found, looked at in place: `Ok(None)` when
-    /// there was none, or for an operation that is not a read.
+    /// The row read operation `i` found — or replacing write `i` replaced —
+    /// looked at in place: `Ok(None)` when there was none, or for an
+    /// operation that reads nothing.
     pub fn found(&self, i: usize) -> Result<Option<RowView<'_>>, OperationError> {
         let (slot, batch, result) = self.op_result(i);
         match result {
-            OpResult::Found(span) => {
+            OpResult::Found(span) | OpResult::Replaced(span) => {
                 let (fixed, var) = span.of(&batch.out).split_at(slot.table.layout.slot_size);
                 Ok(Some(RowView {
                     table: &slot.table,
@@ -534,9 +546,9 @@ impl Batch {
         self.ldms
             .iter()
             .flat_map(|b| b.ops.iter().zip(&b.results))
-            .filter(|(op, _)| op.kind == OpKind::Read)
+            .filter(|(op, _)| matches!(op.kind, OpKind::Read | OpKind::Replace))
             .map(|(_, r)| match r {
-                OpResult::Found(span) => read_units(u64::from(span.len)),
+                OpResult::Found(span) | OpResult::Replaced(span) => read_units(u64::from(span.len)),
                 _ => 1,
             })
             .sum()

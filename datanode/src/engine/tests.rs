@@ -549,6 +549,57 @@ fn updates_writes_and_deletes_follow_their_contracts() {
 }
 
 #[test]
+fn a_replacing_write_answers_the_row_it_replaced() {
+    let rt = runtime();
+    let engine = engine(32);
+    rt.block_on(async {
+        let t = create(
+            &engine,
+            "db",
+            r#"{"name":"kv","primary_key":["k"],"columns":[
+                {"name":"k","type":"VARCHAR(20)"},
+                {"name":"v","type":"VARCHAR(2000)"}]}"#,
+        )
+        .await;
+        let row = |v: &str| {
+            [
+                ("k", Value::Text("key".into())),
+                ("v", Value::Text(v.into())),
+            ]
+        };
+        let old_v = |batch: &Batch, i: usize| {
+            batch
+                .found(i)
+                .unwrap()
+                .map(|r| String::from_utf8(r.bytes(1).unwrap().to_vec()).unwrap())
+        };
+        // Twice in one batch, then again in another: the first finds
+        // nothing, each later one the row the one before it wrote.
+        let mut batch = engine.batch();
+        batch.replace(&t, &row("one")).unwrap();
+        batch.replace(&t, &row(&"two".repeat(300))).unwrap();
+        let cost = batch.cost();
+        assert_eq!((cost.reads, cost.write_units > 0), (2, true));
+        engine.execute(&mut batch).await.unwrap();
+        assert_eq!(batch.result(0), Ok(Outcome::Inserted));
+        assert_eq!(batch.result(1), Ok(Outcome::Updated));
+        assert_eq!(old_v(&batch, 0), None);
+        assert_eq!(old_v(&batch, 1).as_deref(), Some("one"));
+        // A read of a missing row costs one unit, of a row its 4 KiB steps.
+        assert_eq!(batch.read_units_used(), 2);
+        let mut batch = engine.batch();
+        batch.replace(&t, &row("three")).unwrap();
+        engine.execute(&mut batch).await.unwrap();
+        assert_eq!(old_v(&batch, 0), Some("two".repeat(300)));
+        assert_eq!(
+            read(&engine, &t, &[Value::Text("key".into())]).await,
+            Some(vec![Value::Text("key".into()), Value::Text("three".into())])
+        );
+        check_accounting(&engine).await;
+    });
+}
+
+#[test]
 fn scans_filter_and_stop_at_the_limit() {
     let rt = runtime();
     let engine = engine(64);

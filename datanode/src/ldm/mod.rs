@@ -62,6 +62,8 @@ pub(crate) enum OpKind {
     Insert,
     Update,
     Write,
+    /// A write that first reads the row it replaces, in one lookup's time.
+    Replace,
     Delete,
 }
 
@@ -90,6 +92,9 @@ pub(crate) struct Op {
 pub(crate) enum OpResult {
     /// A read found the row; its image is this range of `out`.
     Found(Span),
+    /// A replacing write updated the row whose old image is this range of
+    /// `out` (one that found no row answers `Inserted`).
+    Replaced(Span),
     Absent,
     Inserted,
     Updated,

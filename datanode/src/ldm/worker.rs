@@ -442,6 +442,7 @@ impl Worker {
                 }
             };
             let key = op.key.of(&batch.data);
+            let mut old = None;
             let written = match op.kind {
                 OpKind::Read => {
                     let start = batch.out.len();
@@ -473,14 +474,31 @@ impl Worker {
                     op.image.of(&batch.data),
                     op.presence.of(&batch.data),
                 ),
+                OpKind::Replace => {
+                    // Read again if the job parks on the row and runs it anew.
+                    let start = batch.out.len();
+                    let found = frag.read(txn, op.tag, key, &mut batch.out);
+                    old = found.then(|| Span {
+                        start: start as u32,
+                        len: (batch.out.len() - start) as u32,
+                    });
+                    frag.write(
+                        txn,
+                        op.tag,
+                        key,
+                        op.image.of(&batch.data),
+                        op.presence.of(&batch.data),
+                    )
+                }
                 OpKind::Delete => frag.delete(txn, op.tag, key),
             };
             match written {
                 Ok(w) => {
-                    let result = match (op.kind, w.inserted) {
-                        (OpKind::Delete, _) => OpResult::Deleted,
-                        (_, true) => OpResult::Inserted,
-                        (_, false) => OpResult::Updated,
+                    let result = match (op.kind, w.inserted, old) {
+                        (OpKind::Delete, _, _) => OpResult::Deleted,
+                        (_, true, _) => OpResult::Inserted,
+                        (OpKind::Replace, false, Some(span)) => OpResult::Replaced(span),
+                        (_, false, _) => OpResult::Updated,
                     };
                     if autocommit {
                         // Its after-image, logged before anything else runs.

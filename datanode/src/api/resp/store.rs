@@ -412,7 +412,7 @@ impl Store {
         let reads = self.put(db, batch, items, Commit::Each).await?;
         let outcomes: Vec<Result<(), StoreError>> = reads
             .iter()
-            .map(|&r| batch.result(r + 1).map(drop).map_err(StoreError::from))
+            .map(|&r| batch.result(r).map(drop).map_err(StoreError::from))
             .collect();
         let written: Vec<bool> = outcomes.iter().map(Result::is_ok).collect();
         self.remove_orphans(db, batch, items, &reads, &written)
@@ -460,10 +460,7 @@ impl Store {
             ];
             let k = &row[0].1;
             reads.push(batch.len());
-            batch
-                .read(&t.keys, std::slice::from_ref(k))
-                .map_err(OperationError::from)?;
-            batch.write(&t.keys, &row).map_err(OperationError::from)?;
+            batch.replace(&t.keys, &row).map_err(OperationError::from)?;
             for (i, part) in parts.enumerate() {
                 let row = [
                     ("k", k.clone()),
