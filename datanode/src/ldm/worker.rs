@@ -445,17 +445,12 @@ impl Worker {
             let mut old = None;
             let written = match op.kind {
                 OpKind::Read => {
-                    let start = batch.out.len();
-                    let found = frag.read(txn, op.tag, key, &mut batch.out);
-                    let span = Span {
-                        start: start as u32,
-                        len: (batch.out.len() - start) as u32,
-                    };
-                    batch.results.push(if found {
-                        OpResult::Found(span)
-                    } else {
-                        OpResult::Absent
-                    });
+                    batch
+                        .results
+                        .push(match read_into(frag, txn, op.tag, key, &mut batch.out) {
+                            Some(span) => OpResult::Found(span),
+                            None => OpResult::Absent,
+                        });
                     job.next = j + 1;
                     continue;
                 }
@@ -475,13 +470,9 @@ impl Worker {
                     op.presence.of(&batch.data),
                 ),
                 OpKind::Replace => {
-                    // Read again if the job parks on the row and runs it anew.
-                    let start = batch.out.len();
-                    let found = frag.read(txn, op.tag, key, &mut batch.out);
-                    old = found.then(|| Span {
-                        start: start as u32,
-                        len: (batch.out.len() - start) as u32,
-                    });
+                    // A job that parks on the row reads it again when it
+                    // runs this operation anew.
+                    old = read_into(frag, txn, op.tag, key, &mut batch.out);
                     frag.write(
                         txn,
                         op.tag,
@@ -554,4 +545,13 @@ impl Worker {
             }
         }
     }
+}
+
+/// Reads the row with `key` into `out`: where its image is, if there is one.
+fn read_into(frag: &Fragment, txn: TxnId, tag: u32, key: &[u8], out: &mut Vec<u8>) -> Option<Span> {
+    let start = out.len();
+    frag.read(txn, tag, key, out).then(|| Span {
+        start: start as u32,
+        len: (out.len() - start) as u32,
+    })
 }
