@@ -5,7 +5,9 @@
 //! Each worker thread runs a single-threaded async runtime, and other work
 //! can be spawned onto it (the Redis front end puts each connection on one):
 //! a message sent from the worker's own thread is handled at once, in
-//! place, with no thread hop and no wake-up.
+//! place, with no thread hop and no wake-up. When the thread has nothing
+//! left to run it syncs the redo log for its tasks that wait for it
+//! (`RedoLog::adopt_thread`).
 //! A worker keeps its fragments in numbered slots; the table handle records
 //! each fragment's worker and slot, so an operation finds its fragment by
 //! index, and a slot reused after a drop is told apart by the table id.

@@ -3,16 +3,19 @@
 //!
 //! The log is one stream of bytes cut into segment files named by the offset
 //! they start at (`redo/00000000000000000000.redo`, …). An LSN is an offset in
-//! that stream. Each segment is allocated at its full size when it is
-//! created, so a sync writes records into space the file already has — no
-//! change of its size to commit — and the space after the last record reads
-//! as zeros. A record is
+//! that stream. Each segment is written whole with zeros before it is used
+//! (the writer thread prepares the next one as a spare), so a sync writes
+//! records over bytes the file already has — no change of its size or
+//! extent map to commit — and the space after the last record reads as
+//! zeros. A record is
 //! ```text
 //! [payload length u32][crc32c u32 of the next 8 + length bytes][lsn u64: its own offset][payload]
 //! ```
 //! little-endian. Appending takes a short lock to give the record its place
-//! in a shared buffer; one writer thread writes out whatever has gathered,
-//! syncs once, and announces how far the log is durable. In `sync` mode a
+//! in a shared buffer; whoever syncs writes out whatever has gathered, syncs
+//! once, and announces how far the log is durable — in `sync` mode an LDM
+//! worker thread for its own waiting commits before it goes idle (`local`),
+//! or the writer thread for commits waiting elsewhere. In `sync` mode a
 //! commit is acknowledged only then; in `interval` mode the writer syncs every
 //! interval and commits are acknowledged at once — the last interval can be
 //! lost in a crash. A failed write or sync fails the log for good: what
