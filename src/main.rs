@@ -4,6 +4,7 @@ mod admin;
 mod bench;
 mod client;
 mod demo;
+mod files;
 mod size;
 mod sql;
 mod telemetry;
@@ -127,8 +128,7 @@ impl MeteringArgs {
 
 impl ControlPlaneArgs {
     fn config(&self) -> anyhow::Result<shoal_control_plane::Config> {
-        std::fs::create_dir_all(&self.data_dir)
-            .with_context(|| format!("creating the data directory {}", self.data_dir.display()))?;
+        files::private_dir(&self.data_dir)?;
         let store_url = match &self.database_url {
             Some(url) => url.clone(),
             None => shoal_control_plane::store::default_url(&self.data_dir),
@@ -308,6 +308,7 @@ impl NodeArgs {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    files::private_umask();
     let cli = Cli::parse();
     let service = match &cli.command {
         Command::Demo(_) => "shoal-demo",
@@ -336,6 +337,7 @@ async fn main() -> anyhow::Result<()> {
 
 async fn datanode(args: &NodeArgs, telemetry: &telemetry::Telemetry) -> anyhow::Result<()> {
     let config = args.config()?;
+    files::private_dir(&config.data_dir)?;
     let stop = stop_signal()?;
     let node = DataNode::start(config.clone()).await?;
     print_node(&node, &config);
@@ -364,8 +366,7 @@ fn print_node(node: &DataNode, config: &DataNodeConfig) {
 /// this process, on one data directory, and the demo made through the API.
 async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Result<()> {
     let dir = &args.node.data_dir;
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("creating the data directory {}", dir.display()))?;
+    files::private_dir(dir)?;
     let mut config = args.node.config()?;
     let secret = match config.cluster_secret.clone() {
         Some(secret) => secret,

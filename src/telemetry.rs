@@ -42,8 +42,11 @@ impl Telemetry {
 /// export if it is configured; `service` names this process to the collector.
 pub(crate) fn init(service: &'static str, level: &'static str) -> anyhow::Result<Telemetry> {
     let filter = || EnvFilter::try_from_default_env().unwrap_or_else(|_| level.into());
+    // Colour codes only for a person at a terminal: in a file or a log
+    // collector they are noise.
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_filter(filter());
     if std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_none() {
         tracing_subscriber::registry().with(fmt).init();

@@ -301,15 +301,14 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 /// operating system lets go of it when the process ends, however it ends.
 fn lock_data_dir(dir: &Path) -> Result<File, StartError> {
     let path = dir.join(LOCK_FILE);
-    let file = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|source| StartError::DataDir {
-            path: path.clone(),
-            source,
-        })?;
+    let mut options = File::options();
+    options.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options.open(&path).map_err(|source| StartError::DataDir {
+        path: path.clone(),
+        source,
+    })?;
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => Err(StartError::InUse {

@@ -7,9 +7,14 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+/// Rows, logs and checkpoints are tenants' data: readable by the node's
+/// user only, whatever the process's umask.
+const PRIVATE_DIR: u32 = 0o700;
+const PRIVATE_FILE: u32 = 0o600;
 
 /// A file written front to back from a position.
 pub trait AppendFile: Send {
@@ -90,7 +95,10 @@ fn reserve(file: &fs::File, len: u64) -> io::Result<()> {
 
 impl Storage for FileSystem {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        fs::create_dir_all(dir)
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(PRIVATE_DIR)
+            .create(dir)
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
@@ -116,7 +124,12 @@ impl Storage for FileSystem {
 
     fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let tmp = path.with_extension("tmp");
-        let mut file = fs::File::create(&tmp)?;
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(PRIVATE_FILE)
+            .open(&tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         fs::rename(&tmp, path)?;
@@ -135,6 +148,7 @@ impl Storage for FileSystem {
             .read(true)
             .write(true)
             .truncate(false)
+            .mode(PRIVATE_FILE)
             .open(path)?;
         let grows = file.metadata()?.len() < reserve_bytes;
         if grows {
