@@ -428,11 +428,17 @@ async fn tenants_never_reach_each_others_databases(backend: Backend) {
     let (status, _, list) = cp.call(Method::GET, "/databases", None, bob_auth).await;
     assert_eq!((status, &list["databases"]), (StatusCode::OK, &json!([])));
     // Names are the platform's: Bob cannot take Ada's.
-    let (status, body) = create_database(&cp, &bob, "shop").await;
-    assert_eq!(
-        (status, code(&body)),
-        (StatusCode::CONFLICT, "DATABASE_EXISTS")
-    );
+    // Nor pass for it with other letters' case.
+    for name in ["shop", "SHOP", "Shop"] {
+        let (status, body) = create_database(&cp, &bob, name).await;
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::CONFLICT, "DATABASE_EXISTS"),
+            "{name}: {body}"
+        );
+    }
+    let (_, _, list) = cp.call(Method::GET, "/databases", None, bob_auth).await;
+    assert_eq!(list["databases"], json!([]), "nothing was made");
     // Without a session, nothing at all.
     for path in ["/databases", "/databases/shop", "/databases/shop/tables"] {
         let (status, _, _) = cp.call(Method::GET, path, None, Auth::None).await;

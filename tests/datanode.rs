@@ -260,6 +260,7 @@ async fn hostile_input_gets_a_clear_error_and_changes_nothing() {
         ("empty database", post("/internal/v1/databases").json(&json!({"name": ""})), StatusCode::BAD_REQUEST, "INVALID_NAME"),
         ("number as name", post("/internal/v1/databases").json(&json!({"name": 5})), StatusCode::BAD_REQUEST, "BAD_REQUEST"),
         ("existing database", post("/internal/v1/databases").json(&json!({"name": "app"})), StatusCode::CONFLICT, "DATABASE_EXISTS"),
+        ("existing database in capitals", post("/internal/v1/databases").json(&json!({"name": "APP"})), StatusCode::CONFLICT, "DATABASE_EXISTS"),
         ("drop missing table", c.delete(shoal.url("/internal/v1/databases/app/tables/nope")).bearer_auth(&secret), StatusCode::NOT_FOUND, "NO_SUCH_TABLE"),
         ("drop missing database", c.delete(shoal.url("/internal/v1/databases/nope")).bearer_auth(&secret), StatusCode::NOT_FOUND, "NO_SUCH_DATABASE"),
         ("unknown ndbinfo table", c.get(shoal.url("/internal/v1/ndbinfo/users")).bearer_auth(&secret), StatusCode::NOT_FOUND, "NO_SUCH_TABLE"),

@@ -139,19 +139,29 @@ pub async fn create(
     let name = DatabaseName::parse(&req.name)
         .map_err(|e| ApiError::invalid(format!("name: {e}")))?
         .to_string();
-    let taken: Option<String> = sqlx::query_scalar("SELECT status FROM databases WHERE name = $1")
-        .bind(&name)
-        .fetch_optional(&app.store.pool)
-        .await?;
-    if let Some(status) = taken {
+    // Unique whatever the case (the store's index on lower(name) holds it
+    // against a race): `DEMO` must not pass for another tenant's `demo`.
+    let taken: Option<(String, String)> =
+        sqlx::query_as("SELECT name, status FROM databases WHERE lower(name) = lower($1)")
+            .bind(&name)
+            .fetch_optional(&app.store.pool)
+            .await?;
+    if let Some((taken, status)) = taken {
         let why = if status == "dropping" {
             "is still being dropped"
         } else {
             "is taken"
         };
+        let like = if taken == name {
+            String::new()
+        } else {
+            format!(" (as '{taken}')")
+        };
         return Err(ApiError::conflict(
             "DATABASE_EXISTS",
-            format!("the database name '{name}' {why}: database names are unique on the platform"),
+            format!(
+                "the database name '{name}'{like} {why}: database names are unique on the platform, whatever their case"
+            ),
         ));
     }
     let node = nodes::place(&app).await?;

@@ -183,8 +183,13 @@ impl Catalog {
         name: &DatabaseName,
         tenant: Option<&TenantId>,
     ) -> Result<Arc<Database>, CatalogError> {
-        if self.databases.contains_key(name) {
-            return Err(CatalogError::DatabaseExists(name.clone()));
+        // Names are unique whatever their case: `DEMO` beside another
+        // tenant's `demo` would pass for it in a listing or a log.
+        let folded = name.as_str().to_ascii_lowercase();
+        if let Some(taken) =
+            (self.databases.keys()).find(|n| n.as_str().to_ascii_lowercase() == folded)
+        {
+            return Err(CatalogError::DatabaseExists(taken.clone()));
         }
         if self.databases.len() >= MAX_DATABASES {
             return Err(CatalogError::TooManyDatabases);
