@@ -308,6 +308,31 @@ async fn a_batch_answers_each_operation_on_its_own() {
     let (status, _) = s.call(Some(&lab), "lab/items/pk-read", by_id(7)).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(s.read(3).await.0, StatusCode::OK);
+
+    // A read-only key: its read is answered, its writes refused, each on
+    // its own.
+    let reader = s.shoal.create_key("acme", &[("shop", "read")]).await;
+    let renamed = json!({"row": {"id": 1, "name": "renamed"}});
+    let batch = json!({"operations": [
+        op("shop/items/pk-read", by_id(1)),
+        op("shop/items/pk-update", renamed),
+        op("shop/items/pk-delete", by_id(3)),
+        op("shop/items/pk-read", by_id(3)),
+    ]});
+    let (status, body) = s.call(Some(&reader), "batch", batch).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let codes: Vec<u64> = (body.as_array().unwrap().iter())
+        .map(|e| e["code"].as_u64().unwrap())
+        .collect();
+    assert_eq!(codes, [200, 403, 403, 200], "{body}");
+    assert_eq!(body[0]["body"]["data"]["name"], "item 1");
+    assert_eq!(body[1]["body"]["error"]["code"], "FORBIDDEN");
+    let (_, row) = s.read(1).await;
+    assert_eq!(
+        row["data"]["name"], "item 1",
+        "the refused update changed nothing"
+    );
+    assert_eq!(s.read(3).await.0, StatusCode::OK, "nor did the delete");
 }
 
 #[tokio::test]
@@ -430,7 +455,8 @@ async fn bad_input_gets_a_clear_error_and_changes_nothing() {
         ("shop/items/pk-read", json!({"filters": [{"column": "id", "value": 1}], "readColumns": [{"column": "ghost"}]}).to_string(), 400, "BAD_REQUEST"),
         ("shop/items/pk-read", json!({"filters": [{"column": "id", "value": 1}], "readColumns": [{"column": "id", "dataReturnType": "hex"}]}).to_string(), 400, "BAD_REQUEST"),
         ("shop/items/pk-smash", json!({}).to_string(), 404, "NOT_FOUND"),
-        ("shop/items/pk-insert", format!("{{\"row\": {{\"id\": 1, \"name\": \"{}\"}}}}", "x".repeat(70_000)), 413, "BAD_REQUEST"),
+        ("shop/items/pk-insert", format!("{{\"row\": {{\"id\": 1, \"name\": \"{}\"}}}}", "x".repeat(70_000)), 413, "REQUEST_TOO_LARGE"),
+        ("batch", format!("{{\"operations\": [\"{}\"]}}", "x".repeat(70_000)), 413, "REQUEST_TOO_LARGE"),
         ("batch", json!({"operations": []}).to_string(), 400, "BAD_REQUEST"),
         ("batch", json!({"operations": vec![json!({"method": "POST", "relative-url": "shop/items/pk-read", "body": {}}); 1001]}).to_string(), 413, "TOO_MANY_OPERATIONS"),
         ("transaction", json!({"operations": [{"method": "GET", "relative-url": "shop/items/pk-read", "body": {}}]}).to_string(), 400, "BAD_REQUEST"),
@@ -440,10 +466,96 @@ async fn bad_input_gets_a_clear_error_and_changes_nothing() {
         let (got, answer) = s.raw(Some(&s.key), path, body.clone()).await;
         let shown: String = body.chars().take(80).collect();
         assert_eq!(got.as_u16(), status, "{path} {shown}: {answer}");
-        if status != 413 || code != "BAD_REQUEST" {
-            assert_eq!(answer["error"]["code"], code, "{path} {shown}: {answer}");
-        }
+        assert_eq!(answer["error"]["code"], code, "{path} {shown}: {answer}");
     }
+    // Values that do not fit their column exactly are refused, naming the
+    // column and why — never clamped, rounded or coerced.
+    let exact: [(&str, &str, &str, &str); 10] = [
+        (
+            "pk-insert",
+            r#"{"row": {"id": -9223372036854775899, "name": "x"}}"#,
+            "'id'",
+            "out of range for BIGINT",
+        ),
+        (
+            "pk-insert",
+            r#"{"row": {"id": 18446744073709551616, "name": "x"}}"#,
+            "'id'",
+            "out of range for BIGINT",
+        ),
+        (
+            "pk-insert",
+            r#"{"row": {"id": 1.5, "name": "x"}}"#,
+            "'id'",
+            "has a fraction",
+        ),
+        (
+            "pk-insert",
+            r#"{"row": {"id": true, "name": "x"}}"#,
+            "'id'",
+            "got a boolean",
+        ),
+        (
+            "pk-insert",
+            r#"{"row": {"id": 1, "name": "x", "price": 1.005}}"#,
+            "'price'",
+            "more digits after the point",
+        ),
+        (
+            "pk-insert",
+            r#"{"row": {"id": 1, "name": "x", "price": "1.005"}}"#,
+            "'price'",
+            "not rounded",
+        ),
+        (
+            "pk-insert",
+            r#"{"row": {"id": 1, "name": "x", "name": "y"}}"#,
+            "'name'",
+            "given twice",
+        ),
+        (
+            "pk-insert",
+            r#"{"row": {"id": 1, "id": 2, "name": "x"}}"#,
+            "'id'",
+            "given twice",
+        ),
+        (
+            "pk-insert",
+            r#"{"row": {"id": 1, "name": "x", "price": 123456789.12}}"#,
+            "'price'",
+            "out of range for DECIMAL(10,2)",
+        ),
+        (
+            "pk-delete",
+            r#"{"filters": [{"column": "id", "value": 1e300}]}"#,
+            "'id'",
+            "out of range for BIGINT",
+        ),
+    ];
+    for (op, body, column, why) in exact {
+        let (got, answer) = s
+            .raw(Some(&s.key), &format!("shop/items/{op}"), body.into())
+            .await;
+        assert_eq!(
+            (got.as_u16(), answer["error"]["code"].as_str()),
+            (400, Some("INVALID_VALUE")),
+            "{body}: {answer}"
+        );
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(column) && message.contains(why),
+            "{body}: {message}"
+        );
+    }
+    // A route's wrong method is the same JSON error shape.
+    let r = common::client()
+        .get(format!("{}/0.1.0/batch", s.shoal.rest_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
+    let answer: Value = r.json().await.unwrap();
+    assert_eq!(answer["error"]["code"], "METHOD_NOT_ALLOWED");
     assert_eq!(
         s.read(1).await.0,
         StatusCode::NOT_FOUND,
@@ -454,6 +566,29 @@ async fn bad_input_gets_a_clear_error_and_changes_nothing() {
         usage[2], usage[3],
         "every byte the table holds is free: {usage:?}"
     );
+}
+
+#[tokio::test]
+async fn an_integer_past_its_column_never_reaches_another_row() {
+    let s = setup(&[]).await;
+    let min = json!({"row": {"id": i64::MIN, "name": "the least"}});
+    assert_eq!(s.op("shop/items/pk-insert", min).await.0, StatusCode::OK);
+    // Read as a double, -9223372036854775899 is -2^63: the row above.
+    for op in ["pk-read", "pk-delete"] {
+        let body = r#"{"filters": [{"column": "id", "value": -9223372036854775899}]}"#;
+        let (status, answer) = s
+            .raw(Some(&s.key), &format!("shop/items/{op}"), body.into())
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{op}: {answer}");
+    }
+    let body = r#"{"row": {"id": -9223372036854775899, "name": "overwritten"}}"#;
+    let (status, _) = s
+        .raw(Some(&s.key), "shop/items/pk-write", body.into())
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, row) = s.read(i64::MIN).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(row["data"]["name"], "the least", "untouched");
 }
 
 #[tokio::test]

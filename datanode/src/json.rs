@@ -2,8 +2,9 @@
 //!
 //! | column type | JSON |
 //! | --- | --- |
-//! | integers, `FLOAT`, `DOUBLE` | a number (a string of digits is taken too) |
-//! | `DECIMAL` | a string such as `"-12.50"` (a number is taken too) |
+//! | integers | a whole number in the column's range (a string of digits is taken too) |
+//! | `FLOAT`, `DOUBLE` | a number (a string holding one is taken too) |
+//! | `DECIMAL` | a string such as `"-12.50"` (a number is taken too), with no more digits than the column holds |
 //! | `CHAR`, `VARCHAR` | a string |
 //! | `BINARY`, `VARBINARY` | a string of standard base64 |
 //! | `DATE`, `DATETIME`, `TIMESTAMP` | a string in MySQL's text form |
@@ -11,10 +12,13 @@
 //! | NULL | `null` |
 //!
 //! Values are checked against the column (range, length, precision) when
-//! they are added to a batch; here only their JSON shape is.
+//! they are added to a batch; here only their JSON shape is. Nothing is
+//! clamped, rounded or coerced: a value that does not fit exactly is
+//! refused, and so is a row that names a column twice.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value as Json};
 use shoal_wire::schema::{ColumnDef, ColumnType};
 
@@ -41,6 +45,8 @@ pub enum JsonError {
         column: String,
         expected: Vec<String>,
     },
+    #[error("column '{column}' is given twice; a row names each column once")]
+    Duplicate { column: String },
     #[error("column '{column}' is not part of the key of table '{table}' ({expected:?})")]
     NotKey {
         table: String,
@@ -139,43 +145,83 @@ pub fn row_to_json(row: &Row) -> Map<String, Json> {
         .collect()
 }
 
+/// A JSON object of column to value, as a request sends a row, with its
+/// members in the order sent. Unlike a map it keeps a column named twice,
+/// so that [`row_from_json`] refuses it instead of taking the last value.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JsonRow(pub Vec<(String, Json)>);
+
+impl<'de> Deserialize<'de> for JsonRow {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Members;
+        impl<'de> Visitor<'de> for Members {
+            type Value = JsonRow;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of column to value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonRow, A::Error> {
+                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
+                while let Some(member) = map.next_entry()? {
+                    members.push(member);
+                }
+                Ok(JsonRow(members))
+            }
+        }
+        deserializer.deserialize_map(Members)
+    }
+}
+
 /// A row to write: each named column's value. Columns left out keep their
 /// value (update) or are NULL (insert).
 pub fn row_from_json<'t>(
     table: &'t Table,
-    row: &Map<String, Json>,
+    row: &JsonRow,
 ) -> Result<Vec<(&'t str, Value)>, JsonError> {
     let def = table.def();
-    row.iter()
-        .map(|(name, json)| {
-            let column = def.column(name).ok_or_else(|| JsonError::NoSuchColumn {
-                table: def.name.to_string(),
-                column: name.clone(),
-            })?;
-            Ok((column.name.as_str(), value_from_json(column, json)?))
-        })
-        .collect()
+    let mut values: Vec<(&'t str, Value)> = Vec::with_capacity(row.0.len());
+    for (name, json) in &row.0 {
+        let column = def.column(name).ok_or_else(|| JsonError::NoSuchColumn {
+            table: def.name.to_string(),
+            column: short(name),
+        })?;
+        if values.iter().any(|(seen, _)| *seen == column.name.as_str()) {
+            return Err(JsonError::Duplicate {
+                column: column.name.to_string(),
+            });
+        }
+        values.push((column.name.as_str(), value_from_json(column, json)?));
+    }
+    Ok(values)
 }
 
-/// A primary key: exactly the key columns, in the key's order.
-pub fn key_from_json(table: &Table, key: &Map<String, Json>) -> Result<Vec<Value>, JsonError> {
+/// `name` cut to a length an error message can carry.
+fn short(name: &str) -> String {
+    name.chars().take(64).collect()
+}
+
+/// A primary key: exactly the key columns, each once, in the key's order.
+pub fn key_from_json(table: &Table, key: &JsonRow) -> Result<Vec<Value>, JsonError> {
     let def = table.def();
     let expected = || def.primary_key.iter().map(|c| c.to_string()).collect();
-    if let Some(extra) = key
-        .keys()
-        .find(|k| !def.primary_key.iter().any(|c| c.as_str() == *k))
-    {
-        return Err(JsonError::NotKey {
-            table: def.name.to_string(),
-            column: extra.clone(),
-            expected: expected(),
-        });
+    for (i, (name, _)) in key.0.iter().enumerate() {
+        if !def.primary_key.iter().any(|c| c.as_str() == name) {
+            return Err(JsonError::NotKey {
+                table: def.name.to_string(),
+                column: short(name),
+                expected: expected(),
+            });
+        }
+        if key.0[..i].iter().any(|(seen, _)| seen == name) {
+            return Err(JsonError::Duplicate {
+                column: name.clone(),
+            });
+        }
     }
     def.primary_key
         .iter()
         .map(|name| {
-            let json = key
-                .get(name.as_str())
+            let (_, json) = (key.0.iter())
+                .find(|(n, _)| n == name.as_str())
                 .ok_or_else(|| JsonError::MissingKey {
                     table: def.name.to_string(),
                     column: name.to_string(),

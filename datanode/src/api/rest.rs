@@ -22,7 +22,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::body::Bytes;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -31,16 +31,17 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Map, Value as JsonValue, json};
 
-use super::error::ApiError;
+use super::error::{ApiError, Body};
 use super::serve::Limits;
 use super::{AccessError, access};
 use crate::batch::{Batch, Outcome};
 use crate::catalog::Table;
 use crate::json::{
-    JsonError, column_value_to_json, key_from_json, row_from_json, row_to_json, value_from_json,
+    JsonError, JsonRow, column_value_to_json, key_from_json, row_from_json, row_to_json,
+    value_from_json,
 };
 use crate::keys::ApiKey;
-use crate::tc::{Commit, Grant, Tc};
+use crate::tc::{Commit, Grant, Role, Tc, TcError};
 
 /// Most operations in one batch or transaction.
 pub const MAX_OPERATIONS: usize = 1000;
@@ -61,6 +62,13 @@ pub fn router(tc: Tc, limits: Limits) -> Router {
         .route("/0.1.0/transaction", post(transaction))
         .route("/0.1.0/{db}/{table}/{op}", post(single))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "METHOD_NOT_ALLOWED",
+                "this route takes another method (POST, or GET for ping and health)",
+            )
+        })
         .layer(DefaultBodyLimit::max(limits.max_request_bytes))
         .with_state(AppState { tc })
 }
@@ -125,7 +133,7 @@ struct OpBody {
     read_columns: Option<Vec<ReadColumn>>,
     #[serde(rename = "operationId")]
     operation_id: Option<String>,
-    row: Option<Map<String, JsonValue>>,
+    row: Option<JsonRow>,
 }
 
 #[derive(Deserialize)]
@@ -278,15 +286,12 @@ fn key_of(table: &Table, filters: &[Filter]) -> Result<Vec<crate::Value>, ApiErr
         }
         return Ok(vec![value_from_json(column, &filters[0].value)?]);
     }
-    let mut key = Map::new();
-    for f in filters {
-        if key.insert(f.column.clone(), f.value.clone()).is_some() {
-            return Err(bad_request(format!(
-                "column '{}' is filtered twice",
-                f.column.chars().take(64).collect::<String>()
-            )));
-        }
-    }
+    let key = JsonRow(
+        filters
+            .iter()
+            .map(|f| (f.column.clone(), f.value.clone()))
+            .collect(),
+    );
     Ok(key_from_json(table, &key)?)
 }
 
@@ -345,10 +350,11 @@ fn outcome(batch: &Batch, i: usize, answer: &Answer) -> Result<JsonValue, ApiErr
 )]
 async fn single(
     State(state): State<AppState>,
-    Path((db, table, op)): Path<(String, String, String)>,
+    path: Result<Path<(String, String, String)>, PathRejection>,
     headers: HeaderMap,
-    body: Bytes,
+    Body(body): Body,
 ) -> Result<Json<JsonValue>, ApiError> {
+    let Path((db, table, op)) = path?;
     let key = key(&state, &headers)?;
     let method = Method::parse(&op)?;
     let (_, grant) = access(state.tc.engine(), &key, &db)?;
@@ -452,7 +458,7 @@ fn error_entry(e: &ApiError) -> JsonValue {
 async fn batch(
     State(state): State<AppState>,
     headers: HeaderMap,
-    body: Bytes,
+    Body(body): Body,
 ) -> Result<Response, ApiError> {
     let key = key(&state, &headers)?;
     let operations = parse_operations(&body)?;
@@ -467,6 +473,14 @@ async fn batch(
     let mut groups: HashMap<String, Group> = HashMap::new();
     for (i, op) in operations.into_iter().enumerate() {
         let added = resolve(&state, &key, &op).and_then(|r| {
+            // Each operation is judged on its own: a read-only key's reads
+            // run beside its refused writes.
+            if r.grant.role == Role::Read && r.method != Method::Read {
+                return Err(ApiError::from(TcError::Forbidden {
+                    database: r.database,
+                    reason: "the key may only read".into(),
+                }));
+            }
             let group = groups.entry(r.database).or_insert_with(|| Group {
                 grant: r.grant,
                 batch: state.tc.engine().batch(),
@@ -518,7 +532,7 @@ async fn batch(
 async fn transaction(
     State(state): State<AppState>,
     headers: HeaderMap,
-    body: Bytes,
+    Body(body): Body,
 ) -> Result<Json<JsonValue>, ApiError> {
     let key = key(&state, &headers)?;
     let operations = parse_operations(&body)?;

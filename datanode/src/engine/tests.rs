@@ -240,7 +240,53 @@ fn bad_values_are_refused_naming_the_column_and_change_nothing() {
                 "out of range",
             ),
             ("i", Value::Text("12abc".into()), "not a whole number"),
-            ("i", Value::Double(1.5), "expected a value of type INT"),
+            (
+                "i",
+                Value::Double(1.5),
+                "1.5 has a fraction; INT holds whole numbers",
+            ),
+            (
+                "i",
+                Value::Bool(true),
+                "expected a value of type INT, got a boolean",
+            ),
+            ("i", Value::Text(" 42 ".into()), "not a whole number"),
+            ("i", Value::Text("+42".into()), "not a whole number"),
+            ("i", Value::Text("".into()), "not a whole number"),
+            // JSON's -9223372036854775899 arrives as this double; it must not
+            // become -2^63.
+            (
+                "bi",
+                Value::Double(-9_223_372_036_854_775_899.0),
+                "out of range for BIGINT",
+            ),
+            ("bi", Value::Double(1e300), "out of range for BIGINT"),
+            (
+                "bi",
+                Value::Double(2f64.powi(60)),
+                "more digits than a double holds exactly",
+            ),
+            (
+                "d",
+                Value::Int((1 << 53) + 1),
+                "cannot hold 9007199254740993 exactly",
+            ),
+            (
+                "f",
+                Value::Int((1 << 24) + 1),
+                "FLOAT cannot hold 16777217 exactly",
+            ),
+            (
+                "dec",
+                Value::Text("1.005".into()),
+                "more digits after the point than DECIMAL(10,2)",
+            ),
+            ("dec", Value::Double(1.005), "it is not rounded"),
+            (
+                "dtm",
+                Value::Text("2024-02-29 23:59:59.9996".into()),
+                "more fractional-second digits",
+            ),
             (
                 "i",
                 Value::Bytes(vec![1]),
@@ -287,7 +333,7 @@ fn bad_values_are_refused_naming_the_column_and_change_nothing() {
             (
                 "dtm",
                 Value::Text("9999-12-31 23:59:59.9999".into()),
-                "outside 0001-01-01 to 9999-12-31",
+                "more fractional-second digits than DATETIME(3) holds",
             ),
             (
                 "ts",
@@ -364,20 +410,22 @@ fn bad_values_are_refused_naming_the_column_and_change_nothing() {
 }
 
 #[test]
-fn values_are_rounded_and_coerced_as_mysql_does() {
+fn values_that_fit_exactly_are_stored_as_given() {
     let rt = runtime();
     let engine = engine(16);
     rt.block_on(async {
         let table = create(&engine, "db", ALL_TYPES).await;
         let row = [
             ("id", Value::Int(1)),
-            ("req", Value::Text(" 42 ".into())),
-            ("dec", Value::Text("1.005".into())),
+            ("req", Value::Text("42".into())),
+            ("dec", Value::Text("1.500".into())),
             ("dec38", Value::Double(0.1)),
-            ("dtm", Value::Text("2024-02-29 23:59:59.9996".into())),
+            ("dtm", Value::Text("2024-02-29 23:59:59.000".into())),
             ("ts", Value::Text("2024-03-01T01:00:00+01:00".into())),
             ("c", Value::Text("ab   ".into())),
             ("i", Value::Double(-3.0)),
+            ("bi", Value::Double(-(2f64.powi(53)))),
+            ("d", Value::Int(1 << 53)),
             ("bo", Value::Int(1)),
             ("dt", Value::Text("2024-02-29".into())),
         ];
@@ -387,12 +435,14 @@ fn values_are_rounded_and_coerced_as_mysql_does() {
         let got = read(&engine, &table, &[Value::Int(1)]).await.unwrap();
         let by_name = |n: &str| got[table.def().column_index(n).unwrap()].to_string();
         assert_eq!(by_name("req"), "42");
-        assert_eq!(by_name("dec"), "1.01");
+        assert_eq!(by_name("dec"), "1.50");
         assert_eq!(by_name("dec38"), "0.1000000000");
-        assert_eq!(by_name("dtm"), "2024-03-01 00:00:00");
+        assert_eq!(by_name("dtm"), "2024-02-29 23:59:59");
         assert_eq!(by_name("ts"), "2024-03-01 00:00:00");
-        assert_eq!(by_name("c"), "ab");
+        assert_eq!(by_name("c"), "ab", "CHAR pads with spaces, as MySQL's");
         assert_eq!(by_name("i"), "-3");
+        assert_eq!(by_name("bi"), "-9007199254740992");
+        assert_eq!(by_name("d"), "9007199254740992");
         assert_eq!(by_name("bo"), "1");
         assert_eq!(by_name("dt"), "2024-02-29");
         assert_eq!(by_name("f"), "NULL");

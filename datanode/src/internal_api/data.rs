@@ -20,11 +20,11 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::{Map, Value as JsonValue, json};
+use serde_json::{Value as JsonValue, json};
 
 use super::{ApiError, AppState};
 use crate::batch::{Batch, OperationError, Outcome};
-use crate::json::{key_from_json, row_from_json, row_to_json};
+use crate::json::{JsonRow, key_from_json, row_from_json, row_to_json};
 use crate::tc::{Commit, Grant, Role};
 
 /// Most operations one request may hold.
@@ -47,8 +47,8 @@ fn atomic_by_default() -> bool {
 struct Operation {
     op: OpName,
     table: String,
-    row: Option<Map<String, JsonValue>>,
-    key: Option<Map<String, JsonValue>>,
+    row: Option<JsonRow>,
+    key: Option<JsonRow>,
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq)]

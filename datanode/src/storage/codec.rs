@@ -17,6 +17,7 @@
 //!   to the column's fractional digits.
 
 use std::cmp::Ordering;
+use std::fmt;
 
 use shoal_wire::schema::ColumnType;
 
@@ -44,26 +45,53 @@ fn mismatch(ty: ColumnType, v: &Value) -> String {
     format!("expected a value of type {ty}, got {}", v.kind())
 }
 
-/// Reads an integer value (or a string holding one) as i128 for range checks.
-fn integer(ty: ColumnType, v: &Value) -> Result<i128, String> {
+/// Largest magnitude below which every whole number is exact in a double.
+const EXACT_IN_DOUBLE: f64 = (1u64 << 53) as f64;
+
+/// Reads an integer value (or a string of its digits) as i128 for range
+/// checks. Nothing is truncated, rounded or coerced: a boolean is not a
+/// number, and a double is taken only when it is a whole number small
+/// enough to be exact (JSON clients may send `5.0` for 5; a JSON integer
+/// too large for 64 bits arrives as a rounded double, and is refused).
+fn integer(ty: ColumnType, v: &Value, (lo, hi): (i128, i128)) -> Result<i128, String> {
+    let out_of_range =
+        |n: &dyn fmt::Display| format!("{n} is out of range for {ty} ({lo} to {hi})");
     match v {
         Value::Int(i) => Ok(i128::from(*i)),
         Value::UInt(u) => Ok(i128::from(*u)),
-        Value::Bool(b) => Ok(i128::from(*b)),
-        // JSON clients may send 5.0 for 5; anything with a fraction is refused.
-        Value::Double(d) if d.fract() == 0.0 && d.abs() < 1e20 => Ok(*d as i128),
-        Value::Text(t) => t
-            .trim()
-            .parse::<i128>()
-            .map_err(|_| format!("'{t}' is not a whole number for {ty}")),
+        Value::Double(d) if d.fract() == 0.0 && d.abs() <= EXACT_IN_DOUBLE => Ok(*d as i128),
+        Value::Double(d) if d.is_finite() && d.fract() != 0.0 => {
+            Err(format!("{d} has a fraction; {ty} holds whole numbers"))
+        }
+        Value::Double(d) if d.is_finite() && (d.abs() as i128) >= hi.max(-lo) => {
+            Err(out_of_range(&format!("{d:e}")))
+        }
+        Value::Double(_) => Err(format!(
+            "{ty} takes a whole number written as one: this one arrived with a fraction, an \
+             exponent or more digits than a double holds exactly"
+        )),
+        Value::Text(t) => {
+            let digits = t.strip_prefix('-').unwrap_or(t);
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(format!(
+                    "'{}' is not a whole number for {ty}",
+                    t.chars().take(64).collect::<String>()
+                ));
+            }
+            t.parse::<i128>()
+                .map_err(|_| out_of_range(&t.chars().take(64).collect::<String>()))
+        }
         _ => Err(mismatch(ty, v)),
     }
 }
 
 fn float(ty: ColumnType, v: &Value) -> Result<f64, String> {
+    let inexact = |n: &dyn fmt::Display| format!("{ty} cannot hold {n} exactly");
     let f = match v {
-        Value::Int(i) => *i as f64,
-        Value::UInt(u) => *u as f64,
+        Value::Int(i) if (*i as f64) as i128 == i128::from(*i) => *i as f64,
+        Value::UInt(u) if (*u as f64) as i128 == i128::from(*u) => *u as f64,
+        Value::Int(i) => return Err(inexact(i)),
+        Value::UInt(u) => return Err(inexact(u)),
         Value::Float(f) => f64::from(*f),
         Value::Double(d) => *d,
         Value::Text(t) => t
@@ -107,11 +135,17 @@ fn micros(ty: ColumnType, fsp: u8, v: &Value) -> Result<i64, String> {
         (ColumnType::DateTime { .. }, Value::Text(t)) => DateTime::parse(t)?.0,
         _ => return Err(mismatch(ty, v)),
     };
-    let rounded = value::round_to_fsp(raw, fsp).filter(|&m| value::micros_in_range(m));
-    let Some(rounded) = rounded else {
+    if !value::micros_in_range(raw) {
         return Err(format!("{v} is outside 0001-01-01 to 9999-12-31 for {ty}"));
-    };
-    Ok(rounded)
+    }
+    // Stored exactly or not at all: a fraction finer than the column's is
+    // refused, not rounded (which could even move the date).
+    if value::round_to_fsp(raw, fsp) != Some(raw) {
+        return Err(format!(
+            "{v} has more fractional-second digits than {ty} holds ({fsp}); it is not rounded"
+        ));
+    }
+    Ok(raw)
 }
 
 /// Writes an integer of `bits` bits after checking its range.
@@ -122,12 +156,12 @@ fn encode_int(
     unsigned: bool,
     dst: &mut [u8],
 ) -> Result<(), String> {
-    let n = integer(ty, v)?;
     let (lo, hi) = if unsigned {
         (0, (1i128 << bits) - 1)
     } else {
         (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
     };
+    let n = integer(ty, v, (lo, hi))?;
     if !(lo..=hi).contains(&n) {
         return Err(format!("{n} is out of range for {ty} ({lo} to {hi})"));
     }
@@ -162,6 +196,13 @@ fn encode_fixed(ty: ColumnType, v: &Value, dst: &mut [u8]) -> Result<(), String>
                     .parse::<f32>()
                     .map_err(|_| format!("'{t}' is not a number for {ty}"))?,
                 Value::Float(f) => *f,
+                Value::Int(_) | Value::UInt(_) => {
+                    let wide = float(ty, v)?;
+                    if f64::from(wide as f32) != wide {
+                        return Err(format!("FLOAT cannot hold {v} exactly; DOUBLE can"));
+                    }
+                    wide as f32
+                }
                 _ => float(ty, v)? as f32,
             };
             if !f.is_finite() {

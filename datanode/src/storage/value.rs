@@ -113,7 +113,8 @@ const POW10: [i128; 39] = {
 
 impl Decimal {
     /// Parses `text` as a value of `DECIMAL(precision, scale)`: the mantissa at
-    /// that scale, rounded half away from zero as MySQL does, or why not.
+    /// that scale, or why not. Digits past the scale are refused unless they
+    /// are zeros: a value is stored exactly or not at all, never rounded.
     pub fn parse(text: &str, precision: u8, scale: u8) -> Result<i128, String> {
         let bad = || format!("'{}' is not a decimal number", shorten(text));
         let text = text.trim();
@@ -147,7 +148,6 @@ impl Decimal {
             )
         };
         let mut mantissa: i128 = 0;
-        let mut round_up = false;
         let mut significant = 0u32;
         for (i, d) in digits.enumerate() {
             // Position of this digit relative to the kept scale: 0 is the last kept digit.
@@ -160,9 +160,12 @@ impl Decimal {
                     return Err(too_big());
                 }
                 mantissa = mantissa * 10 + i128::from(d);
-            } else {
-                round_up = d >= 5;
-                break;
+            } else if d != 0 {
+                return Err(format!(
+                    "{} has more digits after the point than DECIMAL({precision},{scale}) holds; \
+                     it is not rounded",
+                    shorten(text)
+                ));
             }
         }
         // Digits the text did not write out down to the kept scale are zeros.
@@ -174,9 +177,6 @@ impl Decimal {
                 return Err(too_big());
             }
             mantissa *= POW10[missing as usize];
-        }
-        if round_up {
-            mantissa += 1;
         }
         if mantissa >= POW10[precision as usize] {
             return Err(too_big());
@@ -594,19 +594,19 @@ mod tests {
     }
 
     #[test]
-    fn decimals_parse_round_and_print() {
+    fn decimals_parse_exactly_and_print() {
         let cases = [
             ("123.45", 5, 2, 12345),
             ("-123.45", 5, 2, -12345),
-            ("0.005", 5, 2, 1),
-            ("0.004", 5, 2, 0),
-            ("-0.005", 5, 2, -1),
+            ("0.010", 5, 2, 1),
+            ("-0.0500", 5, 2, -5),
+            ("1.5e-1", 5, 2, 15),
             ("1e2", 5, 2, 10000),
             ("1.5E-1", 5, 2, 15),
             ("007", 3, 0, 7),
             (".5", 2, 1, 5),
             ("5.", 2, 1, 50),
-            ("999.994", 5, 2, 99999),
+            ("999.99", 5, 2, 99999),
             ("0", 38, 30, 0),
             ("0e50", 5, 2, 0),
             (
@@ -622,6 +622,11 @@ mod tests {
         for (text, p, s) in [
             ("1000", 5, 2),
             ("999.995", 5, 2),
+            ("999.994", 5, 2),
+            ("1.005", 5, 2),
+            ("0.004", 5, 2),
+            ("-0.005", 5, 2),
+            ("1.5e-3", 5, 2),
             ("", 5, 2),
             (".", 5, 2),
             ("1.2.3", 5, 2),
