@@ -4,103 +4,11 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::process::Command;
 
 use common::Shoal;
-use redis::{Commands, Connection, RedisError, Value as RValue};
+use common::resp::{Setup, code, command, query, redis_cli, redis_cli_command, setup};
+use redis::{Commands, Value as RValue};
 use serde_json::json;
-
-/// A node with tenant `acme`'s databases `cache` and `lab`, tenant
-/// `other`'s `rival`, and a read-write key on `cache`.
-struct Setup {
-    shoal: Shoal,
-    key: String,
-}
-
-async fn setup(args: &[&str]) -> Setup {
-    let mut all = vec!["datanode", "--data-memory", "128M"];
-    all.extend_from_slice(args);
-    let shoal = Shoal::start(&all);
-    for (tenant, db) in [("acme", "cache"), ("acme", "lab"), ("other", "rival")] {
-        shoal.create_database(tenant, db).await;
-    }
-    let key = shoal.create_key("acme", &[("cache", "read_write")]).await;
-    Setup { shoal, key }
-}
-
-impl Setup {
-    fn url(&self, db: &str, key: &str, resp3: bool) -> String {
-        let proto = if resp3 { "?protocol=resp3" } else { "" };
-        format!("redis://{db}:{key}@{}/{proto}", self.shoal.resp_addr)
-    }
-
-    fn connect(&self) -> Connection {
-        self.connect_as("cache", &self.key.clone())
-    }
-
-    fn connect_as(&self, db: &str, key: &str) -> Connection {
-        redis::Client::open(self.url(db, key, false))
-            .unwrap()
-            .get_connection()
-            .unwrap()
-    }
-
-    /// A raw connection, for bytes no client library would send.
-    fn raw(&self) -> Raw {
-        Raw(TcpStream::connect(&self.shoal.resp_addr).unwrap())
-    }
-}
-
-struct Raw(TcpStream);
-
-impl Raw {
-    /// Sends `bytes` and reads one reply's worth: until the bytes read end
-    /// in CRLF (replies here are short and single-line or small).
-    fn send(&mut self, bytes: &[u8]) -> String {
-        self.0.write_all(bytes).unwrap();
-        self.read_reply()
-    }
-
-    fn read_reply(&mut self) -> String {
-        let mut got = Vec::new();
-        let mut buf = [0u8; 4096];
-        while !got.ends_with(b"\r\n") {
-            let n = self.0.read(&mut buf).unwrap();
-            if n == 0 {
-                break;
-            }
-            got.extend_from_slice(&buf[..n]);
-        }
-        String::from_utf8_lossy(&got).into_owned()
-    }
-
-    /// Whether the server closed the connection.
-    fn closed(&mut self) -> bool {
-        let mut buf = [0u8; 16];
-        matches!(self.0.read(&mut buf), Ok(0) | Err(_))
-    }
-}
-
-fn command(words: &[&str]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", words.len()).into_bytes();
-    for w in words {
-        out.extend_from_slice(format!("${}\r\n{w}\r\n", w.len()).as_bytes());
-    }
-    out
-}
-
-fn code(e: &RedisError) -> String {
-    e.code().unwrap_or_default().to_owned()
-}
-
-fn query<T: redis::FromRedisValue>(con: &mut Connection, args: &[&str]) -> redis::RedisResult<T> {
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(con)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_a_granted_key_opens_a_database() {
@@ -121,7 +29,10 @@ async fn only_a_granted_key_opens_a_database() {
     bad.push('!');
     for (db, key) in [("cache", bad.as_str()), ("cache", "x.y"), ("cache", "")] {
         let reply = raw.send(&command(&["AUTH", db, key]));
-        assert!(reply.starts_with("-NOAUTH"), "{reply}");
+        assert_eq!(
+            reply, "-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+            "as Redis answers a bad password"
+        );
     }
     // Not granted, another tenant's, missing: NOPERM.
     let both = s
@@ -142,7 +53,7 @@ async fn only_a_granted_key_opens_a_database() {
     // A failed AUTH on an authenticated connection leaves it unauthenticated.
     assert!(
         raw.send(&command(&["AUTH", "cache", &bad]))
-            .starts_with("-NOAUTH")
+            .starts_with("-WRONGPASS")
     );
     assert!(raw.send(&command(&["GET", "k"])).starts_with("-NOAUTH"));
 
@@ -779,8 +690,24 @@ async fn malformed_input_gets_an_error_and_the_server_survives() {
     assert_eq!(reply, ":1\r\n", "keys are bytes");
     let reply = raw.send(b"*3\r\n$6\r\nINCRBY\r\n$1\r\nk\r\n$2\r\n\xff\xfe\r\n");
     assert!(reply.starts_with("-ERR value is not an integer"), "{reply}");
-    let reply = raw.send(&command(&["GET", &"k".repeat(3001)]));
+    // A key past the limit: missing to a read, refused to a write.
+    let long = "k".repeat(3001);
+    assert_eq!(raw.send(&command(&["SET", "k", "1"])), "+OK\r\n");
+    assert_eq!(raw.send(&command(&["GET", &long])), "$-1\r\n");
+    assert_eq!(raw.send(&command(&["EXISTS", &long, "k"])), ":1\r\n");
+    assert_eq!(raw.send(&command(&["TTL", &long])), ":-2\r\n");
+    assert_eq!(
+        raw.send(&command(&["MGET", &long, "k"])),
+        "*2\r\n$-1\r\n$1\r\n1\r\n"
+    );
+    let reply = raw.send(&command(&["SET", &long, "v"]));
     assert!(reply.starts_with("-ERR key is longer"), "{reply}");
+    assert_eq!(
+        raw.send(&command(&["DEL", &long, "k"])),
+        ":1\r\n",
+        "the other key is deleted"
+    );
+    assert_eq!(raw.send(&command(&["EXISTS", "k"])), ":0\r\n");
     let reply = raw.send(b"*0\r\n*1\r\n$4\r\nPING\r\n");
     assert_eq!(reply, "+PONG\r\n", "an empty command is skipped");
     let mut other = s.raw();
@@ -836,28 +763,6 @@ async fn connection_and_server_commands_answer_what_clients_ask() {
 
 /// `redis-cli`, installed by the test script, pointed at the node's
 /// `cache` database with the setup's key.
-fn redis_cli_command(s: &Setup) -> Command {
-    let (host, port) = s.shoal.resp_addr.rsplit_once(':').unwrap();
-    let mut command = Command::new("redis-cli");
-    command.args(["-h", host, "-p", port, "--user", "cache", "--pass", &s.key]);
-    command.arg("--no-auth-warning");
-    command
-}
-
-/// Runs `redis-cli <args>`; answers what it printed.
-fn redis_cli(s: &Setup, args: &[&str]) -> String {
-    let out = redis_cli_command(s)
-        .args(args)
-        .output()
-        .expect("redis-cli is installed (scripts/test installs it)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_cli_works_unchanged() {
     let s = setup(&[]).await;

@@ -3,6 +3,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod control;
+pub mod resp;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

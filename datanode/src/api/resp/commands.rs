@@ -3,6 +3,7 @@
 //! arguments").
 
 use super::store::{Db, Entry, Item, Kind, StoreError, decode_hash, encode_hash, now_ms};
+use super::table::COMMANDS;
 use super::{Conn, Flow, Session, error_reply};
 use crate::api::{AccessError, access};
 
@@ -15,13 +16,32 @@ const BEFORE_AUTH: [&str; 4] = ["PING", "HELLO", "AUTH", "QUIT"];
 /// The reply to send instead of a command's, with its first word.
 pub(super) type Refusal = (&'static str, String);
 
-fn wrong_args(name: &str) -> Refusal {
+pub(super) fn wrong_args(name: &str) -> Refusal {
     (
         "ERR",
         format!(
             "wrong number of arguments for '{}' command",
             name.to_ascii_lowercase()
         ),
+    )
+}
+
+/// Redis's answer to a command it does not have: the name and the start
+/// of the arguments, within 128 characters each.
+pub(super) fn unknown_command(args: &[&[u8]]) -> Refusal {
+    let name: String = String::from_utf8_lossy(args[0]).chars().take(128).collect();
+    let mut shown = String::new();
+    for arg in &args[1..] {
+        if shown.len() >= 128 {
+            break;
+        }
+        let room = 128 - shown.len();
+        let arg: String = String::from_utf8_lossy(arg).chars().take(room).collect();
+        shown.push_str(&format!("'{arg}' "));
+    }
+    (
+        "ERR",
+        format!("unknown command '{name}', with args beginning with: {shown}"),
     )
 }
 
@@ -44,9 +64,17 @@ fn store_error(e: StoreError) -> Refusal {
     error_reply(&e)
 }
 
-/// An integer as Redis reads one: optional `-`, digits, no spaces.
+/// An integer as Redis reads one (its `string2ll`): an optional `-`, then
+/// digits without a leading zero — `0` alone, never `-0`, `007`, `+1`, ` 1`
+/// or the empty string — within 64 bits.
 fn int(arg: &[u8]) -> Option<i64> {
-    if arg.is_empty() || arg.len() > 20 || arg[0] == b'+' {
+    let digits = arg.strip_prefix(b"-").unwrap_or(arg);
+    let canonical = match digits {
+        [b'0'] => digits.len() == arg.len(),
+        [b'1'..=b'9', rest @ ..] => rest.iter().all(u8::is_ascii_digit),
+        _ => false,
+    };
+    if !canonical || arg.len() > 20 {
         return None;
     }
     std::str::from_utf8(arg).ok()?.parse().ok()
@@ -88,12 +116,19 @@ impl Conn {
     /// Runs one command and writes its reply.
     pub(super) async fn execute(&mut self, args: &[&[u8]]) -> Flow {
         let Some(upper) = upper(args[0]) else {
-            self.out.error("ERR", "unknown command");
+            self.fail_multi();
+            let (prefix, message) = unknown_command(args);
+            self.out.error(prefix, &message);
             return Flow::Continue;
         };
         let name = upper.as_str();
         if self.session.is_none() && !BEFORE_AUTH.contains(&name) {
+            self.fail_multi();
             self.out.error("NOAUTH", "Authentication required.");
+            return Flow::Continue;
+        }
+        if self.multi.is_some() && !["EXEC", "DISCARD", "MULTI", "WATCH", "QUIT"].contains(&name) {
+            self.queue(name, args);
             return Flow::Continue;
         }
         match self.dispatch(name, args).await {
@@ -136,6 +171,31 @@ impl Conn {
                 self.out.ok();
             }
             "HELLO" => self.hello(args)?,
+            "MULTI" | "EXEC" | "DISCARD" | "WATCH" | "UNWATCH" => {
+                self.revalidate()?;
+                match name {
+                    "MULTI" => {
+                        check(n == 1)?;
+                        self.multi()?;
+                    }
+                    "EXEC" => {
+                        check(n == 1)?;
+                        self.exec().await?;
+                    }
+                    "DISCARD" => {
+                        check(n == 1)?;
+                        self.discard()?;
+                    }
+                    "WATCH" => {
+                        check(n >= 2)?;
+                        self.watch(&args[1..]).await?;
+                    }
+                    _ => {
+                        check(n == 1)?;
+                        self.unwatch();
+                    }
+                }
+            }
             _ => {
                 self.revalidate()?;
                 self.data_command(name, args).await?;
@@ -147,12 +207,16 @@ impl Conn {
     /// Binds the connection to `database` with `key`.
     fn auth(&mut self, database: &[u8], key: &[u8]) -> Result<(), Refusal> {
         let engine = self.store.tc().engine();
-        let invalid = || ("NOAUTH", "invalid database or API key".to_owned());
+        // As Redis answers a bad password; which part was wrong is not told.
+        let invalid = || {
+            (
+                "WRONGPASS",
+                "invalid username-password pair or user is disabled.".to_owned(),
+            )
+        };
         let name = std::str::from_utf8(database).map_err(|_| invalid())?;
-        let checked = engine.api_keys().verify(key).map_err(|e| {
-            // A failed AUTH leaves the connection unauthenticated.
-            ("NOAUTH", e.to_string())
-        });
+        // A failed AUTH leaves the connection unauthenticated.
+        let checked = engine.api_keys().verify(key).map_err(|_| invalid());
         let checked = match checked {
             Ok(k) => k,
             Err(e) => {
@@ -275,8 +339,8 @@ impl Conn {
                 Some("COUNT") => self.out.int(COMMANDS.len() as i64),
                 Some("LIST") => {
                     self.out.array(COMMANDS.len());
-                    for name in COMMANDS {
-                        self.out.bulk(name.to_ascii_lowercase().as_bytes());
+                    for spec in COMMANDS {
+                        self.out.bulk(spec.name.to_ascii_lowercase().as_bytes());
                     }
                 }
                 _ => self.out.array(0),
@@ -319,7 +383,7 @@ impl Conn {
                 }
                 let keys: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();
                 let (store, db, batch, out) = self.parts();
-                let _locks = store.lock(db.db.id, &keys).await;
+                let _locks = store.lock_keys(db, &keys).await;
                 let items: Vec<_> = pairs
                     .iter()
                     .map(|&(key, value)| Item::string(key, value, None))
@@ -347,7 +411,7 @@ impl Conn {
             "DEL" => {
                 check(n >= 2)?;
                 let (store, db, batch, out) = self.parts();
-                let _locks = store.lock(db.db.id, &args[1..]).await;
+                let _locks = store.lock_keys(db, &args[1..]).await;
                 let mut deleted = 0;
                 for key in &args[1..] {
                     if let Some(entry) = store.lookup(db, batch, key).await.map_err(store_error)? {
@@ -415,9 +479,9 @@ impl Conn {
                 }
                 let data = args[3];
                 let end = (offset as u64).saturating_add(data.len() as u64);
-                if end > self.store.max_value() as u64 {
-                    return Err(("ERR", "string exceeds maximum allowed size".into()));
-                }
+                let max = self.store.max_value() as u64;
+                // As Redis: the type first, then nothing to write (never too
+                // large), then the size.
                 if data.is_empty() {
                     let len = self
                         .read_string(args[1], false)
@@ -427,6 +491,13 @@ impl Conn {
                 } else {
                     let len = self
                         .modify_string(args[1], |v| {
+                            if end > max {
+                                return Err((
+                                    "ERR",
+                                    "string exceeds maximum allowed size (proto-max-bulk-len)"
+                                        .into(),
+                                ));
+                            }
                             let (offset, end) = (offset as usize, end as usize);
                             if v.len() < end {
                                 v.resize(end, 0);
@@ -525,7 +596,7 @@ impl Conn {
                 self.out.int(result);
             }
             "EXPIRE" | "PEXPIRE" => {
-                check(n == 3 || n == 4)?;
+                check(n >= 3)?;
                 let unit = if name == "EXPIRE" { 1000 } else { 1 };
                 let set = self.expire(args, unit).await?;
                 self.out.int(i64::from(set));
@@ -551,7 +622,7 @@ impl Conn {
             "PERSIST" => {
                 check(n == 2)?;
                 let (store, db, batch, out) = self.parts();
-                let _lock = store.lock(db.db.id, &[args[1]]).await;
+                let _lock = store.lock_keys(db, &[args[1]]).await;
                 let entry = store
                     .lookup(db, batch, args[1])
                     .await
@@ -565,10 +636,7 @@ impl Conn {
                 }
                 out.int(i64::from(had));
             }
-            _ => {
-                let shown: String = String::from_utf8_lossy(args[0]).chars().take(64).collect();
-                return Err(("ERR", format!("unknown command '{shown}'")));
-            }
+            _ => return Err(unknown_command(args)),
         }
         Ok(())
     }
@@ -670,6 +738,7 @@ impl Conn {
         let (key, value) = (args[1], args[2]);
         let (mut nx, mut xx, mut get, mut keep_ttl) = (false, false, false, false);
         let mut expires = None;
+        let mut expiry_option: Option<Upper> = None;
         let mut i = 3;
         while i < args.len() {
             let option = upper(args[i]).unwrap_or_default();
@@ -678,7 +747,13 @@ impl Conn {
                 "XX" => xx = true,
                 "GET" => get = true,
                 "KEEPTTL" => keep_ttl = true,
-                "EX" | "PX" | "EXAT" | "PXAT" if i + 1 < args.len() && expires.is_none() => {
+                // The same expiry option again is taken (the last wins), as
+                // Redis takes it; two different ones are a syntax error.
+                "EX" | "PX" | "EXAT" | "PXAT"
+                    if i + 1 < args.len()
+                        && expiry_option.is_none_or(|o: Upper| o.as_str() == option.as_str()) =>
+                {
+                    expiry_option = Some(option);
                     i += 1;
                     let t = int_arg(args[i])?;
                     let invalid = || ("ERR", "invalid expire time in 'set' command".to_owned());
@@ -701,7 +776,7 @@ impl Conn {
             return Err(syntax());
         }
         let (store, db, batch, out) = self.parts();
-        let _lock = store.lock(db.db.id, &[key]).await;
+        let _lock = store.lock_keys(db, &[key]).await;
         let mut old = None;
         if nx || xx || get || keep_ttl {
             old = store
@@ -759,7 +834,7 @@ impl Conn {
         change: impl FnOnce(&mut Vec<u8>) -> Result<(), Refusal>,
     ) -> Result<usize, Refusal> {
         let (store, db, batch, _) = self.parts();
-        let _lock = store.lock(db.db.id, &[key]).await;
+        let _lock = store.lock_keys(db, &[key]).await;
         let (expires, mut value) = match store
             .read(db, batch, key, true)
             .await
@@ -785,7 +860,7 @@ impl Conn {
         change: impl FnOnce(&mut Vec<(Vec<u8>, Vec<u8>)>) -> Result<(), Refusal>,
     ) -> Result<(), Refusal> {
         let (store, db, batch, _) = self.parts();
-        let _lock = store.lock(db.db.id, &[key]).await;
+        let _lock = store.lock_keys(db, &[key]).await;
         let read = store
             .read(db, batch, key, true)
             .await
@@ -824,29 +899,49 @@ impl Conn {
     /// the expiry was set.
     async fn expire(&mut self, args: &[&[u8]], unit: i64) -> Result<bool, Refusal> {
         let t = int_arg(args[2])?;
-        let condition = match args.get(3).map(|a| upper(a).unwrap_or_default()) {
-            None => None,
-            Some(c) if ["NX", "XX", "GT", "LT"].contains(&c.as_str()) => Some(c),
-            Some(_) => return Err(("ERR", "Unsupported option".into())),
-        };
+        let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
+        for option in &args[3..] {
+            match upper(option).as_ref().map(Upper::as_str) {
+                Some("NX") => nx = true,
+                Some("XX") => xx = true,
+                Some("GT") => gt = true,
+                Some("LT") => lt = true,
+                _ => {
+                    let shown: String = String::from_utf8_lossy(option).chars().take(64).collect();
+                    return Err(("ERR", format!("Unsupported option {shown}")));
+                }
+            }
+        }
+        if nx && (xx || gt || lt) {
+            return Err((
+                "ERR",
+                "NX and XX, GT or LT options at the same time are not compatible".into(),
+            ));
+        }
+        if gt && lt {
+            return Err((
+                "ERR",
+                "GT and LT options at the same time are not compatible".into(),
+            ));
+        }
+        let command = if unit == 1 { "pexpire" } else { "expire" };
         let at = t
             .checked_mul(unit)
             .and_then(|ms| ms.checked_add(now_ms()))
-            .ok_or_else(|| ("ERR", "invalid expire time in 'expire' command".to_owned()))?;
+            .ok_or_else(|| ("ERR", format!("invalid expire time in '{command}' command")))?;
         let key = args[1];
         let (store, db, batch, _) = self.parts();
-        let _lock = store.lock(db.db.id, &[key]).await;
+        let _lock = store.lock_keys(db, &[key]).await;
         let Some(entry) = store.lookup(db, batch, key).await.map_err(store_error)? else {
             return Ok(false);
         };
-        let allowed = match (condition.as_ref().map(Upper::as_str), entry.expires) {
-            (Some("NX"), current) => current.is_none(),
-            (Some("XX"), current) => current.is_some(),
-            (Some("GT"), current) => current.is_some_and(|c| at > c),
-            (Some("LT"), current) => current.is_none_or(|c| at < c),
-            _ => true,
-        };
-        if !allowed {
+        // A key without an expiry counts as one that never comes (GT, LT).
+        let current = entry.expires;
+        let refused = (nx && current.is_some())
+            || (xx && current.is_none())
+            || (gt && current.is_none_or(|c| at <= c))
+            || (lt && current.is_some_and(|c| at >= c));
+        if refused {
             return Ok(false);
         }
         if at <= now_ms() {
@@ -864,16 +959,6 @@ impl Conn {
     }
 }
 
-/// Commands this speaks, for `COMMAND COUNT` and `COMMAND LIST`; the test
-/// suite sends each and checks none is unknown.
-const COMMANDS: [&str; 41] = [
-    "PING", "ECHO", "QUIT", "AUTH", "HELLO", "SELECT", "DBSIZE", "INFO", "COMMAND", "CONFIG",
-    "CLIENT", "TYPE", "GET", "SET", "MSET", "MGET", "DEL", "EXISTS", "INCR", "DECR", "INCRBY",
-    "DECRBY", "APPEND", "STRLEN", "GETRANGE", "SUBSTR", "SETRANGE", "HSET", "HMSET", "HGET",
-    "HMGET", "HGETALL", "HLEN", "HEXISTS", "HDEL", "HINCRBY", "EXPIRE", "PEXPIRE", "TTL", "PTTL",
-    "PERSIST",
-];
-
 fn access_refusal(e: &AccessError) -> Refusal {
     match e {
         AccessError::Unauthenticated(_) => ("NOAUTH", e.to_string()),
@@ -885,7 +970,7 @@ fn access_refusal(e: &AccessError) -> Refusal {
 /// negative counting from the end.
 fn range(value: &[u8], start: i64, end: i64) -> &[u8] {
     let len = value.len() as i64;
-    if len == 0 {
+    if len == 0 || (start < 0 && end < 0 && start > end) {
         return &[];
     }
     let start = if start < 0 {
@@ -918,6 +1003,10 @@ mod tests {
         assert_eq!(range(v, 5, 2), b"");
         assert_eq!(range(v, 100, 200), b"");
         assert_eq!(range(b"", 0, -1), b"");
+        assert_eq!(range(v, -100, -200), b"");
+        assert_eq!(range(v, -1, -5), b"");
+        assert_eq!(range(v, -100, 0), b"T");
+        assert_eq!(range(v, 0, -100), b"T");
     }
 
     #[test]
@@ -928,5 +1017,14 @@ mod tests {
         assert_eq!(int(b""), None);
         assert_eq!(int(b"9223372036854775808"), None);
         assert_eq!(int(b"\xff"), None);
+        assert_eq!(int(b"0"), Some(0));
+        assert_eq!(int(b"-0"), None);
+        assert_eq!(int(b"007"), None);
+        assert_eq!(int(b"-01"), None);
+        assert_eq!(int(b"00"), None);
+        assert_eq!(int(b"-"), None);
+        assert_eq!(int(b"1 "), None);
+        assert_eq!(int(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(int(b"9223372036854775807"), Some(i64::MAX));
     }
 }

@@ -362,6 +362,15 @@ impl Out {
         }
     }
 
+    /// The null array: RESP2's `*-1`, RESP3's null (`EXEC` aborted by `WATCH`).
+    pub fn null_array(&mut self) {
+        if self.resp3 {
+            self.buf.extend_from_slice(b"_\r\n");
+        } else {
+            self.buf.extend_from_slice(b"*-1\r\n");
+        }
+    }
+
     pub fn array(&mut self, len: usize) {
         self.line(b'*', len as i64);
     }

@@ -8,13 +8,17 @@
 //!
 //! - `frame`: parsing commands, writing replies.
 //! - `store`: keys as rows.
+//! - `table`: the commands, their arities and where their keys are.
 //! - `commands`: what each command does.
+//! - `transaction`: `MULTI`, `EXEC`, `DISCARD`, `WATCH`.
 
 mod commands;
 pub mod frame;
 mod locks;
 mod pipeline;
 pub mod store;
+mod table;
+mod transaction;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -121,6 +125,10 @@ struct Conn {
     batch: Batch,
     name: Option<Vec<u8>>,
     id: u64,
+    /// Commands queued since `MULTI`.
+    multi: Option<transaction::Multi>,
+    /// Keys `WATCH`ed since the last `EXEC`, `DISCARD` or `UNWATCH`.
+    watched: Vec<transaction::Watched>,
 }
 
 static NEXT_CLIENT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -142,6 +150,8 @@ async fn connection(
         out: Out::default(),
         name: None,
         id: NEXT_CLIENT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        multi: None,
+        watched: Vec::new(),
     };
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut need;
@@ -158,7 +168,9 @@ async fn connection(
                 Ok(Parsed::Command { len }) => {
                     let run = {
                         let args: Vec<&[u8]> = parser.args(&buf[start..start + len]).collect();
-                        let authenticated = conn.session.as_ref();
+                        // Runs are for commands answered at once: not for
+                        // those a transaction queues.
+                        let authenticated = conn.session.as_ref().filter(|_| conn.multi.is_none());
                         parser
                             .ranges()
                             .and(authenticated)

@@ -172,7 +172,7 @@ impl Conn {
 
     async fn set_run(&mut self, keys: &[&[u8]], values: &[&[u8]]) -> Result<(), StoreError> {
         let (store, db, batch, out) = self.parts();
-        let _locks = store.lock(db.db.id, keys).await;
+        let _locks = store.lock_keys(db, keys).await;
         let items: Vec<Item<'_>> = keys
             .iter()
             .zip(values)

@@ -16,7 +16,17 @@
 //! read-modify-write such as `INCR` or `APPEND` sees no other writer between
 //! its read and its write. A plain read of a value of one part takes no lock;
 //! a read of a longer one does, so that it never sees parts of two values.
+//! Each lock's stripe also has a version, moved on by every write to a key
+//! of it: what `WATCH` looks at.
+//!
+//! A transaction (`MULTI` … `EXEC`) holds the locks of every key it names
+//! for the whole `EXEC`, and its commands write to an [`Overlay`] instead of
+//! the tables: they read their own writes from it, and `EXEC` commits it as
+//! one atomic request, so that the database's limits and quotas judge the
+//! transaction as a whole and it applies entirely or not at all.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -39,6 +49,10 @@ pub const MAX_KEY: usize = 3000;
 pub const PART: usize = 26_000;
 /// Number of key locks.
 const LOCKS: usize = 1 << 16;
+/// Expired keys `DBSIZE` purges before it counts: in rounds of this many,
+/// at most this many rounds.
+const COUNT_PURGE_BATCH: usize = 10_000;
+const COUNT_PURGE_ROUNDS: usize = 100;
 
 const KEYS_DEF: &str = r#"{"name": "redis_keys", "columns": [
     {"name": "k", "type": "VARBINARY(3000)"},
@@ -127,12 +141,14 @@ pub struct Tables {
     pub chunks: Arc<Table>,
 }
 
-/// A connection's database: its grant, and its key tables once known.
+/// A connection's database: its grant, its key tables once known, and
+/// the writes of the transaction it is running, if it is.
 #[derive(Debug)]
 pub struct Db {
     pub db: Arc<Database>,
     pub grant: Grant,
     tables: Option<Tables>,
+    tx: Option<Overlay>,
 }
 
 impl Db {
@@ -141,7 +157,56 @@ impl Db {
             db,
             grant,
             tables: None,
+            tx: None,
         }
+    }
+
+    /// From now until [`Store::commit`], writes go to an overlay.
+    pub(crate) fn begin(&mut self) {
+        self.tx = Some(Overlay::default());
+    }
+
+    /// Forgets the transaction's writes.
+    pub(crate) fn rollback(&mut self) {
+        self.tx = None;
+    }
+}
+
+/// The writes of a transaction not yet committed, by key: what the key
+/// holds now (`None`: deleted).
+#[derive(Debug, Default)]
+pub(crate) struct Overlay {
+    writes: HashMap<Vec<u8>, Option<Pending>>,
+}
+
+#[derive(Debug, Clone)]
+struct Pending {
+    kind: Kind,
+    value: Vec<u8>,
+    expires: Option<i64>,
+}
+
+impl Pending {
+    fn entry(&self) -> Entry {
+        Entry {
+            kind: self.kind,
+            expires: self.expires,
+            parts: parts_after_head(self.value.len()),
+            head: self.value[..self.value.len().min(PART)].to_vec(),
+        }
+    }
+}
+
+impl Overlay {
+    /// What the transaction says `key` holds: `None` when it has not
+    /// touched it, `Some(None)` when the key is gone.
+    fn get(&self, key: &[u8], now: i64) -> Option<Option<&Pending>> {
+        let pending = self.writes.get(key)?;
+        Some(
+            pending
+                .as_ref()
+                .filter(|p| p.expires.is_none_or(|at| at > now)),
+        )
     }
 }
 
@@ -159,6 +224,9 @@ struct Expiring {
 pub struct Store {
     tc: Tc,
     locks: KeyLocks,
+    /// Per lock stripe: moved on by every write to a key of it, under the
+    /// stripe's lock.
+    versions: Box<[AtomicU64]>,
     /// Keys with an expiry, by when: what the purge looks at.
     expiring: std::sync::Mutex<Expiring>,
     /// Largest value (string or encoded hash).
@@ -216,6 +284,7 @@ impl Store {
         Store {
             tc,
             locks: KeyLocks::new(LOCKS),
+            versions: (0..LOCKS).map(|_| AtomicU64::new(0)).collect(),
             expiring: std::sync::Mutex::default(),
             max_value,
         }
@@ -229,16 +298,39 @@ impl Store {
         self.max_value
     }
 
+    fn stripe(&self, db: DatabaseId, key: &[u8]) -> usize {
+        let stripes = self.locks.stripes() as u64;
+        (xxhash_rust::xxh3::xxh3_64_with_seed(key, u64::from(db.0)) % stripes) as usize
+    }
+
     /// Takes the locks of `keys`, in one order for every caller.
     pub(crate) async fn lock(&self, db: DatabaseId, keys: &[&[u8]]) -> KeyGuard<'_> {
-        let stripes = self.locks.stripes() as u64;
-        let mut stripes: Vec<usize> = keys
-            .iter()
-            .map(|k| (xxhash_rust::xxh3::xxh3_64_with_seed(k, u64::from(db.0)) % stripes) as usize)
-            .collect();
+        let mut stripes: Vec<usize> = keys.iter().map(|k| self.stripe(db, k)).collect();
         stripes.sort_unstable();
         stripes.dedup();
         self.locks.lock(&stripes).await
+    }
+
+    /// Takes the locks of `keys` for a command on `db` — none inside a
+    /// transaction, whose `EXEC` holds every lock its commands need.
+    pub(crate) async fn lock_keys<'s>(&'s self, db: &Db, keys: &[&[u8]]) -> KeyGuard<'s> {
+        if db.tx.is_some() {
+            return self.locks.lock(&[]).await;
+        }
+        self.lock(db.db.id, keys).await
+    }
+
+    /// The version of `key`'s stripe: it moves on whenever a key of the
+    /// stripe is written.
+    pub(crate) fn version(&self, db: DatabaseId, key: &[u8]) -> u64 {
+        self.versions[self.stripe(db, key)].load(Ordering::Acquire)
+    }
+
+    /// Moves on the versions of `keys`, just written under their locks.
+    fn touched<'k>(&self, db: DatabaseId, keys: impl IntoIterator<Item = &'k [u8]>) {
+        for key in keys {
+            self.versions[self.stripe(db, key)].fetch_add(1, Ordering::AcqRel);
+        }
     }
 
     /// The database's key tables; created when `create` and missing.
@@ -300,23 +392,37 @@ impl Store {
         batch: &mut Batch,
         keys: &[&[u8]],
     ) -> Result<Vec<Option<Entry>>, StoreError> {
+        let now = now_ms();
+        let mut entries = vec![None; keys.len()];
+        // Which keys the tables are asked for: not those the transaction
+        // wrote, nor those too long to be a key (missing, as Redis has
+        // them; only a write refuses them).
+        let mut asked = Vec::with_capacity(keys.len());
+        for (i, key) in keys.iter().enumerate() {
+            match db.tx.as_ref().and_then(|tx| tx.get(key, now)) {
+                Some(pending) => entries[i] = pending.map(Pending::entry),
+                None if key.len() <= MAX_KEY => asked.push(i),
+                None => {}
+            }
+        }
+        if asked.is_empty() {
+            return Ok(entries);
+        }
         let Some(t) = self.tables(db, false).await? else {
-            return Ok(vec![None; keys.len()]);
+            return Ok(entries);
         };
         batch.clear();
-        for key in keys {
+        for &i in &asked {
             batch
-                .read(&t.keys, &[key_value(key)?])
+                .read(&t.keys, &[key_value(keys[i])?])
                 .map_err(OperationError::from)?;
         }
         self.run(db, batch, Commit::Each).await?;
-        let now = now_ms();
-        (0..keys.len())
-            .map(|i| {
-                let row = batch.found(i)?;
-                Ok(row.map(|r| decode_entry(&r)).filter(|e| e.is_live(now)))
-            })
-            .collect()
+        for (n, &i) in asked.iter().enumerate() {
+            let row = batch.found(n)?;
+            entries[i] = row.map(|r| decode_entry(&r)).filter(|e| e.is_live(now));
+        }
+        Ok(entries)
     }
 
     /// The live entry of `key`.
@@ -338,6 +444,9 @@ impl Store {
         key: &[u8],
         holds: bool,
     ) -> Result<Option<(Entry, Vec<u8>)>, StoreError> {
+        if let Some(pending) = db.tx.as_ref().and_then(|tx| tx.get(key, now_ms())) {
+            return Ok(pending.map(|p| (p.entry(), p.value.clone())));
+        }
         let Some(entry) = self.lookup(db, batch, key).await? else {
             return Ok(None);
         };
@@ -348,7 +457,7 @@ impl Store {
         let _lock = if holds {
             None
         } else {
-            Some(self.lock(db.db.id, &[key]).await)
+            Some(self.lock_keys(db, &[key]).await)
         };
         self.read_parts(db, batch, key).await
     }
@@ -391,6 +500,20 @@ impl Store {
         batch: &mut Batch,
         items: &[Item<'_>],
     ) -> Result<(), StoreError> {
+        if db.tx.is_some() {
+            self.check_put(db, items)?;
+        }
+        if let Some(tx) = &mut db.tx {
+            for item in items {
+                let pending = Pending {
+                    kind: item.kind,
+                    value: item.value.to_vec(),
+                    expires: item.expires,
+                };
+                tx.writes.insert(item.key.to_vec(), Some(pending));
+            }
+            return Ok(());
+        }
         let reads = self.put(db, batch, items, Commit::Atomic).await?;
         let written = vec![true; items.len()];
         self.remove_orphans(db, batch, items, &reads, &written)
@@ -430,53 +553,43 @@ impl Store {
         items: &[Item<'_>],
         commit: Commit,
     ) -> Result<Vec<usize>, StoreError> {
-        for item in items {
-            if item.value.len() > self.max_value {
-                return Err(StoreError::TooLarge(self.max_value));
-            }
-        }
-        // A key that may not write does not get to create the tables either.
-        if db.grant.role != Role::ReadWrite {
-            return Err(StoreError::Tc(TcError::Forbidden {
-                database: db.db.name.to_string(),
-                reason: "the key may only read".into(),
-            }));
-        }
+        self.check_put(db, items)?;
         let t = self.tables(db, true).await?.expect("created");
         batch.clear();
         let mut reads = Vec::with_capacity(items.len());
         for item in items {
-            let mut parts = item.value.chunks(PART);
-            let head = parts.next().unwrap_or_default();
-            let row = [
-                ("k", key_value(item.key)?),
-                ("t", Value::Int(item.kind as i64)),
-                ("exp", item.expires.map_or(Value::Null, Value::Int)),
-                (
-                    "n",
-                    Value::Int(i64::from(parts_after_head(item.value.len()))),
-                ),
-                ("v", Value::Bytes(head.to_vec())),
-            ];
-            let k = &row[0].1;
             reads.push(batch.len());
-            batch.replace(&t.keys, &row).map_err(OperationError::from)?;
-            for (i, part) in parts.enumerate() {
-                let row = [
-                    ("k", k.clone()),
-                    ("i", Value::Int(i as i64 + 1)),
-                    ("v", Value::Bytes(part.to_vec())),
-                ];
-                batch.write(&t.chunks, &row).map_err(OperationError::from)?;
-            }
+            add_rows(batch, &t, item, true)?;
         }
         self.run(db, batch, commit).await?;
+        self.touched(db.db.id, items.iter().map(|i| i.key));
         for item in items {
             if let Some(at) = item.expires {
                 self.note_expiry(&t, item.key, at);
             }
         }
         Ok(reads)
+    }
+
+    /// What every write is checked for before it is made: values within
+    /// the limit, keys within theirs, and a key that may write. A key that
+    /// may not write does not get to create the tables either.
+    fn check_put(&self, db: &Db, items: &[Item<'_>]) -> Result<(), StoreError> {
+        for item in items {
+            if item.value.len() > self.max_value {
+                return Err(StoreError::TooLarge(self.max_value));
+            }
+            if item.key.len() > MAX_KEY {
+                return Err(StoreError::KeyTooLong);
+            }
+        }
+        if db.grant.role != Role::ReadWrite {
+            return Err(StoreError::Tc(TcError::Forbidden {
+                database: db.db.name.to_string(),
+                reason: "the key may only read".into(),
+            }));
+        }
+        Ok(())
     }
 
     /// Deletes the parts of the old values (read at `reads`) past the ends
@@ -518,6 +631,13 @@ impl Store {
         key: &[u8],
         entry: &Entry,
     ) -> Result<(), StoreError> {
+        if db.tx.is_some() {
+            self.check_put(db, &[])?;
+        }
+        if let Some(tx) = &mut db.tx {
+            tx.writes.insert(key.to_vec(), None);
+            return Ok(());
+        }
         let t = self.tables(db, false).await?.expect("a key exists");
         batch.clear();
         let k = key_value(key)?;
@@ -529,7 +649,9 @@ impl Store {
                 .delete(&t.chunks, &[k.clone(), Value::Int(i64::from(i))])
                 .map_err(OperationError::from)?;
         }
-        self.run(db, batch, Commit::Atomic).await
+        self.run(db, batch, Commit::Atomic).await?;
+        self.touched(db.db.id, [key]);
+        Ok(())
     }
 
     /// Sets or clears a key's expiry. The caller holds its lock.
@@ -540,6 +662,18 @@ impl Store {
         key: &[u8],
         expires: Option<i64>,
     ) -> Result<(), StoreError> {
+        if db.tx.is_some() {
+            let Some((entry, value)) = self.read(db, batch, key, true).await? else {
+                return Ok(());
+            };
+            let item = Item {
+                key,
+                kind: entry.kind,
+                value: &value,
+                expires,
+            };
+            return self.write(db, batch, &[item]).await;
+        }
         let t = self.tables(db, false).await?.expect("a key exists");
         batch.clear();
         let row = [
@@ -548,14 +682,93 @@ impl Store {
         ];
         batch.update(&t.keys, &row).map_err(OperationError::from)?;
         self.run(db, batch, Commit::Atomic).await?;
+        self.touched(db.db.id, [key]);
         if let Some(at) = expires {
             self.note_expiry(&t, key, at);
         }
         Ok(())
     }
 
-    /// Keys in the database, expired ones not yet purged included.
+    /// Ends the transaction `db` is running: writes what its commands
+    /// wrote in one atomic request, or nothing. The caller holds the locks
+    /// of every key the transaction named.
+    pub(crate) async fn commit(&self, db: &mut Db, batch: &mut Batch) -> Result<(), StoreError> {
+        let Some(tx) = db.tx.take() else {
+            return Ok(());
+        };
+        if tx.writes.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<&[u8]> = tx.writes.keys().map(Vec::as_slice).collect();
+        let puts = tx.writes.values().any(Option::is_some);
+        let Some(t) = self.tables(db, puts).await? else {
+            return Ok(()); // deletes of keys in tables that are not there
+        };
+        // How many parts each key's old value has, to delete those the
+        // new value does not overwrite.
+        batch.clear();
+        for key in &keys {
+            batch
+                .read(&t.keys, &[key_value(key)?])
+                .map_err(OperationError::from)?;
+        }
+        self.run(db, batch, Commit::Each).await?;
+        let old: Vec<Option<u32>> = (0..keys.len())
+            .map(|i| Ok(batch.found(i)?.map(|row| parts_of(&row))))
+            .collect::<Result<_, StoreError>>()?;
+        batch.clear();
+        for (key, old) in keys.iter().zip(&old) {
+            let k = key_value(key)?;
+            let kept = match &tx.writes[*key] {
+                Some(p) => {
+                    let item = Item {
+                        key,
+                        kind: p.kind,
+                        value: &p.value,
+                        expires: p.expires,
+                    };
+                    add_rows(batch, &t, &item, false)?;
+                    parts_after_head(p.value.len())
+                }
+                None if old.is_some() => {
+                    batch
+                        .delete(&t.keys, std::slice::from_ref(&k))
+                        .map_err(OperationError::from)?;
+                    0
+                }
+                None => continue,
+            };
+            for i in kept + 1..=old.unwrap_or(0) {
+                batch
+                    .delete(&t.chunks, &[k.clone(), Value::Int(i64::from(i))])
+                    .map_err(OperationError::from)?;
+            }
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.run(db, batch, Commit::Atomic).await?;
+        self.touched(db.db.id, keys.iter().copied());
+        for (key, pending) in &tx.writes {
+            if let Some(at) = pending.as_ref().and_then(|p| p.expires) {
+                self.note_expiry(&t, key, at);
+            }
+        }
+        Ok(())
+    }
+
+    /// Keys in the database. Keys whose expiry the node knows of are purged
+    /// first once due, so that none is counted after it expired (inside a
+    /// transaction, whose `EXEC` holds key locks the purge would wait for,
+    /// they are not).
     pub async fn count(&self, db: &Db) -> u64 {
+        if db.tx.is_none() {
+            for _ in 0..COUNT_PURGE_ROUNDS {
+                if self.purge_expired(COUNT_PURGE_BATCH).await < COUNT_PURGE_BATCH {
+                    break;
+                }
+            }
+        }
         let engine = self.tc.engine();
         engine
             .memory_usage()
@@ -633,7 +846,7 @@ impl Store {
     async fn purge_key(&self, keys: &Arc<Table>, chunks: &Arc<Table>, key: Vec<u8>) {
         let engine = self.tc.engine();
         let _lock = self.lock(keys.database.id, &[&key]).await;
-        let k = Value::Bytes(key);
+        let k = Value::Bytes(key.clone());
         let mut batch = engine.batch();
         if batch.read(keys, std::slice::from_ref(&k)).is_err()
             || engine.execute(&mut batch).await.is_err()
@@ -652,8 +865,49 @@ impl Store {
         for i in 1..=entry.parts {
             let _ = batch.delete(chunks, &[k.clone(), Value::Int(i64::from(i))]);
         }
-        let _ = engine.execute(&mut batch).await;
+        if engine.execute(&mut batch).await.is_ok() {
+            self.touched(keys.database.id, [key.as_slice()]);
+        }
     }
+}
+
+/// Adds to `batch` the writes of `item`'s rows: its key's row (a
+/// `replace`, which answers the old row, or a plain write) and the parts
+/// of its value past the first.
+fn add_rows(
+    batch: &mut Batch,
+    t: &Tables,
+    item: &Item<'_>,
+    replace: bool,
+) -> Result<(), StoreError> {
+    let mut parts = item.value.chunks(PART);
+    let head = parts.next().unwrap_or_default();
+    let row = [
+        ("k", key_value(item.key)?),
+        ("t", Value::Int(item.kind as i64)),
+        ("exp", item.expires.map_or(Value::Null, Value::Int)),
+        (
+            "n",
+            Value::Int(i64::from(parts_after_head(item.value.len()))),
+        ),
+        ("v", Value::Bytes(head.to_vec())),
+    ];
+    if replace {
+        batch.replace(&t.keys, &row)
+    } else {
+        batch.write(&t.keys, &row)
+    }
+    .map_err(OperationError::from)?;
+    let k = &row[0].1;
+    for (i, part) in parts.enumerate() {
+        let row = [
+            ("k", k.clone()),
+            ("i", Value::Int(i as i64 + 1)),
+            ("v", Value::Bytes(part.to_vec())),
+        ];
+        batch.write(&t.chunks, &row).map_err(OperationError::from)?;
+    }
+    Ok(())
 }
 
 /// Rows a value of `len` bytes takes after its key's row.

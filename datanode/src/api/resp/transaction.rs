@@ -1,0 +1,195 @@
+//! `MULTI`, `EXEC`, `DISCARD`, `WATCH` and `UNWATCH`, as Redis 7 has them.
+//!
+//! After `MULTI` a command is checked (known, arity) and queued; one that
+//! fails the check is answered with its error and makes `EXEC` answer
+//! `EXECABORT` and apply nothing. `EXEC` takes the locks of every key the
+//! queued and watched commands name, aborts (a null reply) if a watched
+//! key was written since `WATCH` or has expired, runs the commands against
+//! the connection's transaction overlay — each sees the writes of those
+//! before it, and one that fails (`WRONGTYPE`, say) answers its error in
+//! the reply as in Redis — and commits what they wrote in one atomic
+//! request through the transaction coordinator. If the coordinator refuses
+//! that request (a rate limit, a quota, `max_transaction_ops`), `EXEC`
+//! answers that error and nothing is applied.
+
+use std::sync::Arc;
+
+use super::commands::{Refusal, unknown_command, wrong_args};
+use super::store::now_ms;
+use super::table;
+use super::{Conn, error_reply};
+
+/// Most commands one transaction queues.
+pub(super) const MAX_QUEUED: usize = 10_000;
+/// Most keys one connection watches.
+pub(super) const MAX_WATCHED: usize = 10_000;
+
+/// The commands queued since `MULTI`.
+#[derive(Debug, Default)]
+pub(super) struct Multi {
+    queued: Vec<Vec<Vec<u8>>>,
+    /// Bytes of the queued commands' arguments.
+    bytes: usize,
+    /// A command was refused while queueing: `EXEC` applies nothing.
+    failed: bool,
+}
+
+/// A key `WATCH` looks at: its stripe's version then, and its expiry.
+#[derive(Debug)]
+pub(super) struct Watched {
+    key: Vec<u8>,
+    version: u64,
+    expires: Option<i64>,
+}
+
+impl Conn {
+    /// Queues a command sent after `MULTI`, answering `QUEUED` or why not.
+    pub(super) fn queue(&mut self, name: &str, args: &[&[u8]]) {
+        let max_bytes = self.store.max_value();
+        let multi = self.multi.as_mut().expect("in MULTI");
+        let bytes: usize = args.iter().map(|a| a.len()).sum();
+        let refusal: Option<Refusal> = match table::find(name) {
+            None => Some(unknown_command(args)),
+            Some(spec) if spec.no_multi => {
+                Some(("ERR", "Command not allowed inside a transaction".into()))
+            }
+            Some(spec) if !spec.takes(args.len()) => Some(wrong_args(name)),
+            Some(_) if multi.queued.len() >= MAX_QUEUED => Some((
+                "ERR",
+                format!("a transaction queues at most {MAX_QUEUED} commands"),
+            )),
+            Some(_) if multi.bytes + bytes > max_bytes => Some((
+                "ERR",
+                format!("a transaction's commands hold at most {max_bytes} bytes"),
+            )),
+            Some(_) => None,
+        };
+        match refusal {
+            Some((prefix, message)) => {
+                multi.failed = true;
+                self.out.error(prefix, &message);
+            }
+            None => {
+                multi.bytes += bytes;
+                multi.queued.push(args.iter().map(|a| a.to_vec()).collect());
+                self.out.simple("QUEUED");
+            }
+        }
+    }
+
+    /// A connection that gets `NOAUTH` while queueing cannot commit.
+    pub(super) fn fail_multi(&mut self) {
+        if let Some(multi) = self.multi.as_mut() {
+            multi.failed = true;
+        }
+    }
+
+    pub(super) fn multi(&mut self) -> Result<(), Refusal> {
+        if self.multi.is_some() {
+            return Err(("ERR", "MULTI calls can not be nested".into()));
+        }
+        self.multi = Some(Multi::default());
+        self.out.ok();
+        Ok(())
+    }
+
+    pub(super) fn discard(&mut self) -> Result<(), Refusal> {
+        if self.multi.take().is_none() {
+            return Err(("ERR", "DISCARD without MULTI".into()));
+        }
+        self.watched.clear();
+        self.out.ok();
+        Ok(())
+    }
+
+    pub(super) async fn watch(&mut self, keys: &[&[u8]]) -> Result<(), Refusal> {
+        if self.multi.is_some() {
+            return Err(("ERR", "WATCH inside MULTI is not allowed".into()));
+        }
+        if self.watched.len() + keys.len() > MAX_WATCHED {
+            return Err((
+                "ERR",
+                format!("a connection watches at most {MAX_WATCHED} keys"),
+            ));
+        }
+        let entries = {
+            let (store, db, batch, _) = self.parts();
+            store
+                .lookup_many(db, batch, keys)
+                .await
+                .map_err(|e| error_reply(&e))?
+        };
+        let id = self.session.as_ref().expect("authenticated").db.db.id;
+        for (key, entry) in keys.iter().zip(entries) {
+            self.watched.push(Watched {
+                key: key.to_vec(),
+                version: self.store.version(id, key),
+                expires: entry.and_then(|e| e.expires),
+            });
+        }
+        self.out.ok();
+        Ok(())
+    }
+
+    pub(super) fn unwatch(&mut self) {
+        self.watched.clear();
+        self.out.ok();
+    }
+
+    pub(super) async fn exec(&mut self) -> Result<(), Refusal> {
+        let Some(multi) = self.multi.take() else {
+            return Err(("ERR", "EXEC without MULTI".into()));
+        };
+        let watched = std::mem::take(&mut self.watched);
+        if multi.failed {
+            return Err((
+                "EXECABORT",
+                "Transaction discarded because of previous errors.".into(),
+            ));
+        }
+        let commands: Vec<Vec<&[u8]>> = (multi.queued.iter())
+            .map(|c| c.iter().map(Vec::as_slice).collect())
+            .collect();
+        let mut keys: Vec<&[u8]> = watched.iter().map(|w| w.key.as_slice()).collect();
+        for args in &commands {
+            let name = String::from_utf8_lossy(args[0]).to_ascii_uppercase();
+            let spec = table::find(&name).expect("queued commands are known");
+            keys.extend(spec.keys(args));
+        }
+        let store = Arc::clone(&self.store);
+        let id = self.session.as_ref().expect("authenticated").db.db.id;
+        let _locks = store.lock(id, &keys).await;
+        let now = now_ms();
+        let touched = watched.iter().any(|w| {
+            store.version(id, &w.key) != w.version || w.expires.is_some_and(|at| at <= now)
+        });
+        if touched {
+            self.out.null_array();
+            return Ok(());
+        }
+        let mark = self.out.buf.len();
+        self.out.array(commands.len());
+        self.session.as_mut().expect("authenticated").db.begin();
+        for args in &commands {
+            // Boxed: a queued command runs through `execute`, which runs `EXEC`.
+            Box::pin(self.execute(args)).await;
+            // A command that lost the session (a revoked key) ends the
+            // transaction: nothing it queued is applied.
+            if self.session.is_none() {
+                self.out.buf.truncate(mark);
+                return Err(("NOAUTH", "the API key is no longer valid".into()));
+            }
+        }
+        let committed = {
+            let (store, db, batch, _) = self.parts();
+            let committed = store.commit(db, batch).await;
+            db.rollback();
+            committed
+        };
+        if let Err(e) = committed {
+            self.out.buf.truncate(mark);
+            return Err(error_reply(&e));
+        }
+        Ok(())
+    }
+}
