@@ -392,6 +392,26 @@ impl Store {
         batch: &mut Batch,
         keys: &[&[u8]],
     ) -> Result<Vec<Option<Entry>>, StoreError> {
+        if db.tx.is_none() && keys.iter().all(|k| k.len() <= MAX_KEY) {
+            // The common case, without the bookkeeping below.
+            let Some(t) = self.tables(db, false).await? else {
+                return Ok(vec![None; keys.len()]);
+            };
+            batch.clear();
+            for key in keys {
+                batch
+                    .read(&t.keys, &[key_value(key)?])
+                    .map_err(OperationError::from)?;
+            }
+            self.run(db, batch, Commit::Each).await?;
+            let now = now_ms();
+            return (0..keys.len())
+                .map(|i| {
+                    let row = batch.found(i)?;
+                    Ok(row.map(|r| decode_entry(&r)).filter(|e| e.is_live(now)))
+                })
+                .collect();
+        }
         let now = now_ms();
         let mut entries = vec![None; keys.len()];
         // Which keys the tables are asked for: not those the transaction
