@@ -104,3 +104,118 @@ async fn a_control_plane_and_a_data_node_tighten_their_directories() {
     assert_private(&node_dir, &[]);
     drop(control);
 }
+
+/// `shoal demo` on a fresh directory, ready; answers it and a session
+/// token of its demo tenant.
+async fn demo_tenant() -> (Shoal, tempfile::TempDir, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut shoal = Shoal::start_in(
+        &["demo", "--data-memory", "64M", "--control-port", "0"],
+        dir.path(),
+    );
+    shoal.wait_for("written to");
+    let demo: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("demo.json")).unwrap()).unwrap();
+    let api = demo["api_url"].as_str().unwrap().to_owned();
+    let login: serde_json::Value = common::client()
+        .post(format!("{api}/auth/login"))
+        .json(&serde_json::json!({
+            "email": demo["tenant"]["email"], "password": demo["tenant"]["password"]
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = login["token"].as_str().unwrap().to_owned();
+    (shoal, dir, api, token)
+}
+
+async fn ndbinfo_sql(
+    api: &str,
+    token: &str,
+    sql: &str,
+) -> (u16, Option<String>, serde_json::Value) {
+    let r = common::client()
+        .post(format!("{api}/ndbinfo/query"))
+        .bearer_auth(token)
+        .json(&serde_json::json!({ "sql": sql }))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let retry = r
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (status, retry, r.json().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_tenants_ndbinfo_query_cannot_take_the_process() {
+    let (shoal, _dir, api, token) = demo_tenant().await;
+    let before = shoal.peak_rss();
+    let endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)";
+    let attacks: [(String, &str); 6] = [
+        (
+            "SELECT length(hex(zeroblob(400000000)))".into(),
+            "QUERY_TOO_LARGE",
+        ),
+        (
+            format!(
+                "{endless} SELECT length(group_concat(hex(randomblob(1000)))) FROM (SELECT x FROM c LIMIT 2000)"
+            ),
+            "QUERY_TOO_LARGE",
+        ),
+        (
+            "SELECT length(replace(hex(zeroblob(500000)), '0', '0000'))".into(),
+            "QUERY_TOO_LARGE",
+        ),
+        (format!("{endless} SELECT max(x) FROM c"), "QUERY_TIMEOUT"),
+        (
+            format!("{endless} SELECT x FROM c ORDER BY random() LIMIT 1"),
+            "QUERY_TIMEOUT",
+        ),
+        (
+            format!("{endless} SELECT hex(randomblob(1000)) FROM c LIMIT 9000"),
+            "QUERY_TOO_LARGE",
+        ),
+    ];
+    for (sql, code) in &attacks {
+        let (status, _, body) = ndbinfo_sql(&api, &token, sql).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (400, Some(*code)),
+            "{sql}: {body}"
+        );
+    }
+    let grown = shoal.peak_rss().saturating_sub(before);
+    assert!(grown < 256 << 20, "the queries took {} MiB", grown >> 20);
+    // And the engine still answers a query of the caller's own rows.
+    let (status, _, body) = ndbinfo_sql(
+        &api,
+        &token,
+        "SELECT database_name FROM ndbinfo.database_memory_usage",
+    )
+    .await;
+    assert_eq!(
+        (status, &body["rows"]),
+        (200, &serde_json::json!([["demo"]]))
+    );
+
+    // Past a few at once: 429, with when to try again.
+    let slow = format!("{endless} SELECT max(x) FROM c");
+    let mut tries = tokio::task::JoinSet::new();
+    for _ in 0..6 {
+        let (api, token, slow) = (api.clone(), token.clone(), slow.clone());
+        tries.spawn(async move { ndbinfo_sql(&api, &token, &slow).await });
+    }
+    let answers = tries.join_all().await;
+    let refused: Vec<_> = answers.iter().filter(|(s, _, _)| *s == 429).collect();
+    assert!(!refused.is_empty(), "{answers:?}");
+    for (_, retry, body) in refused {
+        assert_eq!(body["error"]["code"], "TOO_MANY_QUERIES");
+        assert_eq!(retry.as_deref(), Some("1"));
+    }
+}

@@ -2,8 +2,17 @@
 //! SQL engine — a fresh in-memory SQLite per query, loaded with the live
 //! rows of the caller's own databases only (a platform admin's: all) and
 //! the views defined as RonDB defines them. What is not loaded cannot leak,
-//! whatever the query says; the engine is read-only once loaded, and a
-//! query has a time and a row limit.
+//! whatever the query says; the engine is read-only once loaded.
+//!
+//! A query shares the process with every tenant's control plane, so it is
+//! bounded in everything it can take: its time (checked between SQLite's
+//! steps, and no single step can run long, since no value may grow past
+//! `MAX_VALUE`), its memory (SQLite's per-connection limits on values,
+//! expressions and columns, and a small page cache; SQLite's heap limit is
+//! process-wide and would bind the control plane's own store too, so it is
+//! not used), its answer (rows and bytes), and how many run at once. SQLite
+//! runs each connection on a thread of its own (sqlx's worker), off the
+//! async runtime's threads.
 
 use std::collections::{BTreeMap, HashSet};
 use std::str::FromStr;
@@ -31,6 +40,28 @@ pub const MAX_SQL: usize = 10_000;
 pub const MAX_ROWS: usize = 10_000;
 /// Longest a query may run.
 pub const MAX_TIME: Duration = Duration::from_secs(2);
+/// Largest string or blob a query may make (SQLite's `SQLITE_LIMIT_LENGTH`).
+pub const MAX_VALUE: i32 = 1 << 20;
+/// Most bytes of cells a query may answer.
+pub const MAX_ANSWER: usize = 8 << 20;
+/// Most queries running at once, over every caller; past it a query is
+/// refused with 429.
+pub const MAX_RUNNING: usize = 4;
+/// Page cache of a query's engine, in KiB.
+const CACHE_KIB: i32 = 4096;
+
+/// SQLite's limits on one query's engine, beside `MAX_VALUE`.
+const LIMITS: [(i32, i32); 9] = [
+    (libsqlite3_sys::SQLITE_LIMIT_SQL_LENGTH, MAX_SQL as i32),
+    (libsqlite3_sys::SQLITE_LIMIT_COLUMN, 200),
+    (libsqlite3_sys::SQLITE_LIMIT_EXPR_DEPTH, 100),
+    (libsqlite3_sys::SQLITE_LIMIT_COMPOUND_SELECT, 50),
+    (libsqlite3_sys::SQLITE_LIMIT_VDBE_OP, 50_000),
+    (libsqlite3_sys::SQLITE_LIMIT_FUNCTION_ARG, 16),
+    (libsqlite3_sys::SQLITE_LIMIT_ATTACHED, 1),
+    (libsqlite3_sys::SQLITE_LIMIT_LIKE_PATTERN_LENGTH, 1000),
+    (libsqlite3_sys::SQLITE_LIMIT_TRIGGER_DEPTH, 1),
+];
 
 /// The raw tables, as the data nodes serve them, and the columns they have
 /// here (with SQLite types).
@@ -185,15 +216,34 @@ pub async fn query(
     Body(req): Body<Query>,
 ) -> Result<Json<Value>, ApiError> {
     let sql = single_select(&req.sql)?.to_owned();
+    let Ok(_running) = app.ndbinfo_queries.try_acquire() else {
+        let mut e = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "TOO_MANY_QUERIES",
+            format!("{MAX_RUNNING} ndbinfo queries are running; try again in a moment"),
+        );
+        e.retry_after_secs = Some(1);
+        return Err(e);
+    };
     let mut engine = load(&app, &caller).await?;
     let started = Instant::now();
-    engine
-        .lock_handle()
-        .await
-        .map_err(internal)?
-        .set_progress_handler(10_000, move || started.elapsed() < MAX_TIME);
+    {
+        let mut handle = engine.lock_handle().await.map_err(internal)?;
+        let db = handle.as_raw_handle().as_ptr();
+        // SAFETY: `db` is the connection's open handle, which the lock
+        // keeps from any other use while these calls run; sqlite3_limit
+        // only sets a field of it.
+        unsafe {
+            libsqlite3_sys::sqlite3_limit(db, libsqlite3_sys::SQLITE_LIMIT_LENGTH, MAX_VALUE);
+            for (limit, value) in LIMITS {
+                libsqlite3_sys::sqlite3_limit(db, limit, value);
+            }
+        }
+        handle.set_progress_handler(1_000, move || started.elapsed() < MAX_TIME);
+    }
     let mut columns: Vec<String> = Vec::new();
     let mut rows = Vec::new();
+    let mut answer_bytes = 0;
     {
         use futures_util::TryStreamExt;
         let mut stream = sqlx::raw_sql(&sql).fetch(&mut engine);
@@ -209,6 +259,15 @@ pub async fn query(
                         format!("the query ran longer than {} s", MAX_TIME.as_secs()),
                     ));
                 }
+                Err(e) if is_too_big(&e) => {
+                    return Err(query_error(
+                        "QUERY_TOO_LARGE",
+                        format!(
+                            "a value the query makes is longer than {} bytes, the limit of ndbinfo SQL",
+                            MAX_VALUE
+                        ),
+                    ));
+                }
                 Err(e) => return Err(query_error("INVALID_SQL", sql_message(&e))),
             };
             if columns.is_empty() {
@@ -220,7 +279,17 @@ pub async fn query(
                     format!("the query answers more than {MAX_ROWS} rows: add a WHERE or a LIMIT"),
                 ));
             }
-            rows.push(cells(&row));
+            let cells = cells(&row);
+            answer_bytes += cells.iter().map(cell_bytes).sum::<usize>();
+            if answer_bytes > MAX_ANSWER {
+                return Err(query_error(
+                    "QUERY_TOO_LARGE",
+                    format!(
+                        "the answer is larger than {MAX_ANSWER} bytes: select fewer columns or rows"
+                    ),
+                ));
+            }
+            rows.push(cells);
         }
     }
     let _ = engine.close().await;
@@ -230,6 +299,23 @@ pub async fn query(
 fn internal(e: sqlx::Error) -> ApiError {
     tracing::error!(error = %e, "the ndbinfo query engine");
     ApiError::internal()
+}
+
+/// Whether SQLite refused to make a value past `SQLITE_LIMIT_LENGTH`.
+fn is_too_big(e: &sqlx::Error) -> bool {
+    match e {
+        // SQLITE_TOOBIG.
+        sqlx::Error::Database(db) => db.code().as_deref() == Some("18"),
+        _ => false,
+    }
+}
+
+/// Bytes a cell takes in the answer, near enough to bound it.
+fn cell_bytes(cell: &Value) -> usize {
+    match cell {
+        Value::String(s) => s.len() + 2,
+        _ => 8,
+    }
 }
 
 /// SQLite's own words for what is wrong with a query.
@@ -307,7 +393,7 @@ async fn load(app: &App, caller: &Caller) -> Result<SqliteConnection, ApiError> 
         }
     }
     engine
-        .execute("PRAGMA query_only = 1")
+        .execute(format!("PRAGMA cache_size = -{CACHE_KIB}; PRAGMA query_only = 1").as_str())
         .await
         .map_err(internal)?;
     Ok(engine)

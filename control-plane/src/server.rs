@@ -68,6 +68,8 @@ pub struct App {
     /// Wakes the reconcile loop early (a node has restarted).
     pub reconcile_now: Notify,
     pub http_metrics: metrics::HttpMetrics,
+    /// ndbinfo SQL queries running now, at most `ndbinfo_sql::MAX_RUNNING`.
+    pub ndbinfo_queries: tokio::sync::Semaphore,
 }
 
 /// A JSON request body, refused with the API's error shape when it is not
@@ -182,6 +184,7 @@ impl ControlPlane {
             dummy_hash,
             reconcile_now: Notify::new(),
             http_metrics: metrics::HttpMetrics::default(),
+            ndbinfo_queries: tokio::sync::Semaphore::new(crate::ndbinfo_sql::MAX_RUNNING),
         });
         let listener =
             TcpListener::bind(config.listen)
