@@ -62,6 +62,8 @@ struct DemoArgs {
     #[arg(long, default_value_t = 8080)]
     control_port: u16,
     #[command(flatten)]
+    connections: ControlConnections,
+    #[command(flatten)]
     metering: MeteringArgs,
 }
 
@@ -83,6 +85,8 @@ struct ControlPlaneArgs {
     /// Mark session cookies `Secure` (when clients reach the control plane over HTTPS).
     #[arg(long)]
     secure_cookies: bool,
+    #[command(flatten)]
+    connections: ControlConnections,
     /// The cluster secret data nodes present; by default read from (or
     /// created in) <data-dir>/cluster-secret.
     #[arg(long, env = "SHOAL_CLUSTER_SECRET", hide_env_values = true)]
@@ -97,6 +101,26 @@ struct ControlPlaneArgs {
     plan_quota: Option<String>,
     #[command(flatten)]
     metering: MeteringArgs,
+}
+
+/// How many connections the control plane's API and console hold.
+#[derive(Args)]
+struct ControlConnections {
+    /// Most connections the control plane holds.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    control_max_connections: u64,
+    /// Most connections the control plane holds from one client address.
+    #[arg(long, default_value_t = shoal_listen::MAX_PER_ADDRESS as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    control_max_connections_per_address: u64,
+}
+
+impl ControlConnections {
+    fn caps(&self) -> shoal_listen::Caps {
+        shoal_listen::Caps {
+            max_connections: self.control_max_connections as usize,
+            max_per_address: self.control_max_connections_per_address as usize,
+        }
+    }
 }
 
 #[derive(Args)]
@@ -171,6 +195,7 @@ impl ControlPlaneArgs {
             store_url,
             listen: (self.listen, self.control_port).into(),
             secure_cookies: self.secure_cookies,
+            connections: self.connections.caps(),
             cluster_secret,
             bootstrap_admin,
             plan_quota,
@@ -222,9 +247,16 @@ struct NodeArgs {
     /// Most connections each data API front end (REST, RESP) holds.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_connections: u64,
+    /// Most connections each front end (REST, RESP, internal API) holds from one client address.
+    #[arg(long, default_value_t = shoal_listen::MAX_PER_ADDRESS as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_connections_per_address: u64,
     /// A data API connection idle this many seconds is closed.
     #[arg(long = "idle-timeout", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     idle_timeout_secs: u64,
+    /// Seconds a client has to send a whole request head (HTTP, also between
+    /// requests on a kept-alive connection) or to authenticate (RESP).
+    #[arg(long = "request-head-timeout", default_value_t = shoal_listen::HEAD_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3_600))]
+    head_timeout_secs: u64,
     /// Largest REST request body or RESP command, and so the largest value, e.g. 64M (at most 512M).
     #[arg(long, default_value = "64M")]
     max_request_size: ByteSize,
@@ -297,7 +329,9 @@ impl NodeArgs {
             resp_port: self.resp_port,
             api_limits: Limits {
                 max_connections: self.max_connections as usize,
+                max_per_address: self.max_connections_per_address as usize,
                 idle_timeout: Duration::from_secs(self.idle_timeout_secs),
+                head_timeout: Duration::from_secs(self.head_timeout_secs),
                 max_request_bytes: self.max_request_size.0 as usize,
             },
             cluster_secret,
@@ -310,6 +344,9 @@ impl NodeArgs {
 async fn main() -> anyhow::Result<()> {
     files::private_umask();
     let cli = Cli::parse();
+    // A descriptor per connection: as many as the process may have. (A
+    // failure leaves the limit as it was; the servers' caps still hold.)
+    let open_files = shoal_listen::raise_open_files_limit();
     let service = match &cli.command {
         Command::Demo(_) => "shoal-demo",
         Command::Datanode(_) => "shoal-datanode",
@@ -323,6 +360,10 @@ async fn main() -> anyhow::Result<()> {
         _ => "info",
     };
     let telemetry = telemetry::init(service, level)?;
+    match open_files {
+        Ok(limit) => tracing::debug!(limit, "open files"),
+        Err(e) => tracing::warn!(error = %e, "could not raise the open-files limit"),
+    }
     let result = match &cli.command {
         Command::Demo(args) => demo(args, &telemetry).await,
         Command::Datanode(args) => datanode(args, &telemetry).await,
@@ -384,6 +425,7 @@ async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Resu
         store_url: shoal_control_plane::store::default_url(dir),
         listen: (args.node.listen, args.control_port).into(),
         secure_cookies: false,
+        connections: args.connections.caps(),
         cluster_secret: secret.clone(),
         bootstrap_admin: Some((demo::ADMIN_EMAIL.to_owned(), admin_password.clone())),
         plan_quota: shoal_control_plane::quotas::default_plan(),

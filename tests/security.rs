@@ -219,3 +219,128 @@ async fn one_tenants_ndbinfo_query_cannot_take_the_process() {
         assert_eq!(retry.as_deref(), Some("1"));
     }
 }
+
+/// Opens `n` connections from 127.0.0.1 to `addr`, each sending `first`
+/// and then nothing: a flood of slow or idle clients. Answers them, to hold.
+async fn flood(addr: &str, n: usize, first: &'static [u8]) -> Vec<tokio::net::TcpStream> {
+    use tokio::io::AsyncWriteExt;
+    let mut held = Vec::with_capacity(n);
+    for _ in 0..n {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        // A refused connection may already be closed: that is its answer.
+        let _ = stream.write_all(first).await;
+        held.push(stream);
+    }
+    held
+}
+
+/// A connection to `addr` from `source`, one of this machine's loopback
+/// addresses.
+async fn connect_from(source: &str, addr: &str) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+    socket.connect(addr.parse().unwrap()).await.unwrap()
+}
+
+/// Sends `request` on `stream` and reads until `want` has arrived or the
+/// stream ends; answers what was read.
+async fn exchange(stream: &mut tokio::net::TcpStream, request: &[u8], want: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    stream.write_all(request).await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains(want) {
+        let read = tokio::time::timeout(std::time::Duration::from_secs(60), stream.read(&mut buf));
+        match read.await {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+const PING: &[u8] = b"GET /0.1.0/ping HTTP/1.1\r\nhost: x\r\n\r\n";
+const HEALTH: &[u8] = b"GET /api/v1/healthz HTTP/1.1\r\nhost: x\r\n\r\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_flood_from_one_address_does_not_stop_the_others() {
+    let (shoal, _dir, api, _) = demo_tenant().await;
+    let control = api
+        .trim_start_matches("http://")
+        .trim_end_matches("/api/v1")
+        .to_owned();
+    let rest = shoal.rest_url.trim_start_matches("http://").to_owned();
+    let resp = shoal.resp_addr.clone();
+    // Fewer descriptors than the flood would take if every connection were
+    // held (util-linux's prlimit, on the running process).
+    let limited = std::process::Command::new("prlimit")
+        .args(["--pid", &shoal.pid().to_string(), "--nofile=3000:3000"])
+        .status()
+        .expect("prlimit (util-linux) runs");
+    assert!(limited.success());
+    // 4,096 slow clients on each port, from one address: a head begun and
+    // never finished, a RESP client that never authenticates.
+    let slow_head = b"GET /0.1.0/ping HTTP/1.1\r\nhost: x\r\n";
+    let held = [
+        flood(&control, 4096, slow_head).await,
+        flood(&rest, 4096, slow_head).await,
+        flood(&resp, 4096, b"PING\r\n").await,
+    ];
+    assert_eq!(held.iter().map(Vec::len).sum::<usize>(), 3 * 4096);
+
+    // That address is past its share: told so.
+    let mut more = connect_from("127.0.0.1", &rest).await;
+    let answer = exchange(&mut more, PING, "TOO_MANY_CONNECTIONS").await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    let mut more = connect_from("127.0.0.1", &control).await;
+    let answer = exchange(&mut more, HEALTH, "TOO_MANY_CONNECTIONS").await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+
+    // Another address is served by each, and the process still has the
+    // descriptors for it.
+    let mut c = connect_from("127.0.0.2", &control).await;
+    assert!(
+        exchange(&mut c, HEALTH, "\r\n\r\n")
+            .await
+            .starts_with("HTTP/1.1 200")
+    );
+    let mut c = connect_from("127.0.0.2", &rest).await;
+    assert!(
+        exchange(&mut c, PING, "\r\n\r\n")
+            .await
+            .starts_with("HTTP/1.1 200")
+    );
+    let mut c = connect_from("127.0.0.2", &resp).await;
+    assert_eq!(exchange(&mut c, b"PING\r\n", "\r\n").await, "+PONG\r\n");
+    drop(held);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_slow_to_send_its_head_or_to_authenticate_is_closed() {
+    let shoal = Shoal::start(&[
+        "datanode",
+        "--data-memory",
+        "16M",
+        "--request-head-timeout",
+        "1",
+    ]);
+    let rest = shoal.rest_url.trim_start_matches("http://").to_owned();
+    // The reads below end when the node closes the connection: no timing
+    // is assumed beyond the guard against a hang.
+    let mut slow = connect_from("127.0.0.1", &rest).await;
+    let answer = exchange(
+        &mut slow,
+        b"GET /0.1.0/ping HTTP/1.1\r\nhost: x\r\n",
+        "never",
+    )
+    .await;
+    assert!(!answer.contains("200 OK"), "{answer}");
+    // Kept alive after a reply, the next head has the same deadline.
+    let mut kept = connect_from("127.0.0.1", &rest).await;
+    let answer = exchange(&mut kept, PING, "never").await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // A RESP client that never authenticates is closed, however it chats.
+    let mut chatty = connect_from("127.0.0.1", &shoal.resp_addr).await;
+    let answer = exchange(&mut chatty, b"PING\r\n", "never").await;
+    assert_eq!(answer, "+PONG\r\n");
+}

@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use shoal_quota::Quota;
 use shoal_wire::secret::ClusterSecret;
 use tokio::net::TcpListener;
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
@@ -42,6 +42,9 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Mark cookies `Secure` (when served over HTTPS, e.g. behind a proxy).
     pub secure_cookies: bool,
+    /// How many connections the API and console hold, in all and from one
+    /// client address.
+    pub connections: shoal_listen::Caps,
     /// What data nodes and the control plane present to each other.
     pub cluster_secret: ClusterSecret,
     /// A platform admin made at start if there is no such account: email
@@ -153,7 +156,7 @@ pub enum StartError {
 pub struct ControlPlane {
     pub addr: SocketAddr,
     pub app: Arc<App>,
-    stop: Option<oneshot::Sender<()>>,
+    stop: watch::Sender<bool>,
     server: JoinHandle<std::io::Result<()>>,
     reconcile: JoinHandle<()>,
     metering: JoinHandle<()>,
@@ -197,7 +200,7 @@ impl ControlPlane {
             addr: config.listen,
             source,
         })?;
-        let (stop, stopped) = oneshot::channel::<()>();
+        let (stop, stopped) = watch::channel(false);
         // The console calls this control plane's own API.
         let api_host = if addr.ip().is_unspecified() {
             SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), addr.port())
@@ -208,15 +211,8 @@ impl ControlPlane {
             format!("http://{api_host}/api/v1"),
             config.secure_cookies,
         ));
-        let service =
-            router(Arc::clone(&app), console).into_make_service_with_connect_info::<SocketAddr>();
-        let server = tokio::spawn(async move {
-            axum::serve(listener, service)
-                .with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                })
-                .await
-        });
+        let routes = router(Arc::clone(&app), console);
+        let server = tokio::spawn(serve(listener, routes, config.connections, stopped));
         let reconcile = tokio::spawn(nodes::reconcile_loop(Arc::clone(&app)));
         let metering = tokio::spawn(usage::collect_loop(
             Arc::clone(&app),
@@ -225,7 +221,7 @@ impl ControlPlane {
         Ok(ControlPlane {
             addr,
             app,
-            stop: Some(stop),
+            stop,
             server,
             reconcile,
             metering,
@@ -235,15 +231,44 @@ impl ControlPlane {
     /// Stops taking connections, finishes the requests under way, and
     /// closes the store.
     pub async fn stop(mut self) -> std::io::Result<()> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
+        let _ = self.stop.send(true);
         self.reconcile.abort();
         self.metering.abort();
         let served = (&mut self.server).await.unwrap_or(Ok(()));
         self.app.store.close().await;
         served
     }
+}
+
+/// What a connection past the caps is answered.
+const REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: 104\r\n\r\n{\"error\":{\"code\":\"TOO_MANY_CONNECTIONS\",\"message\":\"the control plane has all the connections it takes\"}}";
+/// How long a stopping control plane lets requests in flight finish.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Serves `routes` within `caps` until `stopped`, then lets requests in
+/// flight finish. Each request knows its client's address (`ConnectInfo`),
+/// which login throttling goes by.
+async fn serve(
+    listener: TcpListener,
+    routes: Router,
+    caps: shoal_listen::Caps,
+    stopped: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let gate = shoal_listen::accept(listener, caps, REFUSAL, stopped, |stream, peer, permit| {
+        let routes = routes
+            .clone()
+            .layer(axum::Extension(axum::extract::ConnectInfo(peer)));
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            shoal_listen::http_connection(stream, routes, shoal_listen::HEAD_TIMEOUT, watcher)
+                .await;
+            drop(permit);
+        });
+    })
+    .await;
+    shoal_listen::finish(graceful, gate, DRAIN).await;
+    Ok(())
 }
 
 /// What the OpenAPI document says besides its paths.

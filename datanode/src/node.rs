@@ -158,7 +158,7 @@ impl DataNode {
             tokio::spawn(serve::http(
                 rest,
                 api::rest::router(tc.clone(), limits),
-                tc.engine().clone(),
+                Some(serve::Workers::with_spare_cores(tc.engine().clone())),
                 limits,
                 stopped.clone(),
             )),
@@ -180,16 +180,13 @@ impl DataNode {
             ));
         }
         let app = internal_api::router(tc.clone(), secret, Arc::clone(&durable.checkpointer));
-        let server = {
-            let mut stopped = stopped.clone();
-            tokio::spawn(async move {
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(async move {
-                        let _ = stopped.wait_for(|s| *s).await;
-                    })
-                    .await
-            })
-        };
+        let stopped_internal = stopped.clone();
+        // The internal API: the caps and deadlines of the data API, on
+        // the node's own runtime.
+        let server = tokio::spawn(async move {
+            serve::http(listener, app, None, limits, stopped_internal).await;
+            Ok(())
+        });
         tokio::spawn(housekeeping(tc.clone(), stopped.clone()));
         let checkpoints = tokio::spawn(checkpoints(
             tc.engine().clone(),

@@ -61,6 +61,11 @@ impl Cluster {
             store_url: shoal_control_plane::store::default_url(&dir),
             listen: (listen, 0).into(),
             secure_cookies: false,
+            // Every client of a benchmark is one address.
+            connections: shoal_listen::Caps {
+                max_connections: 4096,
+                max_per_address: 4096,
+            },
             cluster_secret: secret.clone(),
             bootstrap_admin: Some((ADMIN_EMAIL.to_owned(), password.clone())),
             plan_quota: shoal_control_plane::quotas::default_plan(),
@@ -82,10 +87,10 @@ impl Cluster {
             internal_port: 0,
             rest_port: 0,
             resp_port: 0,
+            // Every client of a benchmark is one address.
             api_limits: Limits {
-                max_connections: 4096,
-                idle_timeout: Duration::from_secs(300),
-                max_request_bytes: 64 << 20,
+                max_per_address: 4096,
+                ..Limits::default()
             },
             cluster_secret: Some(secret),
             control_plane: Some(ControlPlaneLink {

@@ -1,22 +1,22 @@
-//! Accepting connections within limits, and stopping cleanly.
+//! The front ends' limits, and where their connections run.
 //!
-//! Each front end holds at most `max_connections` connections: past that, a
-//! new one is told so in its protocol and closed, so that a flood of
-//! connections costs the node one small write each. A connection that sends
-//! nothing for `idle_timeout` is closed. On stop, no connection is accepted,
-//! requests in flight finish, and idle connections are closed.
+//! Each front end holds at most `max_connections` connections, and
+//! `max_per_address` from one client address (the accept loop is
+//! `shoal_listen`'s, which every Shoal server shares): past that, a new one
+//! is told so in its protocol and closed. A request head (HTTP) must arrive
+//! within `head_timeout`, and a RESP client must authenticate within it; a
+//! connection that sends nothing for `idle_timeout` is closed. On stop, no
+//! connection is accepted, requests in flight finish, and idle connections
+//! are closed.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
-use tokio::io::AsyncWriteExt;
+use shoal_listen::Caps;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::watch;
 
 use crate::engine::Engine;
 
@@ -24,17 +24,33 @@ use crate::engine::Engine;
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub max_connections: usize,
+    /// Most connections from one client address.
+    pub max_per_address: usize,
     /// A connection idle for this long is closed.
     pub idle_timeout: Duration,
+    /// A request head must arrive whole, and a RESP client authenticate,
+    /// within this long.
+    pub head_timeout: Duration,
     /// Largest request (HTTP body) or command (RESP) read.
     pub max_request_bytes: usize,
+}
+
+impl Limits {
+    pub(crate) fn caps(&self) -> Caps {
+        Caps {
+            max_connections: self.max_connections,
+            max_per_address: self.max_per_address,
+        }
+    }
 }
 
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
             max_connections: 4096,
+            max_per_address: shoal_listen::MAX_PER_ADDRESS,
             idle_timeout: Duration::from_secs(300),
+            head_timeout: shoal_listen::HEAD_TIMEOUT,
             max_request_bytes: 64 << 20,
         }
     }
@@ -101,100 +117,42 @@ impl Workers {
 }
 
 /// How long a stopping front end lets requests in flight finish.
-const DRAIN: Duration = Duration::from_secs(30);
+pub(crate) const DRAIN: Duration = Duration::from_secs(30);
 
-/// Accepts connections until `stopped`, handing each to `handle` with the
-/// permit it holds (to drop when the connection ends); refuses with
-/// `refusal` when all permits are taken. Answers the permits, to wait on
-/// with `drained`.
-pub(crate) async fn accept<F>(
-    listener: TcpListener,
-    max_connections: usize,
-    refusal: &'static [u8],
-    mut stopped: watch::Receiver<bool>,
-    mut handle: F,
-) -> Arc<Semaphore>
-where
-    F: FnMut(TcpStream, OwnedSemaphorePermit),
-{
-    let permits = Arc::new(Semaphore::new(max_connections));
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            _ = stopped.wait_for(|s| *s) => break,
-        };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                // Out of file descriptors, most likely: wait a little, as
-                // the connections that hold them may end.
-                tracing::warn!(error = %e, "accepting a connection failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        match Arc::clone(&permits).try_acquire_owned() {
-            Ok(permit) => handle(stream, permit),
-            Err(_) => {
-                tokio::spawn(refuse(stream, refusal));
-            }
-        }
-    }
-    permits
-}
+/// What an HTTP front end answers a connection past its caps.
+pub(crate) const HTTP_REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: 95\r\n\r\n{\"error\":{\"code\":\"TOO_MANY_CONNECTIONS\",\"message\":\"the node has all the connections it takes\"}}";
 
-/// Waits until every connection holding one of `permits` has ended, or
-/// for `DRAIN` at most.
-pub(crate) async fn drained(permits: Arc<Semaphore>, max_connections: usize) {
-    let all = u32::try_from(max_connections).unwrap_or(u32::MAX);
-    if tokio::time::timeout(DRAIN, permits.acquire_many(all))
-        .await
-        .is_err()
-    {
-        tracing::warn!("connections still open after {DRAIN:?}; stopping anyway");
-    }
-}
-
-async fn refuse(mut stream: TcpStream, refusal: &'static [u8]) {
-    let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(refusal)).await;
-}
-
-/// Serves `router` over HTTP/1.1 until `stopped`, then lets requests in
-/// flight finish.
+/// Serves `router` over HTTP/1.1 until `stopped`, each connection on the
+/// thread `workers` deals it to (none: the calling runtime's), then lets
+/// requests in flight finish.
 pub(crate) async fn http(
     listener: TcpListener,
     router: Router,
-    engine: Engine,
+    mut workers: Option<Workers>,
     limits: Limits,
     stopped: watch::Receiver<bool>,
 ) {
-    const REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: 95\r\n\r\n{\"error\":{\"code\":\"TOO_MANY_CONNECTIONS\",\"message\":\"the node has all the connections it takes\"}}";
     let graceful = GracefulShutdown::new();
-    let mut workers = Workers::with_spare_cores(engine);
-    accept(
+    // Only the idle wait between requests is bounded by the head timeout
+    // too; a node's idle timeout shorter than it wins.
+    let head_timeout = limits.head_timeout.min(limits.idle_timeout);
+    let gate = shoal_listen::accept(
         listener,
-        limits.max_connections,
-        REFUSAL,
+        limits.caps(),
+        HTTP_REFUSAL,
         stopped,
-        |stream, permit| {
+        |stream, _, permit| {
             let (router, watcher) = (router.clone(), graceful.watcher());
-            workers.spawn(stream, move |stream| async move {
-                let service = TowerToHyperService::new(router);
-                let connection = hyper::server::conn::http1::Builder::new()
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(limits.idle_timeout)
-                    .serve_connection(TokioIo::new(stream), service);
-                let _ = watcher.watch(connection).await;
+            let serve = move |stream| async move {
+                shoal_listen::http_connection(stream, router, head_timeout, watcher).await;
                 drop(permit);
-            });
+            };
+            match workers.as_mut() {
+                Some(workers) => workers.spawn(stream, serve),
+                None => drop(tokio::spawn(serve(stream))),
+            }
         },
     )
     .await;
-    if tokio::time::timeout(DRAIN, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!("requests still in flight after {DRAIN:?}; stopping anyway");
-    }
+    shoal_listen::finish(graceful, gate, DRAIN).await;
 }

@@ -60,12 +60,12 @@ pub(crate) async fn serve(
     tokio::spawn(purge(Arc::clone(&store), stopped.clone()));
     let watching = stopped.clone();
     let mut workers = serve::Workers::new(store.tc().engine().clone());
-    let permits = serve::accept(
+    let gate = shoal_listen::accept(
         listener,
-        limits.max_connections,
+        limits.caps(),
         b"-ERR max number of clients reached\r\n",
         stopped,
-        move |stream, permit| {
+        move |stream, _, permit| {
             let (store, stopped) = (Arc::clone(&store), watching.clone());
             workers.spawn(stream, move |stream| async move {
                 connection(stream, store, limits, stopped).await;
@@ -74,7 +74,7 @@ pub(crate) async fn serve(
         },
     )
     .await;
-    serve::drained(permits, limits.max_connections).await;
+    shoal_listen::drained(gate, serve::DRAIN).await;
 }
 
 /// Removes expired keys now and then, until the node stops.
@@ -156,10 +156,13 @@ async fn connection(
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut need;
     // One timer for the connection's life, moved on only when it fires
-    // early: cheaper than a timer per read.
-    let idle = tokio::time::sleep(limits.idle_timeout);
+    // early: cheaper than a timer per read. Until the client authenticates
+    // it fires at the deadline to, too.
+    let opened = tokio::time::Instant::now();
+    let auth_due = opened + limits.head_timeout;
+    let idle = tokio::time::sleep(limits.idle_timeout.min(limits.head_timeout));
     tokio::pin!(idle);
-    let mut last_read = tokio::time::Instant::now();
+    let mut last_read = opened;
     loop {
         // Every whole command that has arrived, in order.
         let mut start = 0;
@@ -229,7 +232,10 @@ async fn connection(
         let read = tokio::select! {
             read = stream.read_buf(&mut buf) => read,
             () = &mut idle => {
-                let due = last_read + limits.idle_timeout;
+                let mut due = last_read + limits.idle_timeout;
+                if conn.session.is_none() {
+                    due = due.min(auth_due);
+                }
                 if tokio::time::Instant::now() >= due {
                     return;
                 }
