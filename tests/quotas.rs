@@ -184,3 +184,81 @@ async fn database_and_tenant_quotas_are_set_shown_and_cleared() {
         json!([["shop", 0, null, 0, 0, null, null, 0, 0, 0]])
     );
 }
+
+/// `database_quota_usage`'s read and write units of `db`.
+async fn units(shoal: &Shoal, db: &str) -> (u64, u64) {
+    let usage = shoal.ndbinfo("database_quota_usage").await;
+    let rows = usage["rows"].as_array().unwrap();
+    let row = rows
+        .iter()
+        .find(|r| r[0] == db)
+        .expect("a row for the database");
+    (row[3].as_u64().unwrap(), row[4].as_u64().unwrap())
+}
+
+#[tokio::test]
+async fn units_are_per_started_kib_of_the_values_written_and_4_kib_read() {
+    let shoal = Shoal::start(&["datanode", "--data-memory", "64M"]);
+    shoal.create_database("acme", "shop").await;
+    let table = json!({"name": "blobs", "columns": [
+        {"name": "k", "type": "BIGINT"}, {"name": "v", "type": "VARBINARY(8000)"}],
+      "primary_key": ["k"]});
+    let (status, body) = shoal
+        .post("/internal/v1/databases/shop/tables", table)
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let key = shoal.create_key("acme", &[("shop", "read_write")]).await;
+    let rest = |op: &str, body: Value| {
+        common::client()
+            .post(format!("{}/0.1.0/shop/blobs/{op}", shoal.rest_url))
+            .header("X-API-KEY", &key)
+            .json(&body)
+            .send()
+    };
+    use base64::Engine as _;
+    let b64 = |n: usize| base64::engine::general_purpose::STANDARD.encode(vec![7u8; n]);
+    // The key's 8 bytes and the value's: 1,024 bytes is one unit, 1,025 two.
+    let mut written = 0;
+    for (k, len, want) in [
+        (1, 1016, 1),
+        (2, 1017, 2),
+        (3, 2040, 2),
+        (4, 2041, 3),
+        (5, 0, 1),
+    ] {
+        let r = rest("pk-insert", json!({"row": {"k": k, "v": b64(len)}}))
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        written += want;
+        assert_eq!(
+            units(&shoal, "shop").await.1,
+            written,
+            "a value of {len} bytes"
+        );
+    }
+    // Reads: per started 4,096 bytes (what a row costs past its first unit
+    // is charged with the next read).
+    for (k, len, want) in [(10, 4088, 1), (11, 4089, 2)] {
+        let r = rest("pk-insert", json!({"row": {"k": k, "v": b64(len)}}))
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let before = units(&shoal, "shop").await.0;
+        let read = json!({"filters": [{"column": "k", "value": k}]});
+        assert_eq!(
+            rest("pk-read", read).await.unwrap().status(),
+            StatusCode::OK
+        );
+        let missing = json!({"filters": [{"column": "k", "value": 999}]});
+        assert_eq!(
+            rest("pk-read", missing).await.unwrap().status(),
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            units(&shoal, "shop").await.0 - before,
+            want + 1,
+            "a row of {len} bytes"
+        );
+    }
+}

@@ -419,12 +419,12 @@ impl Batch {
             OpKind::Read => self.cost.reads += 1,
             OpKind::Delete => self.cost.write_units += 1,
             OpKind::Insert | OpKind::Update | OpKind::Write => {
-                self.cost.write_units += write_units(image.1 as u64);
+                self.cost.write_units += write_units(table.layout.data_bytes(image.1) as u64);
                 self.cost.grows = true;
             }
             OpKind::Replace => {
                 self.cost.reads += 1;
-                self.cost.write_units += write_units(image.1 as u64);
+                self.cost.write_units += write_units(table.layout.data_bytes(image.1) as u64);
                 self.cost.grows = true;
             }
         }
@@ -541,15 +541,21 @@ impl Batch {
     }
 
     /// Read units the batch's reads really cost, once executed: each row read
-    /// per started 4 KiB, a missing row one.
+    /// per started 4 KiB of its column values, a missing row one.
     pub(crate) fn read_units_used(&self) -> u64 {
-        self.ldms
+        self.slots
             .iter()
-            .flat_map(|b| b.ops.iter().zip(&b.results))
-            .filter(|(op, _)| matches!(op.kind, OpKind::Read | OpKind::Replace))
-            .map(|(_, r)| match r {
-                OpResult::Found(span) | OpResult::Replaced(span) => read_units(u64::from(span.len)),
-                _ => 1,
+            .filter_map(|slot| {
+                let b = &self.ldms[slot.ldm as usize];
+                let i = slot.index as usize;
+                matches!(b.ops[i].kind, OpKind::Read | OpKind::Replace).then(|| {
+                    match b.results.get(i) {
+                        Some(OpResult::Found(span) | OpResult::Replaced(span)) => {
+                            read_units(slot.table.layout.data_bytes(span.len as usize) as u64)
+                        }
+                        _ => 1,
+                    }
+                })
             })
             .sum()
     }

@@ -1,6 +1,7 @@
 //! Request units, DynamoDB-style: a read unit is one row read, per started
-//! 4 KiB; a write unit is one row written (inserted, updated or deleted), per
-//! started 1 KiB.
+//! 4 KiB of its column values; a write unit is one row written (inserted,
+//! updated or deleted), per started 1 KiB of its column values. (The data
+//! node counts a row's column values without its own per-row bytes.)
 
 /// Bytes of a row one read unit covers.
 pub const READ_UNIT_BYTES: u64 = 4096;

@@ -60,6 +60,8 @@ pub(crate) struct Layout {
     pub(crate) slot_size: usize,
     /// Var-part columns; 0 means rows have no var part.
     pub(crate) n_var: usize,
+    /// Bytes of the fixed-size columns' values in the fixed part.
+    fixed_data: usize,
     pub(crate) null_offset: usize,
     /// Primary-key columns in key order.
     pub(crate) key: Vec<u16>,
@@ -77,6 +79,7 @@ impl Layout {
         let has_var = def.columns.iter().any(|c| c.column_type.is_variable());
         let null_offset = ROW_HEADER + if has_var { VAR_REF } else { 0 };
         let mut offset = null_offset + nullable.div_ceil(8);
+        let fixed_start = offset;
         let (mut n_var, mut n_null) = (0u16, 0u16);
         let mut columns = Vec::with_capacity(def.columns.len());
         for c in &def.columns {
@@ -125,6 +128,7 @@ impl Layout {
         Layout {
             key_has_var,
             slot_size: offset.max(MIN_SLOT),
+            fixed_data: offset - fixed_start,
             n_var: n_var as usize,
             null_offset,
             key,
@@ -147,6 +151,15 @@ impl Layout {
     /// Bytes before the column data in a var part.
     pub(crate) fn var_header(&self) -> usize {
         2 * self.n_var
+    }
+
+    /// Bytes of the column values in a row image of `image_len` bytes:
+    /// what a write is charged for. The row's header, null bitmap and
+    /// var-part offsets are the engine's, not the caller's, and are not
+    /// counted.
+    pub(crate) fn data_bytes(&self, image_len: usize) -> usize {
+        let var = image_len.saturating_sub(self.slot_size + self.var_header());
+        self.fixed_data + var
     }
 
     pub(crate) fn is_null(&self, fixed: &[u8], column: u16) -> bool {
