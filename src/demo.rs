@@ -43,6 +43,32 @@ pub(crate) fn earlier(data_dir: &Path) -> Value {
         .unwrap_or_default()
 }
 
+/// For a data directory an earlier run left without its demo.json (whose
+/// passwords were kept nowhere else): gives the demo's admin
+/// `admin_password` and its tenant a new one, in the store, and says so.
+/// Answers what the lost demo.json would have said of them.
+pub(crate) async fn set_logins_anew(
+    control: &ControlPlane,
+    data_dir: &Path,
+    admin_password: &str,
+) -> anyhow::Result<Value> {
+    let store = &control.app.store;
+    let set = |email: &'static str, password: String| async move {
+        shoal_control_plane::accounts::set_password(store, email, &password)
+            .await
+            .map_err(|e| anyhow::anyhow!("{}", e.message))
+            .with_context(|| format!("setting a new password for {email}"))
+    };
+    set(ADMIN_EMAIL, admin_password.to_owned()).await?;
+    let tenant_password = shoal_control_plane::auth::random_hex(10);
+    set(TENANT_EMAIL, tenant_password.clone()).await?;
+    println!(
+        "demo: {} was gone, and with it the demo's passwords: the admin's and the tenant's are set anew (their sessions ended); the new ones go to a new demo.json",
+        data_dir.join("demo.json").display()
+    );
+    Ok(json!({"tenant": {"password": tenant_password}}))
+}
+
 /// Makes (or finds, from an earlier run on the same data directory) the
 /// demo tenant, its database, table, rows and API key through the control
 /// plane; prints how to reach them, and writes the same to
@@ -52,8 +78,8 @@ pub(crate) async fn run(
     node: &DataNode,
     data_dir: &Path,
     admin_password: &str,
+    before: Value,
 ) -> anyhow::Result<()> {
-    let before = earlier(data_dir);
     let url = format!("http://{}", control.addr);
     let admin = Client::login(&url, ADMIN_EMAIL, admin_password)
         .await

@@ -418,7 +418,10 @@ async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Resu
                 .with_context(|| format!("the cluster secret in {}", path.display()))?
         }
     };
-    let admin_password = demo::earlier(dir)["admin"]["password"]
+    let before = demo::earlier(dir);
+    // An earlier run's store without its demo.json: the passwords are lost.
+    let lost = before.is_null() && dir.join(shoal_control_plane::store::SQLITE_FILE).exists();
+    let admin_password = before["admin"]["password"]
         .as_str()
         .map_or_else(|| shoal_control_plane::auth::random_hex(10), str::to_owned);
     let control = shoal_control_plane::ControlPlane::start(shoal_control_plane::Config {
@@ -437,6 +440,11 @@ async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Resu
         "control plane listening: http://{} (store: SQLite)",
         control.addr
     );
+    let before = if lost {
+        demo::set_logins_anew(&control, dir, &admin_password).await?
+    } else {
+        before
+    };
     config.cluster_secret = Some(secret);
     config.control_plane = Some(ControlPlaneLink {
         url: format!("http://{}", control.addr),
@@ -447,7 +455,7 @@ async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Resu
     let node = DataNode::start(config.clone()).await?;
     print_node(&node, &config);
     let metrics = telemetry::export_node_metrics(telemetry, node.tc());
-    let seeded = demo::run(&control, &node, dir, &admin_password).await;
+    let seeded = demo::run(&control, &node, dir, &admin_password, before).await;
     if seeded.is_ok() {
         stop.await;
         println!("stopping");

@@ -261,3 +261,32 @@ async fn the_demo_is_made_through_the_control_plane_and_its_logins_work() {
         "no second key was made"
     );
 }
+
+#[tokio::test]
+async fn a_demo_whose_demo_json_is_gone_sets_its_logins_anew() {
+    let dir = tempfile::tempdir().unwrap();
+    let (shoal, first) = start_demo(dir.path());
+    let (code, _) = shoal.terminate();
+    assert_eq!(code, Some(0));
+    std::fs::remove_file(dir.path().join("demo.json")).unwrap();
+
+    let mut shoal = Shoal::start_in(
+        &["demo", "--data-memory", "64M", "--control-port", "0"],
+        dir.path(),
+    );
+    shoal.wait_for("written to");
+    let said = shoal.stdout.iter().find(|l| l.contains("was gone"));
+    assert!(
+        said.is_some_and(|l| l.contains("set anew")),
+        "{:?}",
+        shoal.stdout
+    );
+    let again: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("demo.json")).unwrap()).unwrap();
+    for who in ["admin", "tenant"] {
+        assert_ne!(again[who]["password"], first[who]["password"], "{who}");
+        login(again["api_url"].as_str().unwrap(), &again[who]).await;
+    }
+    // The data is the earlier run's, and the new key reads it.
+    assert_eq!(read_user_7(&shoal, &again).await["data"]["name"], "User 7");
+}

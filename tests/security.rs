@@ -87,6 +87,8 @@ async fn the_demo_keeps_its_secrets_from_other_users_of_the_machine() {
     assert_eq!(code, Some(0));
     assert!(stderr.contains("made them private"), "{stderr}");
     assert_private(&dir, &["demo.json"]);
+    // Written to a pipe, not a terminal: log lines without colour codes.
+    assert!(!stderr.contains('\x1b'), "{stderr}");
 }
 
 #[tokio::test]

@@ -39,11 +39,11 @@ pub struct Store {
 
 /// The default store: a SQLite file in the data directory.
 pub fn default_url(data_dir: &Path) -> String {
-    format!(
-        "sqlite://{}?mode=rwc",
-        data_dir.join("control-plane.db").display()
-    )
+    format!("sqlite://{}?mode=rwc", data_dir.join(SQLITE_FILE).display())
 }
+
+/// The SQLite store's file in a data directory, by default.
+pub const SQLITE_FILE: &str = "control-plane.db";
 
 impl Store {
     /// Connects to `url` and applies the migrations not yet applied.
