@@ -208,7 +208,8 @@ pub struct Query {
 /// `POST /ndbinfo/query {sql}`.
 #[utoipa::path(post, path = "/ndbinfo/query", tag = "ndbinfo", request_body = Query,
     responses((status = 200, description = "{columns, rows}", body = Object),
-        (status = 400, description = "INVALID_SQL (not one SELECT, or it does not run), QUERY_TIMEOUT, TOO_MANY_ROWS", body = Object),
+        (status = 400, description = "INVALID_SQL (not one SELECT, or it does not run), QUERY_TIMEOUT, QUERY_TOO_LARGE (a value past 1 MiB, an answer past 8 MiB), TOO_MANY_ROWS", body = Object),
+        (status = 429, description = "TOO_MANY_QUERIES: as many queries run as the control plane takes at once; Retry-After says when to try again", body = Object),
         (status = 401, description = "No session, or an invalid or expired one", body = Object)))]
 pub async fn query(
     State(app): State<Arc<App>>,
