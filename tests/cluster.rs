@@ -1151,6 +1151,8 @@ async fn hostile_input_on_every_route_is_a_clear_4xx_and_changes_nothing(backend
         "limit=abc",
         "before=yesterday",
         "limit=-5",
+        "limit=0",
+        "limit=1001",
         "tenant=x&tenant=y",
         "bogus=1",
     ] {

@@ -102,7 +102,13 @@ pub async fn list(
     {
         return Err(ApiError::invalid("tenant: not a tenant id"));
     }
-    let limit = i64::from(query.limit.unwrap_or(100).clamp(1, 1000));
+    let limit = query.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::invalid(format!(
+            "limit: {limit} is outside 1 to 1000"
+        )));
+    }
+    let limit = i64::from(limit);
     let rows: Vec<Entry> = sqlx::query_as(
         "SELECT id, at, actor_id, actor_email, tenant_id, action, target, before_state, \
          after_state FROM audit_log WHERE ($1 = '' OR tenant_id = $1) AND at < $2 \
