@@ -22,7 +22,10 @@ impl Client {
     /// logged in.
     pub(crate) fn new(url: &str) -> Client {
         Client {
-            http: reqwest::Client::new(),
+            http: reqwest::Client::builder()
+                .pool_idle_timeout(shoal_listen::CLIENT_POOL_IDLE)
+                .build()
+                .expect("an HTTP client without TLS builds"),
             base: format!("{}/api/v1", url.trim_end_matches('/')),
             token: None,
         }

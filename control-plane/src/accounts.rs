@@ -105,7 +105,7 @@ pub async fn signup(
     let password = req.password;
     let hash = auth::blocking(move || auth::hash_password(&password)).await;
     let (tenant_id, user_id, now) = (new_id("t"), new_id("u"), now_ms());
-    let mut tx = app.store.pool.begin().await?;
+    let mut tx = app.store.begin_write().await?;
     let plan = serde_json::to_string(&app.config.plan_quota).expect("a quota serializes");
     sqlx::query(
         "INSERT INTO tenants (id, name, status, created_at, quota) VALUES ($1, $2, 'active', $3, $4)",

@@ -99,7 +99,7 @@ async fn set_status(
     if !validate::could_name(tenant) {
         return Err(ApiError::not_found("tenant"));
     }
-    let mut tx = app.store.pool.begin().await?;
+    let mut tx = app.store.begin_write().await?;
     let before: Option<String> = sqlx::query_scalar("SELECT status FROM tenants WHERE id = $1")
         .bind(tenant)
         .fetch_optional(&mut *tx)

@@ -123,7 +123,7 @@ pub async fn heartbeat(
         tracing::info!(node = beat.node_id, url = %beat.internal_url, "data node registered");
     }
     if !beat.keys_used.is_empty() {
-        let mut tx = app.store.pool.begin().await?;
+        let mut tx = app.store.begin_write().await?;
         for used in &beat.keys_used {
             let at = clamp(used.at.saturating_mul(1000));
             sqlx::query(
@@ -311,6 +311,7 @@ impl NodeClient {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(2))
             .timeout(Duration::from_secs(10))
+            .pool_idle_timeout(shoal_listen::CLIENT_POOL_IDLE)
             .build()
             .expect("an HTTP client without TLS builds");
         NodeClient { http, secret }

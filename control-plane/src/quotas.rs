@@ -222,7 +222,7 @@ pub async fn set_tenant(
     if !crate::validate::could_name(&tenant) {
         return Err(ApiError::not_found("tenant"));
     }
-    let mut tx = app.store.pool.begin().await?;
+    let mut tx = app.store.begin_write().await?;
     let before: Option<Option<String>> =
         sqlx::query_scalar("SELECT quota FROM tenants WHERE id = $1")
             .bind(&tenant)
@@ -278,7 +278,7 @@ pub async fn set_database(
     if db.tenant_id != tenant {
         return Err(ApiError::not_found("database"));
     }
-    let mut tx = app.store.pool.begin().await?;
+    let mut tx = app.store.begin_write().await?;
     let before: Option<String> = sqlx::query_scalar("SELECT quota FROM databases WHERE id = $1")
         .bind(&db.id)
         .fetch_one(&mut *tx)

@@ -93,6 +93,18 @@ impl Store {
         self.backend
     }
 
+    /// A transaction that will write. On SQLite it takes the write lock at
+    /// once (`BEGIN IMMEDIATE`): a deferred transaction that reads and then
+    /// writes fails at once with SQLITE_BUSY when another connection wrote
+    /// in between (the busy timeout does not wait for that case), which the
+    /// heartbeats and the metering loop make likely.
+    pub async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => self.pool.begin().await,
+        }
+    }
+
     /// A setting, if it has been set.
     pub async fn setting(&self, name: &str) -> sqlx::Result<Option<String>> {
         sqlx::query_scalar("SELECT value FROM settings WHERE name = $1")

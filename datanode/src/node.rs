@@ -181,10 +181,15 @@ impl DataNode {
         }
         let app = internal_api::router(tc.clone(), secret, Arc::clone(&durable.checkpointer));
         let stopped_internal = stopped.clone();
-        // The internal API: the caps and deadlines of the data API, on
-        // the node's own runtime.
+        // The internal API: the data API's caps, on the node's own runtime,
+        // with the default head timeout whatever the data API's is (the
+        // control plane's client keeps idle connections for less).
+        let internal_limits = Limits {
+            head_timeout: shoal_listen::HEAD_TIMEOUT,
+            ..limits
+        };
         let server = tokio::spawn(async move {
-            serve::http(listener, app, None, limits, stopped_internal).await;
+            serve::http(listener, app, None, internal_limits, stopped_internal).await;
             Ok(())
         });
         tokio::spawn(housekeeping(tc.clone(), stopped.clone()));

@@ -46,6 +46,7 @@ pub async fn heartbeats(
     let http = match reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(2))
         .timeout(Duration::from_secs(10))
+        .pool_idle_timeout(shoal_listen::CLIENT_POOL_IDLE)
         .build()
     {
         Ok(http) => http,

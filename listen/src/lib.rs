@@ -44,8 +44,14 @@ pub struct Caps {
 /// Default `max_per_address`.
 pub const MAX_PER_ADDRESS: usize = 256;
 /// Default deadline for a request head, or for a RESP client to
-/// authenticate.
+/// authenticate. Over HTTP it also bounds how long a kept-alive connection
+/// may wait idle for its next request.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long Shoal's own HTTP clients (control plane, console, data nodes,
+/// CLI) keep an idle connection for reuse: less than the servers'
+/// `HEAD_TIMEOUT`, so that a client never sends a request on a connection
+/// the server is closing for being idle.
+pub const CLIENT_POOL_IDLE: Duration = Duration::from_secs(5);
 
 /// Connections open now, per client address.
 #[derive(Debug, Default)]

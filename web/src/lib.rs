@@ -30,7 +30,10 @@ impl Console {
     pub fn new(api: String, secure_cookies: bool) -> Console {
         Console {
             api,
-            http: reqwest::Client::new(),
+            http: reqwest::Client::builder()
+                .pool_idle_timeout(shoal_listen::CLIENT_POOL_IDLE)
+                .build()
+                .expect("an HTTP client without TLS builds"),
             secure_cookies,
         }
     }
