@@ -325,6 +325,8 @@ async fn a_client_slow_to_send_its_head_or_to_authenticate_is_closed() {
         "16M",
         "--request-head-timeout",
         "1",
+        "--idle-timeout",
+        "2",
     ]);
     let rest = shoal.rest_url.trim_start_matches("http://").to_owned();
     // The reads below end when the node closes the connection: no timing
@@ -341,6 +343,11 @@ async fn a_client_slow_to_send_its_head_or_to_authenticate_is_closed() {
     let mut kept = connect_from("127.0.0.1", &rest).await;
     let answer = exchange(&mut kept, PING, "never").await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // A body that never ends is answered 408 once the idle timeout is up.
+    let mut slow = connect_from("127.0.0.1", &rest).await;
+    let head = "POST /0.1.0/db/t/pk-read HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{\"fil";
+    let answer = exchange(&mut slow, head.as_bytes(), "REQUEST_TIMEOUT").await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     // A RESP client that never authenticates is closed, however it chats.
     let mut chatty = connect_from("127.0.0.1", &shoal.resp_addr).await;
     let answer = exchange(&mut chatty, b"PING\r\n", "never").await;

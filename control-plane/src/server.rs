@@ -75,8 +75,12 @@ pub struct App {
     pub ndbinfo_queries: tokio::sync::Semaphore,
 }
 
+/// Longest a request body (at most `MAX_INTERNAL_BODY`) may take to arrive.
+const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// A JSON request body, refused with the API's error shape when it is not
-/// JSON, not the expected shape, or larger than `MAX_BODY`.
+/// JSON, not the expected shape, larger than `MAX_BODY`, or slower than
+/// `BODY_TIMEOUT`.
 #[derive(Debug)]
 pub struct Body<T>(pub T);
 
@@ -88,9 +92,18 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Body<T>, ApiError> {
-        let Json(value) = Json::<T>::from_request(req, state)
-            .await
-            .map_err(|e: JsonRejection| ApiError::from(e))?;
+        let read = tokio::time::timeout(BODY_TIMEOUT, Json::<T>::from_request(req, state));
+        let Ok(read) = read.await else {
+            return Err(ApiError::new(
+                axum::http::StatusCode::REQUEST_TIMEOUT,
+                "REQUEST_TIMEOUT",
+                format!(
+                    "the request body did not arrive within {} s",
+                    BODY_TIMEOUT.as_secs()
+                ),
+            ));
+        };
+        let Json(value) = read.map_err(|e: JsonRejection| ApiError::from(e))?;
         Ok(Body(value))
     }
 }

@@ -1,9 +1,7 @@
 //! Errors as the HTTP APIs (internal and data) answer them.
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::rejection::{JsonRejection, PathRejection};
-use axum::extract::{FromRequest, Request};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -155,33 +153,5 @@ impl From<JsonRejection> for ApiError {
 impl From<PathRejection> for ApiError {
     fn from(e: PathRejection) -> Self {
         ApiError::new(e.status(), "BAD_REQUEST", e.body_text())
-    }
-}
-
-/// A request's body, read within the front end's size limit; a body over
-/// it, or one that breaks off, answers the JSON error shape like every
-/// other refusal.
-#[derive(Debug)]
-pub(crate) struct Body(pub(crate) Bytes);
-
-impl<S: Send + Sync> FromRequest<S> for Body {
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        Bytes::from_request(req, state)
-            .await
-            .map(Body)
-            .map_err(|e| {
-                let status = e.status();
-                if status == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::new(
-                        status,
-                        "REQUEST_TOO_LARGE",
-                        "the request body is larger than this node takes (its --max-request-size)",
-                    )
-                } else {
-                    ApiError::new(status, "BAD_REQUEST", e.body_text())
-                }
-            })
     }
 }

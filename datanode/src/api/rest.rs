@@ -22,8 +22,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, Path, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -31,7 +32,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Map, Value as JsonValue, json};
 
-use super::error::{ApiError, Body};
+use super::error::ApiError;
 use super::serve::Limits;
 use super::{AccessError, access};
 use crate::batch::{Batch, Outcome};
@@ -51,6 +52,43 @@ pub const API_KEY_HEADER: &str = "x-api-key";
 #[derive(Clone)]
 struct AppState {
     tc: Tc,
+    /// Longest a request's body may take to arrive, whole.
+    body_timeout: std::time::Duration,
+}
+
+/// A request's body, read within the front end's size limit and its body
+/// timeout; a body over the limit, one that breaks off, or one that is
+/// too slow answers the JSON error shape like every other refusal.
+struct Body(Bytes);
+
+impl FromRequest<AppState> for Body {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let read = tokio::time::timeout(state.body_timeout, Bytes::from_request(req, state));
+        let Ok(read) = read.await else {
+            return Err(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "REQUEST_TIMEOUT",
+                format!(
+                    "the request body did not arrive within {} s (the node's --idle-timeout)",
+                    state.body_timeout.as_secs()
+                ),
+            ));
+        };
+        read.map(Body).map_err(|e| {
+            let status = e.status();
+            if status == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(
+                    status,
+                    "REQUEST_TOO_LARGE",
+                    "the request body is larger than this node takes (its --max-request-size)",
+                )
+            } else {
+                ApiError::new(status, "BAD_REQUEST", e.body_text())
+            }
+        })
+    }
 }
 
 /// Every route of the REST data API.
@@ -70,7 +108,10 @@ pub fn router(tc: Tc, limits: Limits) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(limits.max_request_bytes))
-        .with_state(AppState { tc })
+        .with_state(AppState {
+            tc,
+            body_timeout: limits.idle_timeout,
+        })
 }
 
 async fn health(State(state): State<AppState>) -> (StatusCode, Json<JsonValue>) {
