@@ -229,6 +229,8 @@ pub struct Store {
     versions: Box<[AtomicU64]>,
     /// Keys with an expiry, by when: what the purge looks at.
     expiring: std::sync::Mutex<Expiring>,
+    /// Held by a purge of the keys the index says are due.
+    purging: tokio::sync::Mutex<()>,
     /// Largest value (string or encoded hash).
     max_value: usize,
 }
@@ -286,6 +288,7 @@ impl Store {
             locks: KeyLocks::new(LOCKS),
             versions: (0..LOCKS).map(|_| AtomicU64::new(0)).collect(),
             expiring: std::sync::Mutex::default(),
+            purging: tokio::sync::Mutex::new(()),
             max_value,
         }
     }
@@ -814,6 +817,9 @@ impl Store {
     /// index has them; how many it looked at. Purging is the node's work:
     /// it is not charged to the database.
     pub async fn purge_expired(&self, limit: usize) -> usize {
+        // One purge at a time, so that `count`'s purge waits for one under
+        // way: the keys it took from the index are gone when it returns.
+        let _purging = self.purging.lock().await;
         let now = now_ms();
         let due: Vec<(Tables, Vec<u8>)> = {
             let mut expiring = self.expiring.lock().unwrap_or_else(|e| e.into_inner());
