@@ -112,6 +112,11 @@ struct ControlConnections {
     /// Most connections the control plane holds from one client address.
     #[arg(long, default_value_t = shoal_listen::MAX_PER_ADDRESS as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     control_max_connections_per_address: u64,
+    /// Seconds a client has to send the control plane a whole request head
+    /// (also between requests on a kept-alive connection); at least 6, as
+    /// Shoal's own clients keep idle connections 5 s.
+    #[arg(long = "control-request-head-timeout", default_value_t = shoal_listen::HEAD_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(6..=3_600))]
+    control_head_timeout_secs: u64,
 }
 
 impl ControlConnections {
@@ -120,6 +125,10 @@ impl ControlConnections {
             max_connections: self.control_max_connections as usize,
             max_per_address: self.control_max_connections_per_address as usize,
         }
+    }
+
+    fn head_timeout(&self) -> Duration {
+        Duration::from_secs(self.control_head_timeout_secs)
     }
 }
 
@@ -196,6 +205,7 @@ impl ControlPlaneArgs {
             listen: (self.listen, self.control_port).into(),
             secure_cookies: self.secure_cookies,
             connections: self.connections.caps(),
+            head_timeout: self.connections.head_timeout(),
             cluster_secret,
             bootstrap_admin,
             plan_quota,
@@ -429,6 +439,7 @@ async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Resu
         listen: (args.node.listen, args.control_port).into(),
         secure_cookies: false,
         connections: args.connections.caps(),
+        head_timeout: args.connections.head_timeout(),
         cluster_secret: secret.clone(),
         bootstrap_admin: Some((demo::ADMIN_EMAIL.to_owned(), admin_password.clone())),
         plan_quota: shoal_control_plane::quotas::default_plan(),

@@ -109,12 +109,14 @@ async fn a_control_plane_and_a_data_node_tighten_their_directories() {
 
 /// `shoal demo` on a fresh directory, ready; answers it and a session
 /// token of its demo tenant.
-async fn demo_tenant() -> (Shoal, tempfile::TempDir, String, String) {
+async fn demo_tenant(extra: &[&str]) -> (Shoal, tempfile::TempDir, String, String) {
     let dir = tempfile::tempdir().unwrap();
-    let mut shoal = Shoal::start_in(
+    let args = [
         &["demo", "--data-memory", "64M", "--control-port", "0"],
-        dir.path(),
-    );
+        extra,
+    ]
+    .concat();
+    let mut shoal = Shoal::start_in(&args, dir.path());
     shoal.wait_for("written to");
     let demo: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("demo.json")).unwrap()).unwrap();
@@ -156,7 +158,7 @@ async fn ndbinfo_sql(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_tenants_ndbinfo_query_cannot_take_the_process() {
-    let (shoal, _dir, api, token) = demo_tenant().await;
+    let (shoal, _dir, api, token) = demo_tenant(&[]).await;
     let before = shoal.peak_rss();
     let endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)";
     let attacks: [(String, &str); 6] = [
@@ -206,10 +208,11 @@ async fn one_tenants_ndbinfo_query_cannot_take_the_process() {
         (200, &serde_json::json!([["demo"]]))
     );
 
-    // Past a few at once: 429, with when to try again.
+    // Past a few at once: 429, with when to try again. (Eight sent at once,
+    // each running 2 s: more than four overlap however loaded the machine.)
     let slow = format!("{endless} SELECT max(x) FROM c");
     let mut tries = tokio::task::JoinSet::new();
-    for _ in 0..6 {
+    for _ in 0..8 {
         let (api, token, slow) = (api.clone(), token.clone(), slow.clone());
         tries.spawn(async move { ndbinfo_sql(&api, &token, &slow).await });
     }
@@ -266,7 +269,15 @@ const HEALTH: &[u8] = b"GET /api/v1/healthz HTTP/1.1\r\nhost: x\r\n\r\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_flood_from_one_address_does_not_stop_the_others() {
-    let (shoal, _dir, api, _) = demo_tenant().await;
+    // Head timeouts long enough that no held connection is closed while
+    // the test runs, however slowly.
+    let (shoal, _dir, api, _) = demo_tenant(&[
+        "--request-head-timeout",
+        "3600",
+        "--control-request-head-timeout",
+        "3600",
+    ])
+    .await;
     let control = api
         .trim_start_matches("http://")
         .trim_end_matches("/api/v1")

@@ -45,6 +45,9 @@ pub struct Config {
     /// How many connections the API and console hold, in all and from one
     /// client address.
     pub connections: shoal_listen::Caps,
+    /// A request head must arrive whole within this long of a connection's
+    /// opening or its previous reply (more than `CLIENT_POOL_IDLE`).
+    pub head_timeout: std::time::Duration,
     /// What data nodes and the control plane present to each other.
     pub cluster_secret: ClusterSecret,
     /// A platform admin made at start if there is no such account: email
@@ -225,7 +228,12 @@ impl ControlPlane {
             config.secure_cookies,
         ));
         let routes = router(Arc::clone(&app), console);
-        let server = tokio::spawn(serve(listener, routes, config.connections, stopped));
+        let server = tokio::spawn(serve(
+            listener,
+            routes,
+            (config.connections, config.head_timeout),
+            stopped,
+        ));
         let reconcile = tokio::spawn(nodes::reconcile_loop(Arc::clone(&app)));
         let metering = tokio::spawn(usage::collect_loop(
             Arc::clone(&app),
@@ -264,7 +272,7 @@ const DRAIN: std::time::Duration = std::time::Duration::from_secs(30);
 async fn serve(
     listener: TcpListener,
     routes: Router,
-    caps: shoal_listen::Caps,
+    (caps, head_timeout): (shoal_listen::Caps, std::time::Duration),
     stopped: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
@@ -274,8 +282,7 @@ async fn serve(
             .layer(axum::Extension(axum::extract::ConnectInfo(peer)));
         let watcher = graceful.watcher();
         tokio::spawn(async move {
-            shoal_listen::http_connection(stream, routes, shoal_listen::HEAD_TIMEOUT, watcher)
-                .await;
+            shoal_listen::http_connection(stream, routes, head_timeout, watcher).await;
             drop(permit);
         });
     })

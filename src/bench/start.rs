@@ -66,6 +66,7 @@ impl Cluster {
                 max_connections: 4096,
                 max_per_address: 4096,
             },
+            head_timeout: shoal_listen::HEAD_TIMEOUT,
             cluster_secret: secret.clone(),
             bootstrap_admin: Some((ADMIN_EMAIL.to_owned(), password.clone())),
             plan_quota: shoal_control_plane::quotas::default_plan(),
