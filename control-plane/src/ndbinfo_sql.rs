@@ -50,8 +50,9 @@ pub const MAX_RUNNING: usize = 4;
 /// Page cache of a query's engine, in KiB.
 const CACHE_KIB: i32 = 4096;
 
-/// SQLite's limits on one query's engine, beside `MAX_VALUE`.
-const LIMITS: [(i32, i32); 9] = [
+/// SQLite's limits on one query's engine.
+const LIMITS: [(i32, i32); 10] = [
+    (libsqlite3_sys::SQLITE_LIMIT_LENGTH, MAX_VALUE),
     (libsqlite3_sys::SQLITE_LIMIT_SQL_LENGTH, MAX_SQL as i32),
     (libsqlite3_sys::SQLITE_LIMIT_COLUMN, 200),
     (libsqlite3_sys::SQLITE_LIMIT_EXPR_DEPTH, 100),
@@ -235,7 +236,6 @@ pub async fn query(
         // keeps from any other use while these calls run; sqlite3_limit
         // only sets a field of it.
         unsafe {
-            libsqlite3_sys::sqlite3_limit(db, libsqlite3_sys::SQLITE_LIMIT_LENGTH, MAX_VALUE);
             for (limit, value) in LIMITS {
                 libsqlite3_sys::sqlite3_limit(db, limit, value);
             }

@@ -231,7 +231,8 @@ impl ControlPlane {
         let server = tokio::spawn(serve(
             listener,
             routes,
-            (config.connections, config.head_timeout),
+            config.connections,
+            config.head_timeout,
             stopped,
         ));
         let reconcile = tokio::spawn(nodes::reconcile_loop(Arc::clone(&app)));
@@ -272,7 +273,8 @@ const DRAIN: std::time::Duration = std::time::Duration::from_secs(30);
 async fn serve(
     listener: TcpListener,
     routes: Router,
-    (caps, head_timeout): (shoal_listen::Caps, std::time::Duration),
+    caps: shoal_listen::Caps,
+    head_timeout: std::time::Duration,
     stopped: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();

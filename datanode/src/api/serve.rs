@@ -120,7 +120,7 @@ impl Workers {
 pub(crate) const DRAIN: Duration = Duration::from_secs(30);
 
 /// What an HTTP front end answers a connection past its caps.
-pub(crate) const HTTP_REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: 95\r\n\r\n{\"error\":{\"code\":\"TOO_MANY_CONNECTIONS\",\"message\":\"the node has all the connections it takes\"}}";
+const HTTP_REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: 95\r\n\r\n{\"error\":{\"code\":\"TOO_MANY_CONNECTIONS\",\"message\":\"the node has all the connections it takes\"}}";
 
 /// Serves `router` over HTTP/1.1 until `stopped`, each connection on the
 /// thread `workers` deals it to (none: the calling runtime's), then lets
@@ -133,8 +133,8 @@ pub(crate) async fn http(
     stopped: watch::Receiver<bool>,
 ) {
     let graceful = GracefulShutdown::new();
-    // Only the idle wait between requests is bounded by the head timeout
-    // too; a node's idle timeout shorter than it wins.
+    // hyper's head timeout also bounds the idle wait between requests, so
+    // an idle timeout shorter than it wins.
     let head_timeout = limits.head_timeout.min(limits.idle_timeout);
     let gate = shoal_listen::accept(
         listener,

@@ -3,7 +3,7 @@
 //! arguments").
 
 use super::store::{Db, Entry, Item, Kind, StoreError, decode_hash, encode_hash, now_ms};
-use super::table::COMMANDS;
+use super::table::{self, COMMANDS, InMulti};
 use super::{Conn, Flow, Session, error_reply};
 use crate::api::{AccessError, access};
 
@@ -127,9 +127,12 @@ impl Conn {
             self.out.error("NOAUTH", "Authentication required.");
             return Flow::Continue;
         }
-        if self.multi.is_some() && !["EXEC", "DISCARD", "MULTI", "WATCH", "QUIT"].contains(&name) {
-            self.queue(name, args);
-            return Flow::Continue;
+        if self.multi.is_some() {
+            let spec = table::find(name);
+            if spec.is_none_or(|s| s.in_multi != InMulti::AtOnce) {
+                self.queue(spec, args);
+                return Flow::Continue;
+            }
         }
         match self.dispatch(name, args).await {
             Ok(flow) => flow,

@@ -395,55 +395,41 @@ impl Store {
         batch: &mut Batch,
         keys: &[&[u8]],
     ) -> Result<Vec<Option<Entry>>, StoreError> {
-        if db.tx.is_none() && keys.iter().all(|k| k.len() <= MAX_KEY) {
-            // The common case, without the bookkeeping below.
-            let Some(t) = self.tables(db, false).await? else {
-                return Ok(vec![None; keys.len()]);
-            };
-            batch.clear();
-            for key in keys {
-                batch
-                    .read(&t.keys, &[key_value(key)?])
-                    .map_err(OperationError::from)?;
-            }
-            self.run(db, batch, Commit::Each).await?;
-            let now = now_ms();
-            return (0..keys.len())
-                .map(|i| {
-                    let row = batch.found(i)?;
-                    Ok(row.map(|r| decode_entry(&r)).filter(|e| e.is_live(now)))
-                })
-                .collect();
-        }
         let now = now_ms();
-        let mut entries = vec![None; keys.len()];
-        // Which keys the tables are asked for: not those the transaction
-        // wrote, nor those too long to be a key (missing, as Redis has
-        // them; only a write refuses them).
-        let mut asked = Vec::with_capacity(keys.len());
-        for (i, key) in keys.iter().enumerate() {
-            match db.tx.as_ref().and_then(|tx| tx.get(key, now)) {
-                Some(pending) => entries[i] = pending.map(Pending::entry),
-                None if key.len() <= MAX_KEY => asked.push(i),
-                None => {}
-            }
-        }
-        if asked.is_empty() {
+        // What the transaction wrote is read from it; a key too long to be
+        // one is missing, as Redis has it (only a write refuses it); the
+        // tables are asked for the rest.
+        let asked = |db: &Db, key: &[u8]| {
+            key.len() <= MAX_KEY && db.tx.as_ref().is_none_or(|tx| tx.get(key, now).is_none())
+        };
+        let mut entries: Vec<Option<Entry>> = keys
+            .iter()
+            .map(|key| {
+                let pending = db.tx.as_ref().and_then(|tx| tx.get(key, now)).flatten();
+                pending.map(Pending::entry)
+            })
+            .collect();
+        if !keys.iter().any(|key| asked(db, key)) {
             return Ok(entries);
         }
         let Some(t) = self.tables(db, false).await? else {
             return Ok(entries);
         };
         batch.clear();
-        for &i in &asked {
+        for key in keys.iter().filter(|key| asked(db, key)) {
             batch
-                .read(&t.keys, &[key_value(keys[i])?])
+                .read(&t.keys, &[key_value(key)?])
                 .map_err(OperationError::from)?;
         }
         self.run(db, batch, Commit::Each).await?;
-        for (n, &i) in asked.iter().enumerate() {
-            let row = batch.found(n)?;
-            entries[i] = row.map(|r| decode_entry(&r)).filter(|e| e.is_live(now));
+        let now = now_ms();
+        let mut read = 0;
+        for (entry, key) in entries.iter_mut().zip(keys) {
+            if asked(db, key) {
+                let row = batch.found(read)?;
+                *entry = row.map(|r| decode_entry(&r)).filter(|e| e.is_live(now));
+                read += 1;
+            }
         }
         Ok(entries)
     }
@@ -523,10 +509,8 @@ impl Store {
         batch: &mut Batch,
         items: &[Item<'_>],
     ) -> Result<(), StoreError> {
-        if db.tx.is_some() {
-            self.check_put(db, items)?;
-        }
         if let Some(tx) = &mut db.tx {
+            self.check_put(&db.db, db.grant, items)?;
             for item in items {
                 let pending = Pending {
                     kind: item.kind,
@@ -576,7 +560,7 @@ impl Store {
         items: &[Item<'_>],
         commit: Commit,
     ) -> Result<Vec<usize>, StoreError> {
-        self.check_put(db, items)?;
+        self.check_put(&db.db, db.grant, items)?;
         let t = self.tables(db, true).await?.expect("created");
         batch.clear();
         let mut reads = Vec::with_capacity(items.len());
@@ -597,7 +581,7 @@ impl Store {
     /// What every write is checked for before it is made: values within
     /// the limit, keys within theirs, and a key that may write. A key that
     /// may not write does not get to create the tables either.
-    fn check_put(&self, db: &Db, items: &[Item<'_>]) -> Result<(), StoreError> {
+    fn check_put(&self, db: &Database, grant: Grant, items: &[Item<'_>]) -> Result<(), StoreError> {
         for item in items {
             if item.value.len() > self.max_value {
                 return Err(StoreError::TooLarge(self.max_value));
@@ -606,9 +590,9 @@ impl Store {
                 return Err(StoreError::KeyTooLong);
             }
         }
-        if db.grant.role != Role::ReadWrite {
+        if grant.role != Role::ReadWrite {
             return Err(StoreError::Tc(TcError::Forbidden {
-                database: db.db.name.to_string(),
+                database: db.name.to_string(),
                 reason: "the key may only read".into(),
             }));
         }
@@ -654,10 +638,8 @@ impl Store {
         key: &[u8],
         entry: &Entry,
     ) -> Result<(), StoreError> {
-        if db.tx.is_some() {
-            self.check_put(db, &[])?;
-        }
         if let Some(tx) = &mut db.tx {
+            self.check_put(&db.db, db.grant, &[])?;
             tx.writes.insert(key.to_vec(), None);
             return Ok(());
         }

@@ -16,16 +16,25 @@ pub(super) enum Keys {
     Pairs,
 }
 
+/// What a command sent after `MULTI` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum InMulti {
+    /// Queued for `EXEC`.
+    Queued,
+    /// Run at once (`EXEC`, `DISCARD`, `MULTI`, `WATCH`, `QUIT`), as Redis.
+    AtOnce,
+    /// Refused, and the transaction with it: `AUTH` or `HELLO` would move
+    /// the connection to another database in the middle of its transaction.
+    Refused,
+}
+
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Spec {
     pub(super) name: &'static str,
     /// Redis's: `n` is exactly `n` arguments with the name, `-n` at least `n`.
     pub(super) arity: i32,
     pub(super) keys: Keys,
-    /// Not to be queued by `MULTI`: refused, and the transaction with it
-    /// (`AUTH` or `HELLO` would move the connection to another database in
-    /// the middle of its transaction).
-    pub(super) no_multi: bool,
+    pub(super) in_multi: InMulti,
 }
 
 const fn spec(name: &'static str, arity: i32, keys: Keys) -> Spec {
@@ -33,25 +42,22 @@ const fn spec(name: &'static str, arity: i32, keys: Keys) -> Spec {
         name,
         arity,
         keys,
-        no_multi: false,
+        in_multi: InMulti::Queued,
     }
 }
 
-const fn outside_multi(name: &'static str, arity: i32) -> Spec {
-    Spec {
-        name,
-        arity,
-        keys: Keys::None,
-        no_multi: true,
+impl Spec {
+    const fn in_multi(self, in_multi: InMulti) -> Spec {
+        Spec { in_multi, ..self }
     }
 }
 
 pub(super) const COMMANDS: [Spec; 46] = [
     spec("PING", -1, Keys::None),
     spec("ECHO", 2, Keys::None),
-    spec("QUIT", -1, Keys::None),
-    outside_multi("AUTH", -2),
-    outside_multi("HELLO", -1),
+    spec("QUIT", -1, Keys::None).in_multi(InMulti::AtOnce),
+    spec("AUTH", -2, Keys::None).in_multi(InMulti::Refused),
+    spec("HELLO", -1, Keys::None).in_multi(InMulti::Refused),
     spec("SELECT", 2, Keys::None),
     spec("DBSIZE", 1, Keys::None),
     spec("INFO", -1, Keys::None),
@@ -88,10 +94,10 @@ pub(super) const COMMANDS: [Spec; 46] = [
     spec("TTL", 2, Keys::First),
     spec("PTTL", 2, Keys::First),
     spec("PERSIST", 2, Keys::First),
-    spec("MULTI", 1, Keys::None),
-    spec("EXEC", 1, Keys::None),
-    spec("DISCARD", 1, Keys::None),
-    spec("WATCH", -2, Keys::All),
+    spec("MULTI", 1, Keys::None).in_multi(InMulti::AtOnce),
+    spec("EXEC", 1, Keys::None).in_multi(InMulti::AtOnce),
+    spec("DISCARD", 1, Keys::None).in_multi(InMulti::AtOnce),
+    spec("WATCH", -2, Keys::All).in_multi(InMulti::AtOnce),
     spec("UNWATCH", 1, Keys::None),
 ];
 

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use super::commands::{Refusal, unknown_command, wrong_args};
 use super::store::now_ms;
-use super::table;
+use super::table::{InMulti, Spec};
 use super::{Conn, error_reply};
 
 /// Most commands one transaction queues.
@@ -27,7 +27,7 @@ pub(super) const MAX_WATCHED: usize = 10_000;
 /// The commands queued since `MULTI`.
 #[derive(Debug, Default)]
 pub(super) struct Multi {
-    queued: Vec<Vec<Vec<u8>>>,
+    queued: Vec<(&'static Spec, Vec<Vec<u8>>)>,
     /// Bytes of the queued commands' arguments.
     bytes: usize,
     /// A command was refused while queueing: `EXEC` applies nothing.
@@ -43,17 +43,18 @@ pub(super) struct Watched {
 }
 
 impl Conn {
-    /// Queues a command sent after `MULTI`, answering `QUEUED` or why not.
-    pub(super) fn queue(&mut self, name: &str, args: &[&[u8]]) {
+    /// Queues a command `spec` names (none: one this does not have), sent
+    /// after `MULTI`; answers `QUEUED` or why not.
+    pub(super) fn queue(&mut self, spec: Option<&'static Spec>, args: &[&[u8]]) {
         let max_bytes = self.store.max_value();
         let multi = self.multi.as_mut().expect("in MULTI");
         let bytes: usize = args.iter().map(|a| a.len()).sum();
-        let refusal: Option<Refusal> = match table::find(name) {
+        let refusal: Option<Refusal> = match spec {
             None => Some(unknown_command(args)),
-            Some(spec) if spec.no_multi => {
+            Some(spec) if spec.in_multi == InMulti::Refused => {
                 Some(("ERR", "Command not allowed inside a transaction".into()))
             }
-            Some(spec) if !spec.takes(args.len()) => Some(wrong_args(name)),
+            Some(spec) if !spec.takes(args.len()) => Some(wrong_args(spec.name)),
             Some(_) if multi.queued.len() >= MAX_QUEUED => Some((
                 "ERR",
                 format!("a transaction queues at most {MAX_QUEUED} commands"),
@@ -62,18 +63,18 @@ impl Conn {
                 "ERR",
                 format!("a transaction's commands hold at most {max_bytes} bytes"),
             )),
-            Some(_) => None,
-        };
-        match refusal {
-            Some((prefix, message)) => {
-                multi.failed = true;
-                self.out.error(prefix, &message);
-            }
-            None => {
+            Some(spec) => {
                 multi.bytes += bytes;
-                multi.queued.push(args.iter().map(|a| a.to_vec()).collect());
+                multi
+                    .queued
+                    .push((spec, args.iter().map(|a| a.to_vec()).collect()));
                 self.out.simple("QUEUED");
+                return;
             }
+        };
+        if let Some((prefix, message)) = refusal {
+            multi.failed = true;
+            self.out.error(prefix, &message);
         }
     }
 
@@ -148,12 +149,10 @@ impl Conn {
             ));
         }
         let commands: Vec<Vec<&[u8]>> = (multi.queued.iter())
-            .map(|c| c.iter().map(Vec::as_slice).collect())
+            .map(|(_, c)| c.iter().map(Vec::as_slice).collect())
             .collect();
         let mut keys: Vec<&[u8]> = watched.iter().map(|w| w.key.as_slice()).collect();
-        for args in &commands {
-            let name = String::from_utf8_lossy(args[0]).to_ascii_uppercase();
-            let spec = table::find(&name).expect("queued commands are known");
+        for ((spec, _), args) in multi.queued.iter().zip(&commands) {
             keys.extend(spec.keys(args));
         }
         let store = Arc::clone(&self.store);
