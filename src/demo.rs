@@ -9,7 +9,7 @@ use anyhow::Context;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use shoal_control_plane::ControlPlane;
-use shoal_datanode::node::DataNode;
+use shoal_datanode::DataNode;
 use shoal_datanode::{Commit, Grant, Outcome, Role, Value as Cell};
 
 use crate::client::{Client, answer};
@@ -171,7 +171,7 @@ pub(crate) async fn run(
         resp.port()
     );
     let url = format!("http://{}", node.internal_addr());
-    let secret_file = data_dir.join(shoal_datanode::node::SECRET_FILE);
+    let secret_file = data_dir.join(shoal_datanode::SECRET_FILE);
     println!("see the memory it takes, per table and for the whole node, and its quota:");
     println!(
         "  curl -s -H \"Authorization: Bearer $(cat {})\" {url}/internal/v1/ndbinfo/table_memory_usage",
@@ -230,7 +230,7 @@ async fn insert_rows(node: &DataNode) -> anyhow::Result<()> {
         database: users.database.id,
         role: Role::ReadWrite,
     };
-    let mut batch = engine.batch();
+    let mut batch = engine.tc().batch();
     for id in 0..ROWS {
         let row = [
             ("id", Cell::Int(id)),

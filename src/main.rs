@@ -15,11 +15,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use shoal_datanode::api::serve::Limits;
-use shoal_datanode::internal_api::ClusterSecret;
-use shoal_datanode::node::{DataNode, DataNodeConfig};
-use shoal_datanode::persist::redo::Durability;
-use shoal_datanode::register::ControlPlaneLink;
+use shoal_datanode::ClusterSecret;
+use shoal_datanode::ControlPlaneLink;
+use shoal_datanode::Durability;
+use shoal_datanode::Limits;
+use shoal_datanode::{DataNode, DataNodeConfig};
 
 use crate::size::{ByteSize, Span};
 
@@ -327,7 +327,7 @@ impl NodeArgs {
             data_memory: self.data_memory.0,
             ldm_threads: self
                 .ldm_threads
-                .unwrap_or_else(shoal_datanode::engine::default_ldm_threads),
+                .unwrap_or_else(shoal_datanode::default_ldm_threads),
             lock_wait_timeout: Duration::from_millis(self.lock_wait_timeout_ms),
             data_dir: self.data_dir.clone(),
             durability: self.durability,
@@ -392,7 +392,7 @@ async fn datanode(args: &NodeArgs, telemetry: &telemetry::Telemetry) -> anyhow::
     let stop = stop_signal()?;
     let node = DataNode::start(config.clone()).await?;
     print_node(&node, &config);
-    let metrics = telemetry::export_node_metrics(telemetry, node.tc());
+    let metrics = telemetry::export_node_metrics(telemetry, node.engine());
     stop.await;
     drop(metrics);
     node.tc().observe_latency(None);
@@ -422,7 +422,7 @@ async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Resu
     let secret = match config.cluster_secret.clone() {
         Some(secret) => secret,
         None => {
-            let path = dir.join(shoal_datanode::node::SECRET_FILE);
+            let path = dir.join(shoal_datanode::SECRET_FILE);
             ClusterSecret::load_or_create(&path)
                 .map_err(anyhow::Error::msg)
                 .with_context(|| format!("the cluster secret in {}", path.display()))?
@@ -465,7 +465,7 @@ async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Resu
     let stop = stop_signal()?;
     let node = DataNode::start(config.clone()).await?;
     print_node(&node, &config);
-    let metrics = telemetry::export_node_metrics(telemetry, node.tc());
+    let metrics = telemetry::export_node_metrics(telemetry, node.engine());
     let seeded = demo::run(&control, &node, dir, &admin_password, before).await;
     if seeded.is_ok() {
         stop.await;

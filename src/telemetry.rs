@@ -96,8 +96,11 @@ impl Drop for NodeMetrics {
 /// Exports each database's figures of `engine` over OTLP (when metrics are
 /// exported): read when the exporter collects, nothing recorded per
 /// request beyond the counters the node keeps anyway.
-pub(crate) fn export_node_metrics(telemetry: &Telemetry, tc: &shoal_datanode::Tc) -> NodeMetrics {
-    let engine = tc.engine();
+pub(crate) fn export_node_metrics(
+    telemetry: &Telemetry,
+    engine: &shoal_datanode::Engine,
+) -> NodeMetrics {
+    let tc = engine.tc();
     use opentelemetry::KeyValue;
     use opentelemetry::metrics::MeterProvider as _;
     use shoal_datanode::stats;
@@ -173,7 +176,7 @@ pub(crate) fn export_node_metrics(telemetry: &Telemetry, tc: &shoal_datanode::Tc
                 .collect(),
         )
         .build();
-    tc.observe_latency(Some(shoal_datanode::tc::LatencyObserver(Box::new(
+    tc.observe_latency(Some(shoal_datanode::LatencyObserver(Box::new(
         move |db, took| {
             let tenant = db
                 .tenant

@@ -22,11 +22,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use shoal_datanode::engine::DEFAULT_LOCK_WAIT_TIMEOUT;
-use shoal_datanode::persist::io::FileSystem;
-use shoal_datanode::persist::redo::Durability;
-use shoal_datanode::persist::{self, Durable};
-use shoal_datanode::{Commit, Engine, EngineConfig, Grant, Role, Table, Tc, Value};
+use shoal_datanode::testing::{self as persist, Durable, FileSystem};
+use shoal_datanode::{
+    Commit, DEFAULT_LOCK_WAIT_TIMEOUT, Durability, Engine, EngineConfig, Grant, Role, Table, Value,
+};
 use shoal_wire::schema::{DatabaseName, TableDef};
 
 const KV: &str = r#"{"name":"kv","primary_key":["k"],"columns":[{"name":"k","type":"BIGINT"},{"name":"v","type":"VARBINARY(1000)"}]}"#;
@@ -76,8 +75,9 @@ struct Throughput {
 
 /// `clients` tasks committing one 100-byte row each, one after another,
 /// for `RUN_FOR`.
-async fn writes(tc: &Tc, clients: u64) -> Throughput {
-    let (t, grant) = table(tc.engine()).await;
+async fn writes(engine: &Engine, clients: u64) -> Throughput {
+    let tc = engine.tc();
+    let (t, grant) = table(engine).await;
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let tasks: Vec<_> = (0..clients)
@@ -87,7 +87,7 @@ async fn writes(tc: &Tc, clients: u64) -> Throughput {
                 let mut latency = Histogram::<u64>::new(3).unwrap();
                 let mut k = c as i64 * 1_000_000_000;
                 while !stop.load(Ordering::Relaxed) {
-                    let mut b = tc.engine().batch();
+                    let mut b = tc.batch();
                     b.write(
                         &t,
                         &[
@@ -156,7 +156,7 @@ fn write_throughput(rt: &tokio::runtime::Runtime) {
             None,
         ] {
             let dir = bench_dir();
-            let (tc, durable) = match mode {
+            let (engine, durable) = match mode {
                 Some(mode) => {
                     let d = rt
                         .block_on(persist::open(
@@ -166,12 +166,12 @@ fn write_throughput(rt: &tokio::runtime::Runtime) {
                             mode,
                         ))
                         .unwrap();
-                    (d.tc.clone(), Some(d))
+                    (d.engine.clone(), Some(d))
                 }
-                None => (Tc::new(Engine::start(config(1 << 30)).unwrap()), None),
+                None => (Engine::start(config(1 << 30)).unwrap(), None),
             };
             let syncs_before = durable.as_ref().map_or(0, |d| d.log.syncs());
-            let r = rt.block_on(writes(&tc, clients));
+            let r = rt.block_on(writes(&engine, clients));
             let syncs = durable.as_ref().map_or(0, |d| d.log.syncs()) - syncs_before;
             let syncs_per_sec = syncs as f64 / RUN_FOR.as_secs_f64();
             let per_sync = if syncs == 0 {
@@ -190,7 +190,7 @@ fn write_throughput(rt: &tokio::runtime::Runtime) {
             if let Some(d) = durable {
                 d.log.close().unwrap();
             }
-            drop(tc);
+            drop(engine);
         }
     }
     println!();
@@ -225,9 +225,10 @@ const ROWS: i64 = 1_000_000;
 const ROW_BYTES: usize = 1000;
 
 /// Writes `ROWS` rows (in batches of 1000) whose values start with `tag`.
-async fn load(tc: &Tc, rows: std::ops::Range<i64>, tag: u8) {
-    let (t, _) = table(tc.engine()).await;
-    let mut batch = tc.engine().batch();
+async fn load(engine: &Engine, rows: std::ops::Range<i64>, tag: u8) {
+    let (t, _) = table(engine).await;
+    let tc = engine.tc();
+    let mut batch = tc.batch();
     for k in rows {
         let mut v = vec![tag; ROW_BYTES];
         v[..8].copy_from_slice(&k.to_le_bytes());
@@ -235,11 +236,11 @@ async fn load(tc: &Tc, rows: std::ops::Range<i64>, tag: u8) {
             .write(&t, &[("k", Value::Int(k)), ("v", Value::Bytes(v))])
             .unwrap();
         if batch.len() == 1000 {
-            tc.engine().execute(&mut batch).await.unwrap();
+            tc.execute_unchecked(&mut batch).await.unwrap();
             batch.clear();
         }
     }
-    tc.engine().execute(&mut batch).await.unwrap();
+    tc.execute_unchecked(&mut batch).await.unwrap();
 }
 
 async fn reopen(dir: &Path) -> Durable {
@@ -265,7 +266,7 @@ fn recovery(rt: &tokio::runtime::Runtime) {
         )
         .await
         .unwrap();
-        load(&node.tc, 0..ROWS, 1).await;
+        load(&node.engine, 0..ROWS, 1).await;
         node.close().await.unwrap();
     });
     println!("## Recovery: {ROWS} rows of {ROW_BYTES} bytes");
@@ -280,7 +281,8 @@ fn recovery(rt: &tokio::runtime::Runtime) {
             (r.image_bytes, r.images_took)
         };
         let rows: u64 = rt
-            .block_on(node.tc.engine().memory_usage())
+            .block_on(node.engine.memory_usage())
+            .unwrap()
             .iter()
             .map(|f| f.rows)
             .sum();
@@ -306,7 +308,7 @@ fn recovery(rt: &tokio::runtime::Runtime) {
     // Updates of a quarter of the rows after the checkpoint: only in the log.
     rt.block_on(async {
         let node = reopen(dir.path()).await;
-        load(&node.tc, 0..ROWS / 4, 2).await;
+        load(&node.engine, 0..ROWS / 4, 2).await;
         node.log.close().unwrap();
     });
     measure("redo log after the checkpoint", true);

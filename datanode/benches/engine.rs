@@ -120,7 +120,7 @@ fn run(rt: &tokio::runtime::Runtime, w: &Workload) -> Result {
         ldm_threads: 1,
         fragments_per_table: Some(2),
         seed: None,
-        lock_wait_timeout: shoal_datanode::engine::DEFAULT_LOCK_WAIT_TIMEOUT,
+        lock_wait_timeout: shoal_datanode::DEFAULT_LOCK_WAIT_TIMEOUT,
     })
     .expect("engine starts");
     let table: Arc<Table> = rt.block_on(async {
@@ -132,20 +132,21 @@ fn run(rt: &tokio::runtime::Runtime, w: &Workload) -> Result {
 
     // Inserts: encode outside the clock, time only the execution.
     let mut insert_time = Duration::ZERO;
-    let mut batch: Batch = engine.batch();
+    let mut batch: Batch = engine.tc().batch();
     for start in (0..w.rows as u64).step_by(BATCH) {
         batch.clear();
         for i in start..(start + BATCH as u64).min(w.rows as u64) {
             batch.insert(&table, &(w.row)(i)).unwrap();
         }
         let t = Instant::now();
-        rt.block_on(engine.execute(&mut batch)).unwrap();
+        rt.block_on(engine.tc().execute_unchecked(&mut batch))
+            .unwrap();
         insert_time += t.elapsed();
         assert!(matches!(batch.result(0), Ok(Outcome::Inserted)));
     }
     let inserts_per_sec = w.rows as f64 / insert_time.as_secs_f64();
 
-    let usage = rt.block_on(engine.memory_usage());
+    let usage = rt.block_on(engine.memory_usage()).unwrap();
     let in_memory: u64 = usage.iter().map(|f| f.in_memory_bytes).sum();
     let free: u64 = usage.iter().map(|f| f.free_in_memory_bytes).sum();
     let payload: usize = (0..w.rows as u64).map(w.payload).sum();
@@ -160,7 +161,7 @@ fn run(rt: &tokio::runtime::Runtime, w: &Workload) -> Result {
     };
     let batches: Vec<Batch> = (0..50)
         .map(|_| {
-            let mut b = engine.batch();
+            let mut b = engine.tc().batch();
             for _ in 0..BATCH {
                 b.read(&table, &[(w.key)(random() % w.rows as u64)])
                     .unwrap();
@@ -169,12 +170,13 @@ fn run(rt: &tokio::runtime::Runtime, w: &Workload) -> Result {
         })
         .collect();
     let mut batches = batches;
-    rt.block_on(engine.execute(&mut batches[0])).unwrap();
+    rt.block_on(engine.tc().execute_unchecked(&mut batches[0]))
+        .unwrap();
     assert!(matches!(batches[0].result(0), Ok(Outcome::Found(_))));
     let reads_per_sec = rates(batches.len() * BATCH * 4, || {
         for _ in 0..4 {
             for b in batches.iter_mut() {
-                rt.block_on(engine.execute(b)).unwrap();
+                rt.block_on(engine.tc().execute_unchecked(b)).unwrap();
             }
         }
     });

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use shoal_datanode::engine::DEFAULT_LOCK_WAIT_TIMEOUT;
+use shoal_datanode::DEFAULT_LOCK_WAIT_TIMEOUT;
 use shoal_datanode::{Batch, Commit, Engine, EngineConfig, Grant, Role, Table, Tc, Value};
 use shoal_quota::{LimiterPool, Quota};
 use shoal_wire::schema::{DatabaseName, TableDef};
@@ -24,13 +24,12 @@ use shoal_wire::schema::{DatabaseName, TableDef};
 const RUNS: usize = 9;
 const KV: &str = r#"{"name":"kv","primary_key":["k"],"columns":[{"name":"k","type":"BIGINT"},{"name":"v","type":"VARBINARY(100)"}]}"#;
 
-async fn database(tc: &Tc, name: &str, quota: Quota, rows: i64) -> (Arc<Table>, Grant) {
-    let engine = tc.engine();
+async fn database(engine: &Engine, name: &str, quota: Quota, rows: i64) -> (Arc<Table>, Grant) {
     let db = DatabaseName::parse(name).unwrap();
     engine.create_database(&db, None).await.unwrap();
     let def: TableDef = serde_json::from_str(KV).unwrap();
     let t = engine.create_table(&db, def).await.unwrap();
-    let mut batch = engine.batch();
+    let mut batch = engine.tc().batch();
     for k in 0..rows {
         batch
             .insert(
@@ -39,8 +38,8 @@ async fn database(tc: &Tc, name: &str, quota: Quota, rows: i64) -> (Arc<Table>, 
             )
             .unwrap();
     }
-    engine.execute(&mut batch).await.unwrap();
-    tc.set_database_quota(name, quota).unwrap();
+    engine.tc().execute_unchecked(&mut batch).await.unwrap();
+    engine.set_database_quota(name, quota).await.unwrap();
     let grant = Grant {
         database: t.database.id,
         role: Role::ReadWrite,
@@ -59,7 +58,8 @@ fn best_ns(n: u64, mut f: impl FnMut()) -> f64 {
         .fold(f64::MAX, f64::min)
 }
 
-fn check_cost(rt: &tokio::runtime::Runtime, tc: &Tc) {
+fn check_cost(rt: &tokio::runtime::Runtime, engine: &Engine) {
+    let tc = engine.tc();
     let quota = Quota {
         in_memory_bytes: Some(1 << 30),
         read_units_per_sec: Some(u32::MAX),
@@ -68,9 +68,9 @@ fn check_cost(rt: &tokio::runtime::Runtime, tc: &Tc) {
         max_parallel_transactions: Some(1000),
         ..Quota::UNLIMITED
     };
-    let (t, grant) = rt.block_on(database(tc, "checks", quota, 1000));
+    let (t, grant) = rt.block_on(database(engine, "checks", quota, 1000));
     let one = |write: bool| {
-        let mut b = tc.engine().batch();
+        let mut b = tc.batch();
         if write {
             b.write(
                 &t,
@@ -83,7 +83,7 @@ fn check_cost(rt: &tokio::runtime::Runtime, tc: &Tc) {
         b
     };
     let (read, write) = (one(false), one(true));
-    let mut hundred = tc.engine().batch();
+    let mut hundred = tc.batch();
     for k in 0..100 {
         hundred.read(&t, &[Value::Int(k)]).unwrap();
     }
@@ -192,7 +192,8 @@ async fn paced(
     latency
 }
 
-fn noisy_neighbour(rt: &tokio::runtime::Runtime, tc: &Tc) {
+fn noisy_neighbour(rt: &tokio::runtime::Runtime, engine: &Engine) {
+    let tc = engine.tc();
     const A_LIMIT: u32 = 2_000;
     const B_READS_PER_MS: u32 = 4;
     const A_TASKS: u32 = 4;
@@ -200,7 +201,7 @@ fn noisy_neighbour(rt: &tokio::runtime::Runtime, tc: &Tc) {
     let time = Duration::from_secs(8);
     let warm = Duration::from_secs(1);
     let (a, a_grant) = rt.block_on(database(
-        tc,
+        engine,
         "flooder",
         Quota {
             write_units_per_sec: Some(A_LIMIT),
@@ -209,7 +210,7 @@ fn noisy_neighbour(rt: &tokio::runtime::Runtime, tc: &Tc) {
         1000,
     ));
     let (b, b_grant) = rt.block_on(database(
-        tc,
+        engine,
         "steady",
         Quota {
             read_units_per_sec: Some(20_000),
@@ -220,7 +221,7 @@ fn noisy_neighbour(rt: &tokio::runtime::Runtime, tc: &Tc) {
     let reader = {
         let (tc, b) = (tc.clone(), Arc::clone(&b));
         move |n: u64| {
-            let mut batch = tc.engine().batch();
+            let mut batch = tc.batch();
             batch
                 .read(&b, &[Value::Int((n * 7919 % 10_000) as i64)])
                 .unwrap();
@@ -230,7 +231,7 @@ fn noisy_neighbour(rt: &tokio::runtime::Runtime, tc: &Tc) {
     let writer = {
         let (tc, a) = (tc.clone(), Arc::clone(&a));
         move |n: u64| {
-            let mut batch = tc.engine().batch();
+            let mut batch = tc.batch();
             batch
                 .write(
                     &a,
@@ -347,7 +348,6 @@ fn main() {
         lock_wait_timeout: DEFAULT_LOCK_WAIT_TIMEOUT,
     })
     .unwrap();
-    let tc = Tc::new(engine);
-    check_cost(&rt, &tc);
-    noisy_neighbour(&rt, &tc);
+    check_cost(&rt, &engine);
+    noisy_neighbour(&rt, &engine);
 }

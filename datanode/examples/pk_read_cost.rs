@@ -81,7 +81,7 @@ fn main() {
         ldm_threads: 1,
         fragments_per_table: Some(2),
         seed: None,
-        lock_wait_timeout: shoal_datanode::engine::DEFAULT_LOCK_WAIT_TIMEOUT,
+        lock_wait_timeout: shoal_datanode::DEFAULT_LOCK_WAIT_TIMEOUT,
     })
     .unwrap();
     rt.block_on(async {
@@ -89,13 +89,13 @@ fn main() {
         engine.create_database(&db, None).await.unwrap();
         let def: TableDef = serde_json::from_str(table).unwrap();
         let t = engine.create_table(&db, def).await.unwrap();
-        let mut batch = engine.batch();
+        let mut batch = engine.tc().batch();
         for start in (0..rows).step_by(BATCH) {
             batch.clear();
             for i in start..(start + BATCH as u64).min(rows) {
                 batch.insert(&t, &row(i)).unwrap();
             }
-            engine.execute(&mut batch).await.unwrap();
+            engine.tc().execute_unchecked(&mut batch).await.unwrap();
         }
         let mut x = 88172645463325252u64;
         for _ in 0..reads / BATCH {
@@ -106,7 +106,7 @@ fn main() {
                 x ^= x << 17;
                 batch.read(&t, &[key(x % rows)]).unwrap();
             }
-            engine.execute(&mut batch).await.unwrap();
+            engine.tc().execute_unchecked(&mut batch).await.unwrap();
             assert!(matches!(batch.result(BATCH - 1), Ok(Outcome::Found(_))));
         }
     });

@@ -13,8 +13,8 @@
 //! the total callgrind reports / the requests. Half the requests read one
 //! row, half write one.
 
-use shoal_datanode::engine::DEFAULT_LOCK_WAIT_TIMEOUT;
-use shoal_datanode::{Commit, Engine, EngineConfig, Grant, Role, Tc, Value};
+use shoal_datanode::DEFAULT_LOCK_WAIT_TIMEOUT;
+use shoal_datanode::{Commit, Engine, EngineConfig, Grant, Role, Value};
 use shoal_quota::Quota;
 use shoal_wire::schema::{DatabaseName, TableDef};
 
@@ -34,7 +34,7 @@ fn main() {
         lock_wait_timeout: DEFAULT_LOCK_WAIT_TIMEOUT,
     })
     .unwrap();
-    let tc = Tc::new(engine.clone());
+    let tc = engine.tc().clone();
     rt.block_on(async {
         let db = DatabaseName::parse("bench").unwrap();
         engine.create_database(&db, None).await.unwrap();
@@ -48,12 +48,12 @@ fn main() {
             max_parallel_transactions: Some(1000),
             ..Quota::UNLIMITED
         };
-        tc.set_database_quota("bench", quota).unwrap();
+        engine.set_database_quota("bench", quota).await.unwrap();
         let grant = Grant {
             database: t.database.id,
             role: Role::ReadWrite,
         };
-        let (mut read, mut write) = (engine.batch(), engine.batch());
+        let (mut read, mut write) = (engine.tc().batch(), engine.tc().batch());
         read.read(&t, &[Value::Int(1)]).unwrap();
         write.write(&t, &[("k", Value::Int(1)), ("v", Value::Bytes(vec![7; 100]))]).unwrap();
         for i in 0..requests {

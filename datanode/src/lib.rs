@@ -1,42 +1,54 @@
 //! The Shoal data node: tables in DataMemory pages, owned by LDM worker
 //! threads, with exact per-fragment memory accounting.
 //!
-//! - [`storage`]: pages, rows, the hash index, fragments — the engine proper.
-//! - [`catalog`]: databases and tables of this node.
-//! - `ldm`: the worker threads and the messages that reach them.
-//! - [`batch`]: operations encoded at the edge and their outcomes.
-//! - [`engine`]: the engine's API: schema changes, batches, scans, memory.
-//! - [`tc`]: the transaction coordinator: grants, limits, quotas, atomic commit.
-//! - [`ndbinfo`]: virtual tables over live state.
-//! - [`json`]: column values as the HTTP APIs carry them.
-//! - [`keys`]: tenant API keys and how they are checked.
-//! - [`internal_api`]: the HTTP API the control plane and operators use.
-//! - [`persist`]: durability: redo log, checkpoints, recovery.
-//! - [`node`]: a whole data node process: configuration, start, shutdown.
+//! The layers, each importing only from those below it (docs/architecture.md;
+//! `tests/layers.rs` holds the crate to it):
+//!
+//! - `types`: ids and column values — the leaf.
+//! - `storage`: pages, rows, the hash index, fragments; knows nothing of logs.
+//! - `log`: change records, the redo log, replay — every committed change.
+//! - `ldm`: the worker threads that own the fragments, and their messages.
+//! - `tc`: the transaction coordinator, the only way to run operations:
+//!   grants, limits, quotas, atomic commit.
+//! - `node`: catalog, DDL, API keys, checkpoints, recovery, ndbinfo.
+//! - `api`, `internal_api`: the front ends — REST, Redis, and the HTTP API
+//!   of the control plane and operators.
+//! - `server`: a whole data node process: configuration, start, shutdown.
 
-pub mod api;
-pub mod batch;
-pub mod catalog;
-pub mod engine;
-pub mod internal_api;
-pub mod json;
-pub mod keys;
+mod api;
+mod internal_api;
 mod ldm;
-pub mod ndbinfo;
-pub mod node;
-pub mod persist;
-pub mod register;
-pub mod stats;
-pub mod storage;
-pub mod tc;
+mod log;
+mod node;
+mod server;
+mod storage;
+mod tc;
+mod types;
 
-pub use batch::{Batch, OperationError, Outcome, Row, RowView};
-pub use catalog::{CatalogError, Database, DatabaseId, Table, TableId, Tenant};
-pub use engine::{Engine, EngineConfig, FragmentUsage};
-pub use storage::CmpOp;
+pub use api::serve::Limits;
+pub use ldm::NodeFailed;
+pub use log::redo::Durability;
+pub use node::catalog::CatalogError;
+pub use node::{
+    DEFAULT_LOCK_WAIT_TIMEOUT, Engine, EngineConfig, FragmentUsage, default_ldm_threads, stats,
+};
+pub use server::register::ControlPlaneLink;
+pub use server::{DataNode, DataNodeConfig, SECRET_FILE, StartError};
+pub use shoal_wire::secret::ClusterSecret;
 pub use storage::codec::ValueError;
-pub use storage::value::{Date, DateTime, Decimal, Timestamp, Value};
-pub use tc::{Commit, Grant, Role, Tc, TcError};
+pub use tc::batch::{Batch, OperationError, Outcome, Row, RowView};
+pub use tc::{Commit, Database, Grant, LatencyObserver, Role, Table, Tc, TcError, Tenant};
+pub use types::value::{Date, DateTime, Decimal, Timestamp, Value};
+pub use types::{DatabaseId, TableId};
+
+/// Hooks for benchmarks, fuzzing and tests from outside the crate; never in
+/// a release build.
+#[cfg(feature = "testing")]
+pub mod testing {
+    pub use crate::api::resp::frame::check_parse;
+    pub use crate::log::io::FileSystem;
+    pub use crate::node::durable::{Durable, open};
+}
 
 /// A runtime like the data node's, for tests: two worker threads.
 #[cfg(test)]

@@ -7,5 +7,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    shoal_datanode::api::resp::frame::check_parse(data);
+    shoal_datanode::testing::check_parse(data);
 });

@@ -26,7 +26,7 @@ use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use serde_json::json;
-use shoal_datanode::persist::redo::Durability;
+use shoal_datanode::Durability;
 
 use crate::size::ByteSize;
 use client::{Conn, Outcome, Target};

@@ -10,11 +10,11 @@ use anyhow::Context;
 use reqwest::Method;
 use serde_json::{Value, json};
 use shoal_control_plane::ControlPlane;
-use shoal_datanode::api::serve::Limits;
-use shoal_datanode::internal_api::ClusterSecret;
-use shoal_datanode::node::{DataNode, DataNodeConfig};
-use shoal_datanode::persist::redo::Durability;
-use shoal_datanode::register::ControlPlaneLink;
+use shoal_datanode::ClusterSecret;
+use shoal_datanode::ControlPlaneLink;
+use shoal_datanode::Durability;
+use shoal_datanode::Limits;
+use shoal_datanode::{DataNode, DataNodeConfig};
 
 use super::client::usertable_schema;
 use crate::client::Client;
@@ -78,7 +78,7 @@ impl Cluster {
         let node = DataNode::start(DataNodeConfig {
             node_id: 1,
             data_memory,
-            ldm_threads: shoal_datanode::engine::default_ldm_threads(),
+            ldm_threads: shoal_datanode::default_ldm_threads(),
             lock_wait_timeout: Duration::from_millis(1200),
             data_dir: dir.join("node"),
             durability,

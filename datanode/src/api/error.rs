@@ -6,9 +6,10 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::batch::OperationError;
-use crate::catalog::CatalogError;
+use crate::ldm::NodeFailed;
+use crate::node::catalog::CatalogError;
 use crate::tc::TcError;
+use crate::tc::batch::OperationError;
 
 /// An error as the HTTP APIs answer it: `{"error": {"code", "message", …}}`
 /// with the matching status.
@@ -113,8 +114,19 @@ impl From<CatalogError> for ApiError {
             CatalogError::Schema(_) => (StatusCode::BAD_REQUEST, "INVALID_SCHEMA"),
             CatalogError::InvalidKey(_) => (StatusCode::BAD_REQUEST, "INVALID_KEY"),
             CatalogError::NotDurable(_) => (StatusCode::SERVICE_UNAVAILABLE, "NOT_DURABLE"),
+            CatalogError::NodeFailed(_) => (StatusCode::SERVICE_UNAVAILABLE, "NODE_FAILED"),
         };
         ApiError::new(status, code, e.to_string())
+    }
+}
+
+impl From<NodeFailed> for ApiError {
+    fn from(e: NodeFailed) -> Self {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "NODE_FAILED",
+            e.to_string(),
+        )
     }
 }
 

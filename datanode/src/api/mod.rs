@@ -9,23 +9,24 @@
 //! and hand it to the transaction coordinator, which checks the key's grant
 //! and the database's limits before any worker sees it.
 //!
-//! [`Batch`]: crate::batch::Batch
+//! [`Batch`]: crate::tc::batch::Batch
 
 pub(crate) mod error;
-pub mod resp;
-pub mod rest;
-pub mod serve;
+pub(crate) mod json;
+pub(crate) mod resp;
+pub(crate) mod rest;
+pub(crate) mod serve;
 
 use std::sync::Arc;
 
-use crate::catalog::Database;
-use crate::engine::Engine;
-use crate::keys::{ApiKey, AuthError};
+use crate::node::Engine;
+use crate::node::keys::{ApiKey, AuthError};
+use crate::tc::Database;
 use crate::tc::Grant;
 
 /// Why a key may not use a database.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AccessError {
+pub(crate) enum AccessError {
     #[error(transparent)]
     Unauthenticated(#[from] AuthError),
     #[error("the API key is not granted database '{0}'")]
@@ -36,7 +37,7 @@ pub enum AccessError {
 
 /// The grant `key` has on database `name`, and the database. A database
 /// of another tenant reads as not granted, whatever the key says.
-pub fn access(
+pub(crate) fn access(
     engine: &Engine,
     key: &ApiKey,
     name: &str,

@@ -35,23 +35,24 @@ use serde_json::{Map, Value as JsonValue, json};
 use super::error::ApiError;
 use super::serve::Limits;
 use super::{AccessError, access};
-use crate::batch::{Batch, Outcome};
-use crate::catalog::Table;
-use crate::json::{
+use crate::api::json::{
     JsonError, JsonRow, column_value_to_json, key_from_json, row_from_json, row_to_json,
     value_from_json,
 };
-use crate::keys::ApiKey;
-use crate::tc::{Commit, Grant, Role, Tc, TcError};
+use crate::node::Engine;
+use crate::node::keys::ApiKey;
+use crate::tc::Table;
+use crate::tc::batch::{Batch, Outcome};
+use crate::tc::{Commit, Grant, Role, TcError};
 
 /// Most operations in one batch or transaction.
-pub const MAX_OPERATIONS: usize = 1000;
+pub(crate) const MAX_OPERATIONS: usize = 1000;
 /// Header that carries the API key.
-pub const API_KEY_HEADER: &str = "x-api-key";
+pub(crate) const API_KEY_HEADER: &str = "x-api-key";
 
 #[derive(Clone)]
 struct AppState {
-    tc: Tc,
+    engine: Engine,
     /// Longest a request's body may take to arrive, whole.
     body_timeout: std::time::Duration,
 }
@@ -92,7 +93,7 @@ impl FromRequest<AppState> for Body {
 }
 
 /// Every route of the REST data API.
-pub fn router(tc: Tc, limits: Limits) -> Router {
+pub(crate) fn router(engine: Engine, limits: Limits) -> Router {
     Router::new()
         .route("/0.1.0/ping", get(|| async { StatusCode::OK }))
         .route("/0.1.0/health", get(health))
@@ -109,17 +110,17 @@ pub fn router(tc: Tc, limits: Limits) -> Router {
         })
         .layer(DefaultBodyLimit::max(limits.max_request_bytes))
         .with_state(AppState {
-            tc,
+            engine,
             body_timeout: limits.idle_timeout,
         })
 }
 
 async fn health(State(state): State<AppState>) -> (StatusCode, Json<JsonValue>) {
-    match state.tc.engine().log().and_then(|log| log.failure()) {
-        None => (StatusCode::OK, Json(json!({"status": "ok"}))),
-        Some(failed) => (
+    match state.engine.health() {
+        Ok(()) => (StatusCode::OK, Json(json!({"status": "ok"}))),
+        Err(reason) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "failed", "reason": failed.to_string()})),
+            Json(json!({"status": "failed", "reason": reason})),
         ),
     }
 }
@@ -152,8 +153,7 @@ fn key(state: &AppState, headers: &HeaderMap) -> Result<Arc<ApiKey>, ApiError> {
         .map(|v| v.as_bytes())
         .unwrap_or_default();
     let key = state
-        .tc
-        .engine()
+        .engine
         .api_keys()
         .verify(presented)
         .map_err(AccessError::from)?;
@@ -300,7 +300,7 @@ fn add(
 }
 
 /// The primary key that `filters` give, in key order.
-fn key_of(table: &Table, filters: &[Filter]) -> Result<Vec<crate::Value>, ApiError> {
+fn key_of(table: &Table, filters: &[Filter]) -> Result<Vec<crate::types::value::Value>, ApiError> {
     let def = table.def();
     if filters.len() > def.primary_key.len() {
         return Err(bad_request(format!(
@@ -398,12 +398,16 @@ async fn single(
     let Path((db, table, op)) = path?;
     let key = key(&state, &headers)?;
     let method = Method::parse(&op)?;
-    let (_, grant) = access(state.tc.engine(), &key, &db)?;
-    let table = state.tc.engine().table(&db, &table)?;
+    let (_, grant) = access(&state.engine, &key, &db)?;
+    let table = state.engine.table(&db, &table)?;
     let body: OpBody = parse(&body)?;
-    let mut batch = state.tc.engine().batch();
+    let mut batch = state.engine.tc().batch();
     let answer = add(&mut batch, &table, method, body)?;
-    state.tc.execute(&grant, &mut batch, Commit::Each).await?;
+    state
+        .engine
+        .tc()
+        .execute(&grant, &mut batch, Commit::Each)
+        .await?;
     outcome(&batch, 0, &answer).map(Json)
 }
 
@@ -446,8 +450,8 @@ fn resolve(state: &AppState, key: &ApiKey, op: &SubOperation) -> Result<Resolved
         ));
     };
     let method = Method::parse(method)?;
-    let (_, grant) = access(state.tc.engine(), key, db)?;
-    let table = state.tc.engine().table(db, table)?;
+    let (_, grant) = access(&state.engine, key, db)?;
+    let table = state.engine.table(db, table)?;
     Ok(Resolved {
         database: db.to_owned(),
         grant,
@@ -524,7 +528,7 @@ async fn batch(
             }
             let group = groups.entry(r.database).or_insert_with(|| Group {
                 grant: r.grant,
-                batch: state.tc.engine().batch(),
+                batch: state.engine.tc().batch(),
                 answers: Vec::new(),
             });
             let answer = add(&mut group.batch, &r.table, r.method, op.body)?;
@@ -541,7 +545,12 @@ async fn batch(
         answers,
     } in groups.into_values()
     {
-        match state.tc.execute(&grant, &mut batch, Commit::Each).await {
+        match state
+            .engine
+            .tc()
+            .execute(&grant, &mut batch, Commit::Each)
+            .await
+        {
             Ok(()) => {
                 for (n, (i, answer)) in answers.iter().enumerate() {
                     entries[*i] = Some(match outcome(&batch, n, answer) {
@@ -577,7 +586,7 @@ async fn transaction(
 ) -> Result<Json<JsonValue>, ApiError> {
     let key = key(&state, &headers)?;
     let operations = parse_operations(&body)?;
-    let mut batch = state.tc.engine().batch();
+    let mut batch = state.engine.tc().batch();
     let mut answers = Vec::with_capacity(operations.len());
     let mut first: Option<(String, Grant)> = None;
     for (i, op) in operations.into_iter().enumerate() {
@@ -595,7 +604,11 @@ async fn transaction(
         answers.push(add(&mut batch, &r.table, r.method, op.body).map_err(at)?);
     }
     let (_, grant) = first.expect("at least one operation");
-    state.tc.execute(&grant, &mut batch, Commit::Atomic).await?;
+    state
+        .engine
+        .tc()
+        .execute(&grant, &mut batch, Commit::Atomic)
+        .await?;
     let entries = answers
         .iter()
         .enumerate()

@@ -18,7 +18,7 @@ use shoal_listen::Caps;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use crate::engine::Engine;
+use crate::tc::Tc;
 
 /// What one front end allows.
 #[derive(Debug, Clone, Copy)]
@@ -61,7 +61,7 @@ impl Default for Limits {
 /// may also deal some to the runtime the front end runs on, whose threads
 /// use the cores no worker runs on.
 pub(crate) struct Workers {
-    engine: Engine,
+    tc: Tc,
     next: usize,
     /// Turns: one per worker thread, then the front end's runtime's.
     turns: usize,
@@ -70,24 +70,20 @@ pub(crate) struct Workers {
 impl Workers {
     /// Deals connections to the worker threads only: the Redis front end,
     /// whose commands cost less than a hand-off between threads.
-    pub(crate) fn new(engine: Engine) -> Workers {
-        let turns = engine.ldm_threads();
-        Workers {
-            engine,
-            next: 0,
-            turns,
-        }
+    pub(crate) fn new(tc: Tc) -> Workers {
+        let turns = tc.ldm_threads();
+        Workers { tc, next: 0, turns }
     }
 
     /// Deals connections to the worker threads and, one turn per core no
     /// worker runs on, to the calling runtime: the REST front end, whose
     /// HTTP and JSON cost many times a request's hand-off to a worker, and
     /// would otherwise have only the workers' cores.
-    pub(crate) fn with_spare_cores(engine: Engine) -> Workers {
+    pub(crate) fn with_spare_cores(tc: Tc) -> Workers {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Workers {
-            turns: engine.ldm_threads().max(cores),
-            ..Workers::new(engine)
+            turns: tc.ldm_threads().max(cores),
+            ..Workers::new(tc)
         }
     }
 
@@ -99,7 +95,7 @@ impl Workers {
         Fut: Future<Output = ()> + Send + 'static,
     {
         self.next = (self.next + 1) % self.turns;
-        if self.next >= self.engine.ldm_threads() {
+        if self.next >= self.tc.ldm_threads() {
             drop(tokio::spawn(serve(stream)));
             return;
         }
@@ -108,7 +104,7 @@ impl Workers {
         let Ok(stream) = stream.into_std() else {
             return;
         };
-        self.engine.spawn_on_worker(self.next, async move {
+        self.tc.spawn_on_worker(self.next, async move {
             if let Ok(stream) = TcpStream::from_std(stream) {
                 serve(stream).await;
             }

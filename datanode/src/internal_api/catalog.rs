@@ -9,7 +9,7 @@ use serde_json::json;
 use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
 
 use super::{ApiError, AppState};
-use crate::catalog::CatalogError;
+use crate::node::catalog::CatalogError;
 
 #[derive(Serialize)]
 pub(super) struct DatabaseInfo {
@@ -19,7 +19,7 @@ pub(super) struct DatabaseInfo {
 }
 
 pub(super) async fn list(State(state): State<AppState>) -> Json<Vec<DatabaseInfo>> {
-    let engine = state.tc.engine();
+    let engine = &state.engine;
     let tables = engine.tables();
     Json(
         engine
@@ -60,11 +60,7 @@ pub(super) async fn create_database(
         .map(TenantId::parse)
         .transpose()
         .map_err(invalid)?;
-    let db = state
-        .tc
-        .engine()
-        .create_database(&name, tenant.as_ref())
-        .await?;
+    let db = state.engine.create_database(&name, tenant.as_ref()).await?;
     Ok((
         StatusCode::CREATED,
         Json(json!({"name": name, "id": db.id.0, "tenant": tenant})),
@@ -75,7 +71,7 @@ pub(super) async fn drop_database(
     State(state): State<AppState>,
     Path(db): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    state.tc.engine().drop_database(&db).await?;
+    state.engine.drop_database(&db).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -87,7 +83,7 @@ pub(super) async fn create_table(
     let database = DatabaseName::parse(&db)
         .map_err(|_| ApiError::from(CatalogError::NoSuchDatabase(db.clone())))?;
     let Json(def) = body?;
-    let table = state.tc.engine().create_table(&database, def).await?;
+    let table = state.engine.create_table(&database, def).await?;
     let answer = json!({
         "id": table.id.0,
         "database": table.database.name,
@@ -101,6 +97,6 @@ pub(super) async fn drop_table(
     State(state): State<AppState>,
     Path((db, table)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    state.tc.engine().drop_table(&db, &table).await?;
+    state.engine.drop_table(&db, &table).await?;
     Ok(StatusCode::NO_CONTENT)
 }

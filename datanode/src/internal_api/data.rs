@@ -8,7 +8,7 @@
 //!    {"op": "delete", "table": "users", "key": {"id": 3}}]}
 //! ```
 //! `op` is `read`, `insert`, `update`, `write` (insert or update) or
-//! `delete`; values are as in [`crate::json`]. With `atomic` (the default)
+//! `delete`; values are as in [`crate::api::json`]. With `atomic` (the default)
 //! every operation commits or none does, and a failed one answers its error
 //! with `"operation": <index>`; without it each succeeds or fails on its own,
 //! its error in its result. Requests go through the transaction coordinator
@@ -23,8 +23,8 @@ use serde::Deserialize;
 use serde_json::{Value as JsonValue, json};
 
 use super::{ApiError, AppState};
-use crate::batch::{Batch, OperationError, Outcome};
-use crate::json::{JsonRow, key_from_json, row_from_json, row_to_json};
+use crate::api::json::{JsonRow, key_from_json, row_from_json, row_to_json};
+use crate::tc::batch::{Batch, OperationError, Outcome};
 use crate::tc::{Commit, Grant, Role};
 
 /// Most operations one request may hold.
@@ -80,9 +80,9 @@ pub(super) async fn transaction(
             ),
         ));
     }
-    let engine = state.tc.engine();
+    let engine = &state.engine;
     let database = engine.database(&db)?;
-    let mut batch = engine.batch();
+    let mut batch = engine.tc().batch();
     for (index, op) in request.operations.iter().enumerate() {
         add(&state, &db, &mut batch, op).map_err(|e| e.with("operation", index))?;
     }
@@ -95,7 +95,11 @@ pub(super) async fn transaction(
     } else {
         Commit::Each
     };
-    state.tc.execute(&grant, &mut batch, commit).await?;
+    state
+        .engine
+        .tc()
+        .execute(&grant, &mut batch, commit)
+        .await?;
     let results: Vec<JsonValue> = batch.results().iter().map(result_json).collect();
     Ok(Json(json!({ "results": results })))
 }
@@ -106,7 +110,7 @@ fn bad_request(message: impl Into<String>) -> ApiError {
 
 /// Adds one operation to the batch, checking its values against the table.
 fn add(state: &AppState, db: &str, batch: &mut Batch, op: &Operation) -> Result<(), ApiError> {
-    let table = state.tc.engine().table(db, &op.table)?;
+    let table = state.engine.table(db, &op.table)?;
     let invalid = |e: &dyn std::fmt::Display| {
         ApiError::new(StatusCode::BAD_REQUEST, "INVALID_VALUE", e.to_string())
     };

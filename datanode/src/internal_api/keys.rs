@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use shoal_wire::schema::TenantId;
 
 use super::{ApiError, AppState};
-use crate::keys::{self, KeyDef, KeyGrant};
+use crate::node::keys::{self, KeyDef, KeyGrant};
 
 /// A key as listed: everything but the salt and hash.
 fn view(def: &KeyDef) -> Value {
@@ -25,7 +25,7 @@ fn view(def: &KeyDef) -> Value {
 }
 
 pub(super) async fn list(State(state): State<AppState>) -> Json<Value> {
-    let defs = state.tc.engine().api_keys().defs();
+    let defs = state.engine.api_keys().defs();
     Json(json!({ "keys": defs.iter().map(view).collect::<Vec<_>>() }))
 }
 
@@ -47,7 +47,7 @@ pub(super) async fn create(
     let (key, def) = keys::generate(new.tenant, new.grants, new.expires_at)
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", e.to_string()))?;
     let mut answer = view(&def);
-    state.tc.engine().put_api_key(def)?;
+    state.engine.put_api_key(def).await?;
     answer["key"] = key.into();
     Ok((StatusCode::CREATED, Json(answer)))
 }
@@ -79,7 +79,7 @@ pub(super) async fn put(
         expires_at: pushed.expires_at,
     };
     let answer = view(&def);
-    state.tc.engine().put_api_key(def)?;
+    state.engine.put_api_key(def).await?;
     Ok(Json(answer))
 }
 
@@ -88,7 +88,7 @@ pub(super) async fn remove(
     State(state): State<AppState>,
     Path(prefix): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    if state.tc.engine().remove_api_key(&prefix)? {
+    if state.engine.remove_api_key(&prefix).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::new(

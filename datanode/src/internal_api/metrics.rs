@@ -10,10 +10,10 @@ use axum::response::{IntoResponse, Response};
 use shoal_wire::prometheus::{self, family, label};
 
 use super::AppState;
-use crate::stats::{self, DatabaseStats};
+use crate::node::stats::{self, DatabaseStats};
 
 pub(super) async fn render(State(state): State<AppState>) -> Response {
-    let engine = state.tc.engine();
+    let engine = &state.engine;
     let mut out = String::with_capacity(4096);
     let databases = stats::databases(engine);
     let labels = |db: &DatabaseStats| {

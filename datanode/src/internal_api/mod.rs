@@ -41,25 +41,29 @@ use axum::{Json, Router};
 use serde_json::json;
 
 use crate::api::error::ApiError;
-use crate::persist::checkpoint::{Checkpointer, Summary};
-use crate::tc::Tc;
+use crate::node::Engine;
+use crate::node::checkpoint::{Checkpointer, Summary};
 
 /// Largest request body the internal API reads.
-pub const MAX_BODY_BYTES: usize = 1 << 20;
+pub(crate) const MAX_BODY_BYTES: usize = 1 << 20;
 
-pub use shoal_wire::secret::{ClusterSecret, MIN_SECRET_LEN};
+pub(crate) use shoal_wire::secret::ClusterSecret;
 
 #[derive(Clone)]
 struct AppState {
-    tc: Tc,
+    engine: Engine,
     secret: ClusterSecret,
     checkpointer: Arc<Checkpointer>,
 }
 
 /// Every route of the internal API.
-pub fn router(tc: Tc, secret: ClusterSecret, checkpointer: Arc<Checkpointer>) -> Router {
+pub(crate) fn router(
+    engine: Engine,
+    secret: ClusterSecret,
+    checkpointer: Arc<Checkpointer>,
+) -> Router {
     let state = AppState {
-        tc,
+        engine,
         secret,
         checkpointer,
     };
@@ -142,33 +146,28 @@ async fn require_secret(
 }
 
 async fn checkpoint(State(state): State<AppState>) -> Result<Json<Summary>, ApiError> {
-    let summary = state
-        .checkpointer
-        .run(state.tc.engine())
-        .await
-        .map_err(|e| {
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "CHECKPOINT_FAILED",
-                e.to_string(),
-            )
-        })?;
+    let summary = state.checkpointer.run(&state.engine).await.map_err(|e| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "CHECKPOINT_FAILED",
+            e.to_string(),
+        )
+    })?;
     Ok(Json(summary))
 }
 
-/// `ok`, or 503 `failed` with the reason once the redo log has failed: the
-/// node takes no more writes and must be restarted.
+/// `ok`, or 503 `failed` with the reason once an LDM worker has panicked or
+/// the redo log has failed: the node must be restarted.
 async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<serde_json::Value>) {
-    let engine = state.tc.engine();
-    let node_id = engine.node_id();
-    match engine.log().and_then(|log| log.failure()) {
-        None => (
+    let node_id = state.engine.node_id();
+    match state.engine.health() {
+        Ok(()) => (
             StatusCode::OK,
             Json(json!({"status": "ok", "node_id": node_id})),
         ),
-        Some(failed) => (
+        Err(reason) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "failed", "node_id": node_id, "reason": failed.to_string()})),
+            Json(json!({"status": "failed", "node_id": node_id, "reason": reason})),
         ),
     }
 }

@@ -41,5 +41,7 @@ pub(super) async fn rows(
             ),
         )
     })?;
-    Ok(Json(crate::ndbinfo::rows(state.tc.engine(), table).await))
+    Ok(Json(
+        crate::node::ndbinfo::rows(&state.engine, table).await?,
+    ))
 }

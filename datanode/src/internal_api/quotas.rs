@@ -10,7 +10,7 @@ use shoal_quota::Quota;
 use shoal_wire::schema::TenantId;
 
 use super::{ApiError, AppState};
-use crate::catalog::Database;
+use crate::tc::Database;
 
 fn checked(body: Result<Json<Quota>, JsonRejection>) -> Result<Quota, ApiError> {
     let Json(quota) = body?;
@@ -43,7 +43,7 @@ pub(super) async fn database(
     State(state): State<AppState>,
     Path(db): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let db = state.tc.engine().database(&db)?;
+    let db = state.engine.database(&db)?;
     Ok(Json(database_view(&db)))
 }
 
@@ -53,7 +53,7 @@ pub(super) async fn set_database(
     body: Result<Json<Quota>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let quota = checked(body)?;
-    let db = state.tc.set_database_quota(&db, quota)?;
+    let db = state.engine.set_database_quota(&db, quota).await?;
     Ok(Json(database_view(&db)))
 }
 
@@ -61,15 +61,17 @@ pub(super) async fn clear_database(
     State(state): State<AppState>,
     Path(db): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    state.tc.set_database_quota(&db, Quota::UNLIMITED)?;
+    state
+        .engine
+        .set_database_quota(&db, Quota::UNLIMITED)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 fn tenant_view(state: &AppState, id: &str) -> Result<Value, ApiError> {
-    let tenant = state.tc.engine().tenant(id)?;
+    let tenant = state.engine.tenant(id)?;
     let databases: Vec<String> = state
-        .tc
-        .engine()
+        .engine
         .databases()
         .iter()
         .filter(|db| db.tenant.as_ref().is_some_and(|t| t.id == tenant.id))
@@ -97,7 +99,7 @@ pub(super) async fn set_tenant(
     let id = TenantId::parse(&tenant)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "INVALID_NAME", e.to_string()))?;
     let quota = checked(body)?;
-    state.tc.set_tenant_quota(&id, quota)?;
+    state.engine.set_tenant_quota(&id, quota).await?;
     Ok(Json(tenant_view(&state, &tenant)?))
 }
 
@@ -105,7 +107,10 @@ pub(super) async fn clear_tenant(
     State(state): State<AppState>,
     Path(tenant): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let tenant = state.tc.engine().tenant(&tenant)?;
-    state.tc.set_tenant_quota(&tenant.id, Quota::UNLIMITED)?;
+    let tenant = state.engine.tenant(&tenant)?;
+    state
+        .engine
+        .set_tenant_quota(&tenant.id, Quota::UNLIMITED)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

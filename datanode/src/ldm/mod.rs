@@ -20,30 +20,63 @@
 //! the transaction coordinator. A job that meets a row another transaction
 //! holds parks until that row is let go, or until the lock-wait timeout.
 //!
+//! A panic on a worker — a bug, or a failpoint in a test — fails the whole
+//! node (`Failure`): the fragment it was changing may be half-changed, so
+//! the worker takes no more messages, every caller waiting on it is told
+//! the node failed, and the coordinator refuses every request from then on.
+//!
 //! - `worker`: the thread, its fragments and how it runs jobs.
 //! - `waits`: jobs parked on busy rows, and their deadlines.
+//! - `workers`: the node's workers together, as the layers above use them.
 
 mod waits;
 mod worker;
+mod workers;
 
 use std::cell::RefCell;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc, oneshot};
 
-use crate::catalog::TableId;
-use crate::persist::redo::RedoLog;
+pub(crate) use self::workers::{FragmentImage, Workers};
+use crate::log::ChangeLog;
+use crate::log::redo::RedoLog;
 use crate::storage::fixed::RowRef;
 use crate::storage::fragment::FragmentMemory;
-pub(crate) use crate::storage::fragment::{AUTOCOMMIT, TxnId};
 use crate::storage::layout::Layout;
 use crate::storage::page::{DataMemory, MemoryAccount};
 use crate::storage::{OpError, Predicate};
+use crate::types::TableId;
+pub(crate) use crate::types::{AUTOCOMMIT, TxnId};
+
+/// Why a node serves no more: one of its LDM workers panicked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the data node has failed and serves no more requests until it restarts: {0}")]
+pub struct NodeFailed(pub Arc<str>);
+
+/// Whether the node has failed; set once, by the first worker that panics
+/// (or the first caller that finds a worker gone), and never cleared.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Failure(Arc<OnceLock<NodeFailed>>);
+
+impl Failure {
+    /// Why the node failed, if it has: one atomic load.
+    #[inline]
+    pub(crate) fn get(&self) -> Option<&NodeFailed> {
+        self.0.get()
+    }
+
+    /// Fails the node, unless it already has: why it failed.
+    pub(crate) fn fail(&self, why: impl FnOnce() -> String) -> NodeFailed {
+        self.0.get_or_init(|| NodeFailed(why().into())).clone()
+    }
+}
 
 /// A range of a batch's byte buffer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -176,9 +209,9 @@ pub(crate) struct Job {
 
 pub(crate) enum Msg {
     Run(Job),
-    /// From now on, committed changes are logged here.
-    AttachLog {
-        log: Arc<RedoLog>,
+    /// A redo log is attached: the worker's thread syncs it for the tasks
+    /// there that wait for it.
+    AdoptLog {
         done: oneshot::Sender<()>,
     },
     Commit {
@@ -261,6 +294,7 @@ struct Local {
     id: u64,
     worker: Rc<RefCell<worker::Worker>>,
     changed: Rc<Notify>,
+    failure: Failure,
 }
 
 thread_local! {
@@ -279,7 +313,9 @@ impl Ldm {
     pub(crate) fn start(
         number: usize,
         pool: Arc<DataMemory>,
+        log: Arc<ChangeLog>,
         lock_wait: Duration,
+        failure: Failure,
     ) -> std::io::Result<Ldm> {
         let id = NEXT_LDM_ID.fetch_add(1, Ordering::Relaxed);
         let (sender, receiver) = mpsc::unbounded_channel();
@@ -293,16 +329,15 @@ impl Ldm {
         let thread = thread::Builder::new()
             .name(format!("ldm-{number}"))
             .spawn(move || {
-                let worker = Rc::new(RefCell::new(worker::Worker::new(pool, lock_wait)));
-                let changed = Rc::new(Notify::new());
-                LOCAL.with(|local| {
-                    *local.borrow_mut() = Some(Local {
-                        id,
-                        worker: Rc::clone(&worker),
-                        changed: Rc::clone(&changed),
-                    });
-                });
-                runtime.block_on(serve(worker, changed, receiver));
+                let worker = Rc::new(RefCell::new(worker::Worker::new(pool, log, lock_wait)));
+                let local = Local {
+                    id,
+                    worker,
+                    changed: Rc::new(Notify::new()),
+                    failure,
+                };
+                LOCAL.with(|l| *l.borrow_mut() = Some(local.clone()));
+                runtime.block_on(serve(local, receiver));
                 // Tasks still here end now, while they can still reach the
                 // worker (a transaction dropped midway sends its aborts).
                 drop(runtime);
@@ -323,17 +358,18 @@ impl Ldm {
         let local = LOCAL.with(|local| local.borrow().clone().filter(|l| l.id == self.id));
         match local {
             Some(local) => {
-                local.worker.borrow_mut().step(Some(msg));
+                local.step(Some(msg));
                 // A job may have parked with a new deadline: let the
                 // message loop look again.
                 local.changed.notify_one();
             }
-            None => self
-                .sender
-                .as_ref()
-                .expect("sender lives until drop")
-                .send(msg)
-                .unwrap_or_else(|_| panic!("LDM worker thread has died")),
+            // A worker thread that is gone drops the message, and with it
+            // the reply its sender waits for.
+            None => {
+                if let Some(sender) = &self.sender {
+                    let _ = sender.send(msg);
+                }
+            }
         }
     }
 
@@ -348,13 +384,9 @@ impl Ldm {
 
 /// The worker's message loop: each message as it comes, and parked jobs
 /// timed out when their lock wait runs out. Ends when every sender is gone.
-async fn serve(
-    worker: Rc<RefCell<worker::Worker>>,
-    changed: Rc<Notify>,
-    mut receiver: mpsc::UnboundedReceiver<Msg>,
-) {
+async fn serve(local: Local, mut receiver: mpsc::UnboundedReceiver<Msg>) {
     loop {
-        let deadline = worker.borrow_mut().next_deadline();
+        let deadline = local.deadline();
         let timeout = async {
             match deadline {
                 Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
@@ -366,15 +398,47 @@ async fn serve(
                 Some(msg) => Some(msg),
                 None => break,
             },
-            () = changed.notified() => None,
+            () = local.changed.notified() => None,
             () = timeout => None,
         };
-        let mut worker = worker.borrow_mut();
-        worker.step(msg);
+        local.step(msg);
         // Whatever else has arrived, before giving the thread back.
         while let Ok(msg) = receiver.try_recv() {
-            worker.step(Some(msg));
+            local.step(Some(msg));
         }
+    }
+}
+
+impl Local {
+    /// Runs one step of the worker — unless the node has failed, when the
+    /// message is dropped and its sender hears that the worker is gone. A
+    /// panic fails the node: the worker may have left a fragment
+    /// half-changed, and nothing may read or change it again.
+    fn step(&self, msg: Option<Msg>) {
+        if self.failure.get().is_some() {
+            return;
+        }
+        let stepped =
+            std::panic::catch_unwind(AssertUnwindSafe(|| self.worker.borrow_mut().step(msg)));
+        if let Err(panic) = stepped {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            let failed = self
+                .failure
+                .fail(|| format!("an LDM worker panicked: {what}"));
+            tracing::error!(error = %failed, "data node failed: no more requests are served");
+        }
+    }
+
+    /// When the next parked job's lock wait runs out (none once failed).
+    fn deadline(&self) -> Option<std::time::Instant> {
+        if self.failure.get().is_some() {
+            return None;
+        }
+        self.worker.borrow_mut().next_deadline()
     }
 }
 

@@ -13,13 +13,12 @@ use super::{
     AUTOCOMMIT, FragmentReport, Job, JobOutcome, Mode, Msg, OpBatch, OpKind, OpResult, ScanChunk,
     Span, TxnId,
 };
-use crate::catalog::TableId;
-use crate::persist::changes;
-use crate::persist::redo::RedoLog;
+use crate::log::{ChangeLog, changes};
 use crate::storage::OpError;
 use crate::storage::fixed::RowRef;
 use crate::storage::fragment::Fragment;
 use crate::storage::page::{DataMemory, PageSource};
+use crate::types::TableId;
 
 /// Operations between the stages of the worker's prefetch pipeline. A
 /// lookup is a chain of dependent cache misses — index entry, fixed part,
@@ -72,9 +71,8 @@ pub(super) struct Worker {
     waits: Waits,
     /// Jobs woken from waiting, to run again.
     ready: VecDeque<Job>,
-    /// Where committed changes are logged; none while recovering, or for an
-    /// engine that keeps nothing.
-    log: Option<Arc<RedoLog>>,
+    /// Where committed changes go.
+    log: Arc<ChangeLog>,
     /// Images asked for, taken once no transaction holds rows here.
     images: Vec<(TableId, u32, ImageReply)>,
     /// New transactions that arrived while images wait: they start after.
@@ -84,7 +82,7 @@ pub(super) struct Worker {
 type ImageReply = tokio::sync::oneshot::Sender<Option<(Vec<u8>, u64)>>;
 
 impl Worker {
-    pub(super) fn new(pool: Arc<DataMemory>, lock_wait: Duration) -> Worker {
+    pub(super) fn new(pool: Arc<DataMemory>, log: Arc<ChangeLog>, lock_wait: Duration) -> Worker {
         Worker {
             pool,
             slots: Vec::new(),
@@ -92,7 +90,7 @@ impl Worker {
             txns: FxHashMap::default(),
             waits: Waits::new(lock_wait),
             ready: VecDeque::new(),
-            log: None,
+            log,
             images: Vec::new(),
             held_back: VecDeque::new(),
         }
@@ -160,10 +158,11 @@ impl Worker {
                 };
                 let _ = reply.send(result);
             }
-            Msg::AttachLog { log, done } => {
+            Msg::AdoptLog { done } => {
                 // Tasks on this thread waiting for the log are woken by it.
-                log.adopt_thread();
-                self.log = Some(log);
+                if let Some(redo) = self.log.redo() {
+                    redo.adopt_thread();
+                }
                 let _ = done.send(());
             }
             Msg::Commit { txn, done } => {
@@ -299,13 +298,9 @@ impl Worker {
         }
     }
 
-    /// Appends a redo record, if a log is attached and there is anything to
-    /// log: the LSN it ends at.
+    /// Logs a commit's change records: the LSN they end at.
     fn append(&self, redo: &[u8]) -> Result<Option<u64>, ()> {
-        match &self.log {
-            Some(log) if !redo.is_empty() => log.append(redo).map(Some).map_err(|_| ()),
-            _ => Ok(None),
-        }
+        self.log.commit(redo).map_err(|_| ())
     }
 
     /// Logs the changes an autocommit job has made since it last logged.
@@ -321,9 +316,17 @@ impl Worker {
     /// Appends to `redo` what transaction `txn` made of every row it holds.
     fn after_images(&self, txn: TxnId, redo: &mut Vec<u8>) {
         redo.clear();
+        let mut key = Vec::new();
         for held in self.txns.get(&txn).into_iter().flatten() {
             if let Some(frag) = self.fragment(held.table, held.slot) {
-                frag.after_image(held.table, held.row, redo);
+                key.clear();
+                if frag.held_key(held.row, &mut key) {
+                    changes::delete(redo, held.table, &key);
+                } else {
+                    let start = changes::begin_put(redo, held.table, &key);
+                    frag.append_image(held.row, redo);
+                    changes::finish_put(redo, start);
+                }
             }
         }
     }
@@ -370,7 +373,7 @@ impl Worker {
             return;
         }
         // Everything logged so far is in the images; replay starts here.
-        let from = self.log.as_ref().map_or(0, |log| log.next_lsn());
+        let from = self.log.next_lsn();
         for (table, slot, reply) in std::mem::take(&mut self.images) {
             let image = self.fragment(table, slot).map(|frag| {
                 let mut bytes = Vec::new();
@@ -483,6 +486,8 @@ impl Worker {
                 }
                 OpKind::Delete => frag.delete(txn, op.tag, key),
             };
+            #[cfg(any(test, feature = "testing"))]
+            failpoint::after_write(op.kind, key);
             match written {
                 Ok(w) => {
                     let result = match (op.kind, w.inserted, old) {
@@ -554,4 +559,30 @@ fn read_into(frag: &Fragment, txn: TxnId, tag: u32, key: &[u8], out: &mut Vec<u8
         start: start as u32,
         len: (out.len() - start) as u32,
     })
+}
+
+/// A test's way to make a worker panic in the middle of an operation, after
+/// its fragment has changed and before the change is logged: a write whose
+/// stored key holds the bytes of `SHOAL_FAILPOINT_PANIC_KEY` panics. Only in
+/// builds with the `testing` feature.
+#[cfg(any(test, feature = "testing"))]
+pub(crate) mod failpoint {
+    use std::sync::OnceLock;
+
+    use super::OpKind;
+
+    /// The environment variable naming the key bytes that panic.
+    pub(crate) const PANIC_KEY: &str = "SHOAL_FAILPOINT_PANIC_KEY";
+
+    pub(super) fn after_write(kind: OpKind, key: &[u8]) {
+        static ARMED: OnceLock<Option<Vec<u8>>> = OnceLock::new();
+        let armed =
+            ARMED.get_or_init(|| std::env::var_os(PANIC_KEY).map(|k| k.into_encoded_bytes()));
+        if let Some(marker) = armed.as_deref()
+            && kind != OpKind::Read
+            && key.windows(marker.len().max(1)).any(|w| w == marker)
+        {
+            panic!("failpoint {PANIC_KEY} reached");
+        }
+    }
 }

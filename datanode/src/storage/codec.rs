@@ -22,7 +22,7 @@ use std::fmt;
 use shoal_wire::schema::ColumnType;
 
 use super::layout::{Layout, Place};
-use super::value::{self, Date, DateTime, Decimal, Timestamp, Value};
+use crate::types::value::{self, Date, DateTime, Decimal, Timestamp, Value};
 
 /// A value refused for a column: the column's name and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

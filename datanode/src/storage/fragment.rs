@@ -22,16 +22,12 @@ use super::layout::{self, LIVE, LOCKED, Layout, Place, ROW_HEADER};
 use super::page::{PAGE_SIZE, PageSource};
 use super::var::{VarPart, VarRef};
 use super::{CmpOp, OpError, Predicate, StorageError};
-use crate::persist::changes;
+use crate::types::AUTOCOMMIT;
+use crate::types::TxnId;
 
 /// Live rows examined per scan call at most, so one scan never holds its
 /// worker for long.
 const SCAN_STEP: usize = 4096;
-
-/// A transaction's id, unique on its data node.
-pub(crate) type TxnId = u64;
-/// The "transaction" of operations that stand alone.
-pub(crate) const AUTOCOMMIT: TxnId = 0;
 
 /// Memory held and used by one fragment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -540,20 +536,12 @@ impl Fragment {
         out.extend_from_slice(self.var_of(fixed));
     }
 
-    /// Appends to a redo record what a transaction made of row `r`, which it
-    /// holds: the row's new image, or its deletion.
-    pub(crate) fn after_image(&self, table: crate::catalog::TableId, r: RowRef, out: &mut Vec<u8>) {
+    /// The key of row `r`, which a transaction holds, appended to `key`;
+    /// whether the transaction deleted it.
+    pub(crate) fn held_key(&self, r: RowRef, key: &mut Vec<u8>) -> bool {
         let fixed = self.fixed.slot(r);
-        let var = self.var_of(fixed);
-        let mut key = Vec::new();
-        self.layout.key_of(fixed, var, &mut key);
-        if self.locks[&r].deleted {
-            changes::delete(out, table, &key);
-        } else {
-            let start = changes::begin_put(out, table, &key);
-            self.append_image(r, out);
-            changes::finish_put(out, start);
-        }
+        self.layout.key_of(fixed, self.var_of(fixed), key);
+        self.locks[&r].deleted
     }
 
     /// Makes a transaction's change to row `r` the committed one.

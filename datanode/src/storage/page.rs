@@ -19,11 +19,11 @@ use std::sync::{Arc, Mutex};
 use memmap2::MmapMut;
 
 /// Bytes in a DataMemory page.
-pub const PAGE_SIZE: usize = 32 * 1024;
+pub(crate) const PAGE_SIZE: usize = 32 * 1024;
 
 /// Why no page could be had.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum NoPage {
+pub(crate) enum NoPage {
     #[error(transparent)]
     OutOfDataMemory(#[from] OutOfDataMemory),
     /// The account (or its parent) would pass its limit.
@@ -34,7 +34,7 @@ pub enum NoPage {
 /// The pool has no free page: the data node's DataMemory is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("out of DataMemory: all {total_pages} pages of {PAGE_SIZE} bytes are in use")]
-pub struct OutOfDataMemory {
+pub(crate) struct OutOfDataMemory {
     pub total_pages: u32,
 }
 
@@ -170,7 +170,7 @@ impl fmt::Debug for DataMemory {
 /// DataMemory held by one owner — a database, or a tenant over its
 /// databases — in bytes, with an optional limit that no page may pass.
 #[derive(Debug)]
-pub struct MemoryAccount {
+pub(crate) struct MemoryAccount {
     bytes: AtomicU64,
     /// `u64::MAX` when there is no limit.
     limit: AtomicU64,
@@ -185,7 +185,7 @@ impl Default for MemoryAccount {
 }
 
 impl MemoryAccount {
-    pub fn new(parent: Option<Arc<MemoryAccount>>) -> MemoryAccount {
+    pub(crate) fn new(parent: Option<Arc<MemoryAccount>>) -> MemoryAccount {
         MemoryAccount {
             bytes: AtomicU64::new(0),
             limit: AtomicU64::new(u64::MAX),
@@ -193,21 +193,17 @@ impl MemoryAccount {
         }
     }
 
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)
     }
 
-    pub fn limit(&self) -> Option<u64> {
+    pub(crate) fn limit(&self) -> Option<u64> {
         Some(self.limit.load(Ordering::Relaxed)).filter(|&l| l != u64::MAX)
     }
 
-    pub fn set_limit(&self, limit: Option<u64>) {
+    pub(crate) fn set_limit(&self, limit: Option<u64>) {
         self.limit
             .store(limit.unwrap_or(u64::MAX), Ordering::Relaxed);
-    }
-
-    pub fn parent(&self) -> Option<&Arc<MemoryAccount>> {
-        self.parent.as_ref()
     }
 
     /// Charges one page, unless that would pass this account's limit or its
@@ -256,7 +252,7 @@ impl PageSource {
 }
 
 /// The one handle to one page of DataMemory.
-pub struct Page {
+pub(crate) struct Page {
     ptr: NonNull<[u8; PAGE_SIZE]>,
     id: u32,
     /// Keeps the mapping alive for as long as the page is held.
@@ -269,13 +265,13 @@ pub struct Page {
 unsafe impl Send for Page {}
 
 impl Page {
-    pub fn bytes(&self) -> &[u8; PAGE_SIZE] {
+    pub(crate) fn bytes(&self) -> &[u8; PAGE_SIZE] {
         // SAFETY: the page is inside the live mapping (held by `pool`) and this
         // handle is its only owner; `&self` forbids a concurrent `&mut`.
         unsafe { self.ptr.as_ref() }
     }
 
-    pub fn bytes_mut(&mut self) -> &mut [u8; PAGE_SIZE] {
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8; PAGE_SIZE] {
         // SAFETY: as in `bytes`, and `&mut self` makes this access exclusive.
         unsafe { self.ptr.as_mut() }
     }
@@ -283,14 +279,14 @@ impl Page {
 
 impl Page {
     /// The page as 64-bit words; pages are 4 KiB-aligned, so this is sound.
-    pub fn words(&self) -> &[u64; PAGE_SIZE / 8] {
+    pub(crate) fn words(&self) -> &[u64; PAGE_SIZE / 8] {
         // SAFETY: as in `bytes`; the mapping is page-aligned and every page
         // starts a multiple of PAGE_SIZE into it, so the cast is aligned, and
         // every bit pattern is a valid u64.
         unsafe { self.ptr.cast().as_ref() }
     }
 
-    pub fn words_mut(&mut self) -> &mut [u64; PAGE_SIZE / 8] {
+    pub(crate) fn words_mut(&mut self) -> &mut [u64; PAGE_SIZE / 8] {
         // SAFETY: as in `words`, and `&mut self` makes the access exclusive.
         unsafe { self.ptr.cast().as_mut() }
     }

@@ -9,7 +9,7 @@ use arc_swap::ArcSwap;
 use shoal_quota::Quota;
 use shoal_quota::limiter::{Limiter, LimiterPool};
 
-use crate::catalog::DatabaseId;
+use crate::types::DatabaseId;
 
 /// A database's quota with the rate limiters that enforce it.
 #[derive(Debug)]

@@ -5,11 +5,17 @@
 //! read and write rates, and — for requests that can grow memory — its memory
 //! quota and its tenant's. A refused request changed nothing. Then the
 //! operations run, each on its own or as one transaction (`transaction`).
+//! Nothing else in the node runs an operation: the front ends come here,
+//! and so do recovery (`replay`) and the node's own housekeeping (`purge`).
 //!
+//! - `batch`: operations encoded at the edge and their outcomes.
+//! - `schema`: the handles of tenants, databases and tables.
 //! - `governance`: a database's limits, limiters and counters.
 //! - `transaction`: atomic requests — two-phase commit across workers.
 
+pub(crate) mod batch;
 mod governance;
+pub(crate) mod schema;
 mod transaction;
 
 use std::sync::Arc;
@@ -19,13 +25,21 @@ use shoal_quota::error::RateKind;
 use shoal_quota::limiter::{Limiter, LimiterClock, LimiterPool, Throttled};
 use shoal_quota::{Quota, QuotaError};
 
+use self::batch::{Batch, OperationError, memory_quota_error};
 use self::governance::Counters;
-pub(crate) use self::governance::{Governance, LATENCY_BOUNDS_US};
-use crate::batch::{Batch, OperationError, memory_quota_error};
-use crate::catalog::{CatalogError, Database, DatabaseId};
-use crate::engine::Engine;
-use crate::persist::redo::LogFailed;
-use crate::storage::OpError;
+pub(crate) use self::governance::LATENCY_BOUNDS_US;
+pub use self::schema::{Database, Table, Tenant};
+use crate::ldm::{AUTOCOMMIT, Mode, NodeFailed, Workers};
+use crate::log::redo::LogFailed;
+use crate::storage::codec::{self, ValueError};
+use crate::storage::fixed::RowRef;
+use crate::storage::page::MemoryAccount;
+use crate::storage::{CmpOp, OpError, Predicate};
+use crate::types::DatabaseId;
+use crate::types::value::Value;
+
+/// Most rows one scan returns.
+pub(crate) const MAX_SCAN_LIMIT: usize = 100_000;
 
 /// What a caller may do with a database: the grant of its API key.
 pub use shoal_wire::apikey::Role;
@@ -61,6 +75,9 @@ pub enum TcError {
     /// no write is accepted until the node restarts.
     #[error(transparent)]
     Durability(#[from] LogFailed),
+    /// An LDM worker panicked: the node serves nothing until it restarts.
+    #[error(transparent)]
+    NodeFailed(#[from] NodeFailed),
 }
 
 impl TcError {
@@ -70,6 +87,7 @@ impl TcError {
             TcError::Quota(e) => e.code(),
             TcError::Operation { error, .. } => error.code(),
             TcError::Durability(_) => "DURABILITY_FAILED",
+            TcError::NodeFailed(_) => "NODE_FAILED",
         }
     }
 
@@ -79,7 +97,7 @@ impl TcError {
             TcError::Forbidden { .. } => 403,
             TcError::Quota(e) => e.http_status(),
             TcError::Operation { error, .. } => error.http_status(),
-            TcError::Durability(_) => 503,
+            TcError::Durability(_) | TcError::NodeFailed(_) => 503,
         }
     }
 
@@ -120,7 +138,9 @@ pub struct Tc {
 
 #[derive(Debug)]
 struct Inner {
-    engine: Engine,
+    workers: Workers,
+    /// Keys the hash indexes; secret, so keys cannot be chosen to collide.
+    seed: u64,
     limiters: LimiterPool<DatabaseId>,
     next_txn: AtomicU64,
     latency_observer: arc_swap::ArcSwapOption<LatencyObserver>,
@@ -131,7 +151,7 @@ struct Inner {
 pub struct LatencyObserver(pub Box<ObserveLatency>);
 
 /// What a `LatencyObserver` calls: the database, and how long its request took.
-pub type ObserveLatency = dyn Fn(&Database, std::time::Duration) + Send + Sync;
+pub(crate) type ObserveLatency = dyn Fn(&Database, std::time::Duration) + Send + Sync;
 
 impl std::fmt::Debug for LatencyObserver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -140,15 +160,17 @@ impl std::fmt::Debug for LatencyObserver {
 }
 
 impl Tc {
-    pub fn new(engine: Engine) -> Tc {
-        Tc::with_clock(engine, LimiterClock::monotonic())
+    /// The coordinator of `workers`, whose hash indexes are keyed by `seed`.
+    pub(crate) fn new(workers: Workers, seed: u64) -> Tc {
+        Tc::with_clock(workers, seed, LimiterClock::monotonic())
     }
 
     /// A coordinator whose rate limiters keep time by `clock`.
-    pub fn with_clock(engine: Engine, clock: LimiterClock) -> Tc {
+    pub(crate) fn with_clock(workers: Workers, seed: u64, clock: LimiterClock) -> Tc {
         Tc {
             inner: Arc::new(Inner {
-                engine,
+                workers,
+                seed,
                 limiters: LimiterPool::new(clock),
                 next_txn: AtomicU64::new(1),
                 latency_observer: arc_swap::ArcSwapOption::empty(),
@@ -162,8 +184,40 @@ impl Tc {
         self.inner.latency_observer.store(observer.map(Arc::new));
     }
 
-    pub fn engine(&self) -> &Engine {
-        &self.inner.engine
+    /// The LDM workers, for the node's DDL, checkpoints and memory reports.
+    pub(crate) fn workers(&self) -> &Workers {
+        &self.inner.workers
+    }
+
+    /// Why the node failed, if it has: it then refuses every request.
+    pub fn failure(&self) -> Option<NodeFailed> {
+        self.inner.workers.failure().cloned()
+    }
+
+    /// The secret that keys the hash indexes.
+    #[cfg(test)]
+    pub(crate) fn seed(&self) -> u64 {
+        self.inner.seed
+    }
+
+    /// An empty batch for this node.
+    pub fn batch(&self) -> Batch {
+        Batch::new(self.inner.workers.count(), self.inner.seed)
+    }
+
+    /// Runs `task` on LDM worker `ldm`'s thread, beside the worker: a front
+    /// end's connection served there reaches that worker's fragments
+    /// without a thread hop.
+    pub(crate) fn spawn_on_worker<F>(&self, ldm: usize, task: F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.inner.workers.spawn_on_worker(ldm, task);
+    }
+
+    /// LDM worker threads.
+    pub fn ldm_threads(&self) -> usize {
+        self.inner.workers.count()
     }
 
     /// Every check before any worker sees a request, in order: the grant,
@@ -171,6 +225,9 @@ impl Tc {
     /// rates, the memory quotas. `None` for an empty request.
     #[inline(never)]
     pub(crate) fn admit(&self, grant: &Grant, batch: &Batch) -> Result<Option<Admitted>, TcError> {
+        if let Some(failed) = self.inner.workers.failure() {
+            return Err(TcError::NodeFailed(failed.clone()));
+        }
         let Ok(database) = batch.database() else {
             return Err(TcError::Forbidden {
                 database: "(several)".into(),
@@ -193,8 +250,11 @@ impl Tc {
             });
         }
         // A node whose log has failed takes no writes: they could not be made durable.
-        let log = batch.has_writes().then(|| self.engine().log()).flatten();
-        if let Some(failed) = log.and_then(|log| log.failure()) {
+        if let Some(failed) = batch
+            .has_writes()
+            .then(|| self.inner.workers.log().failure())
+            .flatten()
+        {
             return Err(TcError::Durability(failed));
         }
         let gov = &db.governance;
@@ -261,50 +321,15 @@ impl Tc {
     }
 
     /// Sets a database's quota; its next request is judged by it.
-    pub fn set_database_quota(
-        &self,
-        database: &str,
-        quota: Quota,
-    ) -> Result<Arc<Database>, CatalogError> {
-        let db = self.engine().database(database)?;
-        self.apply_database_quota(&db, quota);
-        self.engine().save_catalog()?;
-        Ok(db)
-    }
-
-    fn apply_database_quota(&self, db: &Database, quota: Quota) {
+    pub(crate) fn apply_database_quota(&self, db: &Database, quota: Quota) {
         db.memory.set_limit(quota.in_memory_bytes);
         db.governance.set(quota, &self.inner.limiters);
     }
 
     /// Sets a tenant's quota: its memory limit bounds its databases together.
-    pub fn set_tenant_quota(
-        &self,
-        tenant: &shoal_wire::schema::TenantId,
-        quota: Quota,
-    ) -> Result<(), CatalogError> {
-        Self::apply_tenant_quota(&self.engine().tenant_or_new(tenant), quota);
-        self.engine().save_catalog()
-    }
-
-    fn apply_tenant_quota(tenant: &crate::catalog::Tenant, quota: Quota) {
+    pub(crate) fn apply_tenant_quota(tenant: &Tenant, quota: Quota) {
         tenant.memory.set_limit(quota.in_memory_bytes);
         tenant.quota.store(Arc::new(quota));
-    }
-
-    /// Applies the quotas a restarting node's catalog file has.
-    pub(crate) fn restore_quotas(
-        &self,
-        file: &crate::persist::catalog::CatalogFile,
-    ) -> Result<(), CatalogError> {
-        for entry in &file.tenants {
-            Self::apply_tenant_quota(&self.engine().tenant_or_new(&entry.id), entry.quota);
-        }
-        for entry in &file.databases {
-            let db = self.engine().database(entry.name.as_str())?;
-            self.apply_database_quota(&db, entry.quota);
-        }
-        Ok(())
     }
 
     /// Forgets rate-limiter state that has gone idle; run now and then.
@@ -333,14 +358,18 @@ impl Tc {
         let (db, cost) = (&admitted.db, admitted.cost);
         let gov = &db.governance;
         let outcome = match commit {
-            Commit::Each => self
-                .engine()
-                .execute(batch)
-                .await
-                .map_err(TcError::Durability),
+            Commit::Each => self.run_each(batch).await,
+            // One operation is atomic on its own: no transaction to hold.
+            Commit::Atomic if batch.len() == 1 => match self.run_each(batch).await {
+                Ok(()) => match batch.error(0) {
+                    Some(error) => Err(TcError::Operation { index: 0, error }),
+                    None => Ok(()),
+                },
+                Err(e) => Err(e),
+            },
             Commit::Atomic => {
                 let txn = self.inner.next_txn.fetch_add(1, Ordering::Relaxed);
-                transaction::run(self.engine(), txn, batch).await
+                transaction::run(&self.inner.workers, txn, batch).await
             }
         };
         if cost.reads > 0 && outcome.is_ok() {
@@ -368,6 +397,118 @@ impl Tc {
     }
 }
 
+impl Tc {
+    /// Runs every operation of the batch on its worker, each on its own,
+    /// and returns once the changes are durable; the outcomes are in the
+    /// batch.
+    async fn run_each(&self, batch: &mut Batch) -> Result<(), TcError> {
+        let workers = &self.inner.workers;
+        let mut waits = Vec::new();
+        for (n, ops) in batch.ldms.iter_mut().enumerate() {
+            if ops.ops.is_empty() {
+                continue;
+            }
+            let job = std::mem::take(ops);
+            waits.push((n, workers.start_job(n, AUTOCOMMIT, Mode::Autocommit, job)));
+        }
+        for (n, wait) in waits {
+            batch.ldms[n] = workers.finish_job(wait).await?.0;
+        }
+        let log = workers.log();
+        if batch.ldms.iter().any(|b| b.durability_failed) {
+            return Err(TcError::Durability(
+                log.failure().expect("a failed log says why"),
+            ));
+        }
+        let lsn = batch.ldms.iter().filter_map(|b| b.lsn).max();
+        Ok(log.wait_durable(lsn).await?)
+    }
+
+    /// Applies changes read back from the redo log while the node recovers,
+    /// before it serves anyone: no grant, no limits, nothing logged again.
+    pub(crate) async fn replay(&self, batch: &mut Batch) -> Result<(), TcError> {
+        self.run_each(batch).await
+    }
+
+    /// Runs the node's own housekeeping — reading rows and deleting those
+    /// that have expired — outside any caller's grant and rates: only reads
+    /// and deletes, which never grow memory.
+    pub(crate) async fn purge(&self, batch: &mut Batch) -> Result<(), TcError> {
+        if let Some(failed) = self.inner.workers.failure() {
+            return Err(TcError::NodeFailed(failed.clone()));
+        }
+        if !batch.only_reads_and_deletes() {
+            return Err(TcError::Forbidden {
+                database: "(housekeeping)".into(),
+                reason: "housekeeping only reads and deletes".into(),
+            });
+        }
+        self.run_each(batch).await
+    }
+
+    /// Runs a batch without the checks: for tests and benchmarks of the
+    /// workers alone.
+    #[cfg(any(test, feature = "testing"))]
+    pub async fn execute_unchecked(&self, batch: &mut Batch) -> Result<(), TcError> {
+        self.run_each(batch).await
+    }
+
+    /// Rows of `table` that pass every condition, at most `limit`, in no
+    /// particular order: for the node's housekeeping. Each row is read
+    /// committed; the scan as a whole is not a snapshot.
+    pub(crate) async fn scan(
+        &self,
+        table: &Arc<Table>,
+        filter: &[(&str, CmpOp, Value)],
+        limit: usize,
+    ) -> Result<Vec<batch::Row>, OperationError> {
+        let layout = &table.layout;
+        let predicates = filter
+            .iter()
+            .map(|(name, op, value)| {
+                let column = layout.column_index(name).ok_or_else(|| ValueError {
+                    column: (*name).to_owned(),
+                    problem: format!("table '{}' has no such column", table.name()),
+                })?;
+                let operand = match op {
+                    CmpOp::IsNull | CmpOp::IsNotNull => Vec::new(),
+                    _ => codec::encode_operand(layout, column, value)?,
+                };
+                Ok(Predicate {
+                    column,
+                    op: *op,
+                    operand,
+                })
+            })
+            .collect::<Result<Arc<[Predicate]>, ValueError>>()?;
+        let gone = || OperationError::NoSuchTable {
+            table: table.name().to_string(),
+        };
+        let limit = limit.min(MAX_SCAN_LIMIT);
+        let mut rows = Vec::new();
+        for &place in &table.fragments {
+            let mut from: RowRef = 0;
+            while rows.len() < limit {
+                let chunk = self
+                    .inner
+                    .workers
+                    .scan(table.id, place, from, &predicates, limit - rows.len())
+                    .await
+                    .map_err(|_| gone())?
+                    .ok_or_else(gone)?;
+                rows.extend(chunk.rows.iter().map(|&(start, len)| {
+                    batch::Row::decode(table, &chunk.out[start as usize..(start + len) as usize])
+                }));
+                match chunk.next {
+                    Some(next) => from = next,
+                    None => break,
+                }
+            }
+        }
+        Ok(rows)
+    }
+}
+
 /// Reads one of a database's counters.
 pub(crate) fn counter(c: &std::sync::atomic::AtomicU64) -> u64 {
     Counters::get(c)
@@ -376,7 +517,7 @@ pub(crate) fn counter(c: &std::sync::atomic::AtomicU64) -> u64 {
 /// A request past every check, in flight until dropped.
 pub(crate) struct Admitted {
     db: Arc<Database>,
-    cost: crate::batch::Cost,
+    cost: batch::Cost,
     /// Counted in flight (the database has a limit on that).
     counted: bool,
 }
@@ -433,15 +574,10 @@ fn charge(
 /// the quota, so the quota holds exactly; this refuses early, before any
 /// work.) No column lives on disk yet, so no request grows disk.
 fn check_memory(db: &Database) -> Result<(), QuotaError> {
-    let at_limit = |account: &crate::storage::page::MemoryAccount| {
-        account.limit().is_some_and(|l| account.bytes() >= l)
-    };
+    let at_limit = |account: &MemoryAccount| account.limit().is_some_and(|l| account.bytes() >= l);
     let tenant_at_limit = db.tenant.as_ref().is_some_and(|t| at_limit(&t.memory));
     if at_limit(&db.memory) || tenant_at_limit {
         return Err(memory_quota_error(db));
     }
     Ok(())
 }
-
-#[cfg(test)]
-mod tests;

@@ -10,12 +10,11 @@
 //! midway — its caller went away — every worker it reached is told to abort.
 
 use super::TcError;
-use crate::batch::Batch;
-use crate::engine::Engine;
-use crate::ldm::{JobOutcome, Mode, TxnId};
+use super::batch::Batch;
+use crate::ldm::{JobOutcome, Mode, TxnId, Workers};
 use crate::storage::OpError;
 
-pub(super) async fn run(engine: &Engine, txn: TxnId, batch: &mut Batch) -> Result<(), TcError> {
+pub(super) async fn run(workers: &Workers, txn: TxnId, batch: &mut Batch) -> Result<(), TcError> {
     batch.order_for_locking();
     let ldms: Vec<usize> = (0..batch.ldms.len())
         .filter(|&n| !batch.ldms[n].ops.is_empty())
@@ -26,22 +25,25 @@ pub(super) async fn run(engine: &Engine, txn: TxnId, batch: &mut Batch) -> Resul
         Mode::Prepare
     };
     let mut open = Open {
-        engine,
+        workers,
         txn,
         reached: Vec::new(),
         ended: false,
     };
     for &ldm in &ldms {
         open.reached.push(ldm);
-        let job = engine.start_job(ldm, txn, mode, std::mem::take(&mut batch.ldms[ldm]));
-        let (ops, outcome) = job.await.expect("LDM worker replies");
+        let job = std::mem::take(&mut batch.ldms[ldm]);
+        let (ops, outcome) = workers.run(ldm, txn, mode, job).await?;
         batch.ldms[ldm] = ops;
         if let JobOutcome::Failed { op, error } = outcome {
             // That worker has undone its part already.
             open.reached.pop();
-            open.end(false).await;
+            open.end(false).await?;
             if error == OpError::DurabilityFailed {
-                return Err(durability_failed(engine));
+                let log = workers.log();
+                return Err(TcError::Durability(
+                    log.failure().expect("a failed log says why"),
+                ));
             }
             let (index, error) = batch.failure(ldm, op, error);
             return Err(TcError::Operation { index, error });
@@ -54,35 +56,25 @@ pub(super) async fn run(engine: &Engine, txn: TxnId, batch: &mut Batch) -> Resul
         for &ldm in &ldms {
             redo.extend_from_slice(&batch.ldms[ldm].redo);
         }
-        let lsn = match engine.log() {
-            Some(log) if !redo.is_empty() => match log.append(&redo) {
-                Ok(lsn) => Some(lsn),
-                Err(failed) => {
-                    open.end(false).await;
-                    return Err(TcError::Durability(failed));
-                }
-            },
-            _ => None,
+        let lsn = match workers.log().commit(&redo) {
+            Ok(lsn) => lsn,
+            Err(failed) => {
+                open.end(false).await?;
+                return Err(TcError::Durability(failed));
+            }
         };
-        open.end(true).await;
+        open.end(true).await?;
         lsn
     } else {
         batch.ldms[ldms[0]].lsn
     };
     open.ended = true;
-    engine.wait_durable(lsn).await.map_err(TcError::Durability)
-}
-
-fn durability_failed(engine: &Engine) -> TcError {
-    let log = engine
-        .log()
-        .expect("only a logged transaction fails to log");
-    TcError::Durability(log.failure().expect("a failed log says why"))
+    Ok(workers.log().wait_durable(lsn).await?)
 }
 
 /// A transaction some workers have prepared.
 struct Open<'a> {
-    engine: &'a Engine,
+    workers: &'a Workers,
     txn: TxnId,
     /// Workers that have (or are preparing) a part of it.
     reached: Vec<usize>,
@@ -91,17 +83,18 @@ struct Open<'a> {
 
 impl Open<'_> {
     /// Commits or aborts on every worker reached, and waits until they have.
-    async fn end(&mut self, commit: bool) {
+    async fn end(&mut self, commit: bool) -> Result<(), TcError> {
         let waits: Vec<_> = self
             .reached
             .iter()
-            .map(|&ldm| self.engine.end_transaction(ldm, self.txn, commit))
+            .map(|&ldm| self.workers.end_transaction(ldm, self.txn, commit))
             .collect();
         // Sent: nothing more to do if the caller goes away now.
         self.ended = true;
         for wait in waits {
-            wait.await.expect("LDM worker replies");
+            self.workers.ended(wait).await?;
         }
+        Ok(())
     }
 }
 
@@ -109,7 +102,7 @@ impl Drop for Open<'_> {
     fn drop(&mut self) {
         if !self.ended {
             for &ldm in &self.reached {
-                drop(self.engine.end_transaction(ldm, self.txn, false));
+                drop(self.workers.end_transaction(ldm, self.txn, false));
             }
         }
     }

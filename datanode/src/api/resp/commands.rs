@@ -209,7 +209,7 @@ impl Conn {
 
     /// Binds the connection to `database` with `key`.
     fn auth(&mut self, database: &[u8], key: &[u8]) -> Result<(), Refusal> {
-        let engine = self.store.tc().engine();
+        let engine = self.store.engine();
         // As Redis answers a bad password; which part was wrong is not told.
         let invalid = || {
             (
@@ -247,7 +247,7 @@ impl Conn {
         }
         let (presented, database) = (session.presented.clone(), session.db.db.name.to_string());
         self.session = None;
-        let engine = self.store.tc().engine();
+        let engine = self.store.engine();
         let key = engine
             .api_keys()
             .verify(&presented)
@@ -681,7 +681,7 @@ impl Conn {
     ) -> (
         &super::Store,
         &mut Db,
-        &mut crate::batch::Batch,
+        &mut crate::tc::batch::Batch,
         &mut super::frame::Out,
     ) {
         let session = self.session.as_mut().expect("authenticated");

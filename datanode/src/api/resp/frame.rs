@@ -11,7 +11,7 @@ use std::ops::Range;
 
 /// Limits on one command.
 #[derive(Debug, Clone, Copy)]
-pub struct FrameLimits {
+pub(crate) struct FrameLimits {
     /// Most arguments in one command.
     pub max_args: usize,
     /// Largest command, in bytes on the wire; bounds every bulk string.
@@ -22,7 +22,7 @@ pub struct FrameLimits {
 const MAX_INLINE: usize = 64 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ProtocolError {
+pub(crate) enum ProtocolError {
     #[error("Protocol error: invalid multibulk length")]
     MultibulkLength,
     #[error("Protocol error: invalid bulk length")]
@@ -41,7 +41,7 @@ pub enum ProtocolError {
 
 /// Parses commands; reusable, it keeps its buffers.
 #[derive(Debug)]
-pub struct Parser {
+pub(crate) struct Parser {
     limits: FrameLimits,
     /// Where each argument of the last command lies in the buffer parsed.
     args: Vec<Range<usize>>,
@@ -51,7 +51,7 @@ pub struct Parser {
 
 /// Where the arguments of a parsed command are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Parsed {
+pub(crate) enum Parsed {
     /// A command of `len` bytes at the buffer's start.
     Command { len: usize },
     /// More bytes are needed; at least this many in all, when known.
@@ -59,7 +59,7 @@ pub enum Parsed {
 }
 
 impl Parser {
-    pub fn new(limits: FrameLimits) -> Parser {
+    pub(crate) fn new(limits: FrameLimits) -> Parser {
         Parser {
             limits,
             args: Vec::new(),
@@ -68,7 +68,7 @@ impl Parser {
     }
 
     /// Parses the command at the start of `buf`.
-    pub fn parse(&mut self, buf: &[u8]) -> Result<Parsed, ProtocolError> {
+    pub(crate) fn parse(&mut self, buf: &[u8]) -> Result<Parsed, ProtocolError> {
         self.args.clear();
         self.inline.clear();
         match buf.first() {
@@ -80,12 +80,15 @@ impl Parser {
 
     /// Where the arguments of the command just parsed lie in the buffer
     /// parsed; `None` for an inline command, whose arguments are unquoted.
-    pub fn ranges(&self) -> Option<&[Range<usize>]> {
+    pub(crate) fn ranges(&self) -> Option<&[Range<usize>]> {
         self.inline.is_empty().then_some(&self.args)
     }
 
     /// The arguments of the command just parsed, in `buf`.
-    pub fn args<'a>(&'a self, buf: &'a [u8]) -> impl ExactSizeIterator<Item = &'a [u8]> + 'a {
+    pub(crate) fn args<'a>(
+        &'a self,
+        buf: &'a [u8],
+    ) -> impl ExactSizeIterator<Item = &'a [u8]> + 'a {
         let inline = self.inline.iter().map(Vec::as_slice);
         let ranges = self.args.iter().map(move |r| &buf[r.clone()]);
         // One of the two is empty.
@@ -313,25 +316,25 @@ fn unescape(rest: &[u8]) -> Result<(u8, usize), ProtocolError> {
 
 /// Replies, written into one buffer per round of pipelined commands.
 #[derive(Debug, Default)]
-pub struct Out {
+pub(crate) struct Out {
     pub buf: Vec<u8>,
     /// RESP3 (after `HELLO 3`): nulls, maps and doubles have their own types.
     pub resp3: bool,
 }
 
 impl Out {
-    pub fn simple(&mut self, s: &str) {
+    pub(crate) fn simple(&mut self, s: &str) {
         self.buf.push(b'+');
         self.buf.extend_from_slice(s.as_bytes());
         self.buf.extend_from_slice(b"\r\n");
     }
 
-    pub fn ok(&mut self) {
+    pub(crate) fn ok(&mut self) {
         self.buf.extend_from_slice(b"+OK\r\n");
     }
 
     /// An error: `prefix` is its first word (`ERR`, `WRONGTYPE`, …).
-    pub fn error(&mut self, prefix: &str, message: &str) {
+    pub(crate) fn error(&mut self, prefix: &str, message: &str) {
         self.buf.push(b'-');
         self.buf.extend_from_slice(prefix.as_bytes());
         self.buf.push(b' ');
@@ -344,17 +347,17 @@ impl Out {
         self.buf.extend_from_slice(b"\r\n");
     }
 
-    pub fn int(&mut self, n: i64) {
+    pub(crate) fn int(&mut self, n: i64) {
         self.line(b':', n);
     }
 
-    pub fn bulk(&mut self, data: &[u8]) {
+    pub(crate) fn bulk(&mut self, data: &[u8]) {
         self.line(b'$', data.len() as i64);
         self.buf.extend_from_slice(data);
         self.buf.extend_from_slice(b"\r\n");
     }
 
-    pub fn null(&mut self) {
+    pub(crate) fn null(&mut self) {
         if self.resp3 {
             self.buf.extend_from_slice(b"_\r\n");
         } else {
@@ -363,7 +366,7 @@ impl Out {
     }
 
     /// The null array: RESP2's `*-1`, RESP3's null (`EXEC` aborted by `WATCH`).
-    pub fn null_array(&mut self) {
+    pub(crate) fn null_array(&mut self) {
         if self.resp3 {
             self.buf.extend_from_slice(b"_\r\n");
         } else {
@@ -371,12 +374,12 @@ impl Out {
         }
     }
 
-    pub fn array(&mut self, len: usize) {
+    pub(crate) fn array(&mut self, len: usize) {
         self.line(b'*', len as i64);
     }
 
     /// A map of `len` pairs: RESP3's map, or a flat array in RESP2.
-    pub fn map(&mut self, len: usize) {
+    pub(crate) fn map(&mut self, len: usize) {
         if self.resp3 {
             self.line(b'%', len as i64);
         } else {
@@ -385,7 +388,7 @@ impl Out {
     }
 
     /// A hash's fields and values (`HGETALL`).
-    pub fn hash_all(&mut self, fields: &[(Vec<u8>, Vec<u8>)]) {
+    pub(crate) fn hash_all(&mut self, fields: &[(Vec<u8>, Vec<u8>)]) {
         self.map(fields.len());
         for (field, value) in fields {
             self.bulk(field);
@@ -394,7 +397,7 @@ impl Out {
     }
 
     /// The value of one field of a hash, or null (`HGET`).
-    pub fn hash_field(&mut self, fields: &[(Vec<u8>, Vec<u8>)], want: &[u8]) {
+    pub(crate) fn hash_field(&mut self, fields: &[(Vec<u8>, Vec<u8>)], want: &[u8]) {
         match fields.iter().find(|(field, _)| field == want) {
             Some((_, value)) => self.bulk(value),
             None => self.null(),
@@ -412,6 +415,8 @@ impl Out {
 /// (`fuzz/fuzz_targets/resp_parser.rs`) and by the test suite: parsing
 /// never panics; a command found lies within the bytes; and its arguments,
 /// sent again as a multibulk command, parse back to the same arguments.
+#[cfg(any(test, feature = "testing"))]
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
 pub fn check_parse(bytes: &[u8]) {
     let limits = FrameLimits {
         max_args: 1024,

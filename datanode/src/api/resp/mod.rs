@@ -13,10 +13,10 @@
 //! - `transaction`: `MULTI`, `EXEC`, `DISCARD`, `WATCH`.
 
 mod commands;
-pub mod frame;
+pub(crate) mod frame;
 mod locks;
 mod pipeline;
-pub mod store;
+pub(crate) mod store;
 mod table;
 mod transaction;
 
@@ -33,12 +33,12 @@ use self::frame::{FrameLimits, Out, Parsed, Parser};
 use self::pipeline::{Command, Run, op_of};
 use self::store::{Db, Store, StoreError};
 use super::serve::{self, Limits};
-use crate::batch::{Batch, OperationError};
-use crate::keys::ApiKey;
+use crate::node::keys::ApiKey;
 use crate::tc::TcError;
+use crate::tc::batch::{Batch, OperationError};
 
 /// Most arguments in one command.
-pub const MAX_ARGS: usize = 1024 * 1024;
+pub(crate) const MAX_ARGS: usize = 1024 * 1024;
 /// Replies are sent once this many bytes are waiting, even mid-pipeline.
 const FLUSH_AT: usize = 1 << 20;
 /// How often the expiry index is looked at for keys that have expired.
@@ -59,7 +59,7 @@ pub(crate) async fn serve(
 ) {
     tokio::spawn(purge(Arc::clone(&store), stopped.clone()));
     let watching = stopped.clone();
-    let mut workers = serve::Workers::new(store.tc().engine().clone());
+    let mut workers = serve::Workers::new(store.tc().clone());
     let gate = shoal_listen::accept(
         listener,
         limits.caps(),
@@ -144,7 +144,7 @@ async fn connection(
         max_command_bytes: limits.max_request_bytes,
     });
     let mut conn = Conn {
-        batch: store.tc().engine().batch(),
+        batch: store.tc().batch(),
         store,
         session: None,
         out: Out::default(),

@@ -33,20 +33,23 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use shoal_wire::schema::{TableDef, TableName};
 
 use super::locks::{KeyGuard, KeyLocks};
-use crate::batch::{Batch, OperationError, RowView};
-use crate::catalog::{CatalogError, Database, DatabaseId, Table};
+use crate::node::Engine;
+use crate::node::catalog::CatalogError;
 use crate::storage::CmpOp;
-use crate::storage::value::Value;
+use crate::tc::batch::{Batch, OperationError, RowView};
 use crate::tc::{Commit, Grant, Role, Tc, TcError};
+use crate::tc::{Database, Table};
+use crate::types::DatabaseId;
+use crate::types::value::Value;
 
 /// The table of keys.
-pub const KEYS_TABLE: &str = "redis_keys";
+pub(crate) const KEYS_TABLE: &str = "redis_keys";
 /// The table of the further parts of long values.
-pub const CHUNKS_TABLE: &str = "redis_chunks";
+pub(crate) const CHUNKS_TABLE: &str = "redis_chunks";
 /// Longest key, in bytes.
-pub const MAX_KEY: usize = 3000;
+pub(crate) const MAX_KEY: usize = 3000;
 /// Bytes of a value in one row.
-pub const PART: usize = 26_000;
+pub(crate) const PART: usize = 26_000;
 /// Number of key locks.
 const LOCKS: usize = 1 << 16;
 /// Expired keys `DBSIZE` purges before it counts: in rounds of this many,
@@ -77,14 +80,14 @@ static CHUNKS: LazyLock<TableDef> =
 
 /// What a key holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     String = 0,
     Hash = 1,
 }
 
 /// A key's row.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub kind: Kind,
     /// Unix milliseconds after which the key is gone.
     pub expires: Option<i64>,
@@ -96,7 +99,7 @@ pub struct Entry {
 
 /// A value to write to a key.
 #[derive(Debug, Clone, Copy)]
-pub struct Item<'a> {
+pub(crate) struct Item<'a> {
     pub key: &'a [u8],
     pub kind: Kind,
     pub value: &'a [u8],
@@ -105,7 +108,7 @@ pub struct Item<'a> {
 }
 
 impl<'a> Item<'a> {
-    pub fn string(key: &'a [u8], value: &'a [u8], expires: Option<i64>) -> Item<'a> {
+    pub(crate) fn string(key: &'a [u8], value: &'a [u8], expires: Option<i64>) -> Item<'a> {
         Item {
             key,
             kind: Kind::String,
@@ -117,7 +120,7 @@ impl<'a> Item<'a> {
 
 /// Why a command on keys failed; it changed nothing.
 #[derive(Debug, thiserror::Error)]
-pub enum StoreError {
+pub(crate) enum StoreError {
     #[error(transparent)]
     Tc(#[from] TcError),
     #[error(transparent)]
@@ -136,7 +139,7 @@ pub enum StoreError {
 
 /// The tables of one database's keys.
 #[derive(Debug, Clone)]
-pub struct Tables {
+pub(crate) struct Tables {
     pub keys: Arc<Table>,
     pub chunks: Arc<Table>,
 }
@@ -144,7 +147,7 @@ pub struct Tables {
 /// A connection's database: its grant, its key tables once known, and
 /// the writes of the transaction it is running, if it is.
 #[derive(Debug)]
-pub struct Db {
+pub(crate) struct Db {
     pub db: Arc<Database>,
     pub grant: Grant,
     tables: Option<Tables>,
@@ -152,7 +155,7 @@ pub struct Db {
 }
 
 impl Db {
-    pub fn new(db: Arc<Database>, grant: Grant) -> Db {
+    pub(crate) fn new(db: Arc<Database>, grant: Grant) -> Db {
         Db {
             db,
             grant,
@@ -221,8 +224,8 @@ struct Expiring {
 
 /// Redis keys over the node's tables; shared by every connection.
 #[derive(Debug)]
-pub struct Store {
-    tc: Tc,
+pub(crate) struct Store {
+    engine: Engine,
     locks: KeyLocks,
     /// Per lock stripe: moved on by every write to a key of it, under the
     /// stripe's lock.
@@ -276,15 +279,15 @@ fn decode_entry(row: &RowView<'_>) -> Entry {
 }
 
 impl Entry {
-    pub fn is_live(&self, now: i64) -> bool {
+    pub(crate) fn is_live(&self, now: i64) -> bool {
         self.expires.is_none_or(|at| at > now)
     }
 }
 
 impl Store {
-    pub fn new(tc: Tc, max_value: usize) -> Store {
+    pub(crate) fn new(engine: Engine, max_value: usize) -> Store {
         Store {
-            tc,
+            engine,
             locks: KeyLocks::new(LOCKS),
             versions: (0..LOCKS).map(|_| AtomicU64::new(0)).collect(),
             expiring: std::sync::Mutex::default(),
@@ -293,11 +296,15 @@ impl Store {
         }
     }
 
-    pub fn tc(&self) -> &Tc {
-        &self.tc
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
     }
 
-    pub fn max_value(&self) -> usize {
+    pub(crate) fn tc(&self) -> &Tc {
+        self.engine.tc()
+    }
+
+    pub(crate) fn max_value(&self) -> usize {
         self.max_value
     }
 
@@ -337,11 +344,15 @@ impl Store {
     }
 
     /// The database's key tables; created when `create` and missing.
-    pub async fn tables(&self, db: &mut Db, create: bool) -> Result<Option<Tables>, StoreError> {
+    pub(crate) async fn tables(
+        &self,
+        db: &mut Db,
+        create: bool,
+    ) -> Result<Option<Tables>, StoreError> {
         if let Some(t) = &db.tables {
             return Ok(Some(t.clone()));
         }
-        let engine = self.tc.engine();
+        let engine = &self.engine;
         let name = db.db.name.clone();
         let mut found = Vec::with_capacity(2);
         for (table, want) in [(KEYS_TABLE, &KEYS), (CHUNKS_TABLE, &CHUNKS)] {
@@ -374,7 +385,7 @@ impl Store {
     }
 
     async fn run(&self, db: &mut Db, batch: &mut Batch, commit: Commit) -> Result<(), StoreError> {
-        let outcome = self.tc.execute(&db.grant, batch, commit).await;
+        let outcome = self.tc().execute(&db.grant, batch, commit).await;
         let dropped = |e: &OperationError| matches!(e, OperationError::NoSuchTable { .. });
         let gone = match &outcome {
             Err(TcError::Operation { error, .. }) => dropped(error),
@@ -389,7 +400,7 @@ impl Store {
     }
 
     /// The live entries of `keys`, in one request.
-    pub async fn lookup_many(
+    pub(crate) async fn lookup_many(
         &self,
         db: &mut Db,
         batch: &mut Batch,
@@ -435,7 +446,7 @@ impl Store {
     }
 
     /// The live entry of `key`.
-    pub async fn lookup(
+    pub(crate) async fn lookup(
         &self,
         db: &mut Db,
         batch: &mut Batch,
@@ -446,7 +457,7 @@ impl Store {
 
     /// The live entry of `key` with its whole value. Takes the key's lock
     /// for a value of several parts unless the caller `holds` it.
-    pub async fn read(
+    pub(crate) async fn read(
         &self,
         db: &mut Db,
         batch: &mut Batch,
@@ -503,7 +514,7 @@ impl Store {
 
     /// Writes each item in one atomic request, replacing what the keys
     /// held. The caller holds the keys' locks.
-    pub async fn write(
+    pub(crate) async fn write(
         &self,
         db: &mut Db,
         batch: &mut Batch,
@@ -532,7 +543,7 @@ impl Store {
     /// none is ever half written. The caller holds the keys' locks, and no
     /// key is given twice. Answers each item's outcome; `Err` when the
     /// request as a whole was refused.
-    pub async fn write_each(
+    pub(crate) async fn write_each(
         &self,
         db: &mut Db,
         batch: &mut Batch,
@@ -631,7 +642,7 @@ impl Store {
     }
 
     /// Deletes a key and its parts, atomically. The caller holds its lock.
-    pub async fn delete(
+    pub(crate) async fn delete(
         &self,
         db: &mut Db,
         batch: &mut Batch,
@@ -660,7 +671,7 @@ impl Store {
     }
 
     /// Sets or clears a key's expiry. The caller holds its lock.
-    pub async fn set_expiry(
+    pub(crate) async fn set_expiry(
         &self,
         db: &mut Db,
         batch: &mut Batch,
@@ -766,7 +777,7 @@ impl Store {
     /// first once due, so that none is counted after it expired (inside a
     /// transaction, whose `EXEC` holds key locks the purge would wait for,
     /// they are not).
-    pub async fn count(&self, db: &Db) -> u64 {
+    pub(crate) async fn count(&self, db: &Db) -> u64 {
         if db.tx.is_none() {
             for _ in 0..COUNT_PURGE_ROUNDS {
                 if self.purge_expired(COUNT_PURGE_BATCH).await < COUNT_PURGE_BATCH {
@@ -774,10 +785,8 @@ impl Store {
                 }
             }
         }
-        let engine = self.tc.engine();
-        engine
-            .memory_usage()
-            .await
+        let usage = self.engine.memory_usage().await.unwrap_or_default();
+        usage
             .iter()
             .filter(|f| f.database == db.db.name.as_str() && f.table == KEYS_TABLE)
             .map(|f| f.rows)
@@ -798,7 +807,7 @@ impl Store {
     /// Removes up to `limit` keys that have expired by now, as the expiry
     /// index has them; how many it looked at. Purging is the node's work:
     /// it is not charged to the database.
-    pub async fn purge_expired(&self, limit: usize) -> usize {
+    pub(crate) async fn purge_expired(&self, limit: usize) -> usize {
         // One purge at a time, so that `count`'s purge waits for one under
         // way: the keys it took from the index are gone when it returns.
         let _purging = self.purging.lock().await;
@@ -824,8 +833,8 @@ impl Store {
     /// Finds expired keys by scanning every key table — for keys whose
     /// expiry the index lost in a restart; up to `limit` of them. Slow on
     /// large tables: run seldom.
-    pub async fn sweep_expired(&self, limit: usize) -> usize {
-        let engine = self.tc.engine();
+    pub(crate) async fn sweep_expired(&self, limit: usize) -> usize {
+        let engine = &self.engine;
         let keys_table = TableName::parse(KEYS_TABLE).expect("a valid name");
         let mut swept = 0;
         for table in engine.tables() {
@@ -833,7 +842,7 @@ impl Store {
                 continue;
             }
             let filter = [("exp", CmpOp::Le, Value::Int(now_ms()))];
-            let Ok(rows) = engine.scan(&table, &filter, limit - swept).await else {
+            let Ok(rows) = engine.tc().scan(&table, &filter, limit - swept).await else {
                 continue;
             };
             let Ok(chunks) = engine.table(table.database.name.as_str(), CHUNKS_TABLE) else {
@@ -852,12 +861,12 @@ impl Store {
     /// Deletes `key` and its parts if it has expired: read again under its
     /// lock, as it may have been set anew since it was found.
     async fn purge_key(&self, keys: &Arc<Table>, chunks: &Arc<Table>, key: Vec<u8>) {
-        let engine = self.tc.engine();
+        let tc = self.engine.tc();
         let _lock = self.lock(keys.database.id, &[&key]).await;
         let k = Value::Bytes(key.clone());
-        let mut batch = engine.batch();
+        let mut batch = tc.batch();
         if batch.read(keys, std::slice::from_ref(&k)).is_err()
-            || engine.execute(&mut batch).await.is_err()
+            || tc.purge(&mut batch).await.is_err()
         {
             return;
         }
@@ -873,7 +882,7 @@ impl Store {
         for i in 1..=entry.parts {
             let _ = batch.delete(chunks, &[k.clone(), Value::Int(i64::from(i))]);
         }
-        if engine.execute(&mut batch).await.is_ok() {
+        if tc.purge(&mut batch).await.is_ok() {
             self.touched(keys.database.id, [key.as_slice()]);
         }
     }
@@ -924,7 +933,7 @@ fn parts_after_head(len: usize) -> u32 {
 }
 
 /// A hash's fields and values, in the order they were first set.
-pub fn decode_hash(value: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+pub(crate) fn decode_hash(value: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut fields = Vec::new();
     let mut at = 0;
     let take = |at: &mut usize| -> Option<Vec<u8>> {
@@ -942,7 +951,7 @@ pub fn decode_hash(value: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
     fields
 }
 
-pub fn encode_hash(fields: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
+pub(crate) fn encode_hash(fields: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
     let mut out = Vec::with_capacity(fields.iter().map(|(f, v)| 8 + f.len() + v.len()).sum());
     for (f, v) in fields {
         out.extend_from_slice(&(f.len() as u32).to_le_bytes());

@@ -1,5 +1,7 @@
-//! A whole data node: its data directory, cluster secret, engine and
-//! internal API server, started together and stopped cleanly.
+//! A whole data node: its data directory, cluster secret, engine, front
+//! ends and internal API server, started together and stopped cleanly.
+//!
+//! - `register`: reporting to the control plane.
 //!
 //! Start: lock the data directory, recover what it holds (catalog, newest
 //! checkpoint, redo log), then serve. While running, a checkpoint is taken
@@ -16,17 +18,19 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub(crate) mod register;
+
+use self::register::{ControlPlaneLink, Identity};
 use crate::api;
 use crate::api::resp::store::Store;
 use crate::api::serve::{self, Limits};
-use crate::engine::{Engine, EngineConfig};
 use crate::internal_api::{self, ClusterSecret};
-use crate::persist::checkpoint::Checkpointer;
-use crate::persist::io::FileSystem;
-use crate::persist::recovery::Recovered;
-use crate::persist::redo::Durability;
-use crate::persist::{self, Durable, OpenError};
-use crate::register::{self, ControlPlaneLink, Identity};
+use crate::log::io::FileSystem;
+use crate::log::redo::Durability;
+use crate::node::checkpoint::Checkpointer;
+use crate::node::durable::{self, Durable, OpenError};
+use crate::node::recovery::Recovered;
+use crate::node::{Engine, EngineConfig};
 use crate::tc::Tc;
 
 /// How often idle rate-limiter state is swept.
@@ -39,7 +43,7 @@ const CHECKPOINT_RETRY: Duration = Duration::from_secs(10);
 /// File in the data directory holding the cluster secret when none is given.
 pub const SECRET_FILE: &str = "cluster-secret";
 /// File in the data directory a running node holds locked.
-pub const LOCK_FILE: &str = "lock";
+pub(crate) const LOCK_FILE: &str = "lock";
 
 /// How to run a data node.
 #[derive(Debug, Clone)]
@@ -136,7 +140,7 @@ impl DataNode {
             lock_wait_timeout: config.lock_wait_timeout,
         };
         let durable =
-            persist::open(engine_config, Arc::new(FileSystem), dir, config.durability).await?;
+            durable::open(engine_config, Arc::new(FileSystem), dir, config.durability).await?;
         let recovered = &durable.recovered;
         tracing::info!(
             checkpoint = recovered.manifest.as_ref().map(|m| m.id),
@@ -147,18 +151,18 @@ impl DataNode {
             took_ms = recovered.took.as_millis() as u64,
             "recovered"
         );
-        let tc = durable.tc.clone();
+        let engine = durable.engine.clone();
         let (listener, internal_addr) = bind(config.listen, config.internal_port).await?;
         let (rest, rest_addr) = bind(config.listen, config.rest_port).await?;
         let (resp, resp_addr) = bind(config.listen, config.resp_port).await?;
         let (stop, stopped) = watch::channel(false);
         let limits = config.api_limits;
-        let store = Arc::new(Store::new(tc.clone(), limits.max_request_bytes));
+        let store = Arc::new(Store::new(engine.clone(), limits.max_request_bytes));
         let front_ends = vec![
             tokio::spawn(serve::http(
                 rest,
-                api::rest::router(tc.clone(), limits),
-                Some(serve::Workers::with_spare_cores(tc.engine().clone())),
+                api::rest::router(engine.clone(), limits),
+                Some(serve::Workers::with_spare_cores(engine.tc().clone())),
                 limits,
                 stopped.clone(),
             )),
@@ -174,12 +178,12 @@ impl DataNode {
             tokio::spawn(register::heartbeats(
                 link,
                 me,
-                tc.engine().clone(),
+                engine.clone(),
                 secret.clone(),
                 stopped.clone(),
             ));
         }
-        let app = internal_api::router(tc.clone(), secret, Arc::clone(&durable.checkpointer));
+        let app = internal_api::router(engine.clone(), secret, Arc::clone(&durable.checkpointer));
         let stopped_internal = stopped.clone();
         // The internal API: the data API's caps, on the node's own runtime,
         // with the default head timeout whatever the data API's is (the
@@ -192,9 +196,9 @@ impl DataNode {
             serve::http(listener, app, None, internal_limits, stopped_internal).await;
             Ok(())
         });
-        tokio::spawn(housekeeping(tc.clone(), stopped.clone()));
+        tokio::spawn(housekeeping(engine.tc().clone(), stopped.clone()));
         let checkpoints = tokio::spawn(checkpoints(
-            tc.engine().clone(),
+            engine.clone(),
             Arc::clone(&durable.checkpointer),
             (config.checkpoint_every, config.checkpoint_redo_bytes),
             stopped,
@@ -215,12 +219,12 @@ impl DataNode {
     }
 
     pub fn engine(&self) -> &Engine {
-        self.durable.tc.engine()
+        &self.durable.engine
     }
 
     /// The transaction coordinator: where requests to databases go.
     pub fn tc(&self) -> &Tc {
-        &self.durable.tc
+        self.durable.engine.tc()
     }
 
     /// What recovery found and did at start.
@@ -257,7 +261,7 @@ impl DataNode {
         let served = self.server.await.map_err(std::io::Error::other)?;
         // A checkpoint under way finishes; none starts after.
         self.checkpoints.await.map_err(std::io::Error::other)?;
-        let tc = self.durable.tc.clone();
+        let engine = self.durable.engine.clone();
         let closed = match self.durable.close().await {
             Ok(last) => {
                 tracing::info!(
@@ -270,7 +274,7 @@ impl DataNode {
             Err(e) => Err(std::io::Error::other(e)),
         };
         // The last engine handle goes here; dropping it joins the workers.
-        tokio::task::spawn_blocking(move || drop(tc))
+        tokio::task::spawn_blocking(move || drop(engine))
             .await
             .map_err(std::io::Error::other)?;
         served.and(closed)

@@ -10,15 +10,18 @@ use proptest::prelude::*;
 use shoal_quota::Quota;
 use shoal_wire::schema::{DatabaseName, TableDef};
 
-use super::io::{Faults, MemStorage, Storage};
-use super::redo::{Durability, RedoError};
-use super::*;
-use crate::batch::{Batch, Outcome};
-use crate::catalog::Table;
-use crate::engine::{DEFAULT_LOCK_WAIT_TIMEOUT, EngineConfig, FragmentUsage};
+use super::catalog_file;
+use super::durable::{Durable, OpenError, open_with};
+use super::recovery::RecoveryError;
+use crate::log::io::Storage;
+use crate::log::io_mem::{Faults, MemStorage};
+use crate::log::redo::{self, Durability, RedoError};
+use crate::node::{DEFAULT_LOCK_WAIT_TIMEOUT, EngineConfig, FragmentUsage};
 use crate::storage::page::PAGE_SIZE;
-use crate::storage::value::Value;
+use crate::tc::Table;
+use crate::tc::batch::{Batch, Outcome};
 use crate::tc::{Commit, Grant, Role, TcError};
+use crate::types::value::Value;
 
 const DIR: &str = "/node";
 const KV: &str = r#"{"name":"kv","primary_key":["k"],"columns":[{"name":"k","type":"BIGINT"},{"name":"v","type":"VARCHAR(3000)"}]}"#;
@@ -61,7 +64,7 @@ fn crash(node: Durable, fs: &MemStorage, torn: usize) {
 }
 
 async fn kv(node: &Durable) -> Arc<Table> {
-    let engine = node.tc.engine();
+    let engine = &node.engine;
     if let Ok(t) = engine.table("db", "kv") {
         return t;
     }
@@ -84,11 +87,14 @@ async fn run(
     node: &Durable,
     commit: Commit,
     add: impl FnOnce(&mut Batch),
-) -> Result<Vec<Result<Outcome, crate::batch::OperationError>>, TcError> {
+) -> Result<Vec<Result<Outcome, crate::tc::batch::OperationError>>, TcError> {
     let t = kv(node).await;
-    let mut batch = node.tc.engine().batch();
+    let mut batch = node.engine.tc().batch();
     add(&mut batch);
-    node.tc.execute(&grant(&t), &mut batch, commit).await?;
+    node.engine
+        .tc()
+        .execute(&grant(&t), &mut batch, commit)
+        .await?;
     Ok(batch.results())
 }
 
@@ -101,7 +107,7 @@ fn put(b: &mut Batch, t: &Arc<Table>, k: i64, v: &str) {
 async fn rows(node: &Durable) -> BTreeMap<i64, String> {
     let t = kv(node).await;
     let mut all = BTreeMap::new();
-    for row in node.tc.engine().scan(&t, &[], usize::MAX).await.unwrap() {
+    for row in node.engine.tc().scan(&t, &[], usize::MAX).await.unwrap() {
         let (Some(Value::Int(k)), Some(Value::Text(v))) = (row.get("k"), row.get("v")) else {
             panic!()
         };
@@ -130,7 +136,7 @@ fn acknowledged_writes_and_the_catalog_survive_a_crash() {
     on_fresh_disk(async |fs| {
         let node = start(fs).await.unwrap();
         let t = kv(&node).await;
-        node.tc
+        node.engine
             .set_database_quota(
                 "db",
                 Quota {
@@ -139,6 +145,7 @@ fn acknowledged_writes_and_the_catalog_survive_a_crash() {
                     ..Quota::UNLIMITED
                 },
             )
+            .await
             .unwrap();
         run(&node, Commit::Each, |b| {
             (0..100).for_each(|k| put(b, &t, k, &format!("v{k}")))
@@ -166,13 +173,13 @@ fn acknowledged_writes_and_the_catalog_survive_a_crash() {
             before,
             "every acknowledged write is back"
         );
-        let db = node.tc.engine().database("db").unwrap();
+        let db = node.engine.database("db").unwrap();
         assert_eq!(
             db.quota().write_units_per_sec,
             Some(100_000),
             "quotas are back"
         );
-        assert_eq!(node.tc.engine().table("db", "kv").unwrap().fragments(), 4);
+        assert_eq!(node.engine.table("db", "kv").unwrap().fragments(), 4);
         // The node goes on: new writes, and another crash.
         let t = kv(&node).await;
         run(&node, Commit::Each, |b| put(b, &t, 500, "after"))
@@ -184,7 +191,7 @@ fn acknowledged_writes_and_the_catalog_survive_a_crash() {
             rows(&node).await.get(&500).map(String::as_str),
             Some("after")
         );
-        node.tc.engine().audit().await;
+        node.engine.audit().await;
     });
 }
 
@@ -198,7 +205,7 @@ fn a_checkpoint_and_the_redo_after_it_recover_together() {
         })
         .await
         .unwrap();
-        let summary = node.checkpointer.run(node.tc.engine()).await.unwrap();
+        let summary = node.checkpointer.run(&node.engine).await.unwrap();
         assert_eq!(summary.fragments, 4);
         run(&node, Commit::Each, |b| {
             (0..50).for_each(|k| b.delete(&t, &[Value::Int(k)]).unwrap())
@@ -213,17 +220,17 @@ fn a_checkpoint_and_the_redo_after_it_recover_together() {
         // A table made after the checkpoint comes back from the log alone.
         let db = DatabaseName::parse("db").unwrap();
         let late: Arc<Table> = node
-            .tc
-            .engine()
+            .engine
             .create_table(
                 &db,
                 serde_json::from_str(&KV.replace("\"kv\"", "\"late\"")).unwrap(),
             )
             .await
             .unwrap();
-        let mut b = node.tc.engine().batch();
+        let mut b = node.engine.tc().batch();
         put(&mut b, &late, 1, "late row");
-        node.tc
+        node.engine
+            .tc()
             .execute(&grant(&late), &mut b, Commit::Each)
             .await
             .unwrap();
@@ -234,12 +241,12 @@ fn a_checkpoint_and_the_redo_after_it_recover_together() {
         assert_eq!(node.recovered.fragments, 4, "the images of kv");
         assert!(node.recovered.redo_records >= 3, "and the log after them");
         assert_eq!(rows(&node).await, before);
-        let late = node.tc.engine().table("db", "late").unwrap();
-        let mut b = node.tc.engine().batch();
+        let late = node.engine.table("db", "late").unwrap();
+        let mut b = node.engine.tc().batch();
         b.read(&late, &[Value::Int(1)]).unwrap();
-        node.tc.engine().execute(&mut b).await.unwrap();
+        node.engine.tc().execute_unchecked(&mut b).await.unwrap();
         assert!(matches!(b.result(0), Ok(Outcome::Found(_))));
-        node.tc.engine().audit().await;
+        node.engine.audit().await;
     });
 }
 
@@ -266,8 +273,8 @@ fn a_clean_restart_gives_back_the_same_memory_to_the_byte() {
         })
         .await
         .unwrap();
-        let before = by_fragment(&node.tc.engine().memory_usage().await);
-        let pool_before = node.tc.engine().data_memory().used_pages();
+        let before = by_fragment(&node.engine.memory_usage().await.unwrap());
+        let pool_before = node.engine.data_memory().used_pages();
         node.close().await.unwrap();
 
         let node = start(fs).await.unwrap();
@@ -276,16 +283,16 @@ fn a_clean_restart_gives_back_the_same_memory_to_the_byte() {
             "a clean stop leaves nothing to replay"
         );
         assert_eq!(
-            by_fragment(&node.tc.engine().audit().await),
+            by_fragment(&node.engine.audit().await),
             before,
             "every fragment's memory is as it was"
         );
-        assert_eq!(node.tc.engine().data_memory().used_pages(), pool_before);
+        assert_eq!(node.engine.data_memory().used_pages(), pool_before);
         // The same after a crash that follows a checkpoint.
-        node.checkpointer.run(node.tc.engine()).await.unwrap();
+        node.checkpointer.run(&node.engine).await.unwrap();
         crash(node, fs, 0);
         let node = start(fs).await.unwrap();
-        assert_eq!(by_fragment(&node.tc.engine().audit().await), before);
+        assert_eq!(by_fragment(&node.engine.audit().await), before);
     });
 }
 
@@ -378,10 +385,10 @@ fn a_lost_catalog_stops_recovery_instead_of_dropping_every_row() {
                 .await
                 .unwrap();
             if checkpoint {
-                node.checkpointer.run(node.tc.engine()).await.unwrap();
+                node.checkpointer.run(&node.engine).await.unwrap();
             }
             crash(node, fs, 0);
-            fs.remove(&Path::new(DIR).join(catalog::FILE)).unwrap();
+            fs.remove(&Path::new(DIR).join(catalog_file::FILE)).unwrap();
             let err = start(fs).await.unwrap_err().to_string();
             assert!(err.contains("/node/catalog.json is missing"), "{err}");
         });
@@ -429,8 +436,7 @@ fn a_failing_disk_fails_writes_clearly_and_loses_nothing_acknowledged() {
             .unwrap();
             assert!(matches!(read[0], Ok(Outcome::Found(_))), "reads go on");
             assert!(
-                node.checkpointer.run(node.tc.engine()).await.is_err()
-                    || faults.space_left.is_none(),
+                node.checkpointer.run(&node.engine).await.is_err() || faults.space_left.is_none(),
                 "a full disk fails a checkpoint too"
             );
             crash(node, fs, 0);
@@ -452,11 +458,11 @@ fn dropped_tables_stay_dropped_and_ids_are_never_reused() {
         run(&node, Commit::Each, |b| put(b, &t, 1, "old table"))
             .await
             .unwrap();
-        node.checkpointer.run(node.tc.engine()).await.unwrap();
+        node.checkpointer.run(&node.engine).await.unwrap();
         run(&node, Commit::Each, |b| put(b, &t, 2, "old table"))
             .await
             .unwrap();
-        node.tc.engine().drop_table("db", "kv").await.unwrap();
+        node.engine.drop_table("db", "kv").await.unwrap();
         let t = kv(&node).await;
         assert_ne!(t.id, old_id);
         run(&node, Commit::Each, |b| put(b, &t, 3, "new table"))
@@ -472,7 +478,7 @@ fn dropped_tables_stay_dropped_and_ids_are_never_reused() {
         );
         let db = DatabaseName::parse("db").unwrap();
         let def: TableDef = serde_json::from_str(&KV.replace("\"kv\"", "\"other\"")).unwrap();
-        let other = node.tc.engine().create_table(&db, def).await.unwrap();
+        let other = node.engine.create_table(&db, def).await.unwrap();
         assert!(other.id.0 > t.id.0, "ids go on from where they were");
     });
 }
@@ -511,12 +517,12 @@ fn disk_use_stays_bounded_under_a_steady_write_load() {
             .await
             .unwrap();
             if round % 4 == 3 {
-                node.checkpointer.run(node.tc.engine()).await.unwrap();
+                node.checkpointer.run(&node.engine).await.unwrap();
                 let used = disk_use(fs, Path::new(DIR));
                 most = most.max(used);
             }
         }
-        let images: u64 = node.checkpointer.run(node.tc.engine()).await.unwrap().bytes;
+        let images: u64 = node.checkpointer.run(&node.engine).await.unwrap().bytes;
         // One checkpoint's images, the redo since it began (4 rounds), and
         // the segment that was open then.
         let bound = images + 4 * 60_000 + 2 * SEGMENT;
@@ -579,13 +585,13 @@ proptest! {
                     }
                     Step::Pair(..) => {}
                     Step::Checkpoint => {
-                        node.checkpointer.run(node.tc.engine()).await.unwrap();
+                        node.checkpointer.run(&node.engine).await.unwrap();
                     }
                     Step::Crash(torn) => {
                         crash(node, fs, *torn);
                         node = start(fs).await.unwrap();
                         prop_assert_eq!(&rows(&node).await, &model);
-                        node.tc.engine().audit().await;
+                        node.engine.audit().await;
                     }
                 }
             }

@@ -1,39 +1,27 @@
-//! Durability: what a data node keeps on disk, and how it comes back.
-//!
-//! - [`io`]: file operations behind a trait, real or in memory with faults.
-//! - [`redo`]: the redo log, group commit, and reading it back.
-//! - [`catalog`]: the catalog file: tenants, databases, tables, quotas.
-//! - [`checkpoint`]: fragment images taken while writes go on.
-//! - [`recovery`]: catalog, newest checkpoint, redo tail — at start.
-
-pub mod catalog;
-pub(crate) mod changes;
-pub mod checkpoint;
-pub mod io;
-pub mod recovery;
-pub mod redo;
+//! Durability: an engine on what its data directory holds — recovered,
+//! then logging every commit and saving the catalog on every change.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::engine::{Engine, EngineConfig};
-use crate::tc::Tc;
-use catalog::CatalogStore;
-use checkpoint::{Checkpointer, REDO_DIR};
-use io::Storage;
-use recovery::{Recovered, RecoveryError};
-use redo::{Durability, RedoLog};
+use super::catalog_file::{self, CatalogStore};
+use super::checkpoint::{Checkpointer, REDO_DIR};
+use super::recovery::{self, Recovered, RecoveryError};
+use super::{Engine, EngineConfig};
+use crate::log::io::Storage;
+use crate::log::redo::{self, Durability, RedoLog};
 
 /// File in the data directory with the secret that keys the hash indexes:
 /// checkpoint images hold index pages made with it.
-pub const SEED_FILE: &str = "index-seed";
+pub(crate) const SEED_FILE: &str = "index-seed";
 
 /// A data node's engine, recovered and logging.
 #[derive(Debug)]
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
 pub struct Durable {
-    pub tc: Tc,
+    pub engine: Engine,
     pub log: Arc<RedoLog>,
-    pub checkpointer: Arc<Checkpointer>,
+    pub(crate) checkpointer: Arc<Checkpointer>,
     pub recovered: Recovered,
 }
 
@@ -64,7 +52,7 @@ fn seed(storage: &dyn Storage, data_dir: &Path) -> Result<u64, OpenError> {
         return u64::from_str_radix(text.trim(), 16)
             .map_err(|_| bad("not a seed (16 hex digits)".into()));
     }
-    let seed = crate::engine::random_seed().map_err(OpenError::Engine)?;
+    let seed = super::random_seed().map_err(OpenError::Engine)?;
     storage
         .write_atomic(&path, format!("{seed:016x}\n").as_bytes())
         .map_err(|e| bad(e.to_string()))?;
@@ -73,6 +61,7 @@ fn seed(storage: &dyn Storage, data_dir: &Path) -> Result<u64, OpenError> {
 
 /// Starts an engine on what `data_dir` holds: recovers it, then logs every
 /// change from where the log ended and saves the catalog on every change.
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
 pub async fn open(
     config: EngineConfig,
     storage: Arc<dyn Storage>,
@@ -93,8 +82,7 @@ pub(crate) async fn open_with(
     storage.create_dir_all(data_dir).map_err(OpenError::Log)?;
     config.seed = Some(seed(&*storage, data_dir)?);
     let engine = Engine::start(config).map_err(OpenError::Engine)?;
-    let tc = Tc::new(engine.clone());
-    let recovered = recovery::recover(&tc, Arc::clone(&storage), data_dir).await?;
+    let recovered = recovery::recover(&engine, Arc::clone(&storage), data_dir).await?;
     let log = RedoLog::open_with(
         Arc::clone(&storage),
         data_dir.join(REDO_DIR),
@@ -103,11 +91,14 @@ pub(crate) async fn open_with(
         segment_bytes,
     )
     .map_err(OpenError::Log)?;
-    engine.attach_log(Arc::clone(&log)).await;
+    engine
+        .attach_log(Arc::clone(&log))
+        .await
+        .map_err(|e| OpenError::Engine(std::io::Error::other(e)))?;
     let store = CatalogStore::new(Arc::clone(&storage), data_dir);
     if recovered.fresh {
         store
-            .save(&catalog::CatalogFile::empty())
+            .save(&catalog_file::CatalogFile::empty())
             .map_err(OpenError::Catalog)?;
     }
     engine.keep_catalog(store);
@@ -117,7 +108,7 @@ pub(crate) async fn open_with(
         recovered.manifest.as_ref(),
     ));
     Ok(Durable {
-        tc,
+        engine,
         log,
         checkpointer,
         recovered,
@@ -127,14 +118,12 @@ pub(crate) async fn open_with(
 impl Durable {
     /// A clean stop: a checkpoint of everything, then the log synced and
     /// closed. The next start loads the images and replays nothing.
-    pub async fn close(self) -> Result<checkpoint::Summary, String> {
-        let checkpoint = self.checkpointer.run(self.tc.engine()).await;
+    #[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
+    pub async fn close(self) -> Result<super::checkpoint::Summary, String> {
+        let checkpoint = self.checkpointer.run(&self.engine).await;
         self.log.close().map_err(|e| e.to_string())?;
         checkpoint.map_err(|e| {
             format!("the last checkpoint failed ({e}); every acknowledged commit is in the redo log and is replayed at the next start")
         })
     }
 }
-
-#[cfg(test)]
-mod tests;

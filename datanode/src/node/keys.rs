@@ -23,9 +23,8 @@ use shoal_wire::schema::TenantId;
 
 use crate::tc::Role;
 
-pub use shoal_wire::apikey::{
-    KeyDef, KeyDefError, KeyGrant, MAX_GRANTS, MAX_KEYS, MAX_SECRET_LEN, MIN_SECRET_LEN,
-    PREFIX_LEN, generate,
+pub(crate) use shoal_wire::apikey::{
+    KeyDef, KeyDefError, KeyGrant, MAX_KEYS, MAX_SECRET_LEN, MIN_SECRET_LEN, PREFIX_LEN, generate,
 };
 use shoal_wire::apikey::{decode_hex, digest};
 

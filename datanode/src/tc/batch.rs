@@ -12,11 +12,12 @@ use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 use shoal_quota::QuotaError;
 use shoal_quota::units::{read_units, write_units};
 
-use crate::catalog::{Database, Table};
+use super::schema::{Database, Table};
 use crate::ldm::{Op, OpBatch, OpKind, OpResult, Span};
+use crate::log::changes::Change;
 use crate::storage::OpError;
 use crate::storage::codec::{self, ValueError};
-use crate::storage::value::Value;
+use crate::types::value::Value;
 
 /// Why an operation failed; nothing of it was applied.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -257,6 +258,12 @@ impl Batch {
         self.cost.write_units > 0
     }
 
+    /// Whether every operation only reads or deletes.
+    pub(crate) fn only_reads_and_deletes(&self) -> bool {
+        (self.ldms.iter().flat_map(|b| &b.ops))
+            .all(|op| matches!(op.kind, OpKind::Read | OpKind::Delete))
+    }
+
     pub fn len(&self) -> usize {
         self.slots.len()
     }
@@ -369,9 +376,8 @@ impl Batch {
     pub(crate) fn push_change(
         &mut self,
         table: &Arc<Table>,
-        change: &crate::persist::changes::Change<'_>,
+        change: &Change<'_>,
     ) -> Result<(), String> {
-        use crate::persist::changes::Change;
         let layout = &table.layout;
         self.scratch.clear();
         match change {

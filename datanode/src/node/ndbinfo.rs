@@ -8,13 +8,14 @@ use std::collections::BTreeMap;
 
 use shoal_wire::ndbinfo::{self, Cell, NdbinfoTable, Rows};
 
-use crate::engine::{Engine, FragmentUsage};
+use super::{Engine, FragmentUsage};
+use crate::ldm::NodeFailed;
 
 /// The memory type of the DataMemory row of `memoryusage`, as RonDB names it.
-pub const DATA_MEMORY: &str = "Data memory";
+pub(crate) const DATA_MEMORY: &str = "Data memory";
 
 /// The rows of one ndbinfo table, computed now.
-pub async fn rows(engine: &Engine, table: NdbinfoTable) -> Rows {
+pub(crate) async fn rows(engine: &Engine, table: NdbinfoTable) -> Result<Rows, NodeFailed> {
     let mut rows = Rows::new(table);
     rows.rows = match table.name {
         name if name == ndbinfo::TABLE_MAP.name => engine
@@ -41,7 +42,7 @@ pub async fn rows(engine: &Engine, table: NdbinfoTable) -> Rows {
         }
         name if name == ndbinfo::TABLE_MEMORY_USAGE_RAW.name => engine
             .memory_usage()
-            .await
+            .await?
             .iter()
             .map(|f| {
                 vec![
@@ -57,7 +58,7 @@ pub async fn rows(engine: &Engine, table: NdbinfoTable) -> Rows {
             })
             .collect(),
         name if name == ndbinfo::TABLE_MEMORY_USAGE.name => {
-            summed(&engine.memory_usage().await, |f| {
+            summed(&engine.memory_usage().await?, |f| {
                 vec![f.database.clone().into(), f.table.clone().into()]
             })
         }
@@ -83,13 +84,13 @@ pub async fn rows(engine: &Engine, table: NdbinfoTable) -> Rows {
             })
             .collect(),
         name if name == ndbinfo::DATABASE_MEMORY_USAGE.name => {
-            summed(&engine.memory_usage().await, |f| {
+            summed(&engine.memory_usage().await?, |f| {
                 vec![f.database.clone().into()]
             })
         }
         _ => Vec::new(),
     };
-    rows
+    Ok(rows)
 }
 
 /// The memory columns per fragment, maximum over replicas (one today), summed

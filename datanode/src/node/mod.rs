@@ -1,29 +1,43 @@
-//! The engine of one data node: the DataMemory pool, the LDM workers that own
-//! the fragments, and the catalog. Its API is what the transaction
-//! coordinator and the front ends build on.
+//! The node: its catalog, DDL, API keys, checkpoints and recovery, wired
+//! around its transaction coordinator. An [`Engine`] is what the front ends
+//! hold: they find tables here and run every operation through
+//! [`Engine::tc`].
+//!
+//! - `catalog`: tenants, databases and tables by name.
+//! - `catalog_file`: the catalog as it is saved, with quotas and keys.
+//! - `keys`: tenant API keys and how they are checked.
+//! - `checkpoint`: fragment images taken while writes go on.
+//! - `recovery`: catalog, newest checkpoint, redo tail — at start.
+//! - `durable`: an engine on a data directory: recovered, then logging.
+//! - `ndbinfo`, `stats`: live state as tables and as counters.
+
+pub(crate) mod catalog;
+pub(crate) mod catalog_file;
+pub(crate) mod checkpoint;
+pub(crate) mod durable;
+pub(crate) mod keys;
+pub(crate) mod ndbinfo;
+pub(crate) mod recovery;
+pub mod stats;
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
-
+use shoal_quota::Quota;
 use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
-use tokio::sync::{Mutex, oneshot};
+use tokio::sync::Mutex;
 
-use crate::batch::{Batch, OperationError, Row};
-use crate::catalog::{Catalog, CatalogError, Database, DatabaseId, Table, TableId, Tenant};
-use crate::keys::{ApiKeys, KeyDef};
-use crate::ldm::{
-    AUTOCOMMIT, FragmentPlace, FragmentReport, Job, JobOutcome, Ldm, Mode, Msg, OpBatch, TxnId,
-};
-use crate::persist::catalog::{CatalogFile, CatalogStore};
-use crate::persist::redo::{LogFailed, Lsn, RedoLog};
-use crate::storage::codec::{self, ValueError};
-use crate::storage::fixed::RowRef;
+use self::catalog::{Catalog, CatalogError};
+use self::catalog_file::{CatalogFile, CatalogStore};
+use self::keys::{ApiKeys, KeyDef};
+use crate::ldm::{FragmentImage, NodeFailed, Workers};
+use crate::log::ChangeLog;
+use crate::log::redo::RedoLog;
 use crate::storage::layout::Layout;
 use crate::storage::page::DataMemory;
-use crate::storage::value::Value;
-use crate::storage::{CmpOp, Predicate};
+use crate::tc::{Database, Table, Tc, Tenant};
+use crate::types::{DatabaseId, TableId};
 
 /// How to size an engine.
 #[derive(Debug, Clone)]
@@ -43,7 +57,7 @@ pub struct EngineConfig {
 }
 
 /// A new secret for keying hash indexes.
-pub fn random_seed() -> std::io::Result<u64> {
+pub(crate) fn random_seed() -> std::io::Result<u64> {
     let mut seed = [0u8; 8];
     getrandom::fill(&mut seed).map_err(|e| std::io::Error::other(e.to_string()))?;
     Ok(u64::from_le_bytes(seed))
@@ -52,10 +66,8 @@ pub fn random_seed() -> std::io::Result<u64> {
 /// How long a write waits for a row by default (RonDB's
 /// TransactionDeadlockDetectionTimeout).
 pub const DEFAULT_LOCK_WAIT_TIMEOUT: Duration = Duration::from_millis(1200);
-/// Most rows one scan returns.
-pub const MAX_SCAN_LIMIT: usize = 100_000;
 /// Most LDM worker threads.
-pub const MAX_LDM_THREADS: usize = 256;
+pub(crate) const MAX_LDM_THREADS: usize = 256;
 
 /// LDM worker threads unless configured: half the cores, rounded up. The
 /// other half is for what every operation also costs outside the workers —
@@ -78,18 +90,12 @@ pub struct Engine {
 #[derive(Debug)]
 struct Inner {
     node_id: u32,
-    pool: Arc<DataMemory>,
-    ldms: Vec<Ldm>,
+    tc: Tc,
     catalog: RwLock<Catalog>,
     /// Schema changes run one at a time; the catalog lock is never held
     /// across a wait for the workers.
     ddl: Mutex<()>,
     fragments_per_table: u16,
-    /// Keys the hash indexes; secret, so keys cannot be chosen to collide.
-    seed: u64,
-    /// Where committed changes go, once recovery is done (none for an engine
-    /// that keeps nothing).
-    log: ArcSwapOption<RedoLog>,
     /// Where the catalog is saved after every change (none for an engine
     /// that keeps nothing).
     catalog_store: ArcSwapOption<CatalogStore>,
@@ -125,41 +131,59 @@ impl Engine {
             Some(n) => n,
             None => (2 * config.ldm_threads) as u16,
         };
-        let pool = DataMemory::new(config.data_memory)?;
         let seed = match config.seed {
             Some(seed) => seed,
             None => random_seed()?,
         };
-        let ldms = (0..config.ldm_threads)
-            .map(|n| Ldm::start(n, Arc::clone(&pool), config.lock_wait_timeout))
-            .collect::<std::io::Result<_>>()?;
-        Ok(Engine {
+        let workers = Workers::start(
+            config.ldm_threads,
+            config.data_memory,
+            Arc::new(ChangeLog::default()),
+            config.lock_wait_timeout,
+        )?;
+        Ok(Engine::around(
+            config.node_id,
+            Tc::new(workers, seed),
+            fragments,
+        ))
+    }
+
+    /// An engine around a coordinator made by a test or benchmark (whose
+    /// rate limiters may keep their own time).
+    fn around(node_id: u32, tc: Tc, fragments_per_table: u16) -> Engine {
+        Engine {
             inner: Arc::new(Inner {
-                node_id: config.node_id,
-                pool,
-                ldms,
+                node_id,
+                tc,
                 catalog: RwLock::new(Catalog::default()),
                 ddl: Mutex::new(()),
-                fragments_per_table: fragments,
-                seed,
-                log: ArcSwapOption::empty(),
+                fragments_per_table,
                 catalog_store: ArcSwapOption::empty(),
                 saving: std::sync::Mutex::new(()),
                 api_keys: ApiKeys::default(),
             }),
-        })
+        }
     }
 
     pub fn node_id(&self) -> u32 {
         self.inner.node_id
     }
 
+    /// The transaction coordinator: the only way to run operations.
+    pub fn tc(&self) -> &Tc {
+        &self.inner.tc
+    }
+
+    fn workers(&self) -> &Workers {
+        self.inner.tc.workers()
+    }
+
     pub fn data_memory(&self) -> &DataMemory {
-        &self.inner.pool
+        self.workers().data_memory()
     }
 
     pub fn ldm_threads(&self) -> usize {
-        self.inner.ldms.len()
+        self.workers().count()
     }
 
     fn catalog(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
@@ -173,30 +197,26 @@ impl Engine {
             .unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Sends one message to each of `ldms` and waits for every reply.
-    async fn each<T>(
-        &self,
-        ldms: impl Iterator<Item = u16>,
-        msg: impl Fn(usize, oneshot::Sender<T>) -> Msg,
-    ) -> Vec<T> {
-        let waits: Vec<_> = ldms
-            .enumerate()
-            .map(|(i, ldm)| self.ask(ldm as usize, |done| msg(i, done)))
-            .collect();
-        let mut replies = Vec::with_capacity(waits.len());
-        for wait in waits {
-            replies.push(wait.await.expect("LDM worker replies"));
-        }
-        replies
-    }
-
     /// From now on, the catalog is saved to `store` after every change.
-    pub fn keep_catalog(&self, store: CatalogStore) {
+    pub(crate) fn keep_catalog(&self, store: CatalogStore) {
         self.inner.catalog_store.store(Some(Arc::new(store)));
     }
 
-    /// Saves the catalog as it is now, if it is kept.
-    pub(crate) fn save_catalog(&self) -> Result<(), CatalogError> {
+    /// Saves the catalog as it is now, if it is kept — on a blocking
+    /// thread: a save syncs a file, and DDL may be asked for by a
+    /// connection served on an LDM worker's thread, which must not wait for
+    /// a disk.
+    pub(crate) async fn save_catalog(&self) -> Result<(), CatalogError> {
+        if self.inner.catalog_store.load().is_none() {
+            return Ok(());
+        }
+        let engine = self.clone();
+        tokio::task::spawn_blocking(move || engine.save_catalog_now())
+            .await
+            .map_err(|e| CatalogError::NotDurable(e.to_string()))?
+    }
+
+    fn save_catalog_now(&self) -> Result<(), CatalogError> {
         let Some(store) = self.inner.catalog_store.load_full() else {
             return Ok(());
         };
@@ -215,16 +235,16 @@ impl Engine {
 
     /// Adds or replaces an API key, durably; a key it replaces stops working
     /// at once.
-    pub fn put_api_key(&self, def: KeyDef) -> Result<(), CatalogError> {
+    pub async fn put_api_key(&self, def: KeyDef) -> Result<(), CatalogError> {
         self.inner.api_keys.put(def)?;
-        self.save_catalog()
+        self.save_catalog().await
     }
 
     /// Removes an API key, durably; it stops working at once. Whether it was there.
-    pub fn remove_api_key(&self, prefix: &str) -> Result<bool, CatalogError> {
+    pub async fn remove_api_key(&self, prefix: &str) -> Result<bool, CatalogError> {
         let removed = self.inner.api_keys.remove(prefix);
         if removed {
-            self.save_catalog()?;
+            self.save_catalog().await?;
         }
         Ok(removed)
     }
@@ -237,7 +257,7 @@ impl Engine {
     ) -> Result<Arc<Database>, CatalogError> {
         let _ddl = self.inner.ddl.lock().await;
         let db = self.catalog_mut().create_database(name, tenant)?;
-        self.save_catalog()?;
+        self.save_catalog().await?;
         Ok(db)
     }
 
@@ -246,9 +266,11 @@ impl Engine {
         let _ddl = self.inner.ddl.lock().await;
         let (_, tables) = self.catalog_mut().remove_database(name)?;
         for table in tables {
-            self.drop_fragments(&table).await;
+            self.workers()
+                .drop_fragments(table.id, &table.fragments)
+                .await?;
         }
-        self.save_catalog()
+        self.save_catalog().await
     }
 
     /// Creates a table with its fragments on the workers.
@@ -265,13 +287,15 @@ impl Engine {
         };
         let table = self
             .build_table(db, id, self.inner.fragments_per_table, def)
-            .await;
+            .await?;
         // Only now may operations find it.
         if !self.catalog_mut().add_table(Arc::clone(&table)) {
-            self.drop_fragments(&table).await;
+            self.workers()
+                .drop_fragments(table.id, &table.fragments)
+                .await?;
             return Err(CatalogError::NoSuchDatabase(database.to_string()));
         }
-        self.save_catalog()?;
+        self.save_catalog().await?;
         Ok(table)
     }
 
@@ -283,35 +307,22 @@ impl Engine {
         id: TableId,
         fragments: u16,
         def: TableDef,
-    ) -> Arc<Table> {
+    ) -> Result<Arc<Table>, NodeFailed> {
         let layout = Arc::new(Layout::new(def));
-        let n = self.inner.ldms.len();
-        let ldms: Vec<u16> = (0..fragments as usize)
-            .map(|f| ((id.0 as usize + f) % n) as u16)
-            .collect();
-        let slots = self
-            .each(ldms.iter().copied(), |fragment, done| Msg::CreateFragment {
-                table: id,
-                fragment: fragment as u16,
-                layout: Arc::clone(&layout),
-                account: Arc::clone(&db.memory),
-                done,
-            })
-            .await;
-        Arc::new(Table {
+        let places = self
+            .workers()
+            .create_fragments(id, fragments, &layout, &db.memory)
+            .await?;
+        Ok(Arc::new(Table {
             id,
             database: db,
             layout,
-            fragments: ldms
-                .into_iter()
-                .zip(slots)
-                .map(|(ldm, slot)| FragmentPlace { ldm, slot })
-                .collect(),
-        })
+            fragments: places,
+        }))
     }
 
     /// Builds the catalog of a node that restarts: its tenants, databases
-    /// and (empty) tables. Quotas are the coordinator's to apply.
+    /// and (empty) tables. Quotas come last (`restore_quotas`).
     pub(crate) async fn restore_catalog(&self, file: &CatalogFile) -> Result<(), String> {
         let _ddl = self.inner.ddl.lock().await;
         {
@@ -346,23 +357,57 @@ impl Engine {
                     entry.fragments.max(1),
                     entry.def.clone(),
                 )
-                .await;
+                .await
+                .map_err(|e| e.to_string())?;
             self.catalog_mut().add_table(table);
         }
         Ok(())
     }
 
+    /// Applies the quotas a restarting node's catalog file has.
+    pub(crate) fn restore_quotas(&self, file: &CatalogFile) -> Result<(), CatalogError> {
+        for entry in &file.tenants {
+            Tc::apply_tenant_quota(&self.tenant_or_new(&entry.id), entry.quota);
+        }
+        for entry in &file.databases {
+            let db = self.database(entry.name.as_str())?;
+            self.tc().apply_database_quota(&db, entry.quota);
+        }
+        Ok(())
+    }
+
+    /// Sets a database's quota, durably; its next request is judged by it.
+    pub async fn set_database_quota(
+        &self,
+        database: &str,
+        quota: Quota,
+    ) -> Result<Arc<Database>, CatalogError> {
+        let db = self.database(database)?;
+        self.tc().apply_database_quota(&db, quota);
+        self.save_catalog().await?;
+        Ok(db)
+    }
+
+    /// Sets a tenant's quota, durably: its memory limit bounds its
+    /// databases together.
+    pub async fn set_tenant_quota(
+        &self,
+        tenant: &TenantId,
+        quota: Quota,
+    ) -> Result<(), CatalogError> {
+        Tc::apply_tenant_quota(&self.tenant_or_new(tenant), quota);
+        self.save_catalog().await
+    }
+
     /// An image of fragment `fragment` of `table`, and where replay must
     /// start to bring it up to date; `None` if the table is gone.
-    pub(crate) async fn image(&self, table: &Table, fragment: u16) -> Option<(Vec<u8>, Lsn)> {
+    pub(crate) async fn image(
+        &self,
+        table: &Table,
+        fragment: u16,
+    ) -> Result<Option<FragmentImage>, NodeFailed> {
         let place = table.fragments[fragment as usize];
-        self.ask(place.ldm as usize, |reply| Msg::Image {
-            table: table.id,
-            slot: place.slot,
-            reply,
-        })
-        .await
-        .expect("LDM worker replies")
+        self.workers().image(table.id, place).await
     }
 
     /// Replaces fragment `fragment` of `table` with an image of it.
@@ -373,34 +418,17 @@ impl Engine {
         image: Vec<u8>,
     ) -> Result<(), String> {
         let place = table.fragments[fragment as usize];
-        self.ask(place.ldm as usize, |reply| Msg::Restore {
-            table: table.id,
-            slot: place.slot,
-            image,
-            reply,
-        })
-        .await
-        .expect("LDM worker replies")
+        self.workers().restore_image(table.id, place, image).await
     }
 
     /// Drops a table, giving all its pages back to the pool.
     pub async fn drop_table(&self, database: &str, table: &str) -> Result<(), CatalogError> {
         let _ddl = self.inner.ddl.lock().await;
         let table = self.catalog_mut().remove_table(database, table)?;
-        self.drop_fragments(&table).await;
-        self.save_catalog()
-    }
-
-    async fn drop_fragments(&self, table: &Table) {
-        let id = table.id;
-        self.each(table.fragments.iter().map(|p| p.ldm), |f, done| {
-            Msg::DropFragment {
-                table: id,
-                slot: table.fragments[f].slot,
-                done,
-            }
-        })
-        .await;
+        self.workers()
+            .drop_fragments(table.id, &table.fragments)
+            .await?;
+        self.save_catalog().await
     }
 
     pub fn database(&self, name: &str) -> Result<Arc<Database>, CatalogError> {
@@ -435,189 +463,34 @@ impl Engine {
         self.catalog().tenants().cloned().collect()
     }
 
-    /// An empty batch for this engine.
-    pub fn batch(&self) -> Batch {
-        Batch::new(self.inner.ldms.len(), self.inner.seed)
+    /// From now on, every committed change is logged to `log`.
+    pub(crate) async fn attach_log(&self, log: Arc<RedoLog>) -> Result<(), NodeFailed> {
+        self.workers().log().attach(log);
+        self.workers().adopt_log().await
     }
 
-    /// From now on, every committed change is logged to `log`.
-    pub async fn attach_log(&self, log: Arc<RedoLog>) {
-        self.inner.log.store(Some(Arc::clone(&log)));
-        let all = 0..self.inner.ldms.len() as u16;
-        self.each(all, |_, done| Msg::AttachLog {
-            log: Arc::clone(&log),
-            done,
-        })
-        .await;
+    /// Whether the node serves: not when an LDM worker has panicked, nor
+    /// when the redo log has failed (then it serves no writes).
+    pub fn health(&self) -> Result<(), String> {
+        if let Some(failed) = self.tc().failure() {
+            return Err(failed.to_string());
+        }
+        match self.workers().log().failure() {
+            Some(failed) => Err(failed.to_string()),
+            None => Ok(()),
+        }
     }
 
     /// The redo log, once attached.
     pub fn log(&self) -> Option<Arc<RedoLog>> {
-        self.inner.log.load_full()
-    }
-
-    /// Waits until the log is durable up to `lsn`, if there is a log.
-    pub(crate) async fn wait_durable(&self, lsn: Option<Lsn>) -> Result<(), LogFailed> {
-        match (lsn, self.inner.log.load_full()) {
-            (Some(lsn), Some(log)) => log.wait_durable(lsn).await,
-            _ => Ok(()),
-        }
-    }
-
-    /// Runs every operation of the batch on its worker, each on its own,
-    /// without the transaction coordinator's checks, and returns once the
-    /// changes are durable; read the outcomes with `Batch::result`.
-    pub async fn execute(&self, batch: &mut Batch) -> Result<(), LogFailed> {
-        let mut waits = Vec::new();
-        for (n, ops) in batch.ldms.iter_mut().enumerate() {
-            if ops.ops.is_empty() {
-                continue;
-            }
-            waits.push((
-                n,
-                self.start_job(n, AUTOCOMMIT, Mode::Autocommit, std::mem::take(ops)),
-            ));
-        }
-        for (n, wait) in waits {
-            batch.ldms[n] = wait.await.expect("LDM worker replies").0;
-        }
-        if batch.ldms.iter().any(|b| b.durability_failed) {
-            let log = self
-                .inner
-                .log
-                .load_full()
-                .expect("only a logged batch fails to log");
-            return Err(log.failure().expect("a failed log says why"));
-        }
-        self.wait_durable(batch.ldms.iter().filter_map(|b| b.lsn).max())
-            .await
-    }
-
-    /// Runs `task` on LDM worker `ldm`'s thread, beside the worker: what
-    /// it asks of that worker's fragments is done without a thread hop.
-    pub(crate) fn spawn_on_worker<F>(&self, ldm: usize, task: F)
-    where
-        F: std::future::Future<Output = ()> + Send + 'static,
-    {
-        self.inner.ldms[ldm].spawn(task);
-    }
-
-    /// Sends a job to worker `ldm`; the answer comes on the receiver.
-    pub(crate) fn start_job(
-        &self,
-        ldm: usize,
-        txn: TxnId,
-        mode: Mode,
-        batch: OpBatch,
-    ) -> oneshot::Receiver<(OpBatch, JobOutcome)> {
-        self.ask(ldm, |reply| {
-            Msg::Run(Job {
-                txn,
-                mode,
-                batch,
-                next: 0,
-                reply,
-            })
-        })
-    }
-
-    /// Sends worker `ldm` the message `msg` makes around a reply channel;
-    /// the reply comes on the receiver.
-    fn ask<T>(
-        &self,
-        ldm: usize,
-        msg: impl FnOnce(oneshot::Sender<T>) -> Msg,
-    ) -> oneshot::Receiver<T> {
-        let (reply, wait) = oneshot::channel();
-        self.inner.ldms[ldm].send(msg(reply));
-        wait
-    }
-
-    /// Tells worker `ldm` to commit (or abort) what `txn` holds there.
-    pub(crate) fn end_transaction(
-        &self,
-        ldm: usize,
-        txn: TxnId,
-        commit: bool,
-    ) -> oneshot::Receiver<()> {
-        self.ask(ldm, |done| {
-            if commit {
-                Msg::Commit { txn, done }
-            } else {
-                Msg::Abort { txn, done }
-            }
-        })
-    }
-
-    /// Rows of `table` that pass every condition, at most `limit`, in no
-    /// particular order. Each row is read committed; the scan as a whole is
-    /// not a snapshot.
-    pub async fn scan(
-        &self,
-        table: &Arc<Table>,
-        filter: &[(&str, CmpOp, Value)],
-        limit: usize,
-    ) -> Result<Vec<Row>, OperationError> {
-        let layout = &table.layout;
-        let predicates = filter
-            .iter()
-            .map(|(name, op, value)| {
-                let column = layout.column_index(name).ok_or_else(|| ValueError {
-                    column: (*name).to_owned(),
-                    problem: format!("table '{}' has no such column", table.name()),
-                })?;
-                let operand = match op {
-                    CmpOp::IsNull | CmpOp::IsNotNull => Vec::new(),
-                    _ => codec::encode_operand(layout, column, value)?,
-                };
-                Ok(Predicate {
-                    column,
-                    op: *op,
-                    operand,
-                })
-            })
-            .collect::<Result<Arc<[Predicate]>, ValueError>>()?;
-        let limit = limit.min(MAX_SCAN_LIMIT);
-        let mut rows = Vec::new();
-        for place in &table.fragments {
-            let mut from: RowRef = 0;
-            while rows.len() < limit {
-                let wait = self.ask(place.ldm as usize, |reply| Msg::Scan {
-                    table: table.id,
-                    slot: place.slot,
-                    from,
-                    filter: Arc::clone(&predicates),
-                    limit: limit - rows.len(),
-                    reply,
-                });
-                let chunk = wait.await.expect("LDM worker replies").ok_or_else(|| {
-                    OperationError::NoSuchTable {
-                        table: table.name().to_string(),
-                    }
-                })?;
-                rows.extend(chunk.rows.iter().map(|&(start, len)| {
-                    Row::decode(table, &chunk.out[start as usize..(start + len) as usize])
-                }));
-                match chunk.next {
-                    Some(next) => from = next,
-                    None => break,
-                }
-            }
-        }
-        Ok(rows)
+        self.workers().log().redo()
     }
 
     /// Every fragment's memory, with table and database names, from live
     /// state. With `audit`, each worker first recounts its fragments from the
     /// pages and panics on a mismatch: for tests.
-    pub(crate) async fn fragment_usage(&self, audit: bool) -> Vec<FragmentUsage> {
-        let all = 0..self.inner.ldms.len() as u16;
-        let reports: Vec<FragmentReport> = self
-            .each(all, |_, reply| Msg::Memory { audit, reply })
-            .await
-            .into_iter()
-            .flatten()
-            .collect();
+    async fn fragment_usage(&self, audit: bool) -> Result<Vec<FragmentUsage>, NodeFailed> {
+        let reports = self.workers().memory(audit).await?;
         let catalog = self.catalog();
         let names: rustc_hash::FxHashMap<TableId, &Arc<Table>> =
             catalog.tables().map(|t| (t.id, t)).collect();
@@ -638,11 +511,11 @@ impl Engine {
             })
             .collect();
         usage.sort_by_key(|u| (u.table_id, u.fragment));
-        usage
+        Ok(usage)
     }
 
     /// Every fragment's memory, from live state.
-    pub async fn memory_usage(&self) -> Vec<FragmentUsage> {
+    pub async fn memory_usage(&self) -> Result<Vec<FragmentUsage>, NodeFailed> {
         self.fragment_usage(false).await
     }
 }
@@ -650,17 +523,28 @@ impl Engine {
 impl Engine {
     #[cfg(test)]
     pub(crate) async fn audit(&self) -> Vec<FragmentUsage> {
-        self.fragment_usage(true).await
+        self.fragment_usage(true).await.expect("workers answer")
     }
 
     /// Transactions holding rows and jobs parked, over all workers.
     #[cfg(test)]
     pub(crate) async fn inspect(&self) -> (usize, usize) {
-        let all = 0..self.inner.ldms.len() as u16;
-        let states = self.each(all, |_, reply| Msg::Inspect { reply }).await;
-        states
-            .into_iter()
-            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+        self.workers().inspect().await
+    }
+
+    /// An engine whose coordinator's rate limiters keep time by `clock`.
+    #[cfg(test)]
+    pub(crate) fn start_with_clock(
+        config: EngineConfig,
+        clock: shoal_quota::limiter::LimiterClock,
+    ) -> std::io::Result<Engine> {
+        let engine = Engine::start(config)?;
+        let tc = Tc::with_clock(engine.workers().clone(), engine.tc().seed(), clock);
+        Ok(Engine::around(
+            engine.node_id(),
+            tc,
+            engine.inner.fragments_per_table,
+        ))
     }
 }
 
@@ -669,3 +553,9 @@ mod tests;
 
 #[cfg(test)]
 mod model_tests;
+
+#[cfg(test)]
+mod durable_tests;
+
+#[cfg(test)]
+mod tc_tests;

@@ -2,7 +2,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::*;
-use crate::persist::io::{Faults, MemStorage};
+use crate::log::io_mem::{Faults, MemStorage};
 
 fn dir() -> PathBuf {
     PathBuf::from("/node/redo")
@@ -471,7 +471,7 @@ fn a_hole_in_the_last_segment_ends_the_log_and_one_earlier_is_corruption() {
 #[test]
 fn the_real_file_system_keeps_the_log_in_allocated_segments() {
     let data = tempfile::tempdir().unwrap();
-    let fs: Arc<dyn Storage> = Arc::new(crate::persist::io::FileSystem);
+    let fs: Arc<dyn Storage> = Arc::new(crate::log::io::FileSystem);
     let dir = data.path().join("redo");
     let rt = runtime();
     let log = RedoLog::open_with(Arc::clone(&fs), dir.clone(), 0, Durability::Sync, 4096).unwrap();

@@ -7,39 +7,61 @@ use std::time::Duration;
 use shoal_quota::{LimiterClock, Quota};
 use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
 
-use super::*;
-use crate::batch::Outcome;
-use crate::catalog::Table;
-use crate::engine::{DEFAULT_LOCK_WAIT_TIMEOUT, EngineConfig};
+use super::{DEFAULT_LOCK_WAIT_TIMEOUT, Engine, EngineConfig};
 use crate::ldm::{JobOutcome, Mode, TxnId};
 use crate::storage::page::PAGE_SIZE;
-use crate::storage::value::Value;
+use crate::tc::batch::{Batch, OperationError, Outcome};
+use crate::tc::{Commit, Grant, Role, Table, Tc, TcError, counter};
+use crate::types::value::Value;
+
+/// A node's coordinator, with the engine around it for DDL.
+#[derive(Clone)]
+struct Node {
+    engine: Engine,
+}
+
+impl std::ops::Deref for Node {
+    type Target = Tc;
+
+    fn deref(&self) -> &Tc {
+        self.engine.tc()
+    }
+}
+
+impl Node {
+    fn engine(&self) -> &Engine {
+        &self.engine
+    }
+}
 
 struct Setup {
-    tc: Tc,
+    tc: Node,
     clock: LimiterClock,
 }
 
 fn setup(pages: u64, lock_wait: Duration) -> Setup {
-    let engine = Engine::start(EngineConfig {
-        node_id: 1,
-        data_memory: pages * PAGE_SIZE as u64,
-        ldm_threads: 2,
-        fragments_per_table: Some(4),
-        seed: None,
-        lock_wait_timeout: lock_wait,
-    })
-    .unwrap();
     let clock = LimiterClock::manual();
+    let engine = Engine::start_with_clock(
+        EngineConfig {
+            node_id: 1,
+            data_memory: pages * PAGE_SIZE as u64,
+            ldm_threads: 2,
+            fragments_per_table: Some(4),
+            seed: None,
+            lock_wait_timeout: lock_wait,
+        },
+        clock.clone(),
+    )
+    .unwrap();
     Setup {
-        tc: Tc::with_clock(engine, clock.clone()),
+        tc: Node { engine },
         clock,
     }
 }
 
 const KV: &str = r#"{"name":"kv","primary_key":["k"],"columns":[{"name":"k","type":"BIGINT"},{"name":"v","type":"VARCHAR(3000)"}]}"#;
 
-async fn table(tc: &Tc, db: &str, tenant: Option<&str>) -> Arc<Table> {
+async fn table(tc: &Node, db: &str, tenant: Option<&str>) -> Arc<Table> {
     let name = DatabaseName::parse(db).unwrap();
     let tenant = tenant.map(|t| TenantId::parse(t).unwrap());
     if tc.engine().database(db).is_err() {
@@ -64,9 +86,9 @@ fn row(k: i64, v: &str) -> [(&'static str, Value); 2] {
 }
 
 /// Two keys whose rows live on different workers.
-fn keys_on_two_workers(tc: &Tc, t: &Arc<Table>) -> (i64, i64) {
+fn keys_on_two_workers(tc: &Node, t: &Arc<Table>) -> (i64, i64) {
     let ldm_of = |k: i64| {
-        let mut b = tc.engine().batch();
+        let mut b = tc.batch();
         b.read(t, &[Value::Int(k)]).unwrap();
         b.ldms.iter().position(|l| !l.ops.is_empty()).unwrap()
     };
@@ -78,12 +100,12 @@ fn keys_on_two_workers(tc: &Tc, t: &Arc<Table>) -> (i64, i64) {
 }
 
 async fn run(
-    tc: &Tc,
+    tc: &Node,
     grant: &Grant,
     commit: Commit,
     add: impl FnOnce(&mut Batch),
 ) -> (Result<(), TcError>, Vec<Result<Outcome, OperationError>>) {
-    let mut batch = tc.engine().batch();
+    let mut batch = tc.batch();
     add(&mut batch);
     let result = tc.execute(grant, &mut batch, commit).await;
     let outcomes = if result.is_ok() {
@@ -94,7 +116,7 @@ async fn run(
     (result, outcomes)
 }
 
-async fn value(tc: &Tc, t: &Arc<Table>, k: i64) -> Option<String> {
+async fn value(tc: &Node, t: &Arc<Table>, k: i64) -> Option<String> {
     let (result, outcomes) = run(tc, &writer(t), Commit::Each, |b| {
         b.read(t, &[Value::Int(k)]).unwrap()
     })
@@ -112,7 +134,7 @@ async fn value(tc: &Tc, t: &Arc<Table>, k: i64) -> Option<String> {
 
 /// A table in database `db` with rows "a" and "b" on different workers, a
 /// grant to write it, and the rows' keys.
-async fn rows_on_two_workers(tc: &Tc) -> (Arc<Table>, Grant, i64, i64) {
+async fn rows_on_two_workers(tc: &Node) -> (Arc<Table>, Grant, i64, i64) {
     let t = table(tc, "db", None).await;
     let g = writer(&t);
     let (a, b) = keys_on_two_workers(tc, &t);
@@ -127,7 +149,7 @@ async fn rows_on_two_workers(tc: &Tc) -> (Arc<Table>, Grant, i64, i64) {
 
 /// Prepares `batch` as transaction `txn` on every worker it touches and
 /// leaves it prepared: its rows stay locked until `end`.
-async fn hold(tc: &Tc, txn: TxnId, batch: &mut Batch) -> Vec<usize> {
+async fn hold(tc: &Node, txn: TxnId, batch: &mut Batch) -> Vec<usize> {
     let mut held = Vec::new();
     for ldm in 0..batch.ldms.len() {
         if batch.ldms[ldm].ops.is_empty() {
@@ -135,8 +157,8 @@ async fn hold(tc: &Tc, txn: TxnId, batch: &mut Batch) -> Vec<usize> {
         }
         let ops = std::mem::take(&mut batch.ldms[ldm]);
         let (_, outcome) = tc
-            .engine()
-            .start_job(ldm, txn, Mode::Prepare, ops)
+            .workers()
+            .run(ldm, txn, Mode::Prepare, ops)
             .await
             .unwrap();
         assert_eq!(outcome, JobOutcome::Prepared);
@@ -145,9 +167,10 @@ async fn hold(tc: &Tc, txn: TxnId, batch: &mut Batch) -> Vec<usize> {
     held
 }
 
-async fn end(tc: &Tc, txn: TxnId, ldms: &[usize], commit: bool) {
+async fn end(tc: &Node, txn: TxnId, ldms: &[usize], commit: bool) {
     for &ldm in ldms {
-        tc.engine().end_transaction(ldm, txn, commit).await.unwrap();
+        let wait = tc.workers().end_transaction(ldm, txn, commit);
+        tc.workers().ended(wait).await.unwrap();
     }
 }
 
@@ -165,7 +188,7 @@ fn atomic_requests_across_workers_are_all_or_nothing() {
         })
         .await;
         r.unwrap();
-        let before = s.tc.engine().memory_usage().await;
+        let before = s.tc.engine().memory_usage().await.unwrap();
 
         // Failures at prepare, each on the second worker reached or the first:
         // a duplicate key, a missing row, a missing NOT NULL value.
@@ -200,7 +223,7 @@ fn atomic_requests_across_workers_are_all_or_nothing() {
         // Nothing is left locked or allocated: the accounting audit passes and
         // memory is as it was.
         let after = s.tc.engine().audit().await;
-        let total = |u: &[crate::engine::FragmentUsage]| u.iter().map(|f| (f.in_memory_bytes - f.free_in_memory_bytes, f.rows)).fold((0, 0), |x, y| (x.0 + y.0, x.1 + y.1));
+        let total = |u: &[crate::node::FragmentUsage]| u.iter().map(|f| (f.in_memory_bytes - f.free_in_memory_bytes, f.rows)).fold((0, 0), |x, y| (x.0 + y.0, x.1 + y.1));
         assert_eq!(total(&before), total(&after));
         // And the rows are free for the next transaction.
         let (r, out) = run(&s.tc, &g, Commit::Atomic, |batch| {
@@ -272,7 +295,7 @@ fn conflicting_transactions_serialize() {
                 let (tc, t) = (s.tc.clone(), Arc::clone(&t));
                 tokio::spawn(async move {
                     let v = format!("writer {i}");
-                    let mut batch = tc.engine().batch();
+                    let mut batch = tc.batch();
                     // Half the writers name the rows the other way round.
                     let (first, second) = if i % 2 == 0 { (a, b) } else { (b, a) };
                     batch.write(&t, &row(first, &v)).unwrap();
@@ -304,7 +327,7 @@ fn readers_see_committed_rows_and_writers_wait_for_the_holder() {
         .await
         .0
         .unwrap();
-        let mut holder = s.tc.engine().batch();
+        let mut holder = s.tc.batch();
         holder.update(&t, &row(1, "uncommitted")).unwrap();
         holder.insert(&t, &row(2, "new")).unwrap();
         let held = hold(&s.tc, 9_999_001, &mut holder).await;
@@ -314,7 +337,7 @@ fn readers_see_committed_rows_and_writers_wait_for_the_holder() {
             "readers do not wait or see uncommitted data"
         );
         assert_eq!(value(&s.tc, &t, 2).await, None);
-        let scanned = s.tc.engine().scan(&t, &[], 10).await.unwrap();
+        let scanned = s.tc.scan(&t, &[], 10).await.unwrap();
         assert_eq!(scanned.len(), 1, "a scan sees committed rows only");
 
         // A writer of the held row waits; once the holder commits, it goes on.
@@ -341,7 +364,7 @@ fn a_writer_that_waits_too_long_gets_a_retryable_error_and_changes_nothing() {
     let s = setup(64, Duration::from_millis(20));
     rt.block_on(async {
         let (t, g, a, b) = rows_on_two_workers(&s.tc).await;
-        let mut holder = s.tc.engine().batch();
+        let mut holder = s.tc.batch();
         holder.delete(&t, &[Value::Int(b)]).unwrap();
         let held = hold(&s.tc, 9_999_002, &mut holder).await;
         // The holder never finishes while these run: they must time out.
@@ -396,14 +419,14 @@ fn a_request_on_a_workers_own_thread_waits_and_times_out_like_any_other() {
     let s = setup(64, Duration::from_millis(20));
     rt.block_on(async {
         let (t, g, _, b) = rows_on_two_workers(&s.tc).await;
-        let mut holder = s.tc.engine().batch();
+        let mut holder = s.tc.batch();
         holder.delete(&t, &[Value::Int(b)]).unwrap();
         let held = hold(&s.tc, 9_999_003, &mut holder).await;
         assert_eq!(held.len(), 1, "one row, on one worker");
         let on_its_worker = |value: &'static str| {
             let (tc, t) = (s.tc.clone(), Arc::clone(&t));
             let (tell, told) = tokio::sync::oneshot::channel();
-            s.tc.engine().spawn_on_worker(held[0], async move {
+            s.tc.spawn_on_worker(held[0], async move {
                 let outcome = run(&tc, &g, Commit::Each, |batch| {
                     batch.update(&t, &row(b, value)).unwrap();
                 })
@@ -436,7 +459,7 @@ fn a_request_dropped_while_waiting_lets_go_of_its_rows() {
     let s = setup(64, Duration::from_secs(5));
     rt.block_on(async {
         let (t, g, a, b) = rows_on_two_workers(&s.tc).await;
-        let mut holder = s.tc.engine().batch();
+        let mut holder = s.tc.batch();
         holder.update(&t, &row(b, "held")).unwrap();
         let held = hold(&s.tc, 9_999_003, &mut holder).await;
         // This request locks a on one worker, then waits for b on the other:
@@ -532,7 +555,7 @@ fn size_and_parallelism_limits_refuse_before_anything_runs() {
             max_parallel_transactions: Some(1),
             ..Quota::UNLIMITED
         };
-        let db = s.tc.set_database_quota("db", quota).unwrap();
+        let db = s.tc.engine().set_database_quota("db", quota).await.unwrap();
         let (r, _) = run(&s.tc, &g, Commit::Each, |b| {
             (0..4).for_each(|k| b.insert(&t, &row(k, "x")).unwrap())
         })
@@ -554,7 +577,7 @@ fn size_and_parallelism_limits_refuse_before_anything_runs() {
         .await
         .0
         .unwrap();
-        let mut holder = s.tc.engine().batch();
+        let mut holder = s.tc.batch();
         holder.update(&t, &row(1, "held")).unwrap();
         let held = hold(&s.tc, 9_999_004, &mut holder).await;
         let (tc, t2) = (s.tc.clone(), Arc::clone(&t));
@@ -598,15 +621,17 @@ fn rates_throttle_with_a_retry_time_and_change_at_run_time() {
     rt.block_on(async {
         let t = table(&s.tc, "db", None).await;
         let g = writer(&t);
-        s.tc.set_database_quota(
-            "db",
-            Quota {
-                write_units_per_sec: Some(10),
-                read_units_per_sec: Some(4),
-                ..Quota::UNLIMITED
-            },
-        )
-        .unwrap();
+        s.tc.engine()
+            .set_database_quota(
+                "db",
+                Quota {
+                    write_units_per_sec: Some(10),
+                    read_units_per_sec: Some(4),
+                    ..Quota::UNLIMITED
+                },
+            )
+            .await
+            .unwrap();
         // 10 one-unit writes use the burst; the 11th is throttled.
         for k in 0..10 {
             run(&s.tc, &g, Commit::Each, |b| {
@@ -661,15 +686,17 @@ fn rates_throttle_with_a_retry_time_and_change_at_run_time() {
         assert_eq!(e.code(), "REQUEST_EXCEEDS_BURST");
         assert!(!e.is_retryable());
         // The rate changes at run time: the very next request is judged by it.
-        s.tc.set_database_quota(
-            "db",
-            Quota {
-                write_units_per_sec: Some(1000),
-                read_units_per_sec: Some(4),
-                ..Quota::UNLIMITED
-            },
-        )
-        .unwrap();
+        s.tc.engine()
+            .set_database_quota(
+                "db",
+                Quota {
+                    write_units_per_sec: Some(1000),
+                    read_units_per_sec: Some(4),
+                    ..Quota::UNLIMITED
+                },
+            )
+            .await
+            .unwrap();
         run(&s.tc, &g, Commit::Each, |b| {
             (20..31).for_each(|k| b.insert(&t, &row(k, "x")).unwrap())
         })
@@ -732,7 +759,7 @@ fn reads_of_large_rows_pay_for_their_size_on_the_next_request() {
         let wide = r#"{"name":"wide","primary_key":["k"],"columns":[{"name":"k","type":"BIGINT"},{"name":"a","type":"VARCHAR(3000)"},{"name":"b","type":"VARCHAR(3000)"}]}"#;
         let wide: Arc<Table> = s.tc.engine().create_table(&DatabaseName::parse("db").unwrap(), serde_json::from_str(wide).unwrap()).await.unwrap();
         run(&s.tc, &g, Commit::Each, |b| b.insert(&wide, &[("k", Value::Int(1)), ("a", Value::Text(big.clone())), ("b", Value::Text(big.clone()))]).unwrap()).await.0.unwrap();
-        s.tc.set_database_quota("db", Quota { read_units_per_sec: Some(10), ..Quota::UNLIMITED }).unwrap();
+        s.tc.engine().set_database_quota("db", Quota { read_units_per_sec: Some(10), ..Quota::UNLIMITED }).await.unwrap();
         // A 6 KiB row costs two read units: one up front, one owed.
         for _ in 0..5 {
             run(&s.tc, &g, Commit::Each, |b| b.read(&wide, &[Value::Int(1)]).unwrap()).await.0.unwrap();
@@ -752,7 +779,7 @@ fn the_memory_quota_refuses_growth_but_not_reads_or_deletes() {
         let t = table(&s.tc, "db", None).await;
         let g = writer(&t);
         let limit = 20 * PAGE_SIZE as u64;
-        let db = s.tc.set_database_quota("db", Quota { in_memory_bytes: Some(limit), ..Quota::UNLIMITED }).unwrap();
+        let db = s.tc.engine().set_database_quota("db", Quota { in_memory_bytes: Some(limit), ..Quota::UNLIMITED }).await.unwrap();
         // Insert until the quota stops it, by the TC or the worker.
         let mut k = 0;
         loop {
@@ -769,7 +796,7 @@ fn the_memory_quota_refuses_growth_but_not_reads_or_deletes() {
         // One page below the quota, the TC lets a batch through; the workers
         // refuse the operations that would take a page too many.
         let room = db.memory_bytes() + PAGE_SIZE as u64;
-        s.tc.set_database_quota("db", Quota { in_memory_bytes: Some(room), ..Quota::UNLIMITED }).unwrap();
+        s.tc.engine().set_database_quota("db", Quota { in_memory_bytes: Some(room), ..Quota::UNLIMITED }).await.unwrap();
         let (r, out) = run(&s.tc, &g, Commit::Each, |b| (1000..1400).for_each(|k| b.insert(&t, &row(k, &"v".repeat(2000))).unwrap())).await;
         r.unwrap();
         let refused: Vec<&OperationError> = out.iter().filter_map(|o| o.as_ref().err()).collect();
@@ -784,7 +811,7 @@ fn the_memory_quota_refuses_growth_but_not_reads_or_deletes() {
         // With the quota at what the database holds, the TC refuses growth
         // before any work.
         let usage = db.memory_bytes();
-        s.tc.set_database_quota("db", Quota { in_memory_bytes: Some(usage), ..Quota::UNLIMITED }).unwrap();
+        s.tc.engine().set_database_quota("db", Quota { in_memory_bytes: Some(usage), ..Quota::UNLIMITED }).await.unwrap();
         let (r, _) = run(&s.tc, &g, Commit::Each, |b| b.insert(&t, &row(-1, "tiny")).unwrap()).await;
         let TcError::Quota(e) = r.unwrap_err() else { panic!() };
         assert_eq!((e.code(), e.number(), e.http_status(), e.resp_prefix()), ("MEMORY_QUOTA", Some(239), 507, "QUOTA"));
@@ -812,14 +839,16 @@ fn a_tenant_quota_bounds_its_databases_together() {
         let two = table(&s.tc, "two", Some("acme")).await;
         let free = table(&s.tc, "free", Some("other")).await;
         let limit = 16 * PAGE_SIZE as u64;
-        s.tc.set_tenant_quota(
-            &TenantId::parse("acme").unwrap(),
-            Quota {
-                in_memory_bytes: Some(limit),
-                ..Quota::UNLIMITED
-            },
-        )
-        .unwrap();
+        s.tc.engine()
+            .set_tenant_quota(
+                &TenantId::parse("acme").unwrap(),
+                Quota {
+                    in_memory_bytes: Some(limit),
+                    ..Quota::UNLIMITED
+                },
+            )
+            .await
+            .unwrap();
         // Fills a table until its tenant's quota stops it; the error.
         let fill = |t: Arc<Table>| {
             let tc = s.tc.clone();

@@ -1,44 +1,21 @@
-//! The data node's catalog: its tenants, databases and tables, and the
-//! handles the edge and the transaction coordinator use to address them.
+//! The data node's catalog: its tenants, databases and tables by name,
+//! the handles the front ends and the transaction coordinator use to
+//! address them.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
-use shoal_quota::Quota;
 use shoal_wire::schema::{DatabaseName, SchemaError, TableDef, TableName, TenantId};
 
-use crate::ldm::FragmentPlace;
-use crate::persist::catalog::{CatalogFile, DatabaseEntry, TableEntry, TenantEntry};
-use crate::storage::layout::Layout;
-use crate::storage::page::MemoryAccount;
-use crate::tc::Governance;
+use super::catalog_file::{CatalogFile, DatabaseEntry, TableEntry, TenantEntry};
+use crate::ldm::NodeFailed;
+use crate::tc::{Database, Table, Tenant};
+use crate::types::{DatabaseId, TableId};
 
 /// Most tables one data node holds (RonDB: 20,320 schema objects).
-pub const MAX_TABLES: usize = 20_000;
+pub(crate) const MAX_TABLES: usize = 20_000;
 /// Most databases one data node holds.
-pub const MAX_DATABASES: usize = 10_000;
-
-/// A table's id on its data node; never reused while the node runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TableId(pub u32);
-
-/// A database's id on its data node; never reused while the node runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct DatabaseId(pub u32);
-
-impl fmt::Display for TableId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl fmt::Display for DatabaseId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
+pub(crate) const MAX_DATABASES: usize = 10_000;
 
 /// Why a catalog change was refused; nothing changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -63,83 +40,13 @@ pub enum CatalogError {
     #[error("invalid table: {0}")]
     Schema(#[from] SchemaError),
     #[error("invalid API key: {0}")]
-    InvalidKey(#[from] crate::keys::KeyDefError),
+    InvalidKey(#[from] super::keys::KeyDefError),
     /// The change is made in memory but could not be saved; after a restart
     /// it may be gone.
     #[error("the change could not be saved to disk: {0}")]
     NotDurable(String),
-}
-
-/// A tenant: its databases' memory together, and its quota.
-#[derive(Debug)]
-pub struct Tenant {
-    pub id: TenantId,
-    pub(crate) memory: Arc<MemoryAccount>,
-    pub(crate) quota: ArcSwap<Quota>,
-}
-
-impl Tenant {
-    /// DataMemory its databases on this node hold, in bytes.
-    pub fn memory_bytes(&self) -> u64 {
-        self.memory.bytes()
-    }
-
-    pub fn quota(&self) -> Quota {
-        **self.quota.load()
-    }
-}
-
-/// A database: its memory, its limits and what it has used.
-#[derive(Debug)]
-pub struct Database {
-    pub id: DatabaseId,
-    pub name: DatabaseName,
-    pub tenant: Option<Arc<Tenant>>,
-    pub(crate) memory: Arc<MemoryAccount>,
-    pub(crate) governance: Governance,
-}
-
-impl Database {
-    /// DataMemory its fragments hold, in bytes.
-    pub fn memory_bytes(&self) -> u64 {
-        self.memory.bytes()
-    }
-
-    pub fn quota(&self) -> Quota {
-        self.governance.quota()
-    }
-}
-
-/// A table as the edge sees it: enough to encode operations for it and to
-/// route them to its fragments.
-#[derive(Debug)]
-pub struct Table {
-    pub id: TableId,
-    pub database: Arc<Database>,
-    pub(crate) layout: Arc<Layout>,
-    /// Where each fragment lives, by fragment number.
-    pub(crate) fragments: Vec<FragmentPlace>,
-}
-
-impl Table {
-    pub fn def(&self) -> &TableDef {
-        &self.layout.def
-    }
-
-    pub fn name(&self) -> &TableName {
-        &self.layout.def.name
-    }
-
-    pub fn fragments(&self) -> u16 {
-        self.fragments.len() as u16
-    }
-}
-
-/// Two handles are equal when they name the same table.
-impl PartialEq for Table {
-    fn eq(&self, other: &Self) -> bool {
-        self.id == other.id
-    }
+    #[error(transparent)]
+    NodeFailed(#[from] NodeFailed),
 }
 
 #[derive(Debug)]
@@ -161,13 +68,8 @@ pub(crate) struct Catalog {
 impl Catalog {
     /// The tenant with this id, created (without limits) if it is new.
     pub(crate) fn tenant_or_new(&mut self, id: &TenantId) -> Arc<Tenant> {
-        let tenant = self.tenants.entry(id.clone()).or_insert_with(|| {
-            Arc::new(Tenant {
-                id: id.clone(),
-                memory: Arc::new(MemoryAccount::default()),
-                quota: ArcSwap::from_pointee(Quota::UNLIMITED),
-            })
-        });
+        let tenant =
+            (self.tenants.entry(id.clone())).or_insert_with(|| Arc::new(Tenant::new(id.clone())));
         Arc::clone(tenant)
     }
 
@@ -206,16 +108,7 @@ impl Catalog {
         tenant: Option<&TenantId>,
     ) -> Arc<Database> {
         let tenant = tenant.map(|t| self.tenant_or_new(t));
-        let memory = Arc::new(MemoryAccount::new(
-            tenant.as_ref().map(|t| Arc::clone(&t.memory)),
-        ));
-        let database = Arc::new(Database {
-            id,
-            name: name.clone(),
-            tenant,
-            memory,
-            governance: Governance::default(),
-        });
+        let database = Arc::new(Database::new(id, name.clone(), tenant));
         let entry = Entry {
             database: Arc::clone(&database),
             tables: BTreeMap::new(),

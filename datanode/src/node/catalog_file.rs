@@ -11,16 +11,16 @@ use serde::{Deserialize, Serialize};
 use shoal_quota::Quota;
 use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
 
-use super::io::Storage;
-use crate::keys::KeyDef;
+use super::keys::KeyDef;
+use crate::log::io::Storage;
 
 /// File name of the catalog in the data directory.
-pub const FILE: &str = "catalog.json";
+pub(crate) const FILE: &str = "catalog.json";
 const VERSION: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CatalogFile {
+pub(crate) struct CatalogFile {
     pub version: u32,
     pub next_database_id: u32,
     pub next_table_id: u32,
@@ -33,14 +33,14 @@ pub struct CatalogFile {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TenantEntry {
+pub(crate) struct TenantEntry {
     pub id: TenantId,
     pub quota: Quota,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct DatabaseEntry {
+pub(crate) struct DatabaseEntry {
     pub id: u32,
     pub name: DatabaseName,
     pub tenant: Option<TenantId>,
@@ -49,7 +49,7 @@ pub struct DatabaseEntry {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TableEntry {
+pub(crate) struct TableEntry {
     pub id: u32,
     pub database: DatabaseName,
     pub fragments: u16,
@@ -57,7 +57,7 @@ pub struct TableEntry {
 }
 
 impl CatalogFile {
-    pub fn empty() -> CatalogFile {
+    pub(crate) fn empty() -> CatalogFile {
         CatalogFile {
             version: VERSION,
             next_database_id: 0,
@@ -72,13 +72,13 @@ impl CatalogFile {
 
 /// Where the catalog is kept.
 #[derive(Debug, Clone)]
-pub struct CatalogStore {
+pub(crate) struct CatalogStore {
     storage: Arc<dyn Storage>,
     path: PathBuf,
 }
 
 impl CatalogStore {
-    pub fn new(storage: Arc<dyn Storage>, data_dir: &std::path::Path) -> CatalogStore {
+    pub(crate) fn new(storage: Arc<dyn Storage>, data_dir: &std::path::Path) -> CatalogStore {
         CatalogStore {
             storage,
             path: data_dir.join(FILE),
@@ -86,7 +86,7 @@ impl CatalogStore {
     }
 
     /// The catalog as last saved, or `None` on a node that never saved one.
-    pub fn load(&self) -> Result<Option<CatalogFile>, String> {
+    pub(crate) fn load(&self) -> Result<Option<CatalogFile>, String> {
         if !self.storage.exists(&self.path) {
             return Ok(None);
         }
@@ -107,7 +107,7 @@ impl CatalogStore {
     }
 
     /// Replaces the saved catalog, durably.
-    pub fn save(&self, file: &CatalogFile) -> std::io::Result<()> {
+    pub(crate) fn save(&self, file: &CatalogFile) -> std::io::Result<()> {
         let bytes = serde_json::to_vec_pretty(file).expect("a catalog serializes");
         self.storage.write_atomic(&self.path, &bytes)
     }

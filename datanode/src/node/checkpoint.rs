@@ -19,16 +19,16 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Mutex;
 
-use super::io::Storage;
-use super::redo::{self, Lsn};
-use crate::engine::Engine;
+use super::Engine;
+use crate::log::io::Storage;
+use crate::log::redo::{self, Lsn};
 
 /// The newest complete checkpoint, in the data directory.
-pub const MANIFEST: &str = "checkpoint.json";
+pub(crate) const MANIFEST: &str = "checkpoint.json";
 /// Where the images are, in the data directory.
-pub const DIR: &str = "checkpoints";
+pub(crate) const DIR: &str = "checkpoints";
 /// Where the redo log is, in the data directory.
-pub const REDO_DIR: &str = "redo";
+pub(crate) const REDO_DIR: &str = "redo";
 
 /// A complete checkpoint: where its images are and where replay starts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,6 +55,7 @@ pub struct FragmentImage {
 
 /// What a checkpoint did.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
 pub struct Summary {
     pub id: u64,
     pub fragments: usize,
@@ -66,14 +67,17 @@ pub struct Summary {
 
 #[derive(Debug, thiserror::Error)]
 #[error("checkpoint {id} failed writing {path}: {source}")]
-pub struct CheckpointError {
+pub(crate) struct CheckpointError {
     pub id: u64,
     pub path: PathBuf,
     pub source: std::io::Error,
 }
 
 /// Reads the newest complete checkpoint's manifest, if there is one.
-pub fn load_manifest(storage: &dyn Storage, data_dir: &Path) -> Result<Option<Manifest>, String> {
+pub(crate) fn load_manifest(
+    storage: &dyn Storage,
+    data_dir: &Path,
+) -> Result<Option<Manifest>, String> {
     let path = data_dir.join(MANIFEST);
     if !storage.exists(&path) {
         return Ok(None);
@@ -88,7 +92,7 @@ pub fn load_manifest(storage: &dyn Storage, data_dir: &Path) -> Result<Option<Ma
 
 /// Takes checkpoints of one engine, one at a time.
 #[derive(Debug)]
-pub struct Checkpointer {
+pub(crate) struct Checkpointer {
     storage: Arc<dyn Storage>,
     data_dir: PathBuf,
     /// The next checkpoint's id; held while a checkpoint runs.
@@ -99,7 +103,7 @@ pub struct Checkpointer {
 
 impl Checkpointer {
     /// A checkpointer that goes on from `last`, the newest checkpoint found.
-    pub fn new(
+    pub(crate) fn new(
         storage: Arc<dyn Storage>,
         data_dir: &Path,
         last: Option<&Manifest>,
@@ -114,7 +118,7 @@ impl Checkpointer {
 
     /// Whether a checkpoint is due: `every` has passed since the last, or the
     /// log has grown `redo_bytes` since it started.
-    pub fn due(&self, engine: &Engine, every: Duration, redo_bytes: u64) -> bool {
+    pub(crate) fn due(&self, engine: &Engine, every: Duration, redo_bytes: u64) -> bool {
         let (start, at) = *self.last.lock().unwrap_or_else(|e| e.into_inner());
         let grown = engine
             .log()
@@ -123,9 +127,17 @@ impl Checkpointer {
     }
 
     /// Takes a checkpoint of every fragment of `engine` now.
-    pub async fn run(&self, engine: &Engine) -> Result<Summary, CheckpointError> {
+    pub(crate) async fn run(&self, engine: &Engine) -> Result<Summary, CheckpointError> {
         let mut next = self.next.lock().await;
         let id = *next;
+        // A failed node's fragments may be half-changed: never keep them.
+        if let Some(failed) = engine.tc().failure() {
+            return Err(CheckpointError {
+                id,
+                path: self.data_dir.clone(),
+                source: std::io::Error::other(failed),
+            });
+        }
         *next += 1;
         let started = Instant::now();
         // Read before the tables are listed: a table created after the list
@@ -143,7 +155,15 @@ impl Checkpointer {
         let mut fragments = Vec::new();
         for table in engine.tables() {
             for fragment in 0..table.fragments() {
-                let Some((image, start)) = engine.image(&table, fragment).await else {
+                let image = engine
+                    .image(&table, fragment)
+                    .await
+                    .map_err(|e| CheckpointError {
+                        id,
+                        path: dir.clone(),
+                        source: std::io::Error::other(e),
+                    })?;
+                let Some((image, start)) = image else {
                     continue;
                 };
                 let name = format!("{}-{fragment}.frag", table.id);

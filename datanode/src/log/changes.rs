@@ -9,7 +9,7 @@
 //! ```
 //! A record's payload is its changes, one after another.
 
-use crate::catalog::TableId;
+use crate::types::TableId;
 
 const PUT: u8 = 1;
 const DELETE: u8 = 2;

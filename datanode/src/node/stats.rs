@@ -1,7 +1,7 @@
 //! What each database has done since the node started, read at once for
 //! the exporters (Prometheus text, OTLP metrics).
 
-use crate::engine::Engine;
+use crate::node::Engine;
 use crate::tc::{LATENCY_BOUNDS_US, counter};
 
 /// A database's figures.

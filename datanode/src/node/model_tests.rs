@@ -11,9 +11,10 @@ use proptest::prelude::*;
 
 use super::tests::{check_accounting, create, engine_with, read, runtime};
 use super::*;
-use crate::batch::Outcome;
 use crate::storage::{index, var};
-use crate::tc::{Commit, Grant, Role, Tc, TcError};
+use crate::tc::batch::{OperationError, Outcome};
+use crate::tc::{Commit, Grant, Role, TcError};
+use crate::types::value::Value;
 
 const TABLES: [&str; 3] = [
     r#"{"name":"a","primary_key":["k","s"],"columns":[
@@ -298,7 +299,7 @@ async fn bulk(
     n: u16,
 ) -> Result<(), TestCaseError> {
     let table = Arc::clone(&model.tables[2]);
-    let mut batch = engine.batch();
+    let mut batch = engine.tc().batch();
     for k in BULK..BULK + n {
         match step {
             Step::Fill(_) => batch.insert(&table, &model.row(2, k, &[("x", Value::Int(k.into()))])),
@@ -306,7 +307,7 @@ async fn bulk(
         }
         .unwrap();
     }
-    engine.execute(&mut batch).await.unwrap();
+    engine.tc().execute_unchecked(&mut batch).await.unwrap();
     for (i, k) in (BULK..BULK + n).enumerate() {
         let exists = model.rows[2].contains_key(&k);
         match (step, batch.result(i), exists) {
@@ -332,8 +333,9 @@ async fn bulk(
 /// own row, so whether it fails does not depend on the others: the
 /// transaction succeeds when none would fail, and otherwise fails at one that
 /// would (or runs out of memory first), and nothing of it is applied.
-async fn atomic(tc: &Tc, model: &mut Model, ops: &[Step]) -> Result<(), TestCaseError> {
-    let mut batch = tc.engine().batch();
+async fn atomic(engine: &Engine, model: &mut Model, ops: &[Step]) -> Result<(), TestCaseError> {
+    let tc = engine.tc();
+    let mut batch = tc.batch();
     // Each write: its table, key, the row it writes (none for a delete) and
     // the code it must fail with, if it must.
     type Included = (
@@ -416,7 +418,7 @@ async fn atomic(tc: &Tc, model: &mut Model, ops: &[Step]) -> Result<(), TestCase
         Err(other) => prop_assert!(false, "refused: {}", other),
     }
     for (t, k, ..) in &included {
-        let got = read(tc.engine(), &model.tables[*t], &key(*t, *k)).await;
+        let got = read(engine, &model.tables[*t], &key(*t, *k)).await;
         prop_assert_eq!(
             got.as_ref(),
             model.rows[*t].get(k),
@@ -430,7 +432,6 @@ async fn atomic(tc: &Tc, model: &mut Model, ops: &[Step]) -> Result<(), TestCase
 
 async fn run_steps(pages: u64, fragments: u16, steps: Vec<Step>) -> Result<(), TestCaseError> {
     let engine = engine_with(pages, fragments);
-    let tc = Tc::new(engine.clone());
     let mut model = Model {
         tables: Vec::new(),
         rows: vec![BTreeMap::new(); TABLES.len()],
@@ -446,7 +447,7 @@ async fn run_steps(pages: u64, fragments: u16, steps: Vec<Step>) -> Result<(), T
                 continue;
             }
             Step::Atomic(ops) => {
-                atomic(&tc, &mut model, ops).await?;
+                atomic(&engine, &mut model, ops).await?;
                 check(&engine, &model).await?;
                 continue;
             }
@@ -466,7 +467,7 @@ async fn run_steps(pages: u64, fragments: u16, steps: Vec<Step>) -> Result<(), T
         };
         let table = Arc::clone(&model.tables[t]);
         let exists = model.rows[t].contains_key(&k);
-        let mut batch = engine.batch();
+        let mut batch = engine.tc().batch();
         match &step {
             Step::Insert(_, _, cols) | Step::Update(_, _, cols) | Step::Write(_, _, cols) => {
                 let row = model.row(t, k, cols);
@@ -484,7 +485,7 @@ async fn run_steps(pages: u64, fragments: u16, steps: Vec<Step>) -> Result<(), T
                     continue;
                 }
                 added.unwrap();
-                engine.execute(&mut batch).await.unwrap();
+                engine.tc().execute_unchecked(&mut batch).await.unwrap();
                 let result = batch.result(0);
                 let oom = matches!(result, Err(OperationError::OutOfDataMemory { .. }));
                 match (&step, exists) {
@@ -510,7 +511,7 @@ async fn run_steps(pages: u64, fragments: u16, steps: Vec<Step>) -> Result<(), T
             }
             Step::Delete(..) => {
                 batch.delete(&table, &key(t, k)).unwrap();
-                engine.execute(&mut batch).await.unwrap();
+                engine.tc().execute_unchecked(&mut batch).await.unwrap();
                 if exists {
                     prop_assert_eq!(batch.result(0), Ok(Outcome::Deleted));
                     model.rows[t].remove(&k);
@@ -538,6 +539,7 @@ async fn run_steps(pages: u64, fragments: u16, steps: Vec<Step>) -> Result<(), T
     // Every row, by a scan, is what the model holds.
     for (t, table) in model.tables.iter().enumerate() {
         let mut scanned: Vec<Vec<Value>> = engine
+            .tc()
             .scan(table, &[], usize::MAX)
             .await
             .unwrap()

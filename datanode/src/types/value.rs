@@ -372,7 +372,7 @@ fn format_micros(f: &mut fmt::Formatter<'_>, micros: i64) -> fmt::Result {
 /// A date-time (microseconds since the epoch) written as a column of
 /// `fsp` fractional digits is: exactly that many, as MySQL writes them.
 #[derive(Debug, Clone, Copy)]
-pub struct WithFsp(pub i64, pub u8);
+pub(crate) struct WithFsp(pub i64, pub u8);
 
 impl fmt::Display for WithFsp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -7,9 +7,11 @@ use proptest::prelude::*;
 use shoal_wire::schema::{DatabaseName, TableDef};
 
 use super::*;
-use crate::batch::Outcome;
+use crate::storage::CmpOp;
 use crate::storage::page::PAGE_SIZE;
-use crate::storage::value::{Date, DateTime, Decimal, Timestamp};
+use crate::tc::batch::{Batch, OperationError, Outcome};
+use crate::types::value::Value;
+use crate::types::value::{Date, DateTime, Decimal, Timestamp};
 
 pub(super) fn engine(pages: u64) -> Engine {
     engine_with(pages, 3)
@@ -47,9 +49,9 @@ pub(super) async fn run(
     engine: &Engine,
     add: impl FnOnce(&mut Batch),
 ) -> Vec<Result<Outcome, OperationError>> {
-    let mut batch = engine.batch();
+    let mut batch = engine.tc().batch();
     add(&mut batch);
-    engine.execute(&mut batch).await.unwrap();
+    engine.tc().execute_unchecked(&mut batch).await.unwrap();
     batch.results()
 }
 
@@ -356,7 +358,7 @@ fn bad_values_are_refused_naming_the_column_and_change_nothing() {
             ),
         ];
         for (column, value, problem) in cases {
-            let mut batch = engine.batch();
+            let mut batch = engine.tc().batch();
             let mut row = vec![("id", Value::Int(9)), ("req", Value::Int(1))];
             match row.iter_mut().find(|(n, _)| *n == column) {
                 Some(given) => given.1 = value,
@@ -368,7 +370,7 @@ fn bad_values_are_refused_naming_the_column_and_change_nothing() {
             assert!(batch.is_empty(), "a refused operation is not queued");
         }
         // Missing NOT NULL column, repeated column, wrong key arity.
-        let mut batch = engine.batch();
+        let mut batch = engine.tc().batch();
         let err = batch.insert(&table, &[("id", Value::Int(9))]).unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -625,21 +627,21 @@ fn a_replacing_write_answers_the_row_it_replaced() {
         };
         // Twice in one batch, then again in another: the first finds
         // nothing, each later one the row the one before it wrote.
-        let mut batch = engine.batch();
+        let mut batch = engine.tc().batch();
         batch.replace(&t, &row("one")).unwrap();
         batch.replace(&t, &row(&"two".repeat(300))).unwrap();
         let cost = batch.cost();
         assert_eq!((cost.reads, cost.write_units > 0), (2, true));
-        engine.execute(&mut batch).await.unwrap();
+        engine.tc().execute_unchecked(&mut batch).await.unwrap();
         assert_eq!(batch.result(0), Ok(Outcome::Inserted));
         assert_eq!(batch.result(1), Ok(Outcome::Updated));
         assert_eq!(old_v(&batch, 0), None);
         assert_eq!(old_v(&batch, 1).as_deref(), Some("one"));
         // A read of a missing row costs one unit, of a row its 4 KiB steps.
         assert_eq!(batch.read_units_used(), 2);
-        let mut batch = engine.batch();
+        let mut batch = engine.tc().batch();
         batch.replace(&t, &row("three")).unwrap();
-        engine.execute(&mut batch).await.unwrap();
+        engine.tc().execute_unchecked(&mut batch).await.unwrap();
         assert_eq!(old_v(&batch, 0), Some("two".repeat(300)));
         assert_eq!(
             read(&engine, &t, &[Value::Text("key".into())]).await,
@@ -682,9 +684,10 @@ fn scans_filter_and_stop_at_the_limit() {
             }
         })
         .await;
-        let all = engine.scan(&t, &[], usize::MAX).await.unwrap();
+        let all = engine.tc().scan(&t, &[], usize::MAX).await.unwrap();
         assert_eq!(all.len(), 10_000, "scans run on past a step");
         let old = engine
+            .tc()
             .scan(&t, &[("age", CmpOp::Ge, Value::Int(95))], usize::MAX)
             .await
             .unwrap();
@@ -694,11 +697,13 @@ fn scans_filter_and_stop_at_the_limit() {
                 .all(|r| matches!(r.get("age"), Some(Value::UInt(a)) if *a >= 95))
         );
         let nulls = engine
+            .tc()
             .scan(&t, &[("age", CmpOp::IsNull, Value::Null)], usize::MAX)
             .await
             .unwrap();
         assert_eq!(nulls.len(), 1000);
         let not_old = engine
+            .tc()
             .scan(&t, &[("age", CmpOp::Ne, Value::Int(1))], usize::MAX)
             .await
             .unwrap();
@@ -708,6 +713,7 @@ fn scans_filter_and_stop_at_the_limit() {
             "NULL is not unequal to anything"
         );
         let named = engine
+            .tc()
             .scan(
                 &t,
                 &[
@@ -720,13 +726,15 @@ fn scans_filter_and_stop_at_the_limit() {
             .unwrap();
         assert_eq!(named.len(), 1);
         assert_eq!(named[0].get("id"), Some(&Value::Int(77)));
-        assert_eq!(engine.scan(&t, &[], 7).await.unwrap().len(), 7);
+        assert_eq!(engine.tc().scan(&t, &[], 7).await.unwrap().len(), 7);
         let err = engine
+            .tc()
             .scan(&t, &[("age", CmpOp::Eq, Value::Text("old".into()))], 1)
             .await
             .unwrap_err();
         assert_eq!(err.code(), "INVALID_VALUE");
         let err = engine
+            .tc()
             .scan(&t, &[("height", CmpOp::Eq, Value::Int(1))], 1)
             .await
             .unwrap_err();
@@ -760,11 +768,11 @@ fn dropping_a_table_returns_every_page() {
         assert_eq!(engine.data_memory().used_pages(), kept);
         assert_eq!(engine.table("db", "big").unwrap_err(), CatalogError::NoSuchTable { database: "db".into(), table: "big".into() });
         // Operations for the dropped table fail cleanly.
-        let mut batch = engine.batch();
+        let mut batch = engine.tc().batch();
         batch.read(&t, &[Value::Int(1)]).unwrap();
-        engine.execute(&mut batch).await.unwrap();
+        engine.tc().execute_unchecked(&mut batch).await.unwrap();
         assert_eq!(batch.result(0), Err(OperationError::NoSuchTable { table: "big".into() }));
-        assert_eq!(engine.scan(&t, &[], 1).await.unwrap_err().code(), "NO_SUCH_TABLE");
+        assert_eq!(engine.tc().scan(&t, &[], 1).await.unwrap_err().code(), "NO_SUCH_TABLE");
         engine.drop_database("db").await.unwrap();
         assert_eq!(engine.data_memory().used_pages(), 0);
         assert!(engine.tables().is_empty());
@@ -950,10 +958,11 @@ fn arbitrary_values_never_panic_at_the_edge() {
     runner
         .run(&(0..TYPES.len(), value.clone(), value), |(t, key, v)| {
             let table = &tables[t];
-            let mut batch = engine.batch();
+            let mut batch = engine.tc().batch();
             match batch.insert(table, &[("k", key.clone()), ("v", v.clone())]) {
                 Ok(()) => {
-                    rt.block_on(engine.execute(&mut batch)).unwrap();
+                    rt.block_on(engine.tc().execute_unchecked(&mut batch))
+                        .unwrap();
                     let r = batch.result(0);
                     prop_assert!(
                         matches!(

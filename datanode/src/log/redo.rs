@@ -34,12 +34,12 @@ use tokio::sync::oneshot;
 use super::io::{AppendFile, Storage};
 
 /// An offset in the log stream.
-pub type Lsn = u64;
+pub(crate) type Lsn = u64;
 
 /// Bytes of a record's header.
-pub const HEADER: usize = 16;
+pub(crate) const HEADER: usize = 16;
 /// A new segment is started once the current one has this many bytes.
-pub const SEGMENT_BYTES: u64 = 64 << 20;
+pub(crate) const SEGMENT_BYTES: u64 = 64 << 20;
 /// In interval mode the writer is woken early once this much is buffered;
 /// otherwise it writes once an interval, so a commit costs no wake-up.
 const INTERVAL_WAKE_BYTES: usize = 1 << 20;
@@ -59,7 +59,7 @@ const BACKSTOP: Duration = Duration::from_millis(2);
 /// it) until renamed to one.
 const SPARE: &str = "next.spare";
 /// The largest payload a record may carry.
-pub const MAX_PAYLOAD: usize = 1 << 30;
+pub(crate) const MAX_PAYLOAD: usize = 1 << 30;
 
 /// When a commit is acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -804,7 +804,7 @@ pub enum RedoError {
 
 /// Where the log ends, as recovery found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogEnd {
+pub(crate) struct LogEnd {
     pub end: Lsn,
     /// A torn record at the tail (a crash while writing it), dropped: the
     /// file and offset it was cut from.
@@ -836,7 +836,7 @@ fn record_at(bytes: &[u8], at: usize, lsn: Lsn) -> Result<usize, String> {
 /// where it starts is reported. A bad record with valid ones after it, or a
 /// gap between segments, is corruption: an error that names the file and
 /// offset.
-pub fn replay(
+pub(crate) fn replay(
     storage: &dyn Storage,
     dir: &Path,
     from: Lsn,
@@ -921,7 +921,7 @@ pub fn replay(
 
 /// Removes the segments that end at or before `lsn`: what recovery will
 /// never need again once a checkpoint covers it.
-pub fn remove_before(storage: &dyn Storage, dir: &Path, lsn: Lsn) -> std::io::Result<usize> {
+pub(crate) fn remove_before(storage: &dyn Storage, dir: &Path, lsn: Lsn) -> std::io::Result<usize> {
     let segments: Vec<(Lsn, PathBuf)> = storage
         .list(dir)?
         .into_iter()

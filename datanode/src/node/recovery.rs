@@ -16,13 +16,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::catalog::CatalogStore;
-use super::changes::{self, Change};
+use super::Engine;
+use super::catalog_file::{self, CatalogStore};
 use super::checkpoint::{self, Manifest, REDO_DIR};
-use super::io::Storage;
-use super::redo::{self, Lsn, RedoError};
-use crate::catalog::{Table, TableId};
-use crate::tc::Tc;
+use crate::log::changes::{self, Change};
+use crate::log::io::Storage;
+use crate::log::redo::{self, Lsn, RedoError};
+use crate::tc::Table;
+use crate::tc::batch::{self, Batch, OperationError};
+use crate::types::TableId;
 
 /// Changes applied to the engine at a time while replaying.
 const REPLAY_BATCH: usize = 2048;
@@ -66,14 +68,13 @@ pub enum RecoveryError {
     },
 }
 
-/// Recovers into `tc`'s fresh engine everything `data_dir` holds.
-pub async fn recover(
-    tc: &Tc,
+/// Recovers into a fresh engine everything `data_dir` holds.
+pub(crate) async fn recover(
+    engine: &Engine,
     storage: Arc<dyn Storage>,
     data_dir: &Path,
 ) -> Result<Recovered, RecoveryError> {
     let started = Instant::now();
-    let engine = tc.engine();
     let catalog = CatalogStore::new(Arc::clone(&storage), data_dir)
         .load()
         .map_err(RecoveryError::Catalog)?;
@@ -93,7 +94,7 @@ pub async fn recover(
     let lost_catalog = |what: &str| {
         RecoveryError::Catalog(format!(
             "{} is missing, but the data directory holds {what}; the node does not start without it",
-            data_dir.join(super::catalog::FILE).display()
+            data_dir.join(catalog_file::FILE).display()
         ))
     };
     if catalog.is_none() && manifest.is_some() {
@@ -136,7 +137,7 @@ pub async fn recover(
     let images_took = images_started.elapsed();
     let redo_started = Instant::now();
     let from = manifest.as_ref().map_or(0, |m| m.redo_start);
-    let (records, replayed) = replay(tc, &storage, data_dir, from, &tables, &starts).await?;
+    let (records, replayed) = replay(engine, &storage, data_dir, from, &tables, &starts).await?;
     let end = records?;
     let redo_took = redo_started.elapsed();
     if catalog.is_none() && end.end > 0 {
@@ -152,7 +153,8 @@ pub async fn recover(
             })?;
     }
     if let Some(file) = &catalog {
-        tc.restore_quotas(file)
+        engine
+            .restore_quotas(file)
             .map_err(|e| RecoveryError::Catalog(e.to_string()))?;
     }
     Ok(Recovered {
@@ -174,7 +176,7 @@ pub async fn recover(
 /// in batches: where the log ends (or why it cannot be read), and the
 /// records and bytes replayed.
 async fn replay(
-    tc: &Tc,
+    engine: &Engine,
     storage: &Arc<dyn Storage>,
     data_dir: &Path,
     from: Lsn,
@@ -191,8 +193,7 @@ async fn replay(
             })
         })
     };
-    let engine = tc.engine();
-    let mut batch = engine.batch();
+    let mut batch = engine.tc().batch();
     let (mut count, mut bytes) = (0u64, 0u64);
     while let Some((lsn, payload)) = records.recv().await {
         count += 1;
@@ -203,7 +204,7 @@ async fn replay(
             let Some(table) = tables.get(table) else {
                 continue; // dropped later
             };
-            let fragment = crate::batch::fragment_of(key, table.fragments());
+            let fragment = batch::fragment_of(key, table.fragments());
             if lsn < starts.get(&(table.id, fragment)).copied().unwrap_or(from) {
                 continue; // the fragment's image has it
             }
@@ -212,25 +213,26 @@ async fn replay(
                 .map_err(|problem| RecoveryError::Record { lsn, problem })?;
         }
         if batch.len() >= REPLAY_BATCH {
-            apply(tc, &mut batch).await?;
+            apply(engine, &mut batch).await?;
         }
     }
-    apply(tc, &mut batch).await?;
+    apply(engine, &mut batch).await?;
     let end = reader.await.expect("reading the log does not panic");
     Ok((end, (count, bytes)))
 }
 
-async fn apply(tc: &Tc, batch: &mut crate::batch::Batch) -> Result<(), RecoveryError> {
+async fn apply(engine: &Engine, batch: &mut Batch) -> Result<(), RecoveryError> {
     if batch.is_empty() {
         return Ok(());
     }
-    tc.engine()
-        .execute(batch)
+    engine
+        .tc()
+        .replay(batch)
         .await
         .map_err(|e| RecoveryError::Replay(e.to_string()))?;
     for result in batch.results() {
         match result {
-            Ok(_) | Err(crate::batch::OperationError::NotFound { .. }) => {}
+            Ok(_) | Err(OperationError::NotFound { .. }) => {}
             Err(e) => return Err(RecoveryError::Replay(e.to_string())),
         }
     }

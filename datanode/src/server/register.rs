@@ -8,13 +8,13 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::sync::watch;
 
-use crate::engine::Engine;
 use crate::internal_api::ClusterSecret;
+use crate::node::Engine;
 
 /// How often the node reports itself.
-pub const EVERY: Duration = Duration::from_secs(5);
+pub(crate) const EVERY: Duration = Duration::from_secs(5);
 /// Most keys one report names as used (the most recently used).
-pub const MAX_KEYS_REPORTED: usize = 10_000;
+pub(crate) const MAX_KEYS_REPORTED: usize = 10_000;
 
 /// Where the control plane is, and the host the node tells it to reach it at.
 #[derive(Debug, Clone)]
@@ -27,7 +27,7 @@ pub struct ControlPlaneLink {
 
 /// What the node tells the control plane it is.
 #[derive(Debug, Clone)]
-pub struct Identity {
+pub(crate) struct Identity {
     pub node_id: u32,
     pub internal_port: u16,
     pub rest_port: u16,
@@ -36,7 +36,7 @@ pub struct Identity {
 
 /// Reports the node every `EVERY` until `stopped`. A control plane that
 /// cannot be reached is logged once, and once more when it is back.
-pub async fn heartbeats(
+pub(crate) async fn heartbeats(
     link: ControlPlaneLink,
     me: Identity,
     engine: Engine,

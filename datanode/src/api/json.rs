@@ -22,13 +22,13 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value as Json};
 use shoal_wire::schema::{ColumnDef, ColumnType};
 
-use crate::batch::Row;
-use crate::catalog::Table;
-use crate::storage::value::{DateTime, Timestamp, Value, WithFsp};
+use crate::tc::Table;
+use crate::tc::batch::Row;
+use crate::types::value::{DateTime, Timestamp, Value, WithFsp};
 
 /// Why a JSON value or row does not fit a table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum JsonError {
+pub(crate) enum JsonError {
     #[error("table '{table}' has no column '{column}'")]
     NoSuchColumn { table: String, column: String },
     #[error("column '{column}' takes {expected}, not {got}")]
@@ -67,7 +67,7 @@ fn kind(json: &Json) -> &'static str {
 }
 
 /// The value `json` gives `column`.
-pub fn value_from_json(column: &ColumnDef, json: &Json) -> Result<Value, JsonError> {
+pub(crate) fn value_from_json(column: &ColumnDef, json: &Json) -> Result<Value, JsonError> {
     let wrong = |expected| JsonError::WrongType {
         column: column.name.to_string(),
         expected,
@@ -104,7 +104,7 @@ pub fn value_from_json(column: &ColumnDef, json: &Json) -> Result<Value, JsonErr
 }
 
 /// `value` as JSON.
-pub fn value_to_json(value: &Value) -> Json {
+pub(crate) fn value_to_json(value: &Value) -> Json {
     match value {
         Value::Null => Json::Null,
         Value::Int(v) => Json::from(*v),
@@ -121,7 +121,7 @@ pub fn value_to_json(value: &Value) -> Json {
 
 /// `value` of `column` as JSON: as `value_to_json`, with date-times
 /// written to the column's fractional-seconds precision.
-pub fn column_value_to_json(column: &ColumnDef, value: &Value) -> Json {
+pub(crate) fn column_value_to_json(column: &ColumnDef, value: &Value) -> Json {
     let fsp = match column.column_type {
         ColumnType::DateTime { fsp } | ColumnType::Timestamp { fsp } => fsp,
         _ => return value_to_json(value),
@@ -135,7 +135,7 @@ pub fn column_value_to_json(column: &ColumnDef, value: &Value) -> Json {
 }
 
 /// A row read back, as a JSON object of column to value.
-pub fn row_to_json(row: &Row) -> Map<String, Json> {
+pub(crate) fn row_to_json(row: &Row) -> Map<String, Json> {
     row.table()
         .def()
         .columns
@@ -149,7 +149,7 @@ pub fn row_to_json(row: &Row) -> Map<String, Json> {
 /// members in the order sent. Unlike a map it keeps a column named twice,
 /// so that [`row_from_json`] refuses it instead of taking the last value.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct JsonRow(pub Vec<(String, Json)>);
+pub(crate) struct JsonRow(pub Vec<(String, Json)>);
 
 impl<'de> Deserialize<'de> for JsonRow {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -173,7 +173,7 @@ impl<'de> Deserialize<'de> for JsonRow {
 
 /// A row to write: each named column's value. Columns left out keep their
 /// value (update) or are NULL (insert).
-pub fn row_from_json<'t>(
+pub(crate) fn row_from_json<'t>(
     table: &'t Table,
     row: &JsonRow,
 ) -> Result<Vec<(&'t str, Value)>, JsonError> {
@@ -200,7 +200,7 @@ fn short(name: &str) -> String {
 }
 
 /// A primary key: exactly the key columns, each once, in the key's order.
-pub fn key_from_json(table: &Table, key: &JsonRow) -> Result<Vec<Value>, JsonError> {
+pub(crate) fn key_from_json(table: &Table, key: &JsonRow) -> Result<Vec<Value>, JsonError> {
     let def = table.def();
     let expected = || def.primary_key.iter().map(|c| c.to_string()).collect();
     for (i, (name, _)) in key.0.iter().enumerate() {
@@ -292,7 +292,7 @@ mod tests {
         assert_eq!(value_to_json(&Value::Bytes(vec![0, 1, 255])), json!("AAH/"));
         assert_eq!(value_to_json(&Value::Double(f64::NAN)), json!("NaN"));
         assert_eq!(value_to_json(&Value::UInt(u64::MAX)), json!(u64::MAX));
-        let date = crate::storage::value::Date::parse("2024-02-29").unwrap();
+        let date = crate::types::value::Date::parse("2024-02-29").unwrap();
         assert_eq!(value_to_json(&Value::Date(date)), json!("2024-02-29"));
     }
 }

@@ -1,0 +1,323 @@
+//! A node's LDM workers together: the DataMemory pool they share, and the
+//! messages the layers above send them, each answered — or, once the node
+//! has failed, refused with `NodeFailed`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::{
+    Failure, FragmentPlace, FragmentReport, Job, JobOutcome, Ldm, Mode, Msg, NodeFailed, OpBatch,
+    ScanChunk,
+};
+use crate::log::ChangeLog;
+use crate::log::redo::Lsn;
+use crate::storage::Predicate;
+use crate::storage::fixed::RowRef;
+use crate::storage::layout::Layout;
+use crate::storage::page::{DataMemory, MemoryAccount};
+use crate::types::{TableId, TxnId};
+
+/// A fragment's image and where replay must start to bring it up to date.
+pub(crate) type FragmentImage = (Vec<u8>, Lsn);
+
+/// The workers of one node; clones share them. The threads stop when the
+/// last clone is dropped.
+#[derive(Debug, Clone)]
+pub(crate) struct Workers {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    pool: Arc<DataMemory>,
+    ldms: Vec<Ldm>,
+    log: Arc<ChangeLog>,
+    failure: Failure,
+}
+
+impl Workers {
+    /// Reserves `data_memory` bytes and starts `count` workers that log
+    /// commits to `log`.
+    pub(crate) fn start(
+        count: usize,
+        data_memory: u64,
+        log: Arc<ChangeLog>,
+        lock_wait: Duration,
+    ) -> std::io::Result<Workers> {
+        let pool = DataMemory::new(data_memory)?;
+        let failure = Failure::default();
+        let ldms = (0..count)
+            .map(|n| {
+                Ldm::start(
+                    n,
+                    Arc::clone(&pool),
+                    Arc::clone(&log),
+                    lock_wait,
+                    failure.clone(),
+                )
+            })
+            .collect::<std::io::Result<_>>()?;
+        Ok(Workers {
+            inner: Arc::new(Inner {
+                pool,
+                ldms,
+                log,
+                failure,
+            }),
+        })
+    }
+
+    pub(crate) fn data_memory(&self) -> &DataMemory {
+        &self.inner.pool
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.inner.ldms.len()
+    }
+
+    /// Where the workers' commits go.
+    pub(crate) fn log(&self) -> &Arc<ChangeLog> {
+        &self.inner.log
+    }
+
+    /// Why the node failed, if it has.
+    #[inline]
+    pub(crate) fn failure(&self) -> Option<&NodeFailed> {
+        self.inner.failure.get()
+    }
+
+    /// Waits for a worker's answer; a worker that dropped the question has
+    /// failed, and the node with it.
+    async fn answer<T>(&self, wait: oneshot::Receiver<T>) -> Result<T, NodeFailed> {
+        wait.await
+            .map_err(|_| self.inner.failure.fail(|| "an LDM worker stopped".into()))
+    }
+
+    /// Sends worker `ldm` the message `msg` makes around a reply channel.
+    fn ask<T>(
+        &self,
+        ldm: usize,
+        msg: impl FnOnce(oneshot::Sender<T>) -> Msg,
+    ) -> oneshot::Receiver<T> {
+        let (reply, wait) = oneshot::channel();
+        self.inner.ldms[ldm].send(msg(reply));
+        wait
+    }
+
+    /// Sends one message to each of `ldms` and waits for every reply.
+    async fn each<T>(
+        &self,
+        ldms: impl Iterator<Item = u16>,
+        msg: impl Fn(usize, oneshot::Sender<T>) -> Msg,
+    ) -> Result<Vec<T>, NodeFailed> {
+        let waits: Vec<_> = ldms
+            .enumerate()
+            .map(|(i, ldm)| self.ask(ldm as usize, |done| msg(i, done)))
+            .collect();
+        let mut replies = Vec::with_capacity(waits.len());
+        for wait in waits {
+            replies.push(self.answer(wait).await?);
+        }
+        Ok(replies)
+    }
+
+    fn all(&self) -> impl Iterator<Item = u16> + use<> {
+        0..self.inner.ldms.len() as u16
+    }
+
+    /// Makes every worker's thread sync the attached redo log for the tasks
+    /// there that wait for it.
+    pub(crate) async fn adopt_log(&self) -> Result<(), NodeFailed> {
+        self.each(self.all(), |_, done| Msg::AdoptLog { done })
+            .await
+            .map(drop)
+    }
+
+    /// Runs `task` on worker `ldm`'s thread, beside the worker: what it asks
+    /// of that worker's fragments is done without a thread hop.
+    pub(crate) fn spawn_on_worker<F>(&self, ldm: usize, task: F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.inner.ldms[ldm].spawn(task);
+    }
+
+    /// Runs a job on worker `ldm`: the batch back with its results, and how
+    /// the job ended.
+    pub(crate) async fn run(
+        &self,
+        ldm: usize,
+        txn: TxnId,
+        mode: Mode,
+        batch: OpBatch,
+    ) -> Result<(OpBatch, JobOutcome), NodeFailed> {
+        let wait = self.start_job(ldm, txn, mode, batch);
+        self.answer(wait).await
+    }
+
+    /// Sends a job to worker `ldm`; the answer comes on the receiver (see
+    /// `finish_job`).
+    pub(crate) fn start_job(
+        &self,
+        ldm: usize,
+        txn: TxnId,
+        mode: Mode,
+        batch: OpBatch,
+    ) -> oneshot::Receiver<(OpBatch, JobOutcome)> {
+        self.ask(ldm, |reply| {
+            Msg::Run(Job {
+                txn,
+                mode,
+                batch,
+                next: 0,
+                reply,
+            })
+        })
+    }
+
+    /// A job's answer, from `start_job`'s receiver.
+    pub(crate) async fn finish_job(
+        &self,
+        wait: oneshot::Receiver<(OpBatch, JobOutcome)>,
+    ) -> Result<(OpBatch, JobOutcome), NodeFailed> {
+        self.answer(wait).await
+    }
+
+    /// Tells worker `ldm` to commit (or abort) what `txn` holds there.
+    pub(crate) fn end_transaction(
+        &self,
+        ldm: usize,
+        txn: TxnId,
+        commit: bool,
+    ) -> oneshot::Receiver<()> {
+        self.ask(ldm, |done| {
+            if commit {
+                Msg::Commit { txn, done }
+            } else {
+                Msg::Abort { txn, done }
+            }
+        })
+    }
+
+    /// Waits for a commit or abort sent with `end_transaction`.
+    pub(crate) async fn ended(&self, wait: oneshot::Receiver<()>) -> Result<(), NodeFailed> {
+        self.answer(wait).await
+    }
+
+    /// Creates `fragments` fragments of table `id`, charged to `account`,
+    /// round the workers from worker `id % workers` on: where each lives.
+    pub(crate) async fn create_fragments(
+        &self,
+        id: TableId,
+        fragments: u16,
+        layout: &Arc<Layout>,
+        account: &Arc<MemoryAccount>,
+    ) -> Result<Vec<FragmentPlace>, NodeFailed> {
+        let n = self.inner.ldms.len();
+        let ldms: Vec<u16> = (0..fragments as usize)
+            .map(|f| ((id.0 as usize + f) % n) as u16)
+            .collect();
+        let slots = self
+            .each(ldms.iter().copied(), |fragment, done| Msg::CreateFragment {
+                table: id,
+                fragment: fragment as u16,
+                layout: Arc::clone(layout),
+                account: Arc::clone(account),
+                done,
+            })
+            .await?;
+        Ok(ldms
+            .into_iter()
+            .zip(slots)
+            .map(|(ldm, slot)| FragmentPlace { ldm, slot })
+            .collect())
+    }
+
+    /// Drops the fragments of table `id`, giving their pages back.
+    pub(crate) async fn drop_fragments(
+        &self,
+        id: TableId,
+        places: &[FragmentPlace],
+    ) -> Result<(), NodeFailed> {
+        self.each(places.iter().map(|p| p.ldm), |f, done| Msg::DropFragment {
+            table: id,
+            slot: places[f].slot,
+            done,
+        })
+        .await
+        .map(drop)
+    }
+
+    /// An image of a fragment of table `id`; `None` if it is gone.
+    pub(crate) async fn image(
+        &self,
+        id: TableId,
+        place: FragmentPlace,
+    ) -> Result<Option<FragmentImage>, NodeFailed> {
+        let wait = self.ask(place.ldm as usize, |reply| Msg::Image {
+            table: id,
+            slot: place.slot,
+            reply,
+        });
+        self.answer(wait).await
+    }
+
+    /// Replaces a fragment of table `id` with an image of it.
+    pub(crate) async fn restore_image(
+        &self,
+        id: TableId,
+        place: FragmentPlace,
+        image: Vec<u8>,
+    ) -> Result<(), String> {
+        let wait = self.ask(place.ldm as usize, |reply| Msg::Restore {
+            table: id,
+            slot: place.slot,
+            image,
+            reply,
+        });
+        self.answer(wait).await.map_err(|e| e.to_string())?
+    }
+
+    /// One step of a scan of a fragment of table `id`; `None` if it is gone.
+    pub(crate) async fn scan(
+        &self,
+        id: TableId,
+        place: FragmentPlace,
+        from: RowRef,
+        filter: &Arc<[Predicate]>,
+        limit: usize,
+    ) -> Result<Option<ScanChunk>, NodeFailed> {
+        let wait = self.ask(place.ldm as usize, |reply| Msg::Scan {
+            table: id,
+            slot: place.slot,
+            from,
+            filter: Arc::clone(filter),
+            limit,
+            reply,
+        });
+        self.answer(wait).await
+    }
+
+    /// Every fragment's memory. With `audit`, each worker first recounts its
+    /// fragments from the pages and panics on a mismatch: for tests.
+    pub(crate) async fn memory(&self, audit: bool) -> Result<Vec<FragmentReport>, NodeFailed> {
+        let reports = self
+            .each(self.all(), |_, reply| Msg::Memory { audit, reply })
+            .await?;
+        Ok(reports.into_iter().flatten().collect())
+    }
+
+    /// Transactions holding rows and jobs parked, over all workers.
+    #[cfg(test)]
+    pub(crate) async fn inspect(&self) -> (usize, usize) {
+        let states = self
+            .each(self.all(), |_, reply| Msg::Inspect { reply })
+            .await
+            .expect("workers answer");
+        states
+            .into_iter()
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    }
+}

@@ -1,0 +1,114 @@
+//! The handles of what operations address: tenants, databases and tables,
+//! each with what the coordinator checks and the workers need. The catalog
+//! (`node::catalog`) makes them and finds them by name.
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use shoal_quota::Quota;
+use shoal_wire::schema::{DatabaseName, TableDef, TableName, TenantId};
+
+use super::governance::Governance;
+use crate::ldm::FragmentPlace;
+use crate::storage::layout::Layout;
+use crate::storage::page::MemoryAccount;
+use crate::types::{DatabaseId, TableId};
+
+/// A tenant: its databases' memory together, and its quota.
+#[derive(Debug)]
+pub struct Tenant {
+    pub id: TenantId,
+    pub(crate) memory: Arc<MemoryAccount>,
+    pub(crate) quota: ArcSwap<Quota>,
+}
+
+impl Tenant {
+    /// DataMemory its databases on this node hold, in bytes.
+    pub fn memory_bytes(&self) -> u64 {
+        self.memory.bytes()
+    }
+
+    pub fn quota(&self) -> Quota {
+        **self.quota.load()
+    }
+}
+
+/// A database: its memory, its limits and what it has used.
+#[derive(Debug)]
+pub struct Database {
+    pub id: DatabaseId,
+    pub name: DatabaseName,
+    pub tenant: Option<Arc<Tenant>>,
+    pub(crate) memory: Arc<MemoryAccount>,
+    pub(crate) governance: Governance,
+}
+
+impl Database {
+    /// DataMemory its fragments hold, in bytes.
+    pub fn memory_bytes(&self) -> u64 {
+        self.memory.bytes()
+    }
+
+    pub fn quota(&self) -> Quota {
+        self.governance.quota()
+    }
+}
+
+/// A table as the edge sees it: enough to encode operations for it and to
+/// route them to its fragments.
+#[derive(Debug)]
+pub struct Table {
+    pub id: TableId,
+    pub database: Arc<Database>,
+    pub(crate) layout: Arc<Layout>,
+    /// Where each fragment lives, by fragment number.
+    pub(crate) fragments: Vec<FragmentPlace>,
+}
+
+impl Table {
+    pub fn def(&self) -> &TableDef {
+        &self.layout.def
+    }
+
+    pub fn name(&self) -> &TableName {
+        &self.layout.def.name
+    }
+
+    pub fn fragments(&self) -> u16 {
+        self.fragments.len() as u16
+    }
+}
+
+/// Two handles are equal when they name the same table.
+impl PartialEq for Table {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+impl Tenant {
+    /// A tenant without limits.
+    pub(crate) fn new(id: TenantId) -> Tenant {
+        Tenant {
+            id,
+            memory: Arc::new(MemoryAccount::default()),
+            quota: ArcSwap::from_pointee(Quota::UNLIMITED),
+        }
+    }
+}
+
+impl Database {
+    /// A database without limits, in `tenant` if given.
+    pub(crate) fn new(id: DatabaseId, name: DatabaseName, tenant: Option<Arc<Tenant>>) -> Database {
+        let memory = Arc::new(MemoryAccount::new(
+            tenant.as_ref().map(|t| Arc::clone(&t.memory)),
+        ));
+        Database {
+            id,
+            name,
+            tenant,
+            memory,
+            governance: Governance::default(),
+        }
+    }
+}
