@@ -6,19 +6,19 @@
 //! `QUIT` work. The key is looked at again before every command: once it is
 //! revoked, the connection's next command is refused.
 //!
+//! Every connection runs in a tracing span with its client id, and the
+//! tenant and database once it has authenticated.
+//!
 //! - `frame`: parsing commands, writing replies.
-//! - `store`: keys as rows.
-//! - `table`: the commands, their arities and where their keys are.
-//! - `commands`: what each command does.
-//! - `transaction`: `MULTI`, `EXEC`, `DISCARD`, `WATCH`.
+//! - `cmd`: the command table, and what each command does, by group.
+//! - `pipeline`: runs of pipelined reads and `SET`s, one request each.
+//! - `store`: keys as rows; `locks`: the keys' locks.
 
-mod commands;
+mod cmd;
 pub(crate) mod frame;
 mod locks;
 mod pipeline;
 pub(crate) mod store;
-mod table;
-mod transaction;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +26,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use std::ops::Range;
 
@@ -102,7 +103,9 @@ async fn purge(store: Arc<Store>, mut stopped: watch::Receiver<bool>) {
     }
 }
 
-/// An authenticated connection: its key and its database.
+/// An authenticated connection: its key and its database. Only `AUTH`
+/// makes one, and only a connection with one reaches a data command
+/// (`cmd::Ctx`).
 struct Session {
     key: Arc<ApiKey>,
     /// The key as presented, to check it again once it changes on the node.
@@ -126,24 +129,20 @@ struct Conn {
     name: Option<Vec<u8>>,
     id: u64,
     /// Commands queued since `MULTI`.
-    multi: Option<transaction::Multi>,
+    multi: Option<cmd::transactions::Multi>,
     /// Keys `WATCH`ed since the last `EXEC`, `DISCARD` or `UNWATCH`.
-    watched: Vec<transaction::Watched>,
+    watched: Vec<cmd::transactions::Watched>,
 }
 
 static NEXT_CLIENT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 async fn connection(
-    mut stream: TcpStream,
+    stream: TcpStream,
     store: Arc<Store>,
     limits: Limits,
-    mut stopped: watch::Receiver<bool>,
+    stopped: watch::Receiver<bool>,
 ) {
-    let mut parser = Parser::new(FrameLimits {
-        max_args: MAX_ARGS,
-        max_command_bytes: limits.max_request_bytes,
-    });
-    let mut conn = Conn {
+    let conn = Conn {
         batch: store.tc().batch(),
         store,
         session: None,
@@ -153,6 +152,29 @@ async fn connection(
         multi: None,
         watched: Vec::new(),
     };
+    // `access` records the tenant and database once the client authenticates.
+    let span = tracing::debug_span!(
+        target: "shoal::request",
+        "redis connection",
+        client = conn.id,
+        tenant = tracing::field::Empty,
+        database = tracing::field::Empty,
+    );
+    serve_connection(stream, conn, limits, stopped)
+        .instrument(span)
+        .await;
+}
+
+async fn serve_connection(
+    mut stream: TcpStream,
+    mut conn: Conn,
+    limits: Limits,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let mut parser = Parser::new(FrameLimits {
+        max_args: MAX_ARGS,
+        max_command_bytes: limits.max_request_bytes,
+    });
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut need;
     // One timer for the connection's life, moved on only when it fires

@@ -15,7 +15,7 @@ use std::ops::Range;
 
 use shoal_quota::QuotaError;
 
-use super::commands::wrong_type;
+use super::cmd::wrong_type;
 use super::store::{Item, Kind, MAX_KEY, PART, StoreError, decode_hash};
 use super::{Conn, error_reply};
 use crate::tc::TcError;
@@ -133,7 +133,8 @@ impl Conn {
         keys: &[&[u8]],
         args: &[&[u8]],
     ) -> Result<(), StoreError> {
-        let (store, db, batch, _) = self.parts();
+        let mut ctx = self.ctx().expect("a run is of an authenticated connection");
+        let (store, db, batch, _) = ctx.parts();
         let entries = store.lookup_many(db, batch, keys).await?;
         for (((command, key), arg), entry) in commands.iter().zip(keys).zip(args).zip(entries) {
             let kind = match command.op {
@@ -143,26 +144,26 @@ impl Conn {
             match entry {
                 Some(e) if e.kind != kind => {
                     let (prefix, message) = wrong_type();
-                    self.out.error(prefix, &message);
+                    ctx.out.error(prefix, &message);
                 }
-                Some(e) if command.op == Op::Get && e.parts == 0 => self.out.bulk(&e.head),
-                Some(_) if command.op == Op::Get => match self.read_string(key, false).await {
-                    Ok(Some(v)) => self.out.bulk(&v),
-                    Ok(None) => self.out.null(),
-                    Err((prefix, message)) => self.out.error(prefix, &message),
+                Some(e) if command.op == Op::Get && e.parts == 0 => ctx.out.bulk(&e.head),
+                Some(_) if command.op == Op::Get => match ctx.read_string(key, false).await {
+                    Ok(Some(v)) => ctx.out.bulk(&v),
+                    Ok(None) => ctx.out.null(),
+                    Err((prefix, message)) => ctx.out.error(prefix, &message),
                 },
-                None if command.op == Op::Get => self.out.null(),
+                None if command.op == Op::Get => ctx.out.null(),
                 // A hash: its fields are in the row unless it has parts.
                 entry => {
                     let fields = match entry {
                         None => Ok(Vec::new()),
                         Some(e) if e.parts == 0 => Ok(decode_hash(&e.head)),
-                        Some(_) => self.read_hash(key).await,
+                        Some(_) => ctx.read_hash(key).await,
                     };
                     match fields {
-                        Ok(fields) if command.op == Op::HGet => self.out.hash_field(&fields, arg),
-                        Ok(fields) => self.out.hash_all(&fields),
-                        Err((prefix, message)) => self.out.error(prefix, &message),
+                        Ok(fields) if command.op == Op::HGet => ctx.out.hash_field(&fields, arg),
+                        Ok(fields) => ctx.out.hash_all(&fields),
+                        Err((prefix, message)) => ctx.out.error(prefix, &message),
                     }
                 }
             }
@@ -171,7 +172,8 @@ impl Conn {
     }
 
     async fn set_run(&mut self, keys: &[&[u8]], values: &[&[u8]]) -> Result<(), StoreError> {
-        let (store, db, batch, out) = self.parts();
+        let mut ctx = self.ctx().expect("a run is of an authenticated connection");
+        let (store, db, batch, out) = ctx.parts();
         let _locks = store.lock_keys(db, keys).await;
         let items: Vec<Item<'_>> = keys
             .iter()

@@ -14,19 +14,18 @@
 
 use std::sync::Arc;
 
-use super::commands::{Refusal, unknown_command, wrong_args};
-use super::store::now_ms;
-use super::table::{InMulti, Spec};
-use super::{Conn, error_reply};
+use super::{Command, InMulti, Refusal, Spec, unknown_command, wrong_args};
+use crate::api::resp::store::now_ms;
+use crate::api::resp::{Conn, error_reply};
 
 /// Most commands one transaction queues.
-pub(super) const MAX_QUEUED: usize = 10_000;
+pub(in crate::api::resp) const MAX_QUEUED: usize = 10_000;
 /// Most keys one connection watches.
-pub(super) const MAX_WATCHED: usize = 10_000;
+pub(in crate::api::resp) const MAX_WATCHED: usize = 10_000;
 
 /// The commands queued since `MULTI`.
 #[derive(Debug, Default)]
-pub(super) struct Multi {
+pub(in crate::api::resp) struct Multi {
     queued: Vec<(&'static Spec, Vec<Vec<u8>>)>,
     /// Bytes of the queued commands' arguments.
     bytes: usize,
@@ -36,16 +35,51 @@ pub(super) struct Multi {
 
 /// A key `WATCH` looks at: its stripe's version then, and its expiry.
 #[derive(Debug)]
-pub(super) struct Watched {
+pub(in crate::api::resp) struct Watched {
     key: Vec<u8>,
     version: u64,
     expires: Option<i64>,
 }
 
+pub(in crate::api::resp) enum Cmd<'a> {
+    Multi,
+    Exec,
+    Discard,
+    Watch(&'a [&'a [u8]]),
+    Unwatch,
+}
+
+pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Command<'a>, Refusal> {
+    let cmd = match spec.name {
+        "MULTI" => Cmd::Multi,
+        "EXEC" => Cmd::Exec,
+        "DISCARD" => Cmd::Discard,
+        "WATCH" => Cmd::Watch(&args[1..]),
+        "UNWATCH" => Cmd::Unwatch,
+        _ => return Err(unknown_command(args)),
+    };
+    Ok(Command::Transactions(cmd))
+}
+
+impl Cmd<'_> {
+    pub(super) async fn apply(self, conn: &mut Conn) -> Result<(), Refusal> {
+        match self {
+            Cmd::Multi => conn.multi(),
+            Cmd::Exec => conn.exec().await,
+            Cmd::Discard => conn.discard(),
+            Cmd::Watch(keys) => conn.watch(keys).await,
+            Cmd::Unwatch => {
+                conn.unwatch();
+                Ok(())
+            }
+        }
+    }
+}
+
 impl Conn {
     /// Queues a command `spec` names (none: one this does not have), sent
     /// after `MULTI`; answers `QUEUED` or why not.
-    pub(super) fn queue(&mut self, spec: Option<&'static Spec>, args: &[&[u8]]) {
+    pub(in crate::api::resp) fn queue(&mut self, spec: Option<&'static Spec>, args: &[&[u8]]) {
         let max_bytes = self.store.max_value();
         let multi = self.multi.as_mut().expect("in MULTI");
         let bytes: usize = args.iter().map(|a| a.len()).sum();
@@ -79,13 +113,13 @@ impl Conn {
     }
 
     /// A connection that gets `NOAUTH` while queueing cannot commit.
-    pub(super) fn fail_multi(&mut self) {
+    pub(in crate::api::resp) fn fail_multi(&mut self) {
         if let Some(multi) = self.multi.as_mut() {
             multi.failed = true;
         }
     }
 
-    pub(super) fn multi(&mut self) -> Result<(), Refusal> {
+    fn multi(&mut self) -> Result<(), Refusal> {
         if self.multi.is_some() {
             return Err(("ERR", "MULTI calls can not be nested".into()));
         }
@@ -94,7 +128,7 @@ impl Conn {
         Ok(())
     }
 
-    pub(super) fn discard(&mut self) -> Result<(), Refusal> {
+    fn discard(&mut self) -> Result<(), Refusal> {
         if self.multi.take().is_none() {
             return Err(("ERR", "DISCARD without MULTI".into()));
         }
@@ -103,7 +137,7 @@ impl Conn {
         Ok(())
     }
 
-    pub(super) async fn watch(&mut self, keys: &[&[u8]]) -> Result<(), Refusal> {
+    async fn watch(&mut self, keys: &[&[u8]]) -> Result<(), Refusal> {
         if self.multi.is_some() {
             return Err(("ERR", "WATCH inside MULTI is not allowed".into()));
         }
@@ -113,13 +147,9 @@ impl Conn {
                 format!("a connection watches at most {MAX_WATCHED} keys"),
             ));
         }
-        let entries = {
-            let (store, db, batch, _) = self.parts();
-            store
-                .lookup_many(db, batch, keys)
-                .await
-                .map_err(|e| error_reply(&e))?
-        };
+        let entries = (self.ctx().expect("authenticated"))
+            .lookup_many(keys)
+            .await?;
         let id = self.session.as_ref().expect("authenticated").db.db.id;
         for (key, entry) in keys.iter().zip(entries) {
             self.watched.push(Watched {
@@ -132,12 +162,12 @@ impl Conn {
         Ok(())
     }
 
-    pub(super) fn unwatch(&mut self) {
+    fn unwatch(&mut self) {
         self.watched.clear();
         self.out.ok();
     }
 
-    pub(super) async fn exec(&mut self) -> Result<(), Refusal> {
+    async fn exec(&mut self) -> Result<(), Refusal> {
         let Some(multi) = self.multi.take() else {
             return Err(("ERR", "EXEC without MULTI".into()));
         };
@@ -180,7 +210,8 @@ impl Conn {
             }
         }
         let committed = {
-            let (store, db, batch, _) = self.parts();
+            let mut ctx = self.ctx().expect("authenticated");
+            let (store, db, batch, _) = ctx.parts();
             let committed = store.commit(db, batch).await;
             db.rollback();
             committed

@@ -1,0 +1,166 @@
+//! Hash keys: `HSET` (`HMSET`), `HGET`, `HMGET`, `HGETALL`, `HLEN`,
+//! `HEXISTS`, `HDEL` and `HINCRBY`. A hash is one value holding all its
+//! fields; a hash left without fields is deleted, as in Redis.
+
+use super::{
+    Command, Ctx, Refusal, Spec, int, int_arg, overflow, store_error, wrong_args, wrong_type,
+};
+use crate::api::resp::store::{Item, Kind, decode_hash, encode_hash};
+
+pub(in crate::api::resp) enum Cmd<'a> {
+    /// `HSET` (answers the fields added) or `HMSET` (answers OK): the key
+    /// and its field-value pairs.
+    Set {
+        key: &'a [u8],
+        pairs: &'a [&'a [u8]],
+        count: bool,
+    },
+    Get(&'a [u8], &'a [u8]),
+    MGet(&'a [u8], &'a [&'a [u8]]),
+    GetAll(&'a [u8]),
+    Len(&'a [u8]),
+    Exists(&'a [u8], &'a [u8]),
+    Del(&'a [u8], &'a [&'a [u8]]),
+    IncrBy(&'a [u8], &'a [u8], i64),
+}
+
+pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Command<'a>, Refusal> {
+    let cmd = match spec.name {
+        "HSET" | "HMSET" if !args.len().is_multiple_of(2) => return Err(wrong_args(spec.name)),
+        "HSET" | "HMSET" => Cmd::Set {
+            key: args[1],
+            pairs: &args[2..],
+            count: spec.name == "HSET",
+        },
+        "HGET" => Cmd::Get(args[1], args[2]),
+        "HMGET" => Cmd::MGet(args[1], &args[2..]),
+        "HGETALL" => Cmd::GetAll(args[1]),
+        "HLEN" => Cmd::Len(args[1]),
+        "HEXISTS" => Cmd::Exists(args[1], args[2]),
+        "HDEL" => Cmd::Del(args[1], &args[2..]),
+        "HINCRBY" => Cmd::IncrBy(args[1], args[2], int_arg(args[3])?),
+        _ => return Err(super::unknown_command(args)),
+    };
+    Ok(Command::Hashes(cmd))
+}
+
+impl Cmd<'_> {
+    pub(super) async fn apply(self, ctx: &mut Ctx<'_>) -> Result<(), Refusal> {
+        match self {
+            Cmd::Set { key, pairs, count } => {
+                let mut added = 0;
+                ctx.modify_hash(key, |fields| {
+                    for pair in pairs.chunks(2) {
+                        match fields.iter_mut().find(|(f, _)| f == pair[0]) {
+                            Some((_, v)) => *v = pair[1].to_vec(),
+                            None => {
+                                fields.push((pair[0].to_vec(), pair[1].to_vec()));
+                                added += 1;
+                            }
+                        }
+                    }
+                    Ok(())
+                })
+                .await?;
+                if count {
+                    ctx.out.int(added);
+                } else {
+                    ctx.out.ok();
+                }
+            }
+            Cmd::Get(key, field) => {
+                let fields = ctx.read_hash(key).await?;
+                ctx.out.hash_field(&fields, field);
+            }
+            Cmd::MGet(key, wanted) => {
+                let fields = ctx.read_hash(key).await?;
+                ctx.out.array(wanted.len());
+                for want in wanted {
+                    ctx.out.hash_field(&fields, want);
+                }
+            }
+            Cmd::GetAll(key) => {
+                let fields = ctx.read_hash(key).await?;
+                ctx.out.hash_all(&fields);
+            }
+            Cmd::Len(key) => {
+                let len = ctx.read_hash(key).await?.len();
+                ctx.out.int(len as i64);
+            }
+            Cmd::Exists(key, field) => {
+                let fields = ctx.read_hash(key).await?;
+                ctx.out
+                    .int(i64::from(fields.iter().any(|(f, _)| f == field)));
+            }
+            Cmd::Del(key, gone) => {
+                let mut removed = 0;
+                ctx.modify_hash(key, |fields| {
+                    let before = fields.len();
+                    fields.retain(|(f, _)| !gone.contains(&f.as_slice()));
+                    removed = (before - fields.len()) as i64;
+                    Ok(())
+                })
+                .await?;
+                ctx.out.int(removed);
+            }
+            Cmd::IncrBy(key, field, by) => {
+                let mut result = 0;
+                ctx.modify_hash(key, |fields| {
+                    let slot = match fields.iter().position(|(f, _)| f == field) {
+                        Some(i) => i,
+                        None => {
+                            fields.push((field.to_vec(), b"0".to_vec()));
+                            fields.len() - 1
+                        }
+                    };
+                    let old = int(&fields[slot].1)
+                        .ok_or_else(|| ("ERR", "hash value is not an integer".to_owned()))?;
+                    result = old.checked_add(by).ok_or_else(overflow)?;
+                    fields[slot].1 = result.to_string().into_bytes();
+                    Ok(())
+                })
+                .await?;
+                ctx.out.int(result);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Ctx<'_> {
+    /// Changes a hash key's fields (none when absent) under its lock,
+    /// keeping its expiry; a hash left without fields is deleted.
+    async fn modify_hash(
+        &mut self,
+        key: &[u8],
+        change: impl FnOnce(&mut Vec<(Vec<u8>, Vec<u8>)>) -> Result<(), Refusal>,
+    ) -> Result<(), Refusal> {
+        let (store, db, batch, _) = self.parts();
+        let _lock = store.lock_keys(db, &[key]).await;
+        let read = store
+            .read(db, batch, key, true)
+            .await
+            .map_err(store_error)?;
+        let (entry, mut fields) = match read {
+            None => (None, Vec::new()),
+            Some((e, _)) if e.kind != Kind::Hash => return Err(wrong_type()),
+            Some((e, v)) => (Some(e), decode_hash(&v)),
+        };
+        change(&mut fields)?;
+        match (&entry, fields.is_empty()) {
+            (None, true) => {}
+            (Some(e), true) => store.delete(db, batch, key, e).await.map_err(store_error)?,
+            _ => {
+                let value = encode_hash(&fields);
+                let item = Item {
+                    key,
+                    kind: Kind::Hash,
+                    value: &value,
+                    expires: entry.and_then(|e| e.expires),
+                };
+                store.write(db, batch, &[item]).await.map_err(store_error)?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,503 @@
+//! The commands, in the shape of mini-redis: one table of names, arities
+//! and where their keys are ([`COMMANDS`]), which `COMMAND`, the arity
+//! errors, `MULTI`'s checks and dispatch all read; a [`Command`] parsed
+//! once from the frame's arguments; one module per group, each with its
+//! commands' parsing, what they do, their replies and their tests.
+//!
+//! A data command is applied to a [`Ctx`], which only an authenticated
+//! connection has (`Conn::ctx`): an unauthenticated one cannot reach one.
+//! Replies and errors follow Redis's, word for word where clients look at
+//! them (`WRONGTYPE`, `NOAUTH`, "wrong number of arguments").
+//!
+//! - `connection`: PING, ECHO, QUIT, AUTH, HELLO, SELECT, CLIENT.
+//! - `server`: DBSIZE, INFO, COMMAND, CONFIG.
+//! - `strings`: GET, SET, MSET, MGET, INCR…, APPEND, STRLEN, GETRANGE, SETRANGE.
+//! - `hashes`: HSET, HGET, HMGET, HGETALL, HLEN, HEXISTS, HDEL, HINCRBY.
+//! - `keys`: DEL, EXISTS, TYPE, EXPIRE, PEXPIRE, TTL, PTTL, PERSIST.
+//! - `transactions`: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+
+mod connection;
+mod hashes;
+mod keys;
+mod server;
+mod strings;
+pub(super) mod transactions;
+
+use super::frame::Out;
+use super::store::{Db, Entry, Kind, Store, StoreError, decode_hash};
+use super::{Conn, Flow, Session, error_reply};
+use crate::tc::batch::Batch;
+
+/// Version told to clients that look: the Redis command set this speaks.
+pub(super) const REDIS_VERSION: &str = "7.2.0";
+
+/// The reply to send instead of a command's, with its first word.
+pub(super) type Refusal = (&'static str, String);
+
+/// Where a command's keys are among its arguments (the name is argument 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Keys {
+    /// None.
+    None,
+    /// Argument 1.
+    First,
+    /// Every argument from 1 on.
+    All,
+    /// Every other argument from 1 on (`MSET key value key value`).
+    Pairs,
+}
+
+/// What a command sent after `MULTI` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum InMulti {
+    /// Queued for `EXEC`.
+    Queued,
+    /// Run at once (`EXEC`, `DISCARD`, `MULTI`, `WATCH`, `QUIT`), as Redis.
+    AtOnce,
+    /// Refused, and the transaction with it: `AUTH` or `HELLO` would move
+    /// the connection to another database in the middle of its transaction.
+    Refused,
+}
+
+/// Parses a command's arguments (the name first), which fit its arity.
+type Parse = for<'a> fn(&'static Spec, &'a [&'a [u8]]) -> Result<Command<'a>, Refusal>;
+
+/// A command as the table has it.
+#[derive(Debug)]
+pub(super) struct Spec {
+    pub(super) name: &'static str,
+    /// Redis's: `n` is exactly `n` arguments with the name, `-n` at least `n`.
+    pub(super) arity: i32,
+    pub(super) keys: Keys,
+    pub(super) in_multi: InMulti,
+    /// Whether it works before `AUTH`; every other command checks the
+    /// connection's key first.
+    pub(super) before_auth: bool,
+    parse: Parse,
+}
+
+const fn spec(name: &'static str, arity: i32, keys: Keys, parse: Parse) -> Spec {
+    Spec {
+        name,
+        arity,
+        keys,
+        in_multi: InMulti::Queued,
+        before_auth: false,
+        parse,
+    }
+}
+
+impl Spec {
+    const fn in_multi(self, in_multi: InMulti) -> Spec {
+        Spec { in_multi, ..self }
+    }
+
+    const fn before_auth(self) -> Spec {
+        Spec {
+            before_auth: true,
+            ..self
+        }
+    }
+}
+
+/// Every command this speaks.
+pub(super) static COMMANDS: [Spec; 46] = {
+    use Keys::{All, First, None, Pairs};
+    use {InMulti::AtOnce, InMulti::Refused, transactions as t};
+    use {connection as c, hashes as h, keys as k, server as s, strings as st};
+    [
+        spec("PING", -1, None, c::parse).before_auth(),
+        spec("ECHO", 2, None, c::parse),
+        spec("QUIT", -1, None, c::parse)
+            .in_multi(AtOnce)
+            .before_auth(),
+        spec("AUTH", -2, None, c::parse)
+            .in_multi(Refused)
+            .before_auth(),
+        spec("HELLO", -1, None, c::parse)
+            .in_multi(Refused)
+            .before_auth(),
+        spec("SELECT", 2, None, c::parse),
+        spec("CLIENT", -2, None, c::parse),
+        spec("DBSIZE", 1, None, s::parse),
+        spec("INFO", -1, None, s::parse),
+        spec("COMMAND", -1, None, s::parse),
+        spec("CONFIG", -2, None, s::parse),
+        spec("GET", 2, First, st::parse),
+        spec("SET", -3, First, st::parse),
+        spec("MSET", -3, Pairs, st::parse),
+        spec("MGET", -2, All, st::parse),
+        spec("INCR", 2, First, st::parse),
+        spec("DECR", 2, First, st::parse),
+        spec("INCRBY", 3, First, st::parse),
+        spec("DECRBY", 3, First, st::parse),
+        spec("APPEND", 3, First, st::parse),
+        spec("STRLEN", 2, First, st::parse),
+        spec("GETRANGE", 4, First, st::parse),
+        spec("SUBSTR", 4, First, st::parse),
+        spec("SETRANGE", 4, First, st::parse),
+        spec("HSET", -4, First, h::parse),
+        spec("HMSET", -4, First, h::parse),
+        spec("HGET", 3, First, h::parse),
+        spec("HMGET", -3, First, h::parse),
+        spec("HGETALL", 2, First, h::parse),
+        spec("HLEN", 2, First, h::parse),
+        spec("HEXISTS", 3, First, h::parse),
+        spec("HDEL", -3, First, h::parse),
+        spec("HINCRBY", 4, First, h::parse),
+        spec("TYPE", 2, First, k::parse),
+        spec("DEL", -2, All, k::parse),
+        spec("EXISTS", -2, All, k::parse),
+        spec("EXPIRE", -3, First, k::parse),
+        spec("PEXPIRE", -3, First, k::parse),
+        spec("TTL", 2, First, k::parse),
+        spec("PTTL", 2, First, k::parse),
+        spec("PERSIST", 2, First, k::parse),
+        spec("MULTI", 1, None, t::parse).in_multi(AtOnce),
+        spec("EXEC", 1, None, t::parse).in_multi(AtOnce),
+        spec("DISCARD", 1, None, t::parse).in_multi(AtOnce),
+        spec("WATCH", -2, All, t::parse).in_multi(AtOnce),
+        spec("UNWATCH", 1, None, t::parse),
+    ]
+};
+
+/// The command named `name` (in capitals).
+pub(super) fn find(name: &str) -> Option<&'static Spec> {
+    COMMANDS.iter().find(|c| c.name == name)
+}
+
+impl Spec {
+    /// Whether `n` arguments (the name included) fit the arity.
+    pub(super) fn takes(&self, n: usize) -> bool {
+        let n = n as i64;
+        let arity = i64::from(self.arity);
+        if arity >= 0 { n == arity } else { n >= -arity }
+    }
+
+    /// The keys among `args`.
+    pub(super) fn keys<'a>(&self, args: &[&'a [u8]]) -> Vec<&'a [u8]> {
+        let from = args.get(1..).unwrap_or_default();
+        match self.keys {
+            Keys::None => Vec::new(),
+            Keys::First => from.iter().take(1).copied().collect(),
+            Keys::All => from.to_vec(),
+            Keys::Pairs => from.iter().step_by(2).copied().collect(),
+        }
+    }
+
+    /// The command `args` make; they fit the arity.
+    fn parse<'a>(&'static self, args: &'a [&'a [u8]]) -> Result<Command<'a>, Refusal> {
+        (self.parse)(self, args)
+    }
+}
+
+/// A command parsed from its arguments, ready to apply.
+pub(super) enum Command<'a> {
+    Connection(connection::Cmd<'a>),
+    Server(server::Cmd<'a>),
+    Strings(strings::Cmd<'a>),
+    Hashes(hashes::Cmd<'a>),
+    Keys(keys::Cmd<'a>),
+    Transactions(transactions::Cmd<'a>),
+}
+
+impl Command<'_> {
+    async fn apply(self, conn: &mut Conn) -> Result<Flow, Refusal> {
+        let authenticated = || ("NOAUTH", "Authentication required.".to_owned());
+        match self {
+            Command::Connection(c) => return c.apply(conn),
+            Command::Transactions(c) => c.apply(conn).await?,
+            Command::Server(c) => c.apply(&mut conn.ctx().ok_or_else(authenticated)?).await?,
+            Command::Strings(c) => c.apply(&mut conn.ctx().ok_or_else(authenticated)?).await?,
+            Command::Hashes(c) => c.apply(&mut conn.ctx().ok_or_else(authenticated)?).await?,
+            Command::Keys(c) => c.apply(&mut conn.ctx().ok_or_else(authenticated)?).await?,
+        }
+        Ok(Flow::Continue)
+    }
+}
+
+impl Conn {
+    /// Runs one command and writes its reply.
+    pub(super) async fn execute(&mut self, args: &[&[u8]]) -> Flow {
+        match self.try_execute(args).await {
+            Ok(flow) => flow,
+            Err((prefix, message)) => {
+                self.out.error(prefix, &message);
+                Flow::Continue
+            }
+        }
+    }
+
+    async fn try_execute(&mut self, args: &[&[u8]]) -> Result<Flow, Refusal> {
+        let Some(name) = upper(args[0]) else {
+            self.fail_multi();
+            return Err(unknown_command(args));
+        };
+        let spec = find(name.as_str());
+        if self.session.is_none() && !spec.is_some_and(|s| s.before_auth) {
+            self.fail_multi();
+            return Err(("NOAUTH", "Authentication required.".into()));
+        }
+        if self.multi.is_some() && spec.is_none_or(|s| s.in_multi != InMulti::AtOnce) {
+            self.queue(spec, args);
+            return Ok(Flow::Continue);
+        }
+        let Some(spec) = spec else {
+            return Err(unknown_command(args));
+        };
+        if !spec.takes(args.len()) {
+            return Err(wrong_args(spec.name));
+        }
+        if !spec.before_auth {
+            self.revalidate()?;
+        }
+        spec.parse(args)?.apply(self).await
+    }
+
+    /// What a data command works with; none before `AUTH`.
+    pub(super) fn ctx(&mut self) -> Option<Ctx<'_>> {
+        let session = self.session.as_mut()?;
+        Some(Ctx {
+            store: &self.store,
+            session,
+            batch: &mut self.batch,
+            out: &mut self.out,
+        })
+    }
+}
+
+/// What a command of an authenticated connection works with: the store,
+/// the connection's session, its batch and its replies.
+pub(super) struct Ctx<'c> {
+    pub(super) store: &'c Store,
+    pub(super) session: &'c mut Session,
+    pub(super) batch: &'c mut Batch,
+    pub(super) out: &'c mut Out,
+}
+
+impl Ctx<'_> {
+    /// The store, the session's database and the connection's batch.
+    pub(super) fn parts(&mut self) -> (&Store, &mut Db, &mut Batch, &mut Out) {
+        (self.store, &mut self.session.db, self.batch, self.out)
+    }
+
+    pub(super) async fn lookup(&mut self, key: &[u8]) -> Result<Option<Entry>, Refusal> {
+        let (store, db, batch, _) = self.parts();
+        store.lookup(db, batch, key).await.map_err(store_error)
+    }
+
+    pub(super) async fn lookup_many(
+        &mut self,
+        keys: &[&[u8]],
+    ) -> Result<Vec<Option<Entry>>, Refusal> {
+        let (store, db, batch, _) = self.parts();
+        store
+            .lookup_many(db, batch, keys)
+            .await
+            .map_err(store_error)
+    }
+
+    /// A string key's value; `WRONGTYPE` for a hash.
+    pub(super) async fn read_string(
+        &mut self,
+        key: &[u8],
+        holds: bool,
+    ) -> Result<Option<Vec<u8>>, Refusal> {
+        let (store, db, batch, _) = self.parts();
+        match store
+            .read(db, batch, key, holds)
+            .await
+            .map_err(store_error)?
+        {
+            None => Ok(None),
+            Some((e, _)) if e.kind != Kind::String => Err(wrong_type()),
+            Some((_, v)) => Ok(Some(v)),
+        }
+    }
+
+    /// A hash key's fields, none when it does not exist; `WRONGTYPE` for a string.
+    pub(super) async fn read_hash(
+        &mut self,
+        key: &[u8],
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Refusal> {
+        let (store, db, batch, _) = self.parts();
+        match store
+            .read(db, batch, key, false)
+            .await
+            .map_err(store_error)?
+        {
+            None => Ok(Vec::new()),
+            Some((e, _)) if e.kind != Kind::Hash => Err(wrong_type()),
+            Some((_, v)) => Ok(decode_hash(&v)),
+        }
+    }
+}
+
+pub(super) fn wrong_args(name: &str) -> Refusal {
+    (
+        "ERR",
+        format!(
+            "wrong number of arguments for '{}' command",
+            name.to_ascii_lowercase()
+        ),
+    )
+}
+
+/// Redis's answer to a command it does not have: the name and the start
+/// of the arguments, within 128 characters each.
+pub(super) fn unknown_command(args: &[&[u8]]) -> Refusal {
+    let name: String = String::from_utf8_lossy(args[0]).chars().take(128).collect();
+    let mut shown = String::new();
+    for arg in &args[1..] {
+        if shown.len() >= 128 {
+            break;
+        }
+        let room = 128 - shown.len();
+        let arg: String = String::from_utf8_lossy(arg).chars().take(room).collect();
+        shown.push_str(&format!("'{arg}' "));
+    }
+    (
+        "ERR",
+        format!("unknown command '{name}', with args beginning with: {shown}"),
+    )
+}
+
+fn syntax() -> Refusal {
+    ("ERR", "syntax error".into())
+}
+
+fn not_integer() -> Refusal {
+    ("ERR", "value is not an integer or out of range".into())
+}
+
+fn overflow() -> Refusal {
+    ("ERR", "increment or decrement would overflow".into())
+}
+
+pub(super) fn wrong_type() -> Refusal {
+    (
+        "WRONGTYPE",
+        "Operation against a key holding the wrong kind of value".into(),
+    )
+}
+
+fn store_error(e: StoreError) -> Refusal {
+    error_reply(&e)
+}
+
+/// An integer as Redis reads one (its `string2ll`): an optional `-`, then
+/// digits without a leading zero — `0` alone, never `-0`, `007`, `+1`, ` 1`
+/// or the empty string — within 64 bits.
+fn int(arg: &[u8]) -> Option<i64> {
+    let digits = arg.strip_prefix(b"-").unwrap_or(arg);
+    let canonical = match digits {
+        [b'0'] => digits.len() == arg.len(),
+        [b'1'..=b'9', rest @ ..] => rest.iter().all(u8::is_ascii_digit),
+        _ => false,
+    };
+    if !canonical || arg.len() > 20 {
+        return None;
+    }
+    std::str::from_utf8(arg).ok()?.parse().ok()
+}
+
+fn int_arg(arg: &[u8]) -> Result<i64, Refusal> {
+    int(arg).ok_or_else(not_integer)
+}
+
+/// A command or option name in capitals, without allocating.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Upper {
+    bytes: [u8; 24],
+    len: usize,
+}
+
+impl Upper {
+    pub(super) fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+}
+
+/// `name` in capitals, if it is ASCII and short enough to be a name this knows.
+pub(super) fn upper(name: &[u8]) -> Option<Upper> {
+    if name.len() > 24 || !name.is_ascii() {
+        return None;
+    }
+    let mut out = Upper {
+        len: name.len(),
+        ..Upper::default()
+    };
+    for (o, b) in out.bytes.iter_mut().zip(name) {
+        *o = b.to_ascii_uppercase();
+    }
+    Some(out)
+}
+
+/// The option `arg` in capitals ("" when it cannot be one).
+fn option(arg: &[u8]) -> Upper {
+    upper(arg).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_in_capitals() {
+        for (i, c) in COMMANDS.iter().enumerate() {
+            assert_eq!(c.name, c.name.to_ascii_uppercase());
+            assert!(COMMANDS[..i].iter().all(|d| d.name != c.name), "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn arities_and_keys_read_as_redis_has_them() {
+        let get = find("GET").unwrap();
+        assert!(get.takes(2) && !get.takes(1) && !get.takes(3));
+        let set = find("SET").unwrap();
+        assert!(set.takes(3) && set.takes(9) && !set.takes(2));
+        let mset = find("MSET").unwrap();
+        let args: [&[u8]; 5] = [b"MSET", b"a", b"1", b"b", b"2"];
+        assert_eq!(mset.keys(&args), [b"a" as &[u8], b"b"]);
+        let del = find("DEL").unwrap();
+        assert_eq!(del.keys(&args[..3]), [b"a" as &[u8], b"1"]);
+        assert!(find("PING").unwrap().keys(&args).is_empty());
+        assert!(find("LPUSH").is_none());
+    }
+
+    #[test]
+    fn every_command_parses_from_arguments_that_fit_its_arity() {
+        // The table's parse function of each command knows its name.
+        for spec in &COMMANDS {
+            let n = spec.arity.unsigned_abs() as usize;
+            let mut args: Vec<&[u8]> = vec![spec.name.as_bytes()];
+            args.extend(std::iter::repeat_n(b"1" as &[u8], n.saturating_sub(1)));
+            if let Err((_, message)) = spec.parse(&args) {
+                assert!(
+                    !message.starts_with("unknown command"),
+                    "{} is in the table but not in its group: {message}",
+                    spec.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn integers_are_read_as_redis_reads_them() {
+        assert_eq!(int(b"-12"), Some(-12));
+        assert_eq!(int(b"+1"), None);
+        assert_eq!(int(b" 1"), None);
+        assert_eq!(int(b""), None);
+        assert_eq!(int(b"9223372036854775808"), None);
+        assert_eq!(int(b"\xff"), None);
+        assert_eq!(int(b"0"), Some(0));
+        assert_eq!(int(b"-0"), None);
+        assert_eq!(int(b"007"), None);
+        assert_eq!(int(b"-01"), None);
+        assert_eq!(int(b"00"), None);
+        assert_eq!(int(b"-"), None);
+        assert_eq!(int(b"1 "), None);
+        assert_eq!(int(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(int(b"9223372036854775807"), Some(i64::MAX));
+    }
+}

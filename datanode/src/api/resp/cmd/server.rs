@@ -1,0 +1,56 @@
+//! What clients ask of the server: `DBSIZE`, `INFO`, `COMMAND` (answered
+//! from the one command table) and `CONFIG`.
+
+use super::{COMMANDS, Command, Ctx, REDIS_VERSION, Refusal, Spec, Upper, upper};
+
+pub(in crate::api::resp) enum Cmd<'a> {
+    DbSize,
+    Info,
+    /// `COMMAND [COUNT | LIST | …]`: the subcommand, if any.
+    Command(Option<&'a [u8]>),
+    Config,
+}
+
+pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Command<'a>, Refusal> {
+    let cmd = match spec.name {
+        "DBSIZE" => Cmd::DbSize,
+        "INFO" => Cmd::Info,
+        "COMMAND" => Cmd::Command(args.get(1).copied()),
+        "CONFIG" => Cmd::Config,
+        _ => return Err(super::unknown_command(args)),
+    };
+    Ok(Command::Server(cmd))
+}
+
+impl Cmd<'_> {
+    pub(super) async fn apply(self, ctx: &mut Ctx<'_>) -> Result<(), Refusal> {
+        match self {
+            Cmd::DbSize => {
+                let count = ctx.store.count(&ctx.session.db).await;
+                ctx.out.int(count as i64);
+            }
+            Cmd::Info => {
+                let keys = ctx.store.count(&ctx.session.db).await;
+                let text = format!(
+                    "# Server\r\nredis_version:{REDIS_VERSION}\r\nshoal_version:{}\r\nredis_mode:standalone\r\n\r\n# Keyspace\r\ndb0:keys={keys}\r\n\r\n# Shoal\r\ndatabase:{}\r\n",
+                    env!("CARGO_PKG_VERSION"),
+                    ctx.session.db.db.name,
+                );
+                ctx.out.bulk(text.as_bytes());
+            }
+            Cmd::Command(sub) => match sub.and_then(upper).as_ref().map(Upper::as_str) {
+                Some("COUNT") => ctx.out.int(COMMANDS.len() as i64),
+                Some("LIST") => {
+                    ctx.out.array(COMMANDS.len());
+                    for spec in &COMMANDS {
+                        ctx.out.bulk(spec.name.to_ascii_lowercase().as_bytes());
+                    }
+                }
+                _ => ctx.out.array(0),
+            },
+            // Tools ask for settings Shoal does not have as Redis names them.
+            Cmd::Config => ctx.out.map(0),
+        }
+        Ok(())
+    }
+}

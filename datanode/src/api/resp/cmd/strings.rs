@@ -1,0 +1,352 @@
+//! String keys: `GET`, `SET`, `MSET`, `MGET`, `INCR`, `DECR`, `INCRBY`,
+//! `DECRBY`, `APPEND`, `STRLEN`, `GETRANGE` (`SUBSTR`) and `SETRANGE`.
+
+use super::{
+    Command, Ctx, Refusal, Spec, Upper, int, int_arg, not_integer, option, overflow, store_error,
+    syntax, wrong_args, wrong_type,
+};
+use crate::api::resp::store::{Entry, Item, Kind, now_ms};
+
+pub(in crate::api::resp) enum Cmd<'a> {
+    Get(&'a [u8]),
+    Set(Set<'a>),
+    MSet(&'a [&'a [u8]]),
+    MGet(&'a [&'a [u8]]),
+    /// `INCR`, `DECR`, `INCRBY`, `DECRBY`: the key and what to add.
+    Incr(&'a [u8], i64),
+    Append(&'a [u8], &'a [u8]),
+    StrLen(&'a [u8]),
+    GetRange(&'a [u8], i64, i64),
+    SetRange(&'a [u8], i64, &'a [u8]),
+}
+
+/// `SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]`.
+pub(in crate::api::resp) struct Set<'a> {
+    key: &'a [u8],
+    value: &'a [u8],
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keep_ttl: bool,
+    /// When the key expires, in Unix milliseconds.
+    expires: Option<i64>,
+}
+
+pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Command<'a>, Refusal> {
+    let n = args.len();
+    let cmd = match spec.name {
+        "GET" => Cmd::Get(args[1]),
+        "SET" => Cmd::Set(parse_set(args)?),
+        "MSET" if n.is_multiple_of(2) => return Err(wrong_args(spec.name)),
+        "MSET" => Cmd::MSet(&args[1..]),
+        "MGET" => Cmd::MGet(&args[1..]),
+        "INCR" => Cmd::Incr(args[1], 1),
+        "DECR" => Cmd::Incr(args[1], -1),
+        "INCRBY" => Cmd::Incr(args[1], int_arg(args[2])?),
+        "DECRBY" => {
+            let by = int_arg(args[2])?.checked_neg();
+            Cmd::Incr(
+                args[1],
+                by.ok_or_else(|| ("ERR", "decrement would overflow".to_owned()))?,
+            )
+        }
+        "APPEND" => Cmd::Append(args[1], args[2]),
+        "STRLEN" => Cmd::StrLen(args[1]),
+        "GETRANGE" | "SUBSTR" => Cmd::GetRange(args[1], int_arg(args[2])?, int_arg(args[3])?),
+        "SETRANGE" => {
+            let offset = int_arg(args[2])?;
+            if offset < 0 {
+                return Err(("ERR", "offset is out of range".into()));
+            }
+            Cmd::SetRange(args[1], offset, args[3])
+        }
+        _ => return Err(super::unknown_command(args)),
+    };
+    Ok(Command::Strings(cmd))
+}
+
+fn parse_set<'a>(args: &'a [&'a [u8]]) -> Result<Set<'a>, Refusal> {
+    let mut set = Set {
+        key: args[1],
+        value: args[2],
+        nx: false,
+        xx: false,
+        get: false,
+        keep_ttl: false,
+        expires: None,
+    };
+    let mut expiry_option: Option<Upper> = None;
+    let mut i = 3;
+    while i < args.len() {
+        let option = option(args[i]);
+        match option.as_str() {
+            "NX" => set.nx = true,
+            "XX" => set.xx = true,
+            "GET" => set.get = true,
+            "KEEPTTL" => set.keep_ttl = true,
+            // The same expiry option again is taken (the last wins), as
+            // Redis takes it; two different ones are a syntax error.
+            "EX" | "PX" | "EXAT" | "PXAT"
+                if i + 1 < args.len()
+                    && expiry_option.is_none_or(|o: Upper| o.as_str() == option.as_str()) =>
+            {
+                expiry_option = Some(option);
+                i += 1;
+                let t = int_arg(args[i])?;
+                let invalid = || ("ERR", "invalid expire time in 'set' command".to_owned());
+                if t <= 0 {
+                    return Err(invalid());
+                }
+                let at = match option.as_str() {
+                    "EX" => t.checked_mul(1000).and_then(|ms| ms.checked_add(now_ms())),
+                    "PX" => t.checked_add(now_ms()),
+                    "EXAT" => t.checked_mul(1000),
+                    _ => Some(t),
+                };
+                set.expires = Some(at.ok_or_else(invalid)?);
+            }
+            _ => return Err(syntax()),
+        }
+        i += 1;
+    }
+    if (set.nx && set.xx) || (set.keep_ttl && set.expires.is_some()) {
+        return Err(syntax());
+    }
+    Ok(set)
+}
+
+impl Cmd<'_> {
+    pub(super) async fn apply(self, ctx: &mut Ctx<'_>) -> Result<(), Refusal> {
+        match self {
+            Cmd::Get(key) => match ctx.read_string(key, false).await? {
+                Some(v) => ctx.out.bulk(&v),
+                None => ctx.out.null(),
+            },
+            Cmd::Set(set) => set.apply(ctx).await?,
+            Cmd::MSet(args) => {
+                // A key given twice takes its last value, as in Redis; one
+                // request writes each key once.
+                let mut pairs: Vec<(&[u8], &[u8])> = Vec::with_capacity(args.len() / 2);
+                for p in args.chunks(2) {
+                    match pairs.iter_mut().find(|(k, _)| *k == p[0]) {
+                        Some(pair) => pair.1 = p[1],
+                        None => pairs.push((p[0], p[1])),
+                    }
+                }
+                let keys: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();
+                let (store, db, batch, out) = ctx.parts();
+                let _locks = store.lock_keys(db, &keys).await;
+                let items: Vec<_> = pairs
+                    .iter()
+                    .map(|&(key, value)| Item::string(key, value, None))
+                    .collect();
+                store.write(db, batch, &items).await.map_err(store_error)?;
+                out.ok();
+            }
+            Cmd::MGet(keys) => {
+                let entries = ctx.lookup_many(keys).await?;
+                ctx.out.array(entries.len());
+                for (key, entry) in keys.iter().zip(entries) {
+                    match entry {
+                        Some(e) if e.kind == Kind::String && e.parts == 0 => ctx.out.bulk(&e.head),
+                        Some(e) if e.kind == Kind::String => {
+                            match ctx.read_string(key, false).await? {
+                                Some(v) => ctx.out.bulk(&v),
+                                None => ctx.out.null(),
+                            }
+                        }
+                        _ => ctx.out.null(),
+                    }
+                }
+            }
+            Cmd::Incr(key, by) => {
+                let v = ctx.incr(key, by).await?;
+                ctx.out.int(v);
+            }
+            Cmd::Append(key, tail) => {
+                let len = ctx
+                    .modify_string(key, |v| {
+                        v.extend_from_slice(tail);
+                        Ok(())
+                    })
+                    .await?;
+                ctx.out.int(len as i64);
+            }
+            Cmd::StrLen(key) => {
+                let len = ctx.read_string(key, false).await?.map_or(0, |v| v.len());
+                ctx.out.int(len as i64);
+            }
+            Cmd::GetRange(key, start, end) => {
+                let value = ctx.read_string(key, false).await?.unwrap_or_default();
+                ctx.out.bulk(range(&value, start, end));
+            }
+            Cmd::SetRange(key, offset, data) => {
+                let end = (offset as u64).saturating_add(data.len() as u64);
+                let max = ctx.store.max_value() as u64;
+                // As Redis: the type first, then nothing to write (never too
+                // large), then the size.
+                let len = if data.is_empty() {
+                    ctx.read_string(key, false).await?.map_or(0, |v| v.len())
+                } else {
+                    ctx.modify_string(key, |v| {
+                        if end > max {
+                            return Err((
+                                "ERR",
+                                "string exceeds maximum allowed size (proto-max-bulk-len)".into(),
+                            ));
+                        }
+                        let (offset, end) = (offset as usize, end as usize);
+                        if v.len() < end {
+                            v.resize(end, 0);
+                        }
+                        v[offset..end].copy_from_slice(data);
+                        Ok(())
+                    })
+                    .await?
+                };
+                ctx.out.int(len as i64);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Set<'_> {
+    async fn apply(self, ctx: &mut Ctx<'_>) -> Result<(), Refusal> {
+        let (store, db, batch, out) = ctx.parts();
+        let _lock = store.lock_keys(db, &[self.key]).await;
+        let mut old: Option<(Entry, Vec<u8>)> = None;
+        if self.nx || self.xx || self.get || self.keep_ttl {
+            old = store
+                .read(db, batch, self.key, true)
+                .await
+                .map_err(store_error)?;
+            if self.get && old.as_ref().is_some_and(|(e, _)| e.kind != Kind::String) {
+                return Err(wrong_type());
+            }
+        }
+        let exists = old.is_some();
+        if (self.nx && exists) || (self.xx && !exists) {
+            match (self.get, old) {
+                (true, Some((_, v))) => out.bulk(&v),
+                _ => out.null(),
+            }
+            return Ok(());
+        }
+        let expires = match self.keep_ttl {
+            true => old.as_ref().and_then(|(e, _)| e.expires),
+            false => self.expires,
+        };
+        store
+            .write(db, batch, &[Item::string(self.key, self.value, expires)])
+            .await
+            .map_err(store_error)?;
+        match (self.get, old) {
+            (true, Some((_, v))) => out.bulk(&v),
+            (true, None) => out.null(),
+            _ => out.ok(),
+        }
+        Ok(())
+    }
+}
+
+impl Ctx<'_> {
+    /// Adds `by` to a string key's integer value; answers the new value.
+    async fn incr(&mut self, key: &[u8], by: i64) -> Result<i64, Refusal> {
+        let mut result = 0;
+        self.modify_string(key, |v| {
+            let old = if v.is_empty() { Some(0) } else { int(v) };
+            result = old
+                .ok_or_else(not_integer)?
+                .checked_add(by)
+                .ok_or_else(overflow)?;
+            *v = result.to_string().into_bytes();
+            Ok(())
+        })
+        .await?;
+        Ok(result)
+    }
+
+    /// Changes a string key's value (empty when absent) under its lock,
+    /// keeping its expiry; answers the new length.
+    async fn modify_string(
+        &mut self,
+        key: &[u8],
+        change: impl FnOnce(&mut Vec<u8>) -> Result<(), Refusal>,
+    ) -> Result<usize, Refusal> {
+        let (store, db, batch, _) = self.parts();
+        let _lock = store.lock_keys(db, &[key]).await;
+        let (expires, mut value) = match store
+            .read(db, batch, key, true)
+            .await
+            .map_err(store_error)?
+        {
+            None => (None, Vec::new()),
+            Some((e, _)) if e.kind != Kind::String => return Err(wrong_type()),
+            Some((e, v)) => (e.expires, v),
+        };
+        change(&mut value)?;
+        store
+            .write(db, batch, &[Item::string(key, &value, expires)])
+            .await
+            .map_err(store_error)?;
+        Ok(value.len())
+    }
+}
+
+/// `GETRANGE`'s bytes of `value` from `start` to `end`, both included,
+/// negative counting from the end.
+fn range(value: &[u8], start: i64, end: i64) -> &[u8] {
+    let len = value.len() as i64;
+    if len == 0 || (start < 0 && end < 0 && start > end) {
+        return &[];
+    }
+    let start = if start < 0 {
+        (len + start).max(0)
+    } else {
+        start
+    };
+    let end = if end < 0 {
+        (len + end).max(0)
+    } else {
+        end.min(len - 1)
+    };
+    if start > end || start >= len {
+        return &[];
+    }
+    &value[start as usize..=end as usize]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn getrange_follows_redis() {
+        let v = b"This is a string";
+        assert_eq!(range(v, 0, 3), b"This");
+        assert_eq!(range(v, -3, -1), b"ing");
+        assert_eq!(range(v, 0, -1), v);
+        assert_eq!(range(v, 10, 100), b"string");
+        assert_eq!(range(v, 5, 2), b"");
+        assert_eq!(range(v, 100, 200), b"");
+        assert_eq!(range(b"", 0, -1), b"");
+        assert_eq!(range(v, -100, -200), b"");
+        assert_eq!(range(v, -1, -5), b"");
+        assert_eq!(range(v, -100, 0), b"T");
+        assert_eq!(range(v, 0, -100), b"T");
+    }
+
+    #[test]
+    fn set_options_parse_as_redis_reads_them() {
+        let args: [&[u8]; 6] = [b"SET", b"k", b"v", b"nx", b"px", b"100"];
+        let set = parse_set(&args).unwrap();
+        assert!(set.nx && !set.xx && set.expires.is_some());
+        let both: [&[u8]; 5] = [b"SET", b"k", b"v", b"NX", b"XX"];
+        assert_eq!(parse_set(&both).err().unwrap().1, "syntax error");
+        let twice: [&[u8]; 7] = [b"SET", b"k", b"v", b"EX", b"1", b"PX", b"1"];
+        assert_eq!(parse_set(&twice).err().unwrap().1, "syntax error");
+        let zero: [&[u8]; 5] = [b"SET", b"k", b"v", b"EX", b"0"];
+        assert!(parse_set(&zero).err().unwrap().1.contains("invalid expire"));
+    }
+}
