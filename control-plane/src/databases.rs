@@ -8,9 +8,10 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use shoal_wire::internal;
+use shoal_wire::ndbinfo::Cell;
 use shoal_wire::schema::{DatabaseName, TableDef};
 
 use crate::audit::{self, Change};
@@ -165,15 +166,11 @@ pub async fn create(
         ));
     }
     let node = nodes::place(&app).await?;
-    let created = app
-        .nodes
-        .call(
-            &node,
-            Method::POST,
-            "/internal/v1/databases",
-            Some(&json!({"name": name, "tenant": tenant})),
-        )
-        .await;
+    let new = internal::NewDatabase {
+        name: name.to_string(),
+        tenant: Some(tenant.to_string()),
+    };
+    let created = app.nodes.create_database(&node, &new).await;
     match created {
         Ok(_) => {}
         Err(e) if e.code() == Some("DATABASE_EXISTS") => {
@@ -207,8 +204,7 @@ pub async fn create(
     if let Err(e) = stored {
         // Lost a race for the name, or the store failed: the node must not
         // keep a database the store does not know.
-        let path = format!("/internal/v1/databases/{}", db.name);
-        if let Err(undo) = app.nodes.call(&node, Method::DELETE, &path, None).await {
+        if let Err(undo) = app.nodes.drop_database(&node, &db.name).await {
             tracing::error!(database = %db.name, error = %undo, "could not undo a database the store did not take");
         }
         return Err(match &e {
@@ -282,8 +278,7 @@ pub async fn drop(
 /// Drops a database marked `dropping` on its node, then forgets it; left
 /// for the reconcile if the node cannot be reached.
 async fn finish_drop(app: &App, node: &NodeRow, id: &str, name: &str) {
-    let path = format!("/internal/v1/databases/{name}");
-    match app.nodes.call(node, Method::DELETE, &path, None).await {
+    match app.nodes.drop_database(node, name).await {
         Ok(_) => {}
         Err(e) if e.code() == Some("NO_SUCH_DATABASE") => {}
         Err(e) => {
@@ -340,23 +335,13 @@ pub async fn memory(
 ) -> Result<Json<Value>, ApiError> {
     let db = find(&app, &caller, &name).await?;
     let node = node_of(&app, &db).await?;
-    let answer = app
-        .nodes
-        .call(
-            &node,
-            Method::GET,
-            "/internal/v1/ndbinfo/table_memory_usage",
-            None,
-        )
-        .await?;
-    let rows: Vec<&Value> = answer["rows"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|row| row[0].as_str() == Some(db.name.as_str()))
+    let usage = app.nodes.ndbinfo(&node, "table_memory_usage").await?;
+    let this = Cell::Text(db.name.clone());
+    let rows: Vec<&Vec<Cell>> = (usage.rows.iter())
+        .filter(|row| row.first() == Some(&this))
         .collect();
     Ok(Json(
-        json!({"database": db.name, "columns": answer["columns"], "rows": rows}),
+        json!({"database": db.name, "columns": usage.columns, "rows": rows}),
     ))
 }
 
@@ -431,12 +416,7 @@ pub async fn create_table(
     }
     let node = node_of(&app, &db).await?;
     let definition = serde_json::to_value(&table).expect("a table definition serializes");
-    let path = format!("/internal/v1/databases/{}/tables", db.name);
-    match app
-        .nodes
-        .call(&node, Method::POST, &path, Some(&definition))
-        .await
-    {
+    match app.nodes.create_table(&node, &db.name, &table).await {
         Ok(_) => {}
         Err(e) if e.code() == Some("TABLE_EXISTS") => {
             return Err(ApiError::conflict(
@@ -458,8 +438,7 @@ pub async fn create_table(
     .execute(&app.store.pool)
     .await;
     if let Err(e) = stored {
-        let path = format!("/internal/v1/databases/{}/tables/{table_name}", db.name);
-        if let Err(undo) = app.nodes.call(&node, Method::DELETE, &path, None).await {
+        if let Err(undo) = app.nodes.drop_table(&node, &db.name, &table_name).await {
             tracing::error!(table = %table_name, error = %undo, "could not undo a table the store did not take");
         }
         return Err(e.into());
@@ -508,8 +487,7 @@ pub async fn drop_table(
 }
 
 async fn finish_table_drop(app: &App, node: &NodeRow, database: &str, table: &TableRow) {
-    let path = format!("/internal/v1/databases/{database}/tables/{}", table.name);
-    match app.nodes.call(node, Method::DELETE, &path, None).await {
+    match app.nodes.drop_table(node, database, &table.name).await {
         Ok(_) => {}
         Err(e) if matches!(e.code(), Some("NO_SUCH_TABLE" | "NO_SUCH_DATABASE")) => {}
         Err(e) => {
@@ -526,23 +504,12 @@ async fn finish_table_drop(app: &App, node: &NodeRow, database: &str, table: &Ta
     }
 }
 
-/// A database as a data node lists it.
-#[derive(Debug, Deserialize)]
-struct NodeDatabase {
-    name: String,
-    tables: Vec<TableDef>,
-}
-
 /// Brings `node` to what the store holds for it: creates the databases and
 /// tables it lacks (after a restart on an empty disk, or a push it missed),
 /// and finishes the drops it missed. What the node has that the store never
 /// knew is left alone: it may hold an operator's data.
 pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), ReconcileError> {
-    let listed = app
-        .nodes
-        .call(node, Method::GET, "/internal/v1/databases", None)
-        .await?;
-    let on_node: Vec<NodeDatabase> = serde_json::from_value(listed).unwrap_or_default();
+    let on_node = app.nodes.databases(node).await?;
     let on_node: HashMap<&str, Vec<&str>> = on_node
         .iter()
         .map(|db| {
@@ -566,12 +533,11 @@ pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), ReconcileError> 
         let present = on_node.get(db.name.as_str());
         if present.is_none() {
             tracing::info!(node = node.node_id, database = %db.name, "reconcile: creating database");
-            let body = json!({"name": db.name, "tenant": db.tenant_id});
-            match app
-                .nodes
-                .call(node, Method::POST, "/internal/v1/databases", Some(&body))
-                .await
-            {
+            let new = internal::NewDatabase {
+                name: db.name.clone(),
+                tenant: Some(db.tenant_id.clone()),
+            };
+            match app.nodes.create_database(node, &new).await {
                 Err(e) if e.code() != Some("DATABASE_EXISTS") => return Err(e.into()),
                 _ => {}
             }
@@ -583,15 +549,10 @@ pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), ReconcileError> 
                 finish_table_drop(app, node, &db.name, &table).await;
             } else if !has {
                 tracing::info!(node = node.node_id, table = %table.name, "reconcile: creating table");
-                let Ok(definition) = serde_json::from_str::<Value>(&table.definition) else {
+                let Ok(definition) = serde_json::from_str::<TableDef>(&table.definition) else {
                     continue;
                 };
-                let path = format!("/internal/v1/databases/{}/tables", db.name);
-                match app
-                    .nodes
-                    .call(node, Method::POST, &path, Some(&definition))
-                    .await
-                {
+                match app.nodes.create_table(node, &db.name, &definition).await {
                     Err(e) if e.code() != Some("TABLE_EXISTS") => return Err(e.into()),
                     _ => {}
                 }

@@ -9,10 +9,10 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use shoal_wire::apikey::{self, KeyDef, KeyGrant, Role};
+use shoal_wire::internal::PushedKey;
 use shoal_wire::schema::{DatabaseName, TenantId};
 
 use crate::audit::{self, Change};
@@ -241,23 +241,18 @@ pub async fn create(
 }
 
 async fn push(app: &App, node: &NodeRow, def: &KeyDef) -> Result<(), NodeError> {
-    let body = json!({
-        "tenant": def.tenant,
-        "salt": def.salt,
-        "hash": def.hash,
-        "grants": def.grants,
-        "expires_at": def.expires_at,
-    });
-    let path = format!("/internal/v1/api-keys/{}", def.prefix);
-    app.nodes
-        .call(node, Method::PUT, &path, Some(&body))
-        .await
-        .map(drop)
+    let key = PushedKey {
+        tenant: def.tenant.clone(),
+        salt: def.salt.clone(),
+        hash: def.hash.clone(),
+        grants: def.grants.clone(),
+        expires_at: def.expires_at,
+    };
+    app.nodes.put_key(node, &def.prefix, &key).await.map(drop)
 }
 
 async fn unpush(app: &App, node: &NodeRow, prefix: &str) -> Result<(), NodeError> {
-    let path = format!("/internal/v1/api-keys/{prefix}");
-    match app.nodes.call(node, Method::DELETE, &path, None).await {
+    match app.nodes.remove_key(node, prefix).await {
         Err(e) if e.code() != Some("NO_SUCH_KEY") => Err(e),
         _ => Ok(()),
     }
@@ -329,20 +324,10 @@ pub async fn withdraw_tenant(app: &App, tenant: &str) -> sqlx::Result<()> {
     Ok(())
 }
 
-/// A key as a data node lists it.
-#[derive(Debug, Deserialize)]
-struct NodeKey {
-    prefix: String,
-}
-
 /// Brings `node`'s keys to the store's: every live key of an active tenant
 /// that grants a database on the node is there; no other key is.
 pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), ReconcileError> {
-    let listed = app
-        .nodes
-        .call(node, Method::GET, "/internal/v1/api-keys", None)
-        .await?;
-    let held: Vec<NodeKey> = serde_json::from_value(listed["keys"].clone()).unwrap_or_default();
+    let held = app.nodes.keys(node).await?.keys;
     let wanted: Vec<KeyRow> = sqlx::query_as(&format!(
         "SELECT {KEY_COLUMNS} FROM api_keys k WHERE revoked_at IS NULL \
          AND (expires_at IS NULL OR expires_at > $1) \

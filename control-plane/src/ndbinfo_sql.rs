@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use shoal_wire::ndbinfo::{self, Cell, NdbinfoTable};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteRow};
 use sqlx::{Column, ConnectOptions, Connection, Executor, Row, TypeInfo, ValueRef};
 
@@ -63,59 +63,6 @@ const LIMITS: [(i32, i32); 10] = [
     (libsqlite3_sys::SQLITE_LIMIT_LIKE_PATTERN_LENGTH, 1000),
     (libsqlite3_sys::SQLITE_LIMIT_TRIGGER_DEPTH, 1),
 ];
-
-/// The raw tables, as the data nodes serve them, and the columns they have
-/// here (with SQLite types).
-const TABLES: [(&str, &str); 4] = [
-    (
-        "ndb$table_map",
-        "table_id INTEGER, database_name TEXT, table_name TEXT",
-    ),
-    (
-        "ndb$table_memory_usage",
-        "table_id INTEGER, fragment_num INTEGER, nodegroup_id INTEGER, in_memory_bytes INTEGER, \
-         free_in_memory_bytes INTEGER, disk_memory_bytes INTEGER, free_disk_memory_bytes INTEGER",
-    ),
-    (
-        "memoryusage",
-        "node_id INTEGER, memory_type TEXT, used INTEGER, total INTEGER, used_pages INTEGER, \
-         total_pages INTEGER",
-    ),
-    (
-        "database_quota_usage",
-        "database_name TEXT, in_memory_bytes INTEGER, in_memory_quota INTEGER, read_units INTEGER, \
-         write_units INTEGER, read_units_per_sec INTEGER, write_units_per_sec INTEGER, \
-         throttled_reads INTEGER, throttled_writes INTEGER, quota_rejections INTEGER",
-    ),
-];
-
-/// Each fragment's largest figures over its replicas: what both views sum.
-const PER_FRAGMENT: &str = "(SELECT table_id, fragment_num, \
-     MAX(in_memory_bytes) AS in_memory_bytes, \
-     MAX(free_in_memory_bytes) AS free_in_memory_bytes, \
-     MAX(disk_memory_bytes) AS disk_memory_bytes, \
-     MAX(free_disk_memory_bytes) AS free_disk_memory_bytes \
-     FROM ndbinfo.\"ndb$table_memory_usage\" GROUP BY table_id, fragment_num)";
-
-/// The views, as RonDB defines them: the largest figure per fragment over
-/// its replicas, summed per table or per database.
-fn views() -> [String; 2] {
-    let view = |name: &str, keys: &str| {
-        format!(
-            "CREATE VIEW ndbinfo.{name} AS SELECT {keys}, \
-             SUM(m.in_memory_bytes) AS in_memory_bytes, \
-             SUM(m.free_in_memory_bytes) AS free_in_memory_bytes, \
-             SUM(m.disk_memory_bytes) AS disk_memory_bytes, \
-             SUM(m.free_disk_memory_bytes) AS free_disk_memory_bytes \
-             FROM {PER_FRAGMENT} m JOIN ndbinfo.\"ndb$table_map\" tm ON tm.table_id = m.table_id \
-             GROUP BY {keys}"
-        )
-    };
-    [
-        view("table_memory_usage", "tm.database_name, tm.table_name"),
-        view("database_memory_usage", "tm.database_name"),
-    ]
-}
 
 fn query_error(code: &'static str, message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::BAD_REQUEST, code, message)
@@ -365,14 +312,13 @@ async fn load(app: &App, caller: &Caller) -> Result<SqliteConnection, ApiError> 
         .execute("ATTACH DATABASE ':memory:' AS ndbinfo")
         .await
         .map_err(internal)?;
-    for (table, columns) in TABLES {
-        engine
-            .execute(format!("CREATE TABLE ndbinfo.\"{table}\" ({columns})").as_str())
-            .await
-            .map_err(internal)?;
-    }
-    for view in views() {
-        engine.execute(view.as_str()).await.map_err(internal)?;
+    // The raw tables first, then the views over them, as the data nodes'
+    // one definition of them says.
+    let (raw, views): (Vec<&NdbinfoTable>, Vec<&NdbinfoTable>) =
+        ndbinfo::ALL.iter().partition(|t| t.view.is_none());
+    for table in raw.into_iter().chain(views) {
+        let sql = table.create_sql();
+        engine.execute(sql.as_str()).await.map_err(internal)?;
     }
     let rows = visible_rows(app, caller).await?;
     for (table, rows) in &rows {
@@ -382,12 +328,9 @@ async fn load(app: &App, caller: &Caller) -> Result<SqliteConnection, ApiError> 
             let mut q = sqlx::query(&sql);
             for cell in row {
                 q = match cell {
-                    Value::Number(n) if n.is_i64() || n.is_u64() => {
-                        q.bind(n.as_i64().unwrap_or(i64::MAX))
-                    }
-                    Value::Number(n) => q.bind(n.as_f64()),
-                    Value::String(s) => q.bind(s.clone()),
-                    _ => q.bind(Option::<i64>::None),
+                    Cell::UInt(n) => q.bind(i64::try_from(*n).unwrap_or(i64::MAX)),
+                    Cell::Text(s) => q.bind(s.clone()),
+                    Cell::Null => q.bind(Option::<i64>::None),
                 };
             }
             q.execute(&mut engine).await.map_err(internal)?;
@@ -406,7 +349,7 @@ async fn load(app: &App, caller: &Caller) -> Result<SqliteConnection, ApiError> 
 async fn visible_rows(
     app: &App,
     caller: &Caller,
-) -> Result<BTreeMap<&'static str, Vec<Vec<Value>>>, ApiError> {
+) -> Result<BTreeMap<&'static str, Vec<Vec<Cell>>>, ApiError> {
     let allowed: Option<HashSet<String>> = if caller.is_admin() {
         None
     } else {
@@ -426,44 +369,46 @@ async fn visible_rows(
         .filter(|n| n.up(now))
         .collect();
     let several = up.len() > 1;
-    let mut out: BTreeMap<&'static str, Vec<Vec<Value>>> = BTreeMap::new();
+    let mut out: BTreeMap<&'static str, Vec<Vec<Cell>>> = BTreeMap::new();
     for node in &up {
-        let fetch = |table: &'static str| async move {
-            let path = format!("/internal/v1/ndbinfo/{table}");
-            let answer = app.nodes.call(node, Method::GET, &path, None).await?;
-            let rows: Vec<Vec<Value>> =
-                serde_json::from_value(answer["rows"].clone()).unwrap_or_default();
-            Ok::<_, ApiError>(rows)
+        let fetch = |table: NdbinfoTable| async move {
+            Ok::<_, ApiError>(app.nodes.ndbinfo(node, table.name).await?.rows)
         };
-        let unique = |id: &Value| match id.as_i64() {
-            Some(id) if several => json!((node.node_id << 32) | id),
+        let unique = |id: &Cell| match id {
+            Cell::UInt(id) if several => Cell::UInt(((node.node_id as u64) << 32) | id),
             _ => id.clone(),
         };
-        let map = fetch("ndb$table_map").await?;
+        let text = |cell: Option<&Cell>| match cell {
+            Some(Cell::Text(s)) => Some(s.clone()),
+            _ => None,
+        };
         let mut tables = HashSet::new();
-        for mut row in map {
-            if row.get(1).and_then(Value::as_str).is_some_and(may_see) {
-                tables.insert(row[0].as_i64());
+        for mut row in fetch(ndbinfo::TABLE_MAP).await? {
+            if text(row.get(1)).is_some_and(|db| may_see(&db)) {
+                tables.insert(row[0].clone());
                 row[0] = unique(&row[0]);
-                out.entry("ndb$table_map").or_default().push(row);
+                out.entry(ndbinfo::TABLE_MAP.name).or_default().push(row);
             }
         }
-        for mut row in fetch("ndb$table_memory_usage").await? {
-            if tables.contains(&row.first().and_then(Value::as_i64)) {
+        let raw = ndbinfo::TABLE_MEMORY_USAGE_RAW;
+        for mut row in fetch(raw).await? {
+            if row.first().is_some_and(|id| tables.contains(id)) {
                 row[0] = unique(&row[0]);
-                out.entry("ndb$table_memory_usage").or_default().push(row);
+                out.entry(raw.name).or_default().push(row);
             }
         }
-        for row in fetch("database_quota_usage").await? {
-            if row.first().and_then(Value::as_str).is_some_and(may_see) {
-                out.entry("database_quota_usage").or_default().push(row);
+        let quota = ndbinfo::DATABASE_QUOTA_USAGE;
+        for row in fetch(quota).await? {
+            if text(row.first()).is_some_and(|db| may_see(&db)) {
+                out.entry(quota.name).or_default().push(row);
             }
         }
         // Node-wide figures say something of every tenant: admins only.
         if caller.is_admin() {
-            out.entry("memoryusage")
+            let memory = ndbinfo::MEMORY_USAGE;
+            out.entry(memory.name)
                 .or_default()
-                .extend(fetch("memoryusage").await?);
+                .extend(fetch(memory).await?);
         }
     }
     Ok(out)

@@ -10,8 +10,17 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use reqwest::Method;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use shoal_quota::Quota;
+use shoal_wire::internal::{
+    DatabaseCreated, DatabaseInfo, DatabaseQuota, ErrorBody, KeyList, KeyView, NewDatabase,
+    PushedKey, TableCreated, TenantQuota, route,
+};
+pub use shoal_wire::internal::{Heartbeat, KeyUse};
+use shoal_wire::ndbinfo::Rows;
+use shoal_wire::schema::TableDef;
 use shoal_wire::secret::ClusterSecret;
 
 use crate::error::ApiError;
@@ -25,64 +34,39 @@ pub const DOWN_AFTER_MS: i64 = 15_000;
 /// How often every node is brought up to date.
 pub const RECONCILE_EVERY: Duration = Duration::from_secs(5);
 
-/// What a data node reports about itself.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Heartbeat {
-    pub node_id: u32,
-    pub internal_url: String,
-    pub rest_url: String,
-    pub resp_addr: String,
-    pub data_memory_bytes: u64,
-    pub used_bytes: u64,
-    /// New each time the node starts.
-    pub boot_id: String,
-    /// Keys used since the last report.
-    #[serde(default)]
-    pub keys_used: Vec<KeyUse>,
-}
-
-/// A key a node saw used, and when (seconds since the Unix epoch).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct KeyUse {
-    pub prefix: String,
-    pub at: u64,
-}
-
 /// Most key uses one report may carry.
 pub const MAX_KEY_USES: usize = 10_000;
 
-impl Heartbeat {
-    fn check(&self) -> Result<(), ApiError> {
-        for (field, url) in [
-            ("internal_url", &self.internal_url),
-            ("rest_url", &self.rest_url),
-        ] {
-            let ok = url.len() <= 200
-                && url.strip_prefix("http://").is_some_and(|rest| {
-                    !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_graphic() && b != b'/')
-                });
-            if !ok {
-                return Err(ApiError::invalid(format!("{field}: not http://host:port")));
-            }
+/// Whether a report is one this takes: URLs and names of sane shapes and
+/// sizes, a bounded number of key uses.
+fn check(beat: &Heartbeat) -> Result<(), ApiError> {
+    for (field, url) in [
+        ("internal_url", &beat.internal_url),
+        ("rest_url", &beat.rest_url),
+    ] {
+        let ok = url.len() <= 200
+            && url.strip_prefix("http://").is_some_and(|rest| {
+                !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_graphic() && b != b'/')
+            });
+        if !ok {
+            return Err(ApiError::invalid(format!("{field}: not http://host:port")));
         }
-        let addr_ok = self.resp_addr.len() <= 200
-            && self.resp_addr.contains(':')
-            && self.resp_addr.bytes().all(|b| b.is_ascii_graphic());
-        if !addr_ok {
-            return Err(ApiError::invalid("resp_addr: not host:port"));
-        }
-        if self.boot_id.is_empty() || self.boot_id.len() > 64 {
-            return Err(ApiError::invalid("boot_id: 1 to 64 characters"));
-        }
-        if self.keys_used.len() > MAX_KEY_USES {
-            return Err(ApiError::invalid(format!(
-                "keys_used: at most {MAX_KEY_USES} a report"
-            )));
-        }
-        Ok(())
     }
+    let addr_ok = beat.resp_addr.len() <= 200
+        && beat.resp_addr.contains(':')
+        && beat.resp_addr.bytes().all(|b| b.is_ascii_graphic());
+    if !addr_ok {
+        return Err(ApiError::invalid("resp_addr: not host:port"));
+    }
+    if beat.boot_id.is_empty() || beat.boot_id.len() > 64 {
+        return Err(ApiError::invalid("boot_id: 1 to 64 characters"));
+    }
+    if beat.keys_used.len() > MAX_KEY_USES {
+        return Err(ApiError::invalid(format!(
+            "keys_used: at most {MAX_KEY_USES} a report"
+        )));
+    }
+    Ok(())
 }
 
 /// `POST /internal/v1/datanodes/heartbeat` (cluster secret): registers a
@@ -92,7 +76,7 @@ pub async fn heartbeat(
     State(app): State<Arc<App>>,
     Body(beat): Body<Heartbeat>,
 ) -> Result<Json<Value>, ApiError> {
-    beat.check()?;
+    check(&beat)?;
     let now = now_ms();
     let known: Option<String> =
         sqlx::query_scalar("SELECT boot_id FROM datanodes WHERE node_id = $1")
@@ -219,7 +203,8 @@ pub async fn place(app: &App) -> Result<NodeRow, ApiError> {
         })
 }
 
-/// Calls data nodes' internal APIs with the cluster secret.
+/// Calls data nodes' internal APIs with the cluster secret: a method per
+/// route, each with the request and reply types of `shoal_wire::internal`.
 #[derive(Debug, Clone)]
 pub struct NodeClient {
     http: reqwest::Client,
@@ -238,13 +223,15 @@ pub enum NodeError {
         code: String,
         message: String,
     },
+    #[error("data node {node} answered what this does not read: {reason}")]
+    Garbled { node: i64, reason: String },
 }
 
 impl NodeError {
     pub fn code(&self) -> Option<&str> {
         match self {
             NodeError::Refused { code, .. } => Some(code),
-            NodeError::Unreachable { .. } => None,
+            NodeError::Unreachable { .. } | NodeError::Garbled { .. } => None,
         }
     }
 }
@@ -263,7 +250,7 @@ pub enum ReconcileError {
 impl From<NodeError> for ApiError {
     fn from(e: NodeError) -> ApiError {
         match e {
-            NodeError::Unreachable { node, reason } => {
+            NodeError::Unreachable { node, reason } | NodeError::Garbled { node, reason } => {
                 tracing::warn!(node, %reason, "data node unreachable");
                 ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -317,15 +304,107 @@ impl NodeClient {
         NodeClient { http, secret }
     }
 
-    /// Calls `method path` on `node`; answers the JSON body of a success
-    /// (`null` when empty).
-    pub async fn call(
+    /// Every database `node` holds, with its tables.
+    pub async fn databases(&self, node: &NodeRow) -> Result<Vec<DatabaseInfo>, NodeError> {
+        self.send(node, Method::GET, route::DATABASES, None::<&()>)
+            .await
+    }
+
+    pub async fn create_database(
+        &self,
+        node: &NodeRow,
+        db: &NewDatabase,
+    ) -> Result<DatabaseCreated, NodeError> {
+        self.send(node, Method::POST, route::DATABASES, Some(db))
+            .await
+    }
+
+    pub async fn drop_database(&self, node: &NodeRow, db: &str) -> Result<(), NodeError> {
+        let path = route::database(db);
+        self.send(node, Method::DELETE, &path, None::<&()>).await
+    }
+
+    pub async fn create_table(
+        &self,
+        node: &NodeRow,
+        db: &str,
+        table: &TableDef,
+    ) -> Result<TableCreated, NodeError> {
+        let path = route::tables(db);
+        self.send(node, Method::POST, &path, Some(table)).await
+    }
+
+    pub async fn drop_table(&self, node: &NodeRow, db: &str, table: &str) -> Result<(), NodeError> {
+        let path = route::table(db, table);
+        self.send(node, Method::DELETE, &path, None::<&()>).await
+    }
+
+    pub async fn set_database_quota(
+        &self,
+        node: &NodeRow,
+        db: &str,
+        quota: &Quota,
+    ) -> Result<DatabaseQuota, NodeError> {
+        let path = route::database_quota(db);
+        self.send(node, Method::PUT, &path, Some(quota)).await
+    }
+
+    pub async fn clear_database_quota(&self, node: &NodeRow, db: &str) -> Result<(), NodeError> {
+        let path = route::database_quota(db);
+        self.send(node, Method::DELETE, &path, None::<&()>).await
+    }
+
+    pub async fn set_tenant_quota(
+        &self,
+        node: &NodeRow,
+        tenant: &str,
+        quota: &Quota,
+    ) -> Result<TenantQuota, NodeError> {
+        let path = route::tenant_quota(tenant);
+        self.send(node, Method::PUT, &path, Some(quota)).await
+    }
+
+    pub async fn clear_tenant_quota(&self, node: &NodeRow, tenant: &str) -> Result<(), NodeError> {
+        let path = route::tenant_quota(tenant);
+        self.send(node, Method::DELETE, &path, None::<&()>).await
+    }
+
+    /// The API keys `node` holds (without their hashes).
+    pub async fn keys(&self, node: &NodeRow) -> Result<KeyList, NodeError> {
+        self.send(node, Method::GET, route::API_KEYS, None::<&()>)
+            .await
+    }
+
+    pub async fn put_key(
+        &self,
+        node: &NodeRow,
+        prefix: &str,
+        key: &PushedKey,
+    ) -> Result<KeyView, NodeError> {
+        let path = route::api_key(prefix);
+        self.send(node, Method::PUT, &path, Some(key)).await
+    }
+
+    pub async fn remove_key(&self, node: &NodeRow, prefix: &str) -> Result<(), NodeError> {
+        let path = route::api_key(prefix);
+        self.send(node, Method::DELETE, &path, None::<&()>).await
+    }
+
+    /// The rows of an ndbinfo table or view of `node`.
+    pub async fn ndbinfo(&self, node: &NodeRow, table: &str) -> Result<Rows, NodeError> {
+        let path = route::ndbinfo(table);
+        self.send(node, Method::GET, &path, None::<&()>).await
+    }
+
+    /// Sends `method path` with `body` to `node`; answers its reply (from
+    /// `null` when it has no body).
+    async fn send<R: DeserializeOwned>(
         &self,
         node: &NodeRow,
         method: Method,
         path: &str,
-        body: Option<&Value>,
-    ) -> Result<Value, NodeError> {
+        body: Option<&impl Serialize>,
+    ) -> Result<R, NodeError> {
         let unreachable = |e: reqwest::Error| NodeError::Unreachable {
             node: node.node_id,
             reason: e.to_string(),
@@ -340,19 +419,23 @@ impl NodeClient {
         let response = request.send().await.map_err(unreachable)?;
         let status = response.status();
         let bytes = response.bytes().await.map_err(unreachable)?;
-        let value: Value = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
-        };
         if status.is_success() {
-            return Ok(value);
+            let read = match bytes.is_empty() {
+                true => serde_json::from_value(Value::Null),
+                false => serde_json::from_slice(&bytes),
+            };
+            return read.map_err(|e| NodeError::Garbled {
+                node: node.node_id,
+                reason: format!("{path}: {e}"),
+            });
         }
+        let error = serde_json::from_slice::<ErrorBody>(&bytes).map(|b| b.error);
+        let (code, message) = error.map_or_else(|_| Default::default(), |e| (e.code, e.message));
         Err(NodeError::Refused {
             node: node.node_id,
             status,
-            code: value["error"]["code"].as_str().unwrap_or("").to_owned(),
-            message: value["error"]["message"].as_str().unwrap_or("").to_owned(),
+            code,
+            message,
         })
     }
 }

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use reqwest::Method;
 use serde_json::{Value, json};
 use shoal_quota::Quota;
+use shoal_wire::ndbinfo;
 
 use crate::audit::{self, Change};
 use crate::auth::Caller;
@@ -55,14 +55,19 @@ pub async fn usage(app: &App) -> sqlx::Result<HashMap<String, serde_json::Map<St
     let mut usage = HashMap::new();
     let now = now_ms();
     for node in nodes::all(app).await?.iter().filter(|n| n.up(now)) {
-        let path = "/internal/v1/ndbinfo/database_quota_usage";
-        let Ok(answer) = app.nodes.call(node, Method::GET, path, None).await else {
+        let table = ndbinfo::DATABASE_QUOTA_USAGE;
+        let Ok(rows) = app.nodes.ndbinfo(node, table.name).await else {
             continue;
         };
-        for mut fields in crate::usage::rows_of(&answer) {
-            if let Some(Value::String(name)) = fields.remove("database_name") {
-                usage.insert(name, fields);
-            }
+        for row in rows.records() {
+            let Some(name) = row.text("database_name") else {
+                continue;
+            };
+            let fields = (row.cells())
+                .filter(|(column, _)| *column != "database_name")
+                .map(|(column, cell)| (column.to_owned(), json!(cell)))
+                .collect();
+            usage.insert(name.to_owned(), fields);
         }
     }
     Ok(usage)
@@ -311,38 +316,43 @@ pub async fn push_new_database(app: &App, node: &NodeRow, db: &DatabaseRow, tena
     resync_if_failed(app, node, pushed).await;
 }
 
+/// Sets a tenant's quota on the node — or clears it there, for no limits.
 async fn push_tenant(
     app: &App,
     node: &NodeRow,
     tenant: &str,
     quota: &Quota,
 ) -> Result<(), NodeError> {
-    let path = format!("/internal/v1/tenants/{tenant}/quota");
-    push_quota(app, node, &path, quota).await
+    let pushed = match *quota == Quota::UNLIMITED {
+        true => app.nodes.clear_tenant_quota(node, tenant).await,
+        false => app
+            .nodes
+            .set_tenant_quota(node, tenant, quota)
+            .await
+            .map(drop),
+    };
+    known_or_gone(pushed)
 }
 
+/// Sets a database's quota on the node — or clears it there, for no limits.
 async fn push_database(
     app: &App,
     node: &NodeRow,
     db: &DatabaseRow,
     quota: &Quota,
 ) -> Result<(), NodeError> {
-    let path = format!("/internal/v1/databases/{}/quota", db.name);
-    push_quota(app, node, &path, quota).await
+    let pushed = match *quota == Quota::UNLIMITED {
+        true => app.nodes.clear_database_quota(node, &db.name).await,
+        false => (app.nodes.set_database_quota(node, &db.name, quota).await).map(drop),
+    };
+    known_or_gone(pushed)
 }
 
-/// Sets a quota on the node — or clears it there, for no limits.
-async fn push_quota(app: &App, node: &NodeRow, path: &str, quota: &Quota) -> Result<(), NodeError> {
-    let result = if *quota == Quota::UNLIMITED {
-        app.nodes.call(node, Method::DELETE, path, None).await
-    } else {
-        app.nodes
-            .call(node, Method::PUT, path, Some(&to_json(quota)))
-            .await
-    };
-    match result {
+/// A quota of a tenant or database the node no longer holds needs no push.
+fn known_or_gone(pushed: Result<(), NodeError>) -> Result<(), NodeError> {
+    match pushed {
         Err(e) if matches!(e.code(), Some("NO_SUCH_TENANT" | "NO_SUCH_DATABASE")) => Ok(()),
-        other => other.map(drop),
+        other => other,
     }
 }
 

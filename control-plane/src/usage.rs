@@ -12,13 +12,13 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use shoal_metering::{
     BillingLine, Counters, DAY_MS, HOUR_MS, Resolution, Usage, billing_csv, day_of, gib_hours,
     growth,
 };
+use shoal_wire::ndbinfo::{self, NdbinfoTable, Record};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -43,8 +43,8 @@ pub async fn collect_loop(app: Arc<App>, interval: Duration) {
 }
 
 /// A database's row of a node's `database_quota_usage`.
-fn counters_of(row: &serde_json::Map<String, Value>) -> Counters {
-    let n = |k: &str| row.get(k).and_then(Value::as_u64).unwrap_or(0);
+fn counters_of(row: &Record<'_>) -> Counters {
+    let n = |k: &str| row.uint(k).unwrap_or(0);
     Counters {
         read_units: n("read_units"),
         write_units: n("write_units"),
@@ -52,19 +52,6 @@ fn counters_of(row: &serde_json::Map<String, Value>) -> Counters {
         throttled_writes: n("throttled_writes"),
         quota_rejections: n("quota_rejections"),
     }
-}
-
-/// An ndbinfo answer's rows, each as column name → value.
-pub(crate) fn rows_of(answer: &Value) -> Vec<serde_json::Map<String, Value>> {
-    let columns: Vec<String> =
-        serde_json::from_value(answer["columns"].clone()).unwrap_or_default();
-    answer["rows"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|row| row.as_array())
-        .map(|cells| columns.iter().cloned().zip(cells.iter().cloned()).collect())
-        .collect()
 }
 
 /// One round: samples every node that is up (one that does not answer is
@@ -84,13 +71,10 @@ pub async fn collect_once(app: &App, now: i64) -> sqlx::Result<()> {
         .filter(|n| n.up(now))
         .collect();
     for node in &up {
-        let fetch = |table: &'static str| async move {
-            let path = format!("/internal/v1/ndbinfo/{table}");
-            app.nodes.call(node, Method::GET, &path, None).await
-        };
+        let fetch = |table: NdbinfoTable| app.nodes.ndbinfo(node, table.name);
         let (Ok(quota), Ok(tables)) = (
-            fetch("database_quota_usage").await,
-            fetch("table_memory_usage").await,
+            fetch(ndbinfo::DATABASE_QUOTA_USAGE).await,
+            fetch(ndbinfo::TABLE_MEMORY_USAGE).await,
         ) else {
             tracing::debug!(
                 node = node.node_id,
@@ -99,8 +83,8 @@ pub async fn collect_once(app: &App, now: i64) -> sqlx::Result<()> {
             continue;
         };
         let mut elapsed_by_db = HashMap::new();
-        for row in rows_of(&quota) {
-            let Some(db) = row.get("database_name").and_then(Value::as_str) else {
+        for row in quota.records() {
+            let Some(db) = row.text("database_name") else {
                 continue;
             };
             let Some(tenant) = tenants.get(db) else {
@@ -132,10 +116,7 @@ pub async fn collect_once(app: &App, now: i64) -> sqlx::Result<()> {
                 .as_ref()
                 .map_or(interval_ms, |p| (now - p.1).clamp(0, 3 * interval_ms));
             elapsed_by_db.insert(db.to_owned(), elapsed);
-            let memory = row
-                .get("in_memory_bytes")
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
+            let memory = row.uint("in_memory_bytes").unwrap_or(0);
             store_sample(
                 app,
                 Resolution::Raw,
@@ -167,20 +148,15 @@ pub async fn collect_once(app: &App, now: i64) -> sqlx::Result<()> {
             .execute(&app.store.pool)
             .await?;
         }
-        for row in rows_of(&tables) {
-            let (Some(db), Some(table)) = (
-                row.get("database_name").and_then(Value::as_str),
-                row.get("table_name").and_then(Value::as_str),
-            ) else {
+        for row in tables.records() {
+            let (Some(db), Some(table)) = (row.text("database_name"), row.text("table_name"))
+            else {
                 continue;
             };
             let Some(tenant) = tenants.get(db) else {
                 continue;
             };
-            let memory = row
-                .get("in_memory_bytes")
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
+            let memory = row.uint("in_memory_bytes").unwrap_or(0);
             let elapsed = elapsed_by_db.get(db).copied().unwrap_or(interval_ms);
             let usage = Usage::sample(memory, elapsed, Counters::default());
             store_sample(app, Resolution::Raw, now, tenant, db, table, &usage).await?;

@@ -8,8 +8,10 @@
 //! - [`secret`]: the cluster secret both sides present.
 //! - [`apikey`]: tenant API keys: their form, their hash, their grants.
 //! - [`prometheus`]: the Prometheus text format both sides serve.
+//! - [`internal`]: the internal API's routes and the bodies they carry.
 
 pub mod apikey;
+pub mod internal;
 pub mod ndbinfo;
 pub mod prometheus;
 pub mod schema;

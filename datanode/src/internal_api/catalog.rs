@@ -4,19 +4,11 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use serde::{Deserialize, Serialize};
-use serde_json::json;
+use shoal_wire::internal::{DatabaseCreated, DatabaseInfo, NewDatabase, TableCreated};
 use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
 
 use super::{ApiError, AppState};
 use crate::node::catalog::CatalogError;
-
-#[derive(Serialize)]
-pub(super) struct DatabaseInfo {
-    name: String,
-    tenant: Option<String>,
-    tables: Vec<TableDef>,
-}
 
 pub(super) async fn list(State(state): State<AppState>) -> Json<Vec<DatabaseInfo>> {
     let engine = &state.engine;
@@ -38,17 +30,10 @@ pub(super) async fn list(State(state): State<AppState>) -> Json<Vec<DatabaseInfo
     )
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct NewDatabase {
-    name: String,
-    tenant: Option<String>,
-}
-
 pub(super) async fn create_database(
     State(state): State<AppState>,
     body: Result<Json<NewDatabase>, JsonRejection>,
-) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+) -> Result<(StatusCode, Json<DatabaseCreated>), ApiError> {
     let Json(body) = body?;
     let invalid = |e: shoal_wire::schema::SchemaError| {
         ApiError::new(StatusCode::BAD_REQUEST, "INVALID_NAME", e.to_string())
@@ -61,10 +46,12 @@ pub(super) async fn create_database(
         .transpose()
         .map_err(invalid)?;
     let db = state.engine.create_database(&name, tenant.as_ref()).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(json!({"name": name, "id": db.id.0, "tenant": tenant})),
-    ))
+    let created = DatabaseCreated {
+        name: name.to_string(),
+        id: db.id.0,
+        tenant: tenant.map(|t| t.to_string()),
+    };
+    Ok((StatusCode::CREATED, Json(created)))
 }
 
 pub(super) async fn drop_database(
@@ -79,17 +66,17 @@ pub(super) async fn create_table(
     State(state): State<AppState>,
     Path(db): Path<String>,
     body: Result<Json<TableDef>, JsonRejection>,
-) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+) -> Result<(StatusCode, Json<TableCreated>), ApiError> {
     let database = DatabaseName::parse(&db)
         .map_err(|_| ApiError::from(CatalogError::NoSuchDatabase(db.clone())))?;
     let Json(def) = body?;
     let table = state.engine.create_table(&database, def).await?;
-    let answer = json!({
-        "id": table.id.0,
-        "database": table.database.name,
-        "fragments": table.fragments(),
-        "table": table.def(),
-    });
+    let answer = TableCreated {
+        id: table.id.0,
+        database: table.database.name.to_string(),
+        fragments: table.fragments(),
+        table: table.def().clone(),
+    };
     Ok((StatusCode::CREATED, Json(answer)))
 }
 

@@ -7,60 +7,39 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use serde::Deserialize;
-use serde_json::{Value, json};
-use shoal_wire::schema::TenantId;
+use shoal_wire::internal::{CreatedKey, KeyList, KeyView, NewKey, PushedKey};
 
 use super::{ApiError, AppState};
-use crate::node::keys::{self, KeyDef, KeyGrant};
+use crate::node::keys::{self, KeyDef};
 
 /// A key as listed: everything but the salt and hash.
-fn view(def: &KeyDef) -> Value {
-    json!({
-        "prefix": def.prefix,
-        "tenant": def.tenant,
-        "grants": def.grants,
-        "expires_at": def.expires_at,
-    })
+fn view(def: &KeyDef) -> KeyView {
+    KeyView {
+        prefix: def.prefix.clone(),
+        tenant: def.tenant.clone(),
+        grants: def.grants.clone(),
+        expires_at: def.expires_at,
+    }
 }
 
-pub(super) async fn list(State(state): State<AppState>) -> Json<Value> {
+pub(super) async fn list(State(state): State<AppState>) -> Json<KeyList> {
     let defs = state.engine.api_keys().defs();
-    Json(json!({ "keys": defs.iter().map(view).collect::<Vec<_>>() }))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct NewKey {
-    tenant: TenantId,
-    grants: Vec<KeyGrant>,
-    #[serde(default)]
-    expires_at: Option<u64>,
+    Json(KeyList {
+        keys: defs.iter().map(view).collect(),
+    })
 }
 
 /// Makes a key and answers it — the only time its secret is seen.
 pub(super) async fn create(
     State(state): State<AppState>,
     body: Result<Json<NewKey>, JsonRejection>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<CreatedKey>), ApiError> {
     let Json(new) = body?;
     let (key, def) = keys::generate(new.tenant, new.grants, new.expires_at)
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", e.to_string()))?;
-    let mut answer = view(&def);
+    let view = view(&def);
     state.engine.put_api_key(def).await?;
-    answer["key"] = key.into();
-    Ok((StatusCode::CREATED, Json(answer)))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct PushedKey {
-    tenant: TenantId,
-    salt: String,
-    hash: String,
-    grants: Vec<KeyGrant>,
-    #[serde(default)]
-    expires_at: Option<u64>,
+    Ok((StatusCode::CREATED, Json(CreatedKey { view, key })))
 }
 
 /// Adds or replaces the key with this prefix.
@@ -68,7 +47,7 @@ pub(super) async fn put(
     State(state): State<AppState>,
     Path(prefix): Path<String>,
     body: Result<Json<PushedKey>, JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<KeyView>, ApiError> {
     let Json(pushed) = body?;
     let def = KeyDef {
         prefix,

@@ -38,11 +38,11 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
-use serde_json::json;
 
 use crate::api::error::ApiError;
 use crate::node::Engine;
 use crate::node::checkpoint::{Checkpointer, Summary};
+use shoal_wire::internal::Health;
 
 /// Largest request body the internal API reads.
 pub(crate) const MAX_BODY_BYTES: usize = 1 << 20;
@@ -158,16 +158,16 @@ async fn checkpoint(State(state): State<AppState>) -> Result<Json<Summary>, ApiE
 
 /// `ok`, or 503 `failed` with the reason once an LDM worker has panicked or
 /// the redo log has failed: the node must be restarted.
-async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<serde_json::Value>) {
+async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Health>) {
     let node_id = state.engine.node_id();
-    match state.engine.health() {
-        Ok(()) => (
-            StatusCode::OK,
-            Json(json!({"status": "ok", "node_id": node_id})),
-        ),
-        Err(reason) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "failed", "node_id": node_id, "reason": reason})),
-        ),
-    }
+    let (status, word, reason) = match state.engine.health() {
+        Ok(()) => (StatusCode::OK, "ok", None),
+        Err(reason) => (StatusCode::SERVICE_UNAVAILABLE, "failed", Some(reason)),
+    };
+    let health = Health {
+        status: word.into(),
+        node_id,
+        reason,
+    };
+    (status, Json(health))
 }

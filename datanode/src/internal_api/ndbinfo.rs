@@ -11,7 +11,7 @@ use super::{ApiError, AppState};
 #[derive(Serialize)]
 pub(super) struct TableInfo {
     name: String,
-    columns: &'static [&'static str],
+    columns: Vec<&'static str>,
 }
 
 pub(super) async fn list() -> Json<Vec<TableInfo>> {
@@ -20,7 +20,7 @@ pub(super) async fn list() -> Json<Vec<TableInfo>> {
             .iter()
             .map(|t| TableInfo {
                 name: format!("ndbinfo.{}", t.name),
-                columns: t.columns,
+                columns: t.column_names().collect(),
             })
             .collect(),
     )

@@ -54,16 +54,7 @@ pub struct FragmentImage {
 }
 
 /// What a checkpoint did.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
-pub struct Summary {
-    pub id: u64,
-    pub fragments: usize,
-    pub bytes: u64,
-    pub redo_start: Lsn,
-    pub redo_segments_removed: usize,
-    pub took_ms: u64,
-}
+pub(crate) use shoal_wire::internal::CheckpointSummary as Summary;
 
 #[derive(Debug, thiserror::Error)]
 #[error("checkpoint {id} failed writing {path}: {source}")]

@@ -24,7 +24,7 @@ use shoal_wire::schema::TenantId;
 use crate::tc::Role;
 
 pub(crate) use shoal_wire::apikey::{
-    KeyDef, KeyDefError, KeyGrant, MAX_KEYS, MAX_SECRET_LEN, MIN_SECRET_LEN, PREFIX_LEN, generate,
+    KeyDef, KeyDefError, MAX_KEYS, MAX_SECRET_LEN, MIN_SECRET_LEN, PREFIX_LEN, generate,
 };
 use shoal_wire::apikey::{decode_hex, digest};
 
@@ -232,6 +232,7 @@ impl ApiKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shoal_wire::apikey::KeyGrant;
     use shoal_wire::schema::DatabaseName;
 
     fn tenant() -> TenantId {

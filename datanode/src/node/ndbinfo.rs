@@ -1,15 +1,18 @@
 //! ndbinfo: virtual tables computed on read from the engine's live state.
 //!
-//! The views are derived from `ndb$table_memory_usage` as RonDB defines them:
-//! the maximum per `(table_id, fragment_num)` over replicas, summed per table
-//! or per database. A database without tables has no rows, as in RonDB.
+//! The raw tables come from the catalog, the pool and the workers; the views
+//! are made as their one definition (`shoal_wire::ndbinfo::MemoryView`) says,
+//! the same the control plane's SQL engine defines them by: the largest
+//! figure of each `(table_id, fragment_num)` over its replicas, summed per
+//! group. A database without tables has no rows, as in RonDB.
 
 use std::collections::BTreeMap;
 
-use shoal_wire::ndbinfo::{self, Cell, NdbinfoTable, Rows};
+use shoal_wire::ndbinfo::{self, Cell, MEMORY_FIGURES, MemoryView, NdbinfoTable, Rows};
 
 use super::{Engine, FragmentUsage};
 use crate::ldm::NodeFailed;
+use crate::types::TableId;
 
 /// The memory type of the DataMemory row of `memoryusage`, as RonDB names it.
 pub(crate) const DATA_MEMORY: &str = "Data memory";
@@ -17,6 +20,10 @@ pub(crate) const DATA_MEMORY: &str = "Data memory";
 /// The rows of one ndbinfo table, computed now.
 pub(crate) async fn rows(engine: &Engine, table: NdbinfoTable) -> Result<Rows, NodeFailed> {
     let mut rows = Rows::new(table);
+    if let Some(view) = table.view {
+        rows.rows = summed(&engine.memory_usage().await?, view);
+        return Ok(rows);
+    }
     rows.rows = match table.name {
         name if name == ndbinfo::TABLE_MAP.name => engine
             .tables()
@@ -57,11 +64,6 @@ pub(crate) async fn rows(engine: &Engine, table: NdbinfoTable) -> Result<Rows, N
                 ]
             })
             .collect(),
-        name if name == ndbinfo::TABLE_MEMORY_USAGE.name => {
-            summed(&engine.memory_usage().await?, |f| {
-                vec![f.database.clone().into(), f.table.clone().into()]
-            })
-        }
         name if name == ndbinfo::DATABASE_QUOTA_USAGE.name => engine
             .databases()
             .iter()
@@ -83,34 +85,28 @@ pub(crate) async fn rows(engine: &Engine, table: NdbinfoTable) -> Result<Rows, N
                 ]
             })
             .collect(),
-        name if name == ndbinfo::DATABASE_MEMORY_USAGE.name => {
-            summed(&engine.memory_usage().await?, |f| {
-                vec![f.database.clone().into()]
-            })
-        }
         _ => Vec::new(),
     };
     Ok(rows)
 }
 
-/// The memory columns per fragment, maximum over replicas (one today), summed
-/// per group; groups in order.
-fn summed(
-    fragments: &[FragmentUsage],
-    group: impl Fn(&FragmentUsage) -> Vec<Cell>,
-) -> Vec<Vec<Cell>> {
-    let mut per_fragment: BTreeMap<(u32, u16), &FragmentUsage> = BTreeMap::new();
+/// A memory view of the fragments: each fragment's largest figures over
+/// its replicas (one today), summed per group; groups in order.
+fn summed(fragments: &[FragmentUsage], view: MemoryView) -> Vec<Vec<Cell>> {
+    let mut per_fragment: BTreeMap<(TableId, u16), &FragmentUsage> = BTreeMap::new();
     for f in fragments {
-        let slot = per_fragment.entry((f.table_id.0, f.fragment)).or_insert(f);
+        let slot = per_fragment.entry((f.table_id, f.fragment)).or_insert(f);
         if f.in_memory_bytes > slot.in_memory_bytes {
             *slot = f;
         }
     }
-    let mut sums: BTreeMap<Vec<Cell>, [u64; 4]> = BTreeMap::new();
+    let mut sums: BTreeMap<Vec<Cell>, [u64; MEMORY_FIGURES.len()]> = BTreeMap::new();
     for f in per_fragment.values() {
-        let sum = sums.entry(group(f)).or_default();
-        sum[0] += f.in_memory_bytes;
-        sum[1] += f.free_in_memory_bytes;
+        let group = view.group_by.iter().map(|c| table_map_cell(f, c)).collect();
+        let sum = sums.entry(group).or_default();
+        for (sum, figure) in sum.iter_mut().zip(MEMORY_FIGURES) {
+            *sum += memory_figure(f, figure);
+        }
     }
     sums.into_iter()
         .map(|(mut key, sum)| {
@@ -118,4 +114,24 @@ fn summed(
             key
         })
         .collect()
+}
+
+/// A fragment's cell of an `ndb$table_map` column.
+fn table_map_cell(f: &FragmentUsage, column: &str) -> Cell {
+    match column {
+        "table_id" => f.table_id.0.into(),
+        "database_name" => f.database.clone().into(),
+        "table_name" => f.table.clone().into(),
+        other => unreachable!("ndb$table_map has no column {other}"),
+    }
+}
+
+/// A fragment's figure of an `ndb$table_memory_usage` column (nothing is on
+/// disk yet).
+fn memory_figure(f: &FragmentUsage, column: &str) -> u64 {
+    match column {
+        "in_memory_bytes" => f.in_memory_bytes,
+        "free_in_memory_bytes" => f.free_in_memory_bytes,
+        _ => 0,
+    }
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use shoal_wire::internal::{Heartbeat, KeyUse, route};
 use tokio::sync::watch;
 
 use crate::internal_api::ClusterSecret;
@@ -63,10 +63,7 @@ pub(crate) async fn heartbeats(
         h if h.contains(':') && !h.starts_with('[') => format!("[{h}]"),
         h => h.clone(),
     };
-    let url = format!(
-        "{}/internal/v1/datanodes/heartbeat",
-        link.url.trim_end_matches('/')
-    );
+    let url = format!("{}{}", link.url.trim_end_matches('/'), route::HEARTBEAT);
     let mut reachable = None;
     // Keys used since this many seconds since the epoch are reported.
     let mut reported_to = 0;
@@ -78,19 +75,19 @@ pub(crate) async fn heartbeats(
             .api_keys()
             .used_since(reported_to, MAX_KEYS_REPORTED)
             .into_iter()
-            .map(|(prefix, at)| json!({"prefix": prefix, "at": at}))
+            .map(|(prefix, at)| KeyUse { prefix, at })
             .collect();
         let pool = engine.data_memory();
-        let beat = json!({
-            "node_id": me.node_id,
-            "internal_url": format!("http://{host}:{}", me.internal_port),
-            "rest_url": format!("http://{host}:{}", me.rest_port),
-            "resp_addr": format!("{host}:{}", me.resp_port),
-            "data_memory_bytes": pool.total_bytes(),
-            "used_bytes": pool.used_bytes(),
-            "boot_id": boot_id,
-            "keys_used": used,
-        });
+        let beat = Heartbeat {
+            node_id: me.node_id,
+            internal_url: format!("http://{host}:{}", me.internal_port),
+            rest_url: format!("http://{host}:{}", me.rest_port),
+            resp_addr: format!("{host}:{}", me.resp_port),
+            data_memory_bytes: pool.total_bytes(),
+            used_bytes: pool.used_bytes(),
+            boot_id: boot_id.clone(),
+            keys_used: used,
+        };
         let sent = http
             .post(&url)
             .bearer_auth(secret.expose())
