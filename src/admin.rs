@@ -8,17 +8,12 @@ use clap::{Args, Subcommand};
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::client::{Client, read_line};
+use crate::client::{ControlPlane, secret};
 
 #[derive(Args)]
 pub(crate) struct AdminArgs {
-    /// The control plane.
-    #[arg(
-        long,
-        env = "SHOAL_CONTROL_PLANE",
-        default_value = "http://127.0.0.1:8080"
-    )]
-    control_plane: String,
+    #[command(flatten)]
+    control_plane: ControlPlane,
     /// The platform admin to log in as; the password is taken from
     /// SHOAL_ADMIN_PASSWORD, or read from the first line of stdin.
     #[arg(long, env = "SHOAL_ADMIN_EMAIL")]
@@ -57,11 +52,8 @@ enum AdminCommand {
 pub(crate) async fn run(args: &AdminArgs) -> anyhow::Result<()> {
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
-    let password = match std::env::var("SHOAL_ADMIN_PASSWORD") {
-        Ok(password) => password,
-        Err(_) => read_line(&mut lines, "the admin's password")?,
-    };
-    let client = Client::login(&args.control_plane, &args.email, &password).await?;
+    let password = secret("SHOAL_ADMIN_PASSWORD", &mut lines, "the admin's password")?;
+    let client = args.control_plane.log_in(&args.email, &password).await?;
     let result = match &args.command {
         AdminCommand::Tenants => client.call(Method::GET, "/admin/tenants", None).await?,
         AdminCommand::SetQuota {
@@ -77,10 +69,11 @@ pub(crate) async fn run(args: &AdminArgs) -> anyhow::Result<()> {
             client.call(Method::PUT, &path, Some(quota)).await?
         }
         AdminCommand::CreateAdmin { email } => {
-            let password = match std::env::var("SHOAL_NEW_ADMIN_PASSWORD") {
-                Ok(password) => password,
-                Err(_) => read_line(&mut lines, "the new admin's password")?,
-            };
+            let password = secret(
+                "SHOAL_NEW_ADMIN_PASSWORD",
+                &mut lines,
+                "the new admin's password",
+            )?;
             let body = serde_json::json!({"email": email, "password": password});
             client
                 .call(Method::POST, "/admin/admins", Some(body))

@@ -128,8 +128,40 @@ pub(crate) async fn answer(response: reqwest::Response) -> anyhow::Result<Value>
     }
 }
 
+/// Where the command-line tools find the control plane.
+#[derive(clap::Args)]
+pub(crate) struct ControlPlane {
+    /// The control plane.
+    #[arg(
+        long = "control-plane",
+        env = "SHOAL_CONTROL_PLANE",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    url: String,
+}
+
+impl ControlPlane {
+    /// Logs in to it as `email`.
+    pub(crate) async fn log_in(&self, email: &str, password: &str) -> anyhow::Result<Client> {
+        Client::login(&self.url, email, password).await
+    }
+}
+
+/// A secret the environment variable `env` holds, or else the next line of
+/// stdin.
+pub(crate) fn secret(
+    env: &str,
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+    what: &str,
+) -> anyhow::Result<String> {
+    match std::env::var(env) {
+        Ok(secret) => Ok(secret),
+        Err(_) => read_line(lines, what),
+    }
+}
+
 /// The next line of stdin, without its line end.
-pub(crate) fn read_line(
+fn read_line(
     lines: &mut impl Iterator<Item = std::io::Result<String>>,
     what: &str,
 ) -> anyhow::Result<String> {

@@ -8,17 +8,12 @@ use clap::Args;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::client::{Client, read_line};
+use crate::client::{ControlPlane, secret};
 
 #[derive(Args)]
 pub(crate) struct SqlArgs {
-    /// The control plane.
-    #[arg(
-        long,
-        env = "SHOAL_CONTROL_PLANE",
-        default_value = "http://127.0.0.1:8080"
-    )]
-    control_plane: String,
+    #[command(flatten)]
+    control_plane: ControlPlane,
     /// The user to log in as; the password is taken from SHOAL_PASSWORD, or
     /// read from the first line of stdin.
     #[arg(long, env = "SHOAL_EMAIL")]
@@ -32,11 +27,9 @@ pub(crate) struct SqlArgs {
 }
 
 pub(crate) async fn run(args: &SqlArgs) -> anyhow::Result<()> {
-    let password = match std::env::var("SHOAL_PASSWORD") {
-        Ok(password) => password,
-        Err(_) => read_line(&mut std::io::stdin().lock().lines(), "the password")?,
-    };
-    let client = Client::login(&args.control_plane, &args.email, &password).await?;
+    let mut lines = std::io::stdin().lock().lines();
+    let password = secret("SHOAL_PASSWORD", &mut lines, "the password")?;
+    let client = args.control_plane.log_in(&args.email, &password).await?;
     let answer = client
         .call(
             Method::POST,

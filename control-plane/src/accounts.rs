@@ -1,5 +1,6 @@
 //! Sign-up, login, logout and who am I.
 
+use shoal_wire::account::{TenantRef, User};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -37,12 +38,16 @@ pub struct Login {
 
 /// A user as the API shows one.
 fn user_json(id: &str, email: &str, role: Role, tenant: Option<(&str, &str)>) -> Value {
-    json!({
-        "id": id,
-        "email": email,
-        "role": role.as_str(),
-        "tenant": tenant.map(|(id, name)| json!({"id": id, "name": name})),
-    })
+    let user = User {
+        id: id.to_owned(),
+        email: email.to_owned(),
+        role,
+        tenant: tenant.map(|(id, name)| TenantRef {
+            id: id.to_owned(),
+            name: name.to_owned(),
+        }),
+    };
+    serde_json::to_value(user).expect("a user serializes")
 }
 
 /// A new session for `user`: the token and CSRF token in the body and as

@@ -16,16 +16,14 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
+use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
 use crate::server::App;
 use crate::store::now_ms;
 
-/// The session cookie: the token, out of reach of page scripts.
-pub const SESSION_COOKIE: &str = "shoal_session";
-/// The CSRF cookie: readable by the console's scripts, which send it back
-/// as `X-CSRF-Token` on every write.
-pub const CSRF_COOKIE: &str = "shoal_csrf";
+pub use shoal_wire::account::CSRF_COOKIE;
+pub use shoal_wire::account::SESSION_COOKIE;
 pub const CSRF_HEADER: &str = "x-csrf-token";
 /// How long a session lasts.
 pub const SESSION_SECS: i64 = 12 * 3600;
@@ -34,35 +32,7 @@ pub const MAX_PASSWORD: usize = 256;
 pub const MIN_PASSWORD: usize = 8;
 
 /// A user's role.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// Owns a tenant: everything in it.
-    Owner,
-    /// Works in a tenant: everything but its membership.
-    Member,
-    /// Runs the platform: every tenant, quotas, data nodes.
-    Admin,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Owner => "owner",
-            Role::Member => "member",
-            Role::Admin => "admin",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Role> {
-        match s {
-            "owner" => Some(Role::Owner),
-            "member" => Some(Role::Member),
-            "admin" => Some(Role::Admin),
-            _ => None,
-        }
-    }
-}
+pub use shoal_wire::account::Role;
 
 /// Hashes a password with argon2id and a fresh salt (PHC string).
 pub fn hash_password(password: &str) -> String {
@@ -216,33 +186,23 @@ impl Caller {
 }
 
 /// The session token of a request and whether it came from the cookie.
-fn presented_token(headers: &HeaderMap) -> Option<(&str, bool)> {
+fn presented_token(headers: &HeaderMap) -> Option<(String, bool)> {
     if let Some(value) = headers.get(header::AUTHORIZATION) {
         let token = value.to_str().ok()?.strip_prefix("Bearer ")?.trim();
-        return Some((token, false));
+        return Some((token.to_owned(), false));
     }
     cookie(headers, SESSION_COOKIE).map(|token| (token, true))
 }
 
-fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(n, _)| *n == name)
-        .map(|(_, v)| v)
+fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    let values = (headers.get_all(header::COOKIE).iter()).filter_map(|v| v.to_str().ok());
+    shoal_wire::account::cookie(values, name)
 }
 
 /// Whether two strings are equal, in time that does not depend on where
 /// they differ.
 fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
+    bool::from(a.as_bytes().ct_eq(b.as_bytes()))
 }
 
 impl FromRequestParts<Arc<App>> for Caller {
@@ -267,7 +227,7 @@ impl Caller {
         })?;
         let claims = app
             .tokens
-            .check(token)
+            .check(&token)
             .ok_or_else(|| ApiError::unauthenticated("the session is invalid or has expired"))?;
         // A browser sends the cookie on any request to this site; a write
         // must also carry what only this site's pages can read.

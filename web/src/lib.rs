@@ -7,9 +7,21 @@
 //! carry the session's CSRF token (double submit: it must equal the
 //! `shoal_csrf` cookie), and the session cookie is SameSite=Strict.
 
+//!
+//! - `http`: the handler skeleton: the visitor's session (`Visitor`,
+//!   `Operator`), checked forms (`Posted`), calls to the API.
+//! - `layout`: the page frame, problem and confirmation pages, usage bars.
+//! - `auth`, `databases`, `keys`, `sql`, `operators`: the pages, by area.
+//! - `format`: numbers, times and charts as people read them.
+
+mod auth;
+mod databases;
 mod format;
-mod manage;
-mod pages;
+mod http;
+mod keys;
+mod layout;
+mod operators;
+mod sql;
 
 use std::sync::Arc;
 
@@ -42,32 +54,35 @@ impl Console {
 /// The console's routes.
 pub fn router(console: Arc<Console>) -> Router {
     Router::new()
-        .route("/", get(pages::dashboard))
-        .route("/login", get(pages::login_form).post(pages::login))
-        .route("/signup", get(pages::signup_form).post(pages::signup))
-        .route("/logout", post(pages::logout))
-        .route("/databases", post(pages::create_database))
-        .route("/databases/{db}", get(pages::database))
-        .route("/databases/{db}/tables", post(manage::create_table))
+        .route("/", get(databases::dashboard))
+        .route("/login", get(auth::login_form).post(auth::login))
+        .route("/signup", get(auth::signup_form).post(auth::signup))
+        .route("/logout", post(auth::logout))
+        .route("/databases", post(databases::create_database))
+        .route("/databases/{db}", get(databases::database))
+        .route("/databases/{db}/tables", post(databases::create_table))
         .route(
             "/databases/{db}/tables/{table}/drop",
-            get(manage::confirm_drop_table).post(manage::drop_table),
+            get(databases::confirm_drop_table).post(databases::drop_table),
         )
-        .route("/keys", get(manage::keys).post(manage::create_key))
+        .route("/keys", get(keys::keys).post(keys::create_key))
         .route(
             "/keys/{id}/revoke",
-            get(manage::confirm_revoke).post(manage::revoke),
+            get(keys::confirm_revoke).post(keys::revoke),
         )
-        .route("/sql", get(manage::sql_form).post(manage::run_sql))
-        .route("/admin/datanodes", get(manage::datanodes))
-        .route("/admin/audit", get(manage::audit))
-        .route("/admin/tenants/{id}", get(manage::tenant))
-        .route("/admin/tenants/{id}/quota", post(manage::set_tenant_quota))
+        .route("/sql", get(sql::sql_form).post(sql::run_sql))
+        .route("/admin/datanodes", get(operators::datanodes))
+        .route("/admin/audit", get(operators::audit))
+        .route("/admin/tenants/{id}", get(operators::tenant))
+        .route(
+            "/admin/tenants/{id}/quota",
+            post(operators::set_tenant_quota),
+        )
         .route(
             "/admin/tenants/{id}/databases/{db}/quota",
-            post(manage::set_database_quota),
+            post(operators::set_database_quota),
         )
-        .route("/admin/tenants/{id}/{action}", post(manage::set_status))
-        .route("/assets/console.css", get(pages::stylesheet))
+        .route("/admin/tenants/{id}/{action}", post(operators::set_status))
+        .route("/assets/console.css", get(layout::stylesheet))
         .with_state(console)
 }

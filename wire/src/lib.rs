@@ -1,5 +1,6 @@
-//! Types both sides of the internal API agree on; the control plane links this,
-//! never the storage engine.
+//! Types two sides agree on — the control plane and the data node over the
+//! internal API, the control plane and the console over its own; the control
+//! plane links this, never the storage engine.
 //!
 //! - [`schema`]: identifiers, column types and table definitions, with the rules
 //!   that make a definition valid.
@@ -7,9 +8,11 @@
 //!   their rows travel in.
 //! - [`secret`]: the cluster secret both sides present.
 //! - [`apikey`]: tenant API keys: their form, their hash, their grants.
+//! - [`account`]: a console user as the API answers one; the session cookies.
 //! - [`prometheus`]: the Prometheus text format both sides serve.
 //! - [`internal`]: the internal API's routes and the bodies they carry.
 
+pub mod account;
 pub mod apikey;
 pub mod internal;
 pub mod ndbinfo;

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use subtle::ConstantTimeEq;
 
 /// The shared secret of a cluster: whoever presents it is the control plane
 /// or an operator. Never printed, compared in constant time.
@@ -47,12 +48,7 @@ impl ClusterSecret {
     /// Whether `presented` is the secret, in time that does not depend on
     /// where they first differ.
     pub fn matches(&self, presented: &[u8]) -> bool {
-        let want = self.0.as_bytes();
-        let mut diff = want.len() ^ presented.len();
-        for (i, &b) in want.iter().enumerate() {
-            diff |= usize::from(b ^ presented.get(i).copied().unwrap_or(0));
-        }
-        diff == 0
+        bool::from(self.0.as_bytes().ct_eq(presented))
     }
 
     /// Reads the secret from `path`, or writes a new random one there

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use shoal_wire::schema::TenantId;
+use subtle::ConstantTimeEq;
 
 use crate::tc::Role;
 
@@ -111,11 +112,7 @@ impl ApiKey {
 
     fn secret_matches(&self, secret: &[u8]) -> bool {
         let presented = digest(&self.salt, secret);
-        let diff = presented
-            .iter()
-            .zip(&self.hash)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-        diff == 0
+        bool::from(presented[..].ct_eq(&self.hash[..]))
     }
 }
 

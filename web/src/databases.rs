@@ -1,0 +1,411 @@
+//! A tenant's databases: the list with each one's memory, rates and
+//! warnings, a database's page (its tables, memory over time, how to
+//! connect), and its tables, made with a column editor and dropped after a
+//! confirmation page.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use maud::{Markup, html};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::Console;
+use crate::format;
+use crate::http::{Posted, Visitor, done_or, field, url_segment};
+use crate::layout::{Confirm, bar, confirm, html_response, problem};
+
+/// `/`: a tenant's databases; a platform admin's every tenant.
+pub(crate) async fn dashboard(
+    State(console): State<Arc<Console>>,
+    visitor: Visitor,
+    axum::extract::Query(query): axum::extract::Query<HashMap<String, String>>,
+) -> Response {
+    if visitor.user.is_admin() {
+        let sort = query.get("sort").map(String::as_str);
+        return crate::operators::tenants_page(&console, &visitor, sort).await;
+    }
+    databases_page(&console, &visitor, None).await
+}
+
+pub(crate) async fn create_database(
+    State(console): State<Arc<Console>>,
+    posted: Posted,
+) -> Response {
+    let name = posted.field("name");
+    let visitor = &posted.visitor;
+    let body = Some(json!({"name": name}));
+    let answer = visitor
+        .api(&console, Method::POST, "/databases", body)
+        .await;
+    if answer.status == StatusCode::CREATED {
+        return Redirect::to(&format!("/databases/{}", url_segment(&name))).into_response();
+    }
+    databases_page(&console, visitor, Some((&name, &answer.message()))).await
+}
+
+pub(crate) async fn database(
+    State(console): State<Arc<Console>>,
+    visitor: Visitor,
+    Path(name): Path<String>,
+) -> Response {
+    database_page(&console, &visitor, &name, None, StatusCode::OK).await
+}
+
+pub(crate) async fn create_table(
+    State(console): State<Arc<Console>>,
+    Path(db): Path<String>,
+    Posted { visitor, form }: Posted,
+) -> Response {
+    let path = format!("/databases/{}/tables", url_segment(&db));
+    let answer = (visitor.api(&console, Method::POST, &path, Some(table_of(&form)))).await;
+    if answer.status == StatusCode::CREATED {
+        return Redirect::to(&format!("/databases/{}", url_segment(&db))).into_response();
+    }
+    let error = answer.message();
+    database_page(
+        &console,
+        &visitor,
+        &db,
+        Some((&form, &error)),
+        answer.status,
+    )
+    .await
+}
+
+pub(crate) async fn confirm_drop_table(
+    visitor: Visitor,
+    Path((db, table)): Path<(String, String)>,
+) -> Response {
+    let (db_at, table_at) = (url_segment(&db), url_segment(&table));
+    confirm(
+        &visitor,
+        Confirm {
+            title: "Drop table",
+            question: html! { "Drop table " (table) "?" },
+            warning: "Its rows are deleted and its memory is given back. This cannot be undone.",
+            action: format!("/databases/{db_at}/tables/{table_at}/drop"),
+            button: format!("Drop {table}"),
+            cancel: format!("/databases/{db_at}"),
+        },
+    )
+}
+
+pub(crate) async fn drop_table(
+    State(console): State<Arc<Console>>,
+    Path((db, table)): Path<(String, String)>,
+    Posted { visitor, .. }: Posted,
+) -> Response {
+    let (db, table) = (url_segment(&db), url_segment(&table));
+    let path = format!("/databases/{db}/tables/{table}");
+    let answer = visitor.api(&console, Method::DELETE, &path, None).await;
+    done_or(
+        answer,
+        StatusCode::NO_CONTENT,
+        &format!("/databases/{db}"),
+        "Not dropped",
+    )
+}
+
+fn new_database_form(csrf: &str, value: &str, error: Option<&str>) -> Markup {
+    html! {
+        form.inline method="post" action="/databases" {
+            input type="hidden" name="csrf" value=(csrf);
+            label for="name" { "New database" }
+            input #name name="name" value=(value) required maxlength="63" pattern="[A-Za-z_][A-Za-z0-9_]*"
+                title="letters, digits and _, starting with a letter or _";
+            button type="submit" { "Create" }
+            @if let Some(error) = error { p.error role="alert" { (error) } }
+        }
+    }
+}
+
+/// A tenant's databases with their memory, rates and warnings; the form
+/// for a new one (`form_error` refills it after a mistake).
+async fn databases_page(
+    console: &Console,
+    visitor: &Visitor,
+    form_error: Option<(&str, &str)>,
+) -> Response {
+    let quotas = visitor.get(console, "/quotas").await;
+    let listed = visitor.get(console, "/databases").await;
+    let quota_of = |name: &str| {
+        quotas["databases"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|d| d["name"] == name)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let tenant = &quotas["tenant"];
+    // Each database's last hour, per minute, from metering.
+    let mut recent = HashMap::new();
+    for db in listed["databases"].as_array().into_iter().flatten() {
+        let name = db["name"].as_str().unwrap_or("");
+        let path = format!("/usage?database={}&resolution=minute", url_segment(name));
+        let usage = visitor.get(console, &path).await;
+        recent.insert(name.to_owned(), Recent::of(&usage));
+    }
+    let status = if form_error.is_some() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    html_response(
+        status,
+        visitor.page(
+            "Databases",
+            html! {
+                h1 { "Databases" }
+                section.summary {
+                    h2 { "Memory" }
+                    (bar(tenant["usage"]["in_memory_bytes"].as_u64().unwrap_or(0), tenant["quota"]["in_memory_bytes"].as_u64()))
+                    @for w in tenant["warnings"].as_array().into_iter().flatten() {
+                        p.warning { (warning_text(w.as_str().unwrap_or(""))) }
+                    }
+                }
+                table {
+                    thead { tr { th { "Database" } th { "Tables" } th { "Memory" } th { "Units per second" } th { "Last hour" } th { "Warnings" } } }
+                    tbody {
+                        @for db in listed["databases"].as_array().into_iter().flatten() {
+                            @let name = db["name"].as_str().unwrap_or("");
+                            @let q = quota_of(name);
+                            tr {
+                                td { a href=(format!("/databases/{name}")) { (name) } }
+                                td { (db["tables"].as_array().map_or(0, Vec::len)) }
+                                td { (bar(q["usage"]["in_memory_bytes"].as_u64().unwrap_or(0), q["quota"]["in_memory_bytes"].as_u64())) }
+                                @let r = recent.get(name).copied().unwrap_or_default();
+                                td.rates {
+                                    "reads " (r.reads_per_sec) (limit(&q["quota"]["read_units_per_sec"]))
+                                    br;
+                                    "writes " (r.writes_per_sec) (limit(&q["quota"]["write_units_per_sec"]))
+                                }
+                                td.recent { (r.throttled) " throttled, " (r.rejected) " refused by a quota" }
+                                td { @for w in q["warnings"].as_array().into_iter().flatten() { span.badge { (warning_text(w.as_str().unwrap_or(""))) } } }
+                            }
+                        }
+                    }
+                }
+                (new_database_form(&visitor.csrf, form_error.map_or("", |e| e.0), form_error.map(|e| e.1)))
+            },
+        ),
+    )
+}
+
+/// A database's last hour of metering: its rate in the last full minute,
+/// and what was refused over the hour.
+#[derive(Debug, Default, Clone, Copy)]
+struct Recent {
+    reads_per_sec: u64,
+    writes_per_sec: u64,
+    throttled: u64,
+    rejected: u64,
+}
+
+impl Recent {
+    fn of(usage: &Value) -> Recent {
+        let points: Vec<&Value> = usage["points"].as_array().into_iter().flatten().collect();
+        let n = |p: &Value, f: &str| p[f].as_u64().unwrap_or(0);
+        // The newest minute is still filling: the one before is the last full one.
+        let last_full = points.len().checked_sub(2).map(|i| points[i]);
+        Recent {
+            reads_per_sec: last_full.map_or(0, |p| n(p, "read_units") / 60),
+            writes_per_sec: last_full.map_or(0, |p| n(p, "write_units") / 60),
+            throttled: points
+                .iter()
+                .map(|p| n(p, "throttled_reads") + n(p, "throttled_writes"))
+                .sum(),
+            rejected: points.iter().map(|p| n(p, "quota_rejections")).sum(),
+        }
+    }
+}
+
+/// " of N/s", or nothing without a limit.
+fn limit(quota: &Value) -> String {
+    quota
+        .as_u64()
+        .map_or_else(String::new, |n| format!(" of {n}/s"))
+}
+
+fn warning_text(code: &str) -> &str {
+    match code {
+        "memory_80" => "memory at 80% of the quota",
+        "memory_100" => "memory quota reached: writes that need memory are refused",
+        "throttled" => "throttled in the last interval",
+        other => other,
+    }
+}
+
+/// A database's page; `table_error` refills the table form after a mistake.
+async fn database_page(
+    console: &Console,
+    visitor: &Visitor,
+    name: &str,
+    table_error: Option<(&HashMap<String, String>, &str)>,
+    status: StatusCode,
+) -> Response {
+    let path = format!("/databases/{}", url_segment(name));
+    let found = visitor.api(console, Method::GET, &path, None).await;
+    if found.status != StatusCode::OK {
+        return problem(found.status, "Not found", &found.message());
+    }
+    let db = found.body;
+    let memory = visitor.get(console, &format!("{path}/memory")).await;
+    let usage_path = format!("/usage?database={}&resolution=raw", url_segment(name));
+    let usage = visitor.get(console, &usage_path).await;
+    let memory_over_time: Vec<(i64, u64)> = usage["points"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| Some((p["at"].as_i64()?, p["memory_bytes"].as_u64()?)))
+        .collect();
+    let memory_of = |table: &str| {
+        memory["rows"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|row| row[1] == table)
+            .map(|row| (row[2].as_u64().unwrap_or(0), row[3].as_u64().unwrap_or(0)))
+            .unwrap_or((0, 0))
+    };
+    let rest = db["rest_url"].as_str().unwrap_or("");
+    let resp = db["resp_addr"].as_str().unwrap_or("");
+    let (host, port) = resp.rsplit_once(':').unwrap_or((resp, ""));
+    let empty = HashMap::new();
+    let (values, error) = table_error.map_or((&empty, None), |(v, e)| (v, Some(e)));
+    html_response(
+        status,
+        visitor.page(
+            name,
+            html! {
+                    h1 { "Database " (name) }
+                    h2 { "Tables" }
+                    table #tables {
+                        thead { tr { th { "Table" } th { "Memory" } th { "Free inside it" } th { "" } } }
+                        tbody {
+                            @for table in db["tables"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+                                @let (used, free) = memory_of(table);
+                                tr {
+                                    td { (table) }
+                                    td.memory { (format::bytes(used)) }
+                                    td { (format::bytes(free)) }
+                                    td { a href=(format!("{path}/tables/{}/drop", url_segment(table))) { "Drop" } }
+                                }
+                            }
+                        }
+                    }
+                    h2 { "Memory, the last hour" }
+            (format::chart(&memory_over_time, 480, 120, format::bytes))
+            (table_form(name, &visitor.csrf, values, error))
+                    h2 { "Connect" }
+                    dl {
+                        dt { "REST" } dd { code { (rest) } }
+                        dt { "Redis protocol" } dd { code { (resp) } }
+                    }
+                    pre { code { "curl -s -H 'X-API-KEY: <key>' -d '{\"filters\":[{\"column\":\"id\",\"value\":1}]}' " (rest) "/0.1.0/" (name) "/<table>/pk-read" } }
+                    pre { code { "redis-cli -h " (host) " -p " (port) " --user " (name) " --pass '<key>' --no-auth-warning PING" } }
+                    p { "Make a key for it on the " a href="/keys" { "API keys" } " page." }
+                },
+        ),
+    )
+}
+
+/// Column rows the table form offers (the "Add column" button adds more).
+const COLUMN_ROWS: usize = 4;
+const TYPES: [&str; 12] = [
+    "BIGINT",
+    "INT",
+    "SMALLINT",
+    "DOUBLE",
+    "DECIMAL(12,2)",
+    "VARCHAR(100)",
+    "VARCHAR(1000)",
+    "CHAR(2)",
+    "VARBINARY(1024)",
+    "DATE",
+    "DATETIME(3)",
+    "BOOL",
+];
+
+/// The table form of the database page; `values` refill it after a mistake.
+fn table_form(
+    db: &str,
+    csrf: &str,
+    values: &HashMap<String, String>,
+    error: Option<&str>,
+) -> Markup {
+    let rows = (0..64)
+        .take_while(|i| *i < COLUMN_ROWS || values.contains_key(&format!("col{i}_name")))
+        .count()
+        .max(COLUMN_ROWS);
+    html! {
+        form.card #new-table method="post" action=(format!("/databases/{}/tables", url_segment(db))) {
+            input type="hidden" name="csrf" value=(csrf);
+            label for="table_name" { "New table" }
+            input #table_name name="table_name" value=(values.get("table_name").map_or("", String::as_str)) required maxlength="63";
+            fieldset #columns {
+                legend { "Columns" }
+                @for i in 0..rows {
+                    div.column {
+                        input name=(format!("col{i}_name")) placeholder="column" aria-label=(format!("column {} name", i + 1))
+                            value=(values.get(&format!("col{i}_name")).map_or("", String::as_str));
+                        input name=(format!("col{i}_type")) list="types" placeholder="type" aria-label=(format!("column {} type", i + 1))
+                            value=(values.get(&format!("col{i}_type")).map_or("", String::as_str));
+                        label { input type="checkbox" name=(format!("col{i}_nullable")) value="1"
+                            checked[values.contains_key(&format!("col{i}_nullable"))]; " nullable" }
+                    }
+                }
+                datalist #types { @for t in TYPES { option value=(t); } }
+                button type="button" #add-column { "Add column" }
+            }
+            label for="primary_key" { "Primary key (columns, comma-separated)" }
+            input #primary_key name="primary_key" value=(values.get("primary_key").map_or("", String::as_str)) required;
+            @if let Some(error) = error { p.error role="alert" { (error) } }
+            button type="submit" { "Create table" }
+        }
+        script { (maud::PreEscaped(ADD_COLUMN_JS)) }
+    }
+}
+
+/// "Add column": a copy of the last row with the next index, empty.
+const ADD_COLUMN_JS: &str = r#"
+document.getElementById('add-column').addEventListener('click', function () {
+  var rows = document.querySelectorAll('#columns .column');
+  var last = rows[rows.length - 1], next = last.cloneNode(true), n = rows.length;
+  next.querySelectorAll('input').forEach(function (input) {
+    input.name = input.name.replace(/^col\d+_/, 'col' + n + '_');
+    if (input.type === 'checkbox') { input.checked = false; } else { input.value = ''; }
+    if (input.getAttribute('aria-label')) { input.setAttribute('aria-label', input.getAttribute('aria-label').replace(/\d+/, n + 1)); }
+  });
+  last.after(next);
+  next.querySelector('input').focus();
+});
+"#;
+
+/// The table a form describes, as the API takes it.
+fn table_of(form: &HashMap<String, String>) -> Value {
+    let mut columns = Vec::new();
+    for i in 0..256 {
+        let Some(name) = form.get(&format!("col{i}_name")) else {
+            break;
+        };
+        if name.trim().is_empty() {
+            continue;
+        }
+        columns.push(json!({
+            "name": name.trim(),
+            "type": form.get(&format!("col{i}_type")).map_or("", |t| t.trim()),
+            "nullable": form.contains_key(&format!("col{i}_nullable")),
+        }));
+    }
+    let key: Vec<String> = field(form, "primary_key")
+        .split(',')
+        .map(|k| k.trim().to_owned())
+        .filter(|k| !k.is_empty())
+        .collect();
+    json!({"name": field(form, "table_name").trim(), "columns": columns, "primary_key": key})
+}

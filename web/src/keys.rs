@@ -1,0 +1,133 @@
+//! API keys: the list with each key's grants and last use, a new key
+//! (its secret shown once), and revoking one after a confirmation page.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use maud::html;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::Console;
+use crate::format;
+use crate::http::{Posted, Visitor, done_or, url_segment};
+use crate::layout::{Confirm, confirm, html_response};
+
+pub(crate) async fn keys(State(console): State<Arc<Console>>, visitor: Visitor) -> Response {
+    keys_page(&console, &visitor, None, None).await
+}
+
+pub(crate) async fn create_key(State(console): State<Arc<Console>>, posted: Posted) -> Response {
+    let body = json!({
+        "name": posted.field("name"),
+        "grants": [{"database": posted.field("database"), "role": posted.field("role")}],
+    });
+    let visitor = &posted.visitor;
+    let answer = visitor
+        .api(&console, Method::POST, "/api-keys", Some(body))
+        .await;
+    if answer.status == StatusCode::CREATED {
+        return keys_page(&console, visitor, Some(&answer.body), None).await;
+    }
+    keys_page(&console, visitor, None, Some(&answer.message())).await
+}
+
+pub(crate) async fn confirm_revoke(visitor: Visitor, Path(id): Path<String>) -> Response {
+    confirm(
+        &visitor,
+        Confirm {
+            title: "Revoke key",
+            question: html! { "Revoke key " code { (id) } "?" },
+            warning: "Applications using it are refused from their next request. This cannot be undone.",
+            action: format!("/keys/{}/revoke", url_segment(&id)),
+            button: "Revoke".into(),
+            cancel: "/keys".into(),
+        },
+    )
+}
+
+pub(crate) async fn revoke(
+    State(console): State<Arc<Console>>,
+    Path(id): Path<String>,
+    Posted { visitor, .. }: Posted,
+) -> Response {
+    let path = format!("/api-keys/{}", url_segment(&id));
+    let answer = visitor.api(&console, Method::DELETE, &path, None).await;
+    done_or(answer, StatusCode::NO_CONTENT, "/keys", "Not revoked")
+}
+
+/// The visitor's keys and the form for a new one; `made` is a key just
+/// made, shown this once.
+async fn keys_page(
+    console: &Console,
+    visitor: &Visitor,
+    made: Option<&Value>,
+    error: Option<&str>,
+) -> Response {
+    let keys = visitor.get(console, "/api-keys").await;
+    let dbs = visitor.get(console, "/databases").await;
+    let csrf = &visitor.csrf;
+    let status = if error.is_some() {
+        StatusCode::BAD_REQUEST
+    } else if made.is_some() {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    html_response(
+        status,
+        visitor.page(
+            "API keys",
+            html! {
+                h1 { "API keys" }
+                @if let Some(made) = made {
+                    section.secret role="status" {
+                        h2 { "Your new key" }
+                        p.warning { "Copy it now: it is shown only this once, and Shoal keeps only a hash of it." }
+                        code #new-key { (made["key"].as_str().unwrap_or("")) }
+                        " " button type="button" #copy-key { "Copy" }
+                        script { (maud::PreEscaped("document.getElementById('copy-key').addEventListener('click',function(){navigator.clipboard.writeText(document.getElementById('new-key').textContent);this.textContent='Copied';});")) }
+                    }
+                }
+                table {
+                    thead { tr { th { "Name" } th { "Key" } th { "Grants" } th { "Created" } th { "Last used" } th { "" } } }
+                    tbody {
+                        @for k in keys["keys"].as_array().into_iter().flatten() {
+                            tr {
+                                td { (k["name"].as_str().unwrap_or("")) }
+                                td { code { (k["id"].as_str().unwrap_or("")) ".…" } }
+                                td { @for g in k["grants"].as_array().into_iter().flatten() {
+                                    (g["database"].as_str().unwrap_or("")) " (" (g["role"].as_str().unwrap_or("")) ") " } }
+                                td { (format::when(k["created_at"].as_i64())) }
+                                td { (format::when(k["last_used_at"].as_i64())) }
+                                td {
+                                    @if k["revoked_at"].is_null() {
+                                        a href=(format!("/keys/{}/revoke", url_segment(k["id"].as_str().unwrap_or("")))) { "Revoke" }
+                                    } @else { "revoked " (format::when(k["revoked_at"].as_i64())) }
+                                }
+                            }
+                        }
+                    }
+                }
+                form.card method="post" action="/keys" {
+                    input type="hidden" name="csrf" value=(csrf);
+                    h2 { "New key" }
+                    label for="key_name" { "Name" }
+                    input #key_name name="name" required maxlength="64" placeholder="checkout service";
+                    label for="key_database" { "Database" }
+                    select #key_database name="database" required {
+                        @for db in dbs["databases"].as_array().into_iter().flatten() {
+                            option value=(db["name"].as_str().unwrap_or("")) { (db["name"].as_str().unwrap_or("")) }
+                        }
+                    }
+                    label for="key_role" { "Role" }
+                    select #key_role name="role" { option value="read_write" { "read and write" } option value="read" { "read only" } }
+                    @if let Some(error) = error { p.error role="alert" { (error) } }
+                    button type="submit" { "Create key" }
+                }
+            },
+        ),
+    )
+}

@@ -1,0 +1,290 @@
+//! What platform admins see: every tenant, a tenant's quotas (and its
+//! databases'), suspension and audit trail, the data nodes, the audit log.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use maud::{Markup, html};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::Console;
+use crate::format;
+use crate::http::{Operator, Posted, Visitor, done_or, field, url_segment};
+use crate::layout::{bar, html_response, problem};
+
+pub(crate) async fn tenant(
+    State(console): State<Arc<Console>>,
+    Operator(visitor): Operator,
+    Path(tenant): Path<String>,
+) -> Response {
+    tenant_page(&console, &visitor, &tenant, None).await
+}
+
+pub(crate) async fn set_tenant_quota(
+    State(console): State<Arc<Console>>,
+    Path(tenant): Path<String>,
+    posted: Posted,
+) -> Response {
+    save_quota(&console, posted, &tenant, None).await
+}
+
+pub(crate) async fn set_database_quota(
+    State(console): State<Arc<Console>>,
+    Path((tenant, db)): Path<(String, String)>,
+    posted: Posted,
+) -> Response {
+    save_quota(&console, posted, &tenant, Some(&db)).await
+}
+
+/// Saves a tenant's quota (`db` none) or one of its databases'.
+async fn save_quota(console: &Console, posted: Posted, tenant: &str, db: Option<&str>) -> Response {
+    let Posted { visitor, form } = posted;
+    let which = db.unwrap_or("tenant");
+    let quota = match quota_of(&form) {
+        Ok(quota) => quota,
+        Err(e) => return tenant_page(console, &visitor, tenant, Some((which, &e))).await,
+    };
+    let tenant_at = url_segment(tenant);
+    let path = match db {
+        Some(db) => format!(
+            "/admin/tenants/{tenant_at}/databases/{}/quota",
+            url_segment(db)
+        ),
+        None => format!("/admin/tenants/{tenant_at}/quota"),
+    };
+    let answer = visitor.api(console, Method::PUT, &path, Some(quota)).await;
+    if answer.status != StatusCode::OK {
+        let refused = answer.message();
+        return tenant_page(console, &visitor, tenant, Some((which, &refused))).await;
+    }
+    Redirect::to(&format!("/admin/tenants/{tenant_at}")).into_response()
+}
+
+pub(crate) async fn set_status(
+    State(console): State<Arc<Console>>,
+    Path((tenant, action)): Path<(String, String)>,
+    Posted { visitor, .. }: Posted,
+) -> Response {
+    if action != "suspend" && action != "resume" {
+        return problem(StatusCode::NOT_FOUND, "Not found", "no such page");
+    }
+    let tenant_at = url_segment(&tenant);
+    let path = format!("/admin/tenants/{tenant_at}/{action}");
+    let answer = visitor.api(&console, Method::POST, &path, None).await;
+    let back = format!("/admin/tenants/{tenant_at}");
+    done_or(answer, StatusCode::NO_CONTENT, &back, "Not changed")
+}
+
+pub(crate) async fn datanodes(
+    State(console): State<Arc<Console>>,
+    Operator(visitor): Operator,
+) -> Response {
+    let nodes = visitor.get(&console, "/admin/datanodes").await;
+    html_response(
+        StatusCode::OK,
+        visitor.page(
+            "Data nodes",
+            html! {
+                h1 { "Data nodes" }
+                table {
+                    thead { tr { th { "Node" } th { "Status" } th { "DataMemory" } th { "Last seen" } th { "REST" } } }
+                    tbody {
+                        @for n in nodes["datanodes"].as_array().into_iter().flatten() {
+                            tr {
+                                td { (n["node_id"]) }
+                                td { span class=(format!("status {}", n["status"].as_str().unwrap_or(""))) { (n["status"].as_str().unwrap_or("")) } }
+                                td { (bar(n["used_bytes"].as_u64().unwrap_or(0), n["data_memory_bytes"].as_u64())) }
+                                td { (format::when(n["last_seen"].as_i64())) }
+                                td { code { (n["rest_url"].as_str().unwrap_or("")) } }
+                            }
+                        }
+                    }
+                }
+            },
+        ),
+    )
+}
+
+/// `/admin/audit`: the latest changes on the platform.
+pub(crate) async fn audit(
+    State(console): State<Arc<Console>>,
+    Operator(visitor): Operator,
+) -> Response {
+    let audit = visitor.get(&console, "/admin/audit?limit=200").await;
+    let content = html! { h1 { "Audit log" } (audit_table(&audit)) };
+    html_response(StatusCode::OK, visitor.page("Audit log", content))
+}
+
+/// `/` for a platform admin: every tenant, sorted by the column asked for.
+pub(crate) async fn tenants_page(
+    console: &Console,
+    visitor: &Visitor,
+    sort: Option<&str>,
+) -> Response {
+    let tenants = visitor.get(console, "/admin/tenants").await;
+    let mut rows: Vec<Value> = tenants["tenants"].as_array().cloned().unwrap_or_default();
+    // Sorted by the column asked for: the largest first, names A to Z.
+    let number = |t: &Value, path: [&str; 2]| t[path[0]][path[1]].as_u64().unwrap_or(0);
+    match sort.unwrap_or("name") {
+        "memory" => {
+            rows.sort_by_key(|t| std::cmp::Reverse(number(t, ["usage", "in_memory_bytes"])))
+        }
+        "databases" => rows.sort_by_key(|t| std::cmp::Reverse(number(t, ["usage", "databases"]))),
+        "keys" => rows.sort_by_key(|t| std::cmp::Reverse(number(t, ["usage", "api_keys"]))),
+        "status" => rows.sort_by(|a, b| a["status"].as_str().cmp(&b["status"].as_str())),
+        _ => rows.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str())),
+    }
+    html_response(
+        StatusCode::OK,
+        visitor.page(
+            "Tenants",
+            html! {
+                h1 { "Tenants" }
+                table {
+                    thead { tr {
+                        @for (key, label) in [("name", "Tenant"), ("status", "Status"), ("memory", "Memory"), ("databases", "Databases"), ("keys", "Keys")] {
+                            th aria-sort=[(sort.unwrap_or("name") == key).then_some("descending")] {
+                                a href=(format!("/?sort={key}")) { (label) }
+                            }
+                        }
+                    } }
+                    tbody {
+                        @for t in &rows {
+                            tr {
+                                td { a href=(format!("/admin/tenants/{}", url_segment(t["id"].as_str().unwrap_or("")))) { (t["name"].as_str().unwrap_or("")) } }
+                                td { (t["status"].as_str().unwrap_or("")) }
+                                td { (bar(t["usage"]["in_memory_bytes"].as_u64().unwrap_or(0), t["quota"]["in_memory_bytes"].as_u64())) }
+                                td { (t["usage"]["databases"]) }
+                                td { (t["usage"]["api_keys"]) }
+                            }
+                        }
+                    }
+                }
+            },
+        ),
+    )
+}
+
+const QUOTA_FIELDS: [(&str, &str); 10] = [
+    ("in_memory_bytes", "Memory (bytes)"),
+    ("on_disk_bytes", "Disk (bytes)"),
+    ("read_units_per_sec", "Read units per second"),
+    ("write_units_per_sec", "Write units per second"),
+    ("burst_seconds", "Burst (seconds)"),
+    ("max_transaction_ops", "Operations per request"),
+    ("max_parallel_transactions", "Requests in flight"),
+    ("max_databases", "Databases"),
+    ("max_tables", "Tables"),
+    ("max_api_keys", "API keys"),
+];
+
+fn quota_form(action: &str, csrf: &str, quota: &Value, error: Option<&str>) -> Markup {
+    html! {
+        form.card.quota method="post" action=(action) {
+            input type="hidden" name="csrf" value=(csrf);
+            @for (name, label) in QUOTA_FIELDS {
+                label for=(name) { (label) }
+                input id=(name) name=(name) inputmode="numeric" pattern="[0-9]*" placeholder="unlimited"
+                    value=(quota[name].as_u64().map(|n| n.to_string()).unwrap_or_default());
+            }
+            @if let Some(error) = error { p.error role="alert" { (error) } }
+            button type="submit" { "Save quota" }
+        }
+    }
+}
+
+/// The quota a form describes; empty fields are unlimited.
+fn quota_of(form: &HashMap<String, String>) -> Result<Value, String> {
+    let mut quota = serde_json::Map::new();
+    for (name, label) in QUOTA_FIELDS {
+        let raw = field(form, name);
+        let raw = raw.trim();
+        let value = if raw.is_empty() {
+            Value::Null
+        } else {
+            json!(raw.parse::<u64>().map_err(|_| format!(
+                "{name}: {label} is a whole number, or empty for unlimited"
+            ))?)
+        };
+        quota.insert(name.to_owned(), value);
+    }
+    Ok(Value::Object(quota))
+}
+
+/// A tenant: its status, its quota and its databases', and its audit trail;
+/// `error` says which form was refused and why.
+async fn tenant_page(
+    console: &Console,
+    visitor: &Visitor,
+    tenant: &str,
+    error: Option<(&str, &str)>,
+) -> Response {
+    let tenants = visitor.get(console, "/admin/tenants").await;
+    let Some(t) = tenants["tenants"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["id"] == tenant)
+        .cloned()
+    else {
+        return problem(StatusCode::NOT_FOUND, "Not found", "no such tenant");
+    };
+    let dbs = visitor.get(console, "/databases").await;
+    let audit_path = format!("/admin/audit?tenant={}&limit=50", url_segment(tenant));
+    let audit = visitor.get(console, &audit_path).await;
+    let csrf = &visitor.csrf;
+    let status = if error.is_some() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    let error_for = |what: &str| error.filter(|(w, _)| *w == what).map(|(_, e)| e);
+    html_response(
+        status,
+        visitor.page(
+            &format!("Tenant {}", t["name"].as_str().unwrap_or("")),
+            html! {
+                h1 { "Tenant " (t["name"].as_str().unwrap_or("")) }
+                p { "Status: " strong { (t["status"].as_str().unwrap_or("")) } " · memory "
+                    (bar(t["usage"]["in_memory_bytes"].as_u64().unwrap_or(0), t["quota"]["in_memory_bytes"].as_u64())) }
+                form method="post" action=(format!("/admin/tenants/{}/{}", url_segment(tenant), if t["status"] == "active" { "suspend" } else { "resume" })) {
+                    input type="hidden" name="csrf" value=(csrf);
+                    button.danger type="submit" { @if t["status"] == "active" { "Suspend" } @else { "Resume" } }
+                }
+                h2 { "Tenant quota" }
+                (quota_form(&format!("/admin/tenants/{}/quota", url_segment(tenant)), csrf, &t["quota"], error_for("tenant")))
+                @for db in dbs["databases"].as_array().into_iter().flatten().filter(|d| d["tenant_id"] == tenant) {
+                    @let name = db["name"].as_str().unwrap_or("");
+                    h2 { "Database " (name) }
+                    (quota_form(&format!("/admin/tenants/{}/databases/{}/quota", url_segment(tenant), url_segment(name)), csrf, &Value::Null, error_for(name)))
+                }
+                h2 { "Audit trail" }
+                (audit_table(&audit))
+            },
+        ),
+    )
+}
+
+/// Audit entries: when, who, what, before and after.
+fn audit_table(audit: &Value) -> Markup {
+    html! {
+        table.audit {
+            thead { tr { th { "When" } th { "Who" } th { "What" } th { "Before" } th { "After" } } }
+            tbody {
+                @for e in audit["entries"].as_array().into_iter().flatten() {
+                    tr {
+                        td { (format::when(e["at"].as_i64())) }
+                        td { (e["actor"]["email"].as_str().unwrap_or("")) }
+                        td { (e["action"].as_str().unwrap_or("")) " " (e["target"].as_str().unwrap_or("")) }
+                        td { code { (e["before"].to_string()) } }
+                        td { code { (e["after"].to_string()) } }
+                    }
+                }
+            }
+        }
+    }
+}
