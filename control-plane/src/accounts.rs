@@ -1,6 +1,7 @@
 //! Sign-up, login, logout and who am I.
 
 use shoal_wire::account::{TenantRef, User};
+use shoal_wire::schema::TenantId;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -15,7 +16,7 @@ use crate::audit::{self, Change};
 use crate::auth::{self, Caller, Role, UserRow};
 use crate::error::ApiError;
 use crate::server::{App, Body};
-use crate::store::{Store, new_id, now_ms};
+use crate::store::{Store, new_id, new_tenant_id, now_ms};
 use crate::validate;
 
 /// Longest tenant name.
@@ -109,13 +110,13 @@ pub async fn signup(
     }
     let password = req.password;
     let hash = auth::blocking(move || auth::hash_password(&password)).await;
-    let (tenant_id, user_id, now) = (new_id("t"), new_id("u"), now_ms());
+    let (tenant_id, user_id, now) = (new_tenant_id(), new_id("u"), now_ms());
     let mut tx = app.store.begin_write().await?;
     let plan = serde_json::to_string(&app.config.plan_quota).expect("a quota serializes");
     sqlx::query(
         "INSERT INTO tenants (id, name, status, created_at, quota) VALUES ($1, $2, 'active', $3, $4)",
     )
-    .bind(&tenant_id)
+    .bind(tenant_id.as_str())
     .bind(&tenant_name)
     .bind(now)
     .bind(&plan)
@@ -127,7 +128,7 @@ pub async fn signup(
          VALUES ($1, $2, $3, $4, 'owner', 0, $5)",
     )
     .bind(&user_id)
-    .bind(&tenant_id)
+    .bind(tenant_id.as_str())
     .bind(&email)
     .bind(&hash)
     .bind(now)
@@ -155,7 +156,7 @@ pub async fn signup(
         &user_id,
         &email,
         Role::Owner,
-        Some((&tenant_id, &tenant_name)),
+        Some((tenant_id.as_str(), &tenant_name)),
     );
     Ok(session(&app, StatusCode::CREATED, &user_id, user))
 }
@@ -165,7 +166,7 @@ pub async fn signup(
 /// email.
 pub async fn create_user(
     store: &Store,
-    tenant: Option<&str>,
+    tenant: Option<&TenantId>,
     email: &str,
     password: &str,
     role: Role,
@@ -290,9 +291,8 @@ pub async fn logout(State(app): State<Arc<App>>, caller: Caller) -> Result<Respo
 #[utoipa::path(get, path = "/me", tag = "accounts",
     responses((status = 200, description = "{user: {id, email, role, tenant}}", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object)))]
 pub async fn me(caller: Caller) -> Json<Value> {
-    let tenant = caller
-        .tenant_id
-        .as_deref()
+    let tenant = (caller.tenant_id.as_ref())
+        .map(|t| t.as_str())
         .zip(caller.tenant_name.as_deref());
     Json(json!({"user": user_json(&caller.user_id, &caller.email, caller.role, tenant)}))
 }

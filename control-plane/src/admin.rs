@@ -17,10 +17,11 @@ use crate::error::ApiError;
 use crate::server::{App, Body, Path};
 use crate::store::Store;
 use crate::{quotas, validate};
+use shoal_wire::schema::TenantId;
 
 #[derive(Debug, sqlx::FromRow)]
 struct TenantRow {
-    id: String,
+    id: TenantId,
     name: String,
     status: String,
     created_at: i64,
@@ -46,7 +47,7 @@ pub async fn tenants(State(app): State<Arc<App>>, caller: Caller) -> Result<Json
         let counts = quotas::counts(&app, &t.id).await?;
         let memory: u64 = placed
             .iter()
-            .filter(|(tenant, _)| *tenant == t.id)
+            .filter(|(tenant, _)| *tenant == t.id.as_str())
             .filter_map(|(_, db)| usage.get(db)?.get("in_memory_bytes")?.as_u64())
             .sum();
         answer.push(json!({
@@ -96,9 +97,7 @@ async fn set_status(
     status: &str,
 ) -> Result<StatusCode, ApiError> {
     caller.require_admin()?;
-    if !validate::could_name(tenant) {
-        return Err(ApiError::not_found("tenant"));
-    }
+    let tenant = &validate::tenant(tenant)?;
     let mut tx = app.store.begin_write().await?;
     let before: Option<String> = sqlx::query_scalar("SELECT status FROM tenants WHERE id = $1")
         .bind(tenant)

@@ -13,12 +13,13 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::server::{App, Query};
 use crate::store::{new_id, now_ms};
+use shoal_wire::schema::TenantId;
 
 /// One change, for `record`.
 #[derive(Debug)]
 pub struct Change<'a> {
     /// The tenant it concerns, if any.
-    pub tenant_id: Option<&'a str>,
+    pub tenant_id: Option<&'a TenantId>,
     /// What was done, e.g. `tenant.quota.set`.
     pub action: &'static str,
     /// What to, e.g. `database shop`.
@@ -42,7 +43,7 @@ pub async fn record<'e>(
     .bind(now_ms())
     .bind(&actor.user_id)
     .bind(&actor.email)
-    .bind(change.tenant_id)
+    .bind(change.tenant_id.map(TenantId::as_str))
     .bind(change.action)
     .bind(&change.target)
     .bind(change.before.map(|v| v.to_string()))

@@ -21,6 +21,7 @@ use subtle::ConstantTimeEq;
 use crate::error::ApiError;
 use crate::server::App;
 use crate::store::now_ms;
+use shoal_wire::schema::TenantId;
 
 pub use shoal_wire::account::CSRF_COOKIE;
 pub use shoal_wire::account::SESSION_COOKIE;
@@ -159,7 +160,7 @@ pub struct Caller {
     pub email: String,
     pub role: Role,
     /// The caller's tenant; `None` for platform admins.
-    pub tenant_id: Option<String>,
+    pub tenant_id: Option<TenantId>,
     pub tenant_name: Option<String>,
 }
 
@@ -178,8 +179,8 @@ impl Caller {
     }
 
     /// The caller's tenant: refused for platform admins, who have none.
-    pub fn tenant(&self) -> Result<&str, ApiError> {
-        self.tenant_id.as_deref().ok_or_else(|| {
+    pub fn tenant(&self) -> Result<&TenantId, ApiError> {
+        self.tenant_id.as_ref().ok_or_else(|| {
             ApiError::invalid("a platform admin belongs to no tenant: log in as a tenant's user")
         })
     }
@@ -260,7 +261,8 @@ impl Caller {
             user_id: claims.sub,
             role: user.role()?,
             email: user.email,
-            tenant_id: user.tenant_id,
+            tenant_id: (user.tenant_id.map(TenantId::try_from).transpose())
+                .map_err(|_| ApiError::internal())?,
             tenant_name: user.tenant_name,
         })
     }

@@ -12,12 +12,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use shoal_wire::internal;
 use shoal_wire::ndbinfo::Cell;
-use shoal_wire::schema::{DatabaseName, TableDef};
+use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
 
 use crate::audit::{self, Change};
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::nodes::{self, NodeRow, ReconcileError};
+use crate::nodes::{self, NodeId, NodeRow, ReconcileError};
 use crate::server::{App, Body, Path};
 use crate::store::{new_id, now_ms};
 use crate::{quotas, validate};
@@ -26,9 +26,10 @@ use crate::{quotas, validate};
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct DatabaseRow {
     pub id: String,
-    pub tenant_id: String,
-    pub name: String,
-    pub node_id: i64,
+    pub tenant_id: TenantId,
+    pub name: DatabaseName,
+    #[sqlx(try_from = "i64")]
+    pub node_id: NodeId,
     pub status: String,
     pub created_at: i64,
 }
@@ -48,7 +49,7 @@ pub async fn find(app: &App, caller: &Caller, name: &str) -> Result<DatabaseRow,
     .fetch_optional(&app.store.pool)
     .await?;
     let db = row
-        .filter(|db| caller.is_admin() || caller.tenant_id.as_deref() == Some(&db.tenant_id))
+        .filter(|db| caller.is_admin() || caller.tenant_id.as_ref() == Some(&db.tenant_id))
         .ok_or_else(|| ApiError::not_found("database"))?;
     let span = tracing::Span::current();
     span.record("database", db.name.as_str());
@@ -72,7 +73,7 @@ fn database_json(db: &DatabaseRow, node: Option<&NodeRow>, tables: Value) -> Val
 
 async fn node_of(app: &App, db: &DatabaseRow) -> Result<NodeRow, ApiError> {
     nodes::get(app, db.node_id).await?.ok_or_else(|| {
-        tracing::error!(database = %db.name, node = db.node_id, "a database on an unknown node");
+        tracing::error!(database = %db.name, node = %db.node_id, "a database on an unknown node");
         ApiError::internal()
     })
 }
@@ -85,11 +86,11 @@ pub async fn list(State(app): State<Arc<App>>, caller: Caller) -> Result<Json<Va
         "SELECT {DATABASE_COLUMNS} FROM databases \
          WHERE status = 'ready' AND (tenant_id = $1 OR $2 = 1) ORDER BY name"
     ))
-    .bind(caller.tenant_id.as_deref().unwrap_or(""))
+    .bind(caller.tenant_id.as_ref().map_or("", TenantId::as_str))
     .bind(i64::from(caller.is_admin()))
     .fetch_all(&app.store.pool)
     .await?;
-    let nodes: HashMap<i64, NodeRow> = nodes::all(&app)
+    let nodes: HashMap<NodeId, NodeRow> = nodes::all(&app)
         .await?
         .into_iter()
         .map(|n| (n.node_id, n))
@@ -128,7 +129,7 @@ pub async fn create(
     caller: Caller,
     Body(req): Body<NewDatabase>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let tenant = caller.tenant()?.to_owned();
+    let tenant = caller.tenant()?.clone();
     let tenant_quota = quotas::of_tenant(&app, &tenant).await?;
     let counts = quotas::counts(&app, &tenant).await?;
     quotas::check_count(
@@ -137,9 +138,8 @@ pub async fn create(
         counts.databases,
         "the tenant",
     )?;
-    let name = DatabaseName::parse(&req.name)
-        .map_err(|e| ApiError::invalid(format!("name: {e}")))?
-        .to_string();
+    let name =
+        DatabaseName::parse(&req.name).map_err(|e| ApiError::invalid(format!("name: {e}")))?;
     // Unique whatever the case (the store's index on lower(name) holds it
     // against a race): `DEMO` must not pass for another tenant's `demo`.
     let taken: Option<(String, String)> =
@@ -153,7 +153,7 @@ pub async fn create(
         } else {
             "is taken"
         };
-        let like = if taken == name {
+        let like = if taken == name.as_str() {
             String::new()
         } else {
             format!(" (as '{taken}')")
@@ -196,7 +196,7 @@ pub async fn create(
     .bind(&db.id)
     .bind(&db.tenant_id)
     .bind(&db.name)
-    .bind(db.node_id)
+    .bind(i64::from(db.node_id))
     .bind(&db.status)
     .bind(db.created_at)
     .execute(&app.store.pool)
@@ -215,7 +215,7 @@ pub async fn create(
             _ => e.into(),
         });
     }
-    tracing::info!(database = %db.name, tenant = %db.tenant_id, node = db.node_id, "database created");
+    tracing::info!(database = %db.name, tenant = %db.tenant_id, node = %db.node_id, "database created");
     // The node holds the tenant to its quota from the first database on.
     quotas::push_new_database(&app, &node, &db, &tenant_quota).await;
     let change = Change {
@@ -277,12 +277,12 @@ pub async fn drop(
 
 /// Drops a database marked `dropping` on its node, then forgets it; left
 /// for the reconcile if the node cannot be reached.
-async fn finish_drop(app: &App, node: &NodeRow, id: &str, name: &str) {
+async fn finish_drop(app: &App, node: &NodeRow, id: &str, name: &DatabaseName) {
     match app.nodes.drop_database(node, name).await {
         Ok(_) => {}
         Err(e) if e.code() == Some("NO_SUCH_DATABASE") => {}
         Err(e) => {
-            tracing::warn!(database = name, error = %e, "drop left for the reconcile");
+            tracing::warn!(database = %name, error = %e, "drop left for the reconcile");
             return;
         }
     }
@@ -291,7 +291,7 @@ async fn finish_drop(app: &App, node: &NodeRow, id: &str, name: &str) {
         .execute(&app.store.pool)
         .await
     {
-        tracing::error!(database = name, error = %e, "could not forget a dropped database");
+        tracing::error!(database = %name, error = %e, "could not forget a dropped database");
     }
 }
 
@@ -336,7 +336,7 @@ pub async fn memory(
     let db = find(&app, &caller, &name).await?;
     let node = node_of(&app, &db).await?;
     let usage = app.nodes.ndbinfo(&node, "table_memory_usage").await?;
-    let this = Cell::Text(db.name.clone());
+    let this = Cell::Text(db.name.to_string());
     let rows: Vec<&Vec<Cell>> = (usage.rows.iter())
         .filter(|row| row.first() == Some(&this))
         .collect();
@@ -486,7 +486,7 @@ pub async fn drop_table(
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn finish_table_drop(app: &App, node: &NodeRow, database: &str, table: &TableRow) {
+async fn finish_table_drop(app: &App, node: &NodeRow, database: &DatabaseName, table: &TableRow) {
     match app.nodes.drop_table(node, database, &table.name).await {
         Ok(_) => {}
         Err(e) if matches!(e.code(), Some("NO_SUCH_TABLE" | "NO_SUCH_DATABASE")) => {}
@@ -522,7 +522,7 @@ pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), ReconcileError> 
     let wanted: Vec<DatabaseRow> = sqlx::query_as(&format!(
         "SELECT {DATABASE_COLUMNS} FROM databases WHERE node_id = $1"
     ))
-    .bind(node.node_id)
+    .bind(i64::from(node.node_id))
     .fetch_all(&app.store.pool)
     .await?;
     for db in wanted {
@@ -532,10 +532,10 @@ pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), ReconcileError> 
         }
         let present = on_node.get(db.name.as_str());
         if present.is_none() {
-            tracing::info!(node = node.node_id, database = %db.name, "reconcile: creating database");
+            tracing::info!(node = %node.node_id, database = %db.name, "reconcile: creating database");
             let new = internal::NewDatabase {
-                name: db.name.clone(),
-                tenant: Some(db.tenant_id.clone()),
+                name: db.name.to_string(),
+                tenant: Some(db.tenant_id.to_string()),
             };
             match app.nodes.create_database(node, &new).await {
                 Err(e) if e.code() != Some("DATABASE_EXISTS") => return Err(e.into()),
@@ -548,7 +548,7 @@ pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), ReconcileError> 
             if table.status == "dropping" {
                 finish_table_drop(app, node, &db.name, &table).await;
             } else if !has {
-                tracing::info!(node = node.node_id, table = %table.name, "reconcile: creating table");
+                tracing::info!(node = %node.node_id, table = %table.name, "reconcile: creating table");
                 let Ok(definition) = serde_json::from_str::<TableDef>(&table.definition) else {
                     continue;
                 };

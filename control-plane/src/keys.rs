@@ -9,7 +9,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use shoal_wire::apikey::{self, KeyDef, KeyGrant, Role};
 use shoal_wire::internal::PushedKey;
@@ -49,11 +49,42 @@ pub struct NewGrant {
     role: Role,
 }
 
+/// A key's id: its public prefix, the first part of the key, which it is
+/// listed, revoked and pushed to the data nodes by.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, sqlx::Type)]
+#[serde(transparent)]
+#[sqlx(transparent)]
+pub struct ApiKeyId(String);
+
+impl ApiKeyId {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for ApiKeyId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for ApiKeyId {
+    type Error = apikey::KeyDefError;
+
+    /// A stored prefix, checked as a key's is.
+    fn try_from(prefix: String) -> Result<ApiKeyId, Self::Error> {
+        if !apikey::is_prefix(&prefix) {
+            return Err(apikey::KeyDefError::Prefix);
+        }
+        Ok(ApiKeyId(prefix))
+    }
+}
+
 /// A key as the store has it.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct KeyRow {
-    pub prefix: String,
-    pub tenant_id: String,
+    pub prefix: ApiKeyId,
+    pub tenant_id: TenantId,
     pub name: String,
     pub salt: String,
     pub hash: String,
@@ -91,8 +122,8 @@ impl KeyRow {
     /// The definition a data node checks the key by.
     fn def(&self) -> Option<KeyDef> {
         Some(KeyDef {
-            prefix: self.prefix.clone(),
-            tenant: TenantId::parse(&self.tenant_id).ok()?,
+            prefix: self.prefix.to_string(),
+            tenant: self.tenant_id.clone(),
             salt: self.salt.clone(),
             hash: self.hash.clone(),
             grants: self.grants(),
@@ -109,7 +140,7 @@ pub async fn list(State(app): State<Arc<App>>, caller: Caller) -> Result<Json<Va
     let rows: Vec<KeyRow> = sqlx::query_as(&format!(
         "SELECT {KEY_COLUMNS} FROM api_keys WHERE tenant_id = $1 OR $2 = 1 ORDER BY created_at, prefix"
     ))
-    .bind(caller.tenant_id.as_deref().unwrap_or(""))
+    .bind(caller.tenant_id.as_ref().map_or("", TenantId::as_str))
     .bind(i64::from(caller.is_admin()))
     .fetch_all(&app.store.pool)
     .await?;
@@ -183,13 +214,13 @@ pub async fn create(
             format!("a tenant has at most {MAX_KEYS_PER_TENANT} keys: revoke and delete old ones"),
         ));
     }
-    let tenant_id = TenantId::parse(&tenant).map_err(|_| ApiError::internal())?;
+    let tenant_id = tenant.clone();
     let (key, def) = apikey::generate(tenant_id, grants, req.expires_at).map_err(|e| {
         tracing::error!(error = %e, "no randomness for a key");
         ApiError::internal()
     })?;
     let row = KeyRow {
-        prefix: def.prefix.clone(),
+        prefix: ApiKeyId(def.prefix.clone()),
         tenant_id: tenant,
         name: name.to_owned(),
         salt: def.salt.clone(),
@@ -248,10 +279,11 @@ async fn push(app: &App, node: &NodeRow, def: &KeyDef) -> Result<(), NodeError> 
         grants: def.grants.clone(),
         expires_at: def.expires_at,
     };
-    app.nodes.put_key(node, &def.prefix, &key).await.map(drop)
+    let prefix = ApiKeyId(def.prefix.clone());
+    app.nodes.put_key(node, &prefix, &key).await.map(drop)
 }
 
-async fn unpush(app: &App, node: &NodeRow, prefix: &str) -> Result<(), NodeError> {
+async fn unpush(app: &App, node: &NodeRow, prefix: &ApiKeyId) -> Result<(), NodeError> {
     match app.nodes.remove_key(node, prefix).await {
         Err(e) if e.code() != Some("NO_SUCH_KEY") => Err(e),
         _ => Ok(()),
@@ -278,7 +310,7 @@ pub async fn revoke(
     .fetch_optional(&app.store.pool)
     .await?;
     let row = row
-        .filter(|k| caller.is_admin() || caller.tenant_id.as_deref() == Some(&k.tenant_id))
+        .filter(|k| caller.is_admin() || caller.tenant_id.as_ref() == Some(&k.tenant_id))
         .ok_or_else(|| ApiError::not_found("API key"))?;
     if row.revoked_at.is_none() {
         sqlx::query("UPDATE api_keys SET revoked_at = $1 WHERE prefix = $2")
@@ -307,8 +339,8 @@ pub async fn revoke(
 
 /// Takes every key of `tenant` off every data node that is up (a
 /// suspension); the reconcile keeps them off.
-pub async fn withdraw_tenant(app: &App, tenant: &str) -> sqlx::Result<()> {
-    let prefixes: Vec<String> =
+pub async fn withdraw_tenant(app: &App, tenant: &TenantId) -> sqlx::Result<()> {
+    let prefixes: Vec<ApiKeyId> =
         sqlx::query_scalar("SELECT prefix FROM api_keys WHERE tenant_id = $1")
             .bind(tenant)
             .fetch_all(&app.store.pool)
@@ -338,7 +370,7 @@ pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), ReconcileError> 
     .await?;
     let here: Vec<String> =
         sqlx::query_scalar("SELECT name FROM databases WHERE node_id = $1 AND status = 'ready'")
-            .bind(node.node_id)
+            .bind(i64::from(node.node_id))
             .fetch_all(&app.store.pool)
             .await?;
     let wanted: Vec<KeyDef> = wanted
@@ -352,14 +384,17 @@ pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), ReconcileError> 
         .collect();
     for def in &wanted {
         if !held.iter().any(|k| k.prefix == def.prefix) {
-            tracing::info!(node = node.node_id, key = %def.prefix, "reconcile: pushing key");
+            tracing::info!(node = %node.node_id, key = %def.prefix, "reconcile: pushing key");
             push(app, node, def).await?;
         }
     }
     for key in &held {
         if !wanted.iter().any(|def| def.prefix == key.prefix) {
-            tracing::info!(node = node.node_id, key = %key.prefix, "reconcile: removing key");
-            unpush(app, node, &key.prefix).await?;
+            tracing::info!(node = %node.node_id, key = %key.prefix, "reconcile: removing key");
+            // A prefix that is not one was never pushed by this.
+            if let Ok(prefix) = ApiKeyId::try_from(key.prefix.clone()) {
+                unpush(app, node, &prefix).await?;
+            }
         }
     }
     Ok(())

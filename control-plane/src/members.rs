@@ -17,6 +17,7 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::server::{App, Body, Path};
 use crate::validate;
+use shoal_wire::schema::TenantId;
 
 /// Most users one tenant may have.
 pub const MAX_USERS_PER_TENANT: i64 = 1000;
@@ -37,7 +38,7 @@ struct MemberRow {
     created_at: i64,
 }
 
-fn owner_only(caller: &Caller) -> Result<&str, ApiError> {
+fn owner_only(caller: &Caller) -> Result<&TenantId, ApiError> {
     let tenant = caller.tenant()?;
     if caller.role != Role::Owner {
         return Err(ApiError::forbidden(

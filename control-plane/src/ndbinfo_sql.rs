@@ -375,7 +375,7 @@ async fn visible_rows(
             Ok::<_, ApiError>(app.nodes.ndbinfo(node, table.name).await?.rows)
         };
         let unique = |id: &Cell| match id {
-            Cell::UInt(id) if several => Cell::UInt(((node.node_id as u64) << 32) | id),
+            Cell::UInt(id) if several => Cell::UInt((u64::from(node.node_id.0) << 32) | id),
             _ => id.clone(),
         };
         let text = |cell: Option<&Cell>| match cell {

@@ -18,9 +18,11 @@ use shoal_wire::internal::{
     DatabaseCreated, DatabaseInfo, DatabaseQuota, ErrorBody, KeyList, KeyView, NewDatabase,
     PushedKey, TableCreated, TenantQuota, route,
 };
-pub use shoal_wire::internal::{Heartbeat, KeyUse};
+pub use shoal_wire::internal::{Heartbeat, KeyUse, NodeId};
 use shoal_wire::ndbinfo::Rows;
-use shoal_wire::schema::TableDef;
+use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
+
+use crate::keys::ApiKeyId;
 use shoal_wire::secret::ClusterSecret;
 
 use crate::error::ApiError;
@@ -104,7 +106,7 @@ pub async fn heartbeat(
     .execute(&app.store.pool)
     .await?;
     if known.is_none() {
-        tracing::info!(node = beat.node_id, url = %beat.internal_url, "data node registered");
+        tracing::info!(node = %beat.node_id, url = %beat.internal_url, "data node registered");
     }
     if !beat.keys_used.is_empty() {
         let mut tx = app.store.begin_write().await?;
@@ -134,7 +136,8 @@ fn clamp(n: u64) -> i64 {
 /// A data node as the registry has it.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct NodeRow {
-    pub node_id: i64,
+    #[sqlx(try_from = "i64")]
+    pub node_id: NodeId,
     pub internal_url: String,
     pub rest_url: String,
     pub resp_addr: String,
@@ -176,11 +179,11 @@ pub async fn all(app: &App) -> sqlx::Result<Vec<NodeRow>> {
     .await
 }
 
-pub async fn get(app: &App, node_id: i64) -> sqlx::Result<Option<NodeRow>> {
+pub async fn get(app: &App, node_id: NodeId) -> sqlx::Result<Option<NodeRow>> {
     sqlx::query_as(&format!(
         "SELECT {NODE_COLUMNS} FROM datanodes WHERE node_id = $1"
     ))
-    .bind(node_id)
+    .bind(i64::from(node_id))
     .fetch_optional(&app.store.pool)
     .await
 }
@@ -215,16 +218,16 @@ pub struct NodeClient {
 #[derive(Debug, thiserror::Error)]
 pub enum NodeError {
     #[error("data node {node} did not answer: {reason}")]
-    Unreachable { node: i64, reason: String },
+    Unreachable { node: NodeId, reason: String },
     #[error("data node {node} refused: {status} {code}: {message}")]
     Refused {
-        node: i64,
+        node: NodeId,
         status: StatusCode,
         code: String,
         message: String,
     },
     #[error("data node {node} answered what this does not read: {reason}")]
-    Garbled { node: i64, reason: String },
+    Garbled { node: NodeId, reason: String },
 }
 
 impl NodeError {
@@ -251,7 +254,7 @@ impl From<NodeError> for ApiError {
     fn from(e: NodeError) -> ApiError {
         match e {
             NodeError::Unreachable { node, reason } | NodeError::Garbled { node, reason } => {
-                tracing::warn!(node, %reason, "data node unreachable");
+                tracing::warn!(%node, %reason, "data node unreachable");
                 ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "DATA_NODE_UNAVAILABLE",
@@ -270,7 +273,7 @@ impl From<NodeError> for ApiError {
                     }
                     "LIMIT_REACHED" => "LIMIT_REACHED",
                     _ => {
-                        tracing::error!(node, %code, %message, "data node refused a push");
+                        tracing::error!(%node, %code, %message, "data node refused a push");
                         return ApiError::internal();
                     }
                 };
@@ -282,7 +285,7 @@ impl From<NodeError> for ApiError {
                 code,
                 message,
             } => {
-                tracing::error!(node, %status, %code, %message, "data node failed a push");
+                tracing::error!(%node, %status, %code, %message, "data node failed a push");
                 ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "DATA_NODE_UNAVAILABLE",
@@ -319,53 +322,66 @@ impl NodeClient {
             .await
     }
 
-    pub async fn drop_database(&self, node: &NodeRow, db: &str) -> Result<(), NodeError> {
-        let path = route::database(db);
+    pub async fn drop_database(&self, node: &NodeRow, db: &DatabaseName) -> Result<(), NodeError> {
+        let path = route::database(db.as_str());
         self.send(node, Method::DELETE, &path, None::<&()>).await
     }
 
     pub async fn create_table(
         &self,
         node: &NodeRow,
-        db: &str,
+        db: &DatabaseName,
         table: &TableDef,
     ) -> Result<TableCreated, NodeError> {
-        let path = route::tables(db);
+        let path = route::tables(db.as_str());
         self.send(node, Method::POST, &path, Some(table)).await
     }
 
-    pub async fn drop_table(&self, node: &NodeRow, db: &str, table: &str) -> Result<(), NodeError> {
-        let path = route::table(db, table);
+    pub async fn drop_table(
+        &self,
+        node: &NodeRow,
+        db: &DatabaseName,
+        table: &str,
+    ) -> Result<(), NodeError> {
+        let path = route::table(db.as_str(), table);
         self.send(node, Method::DELETE, &path, None::<&()>).await
     }
 
     pub async fn set_database_quota(
         &self,
         node: &NodeRow,
-        db: &str,
+        db: &DatabaseName,
         quota: &Quota,
     ) -> Result<DatabaseQuota, NodeError> {
-        let path = route::database_quota(db);
+        let path = route::database_quota(db.as_str());
         self.send(node, Method::PUT, &path, Some(quota)).await
     }
 
-    pub async fn clear_database_quota(&self, node: &NodeRow, db: &str) -> Result<(), NodeError> {
-        let path = route::database_quota(db);
+    pub async fn clear_database_quota(
+        &self,
+        node: &NodeRow,
+        db: &DatabaseName,
+    ) -> Result<(), NodeError> {
+        let path = route::database_quota(db.as_str());
         self.send(node, Method::DELETE, &path, None::<&()>).await
     }
 
     pub async fn set_tenant_quota(
         &self,
         node: &NodeRow,
-        tenant: &str,
+        tenant: &TenantId,
         quota: &Quota,
     ) -> Result<TenantQuota, NodeError> {
-        let path = route::tenant_quota(tenant);
+        let path = route::tenant_quota(tenant.as_str());
         self.send(node, Method::PUT, &path, Some(quota)).await
     }
 
-    pub async fn clear_tenant_quota(&self, node: &NodeRow, tenant: &str) -> Result<(), NodeError> {
-        let path = route::tenant_quota(tenant);
+    pub async fn clear_tenant_quota(
+        &self,
+        node: &NodeRow,
+        tenant: &TenantId,
+    ) -> Result<(), NodeError> {
+        let path = route::tenant_quota(tenant.as_str());
         self.send(node, Method::DELETE, &path, None::<&()>).await
     }
 
@@ -378,15 +394,15 @@ impl NodeClient {
     pub async fn put_key(
         &self,
         node: &NodeRow,
-        prefix: &str,
+        prefix: &ApiKeyId,
         key: &PushedKey,
     ) -> Result<KeyView, NodeError> {
-        let path = route::api_key(prefix);
+        let path = route::api_key(prefix.as_str());
         self.send(node, Method::PUT, &path, Some(key)).await
     }
 
-    pub async fn remove_key(&self, node: &NodeRow, prefix: &str) -> Result<(), NodeError> {
-        let path = route::api_key(prefix);
+    pub async fn remove_key(&self, node: &NodeRow, prefix: &ApiKeyId) -> Result<(), NodeError> {
+        let path = route::api_key(prefix.as_str());
         self.send(node, Method::DELETE, &path, None::<&()>).await
     }
 
@@ -455,7 +471,7 @@ pub async fn reconcile_loop(app: Arc<App>) {
             }
             .await;
             if let Err(e) = done {
-                tracing::warn!(node = node.node_id, error = %e, "reconcile incomplete; retrying");
+                tracing::warn!(node = %node.node_id, error = %e, "reconcile incomplete; retrying");
             }
         }
         tokio::select! {

@@ -17,9 +17,10 @@ use crate::audit::{self, Change};
 use crate::auth::Caller;
 use crate::databases::{self, DatabaseRow};
 use crate::error::ApiError;
-use crate::nodes::{self, NodeError, NodeRow};
+use crate::nodes::{self, NodeError, NodeId, NodeRow};
 use crate::server::{App, Body, Path};
 use crate::store::now_ms;
+use shoal_wire::schema::TenantId;
 
 /// The plan a new tenant starts with unless the control plane is told
 /// otherwise (`--plan-quota`).
@@ -78,12 +79,11 @@ pub async fn usage(app: &App) -> sqlx::Result<HashMap<String, serde_json::Map<St
 #[utoipa::path(get, path = "/quotas", tag = "quotas",
     responses((status = 200, description = "{tenant: {id, name, quota, usage, warnings}, databases: [{name, quota, usage, warnings}]}", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object)))]
 pub async fn get(State(app): State<Arc<App>>, caller: Caller) -> Result<Json<Value>, ApiError> {
-    let tenant = caller.tenant()?.to_owned();
-    Ok(Json(tenant_quotas(&app, &tenant).await?))
+    Ok(Json(tenant_quotas(&app, caller.tenant()?).await?))
 }
 
 /// A tenant's quotas and usage, as `GET /quotas` answers.
-pub async fn tenant_quotas(app: &App, tenant: &str) -> Result<Value, ApiError> {
+pub async fn tenant_quotas(app: &App, tenant: &TenantId) -> Result<Value, ApiError> {
     let (name, quota): (String, Option<String>) =
         sqlx::query_as("SELECT name, quota FROM tenants WHERE id = $1")
             .bind(tenant)
@@ -166,7 +166,7 @@ pub struct Counts {
     pub api_keys: i64,
 }
 
-pub async fn counts(app: &App, tenant: &str) -> sqlx::Result<Counts> {
+pub async fn counts(app: &App, tenant: &TenantId) -> sqlx::Result<Counts> {
     let (databases, tables, api_keys): (i64, i64, i64) = sqlx::query_as(
         "SELECT \
            (SELECT COUNT(*) FROM databases WHERE tenant_id = $1), \
@@ -197,7 +197,7 @@ pub fn check_count(what: &str, limit: Option<u32>, have: i64, whose: &str) -> Re
 }
 
 /// The quota stored for tenant `id`.
-pub async fn of_tenant(app: &App, tenant: &str) -> sqlx::Result<Quota> {
+pub async fn of_tenant(app: &App, tenant: &TenantId) -> sqlx::Result<Quota> {
     let stored: Option<Option<String>> =
         sqlx::query_scalar("SELECT quota FROM tenants WHERE id = $1")
             .bind(tenant)
@@ -224,9 +224,7 @@ pub async fn set_tenant(
 ) -> Result<Json<Value>, ApiError> {
     caller.require_admin()?;
     check(&quota)?;
-    if !crate::validate::could_name(&tenant) {
-        return Err(ApiError::not_found("tenant"));
-    }
+    let tenant = crate::validate::tenant(&tenant)?;
     let mut tx = app.store.begin_write().await?;
     let before: Option<Option<String>> =
         sqlx::query_scalar("SELECT quota FROM tenants WHERE id = $1")
@@ -258,7 +256,7 @@ pub async fn set_tenant(
     .bind(&tenant)
     .fetch_all(&app.store.pool)
     .await?;
-    for node_id in nodes {
+    for node_id in nodes.into_iter().filter_map(|n| NodeId::try_from(n).ok()) {
         if let Some(node) = nodes::get(&app, node_id).await? {
             let pushed = push_tenant(&app, &node, &tenant, &quota).await;
             resync_if_failed(&app, &node, pushed).await;
@@ -280,7 +278,7 @@ pub async fn set_database(
     caller.require_admin()?;
     check(&quota)?;
     let db = databases::find(&app, &caller, &name).await?;
-    if db.tenant_id != tenant {
+    if db.tenant_id.as_str() != tenant {
         return Err(ApiError::not_found("database"));
     }
     let mut tx = app.store.begin_write().await?;
@@ -294,7 +292,7 @@ pub async fn set_database(
         .execute(&mut *tx)
         .await?;
     let change = Change {
-        tenant_id: Some(&tenant),
+        tenant_id: Some(&db.tenant_id),
         action: "database.quota.set",
         target: format!("database {}", db.name),
         before: Some(to_json(&parse(before.as_deref()))),
@@ -320,7 +318,7 @@ pub async fn push_new_database(app: &App, node: &NodeRow, db: &DatabaseRow, tena
 async fn push_tenant(
     app: &App,
     node: &NodeRow,
-    tenant: &str,
+    tenant: &TenantId,
     quota: &Quota,
 ) -> Result<(), NodeError> {
     let pushed = match *quota == Quota::UNLIMITED {
@@ -360,13 +358,13 @@ fn known_or_gone(pushed: Result<(), NodeError>) -> Result<(), NodeError> {
 /// reconcile.
 async fn resync_if_failed(app: &App, node: &NodeRow, pushed: Result<(), NodeError>) {
     if let Err(e) = pushed {
-        tracing::warn!(node = node.node_id, error = %e, "quota push left for the reconcile");
+        tracing::warn!(node = %node.node_id, error = %e, "quota push left for the reconcile");
         let marked = sqlx::query("UPDATE datanodes SET quotas_synced_boot = '' WHERE node_id = $1")
-            .bind(node.node_id)
+            .bind(i64::from(node.node_id))
             .execute(&app.store.pool)
             .await;
         if let Err(e) = marked {
-            tracing::error!(node = node.node_id, error = %e, "could not mark a node for the reconcile");
+            tracing::error!(node = %node.node_id, error = %e, "could not mark a node for the reconcile");
         }
     }
 }
@@ -381,10 +379,10 @@ pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), nodes::Reconcile
         "SELECT {} FROM databases WHERE node_id = $1 AND status = 'ready'",
         databases::DATABASE_COLUMNS
     ))
-    .bind(node.node_id)
+    .bind(i64::from(node.node_id))
     .fetch_all(&app.store.pool)
     .await?;
-    let mut tenants: Vec<&str> = rows.iter().map(|d| d.tenant_id.as_str()).collect();
+    let mut tenants: Vec<&TenantId> = rows.iter().map(|d| &d.tenant_id).collect();
     tenants.sort_unstable();
     tenants.dedup();
     for tenant in tenants {
@@ -401,7 +399,7 @@ pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), nodes::Reconcile
     }
     sqlx::query("UPDATE datanodes SET quotas_synced_boot = $1 WHERE node_id = $2")
         .bind(&node.boot_id)
-        .bind(node.node_id)
+        .bind(i64::from(node.node_id))
         .execute(&app.store.pool)
         .await?;
     Ok(())

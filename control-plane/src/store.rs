@@ -158,6 +158,11 @@ pub(crate) fn now_ms() -> i64 {
 }
 
 /// A new id: `prefix` and 16 random hex digits.
+/// A new tenant's id.
+pub(crate) fn new_tenant_id() -> shoal_wire::schema::TenantId {
+    shoal_wire::schema::TenantId::parse(&new_id("t")).expect("a new id is a tenant id")
+}
+
 pub(crate) fn new_id(prefix: &str) -> String {
     let mut bytes = [0u8; 8];
     getrandom::fill(&mut bytes).expect("the OS random source works");

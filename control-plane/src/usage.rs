@@ -26,6 +26,7 @@ use crate::nodes::{self, NodeRow};
 use crate::server::{App, Query};
 use crate::store::now_ms;
 use crate::validate;
+use shoal_wire::schema::{DatabaseName, TenantId};
 
 /// Most points one series answer holds.
 pub const MAX_POINTS: i64 = 10_000;
@@ -77,7 +78,7 @@ pub async fn collect_once(app: &App, now: i64) -> sqlx::Result<()> {
             fetch(ndbinfo::TABLE_MEMORY_USAGE).await,
         ) else {
             tracing::debug!(
-                node = node.node_id,
+                node = %node.node_id,
                 "metering: node did not answer; skipped"
             );
             continue;
@@ -95,7 +96,7 @@ pub async fn collect_once(app: &App, now: i64) -> sqlx::Result<()> {
                 "SELECT boot_id, at, read_units, write_units, throttled_reads, throttled_writes, \
                  quota_rejections FROM usage_counters WHERE node_id = $1 AND database_name = $2",
             )
-            .bind(node.node_id)
+            .bind(i64::from(node.node_id))
             .bind(db)
             .fetch_optional(&app.store.pool)
             .await?;
@@ -136,7 +137,7 @@ pub async fn collect_once(app: &App, now: i64) -> sqlx::Result<()> {
                  throttled_reads = excluded.throttled_reads, throttled_writes = excluded.throttled_writes, \
                  quota_rejections = excluded.quota_rejections",
             )
-            .bind(node.node_id)
+            .bind(i64::from(node.node_id))
             .bind(db)
             .bind(&node.boot_id)
             .bind(now)
@@ -322,7 +323,7 @@ async fn trim(app: &App, now: i64) -> sqlx::Result<()> {
 
 /// The databases of `tenant` that were throttled in the latest metered
 /// interval.
-pub async fn throttled_lately(app: &App, tenant: &str) -> sqlx::Result<Vec<String>> {
+pub async fn throttled_lately(app: &App, tenant: &TenantId) -> sqlx::Result<Vec<String>> {
     sqlx::query_scalar(
         "SELECT s.database_name FROM usage_samples s WHERE s.resolution = 'raw' \
          AND s.tenant_id = $1 AND s.table_name = '' \
@@ -406,10 +407,9 @@ pub async fn series(
         }
         None if q.table.is_some() => return Err(ApiError::invalid("table: needs database")),
         None => match (&q.tenant, caller.is_admin()) {
-            (Some(t), true) if validate::could_name(t) => (t.clone(), None),
-            (Some(_), true) => return Err(ApiError::not_found("tenant")),
+            (Some(t), true) => (validate::tenant(t)?, None),
             (Some(_), false) => return Err(ApiError::invalid("tenant: platform admins only")),
-            (None, _) => (caller.tenant()?.to_owned(), None),
+            (None, _) => (caller.tenant()?.clone(), None),
         },
     };
     if let Some(table) = &q.table
@@ -424,7 +424,7 @@ pub async fn series(
     ))
     .bind(resolution.as_str())
     .bind(&tenant)
-    .bind(database.as_deref().unwrap_or(""))
+    .bind(database.as_ref().map_or("", DatabaseName::as_str))
     .bind(q.table.as_deref().unwrap_or(""))
     .bind(resolution.bucket(from))
     .bind(to)
@@ -487,13 +487,13 @@ pub async fn billing(
     let tenant = if caller.is_admin() {
         None
     } else {
-        Some(caller.tenant()?.to_owned())
+        Some(caller.tenant()?.clone())
     };
     let rows: Vec<SampleRow> = sqlx::query_as(&format!(
         "SELECT {SAMPLE_COLUMNS} FROM usage_samples WHERE resolution = 'hour' AND table_name = '' \
          AND ($1 = '' OR tenant_id = $1) AND at >= $2 AND at < $3"
     ))
-    .bind(tenant.as_deref().unwrap_or(""))
+    .bind(tenant.as_ref().map_or("", TenantId::as_str))
     .bind(Resolution::Hour.bucket(from))
     .bind(to)
     .fetch_all(&app.store.pool)

@@ -89,6 +89,11 @@ fn printable(s: &str) -> String {
     s.chars().take(64).flat_map(char::escape_default).collect()
 }
 
+/// The tenant a path names: not found if it cannot be one.
+pub fn tenant(id: &str) -> Result<shoal_wire::schema::TenantId, ApiError> {
+    shoal_wire::schema::TenantId::parse(id).map_err(|_| ApiError::not_found("tenant"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

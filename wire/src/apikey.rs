@@ -94,7 +94,8 @@ impl KeyDef {
     }
 }
 
-fn is_prefix(prefix: &str) -> bool {
+/// Whether `prefix` is a key prefix: its length and alphabet.
+pub fn is_prefix(prefix: &str) -> bool {
     prefix.len() == PREFIX_LEN && prefix.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 

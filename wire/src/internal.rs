@@ -69,6 +69,33 @@ pub mod route {
     }
 }
 
+/// A data node's id in its cluster (`--node-id`): the same integer in the
+/// node's reports, the control plane's registry and every answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct NodeId(pub u32);
+
+impl std::fmt::Display for NodeId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// As the control plane's store keeps it.
+impl From<NodeId> for i64 {
+    fn from(id: NodeId) -> i64 {
+        i64::from(id.0)
+    }
+}
+
+impl TryFrom<i64> for NodeId {
+    type Error = std::num::TryFromIntError;
+
+    fn try_from(n: i64) -> Result<NodeId, Self::Error> {
+        u32::try_from(n).map(NodeId)
+    }
+}
+
 /// Why a request was refused: `{"error": {"code", "message"}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorBody {
@@ -85,7 +112,7 @@ pub struct ErrorDetail {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Health {
     pub status: String,
-    pub node_id: u32,
+    pub node_id: NodeId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
@@ -215,7 +242,7 @@ pub struct CheckpointSummary {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Heartbeat {
-    pub node_id: u32,
+    pub node_id: NodeId,
     pub internal_url: String,
     pub rest_url: String,
     pub resp_addr: String,

@@ -785,3 +785,56 @@ mod tests {
         assert!(serde_json::from_str::<TableDef>(bad_name).is_err());
     }
 }
+
+/// The ids as the control plane's store keeps them: text, checked again as
+/// it is read back.
+#[cfg(feature = "sqlx")]
+mod sql {
+    use sqlx::encode::IsNull;
+    use sqlx::error::BoxDynError;
+    use sqlx::{Database, Decode, Encode, Type};
+
+    use super::{DatabaseName, TableName, TenantId};
+
+    macro_rules! stored_as_text {
+        ($t:ty) => {
+            impl<DB: Database> Type<DB> for $t
+            where
+                String: Type<DB>,
+            {
+                fn type_info() -> DB::TypeInfo {
+                    <String as Type<DB>>::type_info()
+                }
+
+                fn compatible(ty: &DB::TypeInfo) -> bool {
+                    <String as Type<DB>>::compatible(ty)
+                }
+            }
+
+            impl<'q, DB: Database> Encode<'q, DB> for $t
+            where
+                String: Encode<'q, DB>,
+            {
+                fn encode_by_ref(
+                    &self,
+                    buf: &mut <DB as Database>::ArgumentBuffer<'q>,
+                ) -> Result<IsNull, BoxDynError> {
+                    <String as Encode<'q, DB>>::encode_by_ref(&self.0, buf)
+                }
+            }
+
+            impl<'r, DB: Database> Decode<'r, DB> for $t
+            where
+                String: Decode<'r, DB>,
+            {
+                fn decode(value: <DB as Database>::ValueRef<'r>) -> Result<Self, BoxDynError> {
+                    Ok(<$t>::try_from(<String as Decode<'r, DB>>::decode(value)?)?)
+                }
+            }
+        };
+    }
+
+    stored_as_text!(TenantId);
+    stored_as_text!(DatabaseName);
+    stored_as_text!(TableName);
+}

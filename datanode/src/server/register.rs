@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use shoal_wire::internal::{Heartbeat, KeyUse, route};
+use shoal_wire::internal::{Heartbeat, KeyUse, NodeId, route};
 use tokio::sync::watch;
 
 use crate::internal_api::ClusterSecret;
@@ -79,7 +79,7 @@ pub(crate) async fn heartbeats(
             .collect();
         let pool = engine.data_memory();
         let beat = Heartbeat {
-            node_id: me.node_id,
+            node_id: NodeId(me.node_id),
             internal_url: format!("http://{host}:{}", me.internal_port),
             rest_url: format!("http://{host}:{}", me.rest_port),
             resp_addr: format!("{host}:{}", me.resp_port),
