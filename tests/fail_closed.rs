@@ -105,6 +105,8 @@ async fn a_panicking_worker_fails_the_node_and_a_restart_serves_what_was_acknowl
         .query(&mut redis(&shoal, &key));
     let e = read.expect_err("a failed node serves no reads");
     assert!(e.to_string().contains("the data node has failed"), "{e}");
+    let size: redis::RedisResult<i64> = redis::cmd("DBSIZE").query(&mut redis(&shoal, &key));
+    assert!(size.is_err(), "a failed node counts no keys: {size:?}");
     let (status, body) = read_item(&shoal, &key).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["error"]["code"], "NODE_FAILED", "{body}");

@@ -777,7 +777,7 @@ impl Store {
     /// first once due, so that none is counted after it expired (inside a
     /// transaction, whose `EXEC` holds key locks the purge would wait for,
     /// they are not).
-    pub(crate) async fn count(&self, db: &Db) -> u64 {
+    pub(crate) async fn count(&self, db: &Db) -> Result<u64, StoreError> {
         if db.tx.is_none() {
             for _ in 0..COUNT_PURGE_ROUNDS {
                 if self.purge_expired(COUNT_PURGE_BATCH).await < COUNT_PURGE_BATCH {
@@ -785,12 +785,12 @@ impl Store {
                 }
             }
         }
-        let usage = self.engine.memory_usage().await.unwrap_or_default();
-        usage
+        let usage = (self.engine.memory_usage().await).map_err(TcError::NodeFailed)?;
+        Ok(usage
             .iter()
             .filter(|f| f.database == db.db.name.as_str() && f.table == KEYS_TABLE)
             .map(|f| f.rows)
-            .sum()
+            .sum())
     }
 
     /// Remembers that `key` of the database whose key tables are `tables`

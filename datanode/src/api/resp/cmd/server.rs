@@ -1,7 +1,7 @@
 //! What clients ask of the server: `DBSIZE`, `INFO`, `COMMAND` (answered
 //! from the one command table) and `CONFIG`.
 
-use super::{COMMANDS, Command, Ctx, REDIS_VERSION, Refusal, Spec, Upper, upper};
+use super::{COMMANDS, Command, Ctx, REDIS_VERSION, Refusal, Spec, Upper, store_error, upper};
 
 pub(in crate::api::resp) enum Cmd<'a> {
     DbSize,
@@ -27,10 +27,14 @@ impl Cmd<'_> {
         match self {
             Cmd::DbSize => {
                 let count = ctx.store.count(&ctx.session.db).await;
-                ctx.out.int(count as i64);
+                ctx.out.int(count.map_err(store_error)? as i64);
             }
             Cmd::Info => {
-                let keys = ctx.store.count(&ctx.session.db).await;
+                let keys = ctx
+                    .store
+                    .count(&ctx.session.db)
+                    .await
+                    .map_err(store_error)?;
                 let text = format!(
                     "# Server\r\nredis_version:{REDIS_VERSION}\r\nshoal_version:{}\r\nredis_mode:standalone\r\n\r\n# Keyspace\r\ndb0:keys={keys}\r\n\r\n# Shoal\r\ndatabase:{}\r\n",
                     env!("CARGO_PKG_VERSION"),
