@@ -1,6 +1,6 @@
 //! Sign-up, login, logout and who am I.
 
-use shoal_wire::account::{TenantRef, User};
+use shoal_wire::api::{TenantRef, User};
 use shoal_wire::schema::TenantId;
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -23,8 +23,8 @@ use crate::server::App;
 use crate::store::now_ms;
 use shoal_wire::schema::TenantId;
 
-pub use shoal_wire::account::CSRF_COOKIE;
-pub use shoal_wire::account::SESSION_COOKIE;
+pub use shoal_wire::api::CSRF_COOKIE;
+pub use shoal_wire::api::SESSION_COOKIE;
 pub const CSRF_HEADER: &str = "x-csrf-token";
 /// How long a session lasts.
 pub const SESSION_SECS: i64 = 12 * 3600;
@@ -33,7 +33,7 @@ pub const MAX_PASSWORD: usize = 256;
 pub const MIN_PASSWORD: usize = 8;
 
 /// A user's role.
-pub use shoal_wire::account::Role;
+pub use shoal_wire::api::Role;
 
 /// Hashes a password with argon2id and a fresh salt (PHC string).
 pub fn hash_password(password: &str) -> String {
@@ -197,7 +197,7 @@ fn presented_token(headers: &HeaderMap) -> Option<(String, bool)> {
 
 fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
     let values = (headers.get_all(header::COOKIE).iter()).filter_map(|v| v.to_str().ok());
-    shoal_wire::account::cookie(values, name)
+    shoal_wire::api::cookie(values, name)
 }
 
 /// Whether two strings are equal, in time that does not depend on where

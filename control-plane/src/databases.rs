@@ -10,6 +10,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use shoal_wire::api::{Database, DatabaseList};
 use shoal_wire::internal;
 use shoal_wire::ndbinfo::Cell;
 use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
@@ -58,17 +59,23 @@ pub async fn find(app: &App, caller: &Caller, name: &str) -> Result<DatabaseRow,
 }
 
 /// A database as the API shows it, with where applications reach it.
-fn database_json(db: &DatabaseRow, node: Option<&NodeRow>, tables: Value) -> Value {
-    json!({
-        "id": db.id,
-        "name": db.name,
-        "tenant_id": db.tenant_id,
-        "node_id": db.node_id,
-        "rest_url": node.map(|n| n.rest_url.as_str()),
-        "resp_addr": node.map(|n| n.resp_addr.as_str()),
-        "created_at": db.created_at,
-        "tables": tables,
-    })
+/// An answer of the API, as JSON.
+fn to_value(answer: impl serde::Serialize) -> Value {
+    serde_json::to_value(answer).expect("an answer serializes")
+}
+
+/// A database as the API answers it, with its tables' names.
+fn database_json(db: &DatabaseRow, node: Option<&NodeRow>, tables: Vec<String>) -> Database {
+    Database {
+        id: db.id.clone(),
+        name: db.name.clone(),
+        tenant_id: db.tenant_id.clone(),
+        node_id: db.node_id,
+        rest_url: node.map(|n| n.rest_url.clone()),
+        resp_addr: node.map(|n| n.resp_addr.clone()),
+        created_at: db.created_at,
+        tables,
+    }
 }
 
 async fn node_of(app: &App, db: &DatabaseRow) -> Result<NodeRow, ApiError> {
@@ -98,9 +105,9 @@ pub async fn list(State(app): State<Arc<App>>, caller: Caller) -> Result<Json<Va
     let mut answer = Vec::with_capacity(rows.len());
     for db in &rows {
         let tables = table_names(&app, &db.id).await?;
-        answer.push(database_json(db, nodes.get(&db.node_id), json!(tables)));
+        answer.push(database_json(db, nodes.get(&db.node_id), tables));
     }
-    Ok(Json(json!({"databases": answer})))
+    Ok(Json(to_value(DatabaseList { databases: answer })))
 }
 
 async fn table_names(app: &App, database_id: &str) -> sqlx::Result<Vec<String>> {
@@ -228,7 +235,7 @@ pub async fn create(
     audit::record_after(&app, &caller, change).await;
     Ok((
         StatusCode::CREATED,
-        Json(database_json(&db, Some(&node), json!([]))),
+        Json(to_value(database_json(&db, Some(&node), Vec::new()))),
     ))
 }
 
@@ -243,7 +250,7 @@ pub async fn get(
     let db = find(&app, &caller, &name).await?;
     let node = node_of(&app, &db).await?;
     let tables = table_names(&app, &db.id).await?;
-    Ok(Json(database_json(&db, Some(&node), json!(tables))))
+    Ok(Json(to_value(database_json(&db, Some(&node), tables))))
 }
 
 /// `DELETE /databases/{db}`: drops it and its tables on its node. If the

@@ -10,7 +10,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
+use shoal_wire::api::{ApiKey, ApiKeyList, NewApiKey};
 use shoal_wire::apikey::{self, KeyDef, KeyGrant, Role};
 use shoal_wire::internal::PushedKey;
 use shoal_wire::schema::{DatabaseName, TenantId};
@@ -106,17 +107,22 @@ impl KeyRow {
         })
     }
 
+    /// The key as the API lists it.
+    fn listed(&self) -> ApiKey {
+        ApiKey {
+            id: self.prefix.to_string(),
+            name: self.name.clone(),
+            tenant_id: self.tenant_id.clone(),
+            grants: self.grants(),
+            created_at: self.created_at,
+            expires_at: self.expires_at,
+            last_used_at: self.last_used_at,
+            revoked_at: self.revoked_at,
+        }
+    }
+
     fn json(&self) -> Value {
-        json!({
-            "id": self.prefix,
-            "name": self.name,
-            "tenant_id": self.tenant_id,
-            "grants": self.grants(),
-            "created_at": self.created_at,
-            "expires_at": self.expires_at,
-            "last_used_at": self.last_used_at,
-            "revoked_at": self.revoked_at,
-        })
+        serde_json::to_value(self.listed()).expect("a key serializes")
     }
 
     /// The definition a data node checks the key by.
@@ -144,8 +150,9 @@ pub async fn list(State(app): State<Arc<App>>, caller: Caller) -> Result<Json<Va
     .bind(i64::from(caller.is_admin()))
     .fetch_all(&app.store.pool)
     .await?;
+    let keys = rows.iter().map(KeyRow::listed).collect();
     Ok(Json(
-        json!({"keys": rows.iter().map(KeyRow::json).collect::<Vec<_>>()}),
+        serde_json::to_value(ApiKeyList { keys }).expect("keys serialize"),
     ))
 }
 
@@ -266,8 +273,11 @@ pub async fn create(
         after: Some(row.json()),
     };
     audit::record_after(&app, &caller, change).await;
-    let mut answer = row.json();
-    answer["key"] = json!(key);
+    let made = NewApiKey {
+        listed: row.listed(),
+        key,
+    };
+    let answer = serde_json::to_value(made).expect("a key serializes");
     Ok((StatusCode::CREATED, Json(answer)))
 }
 

@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use shoal_quota::Quota;
+use shoal_wire::api::{DataNode, DataNodeList};
 use shoal_wire::internal::{
     DatabaseCreated, DatabaseInfo, DatabaseQuota, ErrorBody, KeyList, KeyView, NewDatabase,
     PushedKey, TableCreated, TenantQuota, route,
@@ -21,11 +22,10 @@ use shoal_wire::internal::{
 pub use shoal_wire::internal::{Heartbeat, KeyUse, NodeId};
 use shoal_wire::ndbinfo::Rows;
 use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
-
-use crate::keys::ApiKeyId;
 use shoal_wire::secret::ClusterSecret;
 
 use crate::error::ApiError;
+use crate::keys::ApiKeyId;
 use crate::server::{App, Body};
 use crate::store::now_ms;
 
@@ -154,17 +154,18 @@ impl NodeRow {
         now - self.last_seen <= DOWN_AFTER_MS
     }
 
-    pub fn json(&self, now: i64) -> Value {
-        json!({
-            "node_id": self.node_id,
-            "internal_url": self.internal_url,
-            "rest_url": self.rest_url,
-            "resp_addr": self.resp_addr,
-            "data_memory_bytes": self.data_memory_bytes,
-            "used_bytes": self.used_bytes,
-            "last_seen": self.last_seen,
-            "status": if self.up(now) { "up" } else { "down" },
-        })
+    /// The node as the API lists it.
+    pub fn listed(&self, now: i64) -> DataNode {
+        DataNode {
+            node_id: self.node_id,
+            internal_url: self.internal_url.clone(),
+            rest_url: self.rest_url.clone(),
+            resp_addr: self.resp_addr.clone(),
+            data_memory_bytes: self.data_memory_bytes,
+            used_bytes: self.used_bytes,
+            last_seen: self.last_seen,
+            status: if self.up(now) { "up" } else { "down" }.into(),
+        }
     }
 }
 
@@ -490,6 +491,7 @@ pub async fn list(
 ) -> Result<Json<Value>, ApiError> {
     caller.require_admin()?;
     let now = now_ms();
-    let nodes: Vec<Value> = all(&app).await?.iter().map(|n| n.json(now)).collect();
-    Ok(Json(json!({"datanodes": nodes})))
+    let datanodes = all(&app).await?.iter().map(|n| n.listed(now)).collect();
+    let listed = serde_json::to_value(DataNodeList { datanodes }).expect("nodes serialize");
+    Ok(Json(listed))
 }

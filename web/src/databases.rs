@@ -12,11 +12,12 @@ use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use reqwest::Method;
 use serde_json::{Value, json};
+use shoal_wire::api::{Database, DatabaseList};
 
 use crate::Console;
 use crate::format;
 use crate::http::{Posted, Visitor, done_or, field, url_segment};
-use crate::layout::{Confirm, bar, confirm, html_response, problem};
+use crate::layout::{Confirm, bar, confirm, html_response};
 
 /// `/`: a tenant's databases; a platform admin's every tenant.
 pub(crate) async fn dashboard(
@@ -131,7 +132,10 @@ async fn databases_page(
     form_error: Option<(&str, &str)>,
 ) -> Response {
     let quotas = visitor.get(console, "/quotas").await;
-    let listed = visitor.get(console, "/databases").await;
+    let listed = match visitor.read::<DatabaseList>(console, "/databases").await {
+        Ok(listed) => listed.databases,
+        Err(page) => return page,
+    };
     let quota_of = |name: &str| {
         quotas["databases"]
             .as_array()
@@ -144,8 +148,8 @@ async fn databases_page(
     let tenant = &quotas["tenant"];
     // Each database's last hour, per minute, from metering.
     let mut recent = HashMap::new();
-    for db in listed["databases"].as_array().into_iter().flatten() {
-        let name = db["name"].as_str().unwrap_or("");
+    for db in &listed {
+        let name = db.name.as_str();
         let path = format!("/usage?database={}&resolution=minute", url_segment(name));
         let usage = visitor.get(console, &path).await;
         recent.insert(name.to_owned(), Recent::of(&usage));
@@ -171,12 +175,12 @@ async fn databases_page(
                 table {
                     thead { tr { th { "Database" } th { "Tables" } th { "Memory" } th { "Units per second" } th { "Last hour" } th { "Warnings" } } }
                     tbody {
-                        @for db in listed["databases"].as_array().into_iter().flatten() {
-                            @let name = db["name"].as_str().unwrap_or("");
+                        @for db in &listed {
+                            @let name = db.name.as_str();
                             @let q = quota_of(name);
                             tr {
                                 td { a href=(format!("/databases/{name}")) { (name) } }
-                                td { (db["tables"].as_array().map_or(0, Vec::len)) }
+                                td { (db.tables.len()) }
                                 td { (bar(q["usage"]["in_memory_bytes"].as_u64().unwrap_or(0), q["quota"]["in_memory_bytes"].as_u64())) }
                                 @let r = recent.get(name).copied().unwrap_or_default();
                                 td.rates {
@@ -249,11 +253,10 @@ async fn database_page(
     status: StatusCode,
 ) -> Response {
     let path = format!("/databases/{}", url_segment(name));
-    let found = visitor.api(console, Method::GET, &path, None).await;
-    if found.status != StatusCode::OK {
-        return problem(found.status, "Not found", &found.message());
-    }
-    let db = found.body;
+    let db = match visitor.read::<Database>(console, &path).await {
+        Ok(db) => db,
+        Err(page) => return page,
+    };
     let memory = visitor.get(console, &format!("{path}/memory")).await;
     let usage_path = format!("/usage?database={}&resolution=raw", url_segment(name));
     let usage = visitor.get(console, &usage_path).await;
@@ -272,8 +275,8 @@ async fn database_page(
             .map(|row| (row[2].as_u64().unwrap_or(0), row[3].as_u64().unwrap_or(0)))
             .unwrap_or((0, 0))
     };
-    let rest = db["rest_url"].as_str().unwrap_or("");
-    let resp = db["resp_addr"].as_str().unwrap_or("");
+    let rest = db.rest_url.as_deref().unwrap_or("");
+    let resp = db.resp_addr.as_deref().unwrap_or("");
     let (host, port) = resp.rsplit_once(':').unwrap_or((resp, ""));
     let empty = HashMap::new();
     let (values, error) = table_error.map_or((&empty, None), |(v, e)| (v, Some(e)));
@@ -287,7 +290,7 @@ async fn database_page(
                     table #tables {
                         thead { tr { th { "Table" } th { "Memory" } th { "Free inside it" } th { "" } } }
                         tbody {
-                            @for table in db["tables"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+                            @for table in &db.tables {
                                 @let (used, free) = memory_of(table);
                                 tr {
                                     td { (table) }

@@ -13,14 +13,15 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::Markup;
 use reqwest::Method;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use shoal_wire::account::{Me, User};
+use shoal_wire::api::{Me, User};
 use subtle::ConstantTimeEq;
 
 use crate::Console;
 use crate::layout::{page, problem};
 
-use shoal_wire::account::{CSRF_COOKIE, SESSION_COOKIE, cookie};
+use shoal_wire::api::{CSRF_COOKIE, SESSION_COOKIE, cookie};
 
 /// The visitor's session token and CSRF token, from their cookies.
 pub(crate) fn session(headers: &HeaderMap) -> Option<(String, String)> {
@@ -149,6 +150,23 @@ impl Visitor {
     /// `GET`s a path of the API as the visitor: its body.
     pub(crate) async fn get(&self, console: &Console, path: &str) -> Value {
         self.api(console, Method::GET, path, None).await.body
+    }
+
+    /// `GET`s a path of the API as the visitor, its answer read as `T`; a
+    /// refusal or an answer that does not read is a page saying so.
+    pub(crate) async fn read<T: DeserializeOwned>(
+        &self,
+        console: &Console,
+        path: &str,
+    ) -> Result<T, Response> {
+        let answer = self.api(console, Method::GET, path, None).await;
+        if answer.status != StatusCode::OK {
+            return Err(problem(answer.status, "Not found", &answer.message()));
+        }
+        serde_json::from_value(answer.body).map_err(|e| {
+            tracing::error!(%path, error = %e, "an answer of the API did not read");
+            problem(StatusCode::BAD_GATEWAY, "Something went wrong", "try again")
+        })
     }
 
     /// A page in the frame a signed-in visitor sees.

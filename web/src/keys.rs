@@ -9,6 +9,7 @@ use axum::response::Response;
 use maud::html;
 use reqwest::Method;
 use serde_json::{Value, json};
+use shoal_wire::api::{ApiKeyList, DatabaseList};
 
 use crate::Console;
 use crate::format;
@@ -66,8 +67,13 @@ async fn keys_page(
     made: Option<&Value>,
     error: Option<&str>,
 ) -> Response {
-    let keys = visitor.get(console, "/api-keys").await;
-    let dbs = visitor.get(console, "/databases").await;
+    let (keys, dbs) = match (
+        visitor.read::<ApiKeyList>(console, "/api-keys").await,
+        visitor.read::<DatabaseList>(console, "/databases").await,
+    ) {
+        (Ok(keys), Ok(dbs)) => (keys.keys, dbs.databases),
+        (Err(page), _) | (_, Err(page)) => return page,
+    };
     let csrf = &visitor.csrf;
     let status = if error.is_some() {
         StatusCode::BAD_REQUEST
@@ -94,18 +100,18 @@ async fn keys_page(
                 table {
                     thead { tr { th { "Name" } th { "Key" } th { "Grants" } th { "Created" } th { "Last used" } th { "" } } }
                     tbody {
-                        @for k in keys["keys"].as_array().into_iter().flatten() {
+                        @for k in &keys {
                             tr {
-                                td { (k["name"].as_str().unwrap_or("")) }
-                                td { code { (k["id"].as_str().unwrap_or("")) ".…" } }
-                                td { @for g in k["grants"].as_array().into_iter().flatten() {
-                                    (g["database"].as_str().unwrap_or("")) " (" (g["role"].as_str().unwrap_or("")) ") " } }
-                                td { (format::when(k["created_at"].as_i64())) }
-                                td { (format::when(k["last_used_at"].as_i64())) }
+                                td { (k.name) }
+                                td { code { (k.id) ".…" } }
+                                td { @for g in &k.grants { (g.database) " (" (g.role.as_str()) ") " } }
+                                td { (format::when(Some(k.created_at))) }
+                                td { (format::when(k.last_used_at)) }
                                 td {
-                                    @if k["revoked_at"].is_null() {
-                                        a href=(format!("/keys/{}/revoke", url_segment(k["id"].as_str().unwrap_or("")))) { "Revoke" }
-                                    } @else { "revoked " (format::when(k["revoked_at"].as_i64())) }
+                                    @match k.revoked_at {
+                                        None => a href=(format!("/keys/{}/revoke", url_segment(&k.id))) { "Revoke" },
+                                        Some(at) => { "revoked " (format::when(Some(at))) },
+                                    }
                                 }
                             }
                         }
@@ -118,8 +124,8 @@ async fn keys_page(
                     input #key_name name="name" required maxlength="64" placeholder="checkout service";
                     label for="key_database" { "Database" }
                     select #key_database name="database" required {
-                        @for db in dbs["databases"].as_array().into_iter().flatten() {
-                            option value=(db["name"].as_str().unwrap_or("")) { (db["name"].as_str().unwrap_or("")) }
+                        @for db in &dbs {
+                            option value=(db.name) { (db.name) }
                         }
                     }
                     label for="key_role" { "Role" }

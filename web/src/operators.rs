@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use reqwest::Method;
 use serde_json::{Value, json};
+use shoal_wire::api::{DataNodeList, DatabaseList};
 
 use crate::Console;
 use crate::format;
@@ -83,7 +84,13 @@ pub(crate) async fn datanodes(
     State(console): State<Arc<Console>>,
     Operator(visitor): Operator,
 ) -> Response {
-    let nodes = visitor.get(&console, "/admin/datanodes").await;
+    let nodes = match visitor
+        .read::<DataNodeList>(&console, "/admin/datanodes")
+        .await
+    {
+        Ok(nodes) => nodes.datanodes,
+        Err(page) => return page,
+    };
     html_response(
         StatusCode::OK,
         visitor.page(
@@ -93,13 +100,13 @@ pub(crate) async fn datanodes(
                 table {
                     thead { tr { th { "Node" } th { "Status" } th { "DataMemory" } th { "Last seen" } th { "REST" } } }
                     tbody {
-                        @for n in nodes["datanodes"].as_array().into_iter().flatten() {
+                        @for n in &nodes {
                             tr {
-                                td { (n["node_id"]) }
-                                td { span class=(format!("status {}", n["status"].as_str().unwrap_or(""))) { (n["status"].as_str().unwrap_or("")) } }
-                                td { (bar(n["used_bytes"].as_u64().unwrap_or(0), n["data_memory_bytes"].as_u64())) }
-                                td { (format::when(n["last_seen"].as_i64())) }
-                                td { code { (n["rest_url"].as_str().unwrap_or("")) } }
+                                td { (n.node_id) }
+                                td { span class=(format!("status {}", n.status)) { (n.status) } }
+                                td { (bar(u64::try_from(n.used_bytes).unwrap_or(0), u64::try_from(n.data_memory_bytes).ok())) }
+                                td { (format::when(Some(n.last_seen))) }
+                                td { code { (n.rest_url) } }
                             }
                         }
                     }
@@ -233,7 +240,10 @@ async fn tenant_page(
     else {
         return problem(StatusCode::NOT_FOUND, "Not found", "no such tenant");
     };
-    let dbs = visitor.get(console, "/databases").await;
+    let dbs = match visitor.read::<DatabaseList>(console, "/databases").await {
+        Ok(dbs) => dbs.databases,
+        Err(page) => return page,
+    };
     let audit_path = format!("/admin/audit?tenant={}&limit=50", url_segment(tenant));
     let audit = visitor.get(console, &audit_path).await;
     let csrf = &visitor.csrf;
@@ -257,8 +267,8 @@ async fn tenant_page(
                 }
                 h2 { "Tenant quota" }
                 (quota_form(&format!("/admin/tenants/{}/quota", url_segment(tenant)), csrf, &t["quota"], error_for("tenant")))
-                @for db in dbs["databases"].as_array().into_iter().flatten().filter(|d| d["tenant_id"] == tenant) {
-                    @let name = db["name"].as_str().unwrap_or("");
+                @for db in dbs.iter().filter(|d| d.tenant_id.as_str() == tenant) {
+                    @let name = db.name.as_str();
                     h2 { "Database " (name) }
                     (quota_form(&format!("/admin/tenants/{}/databases/{}/quota", url_segment(tenant), url_segment(name)), csrf, &Value::Null, error_for(name)))
                 }

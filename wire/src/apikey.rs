@@ -18,6 +18,16 @@ pub enum Role {
     ReadWrite,
 }
 
+impl Role {
+    /// As the API writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Read => "read",
+            Role::ReadWrite => "read_write",
+        }
+    }
+}
+
 /// Characters in a key's prefix.
 pub const PREFIX_LEN: usize = 16;
 /// Fewest characters a key's secret may have.

@@ -8,11 +8,11 @@
 //!   their rows travel in.
 //! - [`secret`]: the cluster secret both sides present.
 //! - [`apikey`]: tenant API keys: their form, their hash, their grants.
-//! - [`account`]: a console user as the API answers one; the session cookies.
+//! - [`api`]: the control plane's REST API as the console and CLI read it.
 //! - [`prometheus`]: the Prometheus text format both sides serve.
 //! - [`internal`]: the internal API's routes and the bodies they carry.
 
-pub mod account;
+pub mod api;
 pub mod apikey;
 pub mod internal;
 pub mod ndbinfo;

@@ -1,7 +1,12 @@
-//! Who a console user is, as the control plane's API answers it and the
-//! console reads it, and the session cookies both read.
+//! The control plane's REST API as its readers see it — the console, the
+//! command-line tools: the session cookies, and the answers they read, each
+//! one type the control plane writes and they parse.
 
 use serde::{Deserialize, Serialize};
+
+use crate::apikey::KeyGrant;
+use crate::internal::NodeId;
+use crate::schema::{DatabaseName, TenantId};
 
 /// The cookie that carries a session token (HttpOnly, SameSite=Strict).
 pub const SESSION_COOKIE: &str = "shoal_session";
@@ -77,6 +82,80 @@ pub struct TenantRef {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Me {
     pub user: User,
+}
+
+/// An API key as `GET /api-keys` lists it (never its secret or hash).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiKey {
+    /// Its public prefix.
+    pub id: String,
+    pub name: String,
+    pub tenant_id: TenantId,
+    pub grants: Vec<KeyGrant>,
+    /// Milliseconds since the Unix epoch, as `last_used_at` and `revoked_at`.
+    pub created_at: i64,
+    /// Seconds since the Unix epoch.
+    pub expires_at: Option<i64>,
+    pub last_used_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+/// `GET /api-keys`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiKeyList {
+    pub keys: Vec<ApiKey>,
+}
+
+/// A key just made: its listing and, this once, the key itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewApiKey {
+    #[serde(flatten)]
+    pub listed: ApiKey,
+    /// `<prefix>.<secret>`.
+    pub key: String,
+}
+
+/// A database, with where applications reach it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Database {
+    pub id: String,
+    pub name: DatabaseName,
+    pub tenant_id: TenantId,
+    pub node_id: NodeId,
+    /// The REST data API of its node; none while the node is unknown.
+    pub rest_url: Option<String>,
+    /// The Redis protocol of its node.
+    pub resp_addr: Option<String>,
+    pub created_at: i64,
+    /// Its tables' names.
+    pub tables: Vec<String>,
+}
+
+/// `GET /databases`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatabaseList {
+    pub databases: Vec<Database>,
+}
+
+/// A data node as the registry has it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataNode {
+    pub node_id: NodeId,
+    pub internal_url: String,
+    pub rest_url: String,
+    pub resp_addr: String,
+    pub data_memory_bytes: i64,
+    pub used_bytes: i64,
+    /// When it last reported, in milliseconds since the Unix epoch.
+    pub last_seen: i64,
+    /// `up`, or `down` once it has not reported for a while.
+    pub status: String,
+}
+
+/// `GET /admin/datanodes`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataNodeList {
+    pub datanodes: Vec<DataNode>,
 }
 
 #[cfg(test)]
