@@ -152,3 +152,52 @@ async fn a_panicking_worker_fails_the_node_and_a_restart_serves_what_was_acknowl
     assert_eq!(body["data"]["name"], "kept", "{body}");
     shoal.kill();
 }
+
+#[tokio::test]
+async fn a_write_over_rest_that_panics_its_worker_is_refused_and_nothing_more_is_served() {
+    let args = ["datanode", "--data-memory", "64M"];
+    let dir = tempfile::tempdir().unwrap();
+    let shoal = Shoal::start_in_env(
+        &args,
+        &[("SHOAL_FAILPOINT_PANIC_KEY", PANIC_KEY)],
+        dir.path(),
+    );
+    shoal.create_database("acme", "cache").await;
+    let (status, body) = shoal
+        .post(
+            "/internal/v1/databases/cache/tables",
+            json!({"name": "items", "primary_key": ["name"], "columns": [
+                {"name": "name", "type": "VARCHAR(100)"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let key = shoal.create_key("acme", &[("cache", "read_write")]).await;
+    let row = |name: &str| json!({"row": {"name": name}});
+    let (status, body) = rest(&shoal, &key, "pk-insert", row("kept")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    let (status, body) = rest(&shoal, &key, "pk-insert", row(PANIC_KEY)).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["error"]["code"], "NODE_FAILED", "{body}");
+    // Every later request is refused the same way, over REST and Redis.
+    for _ in 0..3 {
+        let (status, body) = rest(&shoal, &key, "pk-insert", row("later")).await;
+        assert_eq!(body["error"]["code"], "NODE_FAILED", "{status} {body}");
+    }
+    let set: redis::RedisResult<String> = redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query(&mut redis(&shoal, &key));
+    assert!(set.is_err(), "{set:?}");
+    assert_eq!(health(&shoal).await.0, StatusCode::SERVICE_UNAVAILABLE);
+
+    // Killed and restarted: the acknowledged row, not the refused one.
+    shoal.kill();
+    let shoal = Shoal::start_in(&args, dir.path());
+    let read = |name: &str| json!({"filters": [{"column": "name", "value": name}]});
+    let (status, body) = rest(&shoal, &key, "pk-read", read("kept")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = rest(&shoal, &key, "pk-read", read(PANIC_KEY)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    shoal.kill();
+}
