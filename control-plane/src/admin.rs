@@ -17,6 +17,7 @@ use crate::error::ApiError;
 use crate::server::{App, Body, Path};
 use crate::store::Store;
 use crate::{quotas, validate};
+use shoal_wire::api::{TenantList, TenantSummary, TenantUsage};
 use shoal_wire::schema::TenantId;
 
 #[derive(Debug, sqlx::FromRow)]
@@ -50,21 +51,22 @@ pub async fn tenants(State(app): State<Arc<App>>, caller: Caller) -> Result<Json
             .filter(|(tenant, _)| *tenant == t.id.as_str())
             .filter_map(|(_, db)| usage.get(db)?.get("in_memory_bytes")?.as_u64())
             .sum();
-        answer.push(json!({
-            "id": t.id,
-            "name": t.name,
-            "status": t.status,
-            "created_at": t.created_at,
-            "quota": quotas::parse(t.quota.as_deref()),
-            "usage": {
-                "in_memory_bytes": memory,
-                "databases": counts.databases,
-                "tables": counts.tables,
-                "api_keys": counts.api_keys,
+        answer.push(TenantSummary {
+            id: t.id.clone(),
+            name: t.name.clone(),
+            status: t.status.clone(),
+            created_at: t.created_at,
+            quota: quotas::parse(t.quota.as_deref()),
+            usage: TenantUsage {
+                in_memory_bytes: memory,
+                databases: counts.databases,
+                tables: counts.tables,
+                api_keys: counts.api_keys,
             },
-        }));
+        });
     }
-    Ok(Json(json!({"tenants": answer})))
+    let list = TenantList { tenants: answer };
+    Ok(Json(serde_json::to_value(list).expect("tenants serialize")))
 }
 
 /// `POST /admin/tenants/{id}/suspend`: its users can no longer log in or

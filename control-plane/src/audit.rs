@@ -6,13 +6,14 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use sqlx::{Any, Executor};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::server::{App, Query};
 use crate::store::{new_id, now_ms};
+use shoal_wire::api::{Actor, AuditEntry, AuditLog};
 use shoal_wire::schema::TenantId;
 
 /// One change, for `record`.
@@ -124,20 +125,24 @@ pub async fn list(
         s.as_deref()
             .and_then(|s| serde_json::from_str::<Value>(s).ok())
     };
-    let entries: Vec<Value> = rows
+    let entries = rows
         .iter()
-        .map(|e| {
-            json!({
-                "id": e.id,
-                "at": e.at,
-                "actor": {"id": e.actor_id, "email": e.actor_email},
-                "tenant_id": e.tenant_id,
-                "action": e.action,
-                "target": e.target,
-                "before": parse(&e.before_state),
-                "after": parse(&e.after_state),
-            })
+        .map(|e| AuditEntry {
+            id: e.id.clone(),
+            at: e.at,
+            actor: Actor {
+                id: e.actor_id.clone(),
+                email: e.actor_email.clone(),
+            },
+            tenant_id: e.tenant_id.clone(),
+            action: e.action.clone(),
+            target: e.target.clone(),
+            before: parse(&e.before_state),
+            after: parse(&e.after_state),
         })
         .collect();
-    Ok(Json(json!({"entries": entries})))
+    let log = AuditLog { entries };
+    Ok(Json(
+        serde_json::to_value(log).expect("the audit log serializes"),
+    ))
 }

@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use shoal_wire::api::{Database, DatabaseList};
+use shoal_wire::api::{Database, DatabaseList, TableMemory};
 use shoal_wire::internal;
 use shoal_wire::ndbinfo::Cell;
 use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
@@ -344,12 +344,15 @@ pub async fn memory(
     let node = node_of(&app, &db).await?;
     let usage = app.nodes.ndbinfo(&node, "table_memory_usage").await?;
     let this = Cell::Text(db.name.to_string());
-    let rows: Vec<&Vec<Cell>> = (usage.rows.iter())
+    let rows = (usage.rows.into_iter())
         .filter(|row| row.first() == Some(&this))
         .collect();
-    Ok(Json(
-        json!({"database": db.name, "columns": usage.columns, "rows": rows}),
-    ))
+    let memory = TableMemory {
+        database: db.name.clone(),
+        columns: usage.columns,
+        rows,
+    };
+    Ok(Json(to_value(memory)))
 }
 
 /// `GET /databases/{db}/tables`.

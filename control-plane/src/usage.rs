@@ -18,6 +18,7 @@ use shoal_metering::{
     BillingLine, Counters, DAY_MS, HOUR_MS, Resolution, Usage, billing_csv, day_of, gib_hours,
     growth,
 };
+use shoal_wire::api::{UsagePoint, UsageSeries};
 use shoal_wire::ndbinfo::{self, NdbinfoTable, Record};
 
 use crate::auth::Caller;
@@ -353,18 +354,18 @@ pub struct SeriesQuery {
     resolution: Option<String>,
 }
 
-fn point(at: i64, u: &Usage) -> Value {
-    json!({
-        "at": at,
-        "memory_bytes": u.memory_bytes,
-        "memory_max_bytes": u.memory_max_bytes,
-        "memory_gib_hours": gib_hours(u.memory_byte_seconds),
-        "read_units": u.counters.read_units,
-        "write_units": u.counters.write_units,
-        "throttled_reads": u.counters.throttled_reads,
-        "throttled_writes": u.counters.throttled_writes,
-        "quota_rejections": u.counters.quota_rejections,
-    })
+fn point(at: i64, u: &Usage) -> UsagePoint {
+    UsagePoint {
+        at,
+        memory_bytes: u.memory_bytes,
+        memory_max_bytes: u.memory_max_bytes,
+        memory_gib_hours: gib_hours(u.memory_byte_seconds),
+        read_units: u.counters.read_units,
+        write_units: u.counters.write_units,
+        throttled_reads: u.counters.throttled_reads,
+        throttled_writes: u.counters.throttled_writes,
+        quota_rejections: u.counters.quota_rejections,
+    }
 }
 
 /// `GET /usage`: a series of the caller's tenant, one of its databases, or
@@ -434,19 +435,22 @@ pub async fn series(
     for row in &rows {
         by_time.entry(row.at).or_default().push(row.usage());
     }
-    let points: Vec<Value> = by_time
+    let points = by_time
         .iter()
         .map(|(at, parts)| point(*at, &Usage::combine(parts)))
         .collect();
-    Ok(Json(json!({
-        "resolution": resolution.as_str(),
-        "from": from,
-        "to": to,
-        "tenant_id": tenant,
-        "database": database,
-        "table": q.table,
-        "points": points,
-    })))
+    let series = UsageSeries {
+        resolution: resolution.as_str().to_owned(),
+        from,
+        to,
+        tenant_id: tenant,
+        database,
+        table: q.table,
+        points,
+    };
+    Ok(Json(
+        serde_json::to_value(series).expect("a series serializes"),
+    ))
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

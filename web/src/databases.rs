@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use reqwest::Method;
 use serde_json::{Value, json};
-use shoal_wire::api::{Database, DatabaseList};
+use shoal_wire::api::{Database, DatabaseList, TableMemory, UsagePoint, UsageSeries};
 
 use crate::Console;
 use crate::format;
@@ -151,8 +151,9 @@ async fn databases_page(
     for db in &listed {
         let name = db.name.as_str();
         let path = format!("/usage?database={}&resolution=minute", url_segment(name));
-        let usage = visitor.get(console, &path).await;
-        recent.insert(name.to_owned(), Recent::of(&usage));
+        // A database without samples yet has an empty series.
+        let usage = visitor.read::<UsageSeries>(console, &path).await.ok();
+        recent.insert(name.to_owned(), Recent::of(usage.as_ref()));
     }
     let status = if form_error.is_some() {
         StatusCode::BAD_REQUEST
@@ -211,19 +212,18 @@ struct Recent {
 }
 
 impl Recent {
-    fn of(usage: &Value) -> Recent {
-        let points: Vec<&Value> = usage["points"].as_array().into_iter().flatten().collect();
-        let n = |p: &Value, f: &str| p[f].as_u64().unwrap_or(0);
+    fn of(usage: Option<&UsageSeries>) -> Recent {
+        let points: &[UsagePoint] = usage.map_or(&[], |u| &u.points);
         // The newest minute is still filling: the one before is the last full one.
-        let last_full = points.len().checked_sub(2).map(|i| points[i]);
+        let last_full = points.len().checked_sub(2).map(|i| &points[i]);
         Recent {
-            reads_per_sec: last_full.map_or(0, |p| n(p, "read_units") / 60),
-            writes_per_sec: last_full.map_or(0, |p| n(p, "write_units") / 60),
+            reads_per_sec: last_full.map_or(0, |p| p.read_units / 60),
+            writes_per_sec: last_full.map_or(0, |p| p.write_units / 60),
             throttled: points
                 .iter()
-                .map(|p| n(p, "throttled_reads") + n(p, "throttled_writes"))
+                .map(|p| p.throttled_reads + p.throttled_writes)
                 .sum(),
-            rejected: points.iter().map(|p| n(p, "quota_rejections")).sum(),
+            rejected: points.iter().map(|p| p.quota_rejections).sum(),
         }
     }
 }
@@ -257,24 +257,17 @@ async fn database_page(
         Ok(db) => db,
         Err(page) => return page,
     };
-    let memory = visitor.get(console, &format!("{path}/memory")).await;
+    let memory = visitor
+        .read::<TableMemory>(console, &format!("{path}/memory"))
+        .await
+        .ok();
     let usage_path = format!("/usage?database={}&resolution=raw", url_segment(name));
-    let usage = visitor.get(console, &usage_path).await;
-    let memory_over_time: Vec<(i64, u64)> = usage["points"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|p| Some((p["at"].as_i64()?, p["memory_bytes"].as_u64()?)))
+    let usage = visitor.read::<UsageSeries>(console, &usage_path).await.ok();
+    let memory_over_time: Vec<(i64, u64)> = (usage.iter())
+        .flat_map(|u| &u.points)
+        .map(|p| (p.at, p.memory_bytes))
         .collect();
-    let memory_of = |table: &str| {
-        memory["rows"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|row| row[1] == table)
-            .map(|row| (row[2].as_u64().unwrap_or(0), row[3].as_u64().unwrap_or(0)))
-            .unwrap_or((0, 0))
-    };
+    let memory_of = |table: &str| memory.as_ref().map_or((0, 0), |m| m.of(table));
     let rest = db.rest_url.as_deref().unwrap_or("");
     let resp = db.resp_addr.as_deref().unwrap_or("");
     let (host, port) = resp.rsplit_once(':').unwrap_or((resp, ""));

@@ -8,8 +8,8 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use maud::html;
 use reqwest::Method;
-use serde_json::{Value, json};
-use shoal_wire::api::{ApiKeyList, DatabaseList};
+use serde_json::json;
+use shoal_wire::api::{ApiKeyList, DatabaseList, NewApiKey};
 
 use crate::Console;
 use crate::format;
@@ -30,7 +30,17 @@ pub(crate) async fn create_key(State(console): State<Arc<Console>>, posted: Post
         .api(&console, Method::POST, "/api-keys", Some(body))
         .await;
     if answer.status == StatusCode::CREATED {
-        return keys_page(&console, visitor, Some(&answer.body), None).await;
+        match serde_json::from_value::<NewApiKey>(answer.body) {
+            Ok(made) => return keys_page(&console, visitor, Some(&made), None).await,
+            Err(e) => tracing::error!(error = %e, "a new key's answer did not read"),
+        }
+        return keys_page(
+            &console,
+            visitor,
+            None,
+            Some("the key was made but its answer did not read: revoke it and make another"),
+        )
+        .await;
     }
     keys_page(&console, visitor, None, Some(&answer.message())).await
 }
@@ -64,7 +74,7 @@ pub(crate) async fn revoke(
 async fn keys_page(
     console: &Console,
     visitor: &Visitor,
-    made: Option<&Value>,
+    made: Option<&NewApiKey>,
     error: Option<&str>,
 ) -> Response {
     let (keys, dbs) = match (
@@ -92,7 +102,7 @@ async fn keys_page(
                     section.secret role="status" {
                         h2 { "Your new key" }
                         p.warning { "Copy it now: it is shown only this once, and Shoal keeps only a hash of it." }
-                        code #new-key { (made["key"].as_str().unwrap_or("")) }
+                        code #new-key { (made.key) }
                         " " button type="button" #copy-key { "Copy" }
                         script { (maud::PreEscaped("document.getElementById('copy-key').addEventListener('click',function(){navigator.clipboard.writeText(document.getElementById('new-key').textContent);this.textContent='Copied';});")) }
                     }

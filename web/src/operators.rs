@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use reqwest::Method;
 use serde_json::{Value, json};
-use shoal_wire::api::{DataNodeList, DatabaseList};
+use shoal_wire::api::{AuditLog, DataNodeList, DatabaseList, TenantList};
 
 use crate::Console;
 use crate::format;
@@ -121,7 +121,13 @@ pub(crate) async fn audit(
     State(console): State<Arc<Console>>,
     Operator(visitor): Operator,
 ) -> Response {
-    let audit = visitor.get(&console, "/admin/audit?limit=200").await;
+    let audit = match visitor
+        .read::<AuditLog>(&console, "/admin/audit?limit=200")
+        .await
+    {
+        Ok(audit) => audit,
+        Err(page) => return page,
+    };
     let content = html! { h1 { "Audit log" } (audit_table(&audit)) };
     html_response(StatusCode::OK, visitor.page("Audit log", content))
 }
@@ -132,18 +138,18 @@ pub(crate) async fn tenants_page(
     visitor: &Visitor,
     sort: Option<&str>,
 ) -> Response {
-    let tenants = visitor.get(console, "/admin/tenants").await;
-    let mut rows: Vec<Value> = tenants["tenants"].as_array().cloned().unwrap_or_default();
+    let mut rows = match visitor.read::<TenantList>(console, "/admin/tenants").await {
+        Ok(list) => list.tenants,
+        Err(page) => return page,
+    };
     // Sorted by the column asked for: the largest first, names A to Z.
-    let number = |t: &Value, path: [&str; 2]| t[path[0]][path[1]].as_u64().unwrap_or(0);
+    use std::cmp::Reverse;
     match sort.unwrap_or("name") {
-        "memory" => {
-            rows.sort_by_key(|t| std::cmp::Reverse(number(t, ["usage", "in_memory_bytes"])))
-        }
-        "databases" => rows.sort_by_key(|t| std::cmp::Reverse(number(t, ["usage", "databases"]))),
-        "keys" => rows.sort_by_key(|t| std::cmp::Reverse(number(t, ["usage", "api_keys"]))),
-        "status" => rows.sort_by(|a, b| a["status"].as_str().cmp(&b["status"].as_str())),
-        _ => rows.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str())),
+        "memory" => rows.sort_by_key(|t| Reverse(t.usage.in_memory_bytes)),
+        "databases" => rows.sort_by_key(|t| Reverse(t.usage.databases)),
+        "keys" => rows.sort_by_key(|t| Reverse(t.usage.api_keys)),
+        "status" => rows.sort_by(|a, b| a.status.cmp(&b.status)),
+        _ => rows.sort_by(|a, b| a.name.cmp(&b.name)),
     }
     html_response(
         StatusCode::OK,
@@ -162,11 +168,11 @@ pub(crate) async fn tenants_page(
                     tbody {
                         @for t in &rows {
                             tr {
-                                td { a href=(format!("/admin/tenants/{}", url_segment(t["id"].as_str().unwrap_or("")))) { (t["name"].as_str().unwrap_or("")) } }
-                                td { (t["status"].as_str().unwrap_or("")) }
-                                td { (bar(t["usage"]["in_memory_bytes"].as_u64().unwrap_or(0), t["quota"]["in_memory_bytes"].as_u64())) }
-                                td { (t["usage"]["databases"]) }
-                                td { (t["usage"]["api_keys"]) }
+                                td { a href=(format!("/admin/tenants/{}", url_segment(t.id.as_str()))) { (t.name) } }
+                                td { (t.status) }
+                                td { (bar(t.usage.in_memory_bytes, t.quota.in_memory_bytes)) }
+                                td { (t.usage.databases) }
+                                td { (t.usage.api_keys) }
                             }
                         }
                     }
@@ -230,22 +236,24 @@ async fn tenant_page(
     tenant: &str,
     error: Option<(&str, &str)>,
 ) -> Response {
-    let tenants = visitor.get(console, "/admin/tenants").await;
-    let Some(t) = tenants["tenants"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|t| t["id"] == tenant)
-        .cloned()
-    else {
+    let tenants = match visitor.read::<TenantList>(console, "/admin/tenants").await {
+        Ok(list) => list.tenants,
+        Err(page) => return page,
+    };
+    let Some(t) = tenants.into_iter().find(|t| t.id.as_str() == tenant) else {
         return problem(StatusCode::NOT_FOUND, "Not found", "no such tenant");
     };
+    let active = t.status == "active";
+    let quota = serde_json::to_value(t.quota).unwrap_or_default();
     let dbs = match visitor.read::<DatabaseList>(console, "/databases").await {
         Ok(dbs) => dbs.databases,
         Err(page) => return page,
     };
     let audit_path = format!("/admin/audit?tenant={}&limit=50", url_segment(tenant));
-    let audit = visitor.get(console, &audit_path).await;
+    let audit = match visitor.read::<AuditLog>(console, &audit_path).await {
+        Ok(audit) => audit,
+        Err(page) => return page,
+    };
     let csrf = &visitor.csrf;
     let status = if error.is_some() {
         StatusCode::BAD_REQUEST
@@ -256,17 +264,17 @@ async fn tenant_page(
     html_response(
         status,
         visitor.page(
-            &format!("Tenant {}", t["name"].as_str().unwrap_or("")),
+            &format!("Tenant {}", t.name),
             html! {
-                h1 { "Tenant " (t["name"].as_str().unwrap_or("")) }
-                p { "Status: " strong { (t["status"].as_str().unwrap_or("")) } " · memory "
-                    (bar(t["usage"]["in_memory_bytes"].as_u64().unwrap_or(0), t["quota"]["in_memory_bytes"].as_u64())) }
-                form method="post" action=(format!("/admin/tenants/{}/{}", url_segment(tenant), if t["status"] == "active" { "suspend" } else { "resume" })) {
+                h1 { "Tenant " (t.name) }
+                p { "Status: " strong { (t.status) } " · memory "
+                    (bar(t.usage.in_memory_bytes, t.quota.in_memory_bytes)) }
+                form method="post" action=(format!("/admin/tenants/{}/{}", url_segment(tenant), if active { "suspend" } else { "resume" })) {
                     input type="hidden" name="csrf" value=(csrf);
-                    button.danger type="submit" { @if t["status"] == "active" { "Suspend" } @else { "Resume" } }
+                    button.danger type="submit" { @if active { "Suspend" } @else { "Resume" } }
                 }
                 h2 { "Tenant quota" }
-                (quota_form(&format!("/admin/tenants/{}/quota", url_segment(tenant)), csrf, &t["quota"], error_for("tenant")))
+                (quota_form(&format!("/admin/tenants/{}/quota", url_segment(tenant)), csrf, &quota, error_for("tenant")))
                 @for db in dbs.iter().filter(|d| d.tenant_id.as_str() == tenant) {
                     @let name = db.name.as_str();
                     h2 { "Database " (name) }
@@ -280,18 +288,22 @@ async fn tenant_page(
 }
 
 /// Audit entries: when, who, what, before and after.
-fn audit_table(audit: &Value) -> Markup {
+fn audit_table(audit: &AuditLog) -> Markup {
+    let state = |s: &Option<Value>| {
+        s.as_ref()
+            .map_or_else(|| "null".to_owned(), Value::to_string)
+    };
     html! {
         table.audit {
             thead { tr { th { "When" } th { "Who" } th { "What" } th { "Before" } th { "After" } } }
             tbody {
-                @for e in audit["entries"].as_array().into_iter().flatten() {
+                @for e in &audit.entries {
                     tr {
-                        td { (format::when(e["at"].as_i64())) }
-                        td { (e["actor"]["email"].as_str().unwrap_or("")) }
-                        td { (e["action"].as_str().unwrap_or("")) " " (e["target"].as_str().unwrap_or("")) }
-                        td { code { (e["before"].to_string()) } }
-                        td { code { (e["after"].to_string()) } }
+                        td { (format::when(Some(e.at))) }
+                        td { (e.actor.email) }
+                        td { (e.action) " " (e.target) }
+                        td { code { (state(&e.before)) } }
+                        td { code { (state(&e.after)) } }
                     }
                 }
             }

@@ -158,6 +158,114 @@ pub struct DataNodeList {
     pub datanodes: Vec<DataNode>,
 }
 
+/// One point of a usage series (`GET /usage`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsagePoint {
+    /// The start of its interval, in milliseconds since the Unix epoch.
+    pub at: i64,
+    pub memory_bytes: u64,
+    pub memory_max_bytes: u64,
+    pub memory_gib_hours: f64,
+    pub read_units: u64,
+    pub write_units: u64,
+    pub throttled_reads: u64,
+    pub throttled_writes: u64,
+    pub quota_rejections: u64,
+}
+
+/// `GET /usage`: a series of a tenant, one of its databases, or one table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageSeries {
+    /// `raw`, `minute` or `hour`.
+    pub resolution: String,
+    pub from: i64,
+    pub to: i64,
+    pub tenant_id: TenantId,
+    pub database: Option<DatabaseName>,
+    pub table: Option<String>,
+    pub points: Vec<UsagePoint>,
+}
+
+/// Who made a change on the platform.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Actor {
+    pub id: String,
+    pub email: String,
+}
+
+/// One entry of the audit log (`GET /admin/audit`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    pub id: String,
+    /// Milliseconds since the Unix epoch.
+    pub at: i64,
+    pub actor: Actor,
+    pub tenant_id: Option<String>,
+    /// What was done, e.g. `tenant.quota.set`.
+    pub action: String,
+    /// What to, e.g. `database shop`.
+    pub target: String,
+    pub before: Option<serde_json::Value>,
+    pub after: Option<serde_json::Value>,
+}
+
+/// `GET /admin/audit`: the newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditLog {
+    pub entries: Vec<AuditEntry>,
+}
+
+/// What a tenant holds, counted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TenantUsage {
+    pub in_memory_bytes: u64,
+    pub databases: i64,
+    pub tables: i64,
+    pub api_keys: i64,
+}
+
+/// A tenant as `GET /admin/tenants` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TenantSummary {
+    pub id: TenantId,
+    pub name: String,
+    /// `active` or `suspended`.
+    pub status: String,
+    pub created_at: i64,
+    pub quota: shoal_quota::Quota,
+    pub usage: TenantUsage,
+}
+
+/// `GET /admin/tenants`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TenantList {
+    pub tenants: Vec<TenantSummary>,
+}
+
+/// `GET /databases/{db}/memory`: its rows of `ndbinfo.table_memory_usage`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableMemory {
+    pub database: DatabaseName,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<crate::ndbinfo::Cell>>,
+}
+
+impl TableMemory {
+    /// A table's memory and the free space inside it, in bytes.
+    pub fn of(&self, table: &str) -> (u64, u64) {
+        let rows = crate::ndbinfo::Rows {
+            columns: self.columns.clone(),
+            rows: self.rows.clone(),
+        };
+        (rows.records())
+            .find(|r| r.text("table_name") == Some(table))
+            .map_or((0, 0), |r| {
+                let n = |c: &str| r.uint(c).unwrap_or(0);
+                (n("in_memory_bytes"), n("free_in_memory_bytes"))
+            })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
