@@ -323,7 +323,7 @@ impl NodeArgs {
             }
         };
         Ok(DataNodeConfig {
-            node_id: self.node_id,
+            node_id: shoal_datanode::NodeId(self.node_id),
             data_memory: self.data_memory.0,
             ldm_threads: self
                 .ldm_threads

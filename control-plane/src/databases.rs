@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use shoal_wire::api::{Database, DatabaseList, TableMemory};
 use shoal_wire::internal;
 use shoal_wire::ndbinfo::Cell;
-use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
+use shoal_wire::schema::{DatabaseName, TableDef, TableName, TenantId};
 
 use crate::audit::{self, Change};
 use crate::auth::Caller;
@@ -306,7 +306,7 @@ async fn finish_drop(app: &App, node: &NodeRow, id: &str, name: &DatabaseName) {
 #[derive(Debug, Clone, sqlx::FromRow)]
 struct TableRow {
     id: String,
-    name: String,
+    name: TableName,
     definition: String,
     status: String,
 }
@@ -412,7 +412,7 @@ pub async fn create_table(
     let existing = tables_of(&app, &db.id).await?;
     if let Some(t) = existing
         .iter()
-        .find(|t| t.name.eq_ignore_ascii_case(&table_name))
+        .find(|t| t.name.as_str().eq_ignore_ascii_case(&table_name))
     {
         let why = if t.status == "dropping" {
             "is still being dropped"
@@ -448,7 +448,7 @@ pub async fn create_table(
     .execute(&app.store.pool)
     .await;
     if let Err(e) = stored {
-        if let Err(undo) = app.nodes.drop_table(&node, &db.name, &table_name).await {
+        if let Err(undo) = app.nodes.drop_table(&node, &db.name, &table.name).await {
             tracing::error!(table = %table_name, error = %undo, "could not undo a table the store did not take");
         }
         return Err(e.into());
@@ -477,7 +477,7 @@ pub async fn drop_table(
     let table = tables_of(&app, &db.id)
         .await?
         .into_iter()
-        .find(|t| t.name == table_name && t.status == "ready")
+        .find(|t| t.name.as_str() == table_name && t.status == "ready")
         .ok_or_else(|| ApiError::not_found("table"))?;
     sqlx::query("UPDATE tables SET status = 'dropping' WHERE id = $1")
         .bind(&table.id)

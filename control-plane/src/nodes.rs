@@ -21,7 +21,7 @@ use shoal_wire::internal::{
 };
 pub use shoal_wire::internal::{Heartbeat, KeyUse, NodeId};
 use shoal_wire::ndbinfo::Rows;
-use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
+use shoal_wire::schema::{DatabaseName, TableDef, TableName, TenantId};
 use shoal_wire::secret::ClusterSecret;
 
 use crate::error::ApiError;
@@ -342,9 +342,9 @@ impl NodeClient {
         &self,
         node: &NodeRow,
         db: &DatabaseName,
-        table: &str,
+        table: &TableName,
     ) -> Result<(), NodeError> {
-        let path = route::table(db.as_str(), table);
+        let path = route::table(db.as_str(), table.as_str());
         self.send(node, Method::DELETE, &path, None::<&()>).await
     }
 

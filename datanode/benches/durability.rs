@@ -34,7 +34,7 @@ const MIB: f64 = (1 << 20) as f64;
 
 fn config(data_memory: u64) -> EngineConfig {
     EngineConfig {
-        node_id: 1,
+        node_id: shoal_datanode::NodeId(1),
         data_memory,
         ldm_threads: 2,
         fragments_per_table: None,

@@ -115,7 +115,7 @@ struct Result {
 
 fn run(rt: &tokio::runtime::Runtime, w: &Workload) -> Result {
     let engine = Engine::start(EngineConfig {
-        node_id: 1,
+        node_id: shoal_datanode::NodeId(1),
         data_memory: 2 << 30,
         ldm_threads: 1,
         fragments_per_table: Some(2),

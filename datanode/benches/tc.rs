@@ -340,7 +340,7 @@ fn main() {
         .build()
         .unwrap();
     let engine = Engine::start(EngineConfig {
-        node_id: 1,
+        node_id: shoal_datanode::NodeId(1),
         data_memory: 1 << 30,
         ldm_threads: 2,
         fragments_per_table: None,

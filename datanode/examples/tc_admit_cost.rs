@@ -26,7 +26,7 @@ fn main() {
         .build()
         .unwrap();
     let engine = Engine::start(EngineConfig {
-        node_id: 1,
+        node_id: shoal_datanode::NodeId(1),
         data_memory: 256 << 20,
         ldm_threads: 1,
         fragments_per_table: Some(2),

@@ -30,7 +30,8 @@ pub use ldm::NodeFailed;
 pub use log::redo::Durability;
 pub use node::catalog::CatalogError;
 pub use node::{
-    DEFAULT_LOCK_WAIT_TIMEOUT, Engine, EngineConfig, FragmentUsage, default_ldm_threads, stats,
+    DEFAULT_LOCK_WAIT_TIMEOUT, Engine, EngineConfig, FragmentUsage, NodeId, default_ldm_threads,
+    stats,
 };
 pub use server::register::ControlPlaneLink;
 pub use server::{DataNode, DataNodeConfig, SECRET_FILE, StartError};

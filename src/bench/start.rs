@@ -76,7 +76,7 @@ impl Cluster {
         .await?;
         let url = format!("http://{}", control.addr);
         let node = DataNode::start(DataNodeConfig {
-            node_id: 1,
+            node_id: shoal_datanode::NodeId(1),
             data_memory,
             ldm_threads: shoal_datanode::default_ldm_threads(),
             lock_wait_timeout: Duration::from_millis(1200),

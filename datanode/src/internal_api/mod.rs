@@ -42,7 +42,7 @@ use axum::{Json, Router};
 use crate::api::error::ApiError;
 use crate::node::Engine;
 use crate::node::checkpoint::{Checkpointer, Summary};
-use shoal_wire::internal::{Health, NodeId};
+use shoal_wire::internal::Health;
 
 /// Largest request body the internal API reads.
 pub(crate) const MAX_BODY_BYTES: usize = 1 << 20;
@@ -159,7 +159,7 @@ async fn checkpoint(State(state): State<AppState>) -> Result<Json<Summary>, ApiE
 /// `ok`, or 503 `failed` with the reason once an LDM worker has panicked or
 /// the redo log has failed: the node must be restarted.
 async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Health>) {
-    let node_id = NodeId(state.engine.node_id());
+    let node_id = state.engine.node_id();
     let (status, word, reason) = match state.engine.health() {
         Ok(()) => (StatusCode::OK, "ok", None),
         Err(reason) => (StatusCode::SERVICE_UNAVAILABLE, "failed", Some(reason)),

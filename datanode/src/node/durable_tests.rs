@@ -28,7 +28,7 @@ const KV: &str = r#"{"name":"kv","primary_key":["k"],"columns":[{"name":"k","typ
 
 fn config() -> EngineConfig {
     EngineConfig {
-        node_id: 1,
+        node_id: super::NodeId(1),
         data_memory: 256 * PAGE_SIZE as u64,
         ldm_threads: 2,
         fragments_per_table: Some(4),

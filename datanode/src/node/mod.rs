@@ -38,11 +38,12 @@ use crate::storage::layout::Layout;
 use crate::storage::page::DataMemory;
 use crate::tc::{Database, Table, Tc, Tenant};
 use crate::types::{DatabaseId, TableId};
+pub use shoal_wire::internal::NodeId;
 
 /// How to size an engine.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
-    pub node_id: u32,
+    pub node_id: NodeId,
     /// Bytes of DataMemory, rounded down to whole pages.
     pub data_memory: u64,
     /// LDM worker threads.
@@ -89,7 +90,7 @@ pub struct Engine {
 
 #[derive(Debug)]
 struct Inner {
-    node_id: u32,
+    node_id: NodeId,
     tc: Tc,
     catalog: RwLock<Catalog>,
     /// Schema changes run one at a time; the catalog lock is never held
@@ -150,7 +151,7 @@ impl Engine {
 
     /// An engine around a coordinator made by a test or benchmark (whose
     /// rate limiters may keep their own time).
-    fn around(node_id: u32, tc: Tc, fragments_per_table: u16) -> Engine {
+    fn around(node_id: NodeId, tc: Tc, fragments_per_table: u16) -> Engine {
         Engine {
             inner: Arc::new(Inner {
                 node_id,
@@ -165,7 +166,7 @@ impl Engine {
         }
     }
 
-    pub fn node_id(&self) -> u32 {
+    pub fn node_id(&self) -> NodeId {
         self.inner.node_id
     }
 

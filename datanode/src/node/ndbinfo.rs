@@ -39,7 +39,7 @@ pub(crate) async fn rows(engine: &Engine, table: NdbinfoTable) -> Result<Rows, N
         name if name == ndbinfo::MEMORY_USAGE.name => {
             let pool = engine.data_memory();
             vec![vec![
-                engine.node_id().into(),
+                engine.node_id().0.into(),
                 DATA_MEMORY.into(),
                 pool.used_bytes().into(),
                 pool.total_bytes().into(),

@@ -43,7 +43,7 @@ fn setup(pages: u64, lock_wait: Duration) -> Setup {
     let clock = LimiterClock::manual();
     let engine = Engine::start_with_clock(
         EngineConfig {
-            node_id: 1,
+            node_id: super::NodeId(1),
             data_memory: pages * PAGE_SIZE as u64,
             ldm_threads: 2,
             fragments_per_table: Some(4),

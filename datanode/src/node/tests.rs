@@ -19,7 +19,7 @@ pub(super) fn engine(pages: u64) -> Engine {
 
 pub(super) fn engine_with(pages: u64, fragments: u16) -> Engine {
     Engine::start(EngineConfig {
-        node_id: 1,
+        node_id: super::NodeId(1),
         data_memory: pages * PAGE_SIZE as u64,
         ldm_threads: 2,
         fragments_per_table: Some(fragments),

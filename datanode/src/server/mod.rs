@@ -30,7 +30,7 @@ use crate::log::redo::Durability;
 use crate::node::checkpoint::Checkpointer;
 use crate::node::durable::{self, Durable, OpenError};
 use crate::node::recovery::Recovered;
-use crate::node::{Engine, EngineConfig};
+use crate::node::{Engine, EngineConfig, NodeId};
 use crate::tc::Tc;
 
 /// How often idle rate-limiter state is swept.
@@ -48,7 +48,7 @@ pub(crate) const LOCK_FILE: &str = "lock";
 /// How to run a data node.
 #[derive(Debug, Clone)]
 pub struct DataNodeConfig {
-    pub node_id: u32,
+    pub node_id: NodeId,
     pub data_memory: u64,
     pub ldm_threads: usize,
     /// Longest a write waits for a row another transaction holds.
@@ -203,7 +203,7 @@ impl DataNode {
             (config.checkpoint_every, config.checkpoint_redo_bytes),
             stopped,
         ));
-        tracing::info!(node_id = config.node_id, %internal_addr, %rest_addr, %resp_addr, durability = %config.durability, "data node started");
+        tracing::info!(node_id = %config.node_id, %internal_addr, %rest_addr, %resp_addr, durability = %config.durability, "data node started");
         Ok(DataNode {
             durable,
             internal_addr,

@@ -28,7 +28,7 @@ pub struct ControlPlaneLink {
 /// What the node tells the control plane it is.
 #[derive(Debug, Clone)]
 pub(crate) struct Identity {
-    pub node_id: u32,
+    pub node_id: NodeId,
     pub internal_port: u16,
     pub rest_port: u16,
     pub resp_port: u16,
@@ -79,7 +79,7 @@ pub(crate) async fn heartbeats(
             .collect();
         let pool = engine.data_memory();
         let beat = Heartbeat {
-            node_id: NodeId(me.node_id),
+            node_id: me.node_id,
             internal_url: format!("http://{host}:{}", me.internal_port),
             rest_url: format!("http://{host}:{}", me.rest_port),
             resp_addr: format!("{host}:{}", me.resp_port),
