@@ -13,6 +13,19 @@ use serde_json::{Value, json};
 
 const PANIC_KEY: &str = "failpoint-panics-here";
 
+/// A node with the failpoint armed, in `dir`, with tenant `acme`'s database
+/// `cache`, its table `items` as `items` defines it, and a read-write key.
+async fn armed(args: &[&str], dir: &std::path::Path, items: Value) -> (Shoal, String) {
+    let shoal = Shoal::start_in_env(args, &[("SHOAL_FAILPOINT_PANIC_KEY", PANIC_KEY)], dir);
+    shoal.create_database("acme", "cache").await;
+    let (status, body) = shoal
+        .post("/internal/v1/databases/cache/tables", items)
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let key = shoal.create_key("acme", &[("cache", "read_write")]).await;
+    (shoal, key)
+}
+
 async fn rest(shoal: &Shoal, key: &str, op: &str, body: Value) -> (StatusCode, Value) {
     let r = common::client()
         .post(format!("{}/0.1.0/cache/items/{op}", shoal.rest_url))
@@ -54,21 +67,9 @@ fn redis(shoal: &Shoal, key: &str) -> redis::Connection {
 async fn a_panicking_worker_fails_the_node_and_a_restart_serves_what_was_acknowledged() {
     let dir = tempfile::tempdir().unwrap();
     let args = ["datanode", "--data-memory", "64M", "--ldm-threads", "1"];
-    let shoal = Shoal::start_in_env(
-        &args,
-        &[("SHOAL_FAILPOINT_PANIC_KEY", PANIC_KEY)],
-        dir.path(),
-    );
-    shoal.create_database("acme", "cache").await;
-    let (status, body) = shoal
-        .post(
-            "/internal/v1/databases/cache/tables",
-            json!({"name": "items", "primary_key": ["id"], "columns": [
-                {"name": "id", "type": "BIGINT"}, {"name": "name", "type": "VARCHAR(100)"}]}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let key = shoal.create_key("acme", &[("cache", "read_write")]).await;
+    let items = json!({"name": "items", "primary_key": ["id"], "columns": [
+        {"name": "id", "type": "BIGINT"}, {"name": "name", "type": "VARCHAR(100)"}]});
+    let (shoal, key) = armed(&args, dir.path(), items).await;
 
     // Acknowledged before the failure: over Redis and over REST.
     let mut conn = redis(&shoal, &key);
@@ -157,21 +158,9 @@ async fn a_panicking_worker_fails_the_node_and_a_restart_serves_what_was_acknowl
 async fn a_write_over_rest_that_panics_its_worker_is_refused_and_nothing_more_is_served() {
     let args = ["datanode", "--data-memory", "64M"];
     let dir = tempfile::tempdir().unwrap();
-    let shoal = Shoal::start_in_env(
-        &args,
-        &[("SHOAL_FAILPOINT_PANIC_KEY", PANIC_KEY)],
-        dir.path(),
-    );
-    shoal.create_database("acme", "cache").await;
-    let (status, body) = shoal
-        .post(
-            "/internal/v1/databases/cache/tables",
-            json!({"name": "items", "primary_key": ["name"], "columns": [
-                {"name": "name", "type": "VARCHAR(100)"}]}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let key = shoal.create_key("acme", &[("cache", "read_write")]).await;
+    let items = json!({"name": "items", "primary_key": ["name"], "columns": [
+        {"name": "name", "type": "VARCHAR(100)"}]});
+    let (shoal, key) = armed(&args, dir.path(), items).await;
     let row = |name: &str| json!({"row": {"name": name}});
     let (status, body) = rest(&shoal, &key, "pk-insert", row("kept")).await;
     assert_eq!(status, StatusCode::OK, "{body}");

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use shoal_wire::api::{Database, DatabaseList, TableMemory};
 use shoal_wire::internal;
-use shoal_wire::ndbinfo::Cell;
+use shoal_wire::ndbinfo::{self, Cell};
 use shoal_wire::schema::{DatabaseName, TableDef, TableName, TenantId};
 
 use crate::audit::{self, Change};
@@ -342,15 +342,12 @@ pub async fn memory(
 ) -> Result<Json<Value>, ApiError> {
     let db = find(&app, &caller, &name).await?;
     let node = node_of(&app, &db).await?;
-    let usage = app.nodes.ndbinfo(&node, "table_memory_usage").await?;
+    let mut usage = (app.nodes.ndbinfo(&node, ndbinfo::TABLE_MEMORY_USAGE.name)).await?;
     let this = Cell::Text(db.name.to_string());
-    let rows = (usage.rows.into_iter())
-        .filter(|row| row.first() == Some(&this))
-        .collect();
+    usage.rows.retain(|row| row.first() == Some(&this));
     let memory = TableMemory {
         database: db.name.clone(),
-        columns: usage.columns,
-        rows,
+        usage,
     };
     Ok(Json(to_value(memory)))
 }

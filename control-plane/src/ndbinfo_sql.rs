@@ -378,13 +378,11 @@ async fn visible_rows(
             Cell::UInt(id) if several => Cell::UInt((u64::from(node.node_id.0) << 32) | id),
             _ => id.clone(),
         };
-        let text = |cell: Option<&Cell>| match cell {
-            Some(Cell::Text(s)) => Some(s.clone()),
-            _ => None,
-        };
+        // Whether a row's cell names a database the caller may see.
+        let visible = |cell: Option<&Cell>| matches!(cell, Some(Cell::Text(db)) if may_see(db));
         let mut tables = HashSet::new();
         for mut row in fetch(ndbinfo::TABLE_MAP).await? {
-            if text(row.get(1)).is_some_and(|db| may_see(&db)) {
+            if visible(row.get(1)) {
                 tables.insert(row[0].clone());
                 row[0] = unique(&row[0]);
                 out.entry(ndbinfo::TABLE_MAP.name).or_default().push(row);
@@ -399,7 +397,7 @@ async fn visible_rows(
         }
         let quota = ndbinfo::DATABASE_QUOTA_USAGE;
         for row in fetch(quota).await? {
-            if text(row.first()).is_some_and(|db| may_see(&db)) {
+            if visible(row.first()) {
                 out.entry(quota.name).or_default().push(row);
             }
         }

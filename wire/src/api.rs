@@ -246,18 +246,15 @@ pub struct TenantList {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableMemory {
     pub database: DatabaseName,
-    pub columns: Vec<String>,
-    pub rows: Vec<Vec<crate::ndbinfo::Cell>>,
+    /// `columns` and `rows`, as ndbinfo answers them.
+    #[serde(flatten)]
+    pub usage: crate::ndbinfo::Rows,
 }
 
 impl TableMemory {
     /// A table's memory and the free space inside it, in bytes.
     pub fn of(&self, table: &str) -> (u64, u64) {
-        let rows = crate::ndbinfo::Rows {
-            columns: self.columns.clone(),
-            rows: self.rows.clone(),
-        };
-        (rows.records())
+        (self.usage.records())
             .find(|r| r.text("table_name") == Some(table))
             .map_or((0, 0), |r| {
                 let n = |c: &str| r.uint(c).unwrap_or(0);

@@ -44,6 +44,7 @@ use crate::node::keys::ApiKey;
 use crate::tc::Table;
 use crate::tc::batch::{Batch, Outcome};
 use crate::tc::{Commit, Grant, Role, TcError};
+use crate::types::value::Value;
 
 /// Most operations in one batch or transaction.
 pub(crate) const MAX_OPERATIONS: usize = 1000;
@@ -300,7 +301,7 @@ fn add(
 }
 
 /// The primary key that `filters` give, in key order.
-fn key_of(table: &Table, filters: &[Filter]) -> Result<Vec<crate::types::value::Value>, ApiError> {
+fn key_of(table: &Table, filters: &[Filter]) -> Result<Vec<Value>, ApiError> {
     let def = table.def();
     if filters.len() > def.primary_key.len() {
         return Err(bad_request(format!(

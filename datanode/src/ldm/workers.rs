@@ -106,6 +106,15 @@ impl Workers {
         wait
     }
 
+    /// Asks worker `ldm` and waits for its answer.
+    async fn call<T>(
+        &self,
+        ldm: u16,
+        msg: impl FnOnce(oneshot::Sender<T>) -> Msg,
+    ) -> Result<T, NodeFailed> {
+        self.answer(self.ask(ldm as usize, msg)).await
+    }
+
     /// Sends one message to each of `ldms` and waits for every reply.
     async fn each<T>(
         &self,
@@ -256,12 +265,12 @@ impl Workers {
         id: TableId,
         place: FragmentPlace,
     ) -> Result<Option<FragmentImage>, NodeFailed> {
-        let wait = self.ask(place.ldm as usize, |reply| Msg::Image {
+        self.call(place.ldm, |reply| Msg::Image {
             table: id,
             slot: place.slot,
             reply,
-        });
-        self.answer(wait).await
+        })
+        .await
     }
 
     /// Replaces a fragment of table `id` with an image of it.
@@ -271,13 +280,13 @@ impl Workers {
         place: FragmentPlace,
         image: Vec<u8>,
     ) -> Result<(), String> {
-        let wait = self.ask(place.ldm as usize, |reply| Msg::Restore {
+        let restored = self.call(place.ldm, |reply| Msg::Restore {
             table: id,
             slot: place.slot,
             image,
             reply,
         });
-        self.answer(wait).await.map_err(|e| e.to_string())?
+        restored.await.map_err(|e| e.to_string())?
     }
 
     /// One step of a scan of a fragment of table `id`; `None` if it is gone.
@@ -289,15 +298,15 @@ impl Workers {
         filter: &Arc<[Predicate]>,
         limit: usize,
     ) -> Result<Option<ScanChunk>, NodeFailed> {
-        let wait = self.ask(place.ldm as usize, |reply| Msg::Scan {
+        self.call(place.ldm, |reply| Msg::Scan {
             table: id,
             slot: place.slot,
             from,
             filter: Arc::clone(filter),
             limit,
             reply,
-        });
-        self.answer(wait).await
+        })
+        .await
     }
 
     /// Every fragment's memory. With `audit`, each worker first recounts its

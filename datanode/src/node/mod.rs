@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
 use shoal_quota::Quota;
+use shoal_quota::limiter::LimiterClock;
 use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
 use tokio::sync::Mutex;
 
@@ -121,6 +122,14 @@ pub struct FragmentUsage {
 impl Engine {
     /// Reserves DataMemory and starts the LDM workers.
     pub fn start(config: EngineConfig) -> std::io::Result<Engine> {
+        Engine::start_with_clock(config, LimiterClock::monotonic())
+    }
+
+    /// `start`, with the coordinator's rate limiters keeping time by `clock`.
+    pub(crate) fn start_with_clock(
+        config: EngineConfig,
+        clock: LimiterClock,
+    ) -> std::io::Result<Engine> {
         let invalid = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, msg);
         if !(1..=MAX_LDM_THREADS).contains(&config.ldm_threads) {
             return Err(invalid(format!(
@@ -142,28 +151,18 @@ impl Engine {
             Arc::new(ChangeLog::default()),
             config.lock_wait_timeout,
         )?;
-        Ok(Engine::around(
-            config.node_id,
-            Tc::new(workers, seed),
-            fragments,
-        ))
-    }
-
-    /// An engine around a coordinator made by a test or benchmark (whose
-    /// rate limiters may keep their own time).
-    fn around(node_id: NodeId, tc: Tc, fragments_per_table: u16) -> Engine {
-        Engine {
+        Ok(Engine {
             inner: Arc::new(Inner {
-                node_id,
-                tc,
+                node_id: config.node_id,
+                tc: Tc::with_clock(workers, seed, clock),
                 catalog: RwLock::new(Catalog::default()),
                 ddl: Mutex::new(()),
-                fragments_per_table,
+                fragments_per_table: fragments,
                 catalog_store: ArcSwapOption::empty(),
                 saving: std::sync::Mutex::new(()),
                 api_keys: ApiKeys::default(),
             }),
-        }
+        })
     }
 
     pub fn node_id(&self) -> NodeId {
@@ -531,21 +530,6 @@ impl Engine {
     #[cfg(test)]
     pub(crate) async fn inspect(&self) -> (usize, usize) {
         self.workers().inspect().await
-    }
-
-    /// An engine whose coordinator's rate limiters keep time by `clock`.
-    #[cfg(test)]
-    pub(crate) fn start_with_clock(
-        config: EngineConfig,
-        clock: shoal_quota::limiter::LimiterClock,
-    ) -> std::io::Result<Engine> {
-        let engine = Engine::start(config)?;
-        let tc = Tc::with_clock(engine.workers().clone(), engine.tc().seed(), clock);
-        Ok(Engine::around(
-            engine.node_id(),
-            tc,
-            engine.inner.fragments_per_table,
-        ))
     }
 }
 

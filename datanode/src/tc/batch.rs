@@ -13,7 +13,7 @@ use shoal_quota::QuotaError;
 use shoal_quota::units::{read_units, write_units};
 
 use super::schema::{Database, Table};
-use crate::ldm::{Op, OpBatch, OpKind, OpResult, Span};
+use crate::ldm::{NodeFailed, Op, OpBatch, OpKind, OpResult, Span};
 use crate::log::changes::Change;
 use crate::storage::OpError;
 use crate::storage::codec::{self, ValueError};
@@ -48,6 +48,9 @@ pub enum OperationError {
         "the change could not be made durable: the data node's redo log failed, and the node must restart"
     )]
     DurabilityFailed,
+    /// An LDM worker panicked: the node serves nothing until it restarts.
+    #[error(transparent)]
+    NodeFailed(#[from] NodeFailed),
 }
 
 impl OperationError {
@@ -64,6 +67,7 @@ impl OperationError {
             OperationError::LockWaitTimeout { .. } => "LOCK_WAIT_TIMEOUT",
             OperationError::Quota(e) => e.code(),
             OperationError::DurabilityFailed => "DURABILITY_FAILED",
+            OperationError::NodeFailed(_) => "NODE_FAILED",
         }
     }
 
@@ -79,7 +83,7 @@ impl OperationError {
             OperationError::NoSuchTable { .. } => Some(723),
             OperationError::LockWaitTimeout { .. } => Some(266),
             OperationError::Quota(e) => e.number(),
-            OperationError::DurabilityFailed => None,
+            OperationError::DurabilityFailed | OperationError::NodeFailed(_) => None,
         }
     }
 
@@ -96,7 +100,7 @@ impl OperationError {
             OperationError::DuplicateKey { .. } | OperationError::LockWaitTimeout { .. } => 409,
             OperationError::OutOfDataMemory { .. } | OperationError::FragmentFull { .. } => 507,
             OperationError::Quota(e) => e.http_status(),
-            OperationError::DurabilityFailed => 503,
+            OperationError::DurabilityFailed | OperationError::NodeFailed(_) => 503,
         }
     }
 }

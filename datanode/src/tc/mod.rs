@@ -160,12 +160,8 @@ impl std::fmt::Debug for LatencyObserver {
 }
 
 impl Tc {
-    /// The coordinator of `workers`, whose hash indexes are keyed by `seed`.
-    pub(crate) fn new(workers: Workers, seed: u64) -> Tc {
-        Tc::with_clock(workers, seed, LimiterClock::monotonic())
-    }
-
-    /// A coordinator whose rate limiters keep time by `clock`.
+    /// The coordinator of `workers`, whose hash indexes are keyed by `seed`
+    /// and whose rate limiters keep time by `clock`.
     pub(crate) fn with_clock(workers: Workers, seed: u64, clock: LimiterClock) -> Tc {
         Tc {
             inner: Arc::new(Inner {
@@ -192,12 +188,6 @@ impl Tc {
     /// Why the node failed, if it has: it then refuses every request.
     pub fn failure(&self) -> Option<NodeFailed> {
         self.inner.workers.failure().cloned()
-    }
-
-    /// The secret that keys the hash indexes.
-    #[cfg(test)]
-    pub(crate) fn seed(&self) -> u64 {
-        self.inner.seed
     }
 
     /// An empty batch for this node.
@@ -493,8 +483,7 @@ impl Tc {
                     .inner
                     .workers
                     .scan(table.id, place, from, &predicates, limit - rows.len())
-                    .await
-                    .map_err(|_| gone())?
+                    .await?
                     .ok_or_else(gone)?;
                 rows.extend(chunk.rows.iter().map(|&(start, len)| {
                     batch::Row::decode(table, &chunk.out[start as usize..(start + len) as usize])

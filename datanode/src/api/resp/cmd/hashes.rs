@@ -3,7 +3,7 @@
 //! fields; a hash left without fields is deleted, as in Redis.
 
 use super::{
-    Command, Ctx, Refusal, Spec, int, int_arg, overflow, store_error, wrong_args, wrong_type,
+    Command, Ctx, Data, Refusal, Spec, int, int_arg, overflow, store_error, wrong_args, wrong_type,
 };
 use crate::api::resp::store::{Item, Kind, decode_hash, encode_hash};
 
@@ -41,7 +41,7 @@ pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Com
         "HINCRBY" => Cmd::IncrBy(args[1], args[2], int_arg(args[3])?),
         _ => return Err(super::unknown_command(args)),
     };
-    Ok(Command::Hashes(cmd))
+    Ok(Command::Data(Data::Hashes(cmd)))
 }
 
 impl Cmd<'_> {

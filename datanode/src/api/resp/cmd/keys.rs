@@ -1,7 +1,7 @@
 //! The key space and expiry: `DEL`, `EXISTS`, `TYPE`, `EXPIRE`,
 //! `PEXPIRE`, `TTL`, `PTTL` and `PERSIST`.
 
-use super::{Command, Ctx, Refusal, Spec, Upper, int_arg, store_error, upper};
+use super::{Command, Ctx, Data, Refusal, Spec, Upper, int_arg, store_error, upper};
 use crate::api::resp::store::{Entry, Kind, now_ms};
 
 pub(in crate::api::resp) enum Cmd<'a> {
@@ -37,7 +37,7 @@ pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Com
         "PERSIST" => Cmd::Persist(args[1]),
         _ => return Err(super::unknown_command(args)),
     };
-    Ok(Command::Keys(cmd))
+    Ok(Command::Data(Data::Keys(cmd)))
 }
 
 /// `args` of `EXPIRE` (`unit` 1000) or `PEXPIRE` (`unit` 1).

@@ -194,26 +194,39 @@ impl Spec {
 /// A command parsed from its arguments, ready to apply.
 pub(super) enum Command<'a> {
     Connection(connection::Cmd<'a>),
+    Transactions(transactions::Cmd<'a>),
+    /// A command on the session's database: applied to its `Ctx`.
+    Data(Data<'a>),
+}
+
+pub(super) enum Data<'a> {
     Server(server::Cmd<'a>),
     Strings(strings::Cmd<'a>),
     Hashes(hashes::Cmd<'a>),
     Keys(keys::Cmd<'a>),
-    Transactions(transactions::Cmd<'a>),
 }
 
 impl Command<'_> {
     async fn apply(self, conn: &mut Conn) -> Result<Flow, Refusal> {
-        let authenticated = || ("NOAUTH", "Authentication required.".to_owned());
-        match self {
+        let data = match self {
             Command::Connection(c) => return c.apply(conn),
-            Command::Transactions(c) => c.apply(conn).await?,
-            Command::Server(c) => c.apply(&mut conn.ctx().ok_or_else(authenticated)?).await?,
-            Command::Strings(c) => c.apply(&mut conn.ctx().ok_or_else(authenticated)?).await?,
-            Command::Hashes(c) => c.apply(&mut conn.ctx().ok_or_else(authenticated)?).await?,
-            Command::Keys(c) => c.apply(&mut conn.ctx().ok_or_else(authenticated)?).await?,
+            Command::Transactions(c) => return c.apply(conn).await.map(|()| Flow::Continue),
+            Command::Data(data) => data,
+        };
+        let ctx = &mut conn.ctx().ok_or_else(noauth)?;
+        match data {
+            Data::Server(c) => c.apply(ctx).await?,
+            Data::Strings(c) => c.apply(ctx).await?,
+            Data::Hashes(c) => c.apply(ctx).await?,
+            Data::Keys(c) => c.apply(ctx).await?,
         }
         Ok(Flow::Continue)
     }
+}
+
+/// Redis's answer to a command that needs `AUTH` first.
+fn noauth() -> Refusal {
+    ("NOAUTH", "Authentication required.".into())
 }
 
 impl Conn {
@@ -236,7 +249,7 @@ impl Conn {
         let spec = find(name.as_str());
         if self.session.is_none() && !spec.is_some_and(|s| s.before_auth) {
             self.fail_multi();
-            return Err(("NOAUTH", "Authentication required.".into()));
+            return Err(noauth());
         }
         if self.multi.is_some() && spec.is_none_or(|s| s.in_multi != InMulti::AtOnce) {
             self.queue(spec, args);

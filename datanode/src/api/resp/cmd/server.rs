@@ -1,7 +1,9 @@
 //! What clients ask of the server: `DBSIZE`, `INFO`, `COMMAND` (answered
 //! from the one command table) and `CONFIG`.
 
-use super::{COMMANDS, Command, Ctx, REDIS_VERSION, Refusal, Spec, Upper, store_error, upper};
+use super::{
+    COMMANDS, Command, Ctx, Data, REDIS_VERSION, Refusal, Spec, Upper, store_error, upper,
+};
 
 pub(in crate::api::resp) enum Cmd<'a> {
     DbSize,
@@ -19,7 +21,7 @@ pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Com
         "CONFIG" => Cmd::Config,
         _ => return Err(super::unknown_command(args)),
     };
-    Ok(Command::Server(cmd))
+    Ok(Command::Data(Data::Server(cmd)))
 }
 
 impl Cmd<'_> {

@@ -2,8 +2,8 @@
 //! `DECRBY`, `APPEND`, `STRLEN`, `GETRANGE` (`SUBSTR`) and `SETRANGE`.
 
 use super::{
-    Command, Ctx, Refusal, Spec, Upper, int, int_arg, not_integer, option, overflow, store_error,
-    syntax, wrong_args, wrong_type,
+    Command, Ctx, Data, Refusal, Spec, Upper, int, int_arg, not_integer, option, overflow,
+    store_error, syntax, wrong_args, wrong_type,
 };
 use crate::api::resp::store::{Entry, Item, Kind, now_ms};
 
@@ -62,7 +62,7 @@ pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Com
         }
         _ => return Err(super::unknown_command(args)),
     };
-    Ok(Command::Strings(cmd))
+    Ok(Command::Data(Data::Strings(cmd)))
 }
 
 fn parse_set<'a>(args: &'a [&'a [u8]]) -> Result<Set<'a>, Refusal> {
