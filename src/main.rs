@@ -99,6 +99,10 @@ struct ControlPlaneArgs {
     /// [default: the built-in plan, see docs/control-plane.md].
     #[arg(long, env = "SHOAL_PLAN_QUOTA")]
     plan_quota: Option<String>,
+    /// Data nodes per node group: each keeps a replica of every fragment of
+    /// the group's databases (1, 2 or 3).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
+    replicas: u8,
     #[command(flatten)]
     metering: MeteringArgs,
 }
@@ -211,6 +215,7 @@ impl ControlPlaneArgs {
             plan_quota,
             metering_interval: self.metering.metering_interval.0,
             retention: self.metering.retention(),
+            replicas: self.replicas,
         })
     }
 }
@@ -254,6 +259,10 @@ struct NodeArgs {
     /// Port of the Redis protocol; 0 picks a free one.
     #[arg(long, default_value_t = 6380)]
     resp_port: u16,
+    /// Port of the node-to-node transport (replication within a node
+    /// group); 0 picks a free one.
+    #[arg(long, default_value_t = 4408)]
+    peer_port: u16,
     /// Most connections each data API front end (REST, RESP) holds.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_connections: u64,
@@ -337,6 +346,7 @@ impl NodeArgs {
             internal_port: self.internal_port,
             rest_port: self.rest_port,
             resp_port: self.resp_port,
+            peer_port: self.peer_port,
             api_limits: Limits {
                 max_connections: self.max_connections as usize,
                 max_per_address: self.max_connections_per_address as usize,
@@ -403,11 +413,12 @@ async fn datanode(args: &NodeArgs, telemetry: &telemetry::Telemetry) -> anyhow::
 
 fn print_node(node: &DataNode, config: &DataNodeConfig) {
     println!(
-        "data node {} listening: internal API http://{} REST http://{} RESP {} (DataMemory {}, {} LDM threads)",
+        "data node {} listening: internal API http://{} REST http://{} RESP {} peer {} (DataMemory {}, {} LDM threads)",
         config.node_id,
         node.internal_addr(),
         node.rest_addr(),
         node.resp_addr(),
+        node.peer_addr(),
         ByteSize(node.engine().data_memory().total_bytes()),
         node.engine().ldm_threads(),
     );
@@ -445,6 +456,7 @@ async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Resu
         plan_quota: shoal_control_plane::quotas::default_plan(),
         metering_interval: args.metering.metering_interval.0,
         retention: args.metering.retention(),
+        replicas: 1,
     })
     .await?;
     println!(

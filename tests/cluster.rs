@@ -5,39 +5,18 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::Shoal;
-use common::control::{Auth, Backend, Control, Session, code};
+use common::control::{Auth, Backend, Control, Session, code, data_call, eventually, orders};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 const SECRET: &str = common::control::CLUSTER_SECRET;
-/// Longest a test waits for the cluster to converge: a guard against a
-/// hang, not a timing the test relies on.
-const GUARD: Duration = Duration::from_secs(90);
-
 fn control(backend: Backend) -> Control {
     Control::start_with(backend, &["--cluster-secret", SECRET])
 }
 
 fn data_node(cp: &Control, dir: &std::path::Path) -> Shoal {
     cp.data_node(dir, &[])
-}
-
-/// Polls `check` until it answers `Some`.
-async fn eventually<T, F: Future<Output = Option<T>>>(
-    what: &str,
-    mut check: impl FnMut() -> F,
-) -> T {
-    let started = Instant::now();
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(started.elapsed() < GUARD, "never happened: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 async fn create_database(cp: &Control, session: &Session, name: &str) -> (StatusCode, Value) {
@@ -72,17 +51,6 @@ async fn on_node(node: &Shoal) -> Vec<(String, Option<String>, Vec<String>)> {
             )
         })
         .collect()
-}
-
-fn orders() -> Value {
-    json!({
-        "name": "orders",
-        "columns": [
-            {"name": "id", "type": "BIGINT", "nullable": false},
-            {"name": "note", "type": "VARCHAR(200)", "nullable": true}
-        ],
-        "primary_key": ["id"]
-    })
 }
 
 on_both_stores!(
@@ -180,18 +148,6 @@ async fn control_with_admin_and(
 }
 
 /// A REST data API call on `node` with `key`: status and body.
-async fn data_call(node: &Shoal, key: &str, path: &str, body: Value) -> (StatusCode, Value) {
-    let r = reqwest::Client::new()
-        .post(format!("{}/0.1.0/{path}", node.rest_url))
-        .header("X-API-KEY", key)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = r.status();
-    (status, r.json().await.unwrap_or(Value::Null))
-}
-
 /// A database `shop` with table `orders` for `who`, on a node that is up.
 async fn shop_with_orders(cp: &Control, who: &Session) {
     eventually("the node registers", || async {

@@ -29,13 +29,15 @@ pub struct DatabaseRow {
     pub id: String,
     pub tenant_id: TenantId,
     pub name: DatabaseName,
+    /// Its primary.
     #[sqlx(try_from = "i64")]
     pub node_id: NodeId,
     pub status: String,
     pub created_at: i64,
+    pub node_group: Option<i64>,
 }
 
-pub const DATABASE_COLUMNS: &str = "id, tenant_id, name, node_id, status, created_at";
+pub const DATABASE_COLUMNS: &str = "id, tenant_id, name, node_id, status, created_at, node_group";
 
 /// The caller's ready database `name` — for a platform admin, anyone's.
 /// Another tenant's is "no such database", as one that does not exist.
@@ -64,25 +66,48 @@ fn to_value(answer: impl serde::Serialize) -> Value {
     serde_json::to_value(answer).expect("an answer serializes")
 }
 
-/// A database as the API answers it, with its tables' names.
-fn database_json(db: &DatabaseRow, node: Option<&NodeRow>, tables: Vec<String>) -> Database {
+/// A database as the API answers it, with its tables' names and the nodes
+/// serving it (its primary first).
+fn database_json(db: &DatabaseRow, nodes: &[NodeRow], tables: Vec<String>) -> Database {
+    let primary = nodes.iter().find(|n| n.node_id == db.node_id);
     Database {
         id: db.id.clone(),
         name: db.name.clone(),
         tenant_id: db.tenant_id.clone(),
         node_id: db.node_id,
-        rest_url: node.map(|n| n.rest_url.clone()),
-        resp_addr: node.map(|n| n.resp_addr.clone()),
+        node_group: db.node_group.and_then(|g| u32::try_from(g).ok()),
+        rest_url: primary.map(|n| n.rest_url.clone()),
+        resp_addr: primary.map(|n| n.resp_addr.clone()),
+        nodes: nodes.iter().map(NodeRow::endpoint).collect(),
         created_at: db.created_at,
         tables,
     }
 }
 
-async fn node_of(app: &App, db: &DatabaseRow) -> Result<NodeRow, ApiError> {
-    nodes::get(app, db.node_id).await?.ok_or_else(|| {
-        tracing::error!(database = %db.name, node = %db.node_id, "a database on an unknown node");
-        ApiError::internal()
-    })
+/// The nodes of `db`'s group, its primary first.
+fn serving(db: &DatabaseRow, all: &[NodeRow]) -> Vec<NodeRow> {
+    let mut nodes: Vec<NodeRow> = all
+        .iter()
+        .filter(|n| match db.node_group {
+            Some(group) => n.node_group == Some(group),
+            None => n.node_id == db.node_id,
+        })
+        .cloned()
+        .collect();
+    if let Some(at) = nodes.iter().position(|n| n.node_id == db.node_id) {
+        nodes[..=at].rotate_right(1);
+    }
+    nodes
+}
+
+/// The nodes holding `db`, its primary first.
+pub async fn nodes_of(app: &App, db: &DatabaseRow) -> Result<Vec<NodeRow>, ApiError> {
+    let nodes = serving(db, &nodes::all(app).await?);
+    if nodes.is_empty() {
+        tracing::error!(database = %db.name, node = %db.node_id, "a database on no known node");
+        return Err(ApiError::internal());
+    }
+    Ok(nodes)
 }
 
 /// `GET /databases`: the caller's databases (a platform admin's: all).
@@ -97,15 +122,11 @@ pub async fn list(State(app): State<Arc<App>>, caller: Caller) -> Result<Json<Va
     .bind(i64::from(caller.is_admin()))
     .fetch_all(&app.store.pool)
     .await?;
-    let nodes: HashMap<NodeId, NodeRow> = nodes::all(&app)
-        .await?
-        .into_iter()
-        .map(|n| (n.node_id, n))
-        .collect();
+    let nodes = nodes::all(&app).await?;
     let mut answer = Vec::with_capacity(rows.len());
     for db in &rows {
         let tables = table_names(&app, &db.id).await?;
-        answer.push(database_json(db, nodes.get(&db.node_id), tables));
+        answer.push(database_json(db, &serving(db, &nodes), tables));
     }
     Ok(Json(to_value(DatabaseList { databases: answer })))
 }
@@ -172,33 +193,38 @@ pub async fn create(
             ),
         ));
     }
-    let node = nodes::place(&app).await?;
+    let placed = nodes::place(&app).await?;
+    let primary = placed.nodes[0].node_id;
     let new = internal::NewDatabase {
         name: name.to_string(),
         tenant: Some(tenant.to_string()),
+        primary: Some(primary),
     };
-    let created = app.nodes.create_database(&node, &new).await;
-    match created {
-        Ok(_) => {}
-        Err(e) if e.code() == Some("DATABASE_EXISTS") => {
-            return Err(ApiError::conflict(
+    // On every node of the group, or on none.
+    for (made, node) in placed.nodes.iter().enumerate() {
+        let refused = match app.nodes.create_database(node, &new).await {
+            Ok(_) => continue,
+            Err(e) if e.code() == Some("DATABASE_EXISTS") => ApiError::conflict(
                 "DATABASE_EXISTS",
                 format!("the database name '{name}' is taken"),
-            ));
-        }
-        Err(e) => return Err(e.into()),
+            ),
+            Err(e) => e.into(),
+        };
+        undo_database(&app, &placed.nodes[..made], &name).await;
+        return Err(refused);
     }
     let db = DatabaseRow {
         id: new_id("db"),
         tenant_id: tenant,
         name,
-        node_id: node.node_id,
+        node_id: primary,
         status: "ready".into(),
         created_at: now_ms(),
+        node_group: Some(placed.group),
     };
     let stored = sqlx::query(
-        "INSERT INTO databases (id, tenant_id, name, node_id, status, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO databases (id, tenant_id, name, node_id, status, created_at, node_group) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(&db.id)
     .bind(&db.tenant_id)
@@ -206,14 +232,13 @@ pub async fn create(
     .bind(i64::from(db.node_id))
     .bind(&db.status)
     .bind(db.created_at)
+    .bind(db.node_group)
     .execute(&app.store.pool)
     .await;
     if let Err(e) = stored {
-        // Lost a race for the name, or the store failed: the node must not
+        // Lost a race for the name, or the store failed: the nodes must not
         // keep a database the store does not know.
-        if let Err(undo) = app.nodes.drop_database(&node, &db.name).await {
-            tracing::error!(database = %db.name, error = %undo, "could not undo a database the store did not take");
-        }
+        undo_database(&app, &placed.nodes, &db.name).await;
         return Err(match &e {
             sqlx::Error::Database(d) if d.is_unique_violation() => ApiError::conflict(
                 "DATABASE_EXISTS",
@@ -222,21 +247,32 @@ pub async fn create(
             _ => e.into(),
         });
     }
-    tracing::info!(database = %db.name, tenant = %db.tenant_id, node = %db.node_id, "database created");
-    // The node holds the tenant to its quota from the first database on.
-    quotas::push_new_database(&app, &node, &db, &tenant_quota).await;
+    tracing::info!(database = %db.name, tenant = %db.tenant_id, node = %db.node_id, node_group = ?db.node_group, "database created");
+    // The nodes hold the tenant to its quota from the first database on.
+    for node in &placed.nodes {
+        quotas::push_new_database(&app, node, &db, &tenant_quota).await;
+    }
     let change = Change {
         tenant_id: Some(&db.tenant_id),
         action: "database.create",
         target: format!("database {}", db.name),
         before: None,
-        after: Some(json!({"name": db.name, "node_id": db.node_id})),
+        after: Some(json!({"name": db.name, "node_id": db.node_id, "node_group": db.node_group})),
     };
     audit::record_after(&app, &caller, change).await;
     Ok((
         StatusCode::CREATED,
-        Json(to_value(database_json(&db, Some(&node), Vec::new()))),
+        Json(to_value(database_json(&db, &placed.nodes, Vec::new()))),
     ))
+}
+
+/// Drops a database just made on `nodes` that is not to be kept.
+async fn undo_database(app: &App, nodes: &[NodeRow], name: &DatabaseName) {
+    for node in nodes {
+        if let Err(undo) = app.nodes.drop_database(node, name).await {
+            tracing::error!(database = %name, node = %node.node_id, error = %undo, "could not undo a database the store did not take");
+        }
+    }
 }
 
 /// `GET /databases/{db}`.
@@ -248,9 +284,9 @@ pub async fn get(
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let db = find(&app, &caller, &name).await?;
-    let node = node_of(&app, &db).await?;
+    let nodes = nodes_of(&app, &db).await?;
     let tables = table_names(&app, &db.id).await?;
-    Ok(Json(to_value(database_json(&db, Some(&node), tables))))
+    Ok(Json(to_value(database_json(&db, &nodes, tables))))
 }
 
 /// `DELETE /databases/{db}`: drops it and its tables on its node. If the
@@ -268,8 +304,8 @@ pub async fn drop(
         .bind(&db.id)
         .execute(&app.store.pool)
         .await?;
-    let node = node_of(&app, &db).await?;
-    finish_drop(&app, &node, &db.id, &db.name).await;
+    let nodes = nodes_of(&app, &db).await?;
+    finish_drop(&app, &nodes, &db.id, &db.name).await;
     tracing::info!(database = %db.name, tenant = %db.tenant_id, "database dropped");
     let change = Change {
         tenant_id: Some(&db.tenant_id),
@@ -282,16 +318,22 @@ pub async fn drop(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Drops a database marked `dropping` on its node, then forgets it; left
-/// for the reconcile if the node cannot be reached.
-async fn finish_drop(app: &App, node: &NodeRow, id: &str, name: &DatabaseName) {
-    match app.nodes.drop_database(node, name).await {
-        Ok(_) => {}
-        Err(e) if e.code() == Some("NO_SUCH_DATABASE") => {}
-        Err(e) => {
-            tracing::warn!(database = %name, error = %e, "drop left for the reconcile");
-            return;
+/// Drops a database marked `dropping` on every node of its group, then
+/// forgets it; left for the reconcile if a node cannot be reached.
+async fn finish_drop(app: &App, nodes: &[NodeRow], id: &str, name: &DatabaseName) {
+    let mut dropped = true;
+    for node in nodes {
+        match app.nodes.drop_database(node, name).await {
+            Ok(_) => {}
+            Err(e) if e.code() == Some("NO_SUCH_DATABASE") => {}
+            Err(e) => {
+                tracing::warn!(database = %name, node = %node.node_id, error = %e, "drop left for the reconcile");
+                dropped = false;
+            }
         }
+    }
+    if !dropped {
+        return;
     }
     if let Err(e) = sqlx::query("DELETE FROM databases WHERE id = $1")
         .bind(id)
@@ -341,8 +383,11 @@ pub async fn memory(
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let db = find(&app, &caller, &name).await?;
-    let node = node_of(&app, &db).await?;
-    let mut usage = (app.nodes.ndbinfo(&node, ndbinfo::TABLE_MEMORY_USAGE.name)).await?;
+    let nodes = nodes_of(&app, &db).await?;
+    let mut usage = (app
+        .nodes
+        .ndbinfo(&nodes[0], ndbinfo::TABLE_MEMORY_USAGE.name))
+    .await?;
     let this = Cell::Text(db.name.to_string());
     usage.rows.retain(|row| row.first() == Some(&this));
     let memory = TableMemory {
@@ -421,17 +466,20 @@ pub async fn create_table(
             format!("table '{}' {why} in database '{}'", t.name, db.name),
         ));
     }
-    let node = node_of(&app, &db).await?;
+    let nodes = nodes_of(&app, &db).await?;
     let definition = serde_json::to_value(&table).expect("a table definition serializes");
-    match app.nodes.create_table(&node, &db.name, &table).await {
-        Ok(_) => {}
-        Err(e) if e.code() == Some("TABLE_EXISTS") => {
-            return Err(ApiError::conflict(
+    // On every node of the group, or on none.
+    for (made, node) in nodes.iter().enumerate() {
+        let refused = match app.nodes.create_table(node, &db.name, &table).await {
+            Ok(_) => continue,
+            Err(e) if e.code() == Some("TABLE_EXISTS") => ApiError::conflict(
                 "TABLE_EXISTS",
                 format!("table '{table_name}' exists in database '{}'", db.name),
-            ));
-        }
-        Err(e) => return Err(e.into()),
+            ),
+            Err(e) => e.into(),
+        };
+        undo_table(&app, &nodes[..made], &db.name, &table.name).await;
+        return Err(refused);
     }
     let stored = sqlx::query(
         "INSERT INTO tables (id, database_id, name, definition, status, created_at) \
@@ -445,9 +493,7 @@ pub async fn create_table(
     .execute(&app.store.pool)
     .await;
     if let Err(e) = stored {
-        if let Err(undo) = app.nodes.drop_table(&node, &db.name, &table.name).await {
-            tracing::error!(table = %table_name, error = %undo, "could not undo a table the store did not take");
-        }
+        undo_table(&app, &nodes, &db.name, &table.name).await;
         return Err(e.into());
     }
     let change = Change {
@@ -459,6 +505,15 @@ pub async fn create_table(
     };
     audit::record_after(&app, &caller, change).await;
     Ok((StatusCode::CREATED, Json(definition)))
+}
+
+/// Drops a table just made on `nodes` that is not to be kept.
+async fn undo_table(app: &App, nodes: &[NodeRow], database: &DatabaseName, table: &TableName) {
+    for node in nodes {
+        if let Err(undo) = app.nodes.drop_table(node, database, table).await {
+            tracing::error!(%table, node = %node.node_id, error = %undo, "could not undo a table the store did not take");
+        }
+    }
 }
 
 /// `DELETE /databases/{db}/tables/{table}`.
@@ -480,8 +535,8 @@ pub async fn drop_table(
         .bind(&table.id)
         .execute(&app.store.pool)
         .await?;
-    let node = node_of(&app, &db).await?;
-    finish_table_drop(&app, &node, &db.name, &table).await;
+    let nodes = nodes_of(&app, &db).await?;
+    finish_table_drop(&app, &nodes, &db.name, &table).await;
     let change = Change {
         tenant_id: Some(&db.tenant_id),
         action: "table.drop",
@@ -493,14 +548,27 @@ pub async fn drop_table(
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn finish_table_drop(app: &App, node: &NodeRow, database: &DatabaseName, table: &TableRow) {
-    match app.nodes.drop_table(node, database, &table.name).await {
-        Ok(_) => {}
-        Err(e) if matches!(e.code(), Some("NO_SUCH_TABLE" | "NO_SUCH_DATABASE")) => {}
-        Err(e) => {
-            tracing::warn!(table = %table.name, error = %e, "drop left for the reconcile");
-            return;
+/// Drops a table marked `dropping` on every node of its database's group,
+/// then forgets it; left for the reconcile if a node cannot be reached.
+async fn finish_table_drop(
+    app: &App,
+    nodes: &[NodeRow],
+    database: &DatabaseName,
+    table: &TableRow,
+) {
+    let mut dropped = true;
+    for node in nodes {
+        match app.nodes.drop_table(node, database, &table.name).await {
+            Ok(_) => {}
+            Err(e) if matches!(e.code(), Some("NO_SUCH_TABLE" | "NO_SUCH_DATABASE")) => {}
+            Err(e) => {
+                tracing::warn!(table = %table.name, node = %node.node_id, error = %e, "drop left for the reconcile");
+                dropped = false;
+            }
         }
+    }
+    if !dropped {
+        return;
     }
     if let Err(e) = sqlx::query("DELETE FROM tables WHERE id = $1")
         .bind(&table.id)
@@ -526,15 +594,19 @@ pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), ReconcileError> 
             )
         })
         .collect();
+    let Some(group) = node.node_group else {
+        return Ok(());
+    };
     let wanted: Vec<DatabaseRow> = sqlx::query_as(&format!(
-        "SELECT {DATABASE_COLUMNS} FROM databases WHERE node_id = $1"
+        "SELECT {DATABASE_COLUMNS} FROM databases WHERE node_group = $1"
     ))
-    .bind(i64::from(node.node_id))
+    .bind(group)
     .fetch_all(&app.store.pool)
     .await?;
+    let all = nodes::all(app).await?;
     for db in wanted {
         if db.status == "dropping" {
-            finish_drop(app, node, &db.id, &db.name).await;
+            finish_drop(app, &serving(&db, &all), &db.id, &db.name).await;
             continue;
         }
         let present = on_node.get(db.name.as_str());
@@ -543,6 +615,7 @@ pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), ReconcileError> 
             let new = internal::NewDatabase {
                 name: db.name.to_string(),
                 tenant: Some(db.tenant_id.to_string()),
+                primary: Some(db.node_id),
             };
             match app.nodes.create_database(node, &new).await {
                 Err(e) if e.code() != Some("DATABASE_EXISTS") => return Err(e.into()),
@@ -553,7 +626,7 @@ pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), ReconcileError> 
         for table in tables {
             let has = present.is_some_and(|names| names.contains(&table.name.as_str()));
             if table.status == "dropping" {
-                finish_table_drop(app, node, &db.name, &table).await;
+                finish_table_drop(app, &serving(&db, &all), &db.name, &table).await;
             } else if !has {
                 tracing::info!(node = %node.node_id, table = %table.name, "reconcile: creating table");
                 let Ok(definition) = serde_json::from_str::<TableDef>(&table.definition) else {

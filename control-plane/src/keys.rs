@@ -202,7 +202,9 @@ pub async fn create(
         let db = databases::find(&app, &caller, database.as_str())
             .await
             .map_err(|_| ApiError::not_found(&format!("database '{}'", database.as_str())))?;
-        nodes_of_grants.insert(db.node_id, ());
+        for node in databases::nodes_of(&app, &db).await? {
+            nodes_of_grants.insert(node.node_id, ());
+        }
         grants.push(KeyGrant {
             database,
             role: grant.role,
@@ -379,8 +381,8 @@ pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), ReconcileError> 
     .fetch_all(&app.store.pool)
     .await?;
     let here: Vec<String> =
-        sqlx::query_scalar("SELECT name FROM databases WHERE node_id = $1 AND status = 'ready'")
-            .bind(i64::from(node.node_id))
+        sqlx::query_scalar("SELECT name FROM databases WHERE node_group = $1 AND status = 'ready'")
+            .bind(node.node_group)
             .fetch_all(&app.store.pool)
             .await?;
     let wanted: Vec<KeyDef> = wanted

@@ -14,10 +14,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use shoal_quota::Quota;
-use shoal_wire::api::{DataNode, DataNodeList};
+use shoal_wire::api::{DataNode, DataNodeList, Endpoint};
 use shoal_wire::internal::{
-    DatabaseCreated, DatabaseInfo, DatabaseQuota, ErrorBody, KeyList, KeyView, NewDatabase,
-    PushedKey, TableCreated, TenantQuota, route,
+    DatabaseCreated, DatabaseInfo, DatabaseQuota, ErrorBody, Group, KeyList, KeyView, Member,
+    NewDatabase, PushedKey, TableCreated, TenantQuota, route,
 };
 pub use shoal_wire::internal::{Heartbeat, KeyUse, NodeId};
 use shoal_wire::ndbinfo::Rows;
@@ -54,11 +54,14 @@ fn check(beat: &Heartbeat) -> Result<(), ApiError> {
             return Err(ApiError::invalid(format!("{field}: not http://host:port")));
         }
     }
-    let addr_ok = beat.resp_addr.len() <= 200
-        && beat.resp_addr.contains(':')
-        && beat.resp_addr.bytes().all(|b| b.is_ascii_graphic());
-    if !addr_ok {
+    let addr_ok = |addr: &str| {
+        addr.len() <= 200 && addr.contains(':') && addr.bytes().all(|b| b.is_ascii_graphic())
+    };
+    if !addr_ok(&beat.resp_addr) {
         return Err(ApiError::invalid("resp_addr: not host:port"));
+    }
+    if !beat.peer_addr.is_empty() && !addr_ok(&beat.peer_addr) {
+        return Err(ApiError::invalid("peer_addr: not host:port"));
     }
     if beat.boot_id.is_empty() || beat.boot_id.len() > 64 {
         return Err(ApiError::invalid("boot_id: 1 to 64 characters"));
@@ -88,12 +91,13 @@ pub async fn heartbeat(
     let (memory, used) = (clamp(beat.data_memory_bytes), clamp(beat.used_bytes));
     sqlx::query(
         "INSERT INTO datanodes (node_id, internal_url, rest_url, resp_addr, \
-         data_memory_bytes, used_bytes, boot_id, registered_at, last_seen) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) \
+         data_memory_bytes, used_bytes, boot_id, registered_at, last_seen, peer_addr) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9) \
          ON CONFLICT (node_id) DO UPDATE SET internal_url = excluded.internal_url, \
          rest_url = excluded.rest_url, resp_addr = excluded.resp_addr, \
          data_memory_bytes = excluded.data_memory_bytes, used_bytes = excluded.used_bytes, \
-         boot_id = excluded.boot_id, last_seen = excluded.last_seen",
+         boot_id = excluded.boot_id, last_seen = excluded.last_seen, \
+         peer_addr = excluded.peer_addr",
     )
     .bind(i64::from(beat.node_id))
     .bind(&beat.internal_url)
@@ -103,11 +107,13 @@ pub async fn heartbeat(
     .bind(used)
     .bind(&beat.boot_id)
     .bind(now)
+    .bind(&beat.peer_addr)
     .execute(&app.store.pool)
     .await?;
     if known.is_none() {
         tracing::info!(node = %beat.node_id, url = %beat.internal_url, "data node registered");
     }
+    let formed = form_groups(&app).await?;
     if !beat.keys_used.is_empty() {
         let mut tx = app.store.begin_write().await?;
         for used in &beat.keys_used {
@@ -123,10 +129,43 @@ pub async fn heartbeat(
         }
         tx.commit().await?;
     }
-    if known.as_deref() != Some(beat.boot_id.as_str()) {
+    if formed || known.as_deref() != Some(beat.boot_id.as_str()) {
         app.reconcile_now.notify_one();
     }
     Ok(Json(json!({"node_id": beat.node_id})))
+}
+
+/// Puts the registered nodes that are in no group into groups of
+/// `--replicas`, in node-id order, as soon as enough have registered to
+/// fill one (as NDB forms node groups from its configuration): whether it
+/// formed any. Groups are numbered on from the highest.
+async fn form_groups(app: &App) -> sqlx::Result<bool> {
+    let replicas = usize::from(app.config.replicas);
+    let mut tx = app.store.begin_write().await?;
+    let waiting: Vec<i64> = sqlx::query_scalar(
+        "SELECT node_id FROM datanodes WHERE node_group IS NULL ORDER BY node_id",
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    if waiting.len() < replicas {
+        return Ok(false);
+    }
+    let highest: Option<i64> = sqlx::query_scalar("SELECT MAX(node_group) FROM datanodes")
+        .fetch_one(&mut *tx)
+        .await?;
+    let first = highest.map_or(0, |g| g + 1);
+    for (group, members) in (first..).zip(waiting.chunks_exact(replicas)) {
+        for &node in members {
+            sqlx::query("UPDATE datanodes SET node_group = $1 WHERE node_id = $2")
+                .bind(group)
+                .bind(node)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tracing::info!(node_group = group, nodes = ?members, "node group formed");
+    }
+    tx.commit().await?;
+    Ok(true)
 }
 
 fn clamp(n: u64) -> i64 {
@@ -141,12 +180,15 @@ pub struct NodeRow {
     pub internal_url: String,
     pub rest_url: String,
     pub resp_addr: String,
+    pub peer_addr: String,
     pub data_memory_bytes: i64,
     pub used_bytes: i64,
     pub last_seen: i64,
     pub boot_id: String,
     /// The boot whose quotas were last pushed in full.
     pub quotas_synced_boot: String,
+    /// None until enough nodes have registered to form its group.
+    pub node_group: Option<i64>,
 }
 
 impl NodeRow {
@@ -158,19 +200,45 @@ impl NodeRow {
     pub fn listed(&self, now: i64) -> DataNode {
         DataNode {
             node_id: self.node_id,
+            node_group: self.group(),
             internal_url: self.internal_url.clone(),
             rest_url: self.rest_url.clone(),
             resp_addr: self.resp_addr.clone(),
+            peer_addr: self.peer_addr.clone(),
             data_memory_bytes: self.data_memory_bytes,
             used_bytes: self.used_bytes,
             last_seen: self.last_seen,
             status: if self.up(now) { "up" } else { "down" }.into(),
         }
     }
+
+    pub fn group(&self) -> Option<u32> {
+        self.node_group.and_then(|g| u32::try_from(g).ok())
+    }
+
+    /// The node as its group lists it to its members.
+    pub fn member(&self) -> Member {
+        Member {
+            node_id: self.node_id,
+            peer_addr: self.peer_addr.clone(),
+            rest_url: self.rest_url.clone(),
+            resp_addr: self.resp_addr.clone(),
+        }
+    }
+
+    /// Where applications reach it.
+    pub fn endpoint(&self) -> Endpoint {
+        Endpoint {
+            node_id: self.node_id,
+            rest_url: self.rest_url.clone(),
+            resp_addr: self.resp_addr.clone(),
+        }
+    }
 }
 
-const NODE_COLUMNS: &str = "node_id, internal_url, rest_url, resp_addr, data_memory_bytes, \
-                            used_bytes, last_seen, boot_id, quotas_synced_boot";
+const NODE_COLUMNS: &str = "node_id, internal_url, rest_url, resp_addr, peer_addr, \
+                            data_memory_bytes, used_bytes, last_seen, boot_id, \
+                            quotas_synced_boot, node_group";
 
 pub async fn all(app: &App) -> sqlx::Result<Vec<NodeRow>> {
     sqlx::query_as(&format!(
@@ -189,22 +257,64 @@ pub async fn get(app: &App, node_id: NodeId) -> sqlx::Result<Option<NodeRow>> {
     .await
 }
 
-/// The node a new database goes to: of the nodes that are up, the one
-/// using the least memory.
-pub async fn place(app: &App) -> Result<NodeRow, ApiError> {
+/// The nodes of group `group`, in node-id order.
+pub async fn members(app: &App, group: i64) -> sqlx::Result<Vec<NodeRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {NODE_COLUMNS} FROM datanodes WHERE node_group = $1 ORDER BY node_id"
+    ))
+    .bind(group)
+    .fetch_all(&app.store.pool)
+    .await
+}
+
+/// Where a new database goes.
+#[derive(Debug)]
+pub struct Placement {
+    pub group: i64,
+    /// Every node of the group, the primary first.
+    pub nodes: Vec<NodeRow>,
+}
+
+/// The node group a new database goes to — of the groups whose nodes are
+/// all up, the one using the least memory (its fullest replica) — and its
+/// primary there: the node that is primary for the fewest databases, so
+/// that primaries spread over the group.
+pub async fn place(app: &App) -> Result<Placement, ApiError> {
     let now = now_ms();
-    all(app)
-        .await?
+    let mut groups: std::collections::BTreeMap<i64, Vec<NodeRow>> = Default::default();
+    for node in all(app).await? {
+        if let Some(group) = node.node_group {
+            groups.entry(group).or_default().push(node);
+        }
+    }
+    let (group, mut nodes) = groups
         .into_iter()
-        .filter(|n| n.up(now))
-        .min_by_key(|n| (n.used_bytes, n.node_id))
+        .filter(|(_, nodes)| nodes.iter().all(|n| n.up(now)))
+        .min_by_key(|(group, nodes)| (nodes.iter().map(|n| n.used_bytes).max(), *group))
         .ok_or_else(|| {
             ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "NO_DATA_NODE",
-                "no data node is up to place the database on; try again shortly",
+                "no node group has all its data nodes up to place the database on; try again shortly",
             )
-        })
+        })?;
+    let primaries: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT node_id, COUNT(*) FROM databases WHERE node_group = $1 GROUP BY node_id",
+    )
+    .bind(group)
+    .fetch_all(&app.store.pool)
+    .await?;
+    let count = |n: &NodeRow| {
+        primaries
+            .iter()
+            .find(|(id, _)| *id == i64::from(n.node_id))
+            .map_or(0, |(_, count)| *count)
+    };
+    let primary = (0..nodes.len())
+        .min_by_key(|&i| (count(&nodes[i]), nodes[i].node_id))
+        .expect("a group has nodes");
+    nodes[..=primary].rotate_right(1);
+    Ok(Placement { group, nodes })
 }
 
 /// Calls data nodes' internal APIs with the cluster secret: a method per
@@ -306,6 +416,12 @@ impl NodeClient {
             .build()
             .expect("an HTTP client without TLS builds");
         NodeClient { http, secret }
+    }
+
+    /// Tells `node` the group it is in.
+    pub async fn put_group(&self, node: &NodeRow, group: &Group) -> Result<(), NodeError> {
+        self.send(node, Method::PUT, route::GROUP, Some(group))
+            .await
     }
 
     /// Every database `node` holds, with its tables.
@@ -466,6 +582,7 @@ pub async fn reconcile_loop(app: Arc<App>) {
                 continue;
             }
             let done = async {
+                push_group(&app, &node).await?;
                 crate::databases::reconcile(&app, &node).await?;
                 crate::keys::reconcile(&app, &node).await?;
                 crate::quotas::reconcile(&app, &node).await
@@ -480,6 +597,19 @@ pub async fn reconcile_loop(app: Arc<App>) {
             () = app.reconcile_now.notified() => {}
         }
     }
+}
+
+/// Tells `node` its group, when it is in one.
+async fn push_group(app: &App, node: &NodeRow) -> Result<(), ReconcileError> {
+    let Some(group) = node.node_group else {
+        return Ok(());
+    };
+    let members = members(app, group).await?;
+    let group = Group {
+        node_group: node.group().unwrap_or_default(),
+        members: members.iter().map(NodeRow::member).collect(),
+    };
+    Ok(app.nodes.put_group(node, &group).await?)
 }
 
 /// `GET /admin/datanodes` (platform admin).

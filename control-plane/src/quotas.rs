@@ -251,7 +251,8 @@ pub async fn set_tenant(
     audit::record(&mut *tx, &caller, change).await?;
     tx.commit().await?;
     let nodes: Vec<i64> = sqlx::query_scalar(
-        "SELECT DISTINCT node_id FROM databases WHERE tenant_id = $1 AND status = 'ready'",
+        "SELECT DISTINCT n.node_id FROM datanodes n JOIN databases d ON d.node_group = n.node_group \
+         WHERE d.tenant_id = $1 AND d.status = 'ready'",
     )
     .bind(&tenant)
     .fetch_all(&app.store.pool)
@@ -300,7 +301,7 @@ pub async fn set_database(
     };
     audit::record(&mut *tx, &caller, change).await?;
     tx.commit().await?;
-    if let Some(node) = nodes::get(&app, db.node_id).await? {
+    for node in databases::nodes_of(&app, &db).await? {
         let pushed = push_database(&app, &node, &db, &quota).await;
         resync_if_failed(&app, &node, pushed).await;
     }
@@ -376,10 +377,10 @@ pub async fn reconcile(app: &App, node: &NodeRow) -> Result<(), nodes::Reconcile
         return Ok(());
     }
     let rows: Vec<DatabaseRow> = sqlx::query_as(&format!(
-        "SELECT {} FROM databases WHERE node_id = $1 AND status = 'ready'",
+        "SELECT {} FROM databases WHERE node_group = $1 AND status = 'ready'",
         databases::DATABASE_COLUMNS
     ))
-    .bind(i64::from(node.node_id))
+    .bind(node.node_group)
     .fetch_all(&app.store.pool)
     .await?;
     let mut tenants: Vec<&TenantId> = rows.iter().map(|d| &d.tenant_id).collect();

@@ -59,6 +59,9 @@ pub struct Config {
     pub metering_interval: std::time::Duration,
     /// How long samples and rollups are kept.
     pub retention: shoal_metering::Retention,
+    /// Data nodes per node group: each holds a replica of every fragment
+    /// of the group's databases (1, 2 or 3).
+    pub replicas: u8,
 }
 
 /// What every request handler shares.

@@ -11,11 +11,14 @@
 //! - `tc`: the transaction coordinator, the only way to run operations:
 //!   grants, limits, quotas, atomic commit.
 //! - `node`: catalog, DDL, API keys, checkpoints, recovery, ndbinfo.
+//! - `cluster`: node groups — the replication stream's links, the
+//!   node-to-node transport.
 //! - `api`, `internal_api`: the front ends — REST, Redis, and the HTTP API
 //!   of the control plane and operators.
 //! - `server`: a whole data node process: configuration, start, shutdown.
 
 mod api;
+mod cluster;
 mod internal_api;
 mod ldm;
 mod log;

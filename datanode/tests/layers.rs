@@ -13,6 +13,7 @@ const LAYERS: &[&str] = &[
     "ldm",
     "tc",
     "node",
+    "cluster",
     "api",
     "internal_api",
     "server",

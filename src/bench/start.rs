@@ -72,6 +72,7 @@ impl Cluster {
             plan_quota: shoal_control_plane::quotas::default_plan(),
             metering_interval: Duration::from_secs(10),
             retention: shoal_metering::Retention::default(),
+            replicas: 1,
         })
         .await?;
         let url = format!("http://{}", control.addr);
@@ -88,6 +89,7 @@ impl Cluster {
             internal_port: 0,
             rest_port: 0,
             resp_port: 0,
+            peer_port: 0,
             // Every client of a benchmark is one address.
             api_limits: Limits {
                 max_per_address: 4096,

@@ -40,26 +40,78 @@ pub struct Session {
 /// The cluster secret the tests' control planes and data nodes share.
 pub const CLUSTER_SECRET: &str = "a-cluster-secret-of-at-least-32-characters";
 
+/// Longest a test waits for a cluster to converge: a guard against a
+/// hang, not a timing a test relies on.
+pub const GUARD: std::time::Duration = std::time::Duration::from_secs(90);
+
+/// Polls `check` until it answers `Some`.
+pub async fn eventually<T, F: Future<Output = Option<T>>>(
+    what: &str,
+    mut check: impl FnMut() -> F,
+) -> T {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(started.elapsed() < GUARD, "never happened: {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// A table `orders (id BIGINT, note VARCHAR(200))` as the API takes it.
+pub fn orders() -> Value {
+    json!({
+        "name": "orders",
+        "columns": [
+            {"name": "id", "type": "BIGINT", "nullable": false},
+            {"name": "note", "type": "VARCHAR(200)", "nullable": true}
+        ],
+        "primary_key": ["id"]
+    })
+}
+
+/// `POST /0.1.0/<path>` on `node`'s REST data API with `key`.
+pub async fn data_call(node: &Shoal, key: &str, path: &str, body: Value) -> (StatusCode, Value) {
+    let r = reqwest::Client::new()
+        .post(format!("{}/0.1.0/{path}", node.rest_url))
+        .header("X-API-KEY", key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
 impl Control {
     /// A small data node on `dir`, reporting to this control plane (which
     /// must have been started with `--cluster-secret CLUSTER_SECRET`), with
     /// `envs` set.
     pub fn data_node(&self, dir: &std::path::Path, envs: &[(&str, &str)]) -> Shoal {
-        Shoal::start_in_env(
-            &[
-                "datanode",
-                "--control-plane",
-                &self.shoal.control_url,
-                "--cluster-secret",
-                CLUSTER_SECRET,
-                "--data-memory",
-                "64M",
-                "--ldm-threads",
-                "1",
-            ],
-            envs,
-            dir,
-        )
+        self.data_node_with(dir, &[], envs)
+    }
+
+    /// `data_node`, with more flags.
+    pub fn data_node_with(
+        &self,
+        dir: &std::path::Path,
+        flags: &[&str],
+        envs: &[(&str, &str)],
+    ) -> Shoal {
+        let mut args = vec![
+            "datanode",
+            "--control-plane",
+            &self.shoal.control_url,
+            "--cluster-secret",
+            CLUSTER_SECRET,
+            "--data-memory",
+            "64M",
+            "--ldm-threads",
+            "1",
+        ];
+        args.extend_from_slice(flags);
+        Shoal::start_in_env(&args, envs, dir)
     }
 
     pub fn start(backend: Backend) -> Control {

@@ -32,6 +32,8 @@ pub struct Shoal {
     pub rest_url: String,
     /// `host:port` of the Redis protocol.
     pub resp_addr: String,
+    /// `host:port` of the node-to-node transport.
+    pub peer_addr: String,
     /// `http://host:port` of the control plane.
     pub control_url: String,
     cluster_secret: Option<String>,
@@ -62,6 +64,8 @@ impl Shoal {
             "0",
             "--resp-port",
             "0",
+            "--peer-port",
+            "0",
         ];
         let mut shoal = Shoal::spawn(&[args, &ports[..]].concat(), envs, data_dir);
         let line = shoal.wait_for("internal API http://");
@@ -75,6 +79,7 @@ impl Shoal {
         shoal.internal_url = after("internal API ");
         shoal.rest_url = after("REST ");
         shoal.resp_addr = after("RESP ");
+        shoal.peer_addr = after("peer ");
         shoal
     }
 
@@ -151,6 +156,7 @@ impl Shoal {
             internal_url: String::new(),
             rest_url: String::new(),
             resp_addr: String::new(),
+            peer_addr: String::new(),
             control_url: String::new(),
             cluster_secret: args
                 .iter()

@@ -121,14 +121,29 @@ pub struct Database {
     pub id: String,
     pub name: DatabaseName,
     pub tenant_id: TenantId,
+    /// Its primary node.
     pub node_id: NodeId,
-    /// The REST data API of its node; none while the node is unknown.
+    /// Its node group.
+    #[serde(default)]
+    pub node_group: Option<u32>,
+    /// The REST data API of its primary node; none while the node is unknown.
     pub rest_url: Option<String>,
-    /// The Redis protocol of its node.
+    /// The Redis protocol of its primary node.
     pub resp_addr: Option<String>,
+    /// Every node of its group, each serving the database (primary first).
+    #[serde(default)]
+    pub nodes: Vec<Endpoint>,
     pub created_at: i64,
     /// Its tables' names.
     pub tables: Vec<String>,
+}
+
+/// A data node serving a database, and where applications reach it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Endpoint {
+    pub node_id: NodeId,
+    pub rest_url: String,
+    pub resp_addr: String,
 }
 
 /// `GET /databases`.
@@ -141,9 +156,15 @@ pub struct DatabaseList {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DataNode {
     pub node_id: NodeId,
+    /// Its node group, once enough nodes have registered to form it.
+    #[serde(default)]
+    pub node_group: Option<u32>,
     pub internal_url: String,
     pub rest_url: String,
     pub resp_addr: String,
+    /// Its node-to-node transport.
+    #[serde(default)]
+    pub peer_addr: String,
     pub data_memory_bytes: i64,
     pub used_bytes: i64,
     /// When it last reported, in milliseconds since the Unix epoch.

@@ -25,6 +25,8 @@ pub mod route {
     pub const CHECKPOINT: &str = "/internal/v1/checkpoint";
     /// `POST` on the control plane [`super::Heartbeat`]: a node reports itself.
     pub const HEARTBEAT: &str = "/internal/v1/datanodes/heartbeat";
+    /// `GET`, `PUT` a [`super::Group`]: the node group the node is in.
+    pub const GROUP: &str = "/internal/v1/group";
 
     /// `DELETE`: drops a database and its tables.
     pub fn database(db: &str) -> String {
@@ -125,6 +127,10 @@ pub struct NewDatabase {
     pub name: String,
     #[serde(default)]
     pub tenant: Option<String>,
+    /// The node of its group that is the primary of every fragment of the
+    /// database while it is up; the receiving node when absent.
+    #[serde(default)]
+    pub primary: Option<NodeId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -140,6 +146,29 @@ pub struct DatabaseInfo {
     pub name: String,
     pub tenant: Option<String>,
     pub tables: Vec<TableDef>,
+    /// Its primary node (see [`NewDatabase::primary`]).
+    #[serde(default)]
+    pub primary: Option<NodeId>,
+}
+
+/// A node group: the data nodes that each hold a replica of every fragment
+/// of the group's databases, in node-id order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Group {
+    pub node_group: u32,
+    pub members: Vec<Member>,
+}
+
+/// A node of a group and where it is reached.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Member {
+    pub node_id: NodeId,
+    /// `host:port` of its node-to-node transport.
+    pub peer_addr: String,
+    pub rest_url: String,
+    pub resp_addr: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -246,6 +275,9 @@ pub struct Heartbeat {
     pub internal_url: String,
     pub rest_url: String,
     pub resp_addr: String,
+    /// `host:port` of its node-to-node transport.
+    #[serde(default)]
+    pub peer_addr: String,
     pub data_memory_bytes: u64,
     pub used_bytes: u64,
     /// New each time the node starts.

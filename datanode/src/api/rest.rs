@@ -18,6 +18,11 @@
 //!
 //! A batch becomes one request to the transaction coordinator per database
 //! it touches; a transaction is one request.
+//!
+//! In a node group, a request that writes a database this node holds a
+//! backup of is sent on to the database's primary, as it came, and its
+//! answer given back (`forward`); reads are served from the local replica,
+//! which holds every acknowledged write.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -39,6 +44,7 @@ use crate::api::json::{
     JsonError, JsonRow, column_value_to_json, key_from_json, row_from_json, row_to_json,
     value_from_json,
 };
+use crate::cluster::Cluster;
 use crate::node::Engine;
 use crate::node::keys::ApiKey;
 use crate::tc::Table;
@@ -51,9 +57,16 @@ pub(crate) const MAX_OPERATIONS: usize = 1000;
 /// Header that carries the API key.
 pub(crate) const API_KEY_HEADER: &str = "x-api-key";
 
+/// Header a request sent on to a database's primary carries: the node it
+/// came through. A forwarded request is never sent on again.
+pub(crate) const FORWARDED_HEADER: &str = "x-shoal-forwarded-by";
+
 #[derive(Clone)]
 struct AppState {
     engine: Engine,
+    cluster: Cluster,
+    /// Sends requests on to other nodes of the group.
+    http: reqwest::Client,
     /// Longest a request's body may take to arrive, whole.
     body_timeout: std::time::Duration,
 }
@@ -94,7 +107,13 @@ impl FromRequest<AppState> for Body {
 }
 
 /// Every route of the REST data API.
-pub(crate) fn router(engine: Engine, limits: Limits) -> Router {
+pub(crate) fn router(engine: Engine, cluster: Cluster, limits: Limits) -> Router {
+    let http = reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(1))
+        .timeout(std::time::Duration::from_secs(30))
+        .pool_idle_timeout(shoal_listen::CLIENT_POOL_IDLE)
+        .build()
+        .expect("an HTTP client without TLS builds");
     Router::new()
         .route("/0.1.0/ping", get(|| async { StatusCode::OK }))
         .route("/0.1.0/health", get(health))
@@ -112,6 +131,8 @@ pub(crate) fn router(engine: Engine, limits: Limits) -> Router {
         .layer(DefaultBodyLimit::max(limits.max_request_bytes))
         .with_state(AppState {
             engine,
+            cluster,
+            http,
             body_timeout: limits.idle_timeout,
         })
 }
@@ -395,21 +416,82 @@ async fn single(
     path: Result<Path<(String, String, String)>, PathRejection>,
     headers: HeaderMap,
     Body(body): Body,
-) -> Result<Json<JsonValue>, ApiError> {
-    let Path((db, table, op)) = path?;
+) -> Result<Response, ApiError> {
+    let Path((db, table_name, op)) = path?;
     let key = key(&state, &headers)?;
     let method = Method::parse(&op)?;
     let (_, grant) = access(&state.engine, &key, &db)?;
-    let table = state.engine.table(&db, &table)?;
-    let body: OpBody = parse(&body)?;
+    let table = state.engine.table(&db, &table_name)?;
+    let parsed: OpBody = parse(&body)?;
     let mut batch = state.engine.tc().batch();
-    let answer = add(&mut batch, &table, method, body)?;
-    state
-        .engine
-        .tc()
+    let answer = add(&mut batch, &table, method, parsed)?;
+    match (state.engine.tc())
         .execute(&grant, &mut batch, Commit::Each)
-        .await?;
-    outcome(&batch, 0, &answer).map(Json)
+        .await
+    {
+        Ok(()) => {}
+        Err(TcError::NotPrimary { primary, .. }) => {
+            let path = format!("/0.1.0/{db}/{table_name}/{op}");
+            return forward(&state, primary, &path, &headers, body).await;
+        }
+        Err(e) => return Err(e.into()),
+    }
+    outcome(&batch, 0, &answer).map(|body| Json(body).into_response())
+}
+
+/// Sends a request on to node `primary`, the primary of the database it
+/// writes, and answers what that node answers.
+async fn forward(
+    state: &AppState,
+    primary: u32,
+    path: &str,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let me = state.cluster.me();
+    let not_here = || {
+        ApiError::from(TcError::NotPrimary {
+            database: String::new(),
+            primary,
+        })
+    };
+    // A request sent on once is not sent on again: the nodes disagree on
+    // who the primary is, and the client is told so.
+    if headers.contains_key(FORWARDED_HEADER) {
+        return Err(not_here());
+    }
+    let Some(member) = state.cluster.member(primary) else {
+        return Err(not_here());
+    };
+    let mut request = state
+        .http
+        .post(format!("{}{path}", member.rest_url))
+        .header(FORWARDED_HEADER, me.to_string())
+        .header("content-type", "application/json")
+        .body(body);
+    if let Some(key) = headers.get(API_KEY_HEADER) {
+        request = request.header(API_KEY_HEADER, key);
+    }
+    let unavailable = |e: reqwest::Error| {
+        tracing::warn!(%primary, error = %e, "the primary did not answer a forwarded request");
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "PRIMARY_UNAVAILABLE",
+            format!("data node {primary}, the database's primary, did not answer; retry"),
+        )
+    };
+    let answer = request.send().await.map_err(unavailable)?;
+    let status = answer.status();
+    let mut response = Response::builder().status(status.as_u16());
+    for name in ["content-type", "retry-after", "www-authenticate"] {
+        if let Some(value) = answer.headers().get(name) {
+            response = response.header(name, value.as_bytes());
+        }
+    }
+    let bytes = answer.bytes().await.map_err(unavailable)?;
+    Ok(response
+        .body(axum::body::Body::from(bytes))
+        .expect("a response from parts that were valid"))
 }
 
 #[derive(Deserialize)]
@@ -508,6 +590,7 @@ async fn batch(
 ) -> Result<Response, ApiError> {
     let key = key(&state, &headers)?;
     let operations = parse_operations(&body)?;
+    let raw = body;
     let mut entries: Vec<Option<JsonValue>> = vec![None; operations.len()];
     /// A database's operations: one request to the coordinator.
     struct Group {
@@ -539,6 +622,23 @@ async fn batch(
         if let Err(e) = added {
             entries[i] = Some(error_entry(&e));
         }
+    }
+    // A batch that only writes databases another node is the primary of
+    // goes to that node whole.
+    let primaries: Vec<u32> = (groups.values())
+        .map(|g| g.batch.database().ok().flatten())
+        .map(|db| {
+            db.filter(|db| !db.is_primary_here())
+                .map_or(0, |db| db.primary())
+        })
+        .collect();
+    let all_resolved = entries.iter().all(Option::is_none);
+    if all_resolved
+        && primaries.first().is_some_and(|&p| p != 0)
+        && primaries.iter().all(|p| *p == primaries[0])
+        && groups.values().all(|g| g.batch.has_writes())
+    {
+        return forward(&state, primaries[0], "/0.1.0/batch", &headers, raw).await;
     }
     for Group {
         grant,
@@ -584,7 +684,7 @@ async fn transaction(
     State(state): State<AppState>,
     headers: HeaderMap,
     Body(body): Body,
-) -> Result<Json<JsonValue>, ApiError> {
+) -> Result<Response, ApiError> {
     let key = key(&state, &headers)?;
     let operations = parse_operations(&body)?;
     let mut batch = state.engine.tc().batch();
@@ -605,11 +705,16 @@ async fn transaction(
         answers.push(add(&mut batch, &r.table, r.method, op.body).map_err(at)?);
     }
     let (_, grant) = first.expect("at least one operation");
-    state
-        .engine
-        .tc()
+    match (state.engine.tc())
         .execute(&grant, &mut batch, Commit::Atomic)
-        .await?;
+        .await
+    {
+        Ok(()) => {}
+        Err(TcError::NotPrimary { primary, .. }) => {
+            return forward(&state, primary, "/0.1.0/transaction", &headers, body).await;
+        }
+        Err(e) => return Err(e.into()),
+    }
     let entries = answers
         .iter()
         .enumerate()
@@ -618,5 +723,5 @@ async fn transaction(
             Err(e) => error_entry(&e),
         })
         .collect();
-    Ok(Json(JsonValue::Array(entries)))
+    Ok(Json(JsonValue::Array(entries)).into_response())
 }

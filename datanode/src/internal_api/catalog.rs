@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use shoal_wire::internal::{DatabaseCreated, DatabaseInfo, NewDatabase, TableCreated};
+use shoal_wire::internal::{DatabaseCreated, DatabaseInfo, NewDatabase, NodeId, TableCreated};
 use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
 
 use super::{ApiError, AppState};
@@ -25,6 +25,7 @@ pub(super) async fn list(State(state): State<AppState>) -> Json<Vec<DatabaseInfo
                     .collect(),
                 tenant: db.tenant.as_ref().map(|t| t.id.to_string()),
                 name: db.name.to_string(),
+                primary: Some(NodeId(db.primary())),
             })
             .collect(),
     )
@@ -45,7 +46,10 @@ pub(super) async fn create_database(
         .map(TenantId::parse)
         .transpose()
         .map_err(invalid)?;
-    let db = state.engine.create_database(&name, tenant.as_ref()).await?;
+    let db = state
+        .engine
+        .create_replicated_database(&name, tenant.as_ref(), body.primary)
+        .await?;
     let created = DatabaseCreated {
         name: name.to_string(),
         id: db.id.0,

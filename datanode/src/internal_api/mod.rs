@@ -16,6 +16,7 @@
 //! | `GET/PUT/DELETE /internal/v1/tenants/{tenant}/quota` | a tenant's quota and usage |
 //! | `POST /internal/v1/databases/{db}/transaction` | read and write rows (see `data`) |
 //! | `POST /internal/v1/checkpoint` | take a checkpoint now; answers what it wrote |
+//! | `GET/PUT /internal/v1/group` | the node group the node is in (see `group`) |
 //! | `GET/POST /internal/v1/api-keys` | tenant API keys; `POST` makes one (see `keys`) |
 //! | `PUT/DELETE /internal/v1/api-keys/{prefix}` | push or revoke a key |
 //!
@@ -25,6 +26,7 @@
 
 mod catalog;
 mod data;
+mod group;
 mod keys;
 mod metrics;
 mod ndbinfo;
@@ -40,6 +42,7 @@ use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 
 use crate::api::error::ApiError;
+use crate::cluster::Cluster;
 use crate::node::Engine;
 use crate::node::checkpoint::{Checkpointer, Summary};
 use shoal_wire::internal::Health;
@@ -52,6 +55,7 @@ pub(crate) use shoal_wire::secret::ClusterSecret;
 #[derive(Clone)]
 struct AppState {
     engine: Engine,
+    cluster: Cluster,
     secret: ClusterSecret,
     checkpointer: Arc<Checkpointer>,
 }
@@ -59,17 +63,20 @@ struct AppState {
 /// Every route of the internal API.
 pub(crate) fn router(
     engine: Engine,
+    cluster: Cluster,
     secret: ClusterSecret,
     checkpointer: Arc<Checkpointer>,
 ) -> Router {
     let state = AppState {
         engine,
+        cluster,
         secret,
         checkpointer,
     };
     let authenticated = Router::new()
         .route("/metrics", get(metrics::render))
         .route("/internal/v1/ndbinfo", get(ndbinfo::list))
+        .route("/internal/v1/group", get(group::get).put(group::put))
         .route("/internal/v1/ndbinfo/{table}", get(ndbinfo::rows))
         .route(
             "/internal/v1/databases",

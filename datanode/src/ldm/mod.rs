@@ -45,8 +45,8 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 pub(crate) use self::workers::{FragmentImage, Workers};
-use crate::log::ChangeLog;
 use crate::log::redo::RedoLog;
+use crate::log::{ChangeLog, Mark};
 use crate::storage::fixed::RowRef;
 use crate::storage::fragment::FragmentMemory;
 use crate::storage::layout::Layout;
@@ -147,9 +147,11 @@ pub(crate) struct OpBatch {
     /// Changes to log: a prepared transaction's part, for the coordinator
     /// to log.
     pub(crate) redo: Vec<u8>,
-    /// Where the redo this worker logged for the batch ends: the batch is
-    /// durable once the log is durable that far.
-    pub(crate) lsn: Option<u64>,
+    /// Where what this worker logged for the batch ends: the batch is
+    /// durable and replicated once the log and the backups are that far.
+    pub(crate) mark: Mark,
+    /// Changes a primary sent: logged here, never sent on.
+    pub(crate) from_primary: bool,
     /// The log failed while this batch's changes were logged.
     pub(crate) durability_failed: bool,
 }

@@ -13,7 +13,7 @@ use super::{
     AUTOCOMMIT, FragmentReport, Job, JobOutcome, Mode, Msg, OpBatch, OpKind, OpResult, ScanChunk,
     Span, TxnId,
 };
-use crate::log::{ChangeLog, changes};
+use crate::log::{ChangeLog, Mark, changes};
 use crate::storage::OpError;
 use crate::storage::fixed::RowRef;
 use crate::storage::fragment::Fragment;
@@ -277,9 +277,9 @@ impl Worker {
                     // Logged before its rows are let go, so that whatever
                     // sees them next is logged after it.
                     self.after_images(job.txn, &mut job.batch.redo);
-                    match self.append(&job.batch.redo) {
-                        Ok(lsn) => {
-                            job.batch.lsn = lsn;
+                    match self.append(&job.batch.redo, job.batch.from_primary) {
+                        Ok(mark) => {
+                            job.batch.mark = mark;
                             self.release(job.txn, true);
                             let _ = job.reply.send((job.batch, JobOutcome::Done));
                         }
@@ -298,16 +298,16 @@ impl Worker {
         }
     }
 
-    /// Logs a commit's change records: the LSN they end at.
-    fn append(&self, redo: &[u8]) -> Result<Option<u64>, ()> {
-        self.log.commit(redo).map_err(|_| ())
+    /// Logs a commit's change records (and sends them to the backups,
+    /// unless they came from a primary): where they end.
+    fn append(&self, redo: &[u8], from_primary: bool) -> Result<Mark, ()> {
+        self.log.commit(redo, !from_primary).map_err(|_| ())
     }
 
     /// Logs the changes an autocommit job has made since it last logged.
     fn log_autocommit(&self, batch: &mut OpBatch) {
-        match self.append(&batch.redo) {
-            Ok(Some(lsn)) => batch.lsn = Some(lsn),
-            Ok(None) => {}
+        match self.append(&batch.redo, batch.from_primary) {
+            Ok(mark) => batch.mark = batch.mark.max(mark),
             Err(()) => batch.durability_failed = true,
         }
         batch.redo.clear();
@@ -408,7 +408,7 @@ impl Worker {
             job.batch.results.clear();
             job.batch.out.clear();
             job.batch.redo.clear();
-            job.batch.lsn = None;
+            job.batch.mark = Mark::default();
             job.batch.durability_failed = false;
         }
         let (txn, start, len) = (job.txn, job.next, job.batch.ops.len());

@@ -4,12 +4,13 @@
 //! A commit — an autocommit job on one LDM worker, or a transaction the
 //! coordinator commits across several — hands its change records to
 //! [`ChangeLog::commit`] before any of its rows is let go, and is
-//! acknowledged once [`ChangeLog::wait_durable`] says so. Nothing else
-//! writes the log, so this is the stream recovery replays and replication
-//! will ship.
+//! acknowledged once [`ChangeLog::wait_durable`] and
+//! [`ChangeLog::wait_replicated`] say so. Nothing else writes the log, so
+//! this is the stream recovery replays and replication ships.
 //!
 //! - [`changes`]: what a record holds: whole rows put, rows deleted.
 //! - [`redo`]: the redo log, group commit, and reading it back.
+//! - [`ship`]: the replication stream to the node's backups.
 //! - [`io`]: file operations behind a trait; `io_mem`: in memory, with faults
 //!   (for tests).
 
@@ -18,18 +19,40 @@ pub(crate) mod io;
 #[cfg(test)]
 pub(crate) mod io_mem;
 pub(crate) mod redo;
+pub(crate) mod ship;
 
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
 
 use redo::{LogFailed, Lsn, RedoLog};
+use ship::{NotReplicated, Outbox};
 
-/// Where committed changes go: the redo log once one is attached; nowhere
-/// while a node recovers, or for a node that keeps nothing.
+/// Where committed changes go: the redo log once one is attached (nowhere
+/// while a node recovers, or for a node that keeps nothing), and the
+/// replication stream to the node's backups.
 #[derive(Debug, Default)]
 pub(crate) struct ChangeLog {
     redo: ArcSwapOption<RedoLog>,
+    outbox: Arc<Outbox>,
+}
+
+/// How far a commit reaches: where it ends in the redo log and in the
+/// replication stream. It is acknowledged once both are reached.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Mark {
+    pub(crate) lsn: Option<Lsn>,
+    pub(crate) shipped: Option<u64>,
+}
+
+impl Mark {
+    /// The further of two marks: waiting for it waits for both.
+    pub(crate) fn max(self, other: Mark) -> Mark {
+        Mark {
+            lsn: self.lsn.max(other.lsn),
+            shipped: self.shipped.max(other.shipped),
+        }
+    }
 }
 
 impl ChangeLog {
@@ -43,21 +66,44 @@ impl ChangeLog {
         self.redo.load_full()
     }
 
-    /// Logs one commit's change records as one record: where it ends, once
-    /// there is a log and anything to log.
+    /// The replication stream to the node's backups.
+    pub(crate) fn outbox(&self) -> &Arc<Outbox> {
+        &self.outbox
+    }
+
+    /// Logs one commit's change records as one record, and — unless they
+    /// came from a primary (`ship` false) — sends them to the backups:
+    /// where they end.
     #[inline]
-    pub(crate) fn commit(&self, changes: &[u8]) -> Result<Option<Lsn>, LogFailed> {
-        match &*self.redo.load() {
-            Some(redo) if !changes.is_empty() => redo.append(changes).map(Some),
-            _ => Ok(None),
+    pub(crate) fn commit(&self, changes: &[u8], ship: bool) -> Result<Mark, LogFailed> {
+        if changes.is_empty() {
+            return Ok(Mark::default());
+        }
+        let lsn = match &*self.redo.load() {
+            Some(redo) => Some(redo.append(changes)?),
+            None => None,
+        };
+        let shipped = if ship {
+            self.outbox.ship(changes)
+        } else {
+            None
+        };
+        Ok(Mark { lsn, shipped })
+    }
+
+    /// Waits until everything up to `mark` is durable here.
+    pub(crate) async fn wait_durable(&self, mark: Mark) -> Result<(), LogFailed> {
+        match (mark.lsn, self.redo.load_full()) {
+            (Some(lsn), Some(redo)) => redo.wait_durable(lsn).await,
+            _ => Ok(()),
         }
     }
 
-    /// Waits until everything up to `lsn` is durable.
-    pub(crate) async fn wait_durable(&self, lsn: Option<Lsn>) -> Result<(), LogFailed> {
-        match (lsn, self.redo.load_full()) {
-            (Some(lsn), Some(redo)) => redo.wait_durable(lsn).await,
-            _ => Ok(()),
+    /// Waits until every backup holds everything up to `mark`.
+    pub(crate) async fn wait_replicated(&self, mark: Mark) -> Result<(), NotReplicated> {
+        match mark.shipped {
+            Some(seq) => self.outbox.wait(seq).await,
+            None => Ok(()),
         }
     }
 

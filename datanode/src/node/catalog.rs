@@ -143,6 +143,7 @@ impl Catalog {
                     name: db.name.clone(),
                     tenant: db.tenant.as_ref().map(|t| t.id.clone()),
                     quota: db.quota(),
+                    primary: Some(db.primary()).filter(|&p| p != 0),
                 })
                 .collect(),
             tables: self

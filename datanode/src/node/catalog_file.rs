@@ -45,6 +45,10 @@ pub(crate) struct DatabaseEntry {
     pub name: DatabaseName,
     pub tenant: Option<TenantId>,
     pub quota: Quota,
+    /// The node of its group that is its primary while it is up; none for a
+    /// database this node holds alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

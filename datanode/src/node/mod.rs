@@ -255,10 +255,29 @@ impl Engine {
         name: &DatabaseName,
         tenant: Option<&TenantId>,
     ) -> Result<Arc<Database>, CatalogError> {
+        self.create_replicated_database(name, tenant, None).await
+    }
+
+    /// Creates a database whose fragments have their primary on node
+    /// `primary` of this node's group (this node when `None`).
+    pub async fn create_replicated_database(
+        &self,
+        name: &DatabaseName,
+        tenant: Option<&TenantId>,
+        primary: Option<NodeId>,
+    ) -> Result<Arc<Database>, CatalogError> {
         let _ddl = self.inner.ddl.lock().await;
         let db = self.catalog_mut().create_database(name, tenant)?;
+        self.place_primary(&db, primary.map(|p| p.0));
         self.save_catalog().await?;
         Ok(db)
+    }
+
+    /// Makes `primary` (0 or none: this node) the primary of `db`.
+    fn place_primary(&self, db: &Database, primary: Option<u32>) {
+        let me = self.node_id().0;
+        let primary = primary.filter(|&p| p != 0).unwrap_or(me);
+        db.set_primary(primary, primary == me);
     }
 
     /// Drops a database and every table in it, giving their pages back.
@@ -331,8 +350,10 @@ impl Engine {
             for tenant in &file.tenants {
                 catalog.tenant_or_new(&tenant.id);
             }
-            for db in &file.databases {
-                catalog.add_database(DatabaseId(db.id), &db.name, db.tenant.as_ref());
+            for entry in &file.databases {
+                let db =
+                    catalog.add_database(DatabaseId(entry.id), &entry.name, entry.tenant.as_ref());
+                self.place_primary(&db, entry.primary);
             }
         }
         for key in &file.api_keys {

@@ -24,6 +24,7 @@ use self::register::{ControlPlaneLink, Identity};
 use crate::api;
 use crate::api::resp::store::Store;
 use crate::api::serve::{self, Limits};
+use crate::cluster::{Cluster, GroupError};
 use crate::internal_api::{self, ClusterSecret};
 use crate::log::io::FileSystem;
 use crate::log::redo::Durability;
@@ -67,6 +68,8 @@ pub struct DataNodeConfig {
     pub rest_port: u16,
     /// The Redis protocol's port; 0 picks a free one.
     pub resp_port: u16,
+    /// The node-to-node transport's port; 0 picks a free one.
+    pub peer_port: u16,
     /// Connections, request size and idle time, for each data API front end.
     pub api_limits: Limits,
     /// The cluster secret; `None` reads `<data-dir>/cluster-secret`, creating
@@ -90,6 +93,8 @@ pub enum StartError {
     Secret { path: PathBuf, problem: String },
     #[error(transparent)]
     Open(#[from] OpenError),
+    #[error("the node group: {0}")]
+    Group(String),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -104,6 +109,7 @@ pub struct DataNode {
     internal_addr: SocketAddr,
     rest_addr: SocketAddr,
     resp_addr: SocketAddr,
+    peer_addr: SocketAddr,
     front_ends: Vec<JoinHandle<()>>,
     secret_file: Option<PathBuf>,
     stop: watch::Sender<bool>,
@@ -155,18 +161,33 @@ impl DataNode {
         let (listener, internal_addr) = bind(config.listen, config.internal_port).await?;
         let (rest, rest_addr) = bind(config.listen, config.rest_port).await?;
         let (resp, resp_addr) = bind(config.listen, config.resp_port).await?;
+        let (peers, peer_addr) = bind(config.listen, config.peer_port).await?;
         let (stop, stopped) = watch::channel(false);
+        let cluster = Cluster::new(
+            engine.clone(),
+            secret.clone(),
+            Some(dir.clone()),
+            stopped.clone(),
+        )
+        .map_err(|e: GroupError| StartError::Group(e.to_string()))?;
+        tokio::spawn(cluster.clone().serve(peers));
         let limits = config.api_limits;
         let store = Arc::new(Store::new(engine.clone(), limits.max_request_bytes));
         let front_ends = vec![
             tokio::spawn(serve::http(
                 rest,
-                api::rest::router(engine.clone(), limits),
+                api::rest::router(engine.clone(), cluster.clone(), limits),
                 Some(serve::Workers::with_spare_cores(engine.tc().clone())),
                 limits,
                 stopped.clone(),
             )),
-            tokio::spawn(api::resp::serve(resp, store, limits, stopped.clone())),
+            tokio::spawn(api::resp::serve(
+                resp,
+                store,
+                cluster.clone(),
+                limits,
+                stopped.clone(),
+            )),
         ];
         if let Some(link) = config.control_plane.clone() {
             let me = Identity {
@@ -174,6 +195,7 @@ impl DataNode {
                 internal_port: internal_addr.port(),
                 rest_port: rest_addr.port(),
                 resp_port: resp_addr.port(),
+                peer_port: peer_addr.port(),
             };
             tokio::spawn(register::heartbeats(
                 link,
@@ -183,7 +205,12 @@ impl DataNode {
                 stopped.clone(),
             ));
         }
-        let app = internal_api::router(engine.clone(), secret, Arc::clone(&durable.checkpointer));
+        let app = internal_api::router(
+            engine.clone(),
+            cluster.clone(),
+            secret,
+            Arc::clone(&durable.checkpointer),
+        );
         let stopped_internal = stopped.clone();
         // The internal API: the data API's caps, on the node's own runtime,
         // with the default head timeout whatever the data API's is (the
@@ -209,6 +236,7 @@ impl DataNode {
             internal_addr,
             rest_addr,
             resp_addr,
+            peer_addr,
             front_ends,
             secret_file,
             stop,
@@ -244,6 +272,11 @@ impl DataNode {
     /// Where the Redis protocol listens.
     pub fn resp_addr(&self) -> SocketAddr {
         self.resp_addr
+    }
+
+    /// Where the node-to-node transport listens.
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.peer_addr
     }
 
     /// The file the cluster secret was read from, if it came from one.

@@ -32,6 +32,7 @@ pub(crate) struct Identity {
     pub internal_port: u16,
     pub rest_port: u16,
     pub resp_port: u16,
+    pub peer_port: u16,
 }
 
 /// Reports the node every `EVERY` until `stopped`. A control plane that
@@ -83,6 +84,7 @@ pub(crate) async fn heartbeats(
             internal_url: format!("http://{host}:{}", me.internal_port),
             rest_url: format!("http://{host}:{}", me.rest_port),
             resp_addr: format!("{host}:{}", me.resp_port),
+            peer_addr: format!("{host}:{}", me.peer_port),
             data_memory_bytes: pool.total_bytes(),
             used_bytes: pool.used_bytes(),
             boot_id: boot_id.clone(),

@@ -30,7 +30,9 @@ use self::governance::Counters;
 pub(crate) use self::governance::LATENCY_BOUNDS_US;
 pub use self::schema::{Database, Table, Tenant};
 use crate::ldm::{AUTOCOMMIT, Mode, NodeFailed, Workers};
+use crate::log::Mark;
 use crate::log::redo::LogFailed;
+pub(crate) use crate::log::ship::NotReplicated;
 use crate::storage::codec::{self, ValueError};
 use crate::storage::fixed::RowRef;
 use crate::storage::page::MemoryAccount;
@@ -78,6 +80,14 @@ pub enum TcError {
     /// An LDM worker panicked: the node serves nothing until it restarts.
     #[error(transparent)]
     NodeFailed(#[from] NodeFailed),
+    /// The request's changes did not reach every replica in time: it may
+    /// or may not have taken effect.
+    #[error(transparent)]
+    NotReplicated(#[from] NotReplicated),
+    /// This node holds only a backup of the database: writes go to its
+    /// primary.
+    #[error("this data node is not the primary of database '{database}': data node {primary} is")]
+    NotPrimary { database: String, primary: u32 },
 }
 
 impl TcError {
@@ -88,6 +98,8 @@ impl TcError {
             TcError::Operation { error, .. } => error.code(),
             TcError::Durability(_) => "DURABILITY_FAILED",
             TcError::NodeFailed(_) => "NODE_FAILED",
+            TcError::NotReplicated(_) => "NOT_REPLICATED",
+            TcError::NotPrimary { .. } => "NOT_PRIMARY",
         }
     }
 
@@ -97,7 +109,8 @@ impl TcError {
             TcError::Forbidden { .. } => 403,
             TcError::Quota(e) => e.http_status(),
             TcError::Operation { error, .. } => error.http_status(),
-            TcError::Durability(_) | TcError::NodeFailed(_) => 503,
+            TcError::Durability(_) | TcError::NodeFailed(_) | TcError::NotReplicated(_) => 503,
+            TcError::NotPrimary { .. } => 421,
         }
     }
 
@@ -237,6 +250,13 @@ impl Tc {
             return Err(TcError::Forbidden {
                 database: db.name.to_string(),
                 reason: "the key may only read".into(),
+            });
+        }
+        // A backup takes its database's changes from the primary alone.
+        if batch.has_writes() && !db.is_primary_here() {
+            return Err(TcError::NotPrimary {
+                database: db.name.to_string(),
+                primary: db.primary(),
             });
         }
         // A node whose log has failed takes no writes: they could not be made durable.
@@ -410,8 +430,9 @@ impl Tc {
                 log.failure().expect("a failed log says why"),
             ));
         }
-        let lsn = batch.ldms.iter().filter_map(|b| b.lsn).max();
-        Ok(log.wait_durable(lsn).await?)
+        let mark = (batch.ldms.iter()).fold(Mark::default(), |m, b| m.max(b.mark));
+        log.wait_durable(mark).await?;
+        Ok(log.wait_replicated(mark).await?)
     }
 
     /// Applies changes read back from the redo log while the node recovers,
@@ -420,12 +441,46 @@ impl Tc {
         self.run_each(batch).await
     }
 
+    /// Applies changes a database's primary sent to this node, its backup:
+    /// no grant or limits (the primary applied them), logged here and sent
+    /// nowhere. Refused for a database this node is the primary of.
+    pub(crate) async fn apply_from_primary(&self, batch: &mut Batch) -> Result<(), TcError> {
+        if let Some(failed) = self.inner.workers.failure() {
+            return Err(TcError::NodeFailed(failed.clone()));
+        }
+        if let Ok(Some(db)) = batch.database()
+            && db.is_primary_here()
+        {
+            return Err(TcError::Forbidden {
+                database: db.name.to_string(),
+                reason: "this node is the database's primary".into(),
+            });
+        }
+        for ops in &mut batch.ldms {
+            ops.from_primary = true;
+        }
+        let applied = self.run_each(batch).await;
+        for ops in &mut batch.ldms {
+            ops.from_primary = false;
+        }
+        applied
+    }
+
     /// Runs the node's own housekeeping — reading rows and deleting those
     /// that have expired — outside any caller's grant and rates: only reads
     /// and deletes, which never grow memory.
     pub(crate) async fn purge(&self, batch: &mut Batch) -> Result<(), TcError> {
         if let Some(failed) = self.inner.workers.failure() {
             return Err(TcError::NodeFailed(failed.clone()));
+        }
+        // A backup's rows expire when its primary's deletions arrive.
+        if let Ok(Some(db)) = batch.database()
+            && !db.is_primary_here()
+        {
+            return Err(TcError::NotPrimary {
+                database: db.name.to_string(),
+                primary: db.primary(),
+            });
         }
         if !batch.only_reads_and_deletes() {
             return Err(TcError::Forbidden {

@@ -3,6 +3,7 @@
 //! (`node::catalog`) makes them and finds them by name.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use arc_swap::ArcSwap;
 use shoal_quota::Quota;
@@ -41,9 +42,30 @@ pub struct Database {
     pub tenant: Option<Arc<Tenant>>,
     pub(crate) memory: Arc<MemoryAccount>,
     pub(crate) governance: Governance,
+    /// The node that is the primary of its fragments (0: unknown, a node
+    /// alone), and whether that is this node.
+    primary: AtomicU32,
+    primary_here: AtomicBool,
 }
 
 impl Database {
+    /// The node that is the primary of its fragments.
+    pub fn primary(&self) -> u32 {
+        self.primary.load(Ordering::Acquire)
+    }
+
+    /// Whether this node is its primary: it takes writes, and sends them on
+    /// to the backups.
+    pub fn is_primary_here(&self) -> bool {
+        self.primary_here.load(Ordering::Acquire)
+    }
+
+    /// Makes `primary` its primary, which is this node when `here`.
+    pub(crate) fn set_primary(&self, primary: u32, here: bool) {
+        self.primary.store(primary, Ordering::Release);
+        self.primary_here.store(here, Ordering::Release);
+    }
+
     /// DataMemory its fragments hold, in bytes.
     pub fn memory_bytes(&self) -> u64 {
         self.memory.bytes()
@@ -109,6 +131,8 @@ impl Database {
             tenant,
             memory,
             governance: Governance::default(),
+            primary: AtomicU32::new(0),
+            primary_here: AtomicBool::new(true),
         }
     }
 }

@@ -49,27 +49,29 @@ pub(super) async fn run(workers: &Workers, txn: TxnId, batch: &mut Batch) -> Res
             return Err(TcError::Operation { index, error });
         }
     }
-    let lsn = if mode == Mode::Prepare {
+    let mark = if mode == Mode::Prepare {
         // Every worker has prepared: the transaction commits, logged as one
         // record before any of its rows is let go.
         let mut redo = Vec::new();
         for &ldm in &ldms {
             redo.extend_from_slice(&batch.ldms[ldm].redo);
         }
-        let lsn = match workers.log().commit(&redo) {
-            Ok(lsn) => lsn,
+        let mark = match workers.log().commit(&redo, true) {
+            Ok(mark) => mark,
             Err(failed) => {
                 open.end(false).await?;
                 return Err(TcError::Durability(failed));
             }
         };
         open.end(true).await?;
-        lsn
+        mark
     } else {
-        batch.ldms[ldms[0]].lsn
+        batch.ldms[ldms[0]].mark
     };
     open.ended = true;
-    Ok(workers.log().wait_durable(lsn).await?)
+    let log = workers.log();
+    log.wait_durable(mark).await?;
+    Ok(log.wait_replicated(mark).await?)
 }
 
 /// A transaction some workers have prepared.

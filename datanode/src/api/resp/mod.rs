@@ -18,6 +18,7 @@ mod cmd;
 pub(crate) mod frame;
 mod locks;
 mod pipeline;
+mod relay;
 pub(crate) mod store;
 
 use std::sync::Arc;
@@ -34,6 +35,7 @@ use self::frame::{FrameLimits, Out, Parsed, Parser};
 use self::pipeline::{Command, Run, op_of};
 use self::store::{Db, Store, StoreError};
 use super::serve::{self, Limits};
+use crate::cluster::Cluster;
 use crate::node::keys::ApiKey;
 use crate::tc::TcError;
 use crate::tc::batch::{Batch, OperationError};
@@ -55,6 +57,7 @@ const SWEEP_EVERY: Duration = Duration::from_secs(60);
 pub(crate) async fn serve(
     listener: TcpListener,
     store: Arc<Store>,
+    cluster: Cluster,
     limits: Limits,
     stopped: watch::Receiver<bool>,
 ) {
@@ -68,8 +71,9 @@ pub(crate) async fn serve(
         stopped,
         move |stream, _, permit| {
             let (store, stopped) = (Arc::clone(&store), watching.clone());
+            let cluster = cluster.clone();
             workers.spawn(stream, move |stream| async move {
-                connection(stream, store, limits, stopped).await;
+                connection(stream, store, cluster, limits, stopped).await;
                 drop(permit);
             });
         },
@@ -139,6 +143,7 @@ static NEXT_CLIENT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU
 async fn connection(
     stream: TcpStream,
     store: Arc<Store>,
+    cluster: Cluster,
     limits: Limits,
     stopped: watch::Receiver<bool>,
 ) {
@@ -160,14 +165,33 @@ async fn connection(
         tenant = tracing::field::Empty,
         database = tracing::field::Empty,
     );
-    serve_connection(stream, conn, limits, stopped)
+    serve_connection(stream, conn, &cluster, limits, stopped)
         .instrument(span)
         .await;
+}
+
+/// Where to hand the connection on, once it has authenticated to a
+/// database whose primary is another node.
+fn relay_target(conn: &Conn, cluster: &Cluster) -> Option<relay::Target> {
+    let session = conn.session.as_ref().filter(|_| conn.multi.is_none())?;
+    let db = &session.db.db;
+    if db.is_primary_here() {
+        return None;
+    }
+    let member = cluster.member(db.primary())?;
+    Some(relay::Target {
+        addr: member.resp_addr,
+        primary: db.primary(),
+        database: db.name.to_string(),
+        key: session.presented.clone(),
+        resp3: conn.out.resp3,
+    })
 }
 
 async fn serve_connection(
     mut stream: TcpStream,
     mut conn: Conn,
+    cluster: &Cluster,
     limits: Limits,
     mut stopped: watch::Receiver<bool>,
 ) {
@@ -220,6 +244,12 @@ async fn serve_connection(
                         start += len;
                         if !args.is_empty() && conn.execute(&args).await == Flow::Close {
                             let _ = stream.write_all(&conn.out.buf).await;
+                            return;
+                        }
+                        if let Some(target) = relay_target(&conn, cluster) {
+                            if flush(&mut stream, &mut conn.out, limits).await {
+                                relay::relay(stream, target, &buf[start..]).await;
+                            }
                             return;
                         }
                     }

@@ -1,0 +1,179 @@
+//! The node-to-node transport's framing: each message is a little-endian
+//! `u32` length and that many bytes of the message in postcard (a compact,
+//! schema-less serde format; record bytes go as length and raw bytes, so a
+//! batch of change records costs a copy into the frame and nothing more).
+//!
+//! Every connection starts with `Hello` from the side that opened it; the
+//! other answers `Welcome` or `Refused` and closes.
+
+use serde::{Deserialize, Serialize};
+use shoal_wire::schema::TableDef;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Largest frame either side reads: a batch of change records is cut well
+/// below it (`link::BATCH_BYTES`), one record is at most a request's size.
+pub(crate) const MAX_FRAME: usize = 1 << 30;
+/// Largest frame read before the other side has proved it is of the
+/// cluster: a stranger cannot make the node set aside more than this.
+pub(crate) const MAX_GREETING: usize = 4 << 10;
+
+/// What the transport carries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) enum Message<'a> {
+    /// The first message of a connection: who opens it, and proof that it
+    /// belongs to the cluster.
+    Hello {
+        node: u32,
+        group: u32,
+        /// This start of the sending node: a backup tells a primary's
+        /// restart by it (its stream numbers start again).
+        boot: u64,
+        #[serde(borrow, with = "serde_bytes")]
+        secret: &'a [u8],
+    },
+    Welcome {
+        node: u32,
+    },
+    Refused {
+        reason: String,
+    },
+    /// The primary's table `id` is `database`'s table `def`, for the
+    /// records that follow (a backup's own tables may have other ids).
+    Table {
+        id: u32,
+        database: String,
+        def: TableDef,
+    },
+    /// Change records of the stream, in order, the first numbered `first`.
+    Changes {
+        first: u64,
+        #[serde(borrow)]
+        records: Vec<Record<'a>>,
+    },
+    /// The backup holds the stream up to `seq`: applied, and durable as its
+    /// durability says.
+    Applied {
+        seq: u64,
+    },
+}
+
+/// One commit's change records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Record<'a>(#[serde(borrow, with = "serde_bytes")] pub(crate) &'a [u8]);
+
+/// Why a connection ended.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FrameError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("a frame of {0} bytes, more than the transport takes")]
+    TooLarge(usize),
+    #[error("a frame that does not decode: {0}")]
+    Garbled(#[from] postcard::Error),
+}
+
+/// Appends `message` as a frame to `out`.
+pub(crate) fn encode(message: &Message<'_>, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]);
+    // Writing into a Vec cannot fail.
+    *out = postcard::to_extend(message, std::mem::take(out)).expect("a message encodes");
+    let len = (out.len() - start - 4) as u32;
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+}
+
+/// Reads the next frame's bytes, at most `max` of them, into `buf`;
+/// `Ok(false)` at a clean end of the stream between frames.
+pub(crate) async fn read<R: AsyncReadExt + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> Result<bool, FrameError> {
+    let mut len = [0u8; 4];
+    match reader.read_exact(&mut len).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+        Err(e) => return Err(e.into()),
+    }
+    let len = u32::from_le_bytes(len) as usize;
+    if len > max {
+        return Err(FrameError::TooLarge(len));
+    }
+    buf.clear();
+    buf.resize(len, 0);
+    reader.read_exact(buf).await?;
+    Ok(true)
+}
+
+/// The message a frame's bytes hold.
+pub(crate) fn decode(bytes: &[u8]) -> Result<Message<'_>, FrameError> {
+    Ok(postcard::from_bytes(bytes)?)
+}
+
+/// Writes one message as a frame.
+pub(crate) async fn send<W: AsyncWriteExt + Unpin>(
+    writer: &mut W,
+    message: &Message<'_>,
+) -> Result<(), FrameError> {
+    let mut out = Vec::new();
+    encode(message, &mut out);
+    writer.write_all(&out).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip_through_frames() {
+        let records = [Record(b"one"), Record(b"")];
+        let messages = [
+            Message::Hello {
+                node: 2,
+                group: 0,
+                boot: 7,
+                secret: b"s3cret",
+            },
+            Message::Changes {
+                first: 41,
+                records: records.to_vec(),
+            },
+            Message::Applied { seq: 42 },
+        ];
+        let mut out = Vec::new();
+        for m in &messages {
+            encode(m, &mut out);
+        }
+        crate::test_runtime().block_on(async {
+            let mut reader = &out[..];
+            let mut buf = Vec::new();
+            for m in &messages {
+                assert!(read(&mut reader, &mut buf, MAX_FRAME).await.unwrap());
+                assert_eq!(&decode(&buf).unwrap(), m);
+            }
+            assert!(
+                !read(&mut reader, &mut buf, MAX_FRAME).await.unwrap(),
+                "a clean end"
+            );
+        });
+    }
+
+    #[test]
+    fn a_frame_too_large_or_cut_short_or_garbled_is_refused() {
+        crate::test_runtime().block_on(async {
+            let mut buf = Vec::new();
+            let huge = ((MAX_FRAME + 1) as u32).to_le_bytes();
+            assert!(matches!(
+                read(&mut &huge[..], &mut buf, MAX_FRAME).await,
+                Err(FrameError::TooLarge(_))
+            ));
+            let short = [5, 0, 0, 0, 1];
+            assert!(matches!(
+                read(&mut &short[..], &mut buf, MAX_FRAME).await,
+                Err(FrameError::Io(_))
+            ));
+            assert!(decode(&[200, 200, 200]).is_err());
+        });
+    }
+}

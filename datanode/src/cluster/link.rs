@@ -1,0 +1,188 @@
+//! A primary's link to one backup: connects (and reconnects), then sends
+//! the replication stream from where the backup has got to, and records
+//! how far the backup says it holds it.
+//!
+//! Everything the stream has that the backup has not acknowledged goes in
+//! one frame (up to `BATCH_BYTES`), so that commits made while the last
+//! frame was on its way travel together: one round trip for many commits,
+//! as the redo log's group commit does for one fsync.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use shoal_wire::internal::Member;
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
+
+use super::Cluster;
+use super::frame::{self, Message, Record};
+use crate::log::changes::{self, Change};
+use crate::log::ship::Outbox;
+
+/// Most bytes of records one frame carries.
+pub(crate) const BATCH_BYTES: usize = 8 << 20;
+/// How long a connection attempt may take, and the pause between attempts.
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+const RETRY_AFTER: Duration = Duration::from_millis(100);
+
+/// A running link; dropping it stops it.
+#[derive(Debug)]
+pub(crate) struct Handle {
+    addr: String,
+    task: JoinHandle<()>,
+}
+
+impl Handle {
+    pub(crate) fn addr(&self) -> &str {
+        &self.addr
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Starts the link from this node to `to`.
+pub(crate) fn start(cluster: Cluster, to: Member) -> Handle {
+    let addr = to.peer_addr.clone();
+    let task = tokio::spawn(async move {
+        let mut stopped = cluster.inner.stopped.clone();
+        let mut logged = false;
+        loop {
+            let ended = tokio::select! {
+                ended = run(&cluster, &to) => ended,
+                _ = stopped.wait_for(|s| *s) => return,
+            };
+            if !logged {
+                tracing::warn!(backup = %to.node_id, addr = %to.peer_addr, reason = %ended, "link to a backup down; retrying");
+                logged = true;
+            }
+            tokio::time::sleep(RETRY_AFTER).await;
+        }
+    });
+    Handle { addr, task }
+}
+
+/// One connection's life: why it ended.
+async fn run(cluster: &Cluster, to: &Member) -> String {
+    let outbox = Arc::clone(cluster.inner.engine.tc().workers().log().outbox());
+    let node = to.node_id.0;
+    let stream =
+        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&to.peer_addr)).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => return format!("connecting: {e}"),
+            Err(_) => return "connecting: timed out".into(),
+        };
+    let _ = stream.set_nodelay(true);
+    let (reader, mut writer) = stream.into_split();
+    let mut reader = BufReader::new(reader);
+    let group = cluster.group().map_or(0, |g| g.node_group);
+    let hello = Message::Hello {
+        node: cluster.me().0,
+        group,
+        boot: cluster.inner.boot,
+        secret: cluster.inner.secret.expose().as_bytes(),
+    };
+    if let Err(e) = frame::send(&mut writer, &hello).await {
+        return format!("greeting: {e}");
+    }
+    let mut buf = Vec::new();
+    match frame::read(&mut reader, &mut buf, frame::MAX_GREETING).await {
+        Ok(true) => match frame::decode(&buf) {
+            Ok(Message::Welcome { .. }) => {}
+            Ok(Message::Refused { reason }) => return format!("refused: {reason}"),
+            Ok(other) => return format!("answered {other:?} to a greeting"),
+            Err(e) => return format!("greeting: {e}"),
+        },
+        Ok(false) => return "closed at the greeting".into(),
+        Err(e) => return format!("greeting: {e}"),
+    }
+    tracing::info!(backup = node, addr = %to.peer_addr, "link to a backup up");
+    // Acknowledgements come back on their own task.
+    let acks = {
+        let outbox = Arc::clone(&outbox);
+        tokio::spawn(async move {
+            let mut buf = Vec::new();
+            loop {
+                match frame::read(&mut reader, &mut buf, frame::MAX_GREETING).await {
+                    Ok(true) => match frame::decode(&buf) {
+                        Ok(Message::Applied { seq }) => outbox.ack(node, seq),
+                        Ok(Message::Refused { reason }) => return format!("refused: {reason}"),
+                        Ok(other) => return format!("sent {other:?}"),
+                        Err(e) => return e.to_string(),
+                    },
+                    Ok(false) => return "closed".into(),
+                    Err(e) => return e.to_string(),
+                }
+            }
+        })
+    };
+    let ended = send_stream(cluster, &outbox, node, &mut writer).await;
+    acks.abort();
+    ended
+}
+
+/// Sends the stream to `node` from where it has got to, until the
+/// connection fails.
+async fn send_stream(
+    cluster: &Cluster,
+    outbox: &Outbox,
+    node: u32,
+    writer: &mut (impl AsyncWriteExt + Unpin),
+) -> String {
+    let mut announced = HashSet::new();
+    let mut sent = outbox.acked(node).unwrap_or(0);
+    let mut out = Vec::new();
+    loop {
+        let changed = outbox.on_change();
+        let records = outbox.after(sent, BATCH_BYTES);
+        if records.is_empty() {
+            if !outbox.has_backup(node) {
+                return "no longer a backup of this node".into();
+            }
+            // Nothing to send: wait for a commit (or, now and then, check
+            // that the backup is still one).
+            let _ = tokio::time::timeout(Duration::from_secs(1), changed).await;
+            continue;
+        }
+        out.clear();
+        for (_, record) in &records {
+            announce(cluster, record, &mut announced, &mut out);
+        }
+        let first = records[0].0;
+        let message = Message::Changes {
+            first,
+            records: records.iter().map(|(_, r)| Record(r)).collect(),
+        };
+        frame::encode(&message, &mut out);
+        if let Err(e) = writer.write_all(&out).await {
+            return format!("sending: {e}");
+        }
+        sent = records.last().expect("records").0;
+    }
+}
+
+/// Appends to `out` a `Table` message for each table of `record` the
+/// backup has not been told of on this connection.
+fn announce(cluster: &Cluster, record: &[u8], announced: &mut HashSet<u32>, out: &mut Vec<u8>) {
+    for change in changes::decode(record).flatten() {
+        let (Change::Put { table, .. } | Change::Delete { table, .. }) = change;
+        if !announced.insert(table.0) {
+            continue;
+        }
+        let engine = cluster.engine();
+        // A table dropped since is not announced; its records are skipped.
+        if let Some(t) = engine.tables().into_iter().find(|t| t.id == table) {
+            let message = Message::Table {
+                id: table.0,
+                database: t.database.name.to_string(),
+                def: t.def().clone(),
+            };
+            frame::encode(&message, out);
+        }
+    }
+}

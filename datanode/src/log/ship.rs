@@ -1,0 +1,292 @@
+//! The replication stream: what a primary's commits send to its backups.
+//!
+//! Every commit of a database this node is the primary of is appended here
+//! (by `ChangeLog::commit`, beside the redo log) as one record with the next
+//! sequence number. Each backup's link (`cluster`) takes records from where
+//! it has got to and says how far the backup holds them; a commit is
+//! replicated once every backup in the stream holds its record. Records are
+//! kept until every backup holds them, so a link that reconnects sends
+//! again what was not acknowledged.
+//!
+//! The stream is bounded: a backup that falls `MAX_BEHIND` bytes behind is
+//! dropped from it (it must be caught up anew), so a dead or slow backup
+//! can never fill the primary's memory.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Notify, watch};
+
+/// Most bytes of records a backup may be behind before it is dropped.
+pub(crate) const MAX_BEHIND: usize = 256 << 20;
+
+/// The longest a commit waits for its backups before it is answered
+/// `NotReplicated` (a view change removes a dead backup well before).
+pub(crate) const REPLICATION_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A commit's records did not reach every backup in time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the change did not reach every replica in time ({0}); it may or may not have been applied, retry"
+)]
+pub struct NotReplicated(pub Arc<str>);
+
+/// A backup in the stream: the node it is, and how far it holds the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Backup {
+    node: u32,
+    acked: u64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// The sequence number of the last record appended (the first is 1).
+    last: u64,
+    /// Records not yet held by every backup, oldest first.
+    records: VecDeque<(u64, Arc<[u8]>)>,
+    bytes: usize,
+    backups: Vec<Backup>,
+}
+
+impl State {
+    /// How far every backup holds the stream (all of it, with none).
+    fn held_by_all(&self) -> u64 {
+        self.backups
+            .iter()
+            .map(|b| b.acked)
+            .min()
+            .unwrap_or(self.last)
+    }
+
+    /// Forgets the records every backup holds.
+    fn trim(&mut self) {
+        let held = self.held_by_all();
+        while self.records.front().is_some_and(|(seq, _)| *seq <= held) {
+            let (_, record) = self.records.pop_front().expect("a front record");
+            self.bytes -= record.len();
+        }
+    }
+}
+
+/// The stream of one primary; shared by the log and the backups' links.
+#[derive(Debug)]
+pub(crate) struct Outbox {
+    state: Mutex<State>,
+    /// A record was appended, or the backups changed.
+    appended: Notify,
+    /// How far every backup holds the stream.
+    held: watch::Sender<u64>,
+}
+
+impl Default for Outbox {
+    fn default() -> Self {
+        Outbox {
+            state: Mutex::default(),
+            appended: Notify::new(),
+            held: watch::Sender::new(0),
+        }
+    }
+}
+
+impl Outbox {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Appends one commit's records: its sequence number, or `None` when
+    /// there is no backup to wait for.
+    pub(crate) fn ship(&self, changes: &[u8]) -> Option<u64> {
+        let (seq, dropped) = {
+            let mut state = self.state();
+            if state.backups.is_empty() {
+                return None;
+            }
+            state.last += 1;
+            let seq = state.last;
+            state.records.push_back((seq, Arc::from(changes)));
+            state.bytes += changes.len();
+            let dropped = if state.bytes > MAX_BEHIND {
+                // The backups furthest behind go, until the rest fit.
+                let mut dropped = Vec::new();
+                while state.bytes > MAX_BEHIND && !state.backups.is_empty() {
+                    let slowest = (0..state.backups.len())
+                        .min_by_key(|&i| state.backups[i].acked)
+                        .expect("a backup");
+                    dropped.push(state.backups.remove(slowest).node);
+                    state.trim();
+                }
+                dropped
+            } else {
+                Vec::new()
+            };
+            self.held.send_replace(state.held_by_all());
+            (seq, dropped)
+        };
+        for node in dropped {
+            tracing::error!(
+                backup = node,
+                "a backup fell too far behind and was dropped from replication"
+            );
+        }
+        self.appended.notify_waiters();
+        Some(seq)
+    }
+
+    /// Sets the backups the stream goes to. One that is new holds
+    /// everything appended so far (it has been brought up to date by other
+    /// means); one that is no longer listed stops holding anyone up.
+    pub(crate) fn set_backups(&self, nodes: &[u32]) {
+        let mut state = self.state();
+        let last = state.last;
+        let kept: Vec<Backup> = nodes
+            .iter()
+            .map(|&node| {
+                (state.backups.iter().find(|b| b.node == node).copied())
+                    .unwrap_or(Backup { node, acked: last })
+            })
+            .collect();
+        state.backups = kept;
+        state.trim();
+        self.held.send_replace(state.held_by_all());
+        drop(state);
+        self.appended.notify_waiters();
+    }
+
+    /// Whether `node` is a backup the stream goes to.
+    pub(crate) fn has_backup(&self, node: u32) -> bool {
+        self.state().backups.iter().any(|b| b.node == node)
+    }
+
+    /// How far `node` holds the stream, if it is a backup of it.
+    pub(crate) fn acked(&self, node: u32) -> Option<u64> {
+        (self.state().backups.iter().find(|b| b.node == node)).map(|b| b.acked)
+    }
+
+    /// `node` holds the stream up to `seq`.
+    pub(crate) fn ack(&self, node: u32, seq: u64) {
+        let mut state = self.state();
+        let Some(backup) = state.backups.iter_mut().find(|b| b.node == node) else {
+            return;
+        };
+        if seq <= backup.acked {
+            return;
+        }
+        backup.acked = seq;
+        state.trim();
+        self.held.send_replace(state.held_by_all());
+    }
+
+    /// Records after `after`, up to about `max_bytes` of them (at least
+    /// one), for `node`'s link; empty when there are none yet.
+    pub(crate) fn after(&self, after: u64, max_bytes: usize) -> Vec<(u64, Arc<[u8]>)> {
+        let state = self.state();
+        let first = state
+            .records
+            .front()
+            .map_or(state.last + 1, |(seq, _)| *seq);
+        let skip = after.saturating_add(1).saturating_sub(first) as usize;
+        let mut out = Vec::new();
+        let mut bytes = 0;
+        for (seq, record) in state.records.iter().skip(skip) {
+            if !out.is_empty() && bytes + record.len() > max_bytes {
+                break;
+            }
+            bytes += record.len();
+            out.push((*seq, Arc::clone(record)));
+        }
+        out
+    }
+
+    /// Registers for the next change before the caller looks, so that a
+    /// change between its look and its wait is not missed.
+    pub(crate) fn on_change(&self) -> tokio::sync::futures::Notified<'_> {
+        self.appended.notified()
+    }
+
+    /// Waits until every backup holds the stream up to `seq`.
+    pub(crate) async fn wait(&self, seq: u64) -> Result<(), NotReplicated> {
+        let mut held = self.held.subscribe();
+        let reached = tokio::time::timeout(REPLICATION_TIMEOUT, held.wait_for(|&h| h >= seq));
+        match reached.await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(_)) => Err(NotReplicated("the stream was closed".into())),
+            Err(_) => Err(NotReplicated(
+                format!(
+                    "no answer from a backup within {} s",
+                    REPLICATION_TIMEOUT.as_secs()
+                )
+                .into(),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_backups_nothing_is_kept_or_waited_for() {
+        let outbox = Outbox::default();
+        assert_eq!(outbox.ship(b"a"), None);
+        assert!(outbox.after(0, 1 << 20).is_empty());
+    }
+
+    #[test]
+    fn records_are_kept_until_every_backup_holds_them() {
+        let outbox = Outbox::default();
+        outbox.set_backups(&[2, 3]);
+        assert_eq!(outbox.ship(b"one"), Some(1));
+        assert_eq!(outbox.ship(b"two"), Some(2));
+        let seqs = |v: Vec<(u64, Arc<[u8]>)>| v.into_iter().map(|(s, _)| s).collect::<Vec<_>>();
+        assert_eq!(seqs(outbox.after(0, 1 << 20)), vec![1, 2]);
+        assert_eq!(seqs(outbox.after(1, 1 << 20)), vec![2]);
+        // At least one record, however small the budget.
+        assert_eq!(seqs(outbox.after(0, 1)), vec![1]);
+        outbox.ack(2, 2);
+        assert_eq!(*outbox.held.borrow(), 0, "node 3 holds nothing yet");
+        assert_eq!(seqs(outbox.after(0, 1 << 20)), vec![1, 2]);
+        outbox.ack(3, 1);
+        assert_eq!(*outbox.held.borrow(), 1);
+        assert_eq!(seqs(outbox.after(0, 1 << 20)), vec![2], "1 is held by all");
+        // A backup leaving holds nobody up.
+        outbox.set_backups(&[2]);
+        assert_eq!(*outbox.held.borrow(), 2);
+        assert!(outbox.after(0, 1 << 20).is_empty());
+        // One joining holds what came before it.
+        outbox.set_backups(&[2, 4]);
+        assert_eq!(outbox.acked(4), Some(2));
+        assert!(!outbox.has_backup(3));
+    }
+
+    #[test]
+    fn a_backup_too_far_behind_is_dropped() {
+        let outbox = Outbox::default();
+        outbox.set_backups(&[2, 3]);
+        let big = vec![0u8; MAX_BEHIND / 4 + 1];
+        for _ in 0..3 {
+            let seq = outbox.ship(&big).unwrap();
+            outbox.ack(2, seq);
+        }
+        assert!(outbox.has_backup(3));
+        outbox.ship(&big);
+        assert!(!outbox.has_backup(3), "node 3 fell behind");
+        assert!(outbox.has_backup(2));
+    }
+
+    #[test]
+    fn a_wait_ends_once_every_backup_holds_the_record() {
+        crate::test_runtime().block_on(async {
+            let outbox = Arc::new(Outbox::default());
+            outbox.set_backups(&[2]);
+            let seq = outbox.ship(b"x").unwrap();
+            let waiter = tokio::spawn({
+                let outbox = Arc::clone(&outbox);
+                async move { outbox.wait(seq).await }
+            });
+            outbox.ack(2, seq);
+            assert_eq!(waiter.await.unwrap(), Ok(()));
+        });
+    }
+}

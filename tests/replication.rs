@@ -1,0 +1,342 @@
+//! Node groups: a control plane with `--replicas 2` and two data nodes as
+//! separate processes. The nodes form a group, every database is on both,
+//! every acknowledged write is on both replicas, and either node serves a
+//! database over REST and the Redis protocol (writes go to its primary).
+
+mod common;
+
+use common::Shoal;
+use common::control::{
+    Auth, Backend, CLUSTER_SECRET, Control, GUARD, Session, code, data_call, eventually, orders,
+};
+use redis::Commands;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+fn node(cp: &Control, id: u32, dir: &std::path::Path) -> Shoal {
+    cp.data_node_with(dir, &["--node-id", &id.to_string()], &[])
+}
+
+async fn read_note(node: &Shoal, key: &str, id: i64) -> (StatusCode, Value) {
+    let (status, body) = data_call(
+        node,
+        key,
+        "shop/orders/pk-read",
+        json!({"filters": [{"column": "id", "value": id}]}),
+    )
+    .await;
+    (status, body["data"]["note"].clone())
+}
+
+/// A group of two nodes with tenant ada's database `shop` (table `orders`)
+/// on it, and a read-write and a read-only key: the nodes as (primary,
+/// backup).
+struct Group {
+    cp: Control,
+    primary: Shoal,
+    backup: Shoal,
+    key: String,
+    read_key: String,
+    _dirs: Vec<tempfile::TempDir>,
+}
+
+async fn group() -> Group {
+    let cp = Control::start_with(
+        Backend::Sqlite,
+        &["--cluster-secret", CLUSTER_SECRET, "--replicas", "2"],
+    );
+    let ada = cp.signup("ada@example.com", "analytical").await;
+    let dirs = vec![tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let one = node(&cp, 1, dirs[0].path());
+    // One node is no group of two: there is nowhere to place a database.
+    let (status, _, body) = post(&cp, &ada, "/databases", json!({"name": "shop"})).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::SERVICE_UNAVAILABLE, "NO_DATA_NODE"),
+        "{body}"
+    );
+    let two = node(&cp, 2, dirs[1].path());
+    let db = eventually("the group forms", || async {
+        let (status, _, body) = post(&cp, &ada, "/databases", json!({"name": "shop"})).await;
+        (status == StatusCode::CREATED).then_some(body)
+    })
+    .await;
+    assert_eq!(db["node_group"], 0, "{db}");
+    let serving: Vec<&str> = (db["nodes"].as_array().unwrap().iter())
+        .map(|n| n["rest_url"].as_str().unwrap())
+        .collect();
+    let primary_id = db["node_id"].as_u64().unwrap();
+    let (primary, backup) = if primary_id == 1 {
+        (one, two)
+    } else {
+        (two, one)
+    };
+    assert_eq!(
+        serving,
+        [primary.rest_url.as_str(), backup.rest_url.as_str()],
+        "both nodes serve it, the primary first"
+    );
+    assert_eq!(db["rest_url"].as_str(), Some(primary.rest_url.as_str()));
+    let (status, _, body) = post(&cp, &ada, "/databases/shop/tables", orders()).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let key = api_key(&cp, &ada, "read_write").await;
+    let read_key = api_key(&cp, &ada, "read").await;
+    // Keys reach both nodes.
+    for node in [&primary, &backup] {
+        eventually("the keys are pushed", || async {
+            let (status, _) = read_note(node, &read_key, 0).await;
+            (status == StatusCode::NOT_FOUND).then_some(())
+        })
+        .await;
+    }
+    Group {
+        cp,
+        primary,
+        backup,
+        key,
+        read_key,
+        _dirs: dirs,
+    }
+}
+
+async fn post(cp: &Control, who: &Session, path: &str, body: Value) -> (StatusCode, (), Value) {
+    let (status, _, body) = cp
+        .call(Method::POST, path, Some(&body), Auth::Bearer(&who.token))
+        .await;
+    (status, (), body)
+}
+
+async fn api_key(cp: &Control, who: &Session, role: &str) -> String {
+    let (status, _, body) = post(
+        cp,
+        who,
+        "/api-keys",
+        json!({"name": role, "grants": [{"database": "shop", "role": role}]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body["key"].as_str().unwrap().to_owned()
+}
+
+/// The `shop.orders` row of ndbinfo's `table_memory_usage` on `node`.
+async fn orders_memory(node: &Shoal) -> Value {
+    let rows = node.ndbinfo("table_memory_usage").await;
+    rows["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r[0] == "shop" && r[1] == "orders")
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn every_acknowledged_write_is_on_both_replicas_and_either_node_serves() {
+    let g = group().await;
+    // Writes through the primary and through the backup (sent on to the
+    // primary): each, once acknowledged, is read back from both nodes.
+    for (i, via) in [
+        (1, &g.primary),
+        (2, &g.backup),
+        (3, &g.backup),
+        (4, &g.primary),
+    ] {
+        let row = json!({"row": {"id": i, "note": format!("order {i}")}});
+        let (status, body) = data_call(via, &g.key, "shop/orders/pk-insert", row).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        for node in [&g.primary, &g.backup] {
+            assert_eq!(
+                read_note(node, &g.key, i).await,
+                (StatusCode::OK, json!(format!("order {i}")))
+            );
+        }
+    }
+    // The primary's refusals reach the client through the backup as they are.
+    let again = json!({"row": {"id": 1, "note": "again"}});
+    let (status, body) = data_call(&g.backup, &g.key, "shop/orders/pk-insert", again).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::CONFLICT, "DUPLICATE_KEY")
+    );
+    let write = json!({"row": {"id": 9, "note": "nine"}});
+    let (status, body) = data_call(&g.backup, &g.read_key, "shop/orders/pk-write", write).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::FORBIDDEN, "FORBIDDEN"),
+        "{body}"
+    );
+    assert_eq!(
+        read_note(&g.primary, &g.key, 9).await.0,
+        StatusCode::NOT_FOUND
+    );
+
+    // A transaction through the backup: all of it on both replicas.
+    let ops = json!({"operations": [
+        {"method": "POST", "relative-url": "shop/orders/pk-update",
+         "body": {"row": {"id": 1, "note": "paid"}}},
+        {"method": "POST", "relative-url": "shop/orders/pk-delete",
+         "body": {"filters": [{"column": "id", "value": 2}]}},
+        {"method": "POST", "relative-url": "shop/orders/pk-insert",
+         "body": {"row": {"id": 5, "note": "order 5"}}}
+    ]});
+    let (status, body) = data_call(&g.backup, &g.key, "transaction", ops).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // One that fails changes nothing, on either replica.
+    let failing = json!({"operations": [
+        {"method": "POST", "relative-url": "shop/orders/pk-insert",
+         "body": {"row": {"id": 6, "note": "order 6"}}},
+        {"method": "POST", "relative-url": "shop/orders/pk-insert",
+         "body": {"row": {"id": 5, "note": "duplicate"}}}
+    ]});
+    let (status, body) = data_call(&g.backup, &g.key, "transaction", failing).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::CONFLICT, "DUPLICATE_KEY"),
+        "{body}"
+    );
+    // A batch of writes through the backup.
+    let batch = json!({"operations": [
+        {"method": "POST", "relative-url": "shop/orders/pk-write",
+         "body": {"row": {"id": 7, "note": "order 7"}}},
+        {"method": "POST", "relative-url": "shop/orders/pk-write",
+         "body": {"row": {"id": 8, "note": "order 8"}}}
+    ]});
+    let (status, body) = data_call(&g.backup, &g.key, "batch", batch).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for node in [&g.primary, &g.backup] {
+        assert_eq!(read_note(node, &g.key, 1).await.1, json!("paid"));
+        assert_eq!(read_note(node, &g.key, 2).await.0, StatusCode::NOT_FOUND);
+        assert_eq!(read_note(node, &g.key, 5).await.1, json!("order 5"));
+        assert_eq!(read_note(node, &g.key, 6).await.0, StatusCode::NOT_FOUND);
+        assert_eq!(read_note(node, &g.key, 8).await.1, json!("order 8"));
+    }
+    // The replicas hold the same rows in the same memory.
+    let memory = orders_memory(&g.primary).await;
+    assert!(memory[2].as_u64().unwrap() > 0, "{memory}");
+    assert_eq!(orders_memory(&g.backup).await, memory);
+    drop(g.cp);
+}
+
+#[tokio::test]
+async fn redis_clients_of_either_node_share_one_keyspace() {
+    let g = group().await;
+    let url = |node: &Shoal| format!("redis://shop:{}@{}/", g.key, node.resp_addr);
+    let mut on_primary = redis::Client::open(url(&g.primary))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let mut on_backup = redis::Client::open(url(&g.backup))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let () = on_backup.set("greeting", "hello").unwrap();
+    assert_eq!(on_primary.get::<_, String>("greeting").unwrap(), "hello");
+    let () = on_primary.set("big", vec![7u8; 300_000]).unwrap();
+    assert_eq!(
+        on_backup.get::<_, Vec<u8>>("big").unwrap(),
+        vec![7u8; 300_000]
+    );
+    // Read-modify-write from both nodes at once loses nothing.
+    let counters = [url(&g.primary), url(&g.backup)].map(|url| {
+        std::thread::spawn(move || {
+            let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+            for _ in 0..200 {
+                let _: i64 = conn.incr("counter", 1).unwrap();
+            }
+        })
+    });
+    for counter in counters {
+        counter.join().unwrap();
+    }
+    assert_eq!(on_backup.get::<_, i64>("counter").unwrap(), 400);
+    // MULTI/EXEC through the backup.
+    let (a, b): (i64, i64) = redis::pipe()
+        .atomic()
+        .incr("counter", 1)
+        .incr("counter", 1)
+        .query(&mut on_backup)
+        .unwrap();
+    assert_eq!((a, b), (401, 402));
+    assert_eq!(on_primary.get::<_, i64>("counter").unwrap(), 402);
+    // The keys' tables, made on first use, are on both replicas alike.
+    let keys = |rows: Value| {
+        rows["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r[0] == "shop" && r[1] != "orders")
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let on_both = (
+        keys(g.primary.ndbinfo("table_memory_usage").await),
+        keys(g.backup.ndbinfo("table_memory_usage").await),
+    );
+    assert_eq!(on_both.0.len(), 2, "{:?}", on_both.0);
+    assert_eq!(on_both.0, on_both.1);
+    // A wrong key is refused at the node it reaches, and nothing is relayed.
+    let bad = format!("redis://shop:nope.nope@{}/", g.backup.resp_addr);
+    assert!(redis::Client::open(bad).unwrap().get_connection().is_err());
+}
+
+#[tokio::test]
+async fn hostile_peers_and_groups_are_refused_and_change_nothing() {
+    let g = group().await;
+    let before = g.backup.get_json("/internal/v1/group").await;
+    assert_eq!(before["members"].as_array().unwrap().len(), 2, "{before}");
+    let member = |id: u32, peer: &str| json!({"node_id": id, "peer_addr": peer, "rest_url": "http://127.0.0.1:1", "resp_addr": "127.0.0.1:2"});
+    for (bad, why) in [
+        (
+            json!({"node_group": 0, "members": [member(7, "127.0.0.1:9")]}),
+            "not a member",
+        ),
+        (
+            json!({"node_group": 0, "members": [member(1, "127.0.0.1:9"), member(2, "127.0.0.1:9"),
+                member(3, "127.0.0.1:9"), member(4, "127.0.0.1:9")]}),
+            "1 to 3 nodes",
+        ),
+        (
+            json!({"node_group": 0, "members": [member(1, "<script>"), member(2, "127.0.0.1:9")]}),
+            "not an address",
+        ),
+        (
+            json!({"node_group": 5, "members": [member(1, "127.0.0.1:9"), member(2, "127.0.0.1:9")]}),
+            "node group 0, not 5",
+        ),
+        (json!({"node_group": 0}), ""),
+    ] {
+        let (status, body) = g
+            .backup
+            .send(Method::PUT, "/internal/v1/group", Some(bad))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains(why),
+            "{body}"
+        );
+    }
+    assert_eq!(g.backup.get_json("/internal/v1/group").await, before);
+    // Garbage, a frame too large and a stranger without the secret on the
+    // peer port: each connection is dropped, and the group goes on.
+    for bytes in [
+        &b"GET / HTTP/1.1\r\n\r\n"[..],
+        &[0xff, 0xff, 0xff, 0x7f, 1, 2, 3][..],
+        &[3, 0, 0, 0, 0, 1, 2][..],
+    ] {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut peer = tokio::net::TcpStream::connect(&g.backup.peer_addr)
+            .await
+            .unwrap();
+        peer.write_all(bytes).await.unwrap();
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(GUARD, peer.read_to_end(&mut answer)).await;
+        assert!(read.is_ok(), "the node closes the connection");
+    }
+    let row = json!({"row": {"id": 1, "note": "still replicated"}});
+    let (status, body) = data_call(&g.backup, &g.key, "shop/orders/pk-write", row).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        read_note(&g.primary, &g.key, 1).await.1,
+        json!("still replicated")
+    );
+}
