@@ -229,7 +229,12 @@ impl Cluster {
             match accepted {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    tokio::spawn(apply::serve(self.clone(), stream, peer));
+                    // On an LDM worker's thread, which syncs the redo log
+                    // for its own tasks before it parks: a backup's wait for
+                    // its log costs no hand-off to the log's writer thread.
+                    let worker = usize::from(peer.port()) % self.engine().ldm_threads();
+                    let serve = apply::serve(self.clone(), stream, peer);
+                    self.engine().tc().spawn_on_worker(worker, serve);
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "accepting a peer connection failed");
