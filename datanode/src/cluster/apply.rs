@@ -16,6 +16,7 @@ use tokio::net::TcpStream;
 
 use super::Cluster;
 use super::frame::{self, Message};
+use crate::log::Mark;
 use crate::log::changes::{self, Change};
 use crate::node::catalog::CatalogError;
 use crate::tc::Table;
@@ -46,35 +47,90 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
         from,
         tables: HashMap::new(),
     };
-    loop {
-        let message = match frame::read(&mut reader, &mut buf, frame::MAX_FRAME).await {
-            Ok(true) => frame::decode(&buf),
-            Ok(false) => return,
-            Err(e) => Err(e),
-        };
-        let answer = match message {
-            Ok(Message::Table { id, database, def }) => backup.table(id, &database, def).await,
-            Ok(Message::Changes { first, records }) => {
-                let last = first + records.len() as u64 - 1;
-                let records: Vec<&[u8]> = records.iter().map(|r| r.0).collect();
-                backup.apply(&records).await.map(|()| Some(last))
+    // Frames are applied as they come; each is acknowledged once this
+    // node's log is durable that far, so that its syncs overlap the
+    // applying of the frames after it (the backup's group commit).
+    let (answers, mut answered) = tokio::sync::mpsc::channel::<Answer>(ACKS_IN_FLIGHT);
+    let read = async move {
+        loop {
+            let message = match frame::read(&mut reader, &mut buf, frame::MAX_FRAME).await {
+                Ok(true) => frame::decode(&buf),
+                Ok(false) => return,
+                Err(e) => Err(e),
+            };
+            let answer = match message {
+                Ok(Message::Table { id, database, def }) => {
+                    backup.table(id, &database, def).await.map(|()| None)
+                }
+                Ok(Message::Changes { first, records }) => {
+                    match first
+                        .checked_add(records.len() as u64)
+                        .and_then(|end| end.checked_sub(1))
+                    {
+                        Some(last) if !records.is_empty() => {
+                            let records: Vec<&[u8]> = records.iter().map(|r| r.0).collect();
+                            backup
+                                .apply(&records)
+                                .await
+                                .map(|mark| Some(Answer::Applied(last, mark)))
+                        }
+                        _ => Err("a frame of changes without any".to_owned()),
+                    }
+                }
+                Ok(other) => Err(format!("sent {other:?} on a stream")),
+                Err(e) => Err(e.to_string()),
+            };
+            let answer = match answer {
+                Ok(None) => continue,
+                Ok(Some(answer)) => answer,
+                Err(reason) => {
+                    tracing::error!(primary = from, %reason, "a primary's stream cannot be applied; closing it");
+                    Answer::Refused(reason)
+                }
+            };
+            let refused = matches!(answer, Answer::Refused(_));
+            if answers.send(answer).await.is_err() || refused {
+                return;
             }
-            Ok(other) => Err(format!("sent {other:?} on a stream")),
-            Err(e) => Err(e.to_string()),
-        };
-        let reply = match answer {
-            Ok(None) => continue,
-            Ok(Some(seq)) => Message::Applied { seq },
-            Err(reason) => {
-                tracing::error!(primary = from, %reason, "a primary's stream cannot be applied; closing it");
-                Message::Refused { reason }
-            }
-        };
-        let refused = matches!(reply, Message::Refused { .. });
-        if frame::send(&mut writer, &reply).await.is_err() || refused {
-            return;
         }
-    }
+    };
+    let tc = cluster.engine().tc();
+    let acknowledge = async move {
+        while let Some(first) = answered.recv().await {
+            // Every answer waiting now is sent as one: the last frame's.
+            let mut last = first;
+            while let Ok(next) = answered.try_recv() {
+                if matches!(last, Answer::Refused(_)) {
+                    break;
+                }
+                last = next;
+            }
+            let reply = match last {
+                Answer::Applied(seq, mark) => match tc.wait_durable(mark).await {
+                    Ok(()) => Message::Applied { seq },
+                    Err(e) => Message::Refused {
+                        reason: e.to_string(),
+                    },
+                },
+                Answer::Refused(reason) => Message::Refused { reason },
+            };
+            let refused = matches!(reply, Message::Refused { .. });
+            if frame::send(&mut writer, &reply).await.is_err() || refused {
+                return;
+            }
+        }
+    };
+    tokio::join!(read, acknowledge);
+}
+
+/// Most frames applied and not yet acknowledged.
+const ACKS_IN_FLIGHT: usize = 64;
+
+/// What the backup answers a frame.
+enum Answer {
+    /// Applied up to this sequence number, durable once the log is that far.
+    Applied(u64, Mark),
+    Refused(String),
 }
 
 /// Reads the greeting: the node it comes from, if it is one of the group.
@@ -131,7 +187,7 @@ impl Backup<'_> {
         id: u32,
         database: &str,
         def: shoal_wire::schema::TableDef,
-    ) -> Result<Option<u64>, String> {
+    ) -> Result<(), String> {
         let engine = self.cluster.engine();
         let found = match engine.table(database, def.name.as_str()) {
             Ok(table) => Some(table),
@@ -170,11 +226,12 @@ impl Backup<'_> {
             }
         }
         self.tables.insert(id, found);
-        Ok(None)
+        Ok(())
     }
 
-    /// Applies one frame's records, in order.
-    async fn apply(&mut self, records: &[&[u8]]) -> Result<(), String> {
+    /// Applies one frame's records, in order: where they end in this
+    /// node's log.
+    async fn apply(&mut self, records: &[&[u8]]) -> Result<Mark, String> {
         let tc = self.cluster.engine().tc();
         let mut batch = tc.batch();
         for record in records {
@@ -188,17 +245,15 @@ impl Backup<'_> {
             }
         }
         if batch.is_empty() {
-            return Ok(());
+            return Ok(Mark::default());
         }
-        tc.apply_from_primary(&mut batch)
-            .await
-            .map_err(|e| e.to_string())?;
+        let mark = (tc.apply_from_primary(&mut batch).await).map_err(|e| e.to_string())?;
         for result in batch.results() {
             match result {
                 Ok(_) | Err(OperationError::NotFound { .. }) => {}
                 Err(e) => return Err(format!("applying a change: {e}")),
             }
         }
-        Ok(())
+        Ok(mark)
     }
 }

@@ -412,6 +412,15 @@ impl Tc {
     /// and returns once the changes are durable; the outcomes are in the
     /// batch.
     async fn run_each(&self, batch: &mut Batch) -> Result<(), TcError> {
+        let mark = self.apply_each(batch).await?;
+        let log = self.inner.workers.log();
+        log.wait_durable(mark).await?;
+        Ok(log.wait_replicated(mark).await?)
+    }
+
+    /// Runs every operation of the batch on its worker, each on its own:
+    /// where its changes end in the log, not yet waited for.
+    async fn apply_each(&self, batch: &mut Batch) -> Result<Mark, TcError> {
         let workers = &self.inner.workers;
         let mut waits = Vec::new();
         for (n, ops) in batch.ldms.iter_mut().enumerate() {
@@ -430,9 +439,7 @@ impl Tc {
                 log.failure().expect("a failed log says why"),
             ));
         }
-        let mark = (batch.ldms.iter()).fold(Mark::default(), |m, b| m.max(b.mark));
-        log.wait_durable(mark).await?;
-        Ok(log.wait_replicated(mark).await?)
+        Ok((batch.ldms.iter()).fold(Mark::default(), |m, b| m.max(b.mark)))
     }
 
     /// Applies changes read back from the redo log while the node recovers,
@@ -443,8 +450,10 @@ impl Tc {
 
     /// Applies changes a database's primary sent to this node, its backup:
     /// no grant or limits (the primary applied them), logged here and sent
-    /// nowhere. Refused for a database this node is the primary of.
-    pub(crate) async fn apply_from_primary(&self, batch: &mut Batch) -> Result<(), TcError> {
+    /// nowhere. Refused for a database this node is the primary of. Answers
+    /// where the changes end in this node's log, for `wait_durable`: the
+    /// caller may apply more before they are durable.
+    pub(crate) async fn apply_from_primary(&self, batch: &mut Batch) -> Result<Mark, TcError> {
         if let Some(failed) = self.inner.workers.failure() {
             return Err(TcError::NodeFailed(failed.clone()));
         }
@@ -459,11 +468,16 @@ impl Tc {
         for ops in &mut batch.ldms {
             ops.from_primary = true;
         }
-        let applied = self.run_each(batch).await;
+        let applied = self.apply_each(batch).await;
         for ops in &mut batch.ldms {
             ops.from_primary = false;
         }
         applied
+    }
+
+    /// Waits until this node's log is durable up to `mark`.
+    pub(crate) async fn wait_durable(&self, mark: Mark) -> Result<(), TcError> {
+        Ok(self.inner.workers.log().wait_durable(mark).await?)
     }
 
     /// Runs the node's own housekeeping — reading rows and deleting those
