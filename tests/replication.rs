@@ -37,7 +37,7 @@ struct Group {
     backup: Shoal,
     key: String,
     read_key: String,
-    _dirs: Vec<tempfile::TempDir>,
+    dirs: Vec<tempfile::TempDir>,
 }
 
 async fn group() -> Group {
@@ -77,6 +77,9 @@ async fn group() -> Group {
         "both nodes serve it, the primary first"
     );
     assert_eq!(db["rest_url"].as_str(), Some(primary.rest_url.as_str()));
+    for node in [&primary, &backup] {
+        in_view(node, 2).await;
+    }
     let (status, _, body) = post(&cp, &ada, "/databases/shop/tables", orders()).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let key = api_key(&cp, &ada, "read_write").await;
@@ -95,8 +98,21 @@ async fn group() -> Group {
         backup,
         key,
         read_key,
-        _dirs: dirs,
+        dirs,
     }
+}
+
+/// Waits until `node`'s view of its group has `members` nodes; answers it.
+async fn in_view(node: &Shoal, members: usize) -> Value {
+    eventually("the view forms", || async {
+        let (status, group) = node.send(Method::GET, "/internal/v1/group", None).await;
+        let live = group["view"]["members"].as_array().map_or(0, Vec::len);
+        let serving = reqwest::get(format!("{}/0.1.0/health", node.rest_url))
+            .await
+            .is_ok_and(|r| r.status() == StatusCode::OK);
+        (status == StatusCode::OK && live == members && serving).then_some(group["view"].clone())
+    })
+    .await
 }
 
 async fn post(cp: &Control, who: &Session, path: &str, body: Value) -> (StatusCode, (), Value) {
@@ -339,4 +355,123 @@ async fn hostile_peers_and_groups_are_refused_and_change_nothing() {
         read_note(&g.primary, &g.key, 1).await.1,
         json!("still replicated")
     );
+}
+
+/// The node id `node` was started with.
+fn id_of(node: &Shoal, dirs: &[tempfile::TempDir]) -> u32 {
+    if node.data_dir == dirs[0].path() {
+        1
+    } else {
+        2
+    }
+}
+
+#[tokio::test]
+async fn a_node_killed_under_writes_loses_nothing_and_comes_back_caught_up() {
+    let g = group().await;
+    let Group {
+        cp,
+        primary,
+        backup,
+        key,
+        dirs,
+        ..
+    } = g;
+    // Writes through both nodes, every acknowledgement recorded.
+    let mut acked = Vec::new();
+    let mut next = 0i64;
+    let write = |node: &Shoal, id: i64| {
+        let row = json!({"row": {"id": id, "note": format!("order {id}")}});
+        let (url, key) = (node.rest_url.clone(), key.clone());
+        async move {
+            let r = reqwest::Client::new()
+                .post(format!("{url}/0.1.0/shop/orders/pk-insert"))
+                .header("X-API-KEY", key)
+                .timeout(std::time::Duration::from_secs(10))
+                .json(&row)
+                .send()
+                .await;
+            match r {
+                Ok(r) if r.status() == StatusCode::OK => Ok(()),
+                // Retryable: the client tries again, here or on another node.
+                Ok(r) if r.status() == StatusCode::SERVICE_UNAVAILABLE => {
+                    Err(format!("503 {}", r.text().await.unwrap_or_default()))
+                }
+                Ok(r) => panic!(
+                    "write {id}: {} {}",
+                    r.status(),
+                    r.text().await.unwrap_or_default()
+                ),
+                Err(e) => Err(format!("connection: {e}")),
+            }
+        }
+    };
+    for _ in 0..200 {
+        next += 1;
+        let via = if next % 2 == 0 { &primary } else { &backup };
+        if write(via, next).await.is_ok() {
+            acked.push(next);
+        }
+    }
+    assert_eq!(acked.len(), 200, "no failure before the kill");
+    // Kill the node that serves the database's writes.
+    let survivor_id = id_of(&backup, &dirs);
+    let (dead_id, survivor) = (id_of(&primary, &dirs), backup);
+    primary.kill();
+    let killed = std::time::Instant::now();
+    let mut failed = 0;
+    let mut first_success = None;
+    for _ in 0..2000 {
+        next += 1;
+        if write(&survivor, next).await.is_ok() {
+            acked.push(next);
+            first_success.get_or_insert(killed.elapsed());
+            if acked.len() >= 400 {
+                break;
+            }
+        } else {
+            failed += 1;
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+    let took = first_success.expect("the survivor takes writes again");
+    println!(
+        "failover: first write on the survivor {took:?} after the kill; {failed} failed meanwhile"
+    );
+    assert!(took < GUARD);
+    let view = in_view(&survivor, 1).await;
+    assert_eq!(view["members"], json!([survivor_id]), "{view}");
+    for &id in &acked {
+        assert_eq!(
+            read_note(&survivor, &key, id).await,
+            (StatusCode::OK, json!(format!("order {id}"))),
+            "acknowledged write {id} is on the survivor"
+        );
+    }
+    // Back on its own disk, the node is caught up and let into the view.
+    let back = cp.data_node_with(
+        dirs[(dead_id - 1) as usize].path(),
+        &["--node-id", &dead_id.to_string()],
+        &[],
+    );
+    in_view(&back, 2).await;
+    in_view(&survivor, 2).await;
+    for &id in &acked {
+        assert_eq!(
+            read_note(&back, &key, id).await.1,
+            json!(format!("order {id}")),
+            "acknowledged write {id} is on the node back"
+        );
+    }
+    // And it is a replica again: a write through it is on both.
+    let (status, body) = data_call(
+        &back,
+        &key,
+        "shop/orders/pk-write",
+        json!({"row": {"id": 1, "note": "again"}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(read_note(&survivor, &key, 1).await.1, json!("again"));
+    assert_eq!(orders_memory(&back).await, orders_memory(&survivor).await);
 }

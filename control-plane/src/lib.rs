@@ -29,5 +29,6 @@ pub mod server;
 pub mod store;
 pub mod usage;
 pub mod validate;
+pub mod views;
 
 pub use server::{Config, ControlPlane};

@@ -357,6 +357,8 @@ pub enum ReconcileError {
     Node(#[from] NodeError),
     #[error("reading the store: {0}")]
     Store(#[from] sqlx::Error),
+    #[error("the group's view: {0}")]
+    View(String),
 }
 
 /// A node's refusal of what the caller asked for is the caller's error; a
@@ -605,9 +607,13 @@ async fn push_group(app: &App, node: &NodeRow) -> Result<(), ReconcileError> {
         return Ok(());
     };
     let members = members(app, group).await?;
+    let view = crate::views::current(app, group)
+        .await
+        .map_err(|e| ReconcileError::View(format!("{e:?}")))?;
     let group = Group {
         node_group: node.group().unwrap_or_default(),
         members: members.iter().map(NodeRow::member).collect(),
+        view,
     };
     Ok(app.nodes.put_group(node, &group).await?)
 }

@@ -384,6 +384,10 @@ pub fn router(app: Arc<App>, console: Arc<shoal_web::Console>) -> Router {
         .layer(axum::middleware::map_response(no_store));
     let internal = Router::new()
         .route("/datanodes/heartbeat", post(nodes::heartbeat))
+        .route(
+            "/groups/{group}/view",
+            axum::routing::get(crate::views::get).post(crate::views::change),
+        )
         .fallback(|| async { ApiError::not_found("route") })
         // A report names up to 10,000 keys used.
         .layer(DefaultBodyLimit::max(MAX_INTERNAL_BODY))

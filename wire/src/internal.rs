@@ -28,6 +28,12 @@ pub mod route {
     /// `GET`, `PUT` a [`super::Group`]: the node group the node is in.
     pub const GROUP: &str = "/internal/v1/group";
 
+    /// On the control plane: `GET` a group's current [`super::View`];
+    /// `POST` a [`super::ViewChange`] to move it on (answers the view now).
+    pub fn group_view(group: u32) -> String {
+        format!("/internal/v1/groups/{group}/view")
+    }
+
     /// `DELETE`: drops a database and its tables.
     pub fn database(db: &str) -> String {
         format!("{DATABASES}/{db}")
@@ -158,6 +164,96 @@ pub struct DatabaseInfo {
 pub struct Group {
     pub node_group: u32,
     pub members: Vec<Member>,
+    /// Which of them are live, as the arbitrator last decided.
+    #[serde(default)]
+    pub view: View,
+}
+
+/// A group's view: its live nodes, numbered. Only the control plane, as
+/// arbitrator, moves a view on (one number at a time), so two nodes that
+/// cannot reach each other can never both be told they go on; a node acts
+/// only on the newest view it knows and refuses a peer of an older one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct View {
+    pub number: u64,
+    /// Live nodes, in node-id order.
+    pub members: Vec<NodeId>,
+    /// Nodes whose primaries another node serves: `(from, to)`. A node
+    /// that fails hands its primaries to the next live node of its group;
+    /// they stay there when it comes back.
+    #[serde(default)]
+    pub moved: Vec<(NodeId, NodeId)>,
+}
+
+impl View {
+    /// The node serving the primaries of `preferred` in this view.
+    pub fn primary(&self, preferred: NodeId) -> Option<NodeId> {
+        let mut node = preferred;
+        for _ in 0..=self.moved.len() {
+            match self.moved.iter().find(|(from, _)| *from == node) {
+                Some((_, to)) => node = *to,
+                None => break,
+            }
+        }
+        self.members.contains(&node).then_some(node)
+    }
+
+    /// The next view without `gone`, in a group of `group` (node-id order):
+    /// its primaries, and those it served, go to the next live node after
+    /// it. `None` when nothing is left.
+    pub fn without(&self, gone: NodeId, group: &[NodeId]) -> Option<View> {
+        let members: Vec<NodeId> = self
+            .members
+            .iter()
+            .copied()
+            .filter(|&m| m != gone)
+            .collect();
+        let at = group.iter().position(|&n| n == gone)?;
+        let heir = (1..=group.len())
+            .map(|step| group[(at + step) % group.len()])
+            .find(|n| members.contains(n))?;
+        let mut moved: Vec<(NodeId, NodeId)> = (self.moved.iter())
+            .map(|&(from, to)| (from, if to == gone { heir } else { to }))
+            .filter(|(from, to)| from != to)
+            .collect();
+        moved.retain(|(from, _)| *from != gone);
+        moved.push((gone, heir));
+        Some(View {
+            number: self.number + 1,
+            members,
+            moved,
+        })
+    }
+
+    /// The next view with `joined` live again (its primaries stay moved).
+    pub fn with(&self, joined: NodeId) -> View {
+        let mut members = self.members.clone();
+        if !members.contains(&joined) {
+            members.push(joined);
+            members.sort();
+        }
+        View {
+            number: self.number + 1,
+            members,
+            moved: self.moved.clone(),
+        }
+    }
+}
+
+/// A node asks the arbitrator to move its group's view on from `from`:
+/// without the nodes it finds dead, or with a node that has caught up.
+/// Granted only if `from` is still the view and the asking node is in it
+/// and stays in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ViewChange {
+    pub node_id: NodeId,
+    pub from: u64,
+    #[serde(default)]
+    pub remove: Vec<NodeId>,
+    #[serde(default)]
+    pub add: Vec<NodeId>,
 }
 
 /// A node of a group and where it is reached.
@@ -335,6 +431,40 @@ mod tests {
                 "expires_at": null, "key": "p.secret"})
         );
         assert_eq!(serde_json::from_value::<CreatedKey>(json).unwrap(), created);
+    }
+
+    #[test]
+    fn a_failed_nodes_primaries_go_to_the_next_live_node_and_stay_there() {
+        let (n1, n2, n3) = (NodeId(1), NodeId(2), NodeId(3));
+        let group = [n1, n2, n3];
+        let all = View {
+            number: 1,
+            members: group.to_vec(),
+            moved: Vec::new(),
+        };
+        assert_eq!(all.primary(n2), Some(n2));
+        let v2 = all.without(n2, &group).unwrap();
+        assert_eq!((v2.number, v2.members.clone()), (2, vec![n1, n3]));
+        assert_eq!(v2.primary(n2), Some(n3));
+        // The heir fails too: both sets go on to the one left.
+        let v3 = v2.without(n3, &group).unwrap();
+        assert_eq!(
+            (v3.primary(n1), v3.primary(n2), v3.primary(n3)),
+            (Some(n1), Some(n1), Some(n1))
+        );
+        // Back, a node serves nothing until its primaries are handed back.
+        let v4 = v3.with(n2);
+        assert_eq!(v4.members, vec![n1, n2]);
+        assert_eq!(v4.primary(n2), Some(n1));
+        // Nothing is left without the last node.
+        let alone = View {
+            number: 9,
+            members: vec![n1],
+            moved: Vec::new(),
+        };
+        assert_eq!(alone.without(n1, &group), None);
+        // The last node of the group wraps round to the first.
+        assert_eq!(all.without(n3, &group).unwrap().primary(n3), Some(n1));
     }
 
     #[test]

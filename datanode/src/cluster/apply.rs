@@ -14,8 +14,8 @@ use std::sync::Arc;
 use tokio::io::BufReader;
 use tokio::net::TcpStream;
 
-use super::Cluster;
 use super::frame::{self, Message};
+use super::{Cluster, catchup};
 use crate::log::Mark;
 use crate::log::changes::{self, Change};
 use crate::node::catalog::CatalogError;
@@ -27,21 +27,24 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
     let (reader, mut writer) = stream.into_split();
     let mut reader = BufReader::new(reader);
     let mut buf = Vec::new();
-    let from = match greet(&cluster, &mut reader, &mut buf).await {
-        Ok(from) => from,
+    let (from, their_view) = match greet(&cluster, &mut reader, &mut buf).await {
+        Ok(greeted) => greeted,
         Err(reason) => {
             tracing::warn!(%peer, %reason, "refused a peer connection");
             let _ = frame::send(&mut writer, &Message::Refused { reason }).await;
             return;
         }
     };
+    if their_view > cluster.view().number {
+        cluster.refresh().await;
+    }
     let welcome = Message::Welcome {
         node: cluster.me().0,
+        view: cluster.view().number,
     };
     if frame::send(&mut writer, &welcome).await.is_err() {
         return;
     }
-    tracing::info!(primary = from, %peer, "taking a primary's stream");
     let mut backup = Backup {
         cluster: &cluster,
         from,
@@ -59,23 +62,21 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
                 Err(e) => Err(e),
             };
             let answer = match message {
+                Ok(Message::Heartbeat { view }) => {
+                    if view > backup.cluster.view().number {
+                        backup.cluster.refresh().await;
+                    }
+                    Ok(Some(Answer::Alive))
+                }
+                Ok(Message::Join { node }) if node == from => {
+                    catchup::asked(backup.cluster, node).map(|()| Some(Answer::Joining))
+                }
                 Ok(Message::Table { id, database, def }) => {
                     backup.table(id, &database, def).await.map(|()| None)
                 }
-                Ok(Message::Changes { first, records }) => {
-                    match first
-                        .checked_add(records.len() as u64)
-                        .and_then(|end| end.checked_sub(1))
-                    {
-                        Some(last) if !records.is_empty() => {
-                            let records: Vec<&[u8]> = records.iter().map(|r| r.0).collect();
-                            backup
-                                .apply(&records)
-                                .await
-                                .map(|mark| Some(Answer::Applied(last, mark)))
-                        }
-                        _ => Err("a frame of changes without any".to_owned()),
-                    }
+                Ok(Message::Changes { last, records }) => {
+                    let records: Vec<&[u8]> = records.iter().map(|r| r.0).collect();
+                    (backup.apply(&records).await).map(|mark| Some(Answer::Applied(last, mark)))
                 }
                 Ok(other) => Err(format!("sent {other:?} on a stream")),
                 Err(e) => Err(e.to_string()),
@@ -84,7 +85,7 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
                 Ok(None) => continue,
                 Ok(Some(answer)) => answer,
                 Err(reason) => {
-                    tracing::error!(primary = from, %reason, "a primary's stream cannot be applied; closing it");
+                    tracing::warn!(peer = from, %reason, "refusing what a peer sent; closing the connection");
                     Answer::Refused(reason)
                 }
             };
@@ -95,23 +96,37 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
         }
     };
     let tc = cluster.engine().tc();
+    let cluster = &cluster;
     let acknowledge = async move {
-        while let Some(first) = answered.recv().await {
-            // Every answer waiting now is sent as one: the last frame's.
-            let mut last = first;
-            while let Ok(next) = answered.try_recv() {
-                if matches!(last, Answer::Refused(_)) {
-                    break;
+        let mut next = None;
+        loop {
+            let Some(answer) = next.take().or(answered.recv().await) else {
+                return;
+            };
+            let reply = match answer {
+                Answer::Applied(mut seq, mut mark) => {
+                    // Frames applied meanwhile are acknowledged together.
+                    while let Ok(more) = answered.try_recv() {
+                        match more {
+                            Answer::Applied(s, m) => (seq, mark) = (s, mark.max(m)),
+                            other => {
+                                next = Some(other);
+                                break;
+                            }
+                        }
+                    }
+                    match tc.wait_durable(mark).await {
+                        Ok(()) => Message::Applied { seq },
+                        Err(e) => Message::Refused {
+                            reason: e.to_string(),
+                        },
+                    }
                 }
-                last = next;
-            }
-            let reply = match last {
-                Answer::Applied(seq, mark) => match tc.wait_durable(mark).await {
-                    Ok(()) => Message::Applied { seq },
-                    Err(e) => Message::Refused {
-                        reason: e.to_string(),
-                    },
+                Answer::Alive => Message::Alive {
+                    view: cluster.view().number,
+                    serving: cluster.serving(),
                 },
+                Answer::Joining => Message::Joining,
                 Answer::Refused(reason) => Message::Refused { reason },
             };
             let refused = matches!(reply, Message::Refused { .. });
@@ -123,13 +138,15 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
     tokio::join!(read, acknowledge);
 }
 
-/// Most frames applied and not yet acknowledged.
+/// Most answers waiting to be sent.
 const ACKS_IN_FLIGHT: usize = 64;
 
-/// What the backup answers a frame.
+/// What this node answers a message.
 enum Answer {
     /// Applied up to this sequence number, durable once the log is that far.
     Applied(u64, Mark),
+    Alive,
+    Joining,
     Refused(String),
 }
 
@@ -138,7 +155,7 @@ async fn greet(
     cluster: &Cluster,
     reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
     buf: &mut Vec<u8>,
-) -> Result<u32, String> {
+) -> Result<(u32, u64), String> {
     let read = tokio::time::timeout(
         std::time::Duration::from_secs(5),
         frame::read(reader, buf, frame::MAX_GREETING),
@@ -153,6 +170,7 @@ async fn greet(
         node,
         group,
         secret,
+        view,
         ..
     }) = frame::decode(buf)
     else {
@@ -170,7 +188,7 @@ async fn greet(
             mine.node_group
         ));
     }
-    Ok(node)
+    Ok((node, view))
 }
 
 struct Backup<'a> {
@@ -218,10 +236,12 @@ impl Backup<'_> {
                     def.name
                 ));
             }
-            if table.database.is_primary_here() {
+            if table.database.primary() != self.from {
                 return Err(format!(
-                    "node {} sent changes of database '{database}', whose primary is this node",
-                    self.from
+                    "node {} sent changes of database '{database}', whose primary in view {} is node {}",
+                    self.from,
+                    self.cluster.view().number,
+                    table.database.primary()
                 ));
             }
         }
@@ -241,6 +261,16 @@ impl Backup<'_> {
                 let Some(Some(table)) = self.tables.get(&table.0) else {
                     continue; // dropped, or not held here
                 };
+                // Only a database's primary in this node's view sends its
+                // changes: a node of an older view is refused.
+                if table.database.primary() != self.from {
+                    return Err(format!(
+                        "node {} is not the primary of database '{}' in view {}",
+                        self.from,
+                        table.database.name,
+                        self.cluster.view().number
+                    ));
+                }
                 batch.push_change(table, &change)?;
             }
         }

@@ -20,19 +20,20 @@ pub(crate) const MAX_GREETING: usize = 4 << 10;
 /// What the transport carries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) enum Message<'a> {
-    /// The first message of a connection: who opens it, and proof that it
-    /// belongs to the cluster.
+    /// The first message of a connection: who opens it, the view it knows,
+    /// and proof that it belongs to the cluster.
     Hello {
         node: u32,
         group: u32,
-        /// This start of the sending node: a backup tells a primary's
-        /// restart by it (its stream numbers start again).
+        /// This start of the sending node.
         boot: u64,
+        view: u64,
         #[serde(borrow, with = "serde_bytes")]
         secret: &'a [u8],
     },
     Welcome {
         node: u32,
+        view: u64,
     },
     Refused {
         reason: String,
@@ -44,9 +45,10 @@ pub(crate) enum Message<'a> {
         database: String,
         def: TableDef,
     },
-    /// Change records of the stream, in order, the first numbered `first`.
+    /// Change records of the stream, in order; the stream is at `last`
+    /// after them (records for other nodes alone are not sent).
     Changes {
-        first: u64,
+        last: u64,
         #[serde(borrow)]
         records: Vec<Record<'a>>,
     },
@@ -55,6 +57,22 @@ pub(crate) enum Message<'a> {
     Applied {
         seq: u64,
     },
+    /// Sent on an idle link now and then: the sender is alive, in `view`.
+    Heartbeat {
+        view: u64,
+    },
+    /// The answer to a heartbeat: the receiver's view, and whether it
+    /// serves.
+    Alive {
+        view: u64,
+        serving: bool,
+    },
+    /// A node back asks to be caught up and let into the view.
+    Join {
+        node: u32,
+    },
+    /// The node asked will catch the joining node up.
+    Joining,
 }
 
 /// One commit's change records.
@@ -133,11 +151,16 @@ mod tests {
                 node: 2,
                 group: 0,
                 boot: 7,
+                view: 3,
                 secret: b"s3cret",
             },
             Message::Changes {
-                first: 41,
+                last: 42,
                 records: records.to_vec(),
+            },
+            Message::Alive {
+                view: 3,
+                serving: true,
             },
             Message::Applied { seq: 42 },
         ];

@@ -1,6 +1,8 @@
-//! A primary's link to one backup: connects (and reconnects), then sends
-//! the replication stream from where the backup has got to, and records
-//! how far the backup says it holds it.
+//! A link from this node to another of its group: connects (and
+//! reconnects); while the other is a backup in the stream, sends the
+//! stream from where it has got to and records how far it holds it; when
+//! idle, sends heartbeats. Every answer tells the cluster the peer is alive;
+//! a connection that fails or breaks tells it the peer may be dead.
 //!
 //! Everything the stream has that the backup has not acknowledged goes in
 //! one frame (up to `BATCH_BYTES`), so that commits made while the last
@@ -16,8 +18,8 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
-use super::Cluster;
 use super::frame::{self, Message, Record};
+use super::{Cluster, HEARTBEAT_EVERY};
 use crate::log::changes::{self, Change};
 use crate::log::ship::Outbox;
 
@@ -57,6 +59,7 @@ pub(crate) fn start(cluster: Cluster, to: Member) -> Handle {
                 ended = run(&cluster, &to) => ended,
                 _ = stopped.wait_for(|s| *s) => return,
             };
+            cluster.heard(to.node_id.0, false);
             if !logged {
                 tracing::warn!(backup = %to.node_id, addr = %to.peer_addr, reason = %ended, "link to a backup down; retrying");
                 logged = true;
@@ -85,6 +88,7 @@ async fn run(cluster: &Cluster, to: &Member) -> String {
         node: cluster.me().0,
         group,
         boot: cluster.inner.boot,
+        view: cluster.view().number,
         secret: cluster.inner.secret.expose().as_bytes(),
     };
     if let Err(e) = frame::send(&mut writer, &hello).await {
@@ -93,7 +97,11 @@ async fn run(cluster: &Cluster, to: &Member) -> String {
     let mut buf = Vec::new();
     match frame::read(&mut reader, &mut buf, frame::MAX_GREETING).await {
         Ok(true) => match frame::decode(&buf) {
-            Ok(Message::Welcome { .. }) => {}
+            Ok(Message::Welcome { view, .. }) => {
+                if view > cluster.view().number {
+                    cluster.refresh().await;
+                }
+            }
             Ok(Message::Refused { reason }) => return format!("refused: {reason}"),
             Ok(other) => return format!("answered {other:?} to a greeting"),
             Err(e) => return format!("greeting: {e}"),
@@ -101,16 +109,26 @@ async fn run(cluster: &Cluster, to: &Member) -> String {
         Ok(false) => return "closed at the greeting".into(),
         Err(e) => return format!("greeting: {e}"),
     }
-    tracing::info!(backup = node, addr = %to.peer_addr, "link to a backup up");
-    // Acknowledgements come back on their own task.
+    tracing::info!(peer = node, addr = %to.peer_addr, "link to a peer up");
+    cluster.heard(node, true);
+    // Answers come back on their own task.
     let acks = {
-        let outbox = Arc::clone(&outbox);
+        let (outbox, cluster) = (Arc::clone(&outbox), cluster.clone());
         tokio::spawn(async move {
             let mut buf = Vec::new();
             loop {
-                match frame::read(&mut reader, &mut buf, frame::MAX_GREETING).await {
+                let read = frame::read(&mut reader, &mut buf, frame::MAX_GREETING).await;
+                if matches!(read, Ok(true)) {
+                    cluster.heard(node, true);
+                }
+                match read {
                     Ok(true) => match frame::decode(&buf) {
                         Ok(Message::Applied { seq }) => outbox.ack(node, seq),
+                        Ok(Message::Alive { view, .. }) => {
+                            if view > cluster.view().number {
+                                cluster.refresh().await;
+                            }
+                        }
                         Ok(Message::Refused { reason }) => return format!("refused: {reason}"),
                         Ok(other) => return format!("sent {other:?}"),
                         Err(e) => return e.to_string(),
@@ -126,7 +144,8 @@ async fn run(cluster: &Cluster, to: &Member) -> String {
     ended
 }
 
-/// Sends the stream to `node` from where it has got to, until the
+/// Sends the stream to `node` from where it has got to while it is a
+/// backup, and heartbeats when there is nothing to send, until the
 /// connection fails.
 async fn send_stream(
     cluster: &Cluster,
@@ -139,30 +158,45 @@ async fn send_stream(
     let mut out = Vec::new();
     loop {
         let changed = outbox.on_change();
-        let records = outbox.after(sent, BATCH_BYTES);
-        if records.is_empty() {
-            if !outbox.has_backup(node) {
-                return "no longer a backup of this node".into();
-            }
-            // Nothing to send: wait for a commit (or, now and then, check
-            // that the backup is still one).
-            let _ = tokio::time::timeout(Duration::from_secs(1), changed).await;
-            continue;
-        }
         out.clear();
-        for (_, record) in &records {
-            announce(cluster, record, &mut announced, &mut out);
+        match outbox.acked(node) {
+            // Not (or no longer) a backup: only heartbeats.
+            None => {
+                announced.clear();
+                sent = 0;
+            }
+            Some(acked) => {
+                // Back in the stream after a while out of it.
+                sent = sent.max(acked);
+                let (records, at) = outbox.after(node, sent, BATCH_BYTES);
+                if at > sent {
+                    for (_, record) in &records {
+                        announce(cluster, record, &mut announced, &mut out);
+                    }
+                    let message = Message::Changes {
+                        last: at,
+                        records: records.iter().map(|(_, r)| Record(r)).collect(),
+                    };
+                    frame::encode(&message, &mut out);
+                    if let Err(e) = writer.write_all(&out).await {
+                        return format!("sending: {e}");
+                    }
+                    sent = at;
+                    continue;
+                }
+            }
         }
-        let first = records[0].0;
-        let message = Message::Changes {
-            first,
-            records: records.iter().map(|(_, r)| Record(r)).collect(),
-        };
-        frame::encode(&message, &mut out);
-        if let Err(e) = writer.write_all(&out).await {
-            return format!("sending: {e}");
+        if tokio::time::timeout(HEARTBEAT_EVERY, changed)
+            .await
+            .is_err()
+        {
+            let beat = Message::Heartbeat {
+                view: cluster.view().number,
+            };
+            if let Err(e) = frame::send(writer, &beat).await {
+                return format!("sending: {e}");
+            }
         }
-        sent = records.last().expect("records").0;
     }
 }
 

@@ -9,26 +9,57 @@
 //! replication stream (`log::ship`), to the group's other nodes before it
 //! is acknowledged.
 //!
+//! Which nodes are live is the group's **view**, numbered, and moved on
+//! only by the arbitrator (the control plane): a node that finds another
+//! dead — its connection reset, or no answer to heartbeats for
+//! `SUSPECT_AFTER` — asks for the next view without it, and the dead
+//! node's primaries go to the next live node of the group. A node that
+//! (re)starts serves nothing until it is in the view again: a live node
+//! catches it up (`catchup`), or, if none of the view is alive and it is
+//! in the view itself, it goes on alone from its own disk.
+//!
 //! - `frame`: the node-to-node transport's messages and framing.
-//! - `link`: a primary's connection to one backup, sending the stream.
-//! - `apply`: a backup's side: taking a primary's stream and applying it.
+//! - `link`: a connection to another node of the group: the stream to a
+//!   backup, and heartbeats.
+//! - `apply`: the other side: taking a primary's stream and applying it.
+//! - `catchup`: copying a live node's rows to a node back.
+//! - `arbiter`: asking the control plane for views.
 
 mod apply;
+mod arbiter;
+mod catchup;
 mod frame;
 mod link;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwapOption;
-use shoal_wire::internal::{Group, Member, NodeId};
+use shoal_wire::internal::{Group, Member, NodeId, View, ViewChange};
 use shoal_wire::secret::ClusterSecret;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use self::arbiter::Arbiter;
 use crate::node::Engine;
+use crate::tc::Database;
+
+/// A peer not heard from for this long is suspected dead.
+pub(crate) const SUSPECT_AFTER: Duration = Duration::from_millis(400);
+/// How often a link with nothing to send says it is alive.
+pub(crate) const HEARTBEAT_EVERY: Duration = Duration::from_millis(100);
+/// How often a node looks at its peers.
+const WATCH_EVERY: Duration = Duration::from_millis(50);
+/// A node back that finds no live node of its view for this long, and is in
+/// the view itself, goes on alone.
+const ALONE_AFTER: Duration = Duration::from_secs(2);
+/// A node that suspects a peer and cannot reach the arbitrator for this
+/// long stops serving: the other side may have been told to go on.
+const UNDECIDED_FOR: Duration = Duration::from_secs(1);
 
 /// File name of the node's group in the data directory.
 pub(crate) const GROUP_FILE: &str = "group.json";
@@ -56,6 +87,16 @@ struct Inner {
     /// The links to the group's other nodes, by node id.
     links: Mutex<HashMap<u32, link::Handle>>,
     stopped: watch::Receiver<bool>,
+    /// The control plane, which decides views; none for a node alone.
+    arbiter: Option<Arbiter>,
+    /// When each peer was last heard from on this node's link to it, and
+    /// whether the link is up.
+    heard: Mutex<HashMap<u32, (Instant, bool)>>,
+    /// Whether this node has been let into its view since it started (or
+    /// since it was last out of it).
+    joined: AtomicBool,
+    /// Nodes this node is catching up.
+    catching_up: Mutex<HashSet<u32>>,
 }
 
 /// Why a group was refused.
@@ -77,6 +118,7 @@ impl Cluster {
         engine: Engine,
         secret: ClusterSecret,
         data_dir: Option<PathBuf>,
+        control_plane: Option<&str>,
         stopped: watch::Receiver<bool>,
     ) -> Result<Cluster, GroupError> {
         let mut boot = [0u8; 8];
@@ -87,11 +129,15 @@ impl Cluster {
                 me: engine.node_id(),
                 boot: u64::from_le_bytes(boot),
                 engine,
-                secret,
                 file,
+                arbiter: control_plane.map(|url| Arbiter::new(url, secret.clone())),
+                secret,
                 group: ArcSwapOption::empty(),
                 links: Mutex::default(),
                 stopped,
+                heard: Mutex::default(),
+                joined: AtomicBool::new(false),
+                catching_up: Mutex::default(),
             }),
         };
         if let Some(path) = &cluster.inner.file {
@@ -191,23 +237,21 @@ impl Cluster {
         Ok(())
     }
 
-    /// Takes `group` as this node's: its other nodes are the backups of
-    /// the databases it is the primary of.
-    fn adopt(&self, group: Group) {
+    /// Takes `group` as this node's (keeping the view it knows if that is
+    /// newer), links it to the others, and acts on the view.
+    fn adopt(&self, mut group: Group) {
+        if let Some(now) = self.group()
+            && now.view.number > group.view.number
+        {
+            group.view = now.view.clone();
+        }
         let others: Vec<Member> = (group.members.iter())
             .filter(|m| m.node_id != self.inner.me)
             .cloned()
             .collect();
         self.inner.group.store(Some(Arc::new(group)));
-        let ids: Vec<u32> = others.iter().map(|m| m.node_id.0).collect();
-        self.inner
-            .engine
-            .tc()
-            .workers()
-            .log()
-            .outbox()
-            .set_backups(&ids);
         let mut links = self.inner.links.lock().unwrap_or_else(|e| e.into_inner());
+        let ids: Vec<u32> = others.iter().map(|m| m.node_id.0).collect();
         links.retain(|id, _| ids.contains(id));
         for member in others {
             let to = member.node_id.0;
@@ -216,10 +260,197 @@ impl Cluster {
                 links.insert(to, link::start(self.clone(), member));
             }
         }
+        drop(links);
+        self.apply_view();
     }
 
-    /// Serves the node-to-node transport on `listener` until the node stops.
+    /// The view this node knows.
+    pub(crate) fn view(&self) -> View {
+        self.group().map(|g| g.view.clone()).unwrap_or_default()
+    }
+
+    /// Takes `view` if it is newer than the one this node knows.
+    pub(crate) fn set_view(&self, view: View) {
+        let Some(group) = self.group() else {
+            return;
+        };
+        if view.number <= group.view.number && view == group.view {
+            return;
+        }
+        if view.number < group.view.number {
+            return;
+        }
+        let was_in = group.view.members.contains(&self.inner.me);
+        let is_in = view.members.contains(&self.inner.me);
+        tracing::info!(view = view.number, members = ?view.members.iter().map(|m| m.0).collect::<Vec<_>>(), moved = ?view.moved, "new view of the node group");
+        if was_in && !is_in && self.inner.joined.swap(false, Ordering::AcqRel) {
+            tracing::warn!(
+                view = view.number,
+                "this node is out of its group's view: it serves nothing until it has caught up again"
+            );
+        }
+        let mut group = (*group).clone();
+        group.view = view;
+        self.inner.group.store(Some(Arc::new(group)));
+        self.apply_view();
+    }
+
+    /// Whether this node serves: not in a group of several, or let into
+    /// its view.
+    pub(crate) fn serving(&self) -> bool {
+        match self.group() {
+            None => true,
+            Some(g) if g.members.len() == 1 => true,
+            Some(g) => {
+                self.inner.joined.load(Ordering::Acquire) && g.view.members.contains(&self.inner.me)
+            }
+        }
+    }
+
+    /// Acts on the view: which databases this node is the primary of, which
+    /// backups commits wait for, whether it serves at all.
+    fn apply_view(&self) {
+        let serving = self.serving();
+        let tc = self.inner.engine.tc();
+        tc.set_not_serving(
+            (!serving).then_some(
+                "it is out of its node group's view (starting, catching up, or cut off)",
+            ),
+        );
+        let view = self.view();
+        let backups: Vec<u32> = if serving {
+            (view.members.iter())
+                .filter(|&&m| m != self.inner.me)
+                .map(|m| m.0)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        tc.workers().log().outbox().set_backups(&backups);
+        for db in self.inner.engine.databases() {
+            self.place(&db);
+        }
+    }
+
+    /// Sets which node is `db`'s primary now, by the view.
+    pub(crate) fn place(&self, db: &Database) {
+        let me = self.inner.me;
+        let preferred = match db.preferred_primary() {
+            0 => me,
+            p => NodeId(p),
+        };
+        let (primary, serving) = match self.group() {
+            Some(g) if g.members.len() > 1 => (g.view.primary(preferred), self.serving()),
+            _ => (Some(preferred), true),
+        };
+        let primary = primary.unwrap_or(preferred);
+        db.set_primary(primary.0, serving && primary == me);
+    }
+
+    /// Notes that `peer` was heard from (or that its link is down).
+    pub(crate) fn heard(&self, peer: u32, up: bool) {
+        let mut heard = self.inner.heard.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = heard.entry(peer).or_insert((Instant::now(), up));
+        if up {
+            entry.0 = Instant::now();
+        }
+        entry.1 = up;
+    }
+
+    /// The peers of `view` this node finds dead.
+    fn suspects(&self, view: &View) -> Vec<NodeId> {
+        let heard = self.inner.heard.lock().unwrap_or_else(|e| e.into_inner());
+        (view.members.iter())
+            .filter(|&&m| m != self.inner.me)
+            .filter(|m| {
+                heard
+                    .get(&m.0)
+                    .is_some_and(|(at, up)| !up || at.elapsed() > SUSPECT_AFTER)
+            })
+            .copied()
+            .collect()
+    }
+
+    /// Fetches the view from the arbitrator and takes it.
+    pub(crate) async fn refresh(&self) {
+        let (Some(arbiter), Some(group)) = (&self.inner.arbiter, self.group()) else {
+            return;
+        };
+        if let Ok(view) = arbiter.view(group.node_group).await {
+            self.set_view(view);
+        }
+    }
+
+    /// Asks the arbitrator to move the view on; takes what it answers.
+    pub(crate) async fn propose(
+        &self,
+        remove: Vec<NodeId>,
+        add: Vec<NodeId>,
+    ) -> Result<View, String> {
+        let (Some(arbiter), Some(group)) = (&self.inner.arbiter, self.group()) else {
+            return Err("no arbitrator".into());
+        };
+        let change = ViewChange {
+            node_id: self.inner.me,
+            from: group.view.number,
+            remove,
+            add,
+        };
+        let view = arbiter.change(group.node_group, &change).await?;
+        self.set_view(view.clone());
+        Ok(view)
+    }
+
+    /// Watches the group until the node stops: removes dead peers from the
+    /// view, and brings this node back into it.
+    async fn watch(self) {
+        let mut stopped = self.inner.stopped.clone();
+        let mut undecided: Option<Instant> = None;
+        let mut rejoin: Option<tokio::task::JoinHandle<()>> = None;
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(WATCH_EVERY) => {}
+                _ = stopped.wait_for(|s| *s) => return,
+            }
+            let Some(group) = self.group().filter(|g| g.members.len() > 1) else {
+                continue;
+            };
+            if !self.serving() {
+                undecided = None;
+                if rejoin.as_ref().is_none_or(|r| r.is_finished()) {
+                    rejoin = Some(tokio::spawn(catchup::rejoin(self.clone())));
+                }
+                continue;
+            }
+            let suspects = self.suspects(&group.view);
+            if suspects.is_empty() {
+                undecided = None;
+                continue;
+            }
+            tracing::warn!(suspects = ?suspects.iter().map(|s| s.0).collect::<Vec<_>>(), view = group.view.number, "peers not heard from; asking the arbitrator");
+            match self.propose(suspects, Vec::new()).await {
+                Ok(_) => undecided = None,
+                Err(e) => {
+                    let since = *undecided.get_or_insert_with(Instant::now);
+                    tracing::warn!(error = %e, "the arbitrator cannot be reached");
+                    if since.elapsed() > UNDECIDED_FOR {
+                        // The other side may have been told to go on.
+                        if self.inner.joined.swap(false, Ordering::AcqRel) {
+                            tracing::error!(
+                                "cut off from peers and the arbitrator: serving nothing until back in the view"
+                            );
+                        }
+                        self.apply_view();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Serves the node-to-node transport on `listener`, and watches the
+    /// group, until the node stops.
     pub(crate) async fn serve(self, listener: TcpListener) {
+        tokio::spawn(self.clone().watch());
         let mut stopped = self.inner.stopped.clone();
         loop {
             let accepted = tokio::select! {

@@ -50,6 +50,8 @@ pub(super) async fn create_database(
         .engine
         .create_replicated_database(&name, tenant.as_ref(), body.primary)
         .await?;
+    // Its primary now, by the group's view.
+    state.cluster.place(&db);
     let created = DatabaseCreated {
         name: name.to_string(),
         id: db.id.0,

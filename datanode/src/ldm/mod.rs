@@ -165,6 +165,14 @@ pub(crate) struct ScanChunk {
     pub(crate) next: Option<RowRef>,
 }
 
+/// One step of copying a fragment to a node catching up.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CopyStep {
+    pub(crate) rows: usize,
+    pub(crate) bytes: usize,
+    pub(crate) next: Option<RowRef>,
+}
+
 /// One fragment's memory, as reported for ndbinfo.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FragmentReport {
@@ -236,6 +244,18 @@ pub(crate) enum Msg {
         table: TableId,
         slot: u32,
         done: oneshot::Sender<()>,
+    },
+    /// Sends rows of a fragment from position `from` to node `to`, catching
+    /// up: each as a put in the replication stream, appended here, so that
+    /// it falls in order with the fragment's commits. Answers how many rows
+    /// and bytes went, and where to go on (`None`: done), or `None` if the
+    /// fragment is gone or `to` is no longer in the stream.
+    Copy {
+        table: TableId,
+        slot: u32,
+        from: RowRef,
+        to: u32,
+        reply: oneshot::Sender<Option<CopyStep>>,
     },
     Scan {
         table: TableId,

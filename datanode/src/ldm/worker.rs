@@ -9,9 +9,12 @@ use std::time::{Duration, Instant};
 use rustc_hash::FxHashMap;
 
 use super::waits::Waits;
+/// About how many bytes of rows one copy step sends.
+const COPY_BYTES: usize = 1 << 20;
+
 use super::{
-    AUTOCOMMIT, FragmentReport, Job, JobOutcome, Mode, Msg, OpBatch, OpKind, OpResult, ScanChunk,
-    Span, TxnId,
+    AUTOCOMMIT, CopyStep, FragmentReport, Job, JobOutcome, Mode, Msg, OpBatch, OpKind, OpResult,
+    ScanChunk, Span, TxnId,
 };
 use crate::log::{ChangeLog, Mark, changes};
 use crate::storage::OpError;
@@ -213,6 +216,32 @@ impl Worker {
                     self.ready.extend(self.waits.wake_slot(slot));
                 }
                 let _ = done.send(());
+            }
+            Msg::Copy {
+                table,
+                slot,
+                from,
+                to,
+                reply,
+            } => {
+                let step = self.fragment(table, slot).and_then(|f| {
+                    let (mut out, mut rows) = (Vec::new(), 0);
+                    let next = f.each_row(from, |key, fixed, var| {
+                        let at = changes::begin_put(&mut out, table, key);
+                        out.extend_from_slice(fixed);
+                        out.extend_from_slice(var);
+                        changes::finish_put(&mut out, at);
+                        rows += 1;
+                        out.len() < COPY_BYTES
+                    });
+                    let shipped = rows == 0 || self.log.outbox().ship_to(to, &out).is_some();
+                    shipped.then_some(CopyStep {
+                        rows,
+                        bytes: out.len(),
+                        next,
+                    })
+                });
+                let _ = reply.send(step);
             }
             Msg::Scan {
                 table,

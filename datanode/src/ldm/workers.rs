@@ -8,8 +8,8 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::{
-    Failure, FragmentPlace, FragmentReport, Job, JobOutcome, Ldm, Mode, Msg, NodeFailed, OpBatch,
-    ScanChunk,
+    CopyStep, Failure, FragmentPlace, FragmentReport, Job, JobOutcome, Ldm, Mode, Msg, NodeFailed,
+    OpBatch, ScanChunk,
 };
 use crate::log::ChangeLog;
 use crate::log::redo::Lsn;
@@ -304,6 +304,25 @@ impl Workers {
             from,
             filter: Arc::clone(filter),
             limit,
+            reply,
+        })
+        .await
+    }
+
+    /// Sends the next rows of a fragment, from `from`, to node `to`, which
+    /// is catching up (see `Msg::Copy`).
+    pub(crate) async fn copy(
+        &self,
+        id: TableId,
+        place: FragmentPlace,
+        from: RowRef,
+        to: u32,
+    ) -> Result<Option<CopyStep>, NodeFailed> {
+        self.call(place.ldm, |reply| Msg::Copy {
+            table: id,
+            slot: place.slot,
+            from,
+            to,
             reply,
         })
         .await

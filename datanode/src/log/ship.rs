@@ -11,6 +11,11 @@
 //! The stream is bounded: a backup that falls `MAX_BEHIND` bytes behind is
 //! dropped from it (it must be caught up anew), so a dead or slow backup
 //! can never fill the primary's memory.
+//!
+//! A node catching up is in the stream without being counted: it gets every
+//! record, and the rows copied to it (records for it alone, appended by the
+//! worker that owns the fragment, so that they fall in order with the
+//! fragment's commits), but no commit waits for it until it is in the view.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -25,6 +30,9 @@ pub(crate) const MAX_BEHIND: usize = 256 << 20;
 /// `NotReplicated` (a view change removes a dead backup well before).
 pub(crate) const REPLICATION_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Records of the stream with their numbers.
+pub(crate) type Records = Vec<(u64, Arc<[u8]>)>;
+
 /// A commit's records did not reach every backup in time.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
@@ -37,35 +45,46 @@ pub struct NotReplicated(pub Arc<str>);
 struct Backup {
     node: u32,
     acked: u64,
+    /// In the view: commits wait for it.
+    counted: bool,
 }
 
 #[derive(Debug, Default)]
 struct State {
     /// The sequence number of the last record appended (the first is 1).
     last: u64,
-    /// Records not yet held by every backup, oldest first.
-    records: VecDeque<(u64, Arc<[u8]>)>,
+    /// Records not yet held by every backup, oldest first, each for every
+    /// backup or for one alone.
+    records: VecDeque<(u64, Arc<[u8]>, Option<u32>)>,
     bytes: usize,
     backups: Vec<Backup>,
 }
 
 impl State {
-    /// How far every backup holds the stream (all of it, with none).
+    /// How far every counted backup holds the stream (all of it, with none).
     fn held_by_all(&self) -> u64 {
-        self.backups
-            .iter()
+        (self.backups.iter().filter(|b| b.counted))
             .map(|b| b.acked)
             .min()
             .unwrap_or(self.last)
     }
 
-    /// Forgets the records every backup holds.
+    /// Forgets the records every backup, counted or catching up, holds.
     fn trim(&mut self) {
-        let held = self.held_by_all();
-        while self.records.front().is_some_and(|(seq, _)| *seq <= held) {
-            let (_, record) = self.records.pop_front().expect("a front record");
+        let held = (self.backups.iter().map(|b| b.acked).min()).unwrap_or(self.last);
+        while self.records.front().is_some_and(|(seq, _, _)| *seq <= held) {
+            let (_, record, _) = self.records.pop_front().expect("a front record");
             self.bytes -= record.len();
         }
+    }
+
+    /// Appends a record (for `only` one backup, if given): its number.
+    fn append(&mut self, changes: &[u8], only: Option<u32>) -> u64 {
+        self.last += 1;
+        self.records
+            .push_back((self.last, Arc::from(changes), only));
+        self.bytes += changes.len();
+        self.last
     }
 }
 
@@ -102,10 +121,7 @@ impl Outbox {
             if state.backups.is_empty() {
                 return None;
             }
-            state.last += 1;
-            let seq = state.last;
-            state.records.push_back((seq, Arc::from(changes)));
-            state.bytes += changes.len();
+            let seq = state.append(changes, None);
             let dropped = if state.bytes > MAX_BEHIND {
                 // The backups furthest behind go, until the rest fit.
                 let mut dropped = Vec::new();
@@ -133,24 +149,78 @@ impl Outbox {
         Some(seq)
     }
 
-    /// Sets the backups the stream goes to. One that is new holds
-    /// everything appended so far (it has been brought up to date by other
-    /// means); one that is no longer listed stops holding anyone up.
+    /// Appends rows copied for `node`, a backup catching up: its number, or
+    /// `None` if `node` is no backup (any more).
+    pub(crate) fn ship_to(&self, node: u32, changes: &[u8]) -> Option<u64> {
+        let seq = {
+            let mut state = self.state();
+            if !state.backups.iter().any(|b| b.node == node) {
+                return None;
+            }
+            state.append(changes, Some(node))
+        };
+        self.appended.notify_waiters();
+        Some(seq)
+    }
+
+    /// The number of the last record appended.
+    pub(crate) fn last(&self) -> u64 {
+        self.state().last
+    }
+
+    /// Sets the backups commits wait for: the other nodes of the view. One
+    /// that is new holds everything appended so far (it has been brought up
+    /// to date by other means); one that is no longer listed stops holding
+    /// anyone up. Nodes catching up that are not listed stay as they are.
     pub(crate) fn set_backups(&self, nodes: &[u32]) {
         let mut state = self.state();
         let last = state.last;
-        let kept: Vec<Backup> = nodes
+        let mut kept: Vec<Backup> = nodes
             .iter()
             .map(|&node| {
-                (state.backups.iter().find(|b| b.node == node).copied())
-                    .unwrap_or(Backup { node, acked: last })
+                let known = state.backups.iter().find(|b| b.node == node).copied();
+                let acked = known.map_or(last, |b| b.acked);
+                Backup {
+                    node,
+                    acked,
+                    counted: true,
+                }
             })
             .collect();
+        kept.extend(
+            (state.backups.iter())
+                .filter(|b| !b.counted && !nodes.contains(&b.node))
+                .copied(),
+        );
         state.backups = kept;
         state.trim();
         self.held.send_replace(state.held_by_all());
         drop(state);
         self.appended.notify_waiters();
+    }
+
+    /// Puts `node` in the stream to catch up: it gets everything from now
+    /// on, and no commit waits for it.
+    pub(crate) fn catch_up(&self, node: u32) {
+        let mut state = self.state();
+        let last = state.last;
+        state.backups.retain(|b| b.node != node);
+        state.backups.push(Backup {
+            node,
+            acked: last,
+            counted: false,
+        });
+        self.held.send_replace(state.held_by_all());
+        drop(state);
+        self.appended.notify_waiters();
+    }
+
+    /// Takes `node` out of the stream, counted or catching up.
+    pub(crate) fn remove(&self, node: u32) {
+        let mut state = self.state();
+        state.backups.retain(|b| b.node != node);
+        state.trim();
+        self.held.send_replace(state.held_by_all());
     }
 
     /// Whether `node` is a backup the stream goes to.
@@ -177,25 +247,29 @@ impl Outbox {
         self.held.send_replace(state.held_by_all());
     }
 
-    /// Records after `after`, up to about `max_bytes` of them (at least
-    /// one), for `node`'s link; empty when there are none yet.
-    pub(crate) fn after(&self, after: u64, max_bytes: usize) -> Vec<(u64, Arc<[u8]>)> {
+    /// Records for `node` after `after`, up to about `max_bytes` of them
+    /// (at least one), for its link; empty when there are none yet. The
+    /// second is the number the stream is at for it: past records for
+    /// other nodes alone.
+    pub(crate) fn after(&self, node: u32, after: u64, max_bytes: usize) -> (Records, u64) {
         let state = self.state();
-        let first = state
-            .records
-            .front()
-            .map_or(state.last + 1, |(seq, _)| *seq);
+        let first = (state.records.front()).map_or(state.last + 1, |(seq, _, _)| *seq);
         let skip = after.saturating_add(1).saturating_sub(first) as usize;
         let mut out = Vec::new();
         let mut bytes = 0;
-        for (seq, record) in state.records.iter().skip(skip) {
+        let mut at = after.max(first.saturating_sub(1));
+        for (seq, record, only) in state.records.iter().skip(skip) {
             if !out.is_empty() && bytes + record.len() > max_bytes {
                 break;
+            }
+            at = *seq;
+            if only.is_some_and(|n| n != node) {
+                continue;
             }
             bytes += record.len();
             out.push((*seq, Arc::clone(record)));
         }
-        out
+        (out, at)
     }
 
     /// Registers for the next change before the caller looks, so that a
@@ -230,7 +304,7 @@ mod tests {
     fn without_backups_nothing_is_kept_or_waited_for() {
         let outbox = Outbox::default();
         assert_eq!(outbox.ship(b"a"), None);
-        assert!(outbox.after(0, 1 << 20).is_empty());
+        assert!(outbox.after(2, 0, 1 << 20).0.is_empty());
     }
 
     #[test]
@@ -239,25 +313,58 @@ mod tests {
         outbox.set_backups(&[2, 3]);
         assert_eq!(outbox.ship(b"one"), Some(1));
         assert_eq!(outbox.ship(b"two"), Some(2));
-        let seqs = |v: Vec<(u64, Arc<[u8]>)>| v.into_iter().map(|(s, _)| s).collect::<Vec<_>>();
-        assert_eq!(seqs(outbox.after(0, 1 << 20)), vec![1, 2]);
-        assert_eq!(seqs(outbox.after(1, 1 << 20)), vec![2]);
+        let seqs = |(v, _): (Records, u64)| v.into_iter().map(|(s, _)| s).collect::<Vec<_>>();
+        assert_eq!(seqs(outbox.after(2, 0, 1 << 20)), vec![1, 2]);
+        assert_eq!(seqs(outbox.after(2, 1, 1 << 20)), vec![2]);
         // At least one record, however small the budget.
-        assert_eq!(seqs(outbox.after(0, 1)), vec![1]);
+        assert_eq!(seqs(outbox.after(2, 0, 1)), vec![1]);
         outbox.ack(2, 2);
         assert_eq!(*outbox.held.borrow(), 0, "node 3 holds nothing yet");
-        assert_eq!(seqs(outbox.after(0, 1 << 20)), vec![1, 2]);
+        assert_eq!(seqs(outbox.after(2, 0, 1 << 20)), vec![1, 2]);
         outbox.ack(3, 1);
         assert_eq!(*outbox.held.borrow(), 1);
-        assert_eq!(seqs(outbox.after(0, 1 << 20)), vec![2], "1 is held by all");
+        assert_eq!(
+            seqs(outbox.after(2, 0, 1 << 20)),
+            vec![2],
+            "1 is held by all"
+        );
         // A backup leaving holds nobody up.
         outbox.set_backups(&[2]);
         assert_eq!(*outbox.held.borrow(), 2);
-        assert!(outbox.after(0, 1 << 20).is_empty());
+        assert!(outbox.after(2, 0, 1 << 20).0.is_empty());
         // One joining holds what came before it.
         outbox.set_backups(&[2, 4]);
         assert_eq!(outbox.acked(4), Some(2));
         assert!(!outbox.has_backup(3));
+    }
+
+    #[test]
+    fn a_node_catching_up_gets_its_copies_and_holds_no_commit_up() {
+        let outbox = Outbox::default();
+        outbox.set_backups(&[2]);
+        outbox.catch_up(3);
+        let one = outbox.ship(b"commit").unwrap();
+        let copy = outbox.ship_to(3, b"copied rows").unwrap();
+        assert_eq!(outbox.ship_to(4, b"nobody"), None);
+        outbox.ack(2, one);
+        assert_eq!(*outbox.held.borrow(), one, "node 3 is not waited for");
+        let (for_two, at) = outbox.after(2, one, 1 << 20);
+        assert!(for_two.is_empty(), "the copy is for node 3 alone");
+        assert_eq!(at, copy, "but node 2's stream is past it");
+        let (for_three, _) = outbox.after(3, 0, 1 << 20);
+        assert_eq!(
+            for_three.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
+            [one, copy]
+        );
+        // In the view, it is counted, keeping how far it got.
+        outbox.ack(3, one);
+        outbox.set_backups(&[2, 3]);
+        assert_eq!(outbox.acked(3), Some(one));
+        let next = outbox.ship(b"another").unwrap();
+        outbox.ack(2, next);
+        assert_eq!(*outbox.held.borrow(), one, "now node 3 is waited for");
+        outbox.remove(3);
+        assert_eq!(*outbox.held.borrow(), next);
     }
 
     #[test]

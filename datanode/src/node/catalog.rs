@@ -143,7 +143,7 @@ impl Catalog {
                     name: db.name.clone(),
                     tenant: db.tenant.as_ref().map(|t| t.id.clone()),
                     quota: db.quota(),
-                    primary: Some(db.primary()).filter(|&p| p != 0),
+                    primary: Some(db.preferred_primary()).filter(|&p| p != 0),
                 })
                 .collect(),
             tables: self

@@ -277,6 +277,7 @@ impl Engine {
     fn place_primary(&self, db: &Database, primary: Option<u32>) {
         let me = self.node_id().0;
         let primary = primary.filter(|&p| p != 0).unwrap_or(me);
+        db.set_preferred_primary(primary);
         db.set_primary(primary, primary == me);
     }
 
@@ -495,6 +496,9 @@ impl Engine {
     pub fn health(&self) -> Result<(), String> {
         if let Some(failed) = self.tc().failure() {
             return Err(failed.to_string());
+        }
+        if let Some(why) = self.tc().not_serving() {
+            return Err(format!("not serving: {why}"));
         }
         match self.workers().log().failure() {
             Some(failed) => Err(failed.to_string()),

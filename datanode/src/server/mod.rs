@@ -167,6 +167,7 @@ impl DataNode {
             engine.clone(),
             secret.clone(),
             Some(dir.clone()),
+            config.control_plane.as_ref().map(|link| link.url.as_str()),
             stopped.clone(),
         )
         .map_err(|e: GroupError| StartError::Group(e.to_string()))?;

@@ -615,6 +615,32 @@ impl Fragment {
         self.fixed.next_live(at)
     }
 
+    /// Calls `row` with the key, fixed part and var part of each committed
+    /// row from position `from` on, until it answers false or a step's
+    /// worth of rows are examined: where to go on (`None` at the end of the
+    /// fragment).
+    pub(crate) fn each_row(
+        &self,
+        from: RowRef,
+        mut row: impl FnMut(&[u8], &[u8], &[u8]) -> bool,
+    ) -> Option<RowRef> {
+        let mut at = from;
+        let mut key = Vec::new();
+        for _ in 0..SCAN_STEP {
+            let r = self.fixed.next_live(at)?;
+            at = r + 1;
+            let Some((fixed, var)) = self.visible(AUTOCOMMIT, r) else {
+                continue;
+            };
+            key.clear();
+            self.layout.key_of(fixed, var, &mut key);
+            if !row(&key, fixed, var) {
+                break;
+            }
+        }
+        self.fixed.next_live(at)
+    }
+
     fn passes(&self, p: &Predicate, fixed: &[u8], var: &[u8]) -> bool {
         let null = self.layout.is_null(fixed, p.column);
         match p.op {

@@ -84,6 +84,10 @@ pub enum TcError {
     /// or may not have taken effect.
     #[error(transparent)]
     NotReplicated(#[from] NotReplicated),
+    /// This node is out of its group's view — catching up, or removed by
+    /// the arbitrator — and serves nothing until it is back in.
+    #[error("this data node is not serving: {0}; use another node of its group")]
+    NotServing(&'static str),
     /// This node holds only a backup of the database: writes go to its
     /// primary.
     #[error("this data node is not the primary of database '{database}': data node {primary} is")]
@@ -100,6 +104,7 @@ impl TcError {
             TcError::NodeFailed(_) => "NODE_FAILED",
             TcError::NotReplicated(_) => "NOT_REPLICATED",
             TcError::NotPrimary { .. } => "NOT_PRIMARY",
+            TcError::NotServing(_) => "NOT_SERVING",
         }
     }
 
@@ -109,7 +114,10 @@ impl TcError {
             TcError::Forbidden { .. } => 403,
             TcError::Quota(e) => e.http_status(),
             TcError::Operation { error, .. } => error.http_status(),
-            TcError::Durability(_) | TcError::NodeFailed(_) | TcError::NotReplicated(_) => 503,
+            TcError::Durability(_)
+            | TcError::NodeFailed(_)
+            | TcError::NotReplicated(_)
+            | TcError::NotServing(_) => 503,
             TcError::NotPrimary { .. } => 421,
         }
     }
@@ -157,6 +165,8 @@ struct Inner {
     limiters: LimiterPool<DatabaseId>,
     next_txn: AtomicU64,
     latency_observer: arc_swap::ArcSwapOption<LatencyObserver>,
+    /// Why the node serves no requests now (its group's view), if so.
+    not_serving: arc_swap::ArcSwapOption<&'static str>,
 }
 
 /// Told of every request a database ran and how long it took — an
@@ -183,6 +193,7 @@ impl Tc {
                 limiters: LimiterPool::new(clock),
                 next_txn: AtomicU64::new(1),
                 latency_observer: arc_swap::ArcSwapOption::empty(),
+                not_serving: arc_swap::ArcSwapOption::empty(),
             }),
         }
     }
@@ -196,6 +207,16 @@ impl Tc {
     /// The LDM workers, for the node's DDL, checkpoints and memory reports.
     pub(crate) fn workers(&self) -> &Workers {
         &self.inner.workers
+    }
+
+    /// Stops serving requests, saying why; `None` serves again.
+    pub(crate) fn set_not_serving(&self, why: Option<&'static str>) {
+        self.inner.not_serving.store(why.map(Arc::new));
+    }
+
+    /// Why the node serves no requests now, if so.
+    pub(crate) fn not_serving(&self) -> Option<&'static str> {
+        self.inner.not_serving.load().as_deref().copied()
     }
 
     /// Why the node failed, if it has: it then refuses every request.
@@ -230,6 +251,9 @@ impl Tc {
     pub(crate) fn admit(&self, grant: &Grant, batch: &Batch) -> Result<Option<Admitted>, TcError> {
         if let Some(failed) = self.inner.workers.failure() {
             return Err(TcError::NodeFailed(failed.clone()));
+        }
+        if let Some(why) = self.not_serving() {
+            return Err(TcError::NotServing(why));
         }
         let Ok(database) = batch.database() else {
             return Err(TcError::Forbidden {

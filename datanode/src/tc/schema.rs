@@ -42,8 +42,10 @@ pub struct Database {
     pub tenant: Option<Arc<Tenant>>,
     pub(crate) memory: Arc<MemoryAccount>,
     pub(crate) governance: Governance,
-    /// The node that is the primary of its fragments (0: unknown, a node
-    /// alone), and whether that is this node.
+    /// The node of its group chosen to be the primary of its fragments
+    /// (0: a node alone); the node that is now (another while that one is
+    /// away), and whether that is this node.
+    preferred: AtomicU32,
     primary: AtomicU32,
     primary_here: AtomicBool,
 }
@@ -58,6 +60,15 @@ impl Database {
     /// to the backups.
     pub fn is_primary_here(&self) -> bool {
         self.primary_here.load(Ordering::Acquire)
+    }
+
+    /// The node of its group chosen to be its primary.
+    pub fn preferred_primary(&self) -> u32 {
+        self.preferred.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_preferred_primary(&self, node: u32) {
+        self.preferred.store(node, Ordering::Release);
     }
 
     /// Makes `primary` its primary, which is this node when `here`.
@@ -131,6 +142,7 @@ impl Database {
             tenant,
             memory,
             governance: Governance::default(),
+            preferred: AtomicU32::new(0),
             primary: AtomicU32::new(0),
             primary_here: AtomicBool::new(true),
         }

@@ -1,0 +1,310 @@
+//! Bringing a node back into its group's view.
+//!
+//! The node back (J) serves nothing. It asks the arbitrator for the view,
+//! then a live node of the view (S) to catch it up, after emptying its own
+//! tables of the group's databases (what its disk had may be older than
+//! the group, or hold writes never acknowledged). S, for its part:
+//!
+//! 1. has J removed from the view if it is still in it (its primaries go
+//!    to S, so nothing waits for J meanwhile);
+//! 2. puts J in the replication stream, not counted: from now on J gets
+//!    every commit S makes;
+//! 3. copies every fragment S is the primary of to J, a step at a time on
+//!    the fragment's worker — each step appended to the stream in order
+//!    with the fragment's commits, so J ends with every row as S has it;
+//! 4. once J holds the stream past the copy, asks for the view with J in
+//!    it: from then on S's commits wait for J. J's primaries stay with S.
+//!
+//! If no node of the view is alive and J is in the view itself, J has
+//! every write the view acknowledged: after `ALONE_AFTER` it asks for a
+//! view of itself alone and goes on from its own disk (a whole group
+//! restarting).
+
+use std::time::{Duration, Instant};
+
+use shoal_wire::internal::{Member, NodeId};
+use tokio::io::BufReader;
+use tokio::net::TcpStream;
+
+use super::frame::{self, Message};
+use super::{ALONE_AFTER, Cluster};
+
+/// How long a node back waits to be let in once a peer has agreed to
+/// catch it up, before it asks again.
+const LET_IN_WITHIN: Duration = Duration::from_secs(600);
+
+/// `S`'s side: node `joiner` asks to be caught up.
+pub(super) fn asked(cluster: &Cluster, joiner: u32) -> Result<(), String> {
+    if !cluster.serving() {
+        return Err("this node is not serving".into());
+    }
+    let mut busy = (cluster.inner.catching_up.lock()).unwrap_or_else(|e| e.into_inner());
+    if !busy.insert(joiner) {
+        return Ok(()); // under way already
+    }
+    drop(busy);
+    let cluster = cluster.clone();
+    tokio::spawn(async move {
+        let started = Instant::now();
+        let done = catch_up(&cluster, joiner).await;
+        (cluster.inner.catching_up.lock())
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&joiner);
+        match done {
+            Ok((rows, bytes)) => {
+                let secs = started.elapsed().as_secs_f64();
+                tracing::info!(
+                    node = joiner,
+                    rows,
+                    bytes,
+                    took_ms = (secs * 1000.0) as u64,
+                    mb_per_s = format!("{:.0}", bytes as f64 / 1e6 / secs.max(1e-9)),
+                    "caught a node up; it is in the view again"
+                );
+            }
+            Err(e) => {
+                tracing::warn!(node = joiner, error = %e, "catching a node up stopped");
+                cluster
+                    .inner
+                    .engine
+                    .tc()
+                    .workers()
+                    .log()
+                    .outbox()
+                    .remove(joiner);
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Steps 1 to 4 above: the rows and bytes copied.
+async fn catch_up(cluster: &Cluster, joiner: u32) -> Result<(u64, u64), String> {
+    let node = NodeId(joiner);
+    if cluster.view().members.contains(&node) {
+        let view = cluster.propose(vec![node], Vec::new()).await?;
+        if view.members.contains(&node) || !cluster.serving() {
+            return Err(format!(
+                "the arbitrator kept node {joiner} in view {}",
+                view.number
+            ));
+        }
+    }
+    let tc = cluster.inner.engine.tc();
+    let outbox = tc.workers().log().outbox();
+    outbox.catch_up(joiner);
+    let (mut rows, mut bytes) = (0u64, 0u64);
+    for table in cluster.inner.engine.tables() {
+        if !table.database.is_primary_here() {
+            continue;
+        }
+        for &place in &table.fragments {
+            let mut from = 0;
+            loop {
+                let step = (tc.workers().copy(table.id, place, from, joiner).await)
+                    .map_err(|e| e.to_string())?;
+                // The table was dropped meanwhile: its drop reaches J too.
+                let Some(step) = step else {
+                    if !outbox.has_backup(joiner) {
+                        return Err(format!("node {joiner} fell out of the stream"));
+                    }
+                    break;
+                };
+                rows += step.rows as u64;
+                bytes += step.bytes as u64;
+                match step.next {
+                    Some(next) => from = next,
+                    None => break,
+                }
+            }
+        }
+    }
+    // J holds everything up to here once it acknowledges it.
+    let end = outbox.last();
+    loop {
+        match outbox.acked(joiner) {
+            Some(acked) if acked >= end => break,
+            Some(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            None => return Err(format!("node {joiner} fell out of the stream")),
+        }
+        if !cluster.serving() {
+            return Err("this node stopped serving".into());
+        }
+    }
+    for _ in 0..10 {
+        let view = cluster.propose(Vec::new(), vec![node]).await?;
+        if view.members.contains(&node) {
+            return Ok((rows, bytes));
+        }
+        if !cluster.serving() {
+            return Err(format!("this node is out of view {}", view.number));
+        }
+    }
+    Err("the arbitrator would not let the node in".into())
+}
+
+/// `J`'s side: brings this node back into its view, or gives up for now
+/// (the watch tries again).
+pub(super) async fn rejoin(cluster: Cluster) {
+    let Some(group) = cluster.group() else {
+        return;
+    };
+    cluster.refresh().await;
+    let started = Instant::now();
+    loop {
+        if cluster.serving() {
+            return;
+        }
+        let view = cluster.view();
+        let me = cluster.me();
+        let peers: Vec<Member> = (group.members.iter())
+            .filter(|m| m.node_id != me && view.members.contains(&m.node_id))
+            .cloned()
+            .collect();
+        for peer in &peers {
+            if let Ok(true) = ask(&cluster, peer, false).await {
+                tracing::info!(peer = %peer.node_id, view = view.number, "a live peer: leaving the view, emptying this node's replicas and asking to be caught up");
+                // Out of the view first, so that the view that lets it in
+                // again can only be the one its catching up ends with.
+                if view.members.contains(&me) {
+                    match cluster.propose(vec![me], Vec::new()).await {
+                        Ok(view) if !view.members.contains(&me) => {}
+                        Ok(_) => continue,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "the arbitrator cannot be reached");
+                            break;
+                        }
+                    }
+                }
+                let out_in = cluster.view().number;
+                if let Err(e) = empty_replicas(&cluster).await {
+                    tracing::error!(error = %e, "could not empty this node's replicas");
+                    return;
+                }
+                if let Ok(true) = ask(&cluster, peer, true).await {
+                    wait_until_let_in(&cluster, out_in).await;
+                    return;
+                }
+            }
+        }
+        if view.members.contains(&me) && started.elapsed() > ALONE_AFTER {
+            let others: Vec<NodeId> = view.members.iter().copied().filter(|&m| m != me).collect();
+            match cluster.propose(others, Vec::new()).await {
+                Ok(view) if view.members == [me] => {
+                    cluster
+                        .inner
+                        .joined
+                        .store(true, std::sync::atomic::Ordering::Release);
+                    cluster.apply_view();
+                    tracing::warn!(
+                        view = view.number,
+                        "no node of the view is alive: this node goes on alone, from its own disk"
+                    );
+                    return;
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "the arbitrator cannot be reached"),
+            }
+        }
+        if !view.members.contains(&me) && peers.is_empty() {
+            tracing::warn!(
+                view = view.number,
+                "no live node in the view to catch this node up"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        cluster.refresh().await;
+    }
+}
+
+/// Asks `peer` whether it serves (`join` false) or to catch this node up
+/// (`join` true): whether it said yes.
+async fn ask(cluster: &Cluster, peer: &Member, join: bool) -> Result<bool, String> {
+    let connect = TcpStream::connect(&peer.peer_addr);
+    let stream = tokio::time::timeout(Duration::from_millis(500), connect)
+        .await
+        .map_err(|_| "timed out".to_owned())?
+        .map_err(|e| e.to_string())?;
+    let (reader, mut writer) = stream.into_split();
+    let mut reader = BufReader::new(reader);
+    let hello = Message::Hello {
+        node: cluster.me().0,
+        group: cluster.group().map_or(0, |g| g.node_group),
+        boot: cluster.inner.boot,
+        view: cluster.view().number,
+        secret: cluster.inner.secret.expose().as_bytes(),
+    };
+    let question = match join {
+        true => Message::Join {
+            node: cluster.me().0,
+        },
+        false => Message::Heartbeat {
+            view: cluster.view().number,
+        },
+    };
+    let exchange = async {
+        frame::send(&mut writer, &hello)
+            .await
+            .map_err(|e| e.to_string())?;
+        frame::send(&mut writer, &question)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut buf = Vec::new();
+        for _ in 0..2 {
+            if !(frame::read(&mut reader, &mut buf, frame::MAX_GREETING).await)
+                .map_err(|e| e.to_string())?
+            {
+                return Err("closed".to_owned());
+            }
+            match frame::decode(&buf).map_err(|e| e.to_string())? {
+                Message::Welcome { .. } => continue,
+                Message::Alive { serving, .. } => return Ok(serving),
+                Message::Joining => return Ok(true),
+                Message::Refused { reason } => return Err(reason),
+                other => return Err(format!("answered {other:?}")),
+            }
+        }
+        Err("no answer".to_owned())
+    };
+    tokio::time::timeout(Duration::from_secs(2), exchange)
+        .await
+        .map_err(|_| "no answer in time".to_owned())?
+}
+
+/// Empties every table of this node, which holds only its group's
+/// databases: the rows come back from the peer catching it up.
+async fn empty_replicas(cluster: &Cluster) -> Result<(), String> {
+    let engine = &cluster.inner.engine;
+    for table in engine.tables() {
+        let (db, def) = (table.database.name.clone(), table.def().clone());
+        engine
+            .drop_table(db.as_str(), def.name.as_str())
+            .await
+            .map_err(|e| e.to_string())?;
+        engine
+            .create_table(&db, def)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Waits until a view after `out_in` (one without this node) has this
+/// node in it.
+async fn wait_until_let_in(cluster: &Cluster, out_in: u64) {
+    let started = Instant::now();
+    while started.elapsed() < LET_IN_WITHIN {
+        cluster.refresh().await;
+        let view = cluster.view();
+        if view.number > out_in && view.members.contains(&cluster.me()) {
+            cluster
+                .inner
+                .joined
+                .store(true, std::sync::atomic::Ordering::Release);
+            cluster.apply_view();
+            tracing::info!(view = cluster.view().number, "caught up: in the view again");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
