@@ -13,8 +13,12 @@ use redis::Commands;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-fn node(cp: &Control, id: u32, dir: &std::path::Path) -> Shoal {
-    cp.data_node_with(dir, &["--node-id", &id.to_string()], &[])
+fn as_refs(e: &[(String, String)]) -> Vec<(&str, &str)> {
+    e.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
+
+fn node(cp: &Control, id: u32, dir: &std::path::Path, envs: &[(&str, &str)]) -> Shoal {
+    cp.data_node_with(dir, &["--node-id", &id.to_string()], envs)
 }
 
 async fn read_note(node: &Shoal, key: &str, id: i64) -> (StatusCode, Value) {
@@ -32,6 +36,7 @@ async fn read_note(node: &Shoal, key: &str, id: i64) -> (StatusCode, Value) {
 /// on it, and a read-write and a read-only key: the nodes as (primary,
 /// backup).
 struct Group {
+    _one_at_a_time: tokio::sync::MutexGuard<'static, ()>,
     cp: Control,
     primary: Shoal,
     backup: Shoal,
@@ -41,13 +46,27 @@ struct Group {
 }
 
 async fn group() -> Group {
+    group_with(|_| Vec::new()).await
+}
+
+/// The tests here run one at a time: each is a small cluster (two data
+/// nodes and a control plane), and six at once on a 2-core machine is a
+/// load no deployment puts on its nodes.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// `group`, each node with the environment `envs` gives its id.
+async fn group_with(envs: impl Fn(u32) -> Vec<(String, String)>) -> Group {
+    let one_at_a_time = ONE_AT_A_TIME.lock().await;
+    let env = |id: u32| envs(id);
+    let (env1, env2) = (env(1), env(2));
+
     let cp = Control::start_with(
         Backend::Sqlite,
         &["--cluster-secret", CLUSTER_SECRET, "--replicas", "2"],
     );
     let ada = cp.signup("ada@example.com", "analytical").await;
     let dirs = vec![tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
-    let one = node(&cp, 1, dirs[0].path());
+    let one = node(&cp, 1, dirs[0].path(), &as_refs(&env1));
     // One node is no group of two: there is nowhere to place a database.
     let (status, _, body) = post(&cp, &ada, "/databases", json!({"name": "shop"})).await;
     assert_eq!(
@@ -55,7 +74,7 @@ async fn group() -> Group {
         (StatusCode::SERVICE_UNAVAILABLE, "NO_DATA_NODE"),
         "{body}"
     );
-    let two = node(&cp, 2, dirs[1].path());
+    let two = node(&cp, 2, dirs[1].path(), &as_refs(&env2));
     let db = eventually("the group forms", || async {
         let (status, _, body) = post(&cp, &ada, "/databases", json!({"name": "shop"})).await;
         (status == StatusCode::CREATED).then_some(body)
@@ -78,7 +97,7 @@ async fn group() -> Group {
     );
     assert_eq!(db["rest_url"].as_str(), Some(primary.rest_url.as_str()));
     for node in [&primary, &backup] {
-        in_view(node, 2).await;
+        settled(node).await;
     }
     let (status, _, body) = post(&cp, &ada, "/databases/shop/tables", orders()).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
@@ -93,6 +112,7 @@ async fn group() -> Group {
         .await;
     }
     Group {
+        _one_at_a_time: one_at_a_time,
         cp,
         primary,
         backup,
@@ -113,6 +133,16 @@ async fn in_view(node: &Shoal, members: usize) -> Value {
         (status == StatusCode::OK && live == members && serving).then_some(group["view"].clone())
     })
     .await
+}
+
+/// Waits until `node` sees both nodes in the view, each serving its own
+/// primaries.
+async fn settled(node: &Shoal) {
+    eventually("the primaries are back with their nodes", || async {
+        let view = in_view(node, 2).await;
+        (view["moved"] == json!([])).then_some(())
+    })
+    .await;
 }
 
 async fn post(cp: &Control, who: &Session, path: &str, body: Value) -> (StatusCode, (), Value) {
@@ -256,13 +286,20 @@ async fn redis_clients_of_either_node_share_one_keyspace() {
     let counters = [url(&g.primary), url(&g.backup)].map(|url| {
         std::thread::spawn(move || {
             let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+            conn.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+                .unwrap();
             for _ in 0..200 {
-                let _: i64 = conn.incr("counter", 1).unwrap();
+                if let Err(e) = conn.incr::<_, _, i64>("counter", 1) {
+                    return Err(e.to_string());
+                }
             }
+            Ok(())
         })
     });
     for counter in counters {
-        counter.join().unwrap();
+        if let Err(e) = counter.join().unwrap() {
+            panic!("{e}\n{}\n{}", g.primary.stderr(), g.backup.stderr());
+        }
     }
     assert_eq!(on_backup.get::<_, i64>("counter").unwrap(), 400);
     // MULTI/EXEC through the backup.
@@ -380,36 +417,10 @@ async fn a_node_killed_under_writes_loses_nothing_and_comes_back_caught_up() {
     // Writes through both nodes, every acknowledgement recorded.
     let mut acked = Vec::new();
     let mut next = 0i64;
-    let write = |node: &Shoal, id: i64| {
-        let row = json!({"row": {"id": id, "note": format!("order {id}")}});
-        let (url, key) = (node.rest_url.clone(), key.clone());
-        async move {
-            let r = reqwest::Client::new()
-                .post(format!("{url}/0.1.0/shop/orders/pk-insert"))
-                .header("X-API-KEY", key)
-                .timeout(std::time::Duration::from_secs(10))
-                .json(&row)
-                .send()
-                .await;
-            match r {
-                Ok(r) if r.status() == StatusCode::OK => Ok(()),
-                // Retryable: the client tries again, here or on another node.
-                Ok(r) if r.status() == StatusCode::SERVICE_UNAVAILABLE => {
-                    Err(format!("503 {}", r.text().await.unwrap_or_default()))
-                }
-                Ok(r) => panic!(
-                    "write {id}: {} {}",
-                    r.status(),
-                    r.text().await.unwrap_or_default()
-                ),
-                Err(e) => Err(format!("connection: {e}")),
-            }
-        }
-    };
     for _ in 0..200 {
         next += 1;
         let via = if next % 2 == 0 { &primary } else { &backup };
-        if write(via, next).await.is_ok() {
+        if insert(via, &key, next).await {
             acked.push(next);
         }
     }
@@ -423,7 +434,7 @@ async fn a_node_killed_under_writes_loses_nothing_and_comes_back_caught_up() {
     let mut first_success = None;
     for _ in 0..2000 {
         next += 1;
-        if write(&survivor, next).await.is_ok() {
+        if insert(&survivor, &key, next).await {
             acked.push(next);
             first_success.get_or_insert(killed.elapsed());
             if acked.len() >= 400 {
@@ -454,8 +465,8 @@ async fn a_node_killed_under_writes_loses_nothing_and_comes_back_caught_up() {
         &["--node-id", &dead_id.to_string()],
         &[],
     );
-    in_view(&back, 2).await;
-    in_view(&survivor, 2).await;
+    settled(&back).await;
+    settled(&survivor).await;
     for &id in &acked {
         assert_eq!(
             read_note(&back, &key, id).await.1,
@@ -474,4 +485,168 @@ async fn a_node_killed_under_writes_loses_nothing_and_comes_back_caught_up() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(read_note(&survivor, &key, 1).await.1, json!("again"));
     assert_eq!(orders_memory(&back).await, orders_memory(&survivor).await);
+}
+
+/// Writes row `id` through `node`: whether it was acknowledged. Anything
+/// but an acknowledgement or a retryable refusal fails the test.
+async fn insert(node: &Shoal, key: &str, id: i64) -> bool {
+    let row = json!({"row": {"id": id, "note": format!("order {id}")}});
+    let r = reqwest::Client::new()
+        .post(format!("{}/0.1.0/shop/orders/pk-insert", node.rest_url))
+        .header("X-API-KEY", key)
+        .timeout(std::time::Duration::from_secs(10))
+        .json(&row)
+        .send()
+        .await;
+    match r {
+        Ok(r) if r.status() == StatusCode::OK => true,
+        Ok(r) if r.status() == StatusCode::SERVICE_UNAVAILABLE => {
+            println!("write {id} refused: {}", r.text().await.unwrap_or_default());
+            false
+        }
+        Ok(r) => panic!(
+            "write {id}: {} {}",
+            r.status(),
+            r.text().await.unwrap_or_default()
+        ),
+        Err(e) => {
+            println!("write {id} failed: {e:?}");
+            false
+        }
+    }
+}
+
+/// Every id in `acked` reads back from `node` as written.
+async fn all_there(node: &Shoal, key: &str, acked: &[i64]) {
+    for &id in acked {
+        assert_eq!(
+            read_note(node, key, id).await,
+            (StatusCode::OK, json!(format!("order {id}"))),
+            "acknowledged write {id}"
+        );
+    }
+}
+
+fn signal(node: &Shoal, which: &str) {
+    let status = std::process::Command::new("kill")
+        .args([which, &node.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test]
+async fn a_paused_primary_is_replaced_and_acknowledges_nothing_of_its_old_view() {
+    let g = group().await;
+    let (paused, survivor, key) = (&g.primary, &g.backup, &g.key);
+    let mut acked = Vec::new();
+    for id in 1..=100 {
+        let via = if id % 2 == 0 { paused } else { survivor };
+        assert!(
+            insert(via, key, id).await,
+            "write {id} before the pause\n{}\n{}",
+            paused.stderr(),
+            survivor.stderr()
+        );
+        acked.push(id);
+    }
+    signal(paused, "-STOP");
+    let stopped = std::time::Instant::now();
+    let mut id = 1000;
+    let took = loop {
+        id += 1;
+        if insert(survivor, key, id).await {
+            acked.push(id);
+            break stopped.elapsed();
+        }
+        assert!(stopped.elapsed() < GUARD, "the survivor never took over");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    println!("pause: first write on the survivor {took:?} after SIGSTOP");
+    for _ in 0..50 {
+        id += 1;
+        assert!(insert(survivor, key, id).await);
+        acked.push(id);
+    }
+    // Back from its pause, the old primary acknowledges nothing of its old
+    // view: a write through it is refused — or, once it is back in the
+    // view, acknowledged and on the survivor too.
+    signal(paused, "-CONT");
+    let mut through_old = Vec::new();
+    for _ in 0..20 {
+        id += 1;
+        if insert(paused, key, id).await {
+            through_old.push(id);
+        }
+    }
+    settled(paused).await;
+    settled(survivor).await;
+    all_there(survivor, key, &acked).await;
+    all_there(survivor, key, &through_old).await;
+    all_there(paused, key, &acked).await;
+    all_there(paused, key, &through_old).await;
+    assert_eq!(orders_memory(paused).await, orders_memory(survivor).await);
+}
+
+#[tokio::test]
+async fn across_a_partition_exactly_one_side_acknowledges_writes() {
+    let cuts = tempfile::tempdir().unwrap();
+    let cut = |id: u32| cuts.path().join(format!("cut-{id}"));
+    let g = group_with(|id| {
+        vec![(
+            "SHOAL_FAILPOINT_PEER_CUT".to_owned(),
+            cut(id).display().to_string(),
+        )]
+    })
+    .await;
+    let (a, b, key) = (&g.primary, &g.backup, &g.key);
+    let mut acked = Vec::new();
+    for id in 1..=50 {
+        assert!(insert(if id % 2 == 0 { a } else { b }, key, id).await);
+        acked.push(id);
+    }
+    // Cut the nodes off from each other; both still reach the arbitrator.
+    let a_id = if a.data_dir == g.dirs[0].path() { 1 } else { 2 };
+    std::fs::write(cut(a_id), b"").unwrap();
+    // Once the arbitrator has decided, one side serves and the other not.
+    let health = |node: &Shoal| {
+        let url = format!("{}/0.1.0/health", node.rest_url);
+        async move {
+            reqwest::get(url)
+                .await
+                .is_ok_and(|r| r.status() == StatusCode::OK)
+        }
+    };
+    let (winner, loser) = eventually("one side goes on", || async {
+        match (health(a).await, health(b).await) {
+            (true, false) if in_view(a, 1).await["members"].as_array().unwrap().len() == 1 => {
+                Some((a, b))
+            }
+            (false, true) if in_view(b, 1).await["members"].as_array().unwrap().len() == 1 => {
+                Some((b, a))
+            }
+            _ => None,
+        }
+    })
+    .await;
+    let mut id = 1000;
+    for _ in 0..30 {
+        id += 1;
+        assert!(
+            !insert(loser, key, id).await,
+            "the losing side acknowledged write {id}"
+        );
+        id += 1;
+        assert!(
+            insert(winner, key, id).await,
+            "the winning side refused write {id}"
+        );
+        acked.push(id);
+    }
+    // Healed: the losing side is caught up and both hold every write.
+    std::fs::remove_file(cut(a_id)).unwrap();
+    settled(a).await;
+    settled(b).await;
+    all_there(a, key, &acked).await;
+    all_there(b, key, &acked).await;
 }

@@ -86,8 +86,9 @@ pub async fn change(
     Body(asked): Body<ViewChange>,
 ) -> Result<(StatusCode, Json<View>), ApiError> {
     let members = known(&app, group).await?;
-    let strangers = (asked.remove.iter().chain(&asked.add)).any(|n| !members.contains(n));
-    if strangers || asked.remove.len() + asked.add.len() > members.len() {
+    let named = || asked.remove.iter().chain(&asked.add).chain(&asked.restore);
+    let strangers = named().any(|n| !members.contains(n));
+    if strangers || named().count() > members.len() {
         return Err(ApiError::invalid(
             "remove and add name nodes of the group, each once",
         ));
@@ -96,7 +97,8 @@ pub async fn change(
     let now = current(&app, key).await?;
     // A node may take itself out (to be caught up anew), or others out
     // while it stays in.
-    let leaves = asked.remove == [asked.node_id] && asked.add.is_empty();
+    let leaves =
+        asked.remove == [asked.node_id] && asked.add.is_empty() && asked.restore.is_empty();
     let asker_stays = !asked.remove.contains(&asked.node_id) || leaves;
     if now.number != asked.from || !now.members.contains(&asked.node_id) || !asker_stays {
         return Ok((StatusCode::CONFLICT, Json(now)));
@@ -117,6 +119,15 @@ pub async fn change(
         next = View {
             number: now.number,
             ..next.with(*joined)
+        };
+    }
+    for back in &asked.restore {
+        if !next.members.contains(back) {
+            return Ok((StatusCode::CONFLICT, Json(now)));
+        }
+        next = View {
+            number: now.number,
+            ..next.restored(*back)
         };
     }
     next.number = now.number + 1;

@@ -226,6 +226,18 @@ impl View {
         })
     }
 
+    /// The next view with `back`'s primaries served by `back` again.
+    pub fn restored(&self, back: NodeId) -> View {
+        View {
+            number: self.number + 1,
+            members: self.members.clone(),
+            moved: (self.moved.iter())
+                .copied()
+                .filter(|(from, _)| *from != back)
+                .collect(),
+        }
+    }
+
     /// The next view with `joined` live again (its primaries stay moved).
     pub fn with(&self, joined: NodeId) -> View {
         let mut members = self.members.clone();
@@ -254,6 +266,9 @@ pub struct ViewChange {
     pub remove: Vec<NodeId>,
     #[serde(default)]
     pub add: Vec<NodeId>,
+    /// Nodes of the view that serve their own primaries again.
+    #[serde(default)]
+    pub restore: Vec<NodeId>,
 }
 
 /// A node of a group and where it is reached.
@@ -456,6 +471,11 @@ mod tests {
         let v4 = v3.with(n2);
         assert_eq!(v4.members, vec![n1, n2]);
         assert_eq!(v4.primary(n2), Some(n1));
+        let v5 = v4.restored(n2);
+        assert_eq!(
+            (v5.number, v5.primary(n2), v5.primary(n3)),
+            (5, Some(n2), Some(n1))
+        );
         // Nothing is left without the last node.
         let alone = View {
             number: 9,

@@ -47,9 +47,9 @@ use crate::api::json::{
 use crate::cluster::Cluster;
 use crate::node::Engine;
 use crate::node::keys::ApiKey;
-use crate::tc::Table;
 use crate::tc::batch::{Batch, Outcome};
 use crate::tc::{Commit, Grant, Role, TcError};
+use crate::tc::{Database, Table};
 use crate::types::value::Value;
 
 /// Most operations in one batch or transaction.
@@ -432,17 +432,21 @@ async fn single(
         Ok(()) => {}
         Err(TcError::NotPrimary { primary, .. }) => {
             let path = format!("/0.1.0/{db}/{table_name}/{op}");
-            return forward(&state, primary, &path, &headers, body).await;
+            let dbs = [Arc::clone(&table.database)];
+            return forward(&state, &dbs, primary, &path, &headers, body).await;
         }
         Err(e) => return Err(e.into()),
     }
     outcome(&batch, 0, &answer).map(|body| Json(body).into_response())
 }
 
-/// Sends a request on to node `primary`, the primary of the database it
-/// writes, and answers what that node answers.
+/// Sends a request on to node `primary`, the primary of the databases
+/// `dbs` it writes, and answers what that node answers — or, if the view
+/// moves their primary elsewhere meanwhile (that node failed or paused), a
+/// retryable 503 at once: the request may or may not have been applied.
 async fn forward(
     state: &AppState,
+    dbs: &[Arc<Database>],
     primary: u32,
     path: &str,
     headers: &HeaderMap,
@@ -480,7 +484,21 @@ async fn forward(
             format!("data node {primary}, the database's primary, did not answer; retry"),
         )
     };
-    let answer = request.send().await.map_err(unavailable)?;
+    let moved = async {
+        while dbs.iter().all(|db| db.primary() == primary) {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    let answer = tokio::select! {
+        answer = request.send() => answer.map_err(unavailable)?,
+        () = moved => {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "PRIMARY_CHANGED",
+                format!("data node {primary} stopped being the database's primary while the request was with it; it may or may not have been applied, retry"),
+            ));
+        }
+    };
     let status = answer.status();
     let mut response = Response::builder().status(status.as_u16());
     for name in ["content-type", "retry-after", "www-authenticate"] {
@@ -625,11 +643,13 @@ async fn batch(
     }
     // A batch that only writes databases another node is the primary of
     // goes to that node whole.
-    let primaries: Vec<u32> = (groups.values())
-        .map(|g| g.batch.database().ok().flatten())
-        .map(|db| {
-            db.filter(|db| !db.is_primary_here())
-                .map_or(0, |db| db.primary())
+    let dbs: Vec<Arc<Database>> = (groups.values())
+        .filter_map(|g| g.batch.database().ok().flatten().cloned())
+        .collect();
+    let primaries: Vec<u32> = (dbs.iter())
+        .map(|db| match db.is_primary_here() {
+            true => 0,
+            false => db.primary(),
         })
         .collect();
     let all_resolved = entries.iter().all(Option::is_none);
@@ -638,7 +658,7 @@ async fn batch(
         && primaries.iter().all(|p| *p == primaries[0])
         && groups.values().all(|g| g.batch.has_writes())
     {
-        return forward(&state, primaries[0], "/0.1.0/batch", &headers, raw).await;
+        return forward(&state, &dbs, primaries[0], "/0.1.0/batch", &headers, raw).await;
     }
     for Group {
         grant,
@@ -711,7 +731,14 @@ async fn transaction(
     {
         Ok(()) => {}
         Err(TcError::NotPrimary { primary, .. }) => {
-            return forward(&state, primary, "/0.1.0/transaction", &headers, body).await;
+            let dbs: Vec<Arc<Database>> = batch
+                .database()
+                .ok()
+                .flatten()
+                .cloned()
+                .into_iter()
+                .collect();
+            return forward(&state, &dbs, primary, "/0.1.0/transaction", &headers, body).await;
         }
         Err(e) => return Err(e.into()),
     }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use tokio::io::BufReader;
 use tokio::net::TcpStream;
+use tokio::sync::mpsc;
 
 use super::frame::{self, Message};
 use super::{Cluster, catchup};
@@ -22,8 +23,15 @@ use crate::node::catalog::CatalogError;
 use crate::tc::Table;
 use crate::tc::batch::OperationError;
 
-/// Serves one connection a peer opened.
+/// Serves one connection a peer opened. Reading, heartbeats and writing
+/// run on the node's runtime, so that a peer hears this node is alive even
+/// while a worker syncs the redo log; the changes are applied, and
+/// acknowledged once durable, on an LDM worker's thread, whose own sync a
+/// backup's wait then shares.
 pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr) {
+    if super::cut_off() {
+        return;
+    }
     let (reader, mut writer) = stream.into_split();
     let mut reader = BufReader::new(reader);
     let mut buf = Vec::new();
@@ -36,7 +44,7 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
         }
     };
     if their_view > cluster.view().number {
-        cluster.refresh().await;
+        cluster.refresh_soon();
     }
     let welcome = Message::Welcome {
         node: cluster.me().0,
@@ -45,110 +53,162 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
     if frame::send(&mut writer, &welcome).await.is_err() {
         return;
     }
-    let mut backup = Backup {
-        cluster: &cluster,
-        from,
-        tables: HashMap::new(),
-    };
-    // Frames are applied as they come; each is acknowledged once this
-    // node's log is durable that far, so that its syncs overlap the
-    // applying of the frames after it (the backup's group commit).
-    let (answers, mut answered) = tokio::sync::mpsc::channel::<Answer>(ACKS_IN_FLIGHT);
-    let read = async move {
-        loop {
-            let message = match frame::read(&mut reader, &mut buf, frame::MAX_FRAME).await {
-                Ok(true) => frame::decode(&buf),
-                Ok(false) => return,
-                Err(e) => Err(e),
-            };
-            let answer = match message {
-                Ok(Message::Heartbeat { view }) => {
-                    if view > backup.cluster.view().number {
-                        backup.cluster.refresh().await;
-                    }
-                    Ok(Some(Answer::Alive))
-                }
-                Ok(Message::Join { node }) if node == from => {
-                    catchup::asked(backup.cluster, node).map(|()| Some(Answer::Joining))
-                }
-                Ok(Message::Table { id, database, def }) => {
-                    backup.table(id, &database, def).await.map(|()| None)
-                }
-                Ok(Message::Changes { last, records }) => {
-                    let records: Vec<&[u8]> = records.iter().map(|r| r.0).collect();
-                    (backup.apply(&records).await).map(|mark| Some(Answer::Applied(last, mark)))
-                }
-                Ok(other) => Err(format!("sent {other:?} on a stream")),
-                Err(e) => Err(e.to_string()),
-            };
-            let answer = match answer {
-                Ok(None) => continue,
-                Ok(Some(answer)) => answer,
-                Err(reason) => {
-                    tracing::warn!(peer = from, %reason, "refusing what a peer sent; closing the connection");
-                    Answer::Refused(reason)
-                }
-            };
-            let refused = matches!(answer, Answer::Refused(_));
-            if answers.send(answer).await.is_err() || refused {
-                return;
-            }
-        }
-    };
-    let tc = cluster.engine().tc();
-    let cluster = &cluster;
-    let acknowledge = async move {
-        let mut next = None;
-        loop {
-            let Some(answer) = next.take().or(answered.recv().await) else {
-                return;
-            };
-            let reply = match answer {
-                Answer::Applied(mut seq, mut mark) => {
-                    // Frames applied meanwhile are acknowledged together.
-                    while let Ok(more) = answered.try_recv() {
-                        match more {
-                            Answer::Applied(s, m) => (seq, mark) = (s, mark.max(m)),
-                            other => {
-                                next = Some(other);
-                                break;
-                            }
-                        }
-                    }
-                    match tc.wait_durable(mark).await {
-                        Ok(()) => Message::Applied { seq },
-                        Err(e) => Message::Refused {
-                            reason: e.to_string(),
-                        },
-                    }
-                }
-                Answer::Alive => Message::Alive {
-                    view: cluster.view().number,
-                    serving: cluster.serving(),
-                },
-                Answer::Joining => Message::Joining,
-                Answer::Refused(reason) => Message::Refused { reason },
-            };
+    let (replies, mut replying) = mpsc::channel::<Message<'static>>(ACKS_IN_FLIGHT);
+    let (work, working) = mpsc::channel::<Work>(ACKS_IN_FLIGHT);
+    let worker = usize::from(peer.port()) % cluster.engine().ldm_threads();
+    let applying = apply_on_worker(cluster.clone(), from, working, replies.clone());
+    cluster.engine().tc().spawn_on_worker(worker, applying);
+    let write = async move {
+        while let Some(reply) = replying.recv().await {
             let refused = matches!(reply, Message::Refused { .. });
             if frame::send(&mut writer, &reply).await.is_err() || refused {
                 return;
             }
         }
     };
-    tokio::join!(read, acknowledge);
+    let read = async {
+        loop {
+            let message = match frame::read(&mut reader, &mut buf, frame::MAX_FRAME).await {
+                Ok(true) if super::cut_off() => return,
+                Ok(true) => {
+                    // Whatever a peer sends says it is alive, as its answers
+                    // on this node's own link to it do.
+                    cluster.heard(from, true);
+                    frame::decode(&buf)
+                }
+                Ok(false) => return,
+                Err(e) => Err(e),
+            };
+            let (reply, next) = match message {
+                Ok(Message::Heartbeat { view }) => {
+                    if view > cluster.view().number {
+                        cluster.refresh_soon();
+                    }
+                    let alive = Message::Alive {
+                        view: cluster.view().number,
+                        serving: cluster.serving(),
+                    };
+                    (Some(alive), None)
+                }
+                Ok(Message::Join { node }) if node == from => {
+                    match catchup::asked(&cluster, node) {
+                        Ok(()) => (Some(Message::Joining), None),
+                        Err(reason) => (Some(Message::Refused { reason }), None),
+                    }
+                }
+                Ok(Message::Table { id, database, def }) => {
+                    (None, Some(Work::Table { id, database, def }))
+                }
+                Ok(Message::Changes { last, records }) => {
+                    let records = records.iter().map(|r| r.0.to_vec()).collect();
+                    (None, Some(Work::Changes { last, records }))
+                }
+                Ok(other) => (
+                    Some(Message::Refused {
+                        reason: format!("sent {other:?} on a stream"),
+                    }),
+                    None,
+                ),
+                Err(e) => (
+                    Some(Message::Refused {
+                        reason: e.to_string(),
+                    }),
+                    None,
+                ),
+            };
+            let refused = matches!(reply, Some(Message::Refused { .. }));
+            if let Some(reply) = reply
+                && replies.send(reply).await.is_err()
+            {
+                return;
+            }
+            if let Some(next) = next
+                && work.send(next).await.is_err()
+            {
+                return;
+            }
+            if refused {
+                return;
+            }
+        }
+    };
+    // Either ending ends the connection (the worker's part sees its
+    // channel close).
+    tokio::select! {
+        () = read => {}
+        () = write => {}
+    }
 }
 
-/// Most answers waiting to be sent.
+/// What the worker's part of a connection is given, in order.
+enum Work {
+    Table {
+        id: u32,
+        database: String,
+        def: shoal_wire::schema::TableDef,
+    },
+    Changes {
+        last: u64,
+        records: Vec<Vec<u8>>,
+    },
+}
+
+/// Applies a primary's stream in order and acknowledges it once durable:
+/// frames that arrive meanwhile are applied before the wait and
+/// acknowledged with it (the backup's group commit).
+async fn apply_on_worker(
+    cluster: Cluster,
+    from: u32,
+    mut working: mpsc::Receiver<Work>,
+    replies: mpsc::Sender<Message<'static>>,
+) {
+    let mut backup = Backup {
+        cluster: &cluster,
+        from,
+        tables: HashMap::new(),
+    };
+    let tc = cluster.engine().tc();
+    let refuse = |reason: String| {
+        tracing::warn!(peer = from, %reason, "refusing what a peer sent; closing the connection");
+        Message::Refused { reason }
+    };
+    while let Some(first) = working.recv().await {
+        let mut applied: Option<(u64, Mark)> = None;
+        let mut next = Some(first);
+        while let Some(item) = next.take() {
+            let done = match item {
+                Work::Table { id, database, def } => backup.table(id, &database, def).await,
+                Work::Changes { last, records } => {
+                    let records: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+                    backup.apply(&records).await.map(|mark| {
+                        applied = Some(match applied {
+                            Some((_, before)) => (last, before.max(mark)),
+                            None => (last, mark),
+                        });
+                    })
+                }
+            };
+            if let Err(reason) = done {
+                let _ = replies.send(refuse(reason)).await;
+                return;
+            }
+            next = working.try_recv().ok();
+        }
+        if let Some((seq, mark)) = applied {
+            let reply = match tc.wait_durable(mark).await {
+                Ok(()) => Message::Applied { seq },
+                Err(e) => refuse(e.to_string()),
+            };
+            let refused = matches!(reply, Message::Refused { .. });
+            if replies.send(reply).await.is_err() || refused {
+                return;
+            }
+        }
+    }
+}
+
+/// Most messages waiting, each way.
 const ACKS_IN_FLIGHT: usize = 64;
-
-/// What this node answers a message.
-enum Answer {
-    /// Applied up to this sequence number, durable once the log is that far.
-    Applied(u64, Mark),
-    Alive,
-    Joining,
-    Refused(String),
-}
 
 /// Reads the greeting: the node it comes from, if it is one of the group.
 async fn greet(

@@ -131,6 +131,14 @@ async fn catch_up(cluster: &Cluster, joiner: u32) -> Result<(u64, u64), String> 
             return Err("this node stopped serving".into());
         }
     }
+    // Commits wait for it from now on, and everything before is held by
+    // it, before the view says it is a replica: what this node has
+    // acknowledged is on it whatever happens next.
+    outbox.count(joiner);
+    let last = outbox.last();
+    while outbox.acked(joiner).is_some_and(|acked| acked < last) {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
     for _ in 0..10 {
         let view = cluster.propose(Vec::new(), vec![node]).await?;
         if view.members.contains(&node) {
@@ -220,6 +228,9 @@ pub(super) async fn rejoin(cluster: Cluster) {
 /// Asks `peer` whether it serves (`join` false) or to catch this node up
 /// (`join` true): whether it said yes.
 async fn ask(cluster: &Cluster, peer: &Member, join: bool) -> Result<bool, String> {
+    if super::cut_off() {
+        return Err("cut off (failpoint)".into());
+    }
     let connect = TcpStream::connect(&peer.peer_addr);
     let stream = tokio::time::timeout(Duration::from_millis(500), connect)
         .await
@@ -307,4 +318,67 @@ async fn wait_until_let_in(cluster: &Cluster, out_in: u64) {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Gives `node`, live in the view, back the primaries this node serves for
+/// it: stops taking their writes, waits until those under way are answered
+/// and `node` holds everything sent, then asks for the view that makes
+/// `node` their primary again. Nothing acknowledged is left behind.
+pub(super) fn give_back(cluster: &Cluster, node: u32) {
+    let mut busy = (cluster.inner.handing_back.lock()).unwrap_or_else(|e| e.into_inner());
+    if !busy.insert(node) {
+        return;
+    }
+    drop(busy);
+    cluster.apply_view();
+    let cluster = cluster.clone();
+    tokio::spawn(async move {
+        let started = Instant::now();
+        let done = hand_back(&cluster, node).await;
+        (cluster.inner.handing_back.lock())
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&node);
+        cluster.apply_view();
+        match done {
+            Ok(view) => tracing::info!(
+                node,
+                view,
+                took_ms = started.elapsed().as_millis() as u64,
+                "handed a node its primaries back"
+            ),
+            Err(e) => {
+                tracing::warn!(node, error = %e, "handing primaries back stopped; they stay here for now")
+            }
+        }
+    });
+}
+
+async fn hand_back(cluster: &Cluster, node: u32) -> Result<u64, String> {
+    const WITHIN: Duration = Duration::from_secs(5);
+    let started = Instant::now();
+    let databases: Vec<_> = (cluster.inner.engine.databases().into_iter())
+        .filter(|db| db.preferred_primary() == node)
+        .collect();
+    while databases.iter().any(|db| db.writes_in_flight() > 0) {
+        if started.elapsed() > WITHIN {
+            return Err("writes did not finish".into());
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let outbox = cluster.inner.engine.tc().workers().log().outbox();
+    let last = outbox.last();
+    loop {
+        match outbox.acked(node) {
+            Some(acked) if acked >= last => break,
+            Some(_) if started.elapsed() < WITHIN => {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            _ => return Err(format!("node {node} did not acknowledge the stream")),
+        }
+    }
+    let view = cluster.restore(NodeId(node)).await?;
+    if view.moved.iter().any(|(from, _)| from.0 == node) {
+        return Err(format!("the arbitrator kept view {}", view.number));
+    }
+    Ok(view.number)
 }

@@ -53,16 +53,27 @@ pub(crate) fn start(cluster: Cluster, to: Member) -> Handle {
     let addr = to.peer_addr.clone();
     let task = tokio::spawn(async move {
         let mut stopped = cluster.inner.stopped.clone();
-        let mut logged = false;
+        let mut down = false;
         loop {
-            let ended = tokio::select! {
+            let started = std::time::Instant::now();
+            let (ended, connected) = tokio::select! {
                 ended = run(&cluster, &to) => ended,
                 _ = stopped.wait_for(|s| *s) => return,
             };
+            // A connection that ended is opened again at once; a peer that
+            // cannot be connected to is dead (its port refuses) or cut off.
+            // A peer that is only slow is judged by its heartbeats.
+            if connected {
+                tracing::info!(peer = %to.node_id, reason = %ended, "link to a peer ended; reconnecting");
+                if started.elapsed() < RETRY_AFTER {
+                    tokio::time::sleep(RETRY_AFTER).await;
+                }
+                continue;
+            }
             cluster.heard(to.node_id.0, false);
-            if !logged {
-                tracing::warn!(backup = %to.node_id, addr = %to.peer_addr, reason = %ended, "link to a backup down; retrying");
-                logged = true;
+            if !down {
+                tracing::warn!(peer = %to.node_id, addr = %to.peer_addr, reason = %ended, "link to a peer down; retrying");
+                down = true;
             }
             tokio::time::sleep(RETRY_AFTER).await;
         }
@@ -70,15 +81,28 @@ pub(crate) fn start(cluster: Cluster, to: Member) -> Handle {
     Handle { addr, task }
 }
 
-/// One connection's life: why it ended.
-async fn run(cluster: &Cluster, to: &Member) -> String {
+/// One connection's life: why it ended, and whether it was connected and
+/// greeted at all.
+async fn run(cluster: &Cluster, to: &Member) -> (String, bool) {
+    match connect_and_send(cluster, to).await {
+        Ok(ended) => (ended, true),
+        Err(failed) => (failed, false),
+    }
+}
+
+/// Connects, greets, and sends until the connection ends (`Ok`: why), or
+/// why it could not connect (`Err`).
+async fn connect_and_send(cluster: &Cluster, to: &Member) -> Result<String, String> {
     let outbox = Arc::clone(cluster.inner.engine.tc().workers().log().outbox());
     let node = to.node_id.0;
+    if super::cut_off() {
+        return Err("cut off (failpoint)".into());
+    }
     let stream =
         match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&to.peer_addr)).await {
             Ok(Ok(stream)) => stream,
-            Ok(Err(e)) => return format!("connecting: {e}"),
-            Err(_) => return "connecting: timed out".into(),
+            Ok(Err(e)) => return Err(format!("connecting: {e}")),
+            Err(_) => return Err("connecting: timed out".into()),
         };
     let _ = stream.set_nodelay(true);
     let (reader, mut writer) = stream.into_split();
@@ -92,22 +116,22 @@ async fn run(cluster: &Cluster, to: &Member) -> String {
         secret: cluster.inner.secret.expose().as_bytes(),
     };
     if let Err(e) = frame::send(&mut writer, &hello).await {
-        return format!("greeting: {e}");
+        return Err(format!("greeting: {e}"));
     }
     let mut buf = Vec::new();
     match frame::read(&mut reader, &mut buf, frame::MAX_GREETING).await {
         Ok(true) => match frame::decode(&buf) {
             Ok(Message::Welcome { view, .. }) => {
                 if view > cluster.view().number {
-                    cluster.refresh().await;
+                    cluster.refresh_soon();
                 }
             }
-            Ok(Message::Refused { reason }) => return format!("refused: {reason}"),
-            Ok(other) => return format!("answered {other:?} to a greeting"),
-            Err(e) => return format!("greeting: {e}"),
+            Ok(Message::Refused { reason }) => return Err(format!("refused: {reason}")),
+            Ok(other) => return Err(format!("answered {other:?} to a greeting")),
+            Err(e) => return Err(format!("greeting: {e}")),
         },
-        Ok(false) => return "closed at the greeting".into(),
-        Err(e) => return format!("greeting: {e}"),
+        Ok(false) => return Err("closed at the greeting".into()),
+        Err(e) => return Err(format!("greeting: {e}")),
     }
     tracing::info!(peer = node, addr = %to.peer_addr, "link to a peer up");
     cluster.heard(node, true);
@@ -121,12 +145,15 @@ async fn run(cluster: &Cluster, to: &Member) -> String {
                 if matches!(read, Ok(true)) {
                     cluster.heard(node, true);
                 }
+                if super::cut_off() {
+                    return "cut off (failpoint)".into();
+                }
                 match read {
                     Ok(true) => match frame::decode(&buf) {
                         Ok(Message::Applied { seq }) => outbox.ack(node, seq),
                         Ok(Message::Alive { view, .. }) => {
                             if view > cluster.view().number {
-                                cluster.refresh().await;
+                                cluster.refresh_soon();
                             }
                         }
                         Ok(Message::Refused { reason }) => return format!("refused: {reason}"),
@@ -141,7 +168,7 @@ async fn run(cluster: &Cluster, to: &Member) -> String {
     };
     let ended = send_stream(cluster, &outbox, node, &mut writer).await;
     acks.abort();
-    ended
+    Ok(ended)
 }
 
 /// Sends the stream to `node` from where it has got to while it is a
@@ -157,6 +184,9 @@ async fn send_stream(
     let mut sent = outbox.acked(node).unwrap_or(0);
     let mut out = Vec::new();
     loop {
+        if super::cut_off() {
+            return "cut off (failpoint)".into();
+        }
         let changed = outbox.on_change();
         out.clear();
         match outbox.acked(node) {

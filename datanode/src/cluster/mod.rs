@@ -48,7 +48,8 @@ use self::arbiter::Arbiter;
 use crate::node::Engine;
 use crate::tc::Database;
 
-/// A peer not heard from for this long is suspected dead.
+/// A peer not heard from for this long is suspected dead. (A peer that is
+/// killed is found at once: its port refuses the link's reconnection.)
 pub(crate) const SUSPECT_AFTER: Duration = Duration::from_millis(400);
 /// How often a link with nothing to send says it is alive.
 pub(crate) const HEARTBEAT_EVERY: Duration = Duration::from_millis(100);
@@ -97,6 +98,10 @@ struct Inner {
     joined: AtomicBool,
     /// Nodes this node is catching up.
     catching_up: Mutex<HashSet<u32>>,
+    /// Nodes this node is handing their primaries back to.
+    handing_back: Mutex<HashSet<u32>>,
+    /// A fetch of the view from the arbitrator is under way.
+    refreshing: AtomicBool,
 }
 
 /// Why a group was refused.
@@ -138,6 +143,8 @@ impl Cluster {
                 heard: Mutex::default(),
                 joined: AtomicBool::new(false),
                 catching_up: Mutex::default(),
+                handing_back: Mutex::default(),
+                refreshing: AtomicBool::new(false),
             }),
         };
         if let Some(path) = &cluster.inner.file {
@@ -326,7 +333,15 @@ impl Cluster {
         } else {
             Vec::new()
         };
-        tc.workers().log().outbox().set_backups(&backups);
+        let outbox = tc.workers().log().outbox();
+        if serving {
+            outbox.unfence();
+        } else {
+            // A commit admitted before and made after this is never
+            // acknowledged: the view may go on without this node.
+            outbox.fence();
+        }
+        outbox.set_backups(&backups);
         for db in self.inner.engine.databases() {
             self.place(&db);
         }
@@ -344,6 +359,15 @@ impl Cluster {
             _ => (Some(preferred), true),
         };
         let primary = primary.unwrap_or(preferred);
+        // Primaries being handed back take no writes meanwhile; their
+        // node is their primary from then on.
+        let handing_back = (self.inner.handing_back.lock())
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&preferred.0);
+        if primary == me && handing_back {
+            db.set_primary(preferred.0, false);
+            return;
+        }
         db.set_primary(primary.0, serving && primary == me);
     }
 
@@ -381,6 +405,21 @@ impl Cluster {
         }
     }
 
+    /// Fetches the view from the arbitrator in the background (once at a
+    /// time): for a peer that says it knows a newer view. The transport's
+    /// readers never wait on the arbitrator, so a slow control plane never
+    /// stops a node hearing its peers.
+    pub(crate) fn refresh_soon(&self) {
+        if self.inner.refreshing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let cluster = self.clone();
+        tokio::spawn(async move {
+            cluster.refresh().await;
+            cluster.inner.refreshing.store(false, Ordering::Release);
+        });
+    }
+
     /// Asks the arbitrator to move the view on; takes what it answers.
     pub(crate) async fn propose(
         &self,
@@ -395,6 +434,24 @@ impl Cluster {
             from: group.view.number,
             remove,
             add,
+            restore: Vec::new(),
+        };
+        let view = arbiter.change(group.node_group, &change).await?;
+        self.set_view(view.clone());
+        Ok(view)
+    }
+
+    /// Asks the arbitrator to give `node` its primaries back.
+    pub(crate) async fn restore(&self, node: NodeId) -> Result<View, String> {
+        let (Some(arbiter), Some(group)) = (&self.inner.arbiter, self.group()) else {
+            return Err("no arbitrator".into());
+        };
+        let change = ViewChange {
+            node_id: self.inner.me,
+            from: group.view.number,
+            remove: Vec::new(),
+            add: Vec::new(),
+            restore: vec![node],
         };
         let view = arbiter.change(group.node_group, &change).await?;
         self.set_view(view.clone());
@@ -425,9 +482,26 @@ impl Cluster {
             let suspects = self.suspects(&group.view);
             if suspects.is_empty() {
                 undecided = None;
+                // Primaries of a live node of the view that this node
+                // serves go back to it.
+                for &(from, to) in &group.view.moved {
+                    if to == self.inner.me && group.view.members.contains(&from) {
+                        catchup::give_back(&self, from.0);
+                    }
+                }
                 continue;
             }
-            tracing::warn!(suspects = ?suspects.iter().map(|s| s.0).collect::<Vec<_>>(), view = group.view.number, "peers not heard from; asking the arbitrator");
+            let silent: Vec<(u32, u64, bool)> = {
+                let heard = self.inner.heard.lock().unwrap_or_else(|e| e.into_inner());
+                (suspects.iter())
+                    .filter_map(|s| {
+                        heard
+                            .get(&s.0)
+                            .map(|(at, up)| (s.0, at.elapsed().as_millis() as u64, *up))
+                    })
+                    .collect()
+            };
+            tracing::warn!(suspects = ?silent, view = group.view.number, "peers not heard from (node, ms silent, link up); asking the arbitrator");
             match self.propose(suspects, Vec::new()).await {
                 Ok(_) => undecided = None,
                 Err(e) => {
@@ -460,12 +534,7 @@ impl Cluster {
             match accepted {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    // On an LDM worker's thread, which syncs the redo log
-                    // for its own tasks before it parks: a backup's wait for
-                    // its log costs no hand-off to the log's writer thread.
-                    let worker = usize::from(peer.port()) % self.engine().ldm_threads();
-                    let serve = apply::serve(self.clone(), stream, peer);
-                    self.engine().tc().spawn_on_worker(worker, serve);
+                    tokio::spawn(apply::serve(self.clone(), stream, peer));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "accepting a peer connection failed");
@@ -492,4 +561,21 @@ fn write_durably(path: &std::path::Path, bytes: &[u8]) -> Result<(), (PathBuf, s
         Ok(())
     };
     write().map_err(|e| (path.to_path_buf(), e))
+}
+
+/// A partition, for tests: while the file `SHOAL_FAILPOINT_PEER_CUT` names
+/// exists, this node neither sends to nor takes anything from its peers
+/// (the control plane it still reaches). Only in builds with the `testing`
+/// feature; elsewhere never cut.
+pub(crate) fn cut_off() -> bool {
+    #[cfg(any(test, feature = "testing"))]
+    {
+        static PATH: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+        let path =
+            PATH.get_or_init(|| std::env::var_os("SHOAL_FAILPOINT_PEER_CUT").map(PathBuf::from));
+        if let Some(path) = path {
+            return path.exists();
+        }
+    }
+    false
 }

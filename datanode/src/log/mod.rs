@@ -26,7 +26,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwapOption;
 
 use redo::{LogFailed, Lsn, RedoLog};
-use ship::{NotReplicated, Outbox};
+use ship::{NotReplicated, Outbox, Shipped};
 
 /// Where committed changes go: the redo log once one is attached (nowhere
 /// while a node recovers, or for a node that keeps nothing), and the
@@ -42,7 +42,7 @@ pub(crate) struct ChangeLog {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Mark {
     pub(crate) lsn: Option<Lsn>,
-    pub(crate) shipped: Option<u64>,
+    pub(crate) shipped: Option<Shipped>,
 }
 
 impl Mark {
@@ -50,7 +50,10 @@ impl Mark {
     pub(crate) fn max(self, other: Mark) -> Mark {
         Mark {
             lsn: self.lsn.max(other.lsn),
-            shipped: self.shipped.max(other.shipped),
+            shipped: match (self.shipped, other.shipped) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            },
         }
     }
 }
@@ -102,7 +105,7 @@ impl ChangeLog {
     /// Waits until every backup holds everything up to `mark`.
     pub(crate) async fn wait_replicated(&self, mark: Mark) -> Result<(), NotReplicated> {
         match mark.shipped {
-            Some(seq) => self.outbox.wait(seq).await,
+            Some(shipped) => self.outbox.wait(shipped).await,
             None => Ok(()),
         }
     }

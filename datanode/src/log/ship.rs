@@ -30,6 +30,28 @@ pub(crate) const MAX_BEHIND: usize = 256 << 20;
 /// `NotReplicated` (a view change removes a dead backup well before).
 pub(crate) const REPLICATION_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// What `ship` answers a commit made while the node is fenced off: it is
+/// never acknowledged.
+const FENCED: u64 = u64::MAX;
+
+/// Where a commit is in the stream, and the fence epoch it was shipped in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Shipped {
+    pub(crate) seq: u64,
+    pub(crate) epoch: u64,
+}
+
+impl Shipped {
+    /// The later position and the earlier epoch: waiting for it waits for
+    /// both commits, and fails if either was shipped before a fence.
+    pub(crate) fn max(self, other: Shipped) -> Shipped {
+        Shipped {
+            seq: self.seq.max(other.seq),
+            epoch: self.epoch.min(other.epoch),
+        }
+    }
+}
+
 /// Records of the stream with their numbers.
 pub(crate) type Records = Vec<(u64, Arc<[u8]>)>;
 
@@ -45,8 +67,10 @@ pub struct NotReplicated(pub Arc<str>);
 struct Backup {
     node: u32,
     acked: u64,
-    /// In the view: commits wait for it.
+    /// Commits wait for it.
     counted: bool,
+    /// Catching up: kept whatever the view says until it is in it.
+    joining: bool,
 }
 
 #[derive(Debug, Default)]
@@ -58,6 +82,11 @@ struct State {
     records: VecDeque<(u64, Arc<[u8]>, Option<u32>)>,
     bytes: usize,
     backups: Vec<Backup>,
+    /// Out of the view: no commit can be replicated, none acknowledged.
+    fenced: bool,
+    /// Moved on each time the node is fenced off: a commit shipped before
+    /// is never acknowledged after.
+    epoch: u64,
 }
 
 impl State {
@@ -96,6 +125,9 @@ pub(crate) struct Outbox {
     appended: Notify,
     /// How far every backup holds the stream.
     held: watch::Sender<u64>,
+    /// `State::epoch`, for waiters to read without the state's lock (they
+    /// look inside the watch's lock, which `ack` takes inside the state's).
+    epoch: std::sync::atomic::AtomicU64,
 }
 
 impl Default for Outbox {
@@ -104,6 +136,7 @@ impl Default for Outbox {
             state: Mutex::default(),
             appended: Notify::new(),
             held: watch::Sender::new(0),
+            epoch: std::sync::atomic::AtomicU64::new(0),
         }
     }
 }
@@ -115,9 +148,15 @@ impl Outbox {
 
     /// Appends one commit's records: its sequence number, or `None` when
     /// there is no backup to wait for.
-    pub(crate) fn ship(&self, changes: &[u8]) -> Option<u64> {
+    pub(crate) fn ship(&self, changes: &[u8]) -> Option<Shipped> {
         let (seq, dropped) = {
             let mut state = self.state();
+            if state.fenced {
+                return Some(Shipped {
+                    seq: FENCED,
+                    epoch: state.epoch,
+                });
+            }
             if state.backups.is_empty() {
                 return None;
             }
@@ -137,7 +176,13 @@ impl Outbox {
                 Vec::new()
             };
             self.held.send_replace(state.held_by_all());
-            (seq, dropped)
+            (
+                Shipped {
+                    seq,
+                    epoch: state.epoch,
+                },
+                dropped,
+            )
         };
         for node in dropped {
             tracing::error!(
@@ -184,12 +229,13 @@ impl Outbox {
                     node,
                     acked,
                     counted: true,
+                    joining: false,
                 }
             })
             .collect();
         kept.extend(
             (state.backups.iter())
-                .filter(|b| !b.counted && !nodes.contains(&b.node))
+                .filter(|b| b.joining && !nodes.contains(&b.node))
                 .copied(),
         );
         state.backups = kept;
@@ -209,10 +255,20 @@ impl Outbox {
             node,
             acked: last,
             counted: false,
+            joining: true,
         });
         self.held.send_replace(state.held_by_all());
         drop(state);
         self.appended.notify_waiters();
+    }
+
+    /// Counts `node`, catching up, as a backup commits wait for.
+    pub(crate) fn count(&self, node: u32) {
+        let mut state = self.state();
+        for backup in state.backups.iter_mut().filter(|b| b.node == node) {
+            backup.counted = true;
+        }
+        self.held.send_replace(state.held_by_all());
     }
 
     /// Takes `node` out of the stream, counted or catching up.
@@ -278,11 +334,43 @@ impl Outbox {
         self.appended.notified()
     }
 
+    /// Fails every commit waiting now: this node is out of its group's
+    /// view, so what it committed may not be on the replicas that go on.
+    pub(crate) fn fence(&self) {
+        let mut state = self.state();
+        state.fenced = true;
+        state.epoch += 1;
+        self.epoch
+            .store(state.epoch, std::sync::atomic::Ordering::SeqCst);
+        self.held.send_replace(state.held_by_all());
+    }
+
+    /// In the view again: commits are replicated to its backups.
+    pub(crate) fn unfence(&self) {
+        self.state().fenced = false;
+    }
+
     /// Waits until every backup holds the stream up to `seq`.
-    pub(crate) async fn wait(&self, seq: u64) -> Result<(), NotReplicated> {
+    pub(crate) async fn wait(&self, shipped: Shipped) -> Result<(), NotReplicated> {
+        let Shipped { seq, epoch } = shipped;
+        if seq == FENCED {
+            return Err(NotReplicated(
+                "this node is out of its group's view: nothing it commits is acknowledged".into(),
+            ));
+        }
+        let fenced = || self.epoch.load(std::sync::atomic::Ordering::SeqCst) != epoch;
         let mut held = self.held.subscribe();
-        let reached = tokio::time::timeout(REPLICATION_TIMEOUT, held.wait_for(|&h| h >= seq));
-        match reached.await {
+        let reached = tokio::time::timeout(
+            REPLICATION_TIMEOUT,
+            held.wait_for(|&h| h >= seq || fenced()),
+        );
+        let reached = reached.await;
+        if fenced() {
+            return Err(NotReplicated(
+                "this node left its group's view before the replicas held it".into(),
+            ));
+        }
+        match reached {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(_)) => Err(NotReplicated("the stream was closed".into())),
             Err(_) => Err(NotReplicated(
@@ -311,8 +399,8 @@ mod tests {
     fn records_are_kept_until_every_backup_holds_them() {
         let outbox = Outbox::default();
         outbox.set_backups(&[2, 3]);
-        assert_eq!(outbox.ship(b"one"), Some(1));
-        assert_eq!(outbox.ship(b"two"), Some(2));
+        assert_eq!(outbox.ship(b"one").map(|s| s.seq), Some(1));
+        assert_eq!(outbox.ship(b"two").map(|s| s.seq), Some(2));
         let seqs = |(v, _): (Records, u64)| v.into_iter().map(|(s, _)| s).collect::<Vec<_>>();
         assert_eq!(seqs(outbox.after(2, 0, 1 << 20)), vec![1, 2]);
         assert_eq!(seqs(outbox.after(2, 1, 1 << 20)), vec![2]);
@@ -343,7 +431,7 @@ mod tests {
         let outbox = Outbox::default();
         outbox.set_backups(&[2]);
         outbox.catch_up(3);
-        let one = outbox.ship(b"commit").unwrap();
+        let one = outbox.ship(b"commit").unwrap().seq;
         let copy = outbox.ship_to(3, b"copied rows").unwrap();
         assert_eq!(outbox.ship_to(4, b"nobody"), None);
         outbox.ack(2, one);
@@ -360,11 +448,33 @@ mod tests {
         outbox.ack(3, one);
         outbox.set_backups(&[2, 3]);
         assert_eq!(outbox.acked(3), Some(one));
-        let next = outbox.ship(b"another").unwrap();
+        let next = outbox.ship(b"another").unwrap().seq;
         outbox.ack(2, next);
         assert_eq!(*outbox.held.borrow(), one, "now node 3 is waited for");
         outbox.remove(3);
         assert_eq!(*outbox.held.borrow(), next);
+    }
+
+    #[test]
+    fn a_commit_shipped_before_a_fence_is_never_acknowledged() {
+        crate::test_runtime().block_on(async {
+            let outbox = Outbox::default();
+            outbox.set_backups(&[2]);
+            let before = outbox.ship(b"x").unwrap();
+            // Out of the view: the backups go, which must not count as held.
+            outbox.fence();
+            outbox.set_backups(&[]);
+            assert!(outbox.wait(before).await.is_err());
+            let during = outbox.ship(b"y").unwrap();
+            assert!(outbox.wait(during).await.is_err());
+            // Back in the view: new commits are waited for as before.
+            outbox.unfence();
+            outbox.set_backups(&[2]);
+            let after = outbox.ship(b"z").unwrap();
+            outbox.ack(2, after.seq);
+            assert_eq!(outbox.wait(after).await, Ok(()));
+            assert!(outbox.wait(before).await.is_err(), "still never");
+        });
     }
 
     #[test]
@@ -373,7 +483,7 @@ mod tests {
         outbox.set_backups(&[2, 3]);
         let big = vec![0u8; MAX_BEHIND / 4 + 1];
         for _ in 0..3 {
-            let seq = outbox.ship(&big).unwrap();
+            let seq = outbox.ship(&big).unwrap().seq;
             outbox.ack(2, seq);
         }
         assert!(outbox.has_backup(3));
@@ -387,12 +497,12 @@ mod tests {
         crate::test_runtime().block_on(async {
             let outbox = Arc::new(Outbox::default());
             outbox.set_backups(&[2]);
-            let seq = outbox.ship(b"x").unwrap();
+            let shipped = outbox.ship(b"x").unwrap();
             let waiter = tokio::spawn({
                 let outbox = Arc::clone(&outbox);
-                async move { outbox.wait(seq).await }
+                async move { outbox.wait(shipped).await }
             });
-            outbox.ack(2, seq);
+            outbox.ack(2, shipped.seq);
             assert_eq!(waiter.await.unwrap(), Ok(()));
         });
     }

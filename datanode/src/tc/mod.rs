@@ -277,7 +277,10 @@ impl Tc {
             });
         }
         // A backup takes its database's changes from the primary alone.
-        if batch.has_writes() && !db.is_primary_here() {
+        // The write counts as in flight before the look, so that a primary
+        // handing the database on sees it (`Database::writes_in_flight`).
+        let writing = batch.has_writes().then(|| WriteInFlight::new(db));
+        if writing.is_some() && !db.is_primary_here() {
             return Err(TcError::NotPrimary {
                 database: db.name.to_string(),
                 primary: db.primary(),
@@ -319,6 +322,7 @@ impl Tc {
             db: Arc::clone(db),
             cost: batch.cost(),
             counted,
+            _writing: writing,
         };
         let cost = admitted.cost;
         if cost.reads > 0 {
@@ -602,6 +606,23 @@ pub(crate) struct Admitted {
     cost: batch::Cost,
     /// Counted in flight (the database has a limit on that).
     counted: bool,
+    _writing: Option<WriteInFlight>,
+}
+
+/// A write admitted and not yet answered, counted on its database.
+pub(crate) struct WriteInFlight(Arc<Database>);
+
+impl WriteInFlight {
+    fn new(db: &Arc<Database>) -> WriteInFlight {
+        db.writes_in_flight.fetch_add(1, Ordering::SeqCst);
+        WriteInFlight(Arc::clone(db))
+    }
+}
+
+impl Drop for WriteInFlight {
+    fn drop(&mut self) {
+        self.0.writes_in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Drop for Admitted {

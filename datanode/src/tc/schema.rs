@@ -3,7 +3,7 @@
 //! (`node::catalog`) makes them and finds them by name.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use arc_swap::ArcSwap;
 use shoal_quota::Quota;
@@ -48,6 +48,8 @@ pub struct Database {
     preferred: AtomicU32,
     primary: AtomicU32,
     primary_here: AtomicBool,
+    /// Writes admitted here and not yet answered.
+    pub(crate) writes_in_flight: AtomicU64,
 }
 
 impl Database {
@@ -59,7 +61,12 @@ impl Database {
     /// Whether this node is its primary: it takes writes, and sends them on
     /// to the backups.
     pub fn is_primary_here(&self) -> bool {
-        self.primary_here.load(Ordering::Acquire)
+        self.primary_here.load(Ordering::SeqCst)
+    }
+
+    /// Writes admitted and not yet answered.
+    pub(crate) fn writes_in_flight(&self) -> u64 {
+        self.writes_in_flight.load(Ordering::SeqCst)
     }
 
     /// The node of its group chosen to be its primary.
@@ -74,7 +81,7 @@ impl Database {
     /// Makes `primary` its primary, which is this node when `here`.
     pub(crate) fn set_primary(&self, primary: u32, here: bool) {
         self.primary.store(primary, Ordering::Release);
-        self.primary_here.store(here, Ordering::Release);
+        self.primary_here.store(here, Ordering::SeqCst);
     }
 
     /// DataMemory its fragments hold, in bytes.
@@ -145,6 +152,7 @@ impl Database {
             preferred: AtomicU32::new(0),
             primary: AtomicU32::new(0),
             primary_here: AtomicBool::new(true),
+            writes_in_flight: AtomicU64::new(0),
         }
     }
 }

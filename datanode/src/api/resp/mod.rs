@@ -180,6 +180,7 @@ fn relay_target(conn: &Conn, cluster: &Cluster) -> Option<relay::Target> {
     }
     let member = cluster.member(db.primary())?;
     Some(relay::Target {
+        db: std::sync::Arc::clone(db),
         addr: member.resp_addr,
         primary: db.primary(),
         database: db.name.to_string(),
