@@ -235,6 +235,13 @@ async fn serve_connection(
                             conn.execute_run(run, &buf, &commands).await;
                             start = end;
                             ran = true;
+                            // The view may have moved the database's primary.
+                            if let Some(target) = relay_target(&conn, cluster) {
+                                if flush(&mut stream, &mut conn.out, limits).await {
+                                    relay::relay(stream, target, &buf[start..]).await;
+                                }
+                                return;
+                            }
                         } else {
                             // A run of one: parse it again, as any command.
                             let _ = parser.parse(&buf[start..]);
