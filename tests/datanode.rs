@@ -196,7 +196,8 @@ async fn ndbinfo_follows_databases_and_tables_created_over_the_internal_api() {
             "ndbinfo.table_memory_usage",
             "ndbinfo.database_memory_usage",
             "ndbinfo.memoryusage",
-            "ndbinfo.database_quota_usage"
+            "ndbinfo.database_quota_usage",
+            "ndbinfo.nodes"
         ]
     );
 

@@ -260,6 +260,17 @@ async fn every_acknowledged_write_is_on_both_replicas_and_either_node_serves() {
     let memory = orders_memory(&g.primary).await;
     assert!(memory[2].as_u64().unwrap() > 0, "{memory}");
     assert_eq!(orders_memory(&g.backup).await, memory);
+    // ndbinfo.nodes: both started, in group 0; the primary serves every
+    // fragment of the group's one database, the backup none.
+    let p = g.primary.ndbinfo("nodes").await["rows"][0].clone();
+    let b = g.backup.ndbinfo("nodes").await["rows"][0].clone();
+    assert_eq!(
+        (&p[1], &p[2], &b[1], &b[2]),
+        (&json!(0), &json!("STARTED"), &json!(0), &json!("STARTED")),
+        "{p} {b}"
+    );
+    assert!(p[4].as_u64().unwrap() > 0, "{p}");
+    assert_eq!(b[4], json!(0), "{b}");
     drop(g.cp);
 }
 

@@ -403,10 +403,24 @@ async fn visible_rows(
         }
         // Node-wide figures say something of every tenant: admins only.
         if caller.is_admin() {
-            let memory = ndbinfo::MEMORY_USAGE;
-            out.entry(memory.name)
-                .or_default()
-                .extend(fetch(memory).await?);
+            for table in [ndbinfo::MEMORY_USAGE, ndbinfo::NODES] {
+                out.entry(table.name)
+                    .or_default()
+                    .extend(fetch(table).await?);
+            }
+        }
+    }
+    // The nodes registered that are not heard from are down.
+    if caller.is_admin() {
+        for node in nodes::all(app).await?.iter().filter(|n| !n.up(now)) {
+            let row = vec![
+                node.node_id.0.into(),
+                node.group().into(),
+                "DOWN".into(),
+                Cell::Null,
+                0u64.into(),
+            ];
+            out.entry(ndbinfo::NODES.name).or_default().push(row);
         }
     }
     Ok(out)

@@ -142,14 +142,31 @@ pub const DATABASE_QUOTA_USAGE: NdbinfoTable = NdbinfoTable {
     view: None,
 };
 
+/// The data nodes: each node's row of itself (`STARTED` once in its
+/// group's view, `STARTING` while it starts or catches up; the control
+/// plane adds `DOWN` for registered nodes it does not hear from), seconds
+/// since it started, and how many table fragments it is the primary of.
+pub const NODES: NdbinfoTable = NdbinfoTable {
+    name: "nodes",
+    columns: &[
+        int("node_id"),
+        int("node_group"),
+        text("status"),
+        int("uptime"),
+        int("primaries"),
+    ],
+    view: None,
+};
+
 /// Every ndbinfo table and view a data node serves today.
-pub const ALL: [NdbinfoTable; 6] = [
+pub const ALL: [NdbinfoTable; 7] = [
     TABLE_MAP,
     TABLE_MEMORY_USAGE_RAW,
     TABLE_MEMORY_USAGE,
     DATABASE_MEMORY_USAGE,
     MEMORY_USAGE,
     DATABASE_QUOTA_USAGE,
+    NODES,
 ];
 
 /// Looks a table up by name, with or without the `ndbinfo.` schema.

@@ -80,6 +80,7 @@ struct Inner {
     me: NodeId,
     /// New at every start: a backup tells a primary's restart by it.
     boot: u64,
+    started: Instant,
     engine: Engine,
     secret: ClusterSecret,
     /// Where the group is kept; none for a node without a data directory.
@@ -133,6 +134,7 @@ impl Cluster {
             inner: Arc::new(Inner {
                 me: engine.node_id(),
                 boot: u64::from_le_bytes(boot),
+                started: Instant::now(),
                 engine,
                 file,
                 arbiter: control_plane.map(|url| Arbiter::new(url, secret.clone())),
@@ -369,6 +371,26 @@ impl Cluster {
             return;
         }
         db.set_primary(primary.0, serving && primary == me);
+    }
+
+    /// This node's row of `ndbinfo.nodes`.
+    pub(crate) fn nodes_row(&self) -> Vec<shoal_wire::ndbinfo::Cell> {
+        let primaries: u64 = (self.inner.engine.tables().iter())
+            .filter(|t| t.database.is_primary_here())
+            .map(|t| u64::from(t.fragments()))
+            .sum();
+        let status = if self.serving() {
+            "STARTED"
+        } else {
+            "STARTING"
+        };
+        vec![
+            self.inner.me.0.into(),
+            self.group().map(|g| g.node_group).into(),
+            status.into(),
+            self.inner.started.elapsed().as_secs().into(),
+            primaries.into(),
+        ]
     }
 
     /// Notes that `peer` was heard from (or that its link is down).

@@ -41,6 +41,11 @@ pub(super) async fn rows(
             ),
         )
     })?;
+    if table == ndbinfo::NODES {
+        let mut rows = ndbinfo::Rows::new(table);
+        rows.rows.push(state.cluster.nodes_row());
+        return Ok(Json(rows));
+    }
     Ok(Json(
         crate::node::ndbinfo::rows(&state.engine, table).await?,
     ))
