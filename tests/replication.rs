@@ -471,11 +471,7 @@ async fn a_node_killed_under_writes_loses_nothing_and_comes_back_caught_up() {
         );
     }
     // Back on its own disk, the node is caught up and let into the view.
-    let back = cp.data_node_with(
-        dirs[(dead_id - 1) as usize].path(),
-        &["--node-id", &dead_id.to_string()],
-        &[],
-    );
+    let back = node(&cp, dead_id, dirs[(dead_id - 1) as usize].path(), &[]);
     settled(&back).await;
     settled(&survivor).await;
     for &id in &acked {
@@ -617,7 +613,7 @@ async fn across_a_partition_exactly_one_side_acknowledges_writes() {
         acked.push(id);
     }
     // Cut the nodes off from each other; both still reach the arbitrator.
-    let a_id = if a.data_dir == g.dirs[0].path() { 1 } else { 2 };
+    let a_id = id_of(a, &g.dirs);
     std::fs::write(cut(a_id), b"").unwrap();
     // Once the arbitrator has decided, one side serves and the other not.
     let health = |node: &Shoal| {
@@ -707,11 +703,7 @@ async fn twenty_kills_alternating_nodes_lose_no_acknowledged_write() {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
         // Back on its disk (as the demo's restart does), caught up.
-        let back = cp.data_node_with(
-            dirs[(id - 1) as usize].path(),
-            &["--node-id", &id.to_string()],
-            &[],
-        );
+        let back = node(&cp, id, dirs[(id - 1) as usize].path(), &[]);
         settled(&back).await;
         settled(survivor).await;
         nodes[dead] = Some(back);

@@ -484,11 +484,7 @@ async fn forward(
             format!("data node {primary}, the database's primary, did not answer; retry"),
         )
     };
-    let moved = async {
-        while dbs.iter().all(|db| db.primary() == primary) {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-    };
+    let moved = state.cluster.moved(dbs, primary);
     let answer = tokio::select! {
         answer = request.send() => answer.map_err(unavailable)?,
         () = moved => {

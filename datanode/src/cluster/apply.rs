@@ -43,18 +43,19 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
             return;
         }
     };
-    if their_view > cluster.view().number {
+    if their_view > cluster.view_number() {
         cluster.refresh_soon();
     }
     let welcome = Message::Welcome {
         node: cluster.me().0,
-        view: cluster.view().number,
+        view: cluster.view_number(),
     };
     if frame::send(&mut writer, &welcome).await.is_err() {
         return;
     }
     let (replies, mut replying) = mpsc::channel::<Message<'static>>(ACKS_IN_FLIGHT);
-    let (work, working) = mpsc::channel::<Work>(ACKS_IN_FLIGHT);
+    // Frames of tables and changes, in order, for the worker's part.
+    let (work, working) = mpsc::channel::<Vec<u8>>(ACKS_IN_FLIGHT);
     let worker = usize::from(peer.port()) % cluster.engine().ldm_threads();
     let applying = apply_on_worker(cluster.clone(), from, working, replies.clone());
     cluster.engine().tc().spawn_on_worker(worker, applying);
@@ -79,43 +80,33 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
                 Ok(false) => return,
                 Err(e) => Err(e),
             };
-            let (reply, next) = match message {
+            // Tables and changes go to the worker as the frame they came
+            // in (one buffer, decoded there again, which copies nothing).
+            let reply = match message {
                 Ok(Message::Heartbeat { view }) => {
-                    if view > cluster.view().number {
+                    if view > cluster.view_number() {
                         cluster.refresh_soon();
                     }
-                    let alive = Message::Alive {
-                        view: cluster.view().number,
+                    Some(Message::Alive {
+                        view: cluster.view_number(),
                         serving: cluster.serving(),
-                    };
-                    (Some(alive), None)
+                    })
                 }
                 Ok(Message::Join { node }) if node == from => {
                     match catchup::asked(&cluster, node) {
-                        Ok(()) => (Some(Message::Joining), None),
-                        Err(reason) => (Some(Message::Refused { reason }), None),
+                        Ok(()) => Some(Message::Joining),
+                        Err(reason) => Some(Message::Refused { reason }),
                     }
                 }
-                Ok(Message::Table { id, database, def }) => {
-                    (None, Some(Work::Table { id, database, def }))
-                }
-                Ok(Message::Changes { last, records }) => {
-                    let records = records.iter().map(|r| r.0.to_vec()).collect();
-                    (None, Some(Work::Changes { last, records }))
-                }
-                Ok(other) => (
-                    Some(Message::Refused {
-                        reason: format!("sent {other:?} on a stream"),
-                    }),
-                    None,
-                ),
-                Err(e) => (
-                    Some(Message::Refused {
-                        reason: e.to_string(),
-                    }),
-                    None,
-                ),
+                Ok(Message::Table { .. } | Message::Changes { .. }) => None,
+                Ok(other) => Some(Message::Refused {
+                    reason: format!("sent {other:?} on a stream"),
+                }),
+                Err(e) => Some(Message::Refused {
+                    reason: e.to_string(),
+                }),
             };
+            let next = reply.is_none().then(|| std::mem::take(&mut buf));
             let refused = matches!(reply, Some(Message::Refused { .. }));
             if let Some(reply) = reply
                 && replies.send(reply).await.is_err()
@@ -140,26 +131,13 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
     }
 }
 
-/// What the worker's part of a connection is given, in order.
-enum Work {
-    Table {
-        id: u32,
-        database: String,
-        def: shoal_wire::schema::TableDef,
-    },
-    Changes {
-        last: u64,
-        records: Vec<Vec<u8>>,
-    },
-}
-
 /// Applies a primary's stream in order and acknowledges it once durable:
 /// frames that arrive meanwhile are applied before the wait and
 /// acknowledged with it (the backup's group commit).
 async fn apply_on_worker(
     cluster: Cluster,
     from: u32,
-    mut working: mpsc::Receiver<Work>,
+    mut working: mpsc::Receiver<Vec<u8>>,
     replies: mpsc::Sender<Message<'static>>,
 ) {
     let mut backup = Backup {
@@ -175,11 +153,11 @@ async fn apply_on_worker(
     while let Some(first) = working.recv().await {
         let mut applied: Option<(u64, Mark)> = None;
         let mut next = Some(first);
-        while let Some(item) = next.take() {
-            let done = match item {
-                Work::Table { id, database, def } => backup.table(id, &database, def).await,
-                Work::Changes { last, records } => {
-                    let records: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+        while let Some(frame) = next.take() {
+            let done = match frame::decode(&frame) {
+                Ok(Message::Table { id, database, def }) => backup.table(id, &database, def).await,
+                Ok(Message::Changes { last, records }) => {
+                    let records: Vec<&[u8]> = records.iter().map(|r| r.0).collect();
                     backup.apply(&records).await.map(|mark| {
                         applied = Some(match applied {
                             Some((_, before)) => (last, before.max(mark)),
@@ -187,6 +165,8 @@ async fn apply_on_worker(
                         });
                     })
                 }
+                Ok(other) => Err(format!("sent {other:?} on a stream")),
+                Err(e) => Err(e.to_string()),
             };
             if let Err(reason) = done {
                 let _ = replies.send(refuse(reason)).await;
@@ -300,7 +280,7 @@ impl Backup<'_> {
                 return Err(format!(
                     "node {} sent changes of database '{database}', whose primary in view {} is node {}",
                     self.from,
-                    self.cluster.view().number,
+                    self.cluster.view_number(),
                     table.database.primary()
                 ));
             }
@@ -328,7 +308,7 @@ impl Backup<'_> {
                         "node {} is not the primary of database '{}' in view {}",
                         self.from,
                         table.database.name,
-                        self.cluster.view().number
+                        self.cluster.view_number()
                     ));
                 }
                 batch.push_change(table, &change)?;

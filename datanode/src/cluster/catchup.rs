@@ -38,18 +38,14 @@ pub(super) fn asked(cluster: &Cluster, joiner: u32) -> Result<(), String> {
     if !cluster.serving() {
         return Err("this node is not serving".into());
     }
-    let mut busy = (cluster.inner.catching_up.lock()).unwrap_or_else(|e| e.into_inner());
-    if !busy.insert(joiner) {
+    if !cluster.inner.catching_up.begin(joiner) {
         return Ok(()); // under way already
     }
-    drop(busy);
     let cluster = cluster.clone();
     tokio::spawn(async move {
         let started = Instant::now();
         let done = catch_up(&cluster, joiner).await;
-        (cluster.inner.catching_up.lock())
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&joiner);
+        cluster.inner.catching_up.end(joiner);
         match done {
             Ok((rows, bytes)) => {
                 let secs = started.elapsed().as_secs_f64();
@@ -184,7 +180,7 @@ pub(super) async fn rejoin(cluster: Cluster) {
                         }
                     }
                 }
-                let out_in = cluster.view().number;
+                let out_in = cluster.view_number();
                 if let Err(e) = empty_replicas(&cluster).await {
                     tracing::error!(error = %e, "could not empty this node's replicas");
                     return;
@@ -242,7 +238,7 @@ async fn ask(cluster: &Cluster, peer: &Member, join: bool) -> Result<bool, Strin
         node: cluster.me().0,
         group: cluster.group().map_or(0, |g| g.node_group),
         boot: cluster.inner.boot,
-        view: cluster.view().number,
+        view: cluster.view_number(),
         secret: cluster.inner.secret.expose().as_bytes(),
     };
     let question = match join {
@@ -250,7 +246,7 @@ async fn ask(cluster: &Cluster, peer: &Member, join: bool) -> Result<bool, Strin
             node: cluster.me().0,
         },
         false => Message::Heartbeat {
-            view: cluster.view().number,
+            view: cluster.view_number(),
         },
     };
     let exchange = async {
@@ -313,7 +309,7 @@ async fn wait_until_let_in(cluster: &Cluster, out_in: u64) {
                 .joined
                 .store(true, std::sync::atomic::Ordering::Release);
             cluster.apply_view();
-            tracing::info!(view = cluster.view().number, "caught up: in the view again");
+            tracing::info!(view = cluster.view_number(), "caught up: in the view again");
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -325,19 +321,15 @@ async fn wait_until_let_in(cluster: &Cluster, out_in: u64) {
 /// and `node` holds everything sent, then asks for the view that makes
 /// `node` their primary again. Nothing acknowledged is left behind.
 pub(super) fn give_back(cluster: &Cluster, node: u32) {
-    let mut busy = (cluster.inner.handing_back.lock()).unwrap_or_else(|e| e.into_inner());
-    if !busy.insert(node) {
+    if !cluster.inner.handing_back.begin(node) {
         return;
     }
-    drop(busy);
     cluster.apply_view();
     let cluster = cluster.clone();
     tokio::spawn(async move {
         let started = Instant::now();
         let done = hand_back(&cluster, node).await;
-        (cluster.inner.handing_back.lock())
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&node);
+        cluster.inner.handing_back.end(node);
         cluster.apply_view();
         match done {
             Ok(view) => tracing::info!(

@@ -112,7 +112,7 @@ async fn connect_and_send(cluster: &Cluster, to: &Member) -> Result<String, Stri
         node: cluster.me().0,
         group,
         boot: cluster.inner.boot,
-        view: cluster.view().number,
+        view: cluster.view_number(),
         secret: cluster.inner.secret.expose().as_bytes(),
     };
     if let Err(e) = frame::send(&mut writer, &hello).await {
@@ -122,7 +122,7 @@ async fn connect_and_send(cluster: &Cluster, to: &Member) -> Result<String, Stri
     match frame::read(&mut reader, &mut buf, frame::MAX_GREETING).await {
         Ok(true) => match frame::decode(&buf) {
             Ok(Message::Welcome { view, .. }) => {
-                if view > cluster.view().number {
+                if view > cluster.view_number() {
                     cluster.refresh_soon();
                 }
             }
@@ -152,7 +152,7 @@ async fn connect_and_send(cluster: &Cluster, to: &Member) -> Result<String, Stri
                     Ok(true) => match frame::decode(&buf) {
                         Ok(Message::Applied { seq }) => outbox.ack(node, seq),
                         Ok(Message::Alive { view, .. }) => {
-                            if view > cluster.view().number {
+                            if view > cluster.view_number() {
                                 cluster.refresh_soon();
                             }
                         }
@@ -221,7 +221,7 @@ async fn send_stream(
             .is_err()
         {
             let beat = Message::Heartbeat {
-                view: cluster.view().number,
+                view: cluster.view_number(),
             };
             if let Err(e) = frame::send(writer, &beat).await {
                 return format!("sending: {e}");

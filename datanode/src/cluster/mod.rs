@@ -98,11 +98,37 @@ struct Inner {
     /// since it was last out of it).
     joined: AtomicBool,
     /// Nodes this node is catching up.
-    catching_up: Mutex<HashSet<u32>>,
+    catching_up: UnderWay,
     /// Nodes this node is handing their primaries back to.
-    handing_back: Mutex<HashSet<u32>>,
+    handing_back: UnderWay,
     /// A fetch of the view from the arbitrator is under way.
     refreshing: AtomicBool,
+    /// Moved on each time the view has been acted on (primaries may have
+    /// moved): for requests and connections handed to a primary.
+    placed: watch::Sender<u64>,
+}
+
+/// The nodes some work is under way for: one at a time for each node.
+#[derive(Debug, Default)]
+struct UnderWay(Mutex<HashSet<u32>>);
+
+impl UnderWay {
+    fn nodes(&self) -> std::sync::MutexGuard<'_, HashSet<u32>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Marks `node`: false if it was already.
+    fn begin(&self, node: u32) -> bool {
+        self.nodes().insert(node)
+    }
+
+    fn end(&self, node: u32) {
+        self.nodes().remove(&node);
+    }
+
+    fn has(&self, node: u32) -> bool {
+        self.nodes().contains(&node)
+    }
 }
 
 /// Why a group was refused.
@@ -144,9 +170,10 @@ impl Cluster {
                 stopped,
                 heard: Mutex::default(),
                 joined: AtomicBool::new(false),
-                catching_up: Mutex::default(),
-                handing_back: Mutex::default(),
+                catching_up: UnderWay::default(),
+                handing_back: UnderWay::default(),
                 refreshing: AtomicBool::new(false),
+                placed: watch::Sender::new(0),
             }),
         };
         if let Some(path) = &cluster.inner.file {
@@ -246,19 +273,19 @@ impl Cluster {
         Ok(())
     }
 
-    /// Takes `group` as this node's (keeping the view it knows if that is
-    /// newer), links it to the others, and acts on the view.
-    fn adopt(&self, mut group: Group) {
-        if let Some(now) = self.group()
-            && now.view.number > group.view.number
-        {
-            group.view = now.view.clone();
-        }
+    /// Takes `group` as this node's, links it to the others, and takes its
+    /// view as any view told (`set_view`: only if newer).
+    fn adopt(&self, group: Group) {
         let others: Vec<Member> = (group.members.iter())
             .filter(|m| m.node_id != self.inner.me)
             .cloned()
             .collect();
-        self.inner.group.store(Some(Arc::new(group)));
+        let told = group.view.clone();
+        let known = self.group().map(|now| now.view.clone());
+        self.inner.group.store(Some(Arc::new(Group {
+            view: known.unwrap_or_default(),
+            ..group
+        })));
         let mut links = self.inner.links.lock().unwrap_or_else(|e| e.into_inner());
         let ids: Vec<u32> = others.iter().map(|m| m.node_id.0).collect();
         links.retain(|id, _| ids.contains(id));
@@ -270,7 +297,9 @@ impl Cluster {
             }
         }
         drop(links);
-        self.apply_view();
+        if !self.set_view(told) {
+            self.apply_view();
+        }
     }
 
     /// The view this node knows.
@@ -278,16 +307,23 @@ impl Cluster {
         self.group().map(|g| g.view.clone()).unwrap_or_default()
     }
 
-    /// Takes `view` if it is newer than the one this node knows.
-    pub(crate) fn set_view(&self, view: View) {
+    /// The number of the view this node knows.
+    pub(crate) fn view_number(&self) -> u64 {
+        self.inner
+            .group
+            .load()
+            .as_ref()
+            .map_or(0, |g| g.view.number)
+    }
+
+    /// Takes `view` if it is newer than the one this node knows, and acts
+    /// on it: whether it did.
+    pub(crate) fn set_view(&self, view: View) -> bool {
         let Some(group) = self.group() else {
-            return;
+            return false;
         };
-        if view.number <= group.view.number && view == group.view {
-            return;
-        }
-        if view.number < group.view.number {
-            return;
+        if view.number < group.view.number || view == group.view {
+            return false;
         }
         let was_in = group.view.members.contains(&self.inner.me);
         let is_in = view.members.contains(&self.inner.me);
@@ -302,6 +338,7 @@ impl Cluster {
         group.view = view;
         self.inner.group.store(Some(Arc::new(group)));
         self.apply_view();
+        true
     }
 
     /// Whether this node serves: not in a group of several, or let into
@@ -347,6 +384,17 @@ impl Cluster {
         for db in self.inner.engine.databases() {
             self.place(&db);
         }
+        self.inner.placed.send_modify(|n| *n += 1);
+    }
+
+    /// Waits until one of `dbs` no longer has node `primary` as its primary.
+    pub(crate) async fn moved(&self, dbs: &[Arc<Database>], primary: u32) {
+        let mut placed = self.inner.placed.subscribe();
+        while dbs.iter().all(|db| db.primary() == primary) {
+            if placed.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
     }
 
     /// Sets which node is `db`'s primary now, by the view.
@@ -363,10 +411,7 @@ impl Cluster {
         let primary = primary.unwrap_or(preferred);
         // Primaries being handed back take no writes meanwhile; their
         // node is their primary from then on.
-        let handing_back = (self.inner.handing_back.lock())
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(&preferred.0);
-        if primary == me && handing_back {
+        if primary == me && self.inner.handing_back.has(preferred.0) {
             db.set_primary(preferred.0, false);
             return;
         }
@@ -403,17 +448,16 @@ impl Cluster {
         entry.1 = up;
     }
 
-    /// The peers of `view` this node finds dead.
-    fn suspects(&self, view: &View) -> Vec<NodeId> {
+    /// The peers of `view` this node finds dead: each with how long it has
+    /// been silent and whether its link is up.
+    fn suspects(&self, view: &View) -> Vec<(NodeId, Duration, bool)> {
         let heard = self.inner.heard.lock().unwrap_or_else(|e| e.into_inner());
         (view.members.iter())
             .filter(|&&m| m != self.inner.me)
-            .filter(|m| {
-                heard
-                    .get(&m.0)
-                    .is_some_and(|(at, up)| !up || at.elapsed() > SUSPECT_AFTER)
+            .filter_map(|&m| {
+                let &(at, up) = heard.get(&m.0)?;
+                (!up || at.elapsed() > SUSPECT_AFTER).then(|| (m, at.elapsed(), up))
             })
-            .copied()
             .collect()
     }
 
@@ -513,18 +557,14 @@ impl Cluster {
                 }
                 continue;
             }
-            let silent: Vec<(u32, u64, bool)> = {
-                let heard = self.inner.heard.lock().unwrap_or_else(|e| e.into_inner());
-                (suspects.iter())
-                    .filter_map(|s| {
-                        heard
-                            .get(&s.0)
-                            .map(|(at, up)| (s.0, at.elapsed().as_millis() as u64, *up))
-                    })
-                    .collect()
-            };
+            let silent: Vec<(u32, u128, bool)> = (suspects.iter())
+                .map(|&(node, silent, up)| (node.0, silent.as_millis(), up))
+                .collect();
             tracing::warn!(suspects = ?silent, view = group.view.number, "peers not heard from (node, ms silent, link up); asking the arbitrator");
-            match self.propose(suspects, Vec::new()).await {
+            match self
+                .propose(suspects.iter().map(|s| s.0).collect(), Vec::new())
+                .await
+            {
                 Ok(_) => undecided = None,
                 Err(e) => {
                     let since = *undecided.get_or_insert_with(Instant::now);

@@ -18,6 +18,7 @@
 //! fragment's commits), but no commit waits for it until it is in the view.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -84,9 +85,6 @@ struct State {
     backups: Vec<Backup>,
     /// Out of the view: no commit can be replicated, none acknowledged.
     fenced: bool,
-    /// Moved on each time the node is fenced off: a commit shipped before
-    /// is never acknowledged after.
-    epoch: u64,
 }
 
 impl State {
@@ -125,9 +123,12 @@ pub(crate) struct Outbox {
     appended: Notify,
     /// How far every backup holds the stream.
     held: watch::Sender<u64>,
-    /// `State::epoch`, for waiters to read without the state's lock (they
-    /// look inside the watch's lock, which `ack` takes inside the state's).
-    epoch: std::sync::atomic::AtomicU64,
+    /// Moved on each time the node is fenced off: a commit shipped before
+    /// is never acknowledged after. Moved under the state's lock (so a
+    /// commit's epoch is the one it was shipped in); read without it by
+    /// waiters, who look inside the watch's lock, which `ack` takes inside
+    /// the state's.
+    epoch: AtomicU64,
 }
 
 impl Default for Outbox {
@@ -136,7 +137,7 @@ impl Default for Outbox {
             state: Mutex::default(),
             appended: Notify::new(),
             held: watch::Sender::new(0),
-            epoch: std::sync::atomic::AtomicU64::new(0),
+            epoch: AtomicU64::new(0),
         }
     }
 }
@@ -154,7 +155,7 @@ impl Outbox {
             if state.fenced {
                 return Some(Shipped {
                     seq: FENCED,
-                    epoch: state.epoch,
+                    epoch: self.epoch.load(Ordering::SeqCst),
                 });
             }
             if state.backups.is_empty() {
@@ -179,7 +180,7 @@ impl Outbox {
             (
                 Shipped {
                     seq,
-                    epoch: state.epoch,
+                    epoch: self.epoch.load(Ordering::SeqCst),
                 },
                 dropped,
             )
@@ -339,9 +340,7 @@ impl Outbox {
     pub(crate) fn fence(&self) {
         let mut state = self.state();
         state.fenced = true;
-        state.epoch += 1;
-        self.epoch
-            .store(state.epoch, std::sync::atomic::Ordering::SeqCst);
+        self.epoch.fetch_add(1, Ordering::SeqCst);
         self.held.send_replace(state.held_by_all());
     }
 
@@ -358,7 +357,7 @@ impl Outbox {
                 "this node is out of its group's view: nothing it commits is acknowledged".into(),
             ));
         }
-        let fenced = || self.epoch.load(std::sync::atomic::Ordering::SeqCst) != epoch;
+        let fenced = || self.epoch.load(Ordering::SeqCst) != epoch;
         let mut held = self.held.subscribe();
         let reached = tokio::time::timeout(
             REPLICATION_TIMEOUT,

@@ -181,6 +181,7 @@ fn relay_target(conn: &Conn, cluster: &Cluster) -> Option<relay::Target> {
     let member = cluster.member(db.primary())?;
     Some(relay::Target {
         db: std::sync::Arc::clone(db),
+        cluster: cluster.clone(),
         addr: member.resp_addr,
         primary: db.primary(),
         database: db.name.to_string(),
@@ -235,13 +236,6 @@ async fn serve_connection(
                             conn.execute_run(run, &buf, &commands).await;
                             start = end;
                             ran = true;
-                            // The view may have moved the database's primary.
-                            if let Some(target) = relay_target(&conn, cluster) {
-                                if flush(&mut stream, &mut conn.out, limits).await {
-                                    relay::relay(stream, target, &buf[start..]).await;
-                                }
-                                return;
-                            }
                         } else {
                             // A run of one: parse it again, as any command.
                             let _ = parser.parse(&buf[start..]);
@@ -254,12 +248,15 @@ async fn serve_connection(
                             let _ = stream.write_all(&conn.out.buf).await;
                             return;
                         }
-                        if let Some(target) = relay_target(&conn, cluster) {
-                            if flush(&mut stream, &mut conn.out, limits).await {
-                                relay::relay(stream, target, &buf[start..]).await;
-                            }
-                            return;
+                    }
+                    // Authenticated to a database another node is the
+                    // primary of (or the view has just made it so): the
+                    // rest of the connection goes to that node.
+                    if let Some(target) = relay_target(&conn, cluster) {
+                        if flush(&mut stream, &mut conn.out, limits).await {
+                            relay::relay(stream, target, &buf[start..]).await;
                         }
+                        return;
                     }
                     if conn.out.buf.len() >= FLUSH_AT
                         && !flush(&mut stream, &mut conn.out, limits).await

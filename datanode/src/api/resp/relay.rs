@@ -14,6 +14,7 @@ const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 /// Where and how to hand a connection on.
 pub(super) struct Target {
     pub(super) db: std::sync::Arc<crate::tc::Database>,
+    pub(super) cluster: crate::cluster::Cluster,
     pub(super) addr: String,
     pub(super) primary: u32,
     pub(super) database: String,
@@ -94,12 +95,7 @@ pub(super) async fn relay(mut client: TcpStream, target: Target, pending: &[u8])
     // Once the view moves the database's primary (that node failed or
     // paused), the connection is closed: the client reconnects, and is
     // handed to the new primary or served here.
-    let db = target.db;
-    let moved = async {
-        while db.primary() == target.primary {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-    };
+    let moved = (target.cluster).moved(std::slice::from_ref(&target.db), target.primary);
     tokio::select! {
         _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {}
         () = moved => {}
