@@ -237,7 +237,6 @@ async fn ask(cluster: &Cluster, peer: &Member, join: bool) -> Result<bool, Strin
     let hello = Message::Hello {
         node: cluster.me().0,
         group: cluster.group().map_or(0, |g| g.node_group),
-        boot: cluster.inner.boot,
         view: cluster.view_number(),
         secret: cluster.inner.secret.expose().as_bytes(),
     };

@@ -25,8 +25,6 @@ pub(crate) enum Message<'a> {
     Hello {
         node: u32,
         group: u32,
-        /// This start of the sending node.
-        boot: u64,
         view: u64,
         #[serde(borrow, with = "serde_bytes")]
         secret: &'a [u8],
@@ -150,7 +148,6 @@ mod tests {
             Message::Hello {
                 node: 2,
                 group: 0,
-                boot: 7,
                 view: 3,
                 secret: b"s3cret",
             },

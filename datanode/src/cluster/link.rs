@@ -111,7 +111,6 @@ async fn connect_and_send(cluster: &Cluster, to: &Member) -> Result<String, Stri
     let hello = Message::Hello {
         node: cluster.me().0,
         group,
-        boot: cluster.inner.boot,
         view: cluster.view_number(),
         secret: cluster.inner.secret.expose().as_bytes(),
     };

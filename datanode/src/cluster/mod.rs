@@ -78,8 +78,6 @@ pub(crate) struct Cluster {
 #[derive(Debug)]
 struct Inner {
     me: NodeId,
-    /// New at every start: a backup tells a primary's restart by it.
-    boot: u64,
     started: Instant,
     engine: Engine,
     secret: ClusterSecret,
@@ -153,13 +151,10 @@ impl Cluster {
         control_plane: Option<&str>,
         stopped: watch::Receiver<bool>,
     ) -> Result<Cluster, GroupError> {
-        let mut boot = [0u8; 8];
-        getrandom::fill(&mut boot).expect("the OS random source works");
         let file = data_dir.map(|dir| dir.join(GROUP_FILE));
         let cluster = Cluster {
             inner: Arc::new(Inner {
                 me: engine.node_id(),
-                boot: u64::from_le_bytes(boot),
                 started: Instant::now(),
                 engine,
                 file,
