@@ -95,42 +95,9 @@ pub async fn change(
     }
     let key = i64::from(group);
     let now = current(&app, key).await?;
-    // A node may take itself out (to be caught up anew), or others out
-    // while it stays in.
-    let leaves =
-        asked.remove == [asked.node_id] && asked.add.is_empty() && asked.restore.is_empty();
-    let asker_stays = !asked.remove.contains(&asked.node_id) || leaves;
-    if now.number != asked.from || !now.members.contains(&asked.node_id) || !asker_stays {
+    let Some(next) = now.change(&asked, &members) else {
         return Ok((StatusCode::CONFLICT, Json(now)));
-    }
-    let mut next = now.clone();
-    for gone in &asked.remove {
-        if next.members.contains(gone) {
-            next = match next.without(*gone, &members) {
-                Some(view) => View {
-                    number: now.number,
-                    ..view
-                },
-                None => return Ok((StatusCode::CONFLICT, Json(now))),
-            };
-        }
-    }
-    for joined in &asked.add {
-        next = View {
-            number: now.number,
-            ..next.with(*joined)
-        };
-    }
-    for back in &asked.restore {
-        if !next.members.contains(back) {
-            return Ok((StatusCode::CONFLICT, Json(now)));
-        }
-        next = View {
-            number: now.number,
-            ..next.restored(*back)
-        };
-    }
-    next.number = now.number + 1;
+    };
     // Granted only if no other change came first.
     let stored = sqlx::query(
         "UPDATE group_views SET number = $1, members = $2, moved = $3, changed_at = $4 \

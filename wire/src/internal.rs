@@ -173,7 +173,7 @@ pub struct Group {
 /// arbitrator, moves a view on (one number at a time), so two nodes that
 /// cannot reach each other can never both be told they go on; a node acts
 /// only on the newest view it knows and refuses a peer of an older one.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct View {
     pub number: u64,
@@ -236,6 +236,38 @@ impl View {
                 .filter(|(from, _)| *from != back)
                 .collect(),
         }
+    }
+
+    /// The arbitrator's rule, with `self` the current view of a group of
+    /// `group` (node-id order): the next view if `asked` is granted,
+    /// `None` if it is refused. Granted only from the current view, to a
+    /// node in it that stays in it, or that only takes itself out; a node
+    /// added keeps its primaries moved until restored, and only a member
+    /// has its primaries restored.
+    pub fn change(&self, asked: &ViewChange, group: &[NodeId]) -> Option<View> {
+        let leaves =
+            asked.remove == [asked.node_id] && asked.add.is_empty() && asked.restore.is_empty();
+        let asker_stays = !asked.remove.contains(&asked.node_id) || leaves;
+        if self.number != asked.from || !self.members.contains(&asked.node_id) || !asker_stays {
+            return None;
+        }
+        let mut next = self.clone();
+        for &gone in &asked.remove {
+            if next.members.contains(&gone) {
+                next = next.without(gone, group)?;
+            }
+        }
+        for &joined in &asked.add {
+            next = next.with(joined);
+        }
+        for &back in &asked.restore {
+            if !next.members.contains(&back) {
+                return None;
+            }
+            next = next.restored(back);
+        }
+        next.number = self.number + 1;
+        Some(next)
     }
 
     /// The next view with `joined` live again (its primaries stay moved).

@@ -93,8 +93,8 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
                     })
                 }
                 Ok(Message::Join { node }) if node == from => {
-                    match catchup::asked(&cluster, node) {
-                        Ok(()) => Some(Message::Joining),
+                    match catchup::asked(&cluster, node).await {
+                        Ok(view) => Some(Message::Joining { view }),
                         Err(reason) => Some(Message::Refused { reason }),
                     }
                 }

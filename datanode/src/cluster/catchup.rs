@@ -33,19 +33,51 @@ use super::{ALONE_AFTER, Cluster};
 /// catch it up, before it asks again.
 const LET_IN_WITHIN: Duration = Duration::from_secs(600);
 
+/// How often a node waiting to be let in checks that its helper serves.
+const HELPER_CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// A node being caught up that takes nothing of the stream for this long
+/// is given up on (its commits would wait for it once it is counted).
+const STALLED_AFTER: Duration = Duration::from_secs(5);
+
+/// The bytes of the stream a copy step waits below.
+const PACE_BYTES: usize = 32 << 20;
+
 /// `S`'s side: node `joiner` asks to be caught up.
-pub(super) fn asked(cluster: &Cluster, joiner: u32) -> Result<(), String> {
+/// The view the run starts from: only a later one lets `joiner` in.
+pub(super) async fn asked(cluster: &Cluster, joiner: u32) -> Result<u64, String> {
     if !cluster.serving() {
         return Err("this node is not serving".into());
     }
-    if !cluster.inner.catching_up.begin(joiner) {
-        return Ok(()); // under way already
-    }
+    // A node that asks again has emptied its replicas again: what a run
+    // under way copied to it is gone, so that run stops and this one
+    // starts over — once the run's request to let the node in, if it is
+    // making one, is answered (the node leaves a view that let it in).
+    let (run, from) = {
+        let _admitting = cluster.inner.catching_up.admitting.lock().await;
+        let run = cluster.inner.catching_up.start(joiner);
+        // Out of the view first (an earlier run may have let it in): only
+        // a view after this one, which adds it, lets it in.
+        let node = NodeId(joiner);
+        if cluster.view().members.contains(&node) {
+            let view = cluster.propose(vec![node], Vec::new()).await?;
+            if view.members.contains(&node) || !cluster.serving() {
+                cluster.inner.catching_up.end(joiner, run);
+                return Err(format!(
+                    "the arbitrator kept node {joiner} in view {}",
+                    view.number
+                ));
+            }
+        }
+        (run, cluster.view_number())
+    };
     let cluster = cluster.clone();
     tokio::spawn(async move {
         let started = Instant::now();
-        let done = catch_up(&cluster, joiner).await;
-        cluster.inner.catching_up.end(joiner);
+        let done = catch_up(&cluster, joiner, run).await;
+        if !cluster.inner.catching_up.end(joiner, run) {
+            return; // superseded: the run after it owns the stream's place
+        }
         match done {
             Ok((rows, bytes)) => {
                 let secs = started.elapsed().as_secs_f64();
@@ -71,32 +103,52 @@ pub(super) fn asked(cluster: &Cluster, joiner: u32) -> Result<(), String> {
             }
         }
     });
-    Ok(())
+    Ok(from)
 }
 
 /// Steps 1 to 4 above: the rows and bytes copied.
-async fn catch_up(cluster: &Cluster, joiner: u32) -> Result<(u64, u64), String> {
+async fn catch_up(cluster: &Cluster, joiner: u32, run: u64) -> Result<(u64, u64), String> {
     let node = NodeId(joiner);
-    if cluster.view().members.contains(&node) {
-        let view = cluster.propose(vec![node], Vec::new()).await?;
-        if view.members.contains(&node) || !cluster.serving() {
-            return Err(format!(
-                "the arbitrator kept node {joiner} in view {}",
-                view.number
-            ));
+    // A node that stops serving, even for a moment (its stream is fenced),
+    // may have skipped databases it was then no primary of; a run
+    // superseded must not touch the stream again: every step checks.
+    let outbox = cluster.inner.engine.tc().workers().log().outbox();
+    let epoch = outbox.epoch();
+    let serving = || {
+        if !cluster.inner.catching_up.current(joiner, run) {
+            return Err("superseded by a newer request of the node".to_owned());
         }
+        if !cluster.serving() || outbox.epoch() != epoch {
+            return Err("this node stopped serving".to_owned());
+        }
+        Ok(())
+    };
+    serving()?;
+    if cluster.view().members.contains(&node) {
+        return Err(format!("node {joiner} is in the view again"));
     }
     let tc = cluster.inner.engine.tc();
-    let outbox = tc.workers().log().outbox();
+    serving()?;
     outbox.catch_up(joiner);
     let (mut rows, mut bytes) = (0u64, 0u64);
     for table in cluster.inner.engine.tables() {
+        serving()?;
         if !table.database.is_primary_here() {
             continue;
         }
         for &place in &table.fragments {
             let mut from = 0;
             loop {
+                // Paced by what J has taken: the stream stays far from
+                // its bound, so J is never dropped for being behind.
+                while outbox.bytes() > PACE_BYTES {
+                    serving()?;
+                    if !outbox.has_backup(joiner) {
+                        return Err(format!("node {joiner} fell out of the stream"));
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                serving()?;
                 let step = (tc.workers().copy(table.id, place, from, joiner).await)
                     .map_err(|e| e.to_string())?;
                 // The table was dropped meanwhile: its drop reaches J too.
@@ -116,35 +168,50 @@ async fn catch_up(cluster: &Cluster, joiner: u32) -> Result<(u64, u64), String> 
         }
     }
     // J holds everything up to here once it acknowledges it.
-    let end = outbox.last();
-    loop {
-        match outbox.acked(joiner) {
-            Some(acked) if acked >= end => break,
-            Some(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            None => return Err(format!("node {joiner} fell out of the stream")),
-        }
-        if !cluster.serving() {
-            return Err("this node stopped serving".into());
-        }
-    }
+    held_to(cluster, joiner, outbox.last(), &serving).await?;
     // Commits wait for it from now on, and everything before is held by
     // it, before the view says it is a replica: what this node has
     // acknowledged is on it whatever happens next.
     outbox.count(joiner);
-    let last = outbox.last();
-    while outbox.acked(joiner).is_some_and(|acked| acked < last) {
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    held_to(cluster, joiner, outbox.last(), &serving).await?;
     for _ in 0..10 {
+        let _admitting = cluster.inner.catching_up.admitting.lock().await;
+        serving()?;
         let view = cluster.propose(Vec::new(), vec![node]).await?;
         if view.members.contains(&node) {
             return Ok((rows, bytes));
         }
-        if !cluster.serving() {
-            return Err(format!("this node is out of view {}", view.number));
-        }
     }
     Err("the arbitrator would not let the node in".into())
+}
+
+/// Waits until `joiner` holds the stream up to `seq`, while `going` says
+/// the catching up goes on; gives up if it falls out of the stream or
+/// takes nothing for `STALLED_AFTER`.
+async fn held_to(
+    cluster: &Cluster,
+    joiner: u32,
+    seq: u64,
+    going: &impl Fn() -> Result<(), String>,
+) -> Result<(), String> {
+    let outbox = cluster.inner.engine.tc().workers().log().outbox();
+    let mut progress = (0, Instant::now());
+    loop {
+        going()?;
+        match outbox.acked(joiner) {
+            Some(acked) if acked >= seq => return Ok(()),
+            Some(acked) if acked > progress.0 => progress = (acked, Instant::now()),
+            Some(_) if progress.1.elapsed() > STALLED_AFTER => {
+                return Err(format!(
+                    "node {joiner} took nothing for {} s",
+                    STALLED_AFTER.as_secs()
+                ));
+            }
+            Some(_) => {}
+            None => return Err(format!("node {joiner} fell out of the stream")),
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
 }
 
 /// `J`'s side: brings this node back into its view, or gives up for now
@@ -166,7 +233,7 @@ pub(super) async fn rejoin(cluster: Cluster) {
             .cloned()
             .collect();
         for peer in &peers {
-            if let Ok(true) = ask(&cluster, peer, false).await {
+            if let Ok((true, _)) = ask(&cluster, peer, false).await {
                 tracing::info!(peer = %peer.node_id, view = view.number, "a live peer: leaving the view, emptying this node's replicas and asking to be caught up");
                 // Out of the view first, so that the view that lets it in
                 // again can only be the one its catching up ends with.
@@ -180,18 +247,25 @@ pub(super) async fn rejoin(cluster: Cluster) {
                         }
                     }
                 }
-                let out_in = cluster.view_number();
+                // Its disk is no replica the group can go on from until it
+                // is let in again (it never goes on alone meanwhile).
+                if let Err(e) = cluster.mark_emptied(true) {
+                    tracing::error!(error = %e, "could not mark this node's replicas emptied");
+                    return;
+                }
                 if let Err(e) = empty_replicas(&cluster).await {
                     tracing::error!(error = %e, "could not empty this node's replicas");
                     return;
                 }
-                if let Ok(true) = ask(&cluster, peer, true).await {
-                    wait_until_let_in(&cluster, out_in).await;
+                // Only a view after the one its helper's run starts from
+                // lets it in: not one an earlier run, superseded, made.
+                if let Ok((true, from)) = ask(&cluster, peer, true).await {
+                    wait_until_let_in(&cluster, peer, from).await;
                     return;
                 }
             }
         }
-        if view.members.contains(&me) && started.elapsed() > ALONE_AFTER {
+        if view.members.contains(&me) && started.elapsed() > ALONE_AFTER && !cluster.emptied() {
             let others: Vec<NodeId> = view.members.iter().copied().filter(|&m| m != me).collect();
             match cluster.propose(others, Vec::new()).await {
                 Ok(view) if view.members == [me] => {
@@ -222,8 +296,8 @@ pub(super) async fn rejoin(cluster: Cluster) {
 }
 
 /// Asks `peer` whether it serves (`join` false) or to catch this node up
-/// (`join` true): whether it said yes.
-async fn ask(cluster: &Cluster, peer: &Member, join: bool) -> Result<bool, String> {
+/// (`join` true): whether it said yes, and the view it answered from.
+async fn ask(cluster: &Cluster, peer: &Member, join: bool) -> Result<(bool, u64), String> {
     if super::cut_off() {
         return Err("cut off (failpoint)".into());
     }
@@ -264,15 +338,18 @@ async fn ask(cluster: &Cluster, peer: &Member, join: bool) -> Result<bool, Strin
             }
             match frame::decode(&buf).map_err(|e| e.to_string())? {
                 Message::Welcome { .. } => continue,
-                Message::Alive { serving, .. } => return Ok(serving),
-                Message::Joining => return Ok(true),
+                Message::Alive { serving, view } => return Ok((serving, view)),
+                Message::Joining { view } => return Ok((true, view)),
                 Message::Refused { reason } => return Err(reason),
                 other => return Err(format!("answered {other:?}")),
             }
         }
         Err("no answer".to_owned())
     };
-    tokio::time::timeout(Duration::from_secs(2), exchange)
+    // A join is answered once the peer has taken this node out of the
+    // view, which may take the arbitrator's time.
+    let within = Duration::from_secs(if join { 5 } else { 2 });
+    tokio::time::timeout(within, exchange)
         .await
         .map_err(|_| "no answer in time".to_owned())?
 }
@@ -296,13 +373,18 @@ async fn empty_replicas(cluster: &Cluster) -> Result<(), String> {
 }
 
 /// Waits until a view after `out_in` (one without this node) has this
-/// node in it.
-async fn wait_until_let_in(cluster: &Cluster, out_in: u64) {
+/// node in it, while `helper`, catching it up, serves.
+async fn wait_until_let_in(cluster: &Cluster, helper: &Member, out_in: u64) {
     let started = Instant::now();
+    let mut asked = Instant::now();
     while started.elapsed() < LET_IN_WITHIN {
         cluster.refresh().await;
         let view = cluster.view();
         if view.number > out_in && view.members.contains(&cluster.me()) {
+            if let Err(e) = cluster.mark_emptied(false) {
+                tracing::error!(error = %e, "could not mark this node's replicas caught up");
+                return;
+            }
             cluster
                 .inner
                 .joined
@@ -310,6 +392,13 @@ async fn wait_until_let_in(cluster: &Cluster, out_in: u64) {
             cluster.apply_view();
             tracing::info!(view = cluster.view_number(), "caught up: in the view again");
             return;
+        }
+        if asked.elapsed() > HELPER_CHECK_EVERY {
+            asked = Instant::now();
+            if !matches!(ask(cluster, helper, false).await, Ok((true, _))) {
+                tracing::warn!(peer = %helper.node_id, "the node catching this one up stopped serving; asking again");
+                return;
+            }
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

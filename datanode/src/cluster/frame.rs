@@ -69,8 +69,11 @@ pub(crate) enum Message<'a> {
     Join {
         node: u32,
     },
-    /// The node asked will catch the joining node up.
-    Joining,
+    /// The node asked will catch the joining node up, from `view` on:
+    /// only a later view lets the joining node in.
+    Joining {
+        view: u64,
+    },
 }
 
 /// One commit's change records.

@@ -65,6 +65,10 @@ const UNDECIDED_FOR: Duration = Duration::from_secs(1);
 /// File name of the node's group in the data directory.
 pub(crate) const GROUP_FILE: &str = "group.json";
 
+/// Present in the data directory while the node's replicas are emptied
+/// and not yet caught up.
+pub(crate) const EMPTIED_FILE: &str = "emptied";
+
 /// Most nodes a group has (`--replicas` is 1, 2 or 3).
 pub(crate) const MAX_REPLICAS: usize = 3;
 
@@ -95,8 +99,10 @@ struct Inner {
     /// Whether this node has been let into its view since it started (or
     /// since it was last out of it).
     joined: AtomicBool,
-    /// Nodes this node is catching up.
-    catching_up: UnderWay,
+    /// This node's replicas were emptied to be caught up (also on disk).
+    emptied: AtomicBool,
+    /// Nodes this node is catching up, each with its latest request.
+    catching_up: Runs,
     /// Nodes this node is handing their primaries back to.
     handing_back: UnderWay,
     /// A fetch of the view from the arbitrator is under way.
@@ -126,6 +132,47 @@ impl UnderWay {
 
     fn has(&self, node: u32) -> bool {
         self.nodes().contains(&node)
+    }
+}
+
+/// Work under way for some nodes, numbered: a node that asks again
+/// supersedes the run under way for it (which stops at its next step).
+#[derive(Debug, Default)]
+struct Runs {
+    runs: Mutex<(u64, HashMap<u32, u64>)>,
+    /// Held by a run while it asks for the view that lets its node in, and
+    /// by a new request while it supersedes: a run superseded never lets
+    /// its node in after.
+    admitting: tokio::sync::Mutex<()>,
+}
+
+impl Runs {
+    fn runs(&self) -> std::sync::MutexGuard<'_, (u64, HashMap<u32, u64>)> {
+        self.runs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts a run for `node`: its number.
+    fn start(&self, node: u32) -> u64 {
+        let mut runs = self.runs();
+        runs.0 += 1;
+        let run = runs.0;
+        runs.1.insert(node, run);
+        run
+    }
+
+    /// Whether `run` is still `node`'s latest.
+    fn current(&self, node: u32, run: u64) -> bool {
+        self.runs().1.get(&node) == Some(&run)
+    }
+
+    /// Ends `run`: whether it was still `node`'s latest.
+    fn end(&self, node: u32, run: u64) -> bool {
+        let mut runs = self.runs();
+        let current = runs.1.get(&node) == Some(&run);
+        if current {
+            runs.1.remove(&node);
+        }
+        current
     }
 }
 
@@ -165,7 +212,8 @@ impl Cluster {
                 stopped,
                 heard: Mutex::default(),
                 joined: AtomicBool::new(false),
-                catching_up: UnderWay::default(),
+                emptied: AtomicBool::new(false),
+                catching_up: Runs::default(),
                 handing_back: UnderWay::default(),
                 refreshing: AtomicBool::new(false),
                 placed: watch::Sender::new(0),
@@ -336,6 +384,36 @@ impl Cluster {
         true
     }
 
+    /// Marks (or clears) on disk that this node's replicas were emptied
+    /// to be caught up: until it is let in again, its disk is no replica
+    /// its group can go on from, so it never goes on alone.
+    pub(crate) fn mark_emptied(&self, emptied: bool) -> Result<(), String> {
+        self.inner.emptied.store(emptied, Ordering::Release);
+        let Some(file) = self.emptied_file() else {
+            return Ok(());
+        };
+        match emptied {
+            true => write_durably(&file, b"replicas emptied to be caught up\n")
+                .map_err(|(path, e)| format!("writing {}: {e}", path.display())),
+            false => match std::fs::remove_file(&file) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    Err(format!("removing {}: {e}", file.display()))
+                }
+                _ => Ok(()),
+            },
+        }
+    }
+
+    /// Whether this node's replicas were emptied and not caught up since.
+    pub(crate) fn emptied(&self) -> bool {
+        self.inner.emptied.load(Ordering::Acquire)
+            || self.emptied_file().is_some_and(|f| f.exists())
+    }
+
+    fn emptied_file(&self) -> Option<PathBuf> {
+        (self.inner.file.as_ref()).map(|f| f.with_file_name(EMPTIED_FILE))
+    }
+
     /// Whether this node serves: not in a group of several, or let into
     /// its view.
     pub(crate) fn serving(&self) -> bool {
@@ -405,8 +483,11 @@ impl Cluster {
         };
         let primary = primary.unwrap_or(preferred);
         // Primaries being handed back take no writes meanwhile; their
-        // node is their primary from then on.
-        if primary == me && self.inner.handing_back.has(preferred.0) {
+        // node, while in the view, is their primary from then on.
+        let in_view = self
+            .group()
+            .is_some_and(|g| g.view.members.contains(&preferred));
+        if primary == me && in_view && self.inner.handing_back.has(preferred.0) {
             db.set_primary(preferred.0, false);
             return;
         }
@@ -456,13 +537,18 @@ impl Cluster {
             .collect()
     }
 
-    /// Fetches the view from the arbitrator and takes it.
-    pub(crate) async fn refresh(&self) {
+    /// Fetches the view from the arbitrator and takes it: whether it
+    /// answered.
+    pub(crate) async fn refresh(&self) -> bool {
         let (Some(arbiter), Some(group)) = (&self.inner.arbiter, self.group()) else {
-            return;
+            return false;
         };
-        if let Ok(view) = arbiter.view(group.node_group).await {
-            self.set_view(view);
+        match arbiter.view(group.node_group).await {
+            Ok(view) => {
+                self.set_view(view);
+                true
+            }
+            Err(_) => false,
         }
     }
 
@@ -540,7 +626,15 @@ impl Cluster {
                 }
                 continue;
             }
-            let suspects = self.suspects(&group.view);
+            let mut suspects = self.suspects(&group.view);
+            // A backup that holds the stream up past its bound is as good
+            // as gone: commits wait for it until the view goes on without.
+            let outbox = self.inner.engine.tc().workers().log().outbox();
+            for node in outbox.too_far_behind() {
+                if !suspects.iter().any(|s| s.0.0 == node) {
+                    suspects.push((NodeId(node), Duration::ZERO, true));
+                }
+            }
             if suspects.is_empty() {
                 undecided = None;
                 // Primaries of a live node of the view that this node
@@ -555,7 +649,7 @@ impl Cluster {
             let silent: Vec<(u32, u128, bool)> = (suspects.iter())
                 .map(|&(node, silent, up)| (node.0, silent.as_millis(), up))
                 .collect();
-            tracing::warn!(suspects = ?silent, view = group.view.number, "peers not heard from (node, ms silent, link up); asking the arbitrator");
+            tracing::warn!(suspects = ?silent, view = group.view.number, "peers not heard from or too far behind (node, ms silent, link up); asking the arbitrator");
             match self
                 .propose(suspects.iter().map(|s| s.0).collect(), Vec::new())
                 .await

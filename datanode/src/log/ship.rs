@@ -8,9 +8,12 @@
 //! kept until every backup holds them, so a link that reconnects sends
 //! again what was not acknowledged.
 //!
-//! The stream is bounded: a backup that falls `MAX_BEHIND` bytes behind is
-//! dropped from it (it must be caught up anew), so a dead or slow backup
-//! can never fill the primary's memory.
+//! The stream is bounded. A node catching up that falls `MAX_BEHIND` bytes
+//! behind is dropped from it (it must be caught up anew). A backup of the
+//! view is never dropped — commits acknowledged without it would not be on
+//! it, while it still serves reads — but named by `too_far_behind`, so
+//! that the node asks for the view without it: until then commits wait for
+//! it, and memory is held only as long as a view change takes.
 //!
 //! A node catching up is in the stream without being counted: it gets every
 //! record, and the rows copied to it (records for it alone, appended by the
@@ -24,7 +27,8 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, watch};
 
-/// Most bytes of records a backup may be behind before it is dropped.
+/// Most bytes of records the stream holds before a backup behind is
+/// dropped (catching up) or named too far behind (in the view).
 pub(crate) const MAX_BEHIND: usize = 256 << 20;
 
 /// The longest a commit waits for its backups before it is answered
@@ -162,20 +166,18 @@ impl Outbox {
                 return None;
             }
             let seq = state.append(changes, None);
-            let dropped = if state.bytes > MAX_BEHIND {
-                // The backups furthest behind go, until the rest fit.
-                let mut dropped = Vec::new();
-                while state.bytes > MAX_BEHIND && !state.backups.is_empty() {
-                    let slowest = (0..state.backups.len())
-                        .min_by_key(|&i| state.backups[i].acked)
-                        .expect("a backup");
-                    dropped.push(state.backups.remove(slowest).node);
-                    state.trim();
-                }
-                dropped
-            } else {
-                Vec::new()
-            };
+            // Nodes catching up furthest behind go, until the rest fit.
+            let mut dropped = Vec::new();
+            while state.bytes > MAX_BEHIND {
+                let Some(slowest) = (0..state.backups.len())
+                    .filter(|&i| !state.backups[i].counted)
+                    .min_by_key(|&i| state.backups[i].acked)
+                else {
+                    break;
+                };
+                dropped.push(state.backups.remove(slowest).node);
+                state.trim();
+            }
             self.held.send_replace(state.held_by_all());
             (
                 Shipped {
@@ -187,8 +189,8 @@ impl Outbox {
         };
         for node in dropped {
             tracing::error!(
-                backup = node,
-                "a backup fell too far behind and was dropped from replication"
+                node,
+                "a node catching up fell too far behind and was dropped from the stream"
             );
         }
         self.appended.notify_waiters();
@@ -207,6 +209,16 @@ impl Outbox {
         };
         self.appended.notify_waiters();
         Some(seq)
+    }
+
+    /// How many times the stream has been fenced off.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    /// The bytes of records not yet held by every backup.
+    pub(crate) fn bytes(&self) -> usize {
+        self.state().bytes
     }
 
     /// The number of the last record appended.
@@ -278,6 +290,20 @@ impl Outbox {
         state.backups.retain(|b| b.node != node);
         state.trim();
         self.held.send_replace(state.held_by_all());
+    }
+
+    /// The backups of the view that hold the stream up while it is over
+    /// its bound: the view should go on without them.
+    pub(crate) fn too_far_behind(&self) -> Vec<u32> {
+        let state = self.state();
+        if state.bytes <= MAX_BEHIND {
+            return Vec::new();
+        }
+        let held = state.held_by_all();
+        (state.backups.iter())
+            .filter(|b| b.counted && b.acked == held)
+            .map(|b| b.node)
+            .collect()
     }
 
     /// Whether `node` is a backup the stream goes to.
@@ -477,18 +503,27 @@ mod tests {
     }
 
     #[test]
-    fn a_backup_too_far_behind_is_dropped() {
+    fn a_backup_too_far_behind_is_named_and_one_catching_up_dropped() {
         let outbox = Outbox::default();
         outbox.set_backups(&[2, 3]);
+        outbox.catch_up(4);
         let big = vec![0u8; MAX_BEHIND / 4 + 1];
         for _ in 0..3 {
             let seq = outbox.ship(&big).unwrap().seq;
             outbox.ack(2, seq);
         }
-        assert!(outbox.has_backup(3));
-        outbox.ship(&big);
-        assert!(!outbox.has_backup(3), "node 3 fell behind");
-        assert!(outbox.has_backup(2));
+        assert!(outbox.has_backup(3) && outbox.has_backup(4));
+        assert!(outbox.too_far_behind().is_empty());
+        let shipped = outbox.ship(&big).unwrap();
+        assert!(!outbox.has_backup(4), "node 4, catching up, fell behind");
+        assert!(outbox.has_backup(3), "a backup of the view stays");
+        assert_eq!(outbox.too_far_behind(), vec![3]);
+        // Commits still wait for it: nothing is acknowledged without it.
+        outbox.ack(2, shipped.seq);
+        assert!(*outbox.held.borrow() < shipped.seq);
+        outbox.set_backups(&[2]);
+        assert!(outbox.too_far_behind().is_empty());
+        assert_eq!(*outbox.held.borrow(), shipped.seq);
     }
 
     #[test]
