@@ -1,5 +1,6 @@
-//! `shoal demo`: the control plane and one data node in one process, with
-//! a platform admin, a demo tenant, its database, a table with rows and an
+//! `shoal demo`: the control plane and one data node in one process (or
+//! several data nodes as child processes, `--data-nodes`), with a platform
+//! admin, a demo tenant, its database, a table with rows and an
 //! API key — all made through the control plane's API, as a user would —
 //! and the commands to look at them with.
 
@@ -12,6 +13,7 @@ use shoal_control_plane::ControlPlane;
 use shoal_datanode::DataNode;
 use shoal_datanode::{Commit, Grant, Outcome, Role, Value as Cell};
 
+use crate::angel::Angel;
 use crate::client::{Client, answer};
 
 const DATABASE: &str = "demo";
@@ -73,9 +75,17 @@ pub(crate) async fn set_logins_anew(
 /// demo tenant, its database, table, rows and API key through the control
 /// plane; prints how to reach them, and writes the same to
 /// `<data-dir>/demo.json`.
+/// Where the demo's data nodes run.
+pub(crate) enum Nodes<'a> {
+    /// One, in the demo's process.
+    InProcess(&'a DataNode),
+    /// Child processes, watched by the angel.
+    Children(&'a Angel),
+}
+
 pub(crate) async fn run(
     control: &ControlPlane,
-    node: &DataNode,
+    nodes: Nodes<'_>,
     data_dir: &Path,
     admin_password: &str,
     before: Value,
@@ -126,13 +136,6 @@ pub(crate) async fn run(
         });
         let path = format!("/admin/tenants/{tenant_id}/databases/{DATABASE}/quota");
         admin.call(Method::PUT, &path, Some(quota)).await?;
-        insert_rows(node).await?;
-        println!("demo: database '{DATABASE}', table 'users' with {ROWS} rows");
-    } else {
-        println!(
-            "demo: database '{DATABASE}' recovered from {}",
-            data_dir.display()
-        );
     }
 
     // The key: the one an earlier run made while it is live, else a new one.
@@ -154,10 +157,44 @@ pub(crate) async fn run(
         }
     };
 
+    // Every node as the control plane knows it; the first is the one the
+    // printed lines use.
+    let listed = admin.call(Method::GET, "/admin/datanodes", None).await?;
+    let (rest_url, resp, url, node_id) = match nodes {
+        Nodes::InProcess(node) => (
+            format!("http://{}", node.rest_addr()),
+            node.resp_addr(),
+            format!("http://{}", node.internal_addr()),
+            json!(node.engine().node_id()),
+        ),
+        Nodes::Children(_) => {
+            let first = &listed["datanodes"][0];
+            let text = |field: &str| first[field].as_str().unwrap_or_default().to_owned();
+            (
+                text("rest_url"),
+                text("resp_addr")
+                    .parse()
+                    .context("the first node's Redis address")?,
+                text("internal_url"),
+                first["node_id"].clone(),
+            )
+        }
+    };
+    if created {
+        match nodes {
+            Nodes::InProcess(node) => insert_rows(node).await?,
+            Nodes::Children(_) => insert_rows_over_rest(&rest_url, &api_key).await?,
+        }
+        println!("demo: database '{DATABASE}', table 'users' with {ROWS} rows");
+    } else {
+        println!(
+            "demo: database '{DATABASE}' recovered from {}",
+            data_dir.display()
+        );
+    }
+
     let console_url = format!("http://{}/", control.addr);
     let api_url = format!("http://{}/api/v1", control.addr);
-    let rest_url = format!("http://{}", node.rest_addr());
-    let resp = node.resp_addr();
     println!(
         "control plane: {api_url}; log in as {ADMIN_EMAIL} (admin) or {TENANT_EMAIL} (tenant), passwords in demo.json"
     );
@@ -170,7 +207,6 @@ pub(crate) async fn run(
         resp.ip(),
         resp.port()
     );
-    let url = format!("http://{}", node.internal_addr());
     let secret_file = data_dir.join(shoal_datanode::SECRET_FILE);
     println!("see the memory it takes, per table and for the whole node, and its quota:");
     println!(
@@ -184,7 +220,7 @@ pub(crate) async fn run(
         "  curl -s -H 'content-type: application/json' -d '{{\"email\":\"{TENANT_EMAIL}\",\"password\":\"{tenant_password}\"}}' {api_url}/auth/login"
     );
     println!("  curl -s -H 'Authorization: Bearer <token>' {api_url}/quotas");
-    let demo = json!({
+    let mut demo = json!({
         "console_url": console_url,
         "api_url": api_url,
         "rest_url": rest_url,
@@ -198,12 +234,30 @@ pub(crate) async fn run(
             "database": DATABASE,
             "api_key": api_key,
         },
-        "node_id": node.engine().node_id(),
+        "node_id": node_id,
         "cluster_secret_file": secret_file,
         "database": DATABASE,
         "table": "users",
         "rows": ROWS,
     });
+    if let Nodes::Children(angel) = nodes {
+        let pids = angel.pids();
+        let listed = listed["datanodes"].as_array().cloned().unwrap_or_default();
+        demo["data_nodes"] = (listed.iter())
+            .map(|n| {
+                let id = n["node_id"].as_u64().unwrap_or_default() as u32;
+                let pid = pids.iter().find(|(node, _)| *node == id).map(|p| p.1);
+                json!({
+                    "node_id": id,
+                    "node_group": n["node_group"],
+                    "pid": pid,
+                    "rest_url": n["rest_url"],
+                    "resp_addr": n["resp_addr"],
+                    "internal_url": n["internal_url"],
+                })
+            })
+            .collect();
+    }
     let demo_json = data_dir.join("demo.json");
     write_private(&demo_json, &serde_json::to_vec_pretty(&demo)?)
         .with_context(|| format!("writing {}", demo_json.display()))?;
@@ -219,6 +273,55 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     options.open(path)?.write_all(bytes)
+}
+
+/// The demo table's rows, as `insert_rows` writes them, in one transaction
+/// through a data node's REST API with the demo key (retried while the
+/// node has not yet been given the key).
+async fn insert_rows_over_rest(rest_url: &str, api_key: &str) -> anyhow::Result<()> {
+    let operations: Vec<Value> = (0..ROWS)
+        .map(|id| {
+            let bio = match id % 2 {
+                0 => json!("Likes fast databases. ".repeat(1 + id as usize % 10)),
+                _ => Value::Null,
+            };
+            let country = ["SE", "DE", "US", "JP"][id as usize % 4];
+            let row = json!({
+                "id": id,
+                "name": format!("User {id}"),
+                "email": format!("user{id}@example.com"),
+                "country": country,
+                "signed_up": format!("2024-{:02}-{:02}", id % 12 + 1, id % 28 + 1),
+                "balance": format!("{}.{:02}", id * 7 % 1000, id % 100),
+                "active": id % 3 != 0,
+                "bio": bio,
+            });
+            json!({"method": "POST", "relative-url": format!("{DATABASE}/users/pk-insert"), "body": {"row": row}})
+        })
+        .collect();
+    let body = json!({ "operations": operations });
+    let http = reqwest::Client::new();
+    let started = std::time::Instant::now();
+    loop {
+        let answer = http
+            .post(format!("{rest_url}/0.1.0/transaction"))
+            .header("X-API-KEY", api_key)
+            .json(&body)
+            .send()
+            .await
+            .context("seeding the demo table")?;
+        let status = answer.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let text = answer.text().await.unwrap_or_default();
+        let retry = matches!(status.as_u16(), 401 | 403 | 404 | 421 | 503);
+        anyhow::ensure!(
+            retry && started.elapsed() < std::time::Duration::from_secs(30),
+            "seeding the demo table: {status} {text}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }
 
 /// The demo table's rows, written in one transaction through the data

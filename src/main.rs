@@ -1,6 +1,7 @@
 //! The `shoal` binary: parses arguments and starts what they ask for.
 
 mod admin;
+mod angel;
 mod bench;
 mod client;
 mod demo;
@@ -58,6 +59,16 @@ enum Command {
 struct DemoArgs {
     #[command(flatten)]
     node: NodeArgs,
+    /// Data nodes to run: 1 runs it in this process; more run each as a
+    /// child `shoal datanode` process (in <data-dir>/node-<id>), started
+    /// again when it dies. Ports given are node 1's; node i's are 10·(i−1)
+    /// higher (port 0: any free one, kept across restarts).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+    data_nodes: u32,
+    /// Data nodes per node group; every database has a replica on each
+    /// node of its group (--data-nodes must be a multiple of it).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=3))]
+    replicas: u32,
     /// Port of the control plane's API (0: any free port).
     #[arg(long, default_value_t = 8080)]
     control_port: u16,
@@ -427,6 +438,12 @@ fn print_node(node: &DataNode, config: &DataNodeConfig) {
 /// `shoal demo`: the control plane and a data node reporting to it, in
 /// this process, on one data directory, and the demo made through the API.
 async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.data_nodes.is_multiple_of(args.replicas),
+        "--data-nodes ({}) must be a multiple of --replicas ({}): nodes form groups of --replicas",
+        args.data_nodes,
+        args.replicas
+    );
     let dir = &args.node.data_dir;
     files::private_dir(dir)?;
     let mut config = args.node.config()?;
@@ -456,7 +473,7 @@ async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Resu
         plan_quota: shoal_control_plane::quotas::default_plan(),
         metering_interval: args.metering.metering_interval.0,
         retention: args.metering.retention(),
-        replicas: 1,
+        replicas: args.replicas as u8,
     })
     .await?;
     println!(
@@ -468,6 +485,20 @@ async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Resu
     } else {
         before
     };
+    if args.data_nodes > 1 {
+        let stop = stop_signal()?;
+        let specs = demo_nodes(args, &control, &secret)?;
+        let angel = angel::Angel::start(specs).await?;
+        let nodes = demo::Nodes::Children(&angel);
+        let seeded = demo::run(&control, nodes, dir, &admin_password, before).await;
+        if seeded.is_ok() {
+            stop.await;
+            println!("stopping");
+        }
+        angel.stop().await;
+        control.stop().await.context("stopping the control plane")?;
+        return seeded;
+    }
     config.cluster_secret = Some(secret);
     config.control_plane = Some(ControlPlaneLink {
         url: format!("http://{}", control.addr),
@@ -478,7 +509,14 @@ async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Resu
     let node = DataNode::start(config.clone()).await?;
     print_node(&node, &config);
     let metrics = telemetry::export_node_metrics(telemetry, node.engine());
-    let seeded = demo::run(&control, &node, dir, &admin_password, before).await;
+    let seeded = demo::run(
+        &control,
+        demo::Nodes::InProcess(&node),
+        dir,
+        &admin_password,
+        before,
+    )
+    .await;
     if seeded.is_ok() {
         stop.await;
         println!("stopping");
@@ -488,6 +526,58 @@ async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Resu
     let stopped = node.shutdown().await.context("stopping the data node");
     control.stop().await.context("stopping the control plane")?;
     seeded.and(stopped)
+}
+
+/// How to start each data node of a demo cluster: node i in
+/// `<data-dir>/node-<i>`, on node 1's ports plus 10·(i−1) (or free ports,
+/// chosen now, for port 0).
+fn demo_nodes(
+    args: &DemoArgs,
+    control: &shoal_control_plane::ControlPlane,
+    secret: &ClusterSecret,
+) -> anyhow::Result<Vec<angel::NodeSpec>> {
+    let node = &args.node;
+    let port = |base: u16, i: u32| -> anyhow::Result<String> {
+        Ok(match base {
+            0 => angel::free_port(node.listen)?.to_string(),
+            base => (u32::from(base) + 10 * (i - 1)).to_string(),
+        })
+    };
+    (1..=args.data_nodes)
+        .map(|i| {
+            let data_dir = node.data_dir.join(format!("node-{i}"));
+            let mut argv = vec![
+                "--node-id".to_owned(),
+                i.to_string(),
+                "--data-dir".to_owned(),
+                data_dir.display().to_string(),
+                "--listen".to_owned(),
+                node.listen.to_string(),
+                "--data-memory".to_owned(),
+                node.data_memory.0.to_string(),
+                "--durability".to_owned(),
+                node.durability.to_string(),
+                "--control-plane".to_owned(),
+                format!("http://{}", control.addr),
+            ];
+            for (flag, base) in [
+                ("--internal-port", node.internal_port),
+                ("--rest-port", node.rest_port),
+                ("--resp-port", node.resp_port),
+                ("--peer-port", node.peer_port),
+            ] {
+                argv.extend([flag.to_owned(), port(base, i)?]);
+            }
+            if let Some(host) = &node.advertise_host {
+                argv.extend(["--advertise-host".to_owned(), host.clone()]);
+            }
+            Ok(angel::NodeSpec {
+                node_id: i,
+                args: argv,
+                cluster_secret: secret.expose().to_owned(),
+            })
+        })
+        .collect()
 }
 
 async fn control_plane(args: &ControlPlaneArgs) -> anyhow::Result<()> {

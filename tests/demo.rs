@@ -4,7 +4,7 @@
 mod common;
 
 use common::Shoal;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 async fn rows(shoal: &Shoal, table: &str) -> Vec<Vec<Value>> {
     serde_json::from_value(shoal.ndbinfo(table).await["rows"].clone()).unwrap()
@@ -289,4 +289,142 @@ async fn a_demo_whose_demo_json_is_gone_sets_its_logins_anew() {
     }
     // The data is the earlier run's, and the new key reads it.
     assert_eq!(read_user_7(&shoal, &again).await["data"]["name"], "User 7");
+}
+
+/// `shoal demo --data-nodes 2 --replicas 2`: two child data nodes in one
+/// node group, both listed in demo.json and both serving the demo table; a
+/// node killed with -9 is started again by the demo, caught up, and serves
+/// what was written meanwhile.
+#[tokio::test]
+async fn a_demo_cluster_lists_its_nodes_and_restarts_one_that_dies() {
+    let args = [
+        "demo",
+        "--data-memory",
+        "64M",
+        "--control-port",
+        "0",
+        "--data-nodes",
+        "2",
+        "--replicas",
+        "2",
+    ];
+    let mut shoal = Shoal::start(&args);
+    shoal.wait_for("written to");
+    let demo: Value =
+        serde_json::from_slice(&std::fs::read(shoal.data_dir.join("demo.json")).unwrap()).unwrap();
+    let nodes = demo["data_nodes"].as_array().expect("data_nodes").clone();
+    assert_eq!(nodes.len(), 2, "{nodes:?}");
+    for (i, node) in nodes.iter().enumerate() {
+        assert_eq!(node["node_id"], i as u64 + 1);
+        assert_eq!(node["node_group"], 0);
+        assert!(node["pid"].as_u64().is_some_and(|p| p > 0), "{node}");
+        assert!(shoal.data_dir.join(format!("node-{}", i + 1)).is_dir());
+    }
+    assert_eq!(demo["rest_url"], nodes[0]["rest_url"]);
+    let key = demo["tenant"]["api_key"].as_str().unwrap().to_owned();
+    let http = common::client();
+    let call = |url: String, body: String| {
+        let (http, key) = (http.clone(), key.clone());
+        async move {
+            let r = http
+                .post(url)
+                .header("X-API-KEY", key)
+                .body(body)
+                .send()
+                .await;
+            match r {
+                Ok(r) => (
+                    r.status().as_u16(),
+                    r.json::<Value>().await.unwrap_or_default(),
+                ),
+                Err(_) => (0, Value::Null),
+            }
+        }
+    };
+    let read = |node: &Value, id: i64| {
+        call(
+            format!(
+                "{}/0.1.0/demo/users/pk-read",
+                node["rest_url"].as_str().unwrap()
+            ),
+            format!(r#"{{"filters":[{{"column":"id","value":{id}}}]}}"#),
+        )
+    };
+    // Each serves once it is in its group's view (a node starting joins
+    // its group first: 503 until then).
+    for node in &nodes {
+        let user = common::control::eventually("each node serves the demo table", || {
+            let read = &read;
+            async move {
+                let (status, user) = read(node, 7).await;
+                (status == 200).then_some(user)
+            }
+        })
+        .await;
+        assert_eq!(user["data"]["name"], json!("User 7"));
+    }
+
+    // kill -9 node 2; a write through node 1 meanwhile.
+    let pid = nodes[1]["pid"].as_u64().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let row = r#"{"row":{"id":5000,"name":"Late","email":"late@example.com","country":"SE","signed_up":"2024-01-01","balance":"1.00","active":true,"bio":null}}"#;
+    let write_url = format!(
+        "{}/0.1.0/demo/users/pk-insert",
+        nodes[0]["rest_url"].as_str().unwrap()
+    );
+    common::control::eventually("a write through node 1 after the kill", || {
+        let (url, row) = (write_url.clone(), row.to_owned());
+        let call = &call;
+        async move { matches!(call(url, row).await.0, 200 | 409).then_some(()) }
+    })
+    .await;
+    shoal.wait_for("angel: data node 2 exited");
+    shoal.wait_for("node 2: data node 2 listening");
+    // Back, caught up: it serves the row written while it was down.
+    common::control::eventually("node 2 back, with the row written meanwhile", || {
+        let read = &read;
+        let node = &nodes[1];
+        async move {
+            let (status, user) = read(node, 5000).await;
+            (status == 200 && user["data"]["name"] == "Late").then_some(())
+        }
+    })
+    .await;
+    let (status, _) = shoal.terminate();
+    assert_eq!(status, Some(0));
+}
+
+#[test]
+fn a_demo_cluster_needs_whole_node_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path().to_str().unwrap();
+    for (nodes, replicas, says) in [
+        ("3", "2", "must be a multiple of --replicas"),
+        ("0", "1", "--data-nodes"),
+        ("17", "1", "--data-nodes"),
+        ("2", "4", "--replicas"),
+    ] {
+        let args = [
+            "demo",
+            "--data-dir",
+            dir,
+            "--control-port",
+            "0",
+            "--data-nodes",
+            nodes,
+            "--replicas",
+            replicas,
+        ];
+        let (code, stderr) = common::run_to_exit(&args);
+        assert_ne!(code, Some(0), "{args:?}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    assert!(
+        !std::path::Path::new(dir).join("demo.json").exists(),
+        "nothing was started"
+    );
 }

@@ -1,0 +1,247 @@
+//! `shoal demo --data-nodes N`: every data node a child `shoal datanode`
+//! process, watched by an angel that starts it again when it dies, as NDB's
+//! angel process does for its data node.
+//!
+//! Each node keeps its ports across restarts (chosen once, at the start),
+//! so the addresses the control plane and the other nodes know stay right.
+//! A node that dies within `QUICK_DEATH` of being started `GIVE_UP_AFTER`
+//! times in a row is not started again: something is wrong that a restart
+//! does not mend.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::Notify;
+
+/// How long the angel waits before it starts a dead node again.
+const RESTART_AFTER: Duration = Duration::from_secs(1);
+/// A node that dies sooner than this after its start died starting.
+const QUICK_DEATH: Duration = Duration::from_secs(10);
+/// Deaths while starting, in a row, after which the angel gives up.
+const GIVE_UP_AFTER: u32 = 3;
+/// How long a node has to stop after SIGTERM before it is killed.
+const STOP_WITHIN: Duration = Duration::from_secs(15);
+
+/// How to start one data node.
+#[derive(Debug, Clone)]
+pub(crate) struct NodeSpec {
+    pub node_id: u32,
+    pub args: Vec<String>,
+    /// Given through the environment, never the command line (which every
+    /// user of the machine can read).
+    pub cluster_secret: String,
+}
+
+/// The data nodes the angel watches.
+#[derive(Debug)]
+pub(crate) struct Angel {
+    nodes: Vec<Arc<Watched>>,
+    stopping: Arc<AtomicBool>,
+    stop: Arc<Notify>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+#[derive(Debug)]
+struct Watched {
+    node_id: u32,
+    /// The running process's id; 0 while none runs.
+    pid: AtomicU32,
+}
+
+impl Angel {
+    /// Starts every node, one after another, each once it says it listens;
+    /// then watches them.
+    pub(crate) async fn start(specs: Vec<NodeSpec>) -> anyhow::Result<Angel> {
+        let exe = std::env::current_exe().context("finding the shoal binary")?;
+        let stopping = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(Notify::new());
+        let mut angel = Angel {
+            nodes: Vec::new(),
+            stopping: Arc::clone(&stopping),
+            stop: Arc::clone(&stop),
+            tasks: Vec::new(),
+        };
+        for spec in specs {
+            let watched = Arc::new(Watched {
+                node_id: spec.node_id,
+                pid: AtomicU32::new(0),
+            });
+            let child = spawn(&exe, &spec, &watched).await?;
+            angel.nodes.push(Arc::clone(&watched));
+            angel.tasks.push(tokio::spawn(watch(
+                exe.clone(),
+                spec,
+                watched,
+                child,
+                Arc::clone(&stopping),
+                Arc::clone(&stop),
+            )));
+        }
+        Ok(angel)
+    }
+
+    /// Each node's id and the id of its process now (0 while restarting).
+    pub(crate) fn pids(&self) -> Vec<(u32, u32)> {
+        (self.nodes.iter())
+            .map(|n| (n.node_id, n.pid.load(Ordering::Acquire)))
+            .collect()
+    }
+
+    /// Stops every node (SIGTERM, then SIGKILL after `STOP_WITHIN`) and
+    /// waits until each has exited.
+    pub(crate) async fn stop(self) {
+        self.stopping.store(true, Ordering::Release);
+        self.stop.notify_waiters();
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+/// Starts node `spec` and waits until it says it listens (its line is
+/// printed, as every line it prints, prefixed with its node id).
+async fn spawn(exe: &PathBuf, spec: &NodeSpec, watched: &Watched) -> anyhow::Result<Child> {
+    let mut command = Command::new(exe);
+    // SAFETY: prctl(2) only, between fork and exec: a node whose demo dies
+    // (even of SIGKILL) is sent SIGTERM, so no node outlives its demo.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    let mut child = command
+        .arg("datanode")
+        .args(&spec.args)
+        .env("SHOAL_CLUSTER_SECRET", &spec.cluster_secret)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        // Its own process group: a Ctrl-C at the terminal reaches the demo,
+        // which stops its nodes, and not the nodes, which the angel would
+        // take for dead.
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting data node {}", spec.node_id))?;
+    watched
+        .pid
+        .store(child.id().unwrap_or(0), Ordering::Release);
+    let stdout = child.stdout.take().context("the node's stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let node = spec.node_id;
+    loop {
+        match lines.next_line().await {
+            Ok(Some(line)) => {
+                println!("node {node}: {line}");
+                if line.contains(" listening: ") {
+                    break;
+                }
+            }
+            _ => {
+                let status = child.wait().await.ok();
+                anyhow::bail!("data node {node} exited before it listened ({status:?})");
+            }
+        }
+    }
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            println!("node {node}: {line}");
+        }
+    });
+    Ok(child)
+}
+
+/// Waits on node `spec`'s process and starts it again whenever it dies,
+/// until the angel stops.
+async fn watch(
+    exe: PathBuf,
+    spec: NodeSpec,
+    watched: Arc<Watched>,
+    mut child: Child,
+    stopping: Arc<AtomicBool>,
+    stop: Arc<Notify>,
+) {
+    let node = spec.node_id;
+    let mut quick_deaths = 0;
+    loop {
+        let started = Instant::now();
+        let stopped = stop.notified();
+        tokio::pin!(stopped);
+        stopped.as_mut().enable();
+        if stopping.load(Ordering::Acquire) {
+            terminate(&mut child, node).await;
+            break;
+        }
+        let status = tokio::select! {
+            status = child.wait() => status,
+            () = &mut stopped => {
+                terminate(&mut child, node).await;
+                break;
+            }
+        };
+        watched.pid.store(0, Ordering::Release);
+        println!("angel: data node {node} exited ({status:?}); starting it again in 1 s");
+        quick_deaths = if started.elapsed() < QUICK_DEATH {
+            quick_deaths + 1
+        } else {
+            0
+        };
+        if quick_deaths >= GIVE_UP_AFTER {
+            println!(
+                "angel: data node {node} died {quick_deaths} times while starting; not starting it again"
+            );
+            return;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(RESTART_AFTER) => {}
+            () = &mut stopped => break,
+        }
+        loop {
+            match spawn(&exe, &spec, &watched).await {
+                Ok(started) => {
+                    child = started;
+                    break;
+                }
+                Err(e) => {
+                    println!("angel: {e:#}");
+                    quick_deaths += 1;
+                    if quick_deaths >= GIVE_UP_AFTER || stopping.load(Ordering::Acquire) {
+                        return;
+                    }
+                    tokio::time::sleep(RESTART_AFTER).await;
+                }
+            }
+        }
+    }
+    watched.pid.store(0, Ordering::Release);
+}
+
+/// SIGTERM, then SIGKILL if the node has not stopped within `STOP_WITHIN`.
+async fn terminate(child: &mut Child, node: u32) {
+    if let Some(pid) = child.id() {
+        // SAFETY: kill(2) on the process this angel started and has not
+        // yet reaped (its id cannot have been reused).
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    }
+    if tokio::time::timeout(STOP_WITHIN, child.wait())
+        .await
+        .is_err()
+    {
+        println!("angel: data node {node} did not stop within 15 s; killing it");
+        let _ = child.kill().await;
+    }
+}
+
+/// A free port on `host` now, for a node to keep across its restarts.
+pub(crate) fn free_port(host: std::net::IpAddr) -> anyhow::Result<u16> {
+    let listener = std::net::TcpListener::bind((host, 0)).context("finding a free port")?;
+    Ok(listener.local_addr()?.port())
+}
