@@ -172,7 +172,7 @@ async fn ndbinfo_follows_databases_and_tables_created_over_the_internal_api() {
     for (n, row) in rows.iter().enumerate() {
         assert_eq!(
             row,
-            &json!([id, n, 0, 0, 0, 0, 0]),
+            &json!([id, n, 0, 0, 0, 0, 0, 7]),
             "an empty fragment holds no pages"
         );
     }

@@ -38,6 +38,8 @@ async fn read_note(node: &Shoal, key: &str, id: i64) -> (StatusCode, Value) {
 struct Group {
     _one_at_a_time: tokio::sync::MutexGuard<'static, ()>,
     cp: Control,
+    /// The tenant owning `shop`.
+    ada: Session,
     primary: Shoal,
     backup: Shoal,
     key: String,
@@ -114,6 +116,7 @@ async fn group_with(envs: impl Fn(u32) -> Vec<(String, String)>) -> Group {
     Group {
         _one_at_a_time: one_at_a_time,
         cp,
+        ada,
         primary,
         backup,
         key,
@@ -174,6 +177,14 @@ async fn orders_memory(node: &Shoal) -> Value {
         .find(|r| r[0] == "shop" && r[1] == "orders")
         .cloned()
         .unwrap_or(Value::Null)
+}
+
+/// Node `node`'s `database_quota_usage` row of `shop`.
+async fn shop_usage(node: &Shoal) -> Value {
+    let rows = node.ndbinfo("database_quota_usage").await["rows"].clone();
+    let shop = (rows.as_array().unwrap().iter()).find(|r| r[0] == "shop");
+    shop.cloned()
+        .unwrap_or_else(|| panic!("no row of shop: {rows}"))
 }
 
 #[tokio::test]
@@ -260,6 +271,43 @@ async fn every_acknowledged_write_is_on_both_replicas_and_either_node_serves() {
     let memory = orders_memory(&g.primary).await;
     assert!(memory[2].as_u64().unwrap() > 0, "{memory}");
     assert_eq!(orders_memory(&g.backup).await, memory);
+    // Counted once: the control plane's ndbinfo has a row per fragment
+    // replica, with its node, and its views take the largest replica of
+    // each fragment, as RonDB's do.
+    let sql = |q: &str| post(&g.cp, &g.ada, "/ndbinfo/query", json!({ "sql": q }));
+    let (status, _, orders) = sql("SELECT in_memory_bytes FROM ndbinfo.table_memory_usage \
+         WHERE database_name = 'shop' AND table_name = 'orders'")
+    .await;
+    assert_eq!(status, StatusCode::OK, "{orders}");
+    assert_eq!(orders["rows"], json!([[memory[2]]]), "one replica's memory");
+    let (_, _, holders) = sql(
+        "SELECT node_id, COUNT(*) FROM ndbinfo.\"ndb$table_memory_usage\" \
+         GROUP BY node_id ORDER BY node_id",
+    )
+    .await;
+    let per_node = holders["rows"].as_array().cloned().unwrap_or_default();
+    assert_eq!(
+        per_node.len(),
+        2,
+        "a replica of every fragment on each node: {holders}"
+    );
+    assert_eq!(per_node[0][1], per_node[1][1], "{holders}");
+    // /quotas: the database's memory once, its units as each node admitted
+    // them (reads served by the backup are charged there).
+    let (p, b) = (shop_usage(&g.primary).await, shop_usage(&g.backup).await);
+    assert!(b[3].as_u64().unwrap() > 0, "the backup served reads: {b}");
+    let (status, _, quotas) =
+        g.cp.call(Method::GET, "/quotas", None, Auth::Bearer(&g.ada.token))
+            .await;
+    assert_eq!(status, StatusCode::OK, "{quotas}");
+    let shop = &quotas["databases"][0]["usage"];
+    assert_eq!(shop["in_memory_bytes"], p[1], "{quotas} {p} {b}");
+    assert_eq!(p[1], b[1], "the replicas hold the same memory");
+    assert_eq!(
+        shop["read_units"].as_u64(),
+        Some(p[3].as_u64().unwrap() + b[3].as_u64().unwrap()),
+        "{quotas} {p} {b}"
+    );
     // ndbinfo.nodes: both started, in group 0; the primary serves every
     // fragment of the group's one database, the backup none.
     let p = g.primary.ndbinfo("nodes").await["rows"][0].clone();

@@ -11,7 +11,7 @@ use axum::Json;
 use axum::extract::State;
 use serde_json::{Value, json};
 use shoal_quota::Quota;
-use shoal_wire::ndbinfo;
+use shoal_wire::ndbinfo::{self, Cell};
 
 use crate::audit::{self, Change};
 use crate::auth::Caller;
@@ -50,10 +50,14 @@ fn to_json(quota: &Quota) -> Value {
     serde_json::to_value(quota).expect("a quota serializes")
 }
 
-/// What each database uses, as its data node's `database_quota_usage`
+/// What each database uses, as its data nodes' `database_quota_usage`
 /// rows say, from every node that is up: database name → column → value.
+/// A database on a node group has a row on each of its nodes: its memory
+/// is counted once (the largest replica), its units and refusals as
+/// admitted wherever they arrived (summed), its limits as set (the same on
+/// every node).
 pub async fn usage(app: &App) -> sqlx::Result<HashMap<String, serde_json::Map<String, Value>>> {
-    let mut usage = HashMap::new();
+    let mut usage: HashMap<String, serde_json::Map<String, Value>> = HashMap::new();
     let now = now_ms();
     for node in nodes::all(app).await?.iter().filter(|n| n.up(now)) {
         let table = ndbinfo::DATABASE_QUOTA_USAGE;
@@ -64,11 +68,24 @@ pub async fn usage(app: &App) -> sqlx::Result<HashMap<String, serde_json::Map<St
             let Some(name) = row.text("database_name") else {
                 continue;
             };
-            let fields = (row.cells())
-                .filter(|(column, _)| *column != "database_name")
-                .map(|(column, cell)| (column.to_owned(), json!(cell)))
-                .collect();
-            usage.insert(name.to_owned(), fields);
+            let merged = usage.entry(name.to_owned()).or_default();
+            for (column, cell) in row.cells().filter(|(c, _)| *c != "database_name") {
+                let summed = matches!(
+                    column,
+                    "read_units"
+                        | "write_units"
+                        | "throttled_reads"
+                        | "throttled_writes"
+                        | "quota_rejections"
+                );
+                let value = match (merged.get(column).and_then(Value::as_u64), cell) {
+                    (Some(before), Cell::UInt(n)) if summed => json!(before.saturating_add(*n)),
+                    (Some(before), Cell::UInt(n)) => json!(before.max(*n)),
+                    (Some(_), Cell::Null) => continue,
+                    _ => json!(cell),
+                };
+                merged.insert(column.to_owned(), value);
+            }
         }
     }
     Ok(usage)

@@ -4,7 +4,7 @@
 //! `GET /usage` answers series from them and `GET /usage/billing` a
 //! per-tenant, per-day export. The arithmetic is in `shoal_metering`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -56,6 +56,24 @@ fn counters_of(row: &Record<'_>) -> Counters {
     }
 }
 
+/// What one round found of a database (or one of its tables) over the
+/// nodes it is on: its memory once (the largest replica), the units each
+/// node admitted, together.
+#[derive(Debug, Default)]
+struct Found {
+    memory: u64,
+    elapsed: i64,
+    grown: Counters,
+}
+
+impl Found {
+    fn add(&mut self, memory: u64, elapsed: i64, grown: Counters) {
+        self.memory = self.memory.max(memory);
+        self.elapsed = self.elapsed.max(elapsed);
+        self.grown = self.grown.plus(grown);
+    }
+}
+
 /// One round: samples every node that is up (one that does not answer is
 /// skipped, and tried again next round), then rolls up and trims.
 pub async fn collect_once(app: &App, now: i64) -> sqlx::Result<()> {
@@ -72,6 +90,8 @@ pub async fn collect_once(app: &App, now: i64) -> sqlx::Result<()> {
         .into_iter()
         .filter(|n| n.up(now))
         .collect();
+    let mut databases: BTreeMap<&str, Found> = BTreeMap::new();
+    let mut tables_found: BTreeMap<(String, String), Found> = BTreeMap::new();
     for node in &up {
         let fetch = |table: NdbinfoTable| app.nodes.ndbinfo(node, table.name);
         let (Ok(quota), Ok(tables)) = (
@@ -84,12 +104,11 @@ pub async fn collect_once(app: &App, now: i64) -> sqlx::Result<()> {
             );
             continue;
         };
-        let mut elapsed_by_db = HashMap::new();
         for row in quota.records() {
             let Some(db) = row.text("database_name") else {
                 continue;
             };
-            let Some(tenant) = tenants.get(db) else {
+            let Some((db, _)) = tenants.get_key_value(db) else {
                 continue;
             };
             let now_counters = counters_of(&row);
@@ -117,18 +136,11 @@ pub async fn collect_once(app: &App, now: i64) -> sqlx::Result<()> {
             let elapsed = previous
                 .as_ref()
                 .map_or(interval_ms, |p| (now - p.1).clamp(0, 3 * interval_ms));
-            elapsed_by_db.insert(db.to_owned(), elapsed);
             let memory = row.uint("in_memory_bytes").unwrap_or(0);
-            store_sample(
-                app,
-                Resolution::Raw,
-                now,
-                tenant,
-                db,
-                "",
-                &Usage::sample(memory, elapsed, grown),
-            )
-            .await?;
+            databases
+                .entry(db.as_str())
+                .or_default()
+                .add(memory, elapsed, grown);
             sqlx::query(
                 "INSERT INTO usage_counters (node_id, database_name, boot_id, at, read_units, \
                  write_units, throttled_reads, throttled_writes, quota_rejections) \
@@ -155,14 +167,25 @@ pub async fn collect_once(app: &App, now: i64) -> sqlx::Result<()> {
             else {
                 continue;
             };
-            let Some(tenant) = tenants.get(db) else {
-                continue;
-            };
-            let memory = row.uint("in_memory_bytes").unwrap_or(0);
-            let elapsed = elapsed_by_db.get(db).copied().unwrap_or(interval_ms);
-            let usage = Usage::sample(memory, elapsed, Counters::default());
-            store_sample(app, Resolution::Raw, now, tenant, db, table, &usage).await?;
+            if tenants.contains_key(db) {
+                let memory = row.uint("in_memory_bytes").unwrap_or(0);
+                (tables_found.entry((db.to_owned(), table.to_owned())))
+                    .or_default()
+                    .add(memory, 0, Counters::default());
+            }
         }
+    }
+    // A database on a node group is sampled once, over its nodes.
+    for (db, found) in &databases {
+        let usage = Usage::sample(found.memory, found.elapsed, found.grown);
+        store_sample(app, Resolution::Raw, now, &tenants[*db], db, "", &usage).await?;
+    }
+    for ((db, table), found) in &tables_found {
+        let elapsed = databases
+            .get(db.as_str())
+            .map_or(interval_ms, |d| d.elapsed);
+        let usage = Usage::sample(found.memory, elapsed, Counters::default());
+        store_sample(app, Resolution::Raw, now, &tenants[db], db, table, &usage).await?;
     }
     roll_up(app, now).await?;
     trim(app, now).await

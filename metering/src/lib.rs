@@ -128,6 +128,13 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// Both together: a database's counters over the nodes it is on (each
+    /// counts what it admitted).
+    pub fn plus(self, other: Counters) -> Counters {
+        let (a, b) = (self.fields(), other.fields());
+        Counters::from_fields(std::array::from_fn(|i| a[i].saturating_add(b[i])))
+    }
+
     fn fields(&self) -> [u64; 5] {
         [
             self.read_units,

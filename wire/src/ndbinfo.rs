@@ -76,6 +76,8 @@ pub const TABLE_MEMORY_USAGE_RAW: NdbinfoTable = NdbinfoTable {
         int("free_in_memory_bytes"),
         int("disk_memory_bytes"),
         int("free_disk_memory_bytes"),
+        // The node holding this replica of the fragment.
+        int("node_id"),
     ],
     view: None,
 };
@@ -202,16 +204,20 @@ impl NdbinfoTable {
         let keys: Vec<String> = view.group_by.iter().map(|c| format!("tm.{c}")).collect();
         let keys = keys.join(", ");
         let largest: Vec<String> = (MEMORY_FIGURES.iter())
-            .map(|f| format!("MAX({f}) AS {f}"))
+            .map(|f| format!("MAX(r.{f}) AS {f}"))
             .collect();
         let sums: Vec<String> = (MEMORY_FIGURES.iter())
-            .map(|f| format!("SUM(m.{f}) AS {f}"))
+            .map(|f| format!("SUM(tm.{f}) AS {f}"))
             .collect();
+        // A fragment's replicas (one per node of its group, each under
+        // its node's own table id) are one fragment: its largest figures
+        // over them, as RonDB's views take, so memory is counted once.
         format!(
             "CREATE VIEW ndbinfo.{name} AS SELECT {keys}, {sums} FROM \
-             (SELECT table_id, fragment_num, {largest} FROM ndbinfo.\"{raw}\" \
-             GROUP BY table_id, fragment_num) m \
-             JOIN ndbinfo.\"{map}\" tm ON tm.table_id = m.table_id GROUP BY {keys}",
+             (SELECT tm.database_name, tm.table_name, r.fragment_num, {largest} \
+             FROM ndbinfo.\"{raw}\" r JOIN ndbinfo.\"{map}\" tm ON tm.table_id = r.table_id \
+             GROUP BY tm.database_name, tm.table_name, r.fragment_num) tm \
+             GROUP BY {keys}",
             name = self.name,
             sums = sums.join(", "),
             largest = largest.join(", "),
@@ -345,10 +351,14 @@ mod tests {
     #[test]
     fn a_view_groups_the_largest_figure_of_each_fragment() {
         let sql = DATABASE_MEMORY_USAGE.create_sql();
-        assert!(sql.starts_with("CREATE VIEW ndbinfo.database_memory_usage AS SELECT tm.database_name, SUM(m.in_memory_bytes)"), "{sql}");
+        assert!(sql.starts_with("CREATE VIEW ndbinfo.database_memory_usage AS SELECT tm.database_name, SUM(tm.in_memory_bytes)"), "{sql}");
         assert!(
-            sql.contains("MAX(free_in_memory_bytes) AS free_in_memory_bytes"),
+            sql.contains("MAX(r.free_in_memory_bytes) AS free_in_memory_bytes"),
             "{sql}"
+        );
+        assert!(
+            sql.contains("GROUP BY tm.database_name, tm.table_name, r.fragment_num"),
+            "the replicas of a fragment are one: {sql}"
         );
         assert!(sql.ends_with("GROUP BY tm.database_name"), "{sql}");
         let raw = TABLE_MAP.create_sql();

@@ -61,6 +61,7 @@ pub(crate) async fn rows(engine: &Engine, table: NdbinfoTable) -> Result<Rows, N
                     f.free_in_memory_bytes.into(),
                     0u64.into(),
                     0u64.into(),
+                    engine.node_id().0.into(),
                 ]
             })
             .collect(),
