@@ -45,6 +45,8 @@ pub(crate) struct Angel {
     stopping: Arc<AtomicBool>,
     stop: Arc<Notify>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// Moved on each time a node has been started again.
+    restarted: tokio::sync::watch::Sender<u64>,
 }
 
 #[derive(Debug)]
@@ -66,6 +68,7 @@ impl Angel {
             stopping: Arc::clone(&stopping),
             stop: Arc::clone(&stop),
             tasks: Vec::new(),
+            restarted: tokio::sync::watch::Sender::new(0),
         };
         for spec in specs {
             let watched = Arc::new(Watched {
@@ -81,6 +84,7 @@ impl Angel {
                 child,
                 Arc::clone(&stopping),
                 Arc::clone(&stop),
+                angel.restarted.clone(),
             )));
         }
         Ok(angel)
@@ -91,6 +95,11 @@ impl Angel {
         (self.nodes.iter())
             .map(|n| (n.node_id, n.pid.load(Ordering::Acquire)))
             .collect()
+    }
+
+    /// Wakes each time a node has been started again.
+    pub(crate) fn restarts(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.restarted.subscribe()
     }
 
     /// Stops every node (SIGTERM, then SIGKILL after `STOP_WITHIN`) and
@@ -168,6 +177,7 @@ async fn watch(
     mut child: Child,
     stopping: Arc<AtomicBool>,
     stop: Arc<Notify>,
+    restarted: tokio::sync::watch::Sender<u64>,
 ) {
     let node = spec.node_id;
     let mut quick_deaths = 0;
@@ -208,6 +218,7 @@ async fn watch(
             match spawn(&exe, &spec, &watched).await {
                 Ok(started) => {
                     child = started;
+                    restarted.send_modify(|n| *n += 1);
                     break;
                 }
                 Err(e) => {

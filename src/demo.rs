@@ -265,6 +265,22 @@ pub(crate) async fn run(
     Ok(())
 }
 
+/// Writes each node's process id now into demo.json's `data_nodes`.
+pub(crate) fn note_pids(data_dir: &Path, pids: &[(u32, u32)]) -> anyhow::Result<()> {
+    let path = data_dir.join("demo.json");
+    let mut demo: Value = serde_json::from_slice(
+        &std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
+    )?;
+    for node in demo["data_nodes"].as_array_mut().into_iter().flatten() {
+        let id = node["node_id"].as_u64();
+        if let Some(&(_, pid)) = pids.iter().find(|(n, _)| Some(u64::from(*n)) == id) {
+            node["pid"] = if pid == 0 { Value::Null } else { json!(pid) };
+        }
+    }
+    write_private(&path, &serde_json::to_vec_pretty(&demo)?)
+        .with_context(|| format!("writing {}", path.display()))
+}
+
 /// demo.json holds an API key: readable by its owner only.
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;

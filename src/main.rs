@@ -492,7 +492,23 @@ async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Resu
         let nodes = demo::Nodes::Children(&angel);
         let seeded = demo::run(&control, nodes, dir, &admin_password, before).await;
         if seeded.is_ok() {
-            stop.await;
+            // demo.json follows the nodes the angel starts again.
+            let mut restarts = angel.restarts();
+            tokio::pin!(stop);
+            loop {
+                tokio::select! {
+                    () = &mut stop => break,
+                    changed = restarts.changed() => {
+                        if changed.is_err() {
+                            stop.as_mut().await;
+                            break;
+                        }
+                        if let Err(e) = demo::note_pids(dir, &angel.pids()) {
+                            println!("demo: {e:#}");
+                        }
+                    }
+                }
+            }
             println!("stopping");
         }
         angel.stop().await;

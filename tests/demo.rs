@@ -394,6 +394,22 @@ async fn a_demo_cluster_lists_its_nodes_and_restarts_one_that_dies() {
         }
     })
     .await;
+    // demo.json names the process that runs node 2 now.
+    let now = common::control::eventually("demo.json names node 2's new process", || {
+        let path = shoal.data_dir.join("demo.json");
+        let old = pid.clone();
+        async move {
+            let demo: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+            let now = demo["data_nodes"][1]["pid"].as_u64()?.to_string();
+            (now != old).then_some(now)
+        }
+    })
+    .await;
+    let alive = std::process::Command::new("kill")
+        .args(["-0", &now])
+        .status()
+        .unwrap();
+    assert!(alive.success(), "process {now} runs");
     let (status, _) = shoal.terminate();
     assert_eq!(status, Some(0));
 }
