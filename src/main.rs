@@ -498,11 +498,7 @@ async fn demo(args: &DemoArgs, telemetry: &telemetry::Telemetry) -> anyhow::Resu
             loop {
                 tokio::select! {
                     () = &mut stop => break,
-                    changed = restarts.changed() => {
-                        if changed.is_err() {
-                            stop.as_mut().await;
-                            break;
-                        }
+                    Ok(()) = restarts.changed() => {
                         if let Err(e) = demo::note_pids(dir, &angel.pids()) {
                             println!("demo: {e:#}");
                         }

@@ -56,18 +56,9 @@ pub(super) async fn asked(cluster: &Cluster, joiner: u32) -> Result<u64, String>
     let (run, from) = {
         let _admitting = cluster.inner.catching_up.admitting.lock().await;
         let run = cluster.inner.catching_up.start(joiner);
-        // Out of the view first (an earlier run may have let it in): only
-        // a view after this one, which adds it, lets it in.
-        let node = NodeId(joiner);
-        if cluster.view().members.contains(&node) {
-            let view = cluster.propose(vec![node], Vec::new()).await?;
-            if view.members.contains(&node) || !cluster.serving() {
-                cluster.inner.catching_up.end(joiner, run);
-                return Err(format!(
-                    "the arbitrator kept node {joiner} in view {}",
-                    view.number
-                ));
-            }
+        if let Err(e) = take_out(cluster, NodeId(joiner)).await {
+            cluster.inner.catching_up.end(joiner, run);
+            return Err(e);
         }
         (run, cluster.view_number())
     };
@@ -106,6 +97,23 @@ pub(super) async fn asked(cluster: &Cluster, joiner: u32) -> Result<u64, String>
     Ok(from)
 }
 
+/// Takes `node` out of the view if it is in it (an earlier run may have
+/// let it in): only a view after this node's now, which adds it, lets it
+/// in.
+async fn take_out(cluster: &Cluster, node: NodeId) -> Result<(), String> {
+    if !cluster.view().members.contains(&node) {
+        return Ok(());
+    }
+    let view = cluster.propose(vec![node], Vec::new()).await?;
+    if view.members.contains(&node) || !cluster.serving() {
+        return Err(format!(
+            "the arbitrator kept node {node} in view {}",
+            view.number
+        ));
+    }
+    Ok(())
+}
+
 /// Steps 1 to 4 above: the rows and bytes copied.
 async fn catch_up(cluster: &Cluster, joiner: u32, run: u64) -> Result<(u64, u64), String> {
     let node = NodeId(joiner);
@@ -128,7 +136,6 @@ async fn catch_up(cluster: &Cluster, joiner: u32, run: u64) -> Result<(u64, u64)
         return Err(format!("node {joiner} is in the view again"));
     }
     let tc = cluster.inner.engine.tc();
-    serving()?;
     outbox.catch_up(joiner);
     let (mut rows, mut bytes) = (0u64, 0u64);
     for table in cluster.inner.engine.tables() {

@@ -199,6 +199,7 @@ impl Cluster {
         stopped: watch::Receiver<bool>,
     ) -> Result<Cluster, GroupError> {
         let file = data_dir.map(|dir| dir.join(GROUP_FILE));
+        let emptied = emptied_file(file.as_deref()).is_some_and(|f| f.exists());
         let cluster = Cluster {
             inner: Arc::new(Inner {
                 me: engine.node_id(),
@@ -212,7 +213,7 @@ impl Cluster {
                 stopped,
                 heard: Mutex::default(),
                 joined: AtomicBool::new(false),
-                emptied: AtomicBool::new(false),
+                emptied: AtomicBool::new(emptied),
                 catching_up: Runs::default(),
                 handing_back: UnderWay::default(),
                 refreshing: AtomicBool::new(false),
@@ -404,14 +405,14 @@ impl Cluster {
         }
     }
 
-    /// Whether this node's replicas were emptied and not caught up since.
+    /// Whether this node's replicas were emptied and not caught up since
+    /// (read from disk at start).
     pub(crate) fn emptied(&self) -> bool {
         self.inner.emptied.load(Ordering::Acquire)
-            || self.emptied_file().is_some_and(|f| f.exists())
     }
 
     fn emptied_file(&self) -> Option<PathBuf> {
-        (self.inner.file.as_ref()).map(|f| f.with_file_name(EMPTIED_FILE))
+        emptied_file(self.inner.file.as_deref())
     }
 
     /// Whether this node serves: not in a group of several, or let into
@@ -477,16 +478,15 @@ impl Cluster {
             0 => me,
             p => NodeId(p),
         };
-        let (primary, serving) = match self.group() {
+        let group = self.group();
+        let (primary, serving) = match &group {
             Some(g) if g.members.len() > 1 => (g.view.primary(preferred), self.serving()),
             _ => (Some(preferred), true),
         };
         let primary = primary.unwrap_or(preferred);
         // Primaries being handed back take no writes meanwhile; their
         // node, while in the view, is their primary from then on.
-        let in_view = self
-            .group()
-            .is_some_and(|g| g.view.members.contains(&preferred));
+        let in_view = group.is_some_and(|g| g.view.members.contains(&preferred));
         if primary == me && in_view && self.inner.handing_back.has(preferred.0) {
             db.set_primary(preferred.0, false);
             return;
@@ -573,6 +573,22 @@ impl Cluster {
         remove: Vec<NodeId>,
         add: Vec<NodeId>,
     ) -> Result<View, String> {
+        self.ask_arbiter(remove, add, Vec::new()).await
+    }
+
+    /// Asks the arbitrator to give `node` its primaries back.
+    pub(crate) async fn restore(&self, node: NodeId) -> Result<View, String> {
+        self.ask_arbiter(Vec::new(), Vec::new(), vec![node]).await
+    }
+
+    /// Asks for the view after this node's with the change named; takes
+    /// what the arbitrator answers (granted or not).
+    async fn ask_arbiter(
+        &self,
+        remove: Vec<NodeId>,
+        add: Vec<NodeId>,
+        restore: Vec<NodeId>,
+    ) -> Result<View, String> {
         let (Some(arbiter), Some(group)) = (&self.inner.arbiter, self.group()) else {
             return Err("no arbitrator".into());
         };
@@ -581,24 +597,7 @@ impl Cluster {
             from: group.view.number,
             remove,
             add,
-            restore: Vec::new(),
-        };
-        let view = arbiter.change(group.node_group, &change).await?;
-        self.set_view(view.clone());
-        Ok(view)
-    }
-
-    /// Asks the arbitrator to give `node` its primaries back.
-    pub(crate) async fn restore(&self, node: NodeId) -> Result<View, String> {
-        let (Some(arbiter), Some(group)) = (&self.inner.arbiter, self.group()) else {
-            return Err("no arbitrator".into());
-        };
-        let change = ViewChange {
-            node_id: self.inner.me,
-            from: group.view.number,
-            remove: Vec::new(),
-            add: Vec::new(),
-            restore: vec![node],
+            restore,
         };
         let view = arbiter.change(group.node_group, &change).await?;
         self.set_view(view.clone());
@@ -694,6 +693,11 @@ impl Cluster {
             }
         }
     }
+}
+
+/// The file marking emptied replicas, beside the group's file.
+fn emptied_file(group_file: Option<&std::path::Path>) -> Option<PathBuf> {
+    group_file.map(|f| f.with_file_name(EMPTIED_FILE))
 }
 
 /// Writes `bytes` to `path` so that a crash leaves the old file or the new
