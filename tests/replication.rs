@@ -542,33 +542,10 @@ async fn a_node_killed_under_writes_loses_nothing_and_comes_back_caught_up() {
     assert_eq!(orders_memory(&back).await, orders_memory(&survivor).await);
 }
 
-/// Writes row `id` through `node`: whether it was acknowledged. Anything
-/// but an acknowledgement or a retryable refusal fails the test.
+/// Writes row `id` of `shop.orders` through `node`: whether it was
+/// acknowledged.
 async fn insert(node: &Shoal, key: &str, id: i64) -> bool {
-    let row = json!({"row": {"id": id, "note": format!("order {id}")}});
-    let r = reqwest::Client::new()
-        .post(format!("{}/0.1.0/shop/orders/pk-insert", node.rest_url))
-        .header("X-API-KEY", key)
-        .timeout(std::time::Duration::from_secs(10))
-        .json(&row)
-        .send()
-        .await;
-    match r {
-        Ok(r) if r.status() == StatusCode::OK => true,
-        Ok(r) if r.status() == StatusCode::SERVICE_UNAVAILABLE => {
-            println!("write {id} refused: {}", r.text().await.unwrap_or_default());
-            false
-        }
-        Ok(r) => panic!(
-            "write {id}: {} {}",
-            r.status(),
-            r.text().await.unwrap_or_default()
-        ),
-        Err(e) => {
-            println!("write {id} failed: {e:?}");
-            false
-        }
-    }
+    insert_in(node, key, "shop", id).await
 }
 
 /// Every id in `acked` reads back from `node` as written.
@@ -771,4 +748,183 @@ async fn twenty_kills_alternating_nodes_lose_no_acknowledged_write() {
         orders_memory(a.as_ref().unwrap()).await,
         orders_memory(b.as_ref().unwrap()).await
     );
+}
+
+/// Writes row `id` of `db.orders` through `node`: whether it was
+/// acknowledged. Anything but an acknowledgement or a retryable refusal
+/// fails the test.
+async fn insert_in(node: &Shoal, key: &str, db: &str, id: i64) -> bool {
+    let row = json!({"row": {"id": id, "note": format!("order {id}")}});
+    let r = reqwest::Client::new()
+        .post(format!("{}/0.1.0/{db}/orders/pk-insert", node.rest_url))
+        .header("X-API-KEY", key)
+        .timeout(std::time::Duration::from_secs(10))
+        .json(&row)
+        .send()
+        .await;
+    match r {
+        Ok(r) if r.status() == StatusCode::OK => true,
+        Ok(r) if r.status() == StatusCode::SERVICE_UNAVAILABLE => {
+            println!(
+                "write {db} {id} refused: {}",
+                r.text().await.unwrap_or_default()
+            );
+            false
+        }
+        Ok(r) => panic!(
+            "write {db} {id}: {} {}",
+            r.status(),
+            r.text().await.unwrap_or_default()
+        ),
+        Err(e) => {
+            println!("write {db} {id} failed: {e:?}");
+            false
+        }
+    }
+}
+
+/// Waits until `node` sees all `members` nodes in its view, each serving
+/// its own primaries.
+async fn settled_with(node: &Shoal, members: usize) {
+    eventually("every node is back with its primaries", || async {
+        let view = in_view(node, members).await;
+        (view["moved"] == json!([])).then_some(())
+    })
+    .await;
+}
+
+/// The three databases of the group-of-three test, a primary on each
+/// node.
+const THREE: [&str; 3] = ["north", "south", "west"];
+
+/// Writes 30 rows, spread over the databases of `THREE` and over `via`,
+/// each retried until acknowledged: the (database, id) written.
+async fn write_round(via: &[&Shoal], key: &str, next: &mut i64) -> Vec<(&'static str, i64)> {
+    let mut acked = Vec::new();
+    for _ in 0..30 {
+        *next += 1;
+        let id = *next;
+        let db = THREE[id as usize % THREE.len()];
+        let node = via[(id as usize / THREE.len()) % via.len()];
+        eventually("a write is acknowledged", || async {
+            insert_in(node, key, db, id).await.then_some(())
+        })
+        .await;
+        acked.push((db, id));
+    }
+    acked
+}
+
+/// Every (database, id) of `acked` reads back from `node` as written.
+async fn all_there_in(node: &Shoal, key: &str, acked: &[(&str, i64)]) {
+    for &(db, id) in acked {
+        let (status, body) = data_call(
+            node,
+            key,
+            &format!("{db}/orders/pk-read"),
+            json!({"filters": [{"column": "id", "value": id}]}),
+        )
+        .await;
+        assert_eq!(
+            (status, body["data"]["note"].clone()),
+            (StatusCode::OK, json!(format!("order {id}"))),
+            "acknowledged write {id} of {db} on {}",
+            node.rest_url
+        );
+    }
+}
+
+/// `node`'s `table_memory_usage` rows of the `THREE` databases.
+async fn three_memory(node: &Shoal) -> Vec<Value> {
+    let rows = node.ndbinfo("table_memory_usage").await["rows"].clone();
+    let mut ours: Vec<Value> = (rows.as_array().unwrap().iter())
+        .filter(|r| THREE.iter().any(|db| r[0] == *db))
+        .cloned()
+        .collect();
+    ours.sort_by_key(|r| r.to_string());
+    ours
+}
+
+#[tokio::test]
+async fn a_group_of_three_survives_two_failures_and_takes_both_back() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
+    let cp = Control::start_with(
+        Backend::Sqlite,
+        &["--cluster-secret", CLUSTER_SECRET, "--replicas", "3"],
+    );
+    let ada = cp.signup("ada@example.com", "analytical").await;
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut nodes: Vec<Option<Shoal>> = (0..3u32)
+        .map(|i| Some(node(&cp, i + 1, dirs[i as usize].path(), &[])))
+        .collect();
+    let mut primaries = Vec::new();
+    for db in THREE {
+        let created = eventually("the group of three forms", || async {
+            let (status, _, body) = post(&cp, &ada, "/databases", json!({"name": db})).await;
+            (status == StatusCode::CREATED).then_some(body)
+        })
+        .await;
+        assert_eq!(
+            created["nodes"].as_array().map(Vec::len),
+            Some(3),
+            "{created}"
+        );
+        primaries.push(created["node_id"].as_u64().unwrap());
+        let path = format!("/databases/{db}/tables");
+        let (status, _, body) = post(&cp, &ada, &path, orders()).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    primaries.sort();
+    assert_eq!(primaries, [1, 2, 3], "primaries spread over the group");
+    let grants: Vec<Value> = (THREE.iter())
+        .map(|db| json!({"database": db, "role": "read_write"}))
+        .collect();
+    let body = json!({"name": "app", "grants": grants});
+    let (status, _, body) = post(&cp, &ada, "/api-keys", body).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let key = body["key"].as_str().unwrap().to_owned();
+    for node in nodes.iter().flatten() {
+        settled_with(node, 3).await;
+    }
+    let mut next = 0;
+    let all: Vec<&Shoal> = nodes.iter().flatten().collect();
+    let mut acked = write_round(&all, &key, &mut next).await;
+    // Two nodes die at once; the third serves all three databases.
+    let survivor = nodes[0].take().unwrap();
+    for node in &mut nodes[1..] {
+        node.take().unwrap().kill();
+    }
+    let view = in_view(&survivor, 1).await;
+    assert_eq!(view["members"], json!([1]), "{view}");
+    acked.extend(write_round(&[&survivor], &key, &mut next).await);
+    all_there_in(&survivor, &key, &acked).await;
+    // Both come back on their disks, one after the other, with writes
+    // between: the second is caught up by two nodes, each copying the
+    // primaries it holds.
+    nodes[0] = Some(survivor);
+    for i in 1..3 {
+        nodes[i] = Some(node(&cp, i as u32 + 1, dirs[i].path(), &[]));
+        for node in nodes.iter().flatten() {
+            in_view(node, i + 1).await;
+        }
+        let up: Vec<&Shoal> = nodes.iter().flatten().collect();
+        acked.extend(write_round(&up, &key, &mut next).await);
+    }
+    for node in nodes.iter().flatten() {
+        settled_with(node, 3).await;
+    }
+    let all: Vec<&Shoal> = nodes.iter().flatten().collect();
+    acked.extend(write_round(&all, &key, &mut next).await);
+    for node in &all {
+        all_there_in(node, &key, &acked).await;
+    }
+    let first = three_memory(all[0]).await;
+    assert_eq!(first.len(), 3, "{first:?}");
+    for node in &all[1..] {
+        assert_eq!(
+            three_memory(node).await,
+            first,
+            "replicas use the same memory"
+        );
+    }
 }

@@ -98,6 +98,22 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
                         Err(reason) => Some(Message::Refused { reason }),
                     }
                 }
+                Ok(Message::Progress { node }) if node == from => Some(
+                    match cluster.inner.catching_up.any(node) && cluster.serving() {
+                        true => Message::Joining {
+                            view: cluster.view_number(),
+                        },
+                        false => Message::Refused {
+                            reason: format!("node {} is not catching node {node} up", cluster.me()),
+                        },
+                    },
+                ),
+                Ok(Message::Copy { node, view }) => {
+                    match catchup::copy_asked(&cluster, from, node, view).await {
+                        Ok((rows, bytes)) => Some(Message::Copied { rows, bytes }),
+                        Err(reason) => Some(Message::Refused { reason }),
+                    }
+                }
                 Ok(Message::Table { .. } | Message::Changes { .. }) => None,
                 Ok(other) => Some(Message::Refused {
                     reason: format!("sent {other:?} on a stream"),

@@ -45,9 +45,14 @@ impl Arbiter {
         answer.json().await.map_err(|e| e.to_string())
     }
 
-    /// Asks for the next view: the view after it, granted or not (a view
-    /// the asking node is not in says it lost).
-    pub(crate) async fn change(&self, group: u32, change: &ViewChange) -> Result<View, String> {
+    /// Asks for the next view: the view after it and true if granted,
+    /// else the view now and false (a view the asking node is not in says
+    /// it lost).
+    pub(crate) async fn change(
+        &self,
+        group: u32,
+        change: &ViewChange,
+    ) -> Result<(View, bool), String> {
         let answer = (self.http)
             .post(format!("{}{}", self.url, route::group_view(group)))
             .bearer_auth(self.secret.expose())
@@ -59,6 +64,7 @@ impl Arbiter {
         if !(status.is_success() || status == reqwest::StatusCode::CONFLICT) {
             return Err(format!("the control plane answered {status}"));
         }
-        answer.json().await.map_err(|e| e.to_string())
+        let view = answer.json().await.map_err(|e| e.to_string())?;
+        Ok((view, status.is_success()))
     }
 }

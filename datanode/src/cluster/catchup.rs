@@ -5,15 +5,25 @@
 //! tables of the group's databases (what its disk had may be older than
 //! the group, or hold writes never acknowledged). S, for its part:
 //!
-//! 1. has J removed from the view if it is still in it (its primaries go
-//!    to S, so nothing waits for J meanwhile);
-//! 2. puts J in the replication stream, not counted: from now on J gets
-//!    every commit S makes;
-//! 3. copies every fragment S is the primary of to J, a step at a time on
-//!    the fragment's worker — each step appended to the stream in order
-//!    with the fragment's commits, so J ends with every row as S has it;
-//! 4. once J holds the stream past the copy, asks for the view with J in
-//!    it: from then on S's commits wait for J. J's primaries stay with S.
+//! 1. moves the view on to one of the run's own, without J (an earlier
+//!    run may have let it in): only the next view can let J in, so no run
+//!    superseded — on S or on another node — ever lets J in after;
+//! 2. asks every other node of the view (K) to copy its primaries to J
+//!    too (`Copy`), and meanwhile does its own part, as each K does:
+//! 3. puts J in the replication stream, not counted: from now on J gets
+//!    every commit the node makes;
+//! 4. copies every fragment the node is the primary of in the run's view
+//!    to J, a step at a time on the fragment's worker — each step appended
+//!    to the stream in order with the fragment's commits, so J ends with
+//!    every row as it is now — and counts J once J holds the stream past
+//!    the copy: from then on its commits wait for J;
+//! 5. once every part is done, asks for the view after the run's with J
+//!    in it. J's primaries stay where they are until handed back.
+//!
+//! Any view change during the run (a node found dead, primaries handed
+//! back) changes what each node must copy: every part stops, and J asks
+//! again. A K whose run nobody ends by letting J in moves the view on
+//! itself, then takes J out of its stream.
 //!
 //! If no node of the view is alive and J is in the view itself, J has
 //! every write the view acknowledged: after `ALONE_AFTER` it asks for a
@@ -43,105 +53,305 @@ const STALLED_AFTER: Duration = Duration::from_secs(5);
 /// The bytes of the stream a copy step waits below.
 const PACE_BYTES: usize = 32 << 20;
 
-/// `S`'s side: node `joiner` asks to be caught up.
-/// The view the run starts from: only a later one lets `joiner` in.
+/// `S`'s side: node `joiner` asks to be caught up. The view the run
+/// starts from: only the next one lets `joiner` in.
 pub(super) async fn asked(cluster: &Cluster, joiner: u32) -> Result<u64, String> {
     if !cluster.serving() {
         return Err("this node is not serving".into());
     }
+    if joiner == cluster.me().0 {
+        return Err("a node does not catch itself up".into());
+    }
     // A node that asks again has emptied its replicas again: what a run
     // under way copied to it is gone, so that run stops and this one
     // starts over — once the run's request to let the node in, if it is
-    // making one, is answered (the node leaves a view that let it in).
-    let (run, from) = {
+    // making one, is answered.
+    let run = {
         let _admitting = cluster.inner.catching_up.admitting.lock().await;
-        let run = cluster.inner.catching_up.start(joiner);
-        if let Err(e) = take_out(cluster, NodeId(joiner)).await {
-            cluster.inner.catching_up.end(joiner, run);
-            return Err(e);
+        let number = cluster.inner.catching_up.start(joiner);
+        match start_view(cluster, NodeId(joiner)).await {
+            Ok(from) => Run::new(cluster, joiner, number, from),
+            Err(e) => {
+                cluster.inner.catching_up.end_with(joiner, number, || {});
+                return Err(e);
+            }
         }
-        (run, cluster.view_number())
     };
     let cluster = cluster.clone();
     tokio::spawn(async move {
         let started = Instant::now();
-        let done = catch_up(&cluster, joiner, run).await;
-        if !cluster.inner.catching_up.end(joiner, run) {
-            return; // superseded: the run after it owns the stream's place
-        }
-        match done {
-            Ok((rows, bytes)) => {
-                let secs = started.elapsed().as_secs_f64();
-                tracing::info!(
-                    node = joiner,
-                    rows,
-                    bytes,
-                    took_ms = (secs * 1000.0) as u64,
-                    mb_per_s = format!("{:.0}", bytes as f64 / 1e6 / secs.max(1e-9)),
-                    "caught a node up; it is in the view again"
-                );
-            }
-            Err(e) => {
-                tracing::warn!(node = joiner, error = %e, "catching a node up stopped");
-                cluster
-                    .inner
-                    .engine
-                    .tc()
-                    .workers()
-                    .log()
-                    .outbox()
-                    .remove(joiner);
-            }
-        }
+        let done = lead(&cluster, &run).await;
+        finish(
+            &cluster,
+            &run,
+            done,
+            started,
+            "caught a node up; it is in the view again",
+        );
     });
-    Ok(from)
+    Ok(run.from)
 }
 
-/// Takes `node` out of the view if it is in it (an earlier run may have
-/// let it in): only a view after this node's now, which adds it, lets it
-/// in.
-async fn take_out(cluster: &Cluster, node: NodeId) -> Result<(), String> {
-    if !cluster.view().members.contains(&node) {
-        return Ok(());
-    }
-    let view = cluster.propose(vec![node], Vec::new()).await?;
-    if view.members.contains(&node) || !cluster.serving() {
-        return Err(format!(
-            "the arbitrator kept node {node} in view {}",
-            view.number
-        ));
-    }
-    Ok(())
-}
-
-/// Steps 1 to 4 above: the rows and bytes copied.
-async fn catch_up(cluster: &Cluster, joiner: u32, run: u64) -> Result<(u64, u64), String> {
-    let node = NodeId(joiner);
-    // A node that stops serving, even for a moment (its stream is fenced),
-    // may have skipped databases it was then no primary of; a run
-    // superseded must not touch the stream again: every step checks.
-    let outbox = cluster.inner.engine.tc().workers().log().outbox();
-    let epoch = outbox.epoch();
-    let serving = || {
-        if !cluster.inner.catching_up.current(joiner, run) {
-            return Err("superseded by a newer request of the node".to_owned());
+/// A view of the run's own to start from: the next one, without `node`
+/// (an earlier run may have let it in). No other run starts from it, so a
+/// run superseded — here or on another node — can never let `node` in
+/// after: its own start view is gone.
+async fn start_view(cluster: &Cluster, node: NodeId) -> Result<u64, String> {
+    for _ in 0..3 {
+        let now = cluster.view();
+        let remove: Vec<NodeId> = now.members.iter().copied().filter(|&m| m == node).collect();
+        let (view, granted) = cluster.propose_from(now.number, remove, Vec::new()).await?;
+        if !cluster.serving() {
+            return Err("this node is not serving".into());
         }
-        if !cluster.serving() || outbox.epoch() != epoch {
+        if granted && !view.members.contains(&node) {
+            return Ok(view.number);
+        }
+    }
+    Err("the view kept moving on".into())
+}
+
+/// One run catching node `joiner` up, from view `from`.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    joiner: u32,
+    /// Its number among this node's runs.
+    number: u64,
+    from: u64,
+    /// The stream's fence epoch when it started.
+    epoch: u64,
+}
+
+impl Run {
+    fn new(cluster: &Cluster, joiner: u32, number: u64, from: u64) -> Run {
+        let epoch = cluster.inner.engine.tc().workers().log().outbox().epoch();
+        Run {
+            joiner,
+            number,
+            from,
+            epoch,
+        }
+    }
+
+    /// Whether the run goes on: it is still the node's latest here, this
+    /// node has served without a break (one that stopped even for a moment
+    /// may have skipped databases it was then no primary of), and the view
+    /// is still the one it started from (a view that moves primaries, or
+    /// hands them back, changes what each node must copy).
+    fn going(&self, cluster: &Cluster) -> Result<(), String> {
+        if !cluster.inner.catching_up.current(self.joiner, self.number) {
+            return Err("superseded by a newer request for the node".to_owned());
+        }
+        let outbox = cluster.inner.engine.tc().workers().log().outbox();
+        if !cluster.serving() || outbox.epoch() != self.epoch {
             return Err("this node stopped serving".to_owned());
         }
+        let now = cluster.view_number();
+        if now != self.from {
+            return Err(format!("the view moved on from {} to {now}", self.from));
+        }
         Ok(())
+    }
+}
+
+/// Why a run stopped, and whether its node stays in this node's stream
+/// (it must while it may be in the view).
+#[derive(Debug)]
+struct Stopped {
+    why: String,
+    keep: bool,
+}
+
+impl From<String> for Stopped {
+    fn from(why: String) -> Stopped {
+        Stopped { why, keep: false }
+    }
+}
+
+/// Ends `run` with what it `done`: unless superseded (the run after it
+/// owns the stream's place), a run that failed takes its node out of the
+/// stream.
+fn finish(
+    cluster: &Cluster,
+    run: &Run,
+    done: Result<(u64, u64), Stopped>,
+    started: Instant,
+    success: &str,
+) {
+    let outbox = cluster.inner.engine.tc().workers().log().outbox();
+    let keep = done.as_ref().map_or_else(|s| s.keep, |_| true);
+    let current = (cluster.inner.catching_up).end_with(run.joiner, run.number, || {
+        if !keep {
+            outbox.remove(run.joiner);
+        }
+    });
+    if !current {
+        return;
+    }
+    match done {
+        Ok((rows, bytes)) => {
+            let secs = started.elapsed().as_secs_f64();
+            tracing::info!(
+                node = run.joiner,
+                rows,
+                bytes,
+                took_ms = (secs * 1000.0) as u64,
+                mb_per_s = format!("{:.0}", bytes as f64 / 1e6 / secs.max(1e-9)),
+                "{success}"
+            );
+        }
+        Err(stopped) => {
+            tracing::warn!(node = run.joiner, error = %stopped.why, kept_in_stream = stopped.keep, "catching a node up stopped")
+        }
+    }
+}
+
+/// The run of the node asked to catch `joiner` up: copies its own
+/// primaries, has every other node of the view copy theirs (each counts
+/// `joiner` once it holds its stream), and asks for the view with
+/// `joiner` in it. Rows and bytes copied by all.
+async fn lead(cluster: &Cluster, run: &Run) -> Result<(u64, u64), Stopped> {
+    let me = cluster.me();
+    let view = cluster.view();
+    let others: Vec<Member> = (cluster.group().iter())
+        .flat_map(|g| g.members.iter())
+        .filter(|m| m.node_id != me && view.members.contains(&m.node_id))
+        .cloned()
+        .collect();
+    let mut copies = tokio::task::JoinSet::new();
+    for peer in others {
+        let (cluster, run) = (cluster.clone(), *run);
+        copies.spawn(async move {
+            (ask_copy(&cluster, &peer, run.joiner, run.from).await)
+                .map_err(|e| format!("node {}: {e}", peer.node_id))
+        });
+    }
+    // Dropped on a failure: the copies asked for are left to stop by
+    // themselves (the view they start from moves on, or nobody lets the
+    // node in).
+    let (mut rows, mut bytes) = copy_mine(cluster, run).await?;
+    while !copies.is_empty() {
+        tokio::select! {
+            copied = copies.join_next() => match copied {
+                Some(Ok(Ok((r, b)))) => (rows, bytes) = (rows + r, bytes + b),
+                Some(Ok(Err(e))) => return Err(e.into()),
+                Some(Err(e)) => return Err(e.to_string().into()),
+                None => break,
+            },
+            () = tokio::time::sleep(Duration::from_millis(100)) => run.going(cluster)?,
+        }
+    }
+    let_in(cluster, run).await?;
+    Ok((rows, bytes))
+}
+
+/// Asks `peer` to copy its primaries to `joiner`, from view `from`: the
+/// rows and bytes it copied, once it has counted `joiner`.
+async fn ask_copy(
+    cluster: &Cluster,
+    peer: &Member,
+    joiner: u32,
+    from: u64,
+) -> Result<(u64, u64), String> {
+    let question = Message::Copy {
+        node: joiner,
+        view: from,
     };
-    serving()?;
-    if cluster.view().members.contains(&node) {
+    // No time limit: the asker stops waiting once its own view moves on
+    // (the peer stopped, or was found dead).
+    match exchange(cluster, peer, &question, None).await? {
+        Message::Copied { rows, bytes } => Ok((rows, bytes)),
+        other => Err(format!("answered {other:?}")),
+    }
+}
+
+/// Another node of the view, `lead`, catching `joiner` up from view
+/// `from`, asks this one to copy its primaries too: once they are copied,
+/// `joiner` counted and holding this node's stream, the rows and bytes.
+/// The run then waits for the view after `from`: one with `joiner` in it
+/// keeps it in the stream, any other takes it out.
+pub(super) async fn copy_asked(
+    cluster: &Cluster,
+    lead: u32,
+    joiner: u32,
+    from: u64,
+) -> Result<(u64, u64), String> {
+    if !cluster.serving() {
+        return Err("this node is not serving".into());
+    }
+    if cluster.view_number() < from {
+        cluster.refresh().await;
+    }
+    let view = cluster.view();
+    if view.number != from {
+        return Err(format!("this node is in view {}, not {from}", view.number));
+    }
+    let (lead_in, joiner_out) = (
+        view.members.contains(&NodeId(lead)),
+        !view.members.contains(&NodeId(joiner)) && joiner != cluster.me().0,
+    );
+    if !lead_in || !joiner_out {
+        return Err(format!(
+            "in view {from}, node {lead} does not catch node {joiner} up"
+        ));
+    }
+    let number = {
+        let _admitting = cluster.inner.catching_up.admitting.lock().await;
+        cluster.inner.catching_up.start(joiner)
+    };
+    let run = Run::new(cluster, joiner, number, from);
+    let started = Instant::now();
+    let copied = copy_mine(cluster, &run).await;
+    let Ok(done) = copied else {
+        let why = copied.as_ref().err().cloned().unwrap_or_default();
+        finish(cluster, &run, copied.map_err(Stopped::from), started, "");
+        return Err(why);
+    };
+    let cluster = cluster.clone();
+    tokio::spawn(async move {
+        let outcome = match let_in_outcome(&cluster, NodeId(joiner), from, LEAD_LETS_IN_WITHIN)
+            .await
+        {
+            Some(true) => Ok(done),
+            Some(false) => Err(Stopped::from(format!("not let in from view {from}"))),
+            None => Err(Stopped {
+                why: "the arbitrator cannot be reached: whether it was let in is not known".into(),
+                keep: true,
+            }),
+        };
+        let success = "copied this node's primaries to a node back; it is in the view again";
+        finish(&cluster, &run, outcome, started, success);
+    });
+    Ok(done)
+}
+
+/// How long a node that has copied its primaries to a node back waits for
+/// the view after the run's, before asking for one itself.
+const LEAD_LETS_IN_WITHIN: Duration = Duration::from_secs(10);
+
+/// This node's part of `run`: puts the joining node in the stream, not
+/// counted, copies every fragment this node is the primary of in the
+/// run's view a step at a time (each step appended to the stream in
+/// order with the fragment's commits), and counts the node once it holds
+/// all of it. The rows and bytes copied.
+async fn copy_mine(cluster: &Cluster, run: &Run) -> Result<(u64, u64), String> {
+    let (joiner, me) = (run.joiner, cluster.me());
+    run.going(cluster)?;
+    let view = cluster.view();
+    if view.members.contains(&NodeId(joiner)) {
         return Err(format!("node {joiner} is in the view again"));
     }
+    let outbox = cluster.inner.engine.tc().workers().log().outbox();
     let tc = cluster.inner.engine.tc();
     outbox.catch_up(joiner);
     let (mut rows, mut bytes) = (0u64, 0u64);
     for table in cluster.inner.engine.tables() {
-        serving()?;
-        if !table.database.is_primary_here() {
+        run.going(cluster)?;
+        if view.primary(cluster.preferred(&table.database)) != Some(me) {
             continue;
+        }
+        if !table.database.is_primary_here() {
+            return Err("its primaries are being handed back".into());
         }
         for &place in &table.fragments {
             let mut from = 0;
@@ -149,13 +359,13 @@ async fn catch_up(cluster: &Cluster, joiner: u32, run: u64) -> Result<(u64, u64)
                 // Paced by what J has taken: the stream stays far from
                 // its bound, so J is never dropped for being behind.
                 while outbox.bytes() > PACE_BYTES {
-                    serving()?;
+                    run.going(cluster)?;
                     if !outbox.has_backup(joiner) {
                         return Err(format!("node {joiner} fell out of the stream"));
                     }
                     tokio::time::sleep(Duration::from_millis(1)).await;
                 }
-                serving()?;
+                run.going(cluster)?;
                 let step = (tc.workers().copy(table.id, place, from, joiner).await)
                     .map_err(|e| e.to_string())?;
                 // The table was dropped meanwhile: its drop reaches J too.
@@ -174,22 +384,65 @@ async fn catch_up(cluster: &Cluster, joiner: u32, run: u64) -> Result<(u64, u64)
             }
         }
     }
+    let going = || run.going(cluster);
     // J holds everything up to here once it acknowledges it.
-    held_to(cluster, joiner, outbox.last(), &serving).await?;
+    held_to(cluster, joiner, outbox.last(), &going).await?;
     // Commits wait for it from now on, and everything before is held by
     // it, before the view says it is a replica: what this node has
     // acknowledged is on it whatever happens next.
     outbox.count(joiner);
-    held_to(cluster, joiner, outbox.last(), &serving).await?;
+    held_to(cluster, joiner, outbox.last(), &going).await?;
+    Ok((rows, bytes))
+}
+
+/// Asks for the view after the run's with the joining node in it.
+async fn let_in(cluster: &Cluster, run: &Run) -> Result<(), Stopped> {
+    let node = NodeId(run.joiner);
+    let _admitting = cluster.inner.catching_up.admitting.lock().await;
+    run.going(cluster)?;
+    match cluster.propose_from(run.from, Vec::new(), vec![node]).await {
+        Ok((view, true)) if view.members.contains(&node) => Ok(()),
+        Ok((view, _)) => Err(Stopped::from(format!(
+            "not let in from view {}: the view is {} now",
+            run.from, view.number
+        ))),
+        // Granted or not: the arbitrator knows.
+        Err(e) => match let_in_outcome(cluster, node, run.from, Duration::ZERO).await {
+            Some(true) => Ok(()),
+            Some(false) => Err(Stopped::from(format!("not let in: {e}"))),
+            None => Err(Stopped {
+                why: format!("asking to let it in: {e}; whether it was is not known"),
+                keep: true,
+            }),
+        },
+    }
+}
+
+/// Once a run from view `from` has (or may have) asked to let `node` in:
+/// whether it is in the view after — waiting up to `wait` for it, then
+/// moving the view on from `from` itself if nobody has, so that the run
+/// can no longer let it in. `None` if the arbitrator cannot be reached.
+async fn let_in_outcome(
+    cluster: &Cluster,
+    node: NodeId,
+    from: u64,
+    wait: Duration,
+) -> Option<bool> {
+    let started = Instant::now();
+    while cluster.view_number() <= from && started.elapsed() < wait {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        cluster.refresh().await;
+    }
     for _ in 0..10 {
-        let _admitting = cluster.inner.catching_up.admitting.lock().await;
-        serving()?;
-        let view = cluster.propose(Vec::new(), vec![node]).await?;
-        if view.members.contains(&node) {
-            return Ok((rows, bytes));
+        if cluster.view_number() > from {
+            return Some(cluster.view().members.contains(&node));
+        }
+        match cluster.propose_from(from, Vec::new(), Vec::new()).await {
+            Ok((view, _)) => return Some(view.members.contains(&node)),
+            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
         }
     }
-    Err("the arbitrator would not let the node in".into())
+    None
 }
 
 /// Waits until `joiner` holds the stream up to `seq`, while `going` says
@@ -240,7 +493,7 @@ pub(super) async fn rejoin(cluster: Cluster) {
             .cloned()
             .collect();
         for peer in &peers {
-            if let Ok((true, _)) = ask(&cluster, peer, false).await {
+            if let Ok((true, _)) = ask(&cluster, peer, Ask::Serving).await {
                 tracing::info!(peer = %peer.node_id, view = view.number, "a live peer: leaving the view, emptying this node's replicas and asking to be caught up");
                 // Out of the view first, so that the view that lets it in
                 // again can only be the one its catching up ends with.
@@ -266,7 +519,7 @@ pub(super) async fn rejoin(cluster: Cluster) {
                 }
                 // Only a view after the one its helper's run starts from
                 // lets it in: not one an earlier run, superseded, made.
-                if let Ok((true, from)) = ask(&cluster, peer, true).await {
+                if let Ok((true, from)) = ask(&cluster, peer, Ask::Join).await {
                     wait_until_let_in(&cluster, peer, from).await;
                     return;
                 }
@@ -302,9 +555,49 @@ pub(super) async fn rejoin(cluster: Cluster) {
     }
 }
 
-/// Asks `peer` whether it serves (`join` false) or to catch this node up
-/// (`join` true): whether it said yes, and the view it answered from.
-async fn ask(cluster: &Cluster, peer: &Member, join: bool) -> Result<(bool, u64), String> {
+/// What a node back asks a peer.
+#[derive(Debug, Clone, Copy)]
+enum Ask {
+    /// Whether it serves.
+    Serving,
+    /// To catch this node up.
+    Join,
+    /// Whether it is still catching this node up.
+    Progress,
+}
+
+/// Asks `peer` the question: whether it said yes, and the view it
+/// answered from.
+async fn ask(cluster: &Cluster, peer: &Member, what: Ask) -> Result<(bool, u64), String> {
+    let me = cluster.me().0;
+    let (question, within) = match what {
+        Ask::Serving => (
+            Message::Heartbeat {
+                view: cluster.view_number(),
+            },
+            2,
+        ),
+        // A join is answered once the peer has moved the view on, which
+        // takes the arbitrator's time.
+        Ask::Join => (Message::Join { node: me }, 5),
+        Ask::Progress => (Message::Progress { node: me }, 2),
+    };
+    let within = Some(Duration::from_secs(within));
+    match exchange(cluster, peer, &question, within).await? {
+        Message::Alive { serving, view } => Ok((serving, view)),
+        Message::Joining { view } => Ok((true, view)),
+        other => Err(format!("answered {other:?}")),
+    }
+}
+
+/// Opens a connection to `peer`, greets it, asks `question`, and gives
+/// its answer (within `within`, if given); a refusal is an error.
+async fn exchange(
+    cluster: &Cluster,
+    peer: &Member,
+    question: &Message<'_>,
+    within: Option<Duration>,
+) -> Result<Message<'static>, String> {
     if super::cut_off() {
         return Err("cut off (failpoint)".into());
     }
@@ -321,19 +614,11 @@ async fn ask(cluster: &Cluster, peer: &Member, join: bool) -> Result<(bool, u64)
         view: cluster.view_number(),
         secret: cluster.inner.secret.expose().as_bytes(),
     };
-    let question = match join {
-        true => Message::Join {
-            node: cluster.me().0,
-        },
-        false => Message::Heartbeat {
-            view: cluster.view_number(),
-        },
-    };
     let exchange = async {
         frame::send(&mut writer, &hello)
             .await
             .map_err(|e| e.to_string())?;
-        frame::send(&mut writer, &question)
+        frame::send(&mut writer, question)
             .await
             .map_err(|e| e.to_string())?;
         let mut buf = Vec::new();
@@ -343,22 +628,24 @@ async fn ask(cluster: &Cluster, peer: &Member, join: bool) -> Result<(bool, u64)
             {
                 return Err("closed".to_owned());
             }
-            match frame::decode(&buf).map_err(|e| e.to_string())? {
+            // The answers own what they hold: none borrows the buffer.
+            return match frame::decode(&buf).map_err(|e| e.to_string())? {
                 Message::Welcome { .. } => continue,
-                Message::Alive { serving, view } => return Ok((serving, view)),
-                Message::Joining { view } => return Ok((true, view)),
-                Message::Refused { reason } => return Err(reason),
-                other => return Err(format!("answered {other:?}")),
-            }
+                Message::Alive { serving, view } => Ok(Message::Alive { serving, view }),
+                Message::Joining { view } => Ok(Message::Joining { view }),
+                Message::Copied { rows, bytes } => Ok(Message::Copied { rows, bytes }),
+                Message::Refused { reason } => Err(reason),
+                other => Err(format!("answered {other:?}")),
+            };
         }
         Err("no answer".to_owned())
     };
-    // A join is answered once the peer has taken this node out of the
-    // view, which may take the arbitrator's time.
-    let within = Duration::from_secs(if join { 5 } else { 2 });
-    tokio::time::timeout(within, exchange)
-        .await
-        .map_err(|_| "no answer in time".to_owned())?
+    match within {
+        Some(within) => tokio::time::timeout(within, exchange)
+            .await
+            .map_err(|_| "no answer in time".to_owned())?,
+        None => exchange.await,
+    }
 }
 
 /// Empties every table of this node, which holds only its group's
@@ -402,8 +689,14 @@ async fn wait_until_let_in(cluster: &Cluster, helper: &Member, out_in: u64) {
         }
         if asked.elapsed() > HELPER_CHECK_EVERY {
             asked = Instant::now();
-            if !matches!(ask(cluster, helper, false).await, Ok((true, _))) {
-                tracing::warn!(peer = %helper.node_id, "the node catching this one up stopped serving; asking again");
+            if !matches!(ask(cluster, helper, Ask::Progress).await, Ok((true, _))) {
+                // Its run may have ended by letting this node in.
+                cluster.refresh().await;
+                if cluster.view_number() > out_in && cluster.view().members.contains(&cluster.me())
+                {
+                    continue;
+                }
+                tracing::warn!(peer = %helper.node_id, "the node catching this one up stopped; asking again");
                 return;
             }
         }

@@ -74,6 +74,24 @@ pub(crate) enum Message<'a> {
     Joining {
         view: u64,
     },
+    /// From the node catching `node` up, to another node of the view
+    /// `view`: copy your primaries to `node` too, and count it. Answered
+    /// `Copied` once it is counted and holds your stream, or `Refused`.
+    Copy {
+        node: u32,
+        view: u64,
+    },
+    /// The node asked has copied its primaries to the node named in
+    /// `Copy`: rows and bytes.
+    Copied {
+        rows: u64,
+        bytes: u64,
+    },
+    /// A node back waiting to be let in asks whether its catching up is
+    /// still under way: answered `Joining` if so, `Refused` if not.
+    Progress {
+        node: u32,
+    },
 }
 
 /// One commit's change records.

@@ -165,12 +165,19 @@ impl Runs {
         self.runs().1.get(&node) == Some(&run)
     }
 
-    /// Ends `run`: whether it was still `node`'s latest.
-    fn end(&self, node: u32, run: u64) -> bool {
+    /// Whether some run for `node` is under way.
+    fn any(&self, node: u32) -> bool {
+        self.runs().1.contains_key(&node)
+    }
+
+    /// Ends `run`, doing `last` if it was still `node`'s latest (no run
+    /// can start meanwhile): whether it was.
+    fn end_with(&self, node: u32, run: u64, last: impl FnOnce()) -> bool {
         let mut runs = self.runs();
         let current = runs.1.get(&node) == Some(&run);
         if current {
             runs.1.remove(&node);
+            last();
         }
         current
     }
@@ -471,13 +478,18 @@ impl Cluster {
         }
     }
 
+    /// The node `db` prefers as its primary (this one, outside a group).
+    fn preferred(&self, db: &Database) -> NodeId {
+        match db.preferred_primary() {
+            0 => self.inner.me,
+            p => NodeId(p),
+        }
+    }
+
     /// Sets which node is `db`'s primary now, by the view.
     pub(crate) fn place(&self, db: &Database) {
         let me = self.inner.me;
-        let preferred = match db.preferred_primary() {
-            0 => me,
-            p => NodeId(p),
-        };
+        let preferred = self.preferred(db);
         let group = self.group();
         let (primary, serving) = match &group {
             Some(g) if g.members.len() > 1 => (g.view.primary(preferred), self.serving()),
@@ -573,35 +585,50 @@ impl Cluster {
         remove: Vec<NodeId>,
         add: Vec<NodeId>,
     ) -> Result<View, String> {
-        self.ask_arbiter(remove, add, Vec::new()).await
+        let (view, _granted) = self.propose_from(self.view_number(), remove, add).await?;
+        Ok(view)
+    }
+
+    /// Asks the arbitrator to move the view on from view `from`, which is
+    /// granted only if `from` is still the view; takes what it answers:
+    /// the view after `from` and true if granted, else the view now.
+    pub(crate) async fn propose_from(
+        &self,
+        from: u64,
+        remove: Vec<NodeId>,
+        add: Vec<NodeId>,
+    ) -> Result<(View, bool), String> {
+        self.ask_arbiter(from, remove, add, Vec::new()).await
     }
 
     /// Asks the arbitrator to give `node` its primaries back.
     pub(crate) async fn restore(&self, node: NodeId) -> Result<View, String> {
-        self.ask_arbiter(Vec::new(), Vec::new(), vec![node]).await
+        let change = self.ask_arbiter(self.view_number(), Vec::new(), Vec::new(), vec![node]);
+        Ok(change.await?.0)
     }
 
-    /// Asks for the view after this node's with the change named; takes
-    /// what the arbitrator answers (granted or not).
+    /// Asks for the view after `from` with the change named; takes what
+    /// the arbitrator answers (granted or not).
     async fn ask_arbiter(
         &self,
+        from: u64,
         remove: Vec<NodeId>,
         add: Vec<NodeId>,
         restore: Vec<NodeId>,
-    ) -> Result<View, String> {
+    ) -> Result<(View, bool), String> {
         let (Some(arbiter), Some(group)) = (&self.inner.arbiter, self.group()) else {
             return Err("no arbitrator".into());
         };
         let change = ViewChange {
             node_id: self.inner.me,
-            from: group.view.number,
+            from,
             remove,
             add,
             restore,
         };
-        let view = arbiter.change(group.node_group, &change).await?;
+        let (view, granted) = arbiter.change(group.node_group, &change).await?;
         self.set_view(view.clone());
-        Ok(view)
+        Ok((view, granted))
     }
 
     /// Watches the group until the node stops: removes dead peers from the
