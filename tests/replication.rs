@@ -928,3 +928,128 @@ async fn a_group_of_three_survives_two_failures_and_takes_both_back() {
         );
     }
 }
+
+/// Writers under load through one node: each writes its own ids, one
+/// request at a time, until stopped (or `MAX_EACH` writes, or `GUARD`).
+struct Load {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    writers: Vec<tokio::task::JoinHandle<(Vec<i64>, Vec<String>)>>,
+}
+
+impl Load {
+    const WRITERS: i64 = 4;
+    const MAX_EACH: usize = 5_000;
+
+    /// Starts the writers through `url`; ids from `base` on.
+    fn start(url: &str, key: &str, base: i64) -> Load {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writers = (0..Self::WRITERS)
+            .map(|w| {
+                let (url, key, stop) = (url.to_owned(), key.to_owned(), stop.clone());
+                tokio::spawn(async move {
+                    let http = reqwest::Client::new();
+                    let started = std::time::Instant::now();
+                    let (mut acked, mut failed) = (Vec::new(), Vec::new());
+                    for n in 0..Self::MAX_EACH as i64 {
+                        if stop.load(std::sync::atomic::Ordering::Relaxed)
+                            || started.elapsed() > GUARD
+                        {
+                            break;
+                        }
+                        let id = base + w * 1_000_000 + n;
+                        let row = json!({"row": {"id": id, "note": format!("order {id}")}});
+                        let r = (http.post(format!("{url}/0.1.0/shop/orders/pk-insert")))
+                            .header("X-API-KEY", &key)
+                            .timeout(std::time::Duration::from_secs(10))
+                            .json(&row)
+                            .send()
+                            .await;
+                        match r {
+                            Ok(r) if r.status() == StatusCode::OK => acked.push(id),
+                            Ok(r) => {
+                                let status = r.status();
+                                failed.push(format!(
+                                    "{id}: {status} {}",
+                                    r.text().await.unwrap_or_default()
+                                ));
+                            }
+                            Err(e) => failed.push(format!("{id}: {e}")),
+                        }
+                    }
+                    (acked, failed)
+                })
+            })
+            .collect();
+        Load { stop, writers }
+    }
+
+    /// Stops the writers: every id acknowledged, and every failure.
+    async fn stop(self) -> (Vec<i64>, Vec<String>) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let (mut acked, mut failed) = (Vec::new(), Vec::new());
+        for writer in self.writers {
+            let (a, f) = writer.await.unwrap();
+            acked.extend(a);
+            failed.extend(f);
+        }
+        (acked, failed)
+    }
+}
+
+#[tokio::test]
+async fn a_rolling_restart_under_load_fails_no_request_on_the_other_node() {
+    let g = group().await;
+    let (cp, key, dirs) = (&g.cp, &g.key, &g.dirs);
+    let (primary, backup) = (g.primary, g.backup);
+    let ids = [id_of(&primary, dirs), id_of(&backup, dirs)];
+    let mut nodes = [Some(primary), Some(backup)];
+    let mut acked = Vec::new();
+    let fresh = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    // Each node in turn, stopped (SIGTERM) and started again while writers
+    // load the other: the primary on its own disk, the other node on an
+    // empty one, the primary again on an empty one.
+    for (turn, (restart, empty)) in [(0usize, false), (1, true), (0, true)]
+        .into_iter()
+        .enumerate()
+    {
+        let going = nodes[restart].take().unwrap();
+        let other = nodes[1 - restart].as_ref().unwrap();
+        let load = Load::start(&other.rest_url, key, (turn as i64 + 1) * 100_000_000);
+        // Some load before the restart.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        let id = ids[restart];
+        let (code, _) = going.terminate();
+        assert_eq!(code, Some(0));
+        let dir = match empty {
+            false => dirs[(id - 1) as usize].path(),
+            true => fresh[turn - 1].path(),
+        };
+        let back = node(cp, id, dir, &[]);
+        settled(&back).await;
+        settled(other).await;
+        let (written, failed) = load.stop().await;
+        println!(
+            "restart {turn} (node {id}, {} disk): {} writes acknowledged by the other node, {} failed",
+            if empty { "an empty" } else { "its own" },
+            written.len(),
+            failed.len()
+        );
+        assert!(written.len() > 10, "the load ran: {}", written.len());
+        assert!(
+            failed.is_empty(),
+            "requests on the other node failed: {failed:?}\n{}\n{}",
+            other.stderr(),
+            back.stderr()
+        );
+        acked.extend(written);
+        nodes[restart] = Some(back);
+    }
+    for node in nodes.iter().flatten() {
+        all_there(node, key, &acked).await;
+    }
+    let [a, b] = &nodes;
+    assert_eq!(
+        orders_memory(a.as_ref().unwrap()).await,
+        orders_memory(b.as_ref().unwrap()).await
+    );
+}

@@ -26,6 +26,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
@@ -60,6 +61,17 @@ pub(crate) const API_KEY_HEADER: &str = "x-api-key";
 /// Header a request sent on to a database's primary carries: the node it
 /// came through. A forwarded request is never sent on again.
 pub(crate) const FORWARDED_HEADER: &str = "x-shoal-forwarded-by";
+/// Header a request sent on carries: the view of the node it came
+/// through. A node that knows an older one catches up before it answers.
+pub(crate) const VIEW_HEADER: &str = "x-shoal-view";
+
+/// Longest a write waits, in all, for its database's primary to settle —
+/// handed on, taken over after a failure, or let in — before it is
+/// refused (retryably).
+const SETTLE_WITHIN: Duration = Duration::from_secs(2);
+/// How long the answer of a primary that the view has moved away from is
+/// still awaited: one handing its databases on answers what it holds.
+const MOVED_GRACE: Duration = Duration::from_millis(200);
 
 #[derive(Clone)]
 struct AppState {
@@ -418,11 +430,22 @@ async fn single(
     Body(body): Body,
 ) -> Result<Response, ApiError> {
     let Path((db, table_name, op)) = path?;
-    let key = key(&state, &headers)?;
-    let method = Method::parse(&op)?;
-    let (_, grant) = access(&state.engine, &key, &db)?;
-    let table = state.engine.table(&db, &table_name)?;
-    let parsed: OpBody = parse(&body)?;
+    let (db, table_name, op) = (db.as_str(), table_name.as_str(), op.as_str());
+    settled(|until| single_once(&state, [db, table_name, op], &headers, &body, until)).await
+}
+
+async fn single_once(
+    state: &AppState,
+    [db, table_name, op]: [&str; 3],
+    headers: &HeaderMap,
+    body: &Bytes,
+    until: Instant,
+) -> Result<Sent, ApiError> {
+    let key = key(state, headers)?;
+    let method = Method::parse(op)?;
+    let (_, grant) = access(&state.engine, &key, db)?;
+    let table = state.engine.table(db, table_name)?;
+    let parsed: OpBody = parse(body)?;
     let mut batch = state.engine.tc().batch();
     let answer = add(&mut batch, &table, method, parsed)?;
     match (state.engine.tc())
@@ -433,46 +456,111 @@ async fn single(
         Err(TcError::NotPrimary { primary, .. }) => {
             let path = format!("/0.1.0/{db}/{table_name}/{op}");
             let dbs = [Arc::clone(&table.database)];
-            return forward(&state, &dbs, primary, &path, &headers, body).await;
+            let to = Forward {
+                primary,
+                path: &path,
+                until,
+            };
+            return forward(state, &dbs, to, headers, body).await;
         }
         Err(e) => return Err(e.into()),
     }
-    outcome(&batch, 0, &answer).map(|body| Json(body).into_response())
+    let answer = outcome(&batch, 0, &answer)?;
+    Ok(Sent::Answer(Json(answer).into_response()))
 }
 
-/// Sends a request on to node `primary`, the primary of the databases
+/// A write another node is the primary of: that node's answer, or — once
+/// the view has moved the primary — the request to run again.
+enum Sent {
+    Answer(Response),
+    Again,
+}
+
+/// Runs a write request (`once`, given until when it may wait) until it
+/// has an answer: again while its database's primary settles.
+async fn settled<'a, F, Fut>(mut once: F) -> Result<Response, ApiError>
+where
+    F: FnMut(Instant) -> Fut + 'a,
+    Fut: Future<Output = Result<Sent, ApiError>> + 'a,
+{
+    let until = Instant::now() + SETTLE_WITHIN;
+    loop {
+        match once(until).await? {
+            Sent::Answer(response) => return Ok(response),
+            Sent::Again => {}
+        }
+    }
+}
+
+/// Where a request goes on to: the node `primary` of its databases, at
+/// `path`; it may wait for the primary to settle until `until`.
+struct Forward<'a> {
+    primary: u32,
+    path: &'a str,
+    until: Instant,
+}
+
+/// Sends a request on to node `to.primary`, the primary of the databases
 /// `dbs` it writes, and answers what that node answers — or, if the view
 /// moves their primary elsewhere meanwhile (that node failed or paused), a
-/// retryable 503 at once: the request may or may not have been applied.
+/// retryable 503: the request may or may not have been applied.
+///
+/// A request that cannot have been applied — this node is handing the
+/// databases on, the primary refused it before applying anything, or could
+/// not be reached at all — runs again (`Sent::Again`) once the view has
+/// moved on, while `to.until` allows.
 async fn forward(
     state: &AppState,
     dbs: &[Arc<Database>],
-    primary: u32,
-    path: &str,
+    to: Forward<'_>,
     headers: &HeaderMap,
-    body: Bytes,
-) -> Result<Response, ApiError> {
-    let me = state.cluster.me();
+    body: &Bytes,
+) -> Result<Sent, ApiError> {
+    let (cluster, primary) = (&state.cluster, to.primary);
+    let placed = cluster.placed();
+    let waiting = || to.until.saturating_duration_since(Instant::now());
     let not_here = || {
         ApiError::from(TcError::NotPrimary {
             database: String::new(),
             primary,
         })
     };
+    // This node is handing them on: the write waits for the view after.
+    if dbs.iter().any(|db| db.is_handing_on()) {
+        if waiting().is_zero() {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "PRIMARY_CHANGING",
+                "the database's primary is being handed to another node of its group; nothing was applied, retry",
+            ));
+        }
+        cluster.placed_again(placed, waiting()).await;
+        return Ok(Sent::Again);
+    }
     // A request sent on once is not sent on again: the nodes disagree on
-    // who the primary is, and the client is told so.
+    // who the primary is. If the node it came through knows a newer view,
+    // this one catches up and tries again; else the client is told.
     if headers.contains_key(FORWARDED_HEADER) {
+        let theirs = (headers.get(VIEW_HEADER).and_then(|v| v.to_str().ok()))
+            .and_then(|v| v.parse::<u64>().ok());
+        if theirs.is_some_and(|v| v > cluster.view_number()) && !waiting().is_zero() {
+            if !cluster.refresh().await {
+                tokio::time::sleep(Duration::from_millis(20).min(waiting())).await;
+            }
+            return Ok(Sent::Again);
+        }
         return Err(not_here());
     }
-    let Some(member) = state.cluster.member(primary) else {
+    let Some(member) = cluster.member(primary) else {
         return Err(not_here());
     };
     let mut request = state
         .http
-        .post(format!("{}{path}", member.rest_url))
-        .header(FORWARDED_HEADER, me.to_string())
+        .post(format!("{}{}", member.rest_url, to.path))
+        .header(FORWARDED_HEADER, cluster.me().to_string())
+        .header(VIEW_HEADER, cluster.view_number().to_string())
         .header("content-type", "application/json")
-        .body(body);
+        .body(body.clone());
     if let Some(key) = headers.get(API_KEY_HEADER) {
         request = request.header(API_KEY_HEADER, key);
     }
@@ -484,16 +572,35 @@ async fn forward(
             format!("data node {primary}, the database's primary, did not answer; retry"),
         )
     };
-    let moved = state.cluster.moved(dbs, primary);
+    let changed = || {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "PRIMARY_CHANGED",
+            format!(
+                "data node {primary} stopped being the database's primary while the request was with it; it may or may not have been applied, retry"
+            ),
+        )
+    };
+    let send = request.send();
+    tokio::pin!(send);
     let answer = tokio::select! {
-        answer = request.send() => answer.map_err(unavailable)?,
-        () = moved => {
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "PRIMARY_CHANGED",
-                format!("data node {primary} stopped being the database's primary while the request was with it; it may or may not have been applied, retry"),
-            ));
+        answer = &mut send => answer,
+        () = cluster.moved(dbs, primary) => {
+            match tokio::time::timeout(MOVED_GRACE, &mut send).await {
+                Ok(answer) => answer,
+                Err(_) => return Err(changed()),
+            }
         }
+    };
+    let answer = match answer {
+        Ok(answer) => answer,
+        // Nothing reached it (a node killed refuses connections at once):
+        // again, once the view has moved its primary on.
+        Err(e) if e.is_connect() && !waiting().is_zero() => {
+            let _ = tokio::time::timeout(waiting(), cluster.moved(dbs, primary)).await;
+            return Ok(Sent::Again);
+        }
+        Err(e) => return Err(unavailable(e)),
     };
     let status = answer.status();
     let mut response = Response::builder().status(status.as_u16());
@@ -503,9 +610,35 @@ async fn forward(
         }
     }
     let bytes = answer.bytes().await.map_err(unavailable)?;
-    Ok(response
-        .body(axum::body::Body::from(bytes))
-        .expect("a response from parts that were valid"))
+    // Refused before anything was applied: it is not, or not yet, or no
+    // longer the primary. Again, once this node knows the view it knows.
+    if refused_unapplied(status, &bytes) && !waiting().is_zero() {
+        cluster.refresh().await;
+        cluster
+            .placed_again(cluster.placed(), Duration::from_millis(20).min(waiting()))
+            .await;
+        return Ok(Sent::Again);
+    }
+    Ok(Sent::Answer(
+        response
+            .body(axum::body::Body::from(bytes))
+            .expect("a response from parts that were valid"),
+    ))
+}
+
+/// Whether a node's answer says it refused a request before applying any
+/// of it: not its database's primary, or not serving (starting, catching
+/// up, out of its view, or stopping).
+fn refused_unapplied(status: reqwest::StatusCode, body: &[u8]) -> bool {
+    let code = || {
+        let body: JsonValue = serde_json::from_slice(body).unwrap_or_default();
+        body["error"]["code"].as_str().map(str::to_owned)
+    };
+    match status.as_u16() {
+        421 => true,
+        503 => matches!(code().as_deref(), Some("NOT_SERVING" | "PRIMARY_CHANGING")),
+        _ => false,
+    }
 }
 
 #[derive(Deserialize)]
@@ -602,9 +735,17 @@ async fn batch(
     headers: HeaderMap,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
-    let key = key(&state, &headers)?;
-    let operations = parse_operations(&body)?;
-    let raw = body;
+    settled(|until| batch_once(&state, &headers, &body, until)).await
+}
+
+async fn batch_once(
+    state: &AppState,
+    headers: &HeaderMap,
+    raw: &Bytes,
+    until: Instant,
+) -> Result<Sent, ApiError> {
+    let key = key(state, headers)?;
+    let operations = parse_operations(raw)?;
     let mut entries: Vec<Option<JsonValue>> = vec![None; operations.len()];
     /// A database's operations: one request to the coordinator.
     struct Group {
@@ -615,7 +756,7 @@ async fn batch(
     }
     let mut groups: HashMap<String, Group> = HashMap::new();
     for (i, op) in operations.into_iter().enumerate() {
-        let added = resolve(&state, &key, &op).and_then(|r| {
+        let added = resolve(state, &key, &op).and_then(|r| {
             // Each operation is judged on its own: a read-only key's reads
             // run beside its refused writes.
             if r.grant.role == Role::Read && r.method != Method::Read {
@@ -654,7 +795,12 @@ async fn batch(
         && primaries.iter().all(|p| *p == primaries[0])
         && groups.values().all(|g| g.batch.has_writes())
     {
-        return forward(&state, &dbs, primaries[0], "/0.1.0/batch", &headers, raw).await;
+        let to = Forward {
+            primary: primaries[0],
+            path: "/0.1.0/batch",
+            until,
+        };
+        return forward(state, &dbs, to, headers, raw).await;
     }
     for Group {
         grant,
@@ -685,7 +831,7 @@ async fn batch(
         }
     }
     let entries: Vec<JsonValue> = entries.into_iter().map(Option::unwrap_or_default).collect();
-    Ok(Json(entries).into_response())
+    Ok(Sent::Answer(Json(entries).into_response()))
 }
 
 /// `POST /0.1.0/transaction`: every operation commits or none does.
@@ -701,14 +847,23 @@ async fn transaction(
     headers: HeaderMap,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
-    let key = key(&state, &headers)?;
-    let operations = parse_operations(&body)?;
+    settled(|until| transaction_once(&state, &headers, &body, until)).await
+}
+
+async fn transaction_once(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: &Bytes,
+    until: Instant,
+) -> Result<Sent, ApiError> {
+    let key = key(state, headers)?;
+    let operations = parse_operations(body)?;
     let mut batch = state.engine.tc().batch();
     let mut answers = Vec::with_capacity(operations.len());
     let mut first: Option<(String, Grant)> = None;
     for (i, op) in operations.into_iter().enumerate() {
         let at = |e: ApiError| e.with("operation", i);
-        let r = resolve(&state, &key, &op).map_err(at)?;
+        let r = resolve(state, &key, &op).map_err(at)?;
         match &first {
             None => first = Some((r.database.clone(), r.grant)),
             Some((db, _)) if *db != r.database => {
@@ -734,7 +889,12 @@ async fn transaction(
                 .cloned()
                 .into_iter()
                 .collect();
-            return forward(&state, &dbs, primary, "/0.1.0/transaction", &headers, body).await;
+            let to = Forward {
+                primary,
+                path: "/0.1.0/transaction",
+                until,
+            };
+            return forward(state, &dbs, to, headers, body).await;
         }
         Err(e) => return Err(e.into()),
     }
@@ -746,5 +906,7 @@ async fn transaction(
             Err(e) => error_entry(&e),
         })
         .collect();
-    Ok(Json(JsonValue::Array(entries)).into_response())
+    Ok(Sent::Answer(
+        Json(JsonValue::Array(entries)).into_response(),
+    ))
 }

@@ -669,39 +669,26 @@ async fn empty_replicas(cluster: &Cluster) -> Result<(), String> {
 /// Waits until a view after `out_in` (one without this node) has this
 /// node in it, while `helper`, catching it up, serves.
 async fn wait_until_let_in(cluster: &Cluster, helper: &Member, out_in: u64) {
+    cluster.await_let_in(out_in);
     let started = Instant::now();
     let mut asked = Instant::now();
-    while started.elapsed() < LET_IN_WITHIN {
+    while started.elapsed() < LET_IN_WITHIN && !cluster.serving() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Any view heard of lets it in (`Cluster::set_view`).
         cluster.refresh().await;
-        let view = cluster.view();
-        if view.number > out_in && view.members.contains(&cluster.me()) {
-            if let Err(e) = cluster.mark_emptied(false) {
-                tracing::error!(error = %e, "could not mark this node's replicas caught up");
-                return;
-            }
-            cluster
-                .inner
-                .joined
-                .store(true, std::sync::atomic::Ordering::Release);
-            cluster.apply_view();
-            tracing::info!(view = cluster.view_number(), "caught up: in the view again");
-            return;
-        }
-        if asked.elapsed() > HELPER_CHECK_EVERY {
+        if asked.elapsed() > HELPER_CHECK_EVERY && !cluster.serving() {
             asked = Instant::now();
             if !matches!(ask(cluster, helper, Ask::Progress).await, Ok((true, _))) {
                 // Its run may have ended by letting this node in.
                 cluster.refresh().await;
-                if cluster.view_number() > out_in && cluster.view().members.contains(&cluster.me())
-                {
-                    continue;
+                if !cluster.serving() {
+                    tracing::warn!(peer = %helper.node_id, "the node catching this one up stopped; asking again");
+                    break;
                 }
-                tracing::warn!(peer = %helper.node_id, "the node catching this one up stopped; asking again");
-                return;
             }
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    cluster.stop_awaiting_let_in();
 }
 
 /// Gives `node`, live in the view, back the primaries this node serves for
@@ -712,9 +699,32 @@ pub(super) fn give_back(cluster: &Cluster, node: u32) {
     if !cluster.inner.handing_back.begin(node) {
         return;
     }
-    cluster.apply_view();
     let cluster = cluster.clone();
     tokio::spawn(async move {
+        // Not before the node serves in this node's view: writes handed
+        // to it then would find it still waiting to be let in.
+        let serves = match cluster.member(node) {
+            Some(member) => matches!(
+                ask(&cluster, &member, Ask::Serving).await,
+                Ok((true, view)) if view >= cluster.view_number()
+            ),
+            None => false,
+        };
+        if !serves {
+            cluster.inner.handing_back.end(node);
+            // A view acted on meanwhile held their writes: no longer.
+            if cluster
+                .inner
+                .engine
+                .databases()
+                .iter()
+                .any(|db| db.is_handing_on())
+            {
+                cluster.apply_view();
+            }
+            return;
+        }
+        cluster.apply_view();
         let started = Instant::now();
         let done = hand_back(&cluster, node).await;
         cluster.inner.handing_back.end(node);

@@ -101,6 +101,11 @@ struct Inner {
     joined: AtomicBool,
     /// This node's replicas were emptied to be caught up (also on disk).
     emptied: AtomicBool,
+    /// While this node waits to be let in by a run starting from view N:
+    /// N. The first view after it with this node in it lets it in.
+    let_in_after: Mutex<Option<u64>>,
+    /// The node is stopping: it hands its primaries on and leaves.
+    leaving: AtomicBool,
     /// Nodes this node is catching up, each with its latest request.
     catching_up: Runs,
     /// Nodes this node is handing their primaries back to.
@@ -221,6 +226,8 @@ impl Cluster {
                 heard: Mutex::default(),
                 joined: AtomicBool::new(false),
                 emptied: AtomicBool::new(emptied),
+                let_in_after: Mutex::new(None),
+                leaving: AtomicBool::new(false),
                 catching_up: Runs::default(),
                 handing_back: UnderWay::default(),
                 refreshing: AtomicBool::new(false),
@@ -386,10 +393,46 @@ impl Cluster {
             );
         }
         let mut group = (*group).clone();
-        group.view = view;
+        group.view = view.clone();
         self.inner.group.store(Some(Arc::new(group)));
+        self.let_in_by(&view);
         self.apply_view();
         true
+    }
+
+    /// Lets this node in if it waits to be and `view` lets it in: the
+    /// first view after the one its catching up started from, with it in
+    /// it. Whether it did (the caller acts on the view).
+    fn let_in_by(&self, view: &View) -> bool {
+        let mut after = (self.inner.let_in_after.lock()).unwrap_or_else(|e| e.into_inner());
+        if !(after.is_some_and(|from| view.number > from) && view.members.contains(&self.inner.me))
+        {
+            return false;
+        }
+        *after = None;
+        drop(after);
+        if let Err(e) = self.mark_emptied(false) {
+            tracing::error!(error = %e, "could not mark this node's replicas caught up; it stays out");
+            return false;
+        }
+        self.inner.joined.store(true, Ordering::Release);
+        tracing::info!(view = view.number, "caught up: in the view again");
+        true
+    }
+
+    /// From now on, the first view after `from` with this node in it lets
+    /// it in — the moment the node hears of it, so that it serves before
+    /// its primaries can be handed back to it.
+    pub(crate) fn await_let_in(&self, from: u64) {
+        *(self.inner.let_in_after.lock()).unwrap_or_else(|e| e.into_inner()) = Some(from);
+        if self.let_in_by(&self.view()) {
+            self.apply_view();
+        }
+    }
+
+    /// Stops waiting to be let in.
+    pub(crate) fn stop_awaiting_let_in(&self) {
+        *(self.inner.let_in_after.lock()).unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// Marks (or clears) on disk that this node's replicas were emptied
@@ -496,14 +539,66 @@ impl Cluster {
             _ => (Some(preferred), true),
         };
         let primary = primary.unwrap_or(preferred);
-        // Primaries being handed back take no writes meanwhile; their
-        // node, while in the view, is their primary from then on.
+        // Primaries being handed on (back to their node, while it is in
+        // the view, or to the others by a node stopping) take no writes
+        // meanwhile: those that come wait for the view that moves them.
         let in_view = group.is_some_and(|g| g.view.members.contains(&preferred));
-        if primary == me && in_view && self.inner.handing_back.has(preferred.0) {
-            db.set_primary(preferred.0, false);
+        let handing_back = in_view && self.inner.handing_back.has(preferred.0);
+        let handing_on =
+            primary == me && (handing_back || self.inner.leaving.load(Ordering::Acquire));
+        db.set_primary(primary.0, serving && primary == me && !handing_on);
+        db.set_handing_on(handing_on);
+    }
+
+    /// Waits until this node has acted on a view after `placed`'s last
+    /// (primaries may have moved), or for `within`.
+    pub(crate) async fn placed_again(&self, mut placed: watch::Receiver<u64>, within: Duration) {
+        let _ = tokio::time::timeout(within, placed.changed()).await;
+    }
+
+    /// Where the views this node acts on are counted, for `placed_again`.
+    pub(crate) fn placed(&self) -> watch::Receiver<u64> {
+        self.inner.placed.subscribe()
+    }
+
+    /// Hands this node's primaries on to the others of its view and leaves
+    /// it, for a clean stop: writes of its databases that come meanwhile
+    /// wait, and go to the new primary once the view has moved them. A
+    /// node whose peers are all down stays in the view (the group goes on
+    /// from its disk when it starts again).
+    pub(crate) async fn leave(&self) {
+        const WITHIN: Duration = Duration::from_secs(5);
+        let me = self.inner.me;
+        if self.group().is_none_or(|g| g.members.len() < 2) || !self.serving() {
             return;
         }
-        db.set_primary(primary.0, serving && primary == me);
+        let view = self.view();
+        let others = view.members.iter().filter(|&&m| m != me);
+        let suspects = self.suspects(&view);
+        if !others.clone().any(|m| !suspects.iter().any(|s| s.0 == *m)) {
+            return;
+        }
+        self.inner.leaving.store(true, Ordering::Release);
+        self.apply_view();
+        let started = Instant::now();
+        let databases = self.inner.engine.databases();
+        while databases.iter().any(|db| db.writes_in_flight() > 0) && started.elapsed() < WITHIN {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        match self.propose(vec![me], Vec::new()).await {
+            Ok(view) if !view.members.contains(&me) => tracing::info!(
+                view = view.number,
+                took_ms = started.elapsed().as_millis() as u64,
+                "stopping: handed this node's primaries on and left the view"
+            ),
+            Ok(view) => tracing::warn!(
+                view = view.number,
+                "stopping: the arbitrator kept this node in the view"
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, "stopping: could not leave the view; the others will find this node gone")
+            }
+        }
     }
 
     /// This node's row of `ndbinfo.nodes`.

@@ -110,6 +110,8 @@ pub struct DataNode {
     rest_addr: SocketAddr,
     resp_addr: SocketAddr,
     peer_addr: SocketAddr,
+    /// Its place in its node group.
+    cluster: Cluster,
     front_ends: Vec<JoinHandle<()>>,
     secret_file: Option<PathBuf>,
     stop: watch::Sender<bool>,
@@ -238,6 +240,7 @@ impl DataNode {
             rest_addr,
             resp_addr,
             peer_addr,
+            cluster,
             front_ends,
             secret_file,
             stop,
@@ -288,6 +291,9 @@ impl DataNode {
     /// Stops accepting requests, lets those in flight finish, takes a last
     /// checkpoint, closes the redo log, then stops the LDM workers.
     pub async fn shutdown(self) -> std::io::Result<()> {
+        // In a group, its primaries go to the others first: no write is
+        // refused for its stopping.
+        self.cluster.leave().await;
         let _ = self.stop.send(true);
         for front_end in self.front_ends {
             front_end.await.map_err(std::io::Error::other)?;

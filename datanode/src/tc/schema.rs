@@ -48,6 +48,8 @@ pub struct Database {
     preferred: AtomicU32,
     primary: AtomicU32,
     primary_here: AtomicBool,
+    /// This node is its primary and is handing it on: writes wait.
+    handing_on: AtomicBool,
     /// Writes admitted here and not yet answered.
     pub(crate) writes_in_flight: AtomicU64,
 }
@@ -82,6 +84,16 @@ impl Database {
     pub(crate) fn set_primary(&self, primary: u32, here: bool) {
         self.primary.store(primary, Ordering::Release);
         self.primary_here.store(here, Ordering::SeqCst);
+    }
+
+    /// Whether this node is handing its primary on (back to the node it
+    /// prefers, or away at a stop): a write waits for the view after.
+    pub fn is_handing_on(&self) -> bool {
+        self.handing_on.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn set_handing_on(&self, handing_on: bool) {
+        self.handing_on.store(handing_on, Ordering::SeqCst);
     }
 
     /// DataMemory its fragments hold, in bytes.
@@ -152,6 +164,7 @@ impl Database {
             preferred: AtomicU32::new(0),
             primary: AtomicU32::new(0),
             primary_here: AtomicBool::new(true),
+            handing_on: AtomicBool::new(false),
             writes_in_flight: AtomicU64::new(0),
         }
     }

@@ -175,7 +175,9 @@ async fn connection(
 fn relay_target(conn: &Conn, cluster: &Cluster) -> Option<relay::Target> {
     let session = conn.session.as_ref().filter(|_| conn.multi.is_none())?;
     let db = &session.db.db;
-    if db.is_primary_here() {
+    // Handed on from this node, the database is served here until the
+    // view has moved it (its writes are refused meanwhile).
+    if db.is_primary_here() || db.is_handing_on() {
         return None;
     }
     let member = cluster.member(db.primary())?;
