@@ -190,6 +190,8 @@ enum Step {
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 struct Catching {
     joiner: Node,
+    /// The view of the run's own it started from.
+    from: u64,
     step: Step,
 }
 
@@ -241,6 +243,9 @@ enum Action {
     },
     /// kill -9.
     Crash(Node),
+    /// SIGTERM: a serving node with no write under way leaves the view
+    /// (its primaries go to the others), then stops.
+    Stop(Node),
     Restart(Node),
     /// A node learns the arbitrator's view (asking it, or told by a peer).
     Learn(Node),
@@ -465,6 +470,12 @@ impl Model for Group {
             }
             if fault {
                 actions.push(Action::Crash(i));
+                let in_flight = !n.pending.is_empty();
+                let live_peer = (n.view.members.iter().map(|&m| index(m)))
+                    .any(|p| p != i && self.serving(s, p));
+                if self.serving(s, i) && !in_flight && live_peer && s.arbiter.number < self.views {
+                    actions.push(Action::Stop(i));
+                }
             }
             if s.writes < self.writes {
                 for db in 0..self.dbs.len() as u8 {
@@ -519,7 +530,7 @@ impl Model for Group {
                         }
                     }
                     Rejoin::Idle if !in_view && live_peer => actions.push(Action::Empty(i)),
-                    Rejoin::Emptied if s.asks < self.asks => {
+                    Rejoin::Emptied if s.asks < self.asks && s.arbiter.number < self.views => {
                         for p in 0..self.nodes {
                             let helping = s.nodes[p].catching;
                             if p != i && self.serving(s, p) && helping.is_none_or(|c| c.joiner == i)
@@ -560,8 +571,14 @@ impl Model for Group {
             }
             match n.handing_back {
                 None if serving => {
-                    let back = (n.view.moved.iter())
-                        .any(|&(from, to)| to == id(i) && n.view.members.contains(&from));
+                    // Only to a node that answers it serves in this view.
+                    let back = (n.view.moved.iter()).any(|&(from, to)| {
+                        let node = &s.nodes[index(from)];
+                        to == id(i)
+                            && n.view.members.contains(&from)
+                            && self.serving(s, index(from))
+                            && node.view.number >= n.view.number
+                    });
                     if back {
                         actions.push(Action::GiveBack(i));
                     }
@@ -625,6 +642,11 @@ impl Model for Group {
                 s.faults += 1;
                 self.crash(&mut s, i);
             }
+            Action::Stop(i) => {
+                s.faults += 1;
+                self.propose(&mut s, i, &[i], &[], &[]);
+                self.crash(&mut s, i);
+            }
             Action::Restart(i) => {
                 s.nodes[i].up = true;
                 self.apply_view(&mut s, i);
@@ -659,20 +681,25 @@ impl Model for Group {
                 s.asks += 1;
                 // A run under way for J is superseded once its request to
                 // let J in (if it is making one) is answered. The helper
-                // takes J out of the view if J is in it, and answers with
-                // the view it starts from, which J is not in: only a view
-                // that adds J lets it in.
+                // moves the view on to one of the run's own, without J
+                // (taking J out if it is in), and answers with it: only
+                // the next view, which adds J, lets it in.
                 s.nodes[helper].catching = None;
-                if s.nodes[helper].view.members.contains(&id(joiner)) {
-                    self.propose(&mut s, helper, &[joiner], &[], &[]);
-                    let view = &s.nodes[helper].view;
-                    if view.members.contains(&id(joiner)) || !self.serving(&s, helper) {
-                        s.nodes[helper].out.remove(joiner);
-                        return Some(s);
-                    }
+                let before = s.arbiter.number;
+                let remove: Vec<Node> = (s.nodes[helper].view.members.contains(&id(joiner)))
+                    .then_some(joiner)
+                    .into_iter()
+                    .collect();
+                self.propose(&mut s, helper, &remove, &[], &[]);
+                let view = &s.nodes[helper].view;
+                let granted = s.arbiter.number > before && s.arbiter == *view;
+                if !granted || view.members.contains(&id(joiner)) || !self.serving(&s, helper) {
+                    s.nodes[helper].out.remove(joiner);
+                    return Some(s);
                 }
                 s.nodes[helper].catching = Some(Catching {
                     joiner,
+                    from: view.number,
                     step: Step::Start,
                 });
                 s.nodes[joiner].rejoin = Rejoin::Waiting {
@@ -763,9 +790,13 @@ impl Model for Group {
 impl Group {
     /// `catchup::catch_up`, one step.
     fn catch_step(&self, s: &mut State, i: Node) {
-        let Some(Catching { joiner, step }) = s.nodes[i].catching else {
+        let Some(Catching { joiner, from, step }) = s.nodes[i].catching else {
             return;
         };
+        // A view that moved on from the run's changes what it must copy.
+        if s.nodes[i].view.number != from {
+            return self.catch_fail(s, i);
+        }
         let next = match step {
             Step::Start => {
                 if s.nodes[i].view.members.contains(&id(joiner)) {
@@ -804,7 +835,11 @@ impl Group {
                 Step::Add
             }
         };
-        s.nodes[i].catching = Some(Catching { joiner, step: next });
+        s.nodes[i].catching = Some(Catching {
+            joiner,
+            from,
+            step: next,
+        });
     }
 }
 

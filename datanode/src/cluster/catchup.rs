@@ -43,7 +43,8 @@ use super::{ALONE_AFTER, Cluster};
 /// catch it up, before it asks again.
 const LET_IN_WITHIN: Duration = Duration::from_secs(600);
 
-/// How often a node waiting to be let in checks that its helper serves.
+/// How often a node waiting to be let in asks its lead whether the run
+/// goes on.
 const HELPER_CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// A node being caught up that takes nothing of the stream for this long
@@ -53,8 +54,8 @@ const STALLED_AFTER: Duration = Duration::from_secs(5);
 /// The bytes of the stream a copy step waits below.
 const PACE_BYTES: usize = 32 << 20;
 
-/// `S`'s side: node `joiner` asks to be caught up. The view the run
-/// starts from: only the next one lets `joiner` in.
+/// The lead's side: node `joiner` asks this node to catch it up. The view
+/// the run starts from: only the next one lets `joiner` in.
 pub(super) async fn asked(cluster: &Cluster, joiner: u32) -> Result<u64, String> {
     if !cluster.serving() {
         return Err("this node is not serving".into());
