@@ -21,7 +21,7 @@ use crate::log::Mark;
 use crate::log::changes::{self, Change};
 use crate::node::catalog::CatalogError;
 use crate::tc::Table;
-use crate::tc::batch::OperationError;
+use crate::tc::batch::{Batch, OperationError};
 
 /// Serves one connection a peer opened. Reading, heartbeats and writing
 /// run on the node's runtime, so that a peer hears this node is alive even
@@ -306,15 +306,18 @@ impl Backup<'_> {
     }
 
     /// Applies one frame's records, in order: where they end in this
-    /// node's log.
+    /// node's log. A clear (the first thing a primary catching this node
+    /// up sends of a table) empties the table here first: what it held
+    /// before is not the primary's.
     async fn apply(&mut self, records: &[&[u8]]) -> Result<Mark, String> {
         let tc = self.cluster.engine().tc();
         let mut batch = tc.batch();
+        let mut mark = Mark::default();
         for record in records {
             for change in changes::decode(record) {
                 let change = change?;
-                let (Change::Put { table, .. } | Change::Delete { table, .. }) = &change;
-                let Some(Some(table)) = self.tables.get(&table.0) else {
+                let id = change.table().0;
+                let Some(Some(table)) = self.tables.get(&id) else {
                     continue; // dropped, or not held here
                 };
                 // Only a database's primary in this node's view sends its
@@ -327,19 +330,137 @@ impl Backup<'_> {
                         self.cluster.view_number()
                     ));
                 }
+                if let Change::Clear { .. } = change {
+                    mark = mark.max(Self::flush(self.cluster, &mut batch).await?);
+                    self.clear(id).await?;
+                    continue;
+                }
                 batch.push_change(table, &change)?;
             }
         }
+        Ok(mark.max(Self::flush(self.cluster, &mut batch).await?))
+    }
+
+    /// Applies `batch` and starts it again: where its changes end in this
+    /// node's log.
+    async fn flush(cluster: &Cluster, batch: &mut Batch) -> Result<Mark, String> {
         if batch.is_empty() {
             return Ok(Mark::default());
         }
-        let mark = (tc.apply_from_primary(&mut batch).await).map_err(|e| e.to_string())?;
+        let tc = cluster.engine().tc();
+        let mark = (tc.apply_from_primary(batch).await).map_err(|e| e.to_string())?;
         for result in batch.results() {
             match result {
                 Ok(_) | Err(OperationError::NotFound { .. }) => {}
                 Err(e) => return Err(format!("applying a change: {e}")),
             }
         }
+        *batch = tc.batch();
         Ok(mark)
+    }
+
+    /// Empties this node's replica of the primary's table `id`: made again,
+    /// empty, with the same definition.
+    async fn clear(&mut self, id: u32) -> Result<(), String> {
+        let Some(Some(table)) = self.tables.get(&id).cloned() else {
+            return Ok(());
+        };
+        let engine = self.cluster.engine();
+        let (db, def) = (table.database.name.clone(), table.def().clone());
+        (engine.drop_table(db.as_str(), def.name.as_str()).await).map_err(|e| e.to_string())?;
+        let made = (engine.create_table(&db, def).await).map_err(|e| e.to_string())?;
+        self.tables.insert(id, Some(made));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::tests::{create, engine, read, run, runtime};
+    use crate::types::value::Value;
+
+    const TABLE: &str = r#"{"name": "t", "primary_key": ["id"], "columns": [
+        {"name": "id", "type": "BIGINT", "nullable": false},
+        {"name": "note", "type": "VARCHAR(20)", "nullable": true}]}"#;
+
+    /// A node back that took rows of an earlier run's stream after it
+    /// emptied itself holds rows the primary has deleted since; the clear
+    /// the next run sends first leaves it with the primary's rows alone.
+    #[test]
+    fn a_clear_then_a_copy_leaves_the_primarys_rows_alone() {
+        runtime().block_on(async {
+            let primary = engine(64);
+            let back = engine(64);
+            let source = create(&primary, "shop", TABLE).await;
+            let stale = create(&back, "shop", TABLE).await;
+            let row = |id: i64| {
+                [
+                    ("id", Value::Int(id)),
+                    ("note", Value::Text(format!("n{id}"))),
+                ]
+            };
+            run(&primary, |b| {
+                (1..=3).for_each(|id| b.write(&source, &row(id)).unwrap())
+            })
+            .await;
+            // Row 1 as the primary has it, row 99 long deleted there.
+            run(&back, |b| {
+                [1, 99]
+                    .iter()
+                    .for_each(|&id| b.write(&stale, &row(id)).unwrap())
+            })
+            .await;
+
+            // What the primary's run ships to node 2: a clear, then the copy.
+            let outbox = primary.tc().workers().log().outbox();
+            outbox.catch_up(2);
+            let mut clear = Vec::new();
+            changes::clear(&mut clear, source.id);
+            outbox.ship_to(2, &clear).unwrap();
+            for &place in &source.fragments {
+                let mut from = 0;
+                while let Some(step) = primary
+                    .tc()
+                    .workers()
+                    .copy(source.id, place, from, 2)
+                    .await
+                    .unwrap()
+                {
+                    match step.next {
+                        Some(next) => from = next,
+                        None => break,
+                    }
+                }
+            }
+            let (records, _) = outbox.after(2, 0, usize::MAX);
+            assert!(records.len() > 1, "a clear and copies: {}", records.len());
+
+            let (_stop, stopped) = tokio::sync::watch::channel(false);
+            let secret = shoal_wire::secret::ClusterSecret::new(&"s".repeat(32)).unwrap();
+            let cluster = Cluster::new(back.clone(), secret, None, None, stopped).unwrap();
+            stale.database.set_primary(1, false);
+            let mut backup = Backup {
+                cluster: &cluster,
+                from: 1,
+                tables: HashMap::from([(source.id.0, Some(Arc::clone(&stale)))]),
+            };
+            let records: Vec<&[u8]> = records.iter().map(|(_, r)| &r[..]).collect();
+            backup.apply(&records).await.unwrap();
+
+            let now = back.table("shop", "t").unwrap();
+            assert_ne!(now.id, stale.id, "the table was made again");
+            for id in 1..=3 {
+                assert_eq!(
+                    read(&back, &now, &[Value::Int(id)]).await,
+                    Some(vec![Value::Int(id), Value::Text(format!("n{id}"))])
+                );
+            }
+            assert_eq!(
+                read(&back, &now, &[Value::Int(99)]).await,
+                None,
+                "the stale row is gone"
+            );
+        });
     }
 }

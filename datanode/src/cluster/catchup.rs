@@ -38,6 +38,7 @@ use tokio::net::TcpStream;
 
 use super::frame::{self, Message};
 use super::{ALONE_AFTER, Cluster};
+use crate::log::changes;
 
 /// How long a node back waits to be let in once a peer has agreed to
 /// catch it up, before it asks again.
@@ -353,6 +354,15 @@ async fn copy_mine(cluster: &Cluster, run: &Run) -> Result<(u64, u64), String> {
         }
         if !table.database.is_primary_here() {
             return Err("its primaries are being handed back".into());
+        }
+        // What J holds of the table is not this node's: it may have taken
+        // rows of an earlier run's stream after emptying itself, whose
+        // deletes this run's stream, starting later, would not bring. The
+        // table is emptied on J in stream order, before its copy.
+        let mut clear = Vec::new();
+        changes::clear(&mut clear, table.id);
+        if outbox.ship_to(joiner, &clear).is_none() {
+            return Err(format!("node {joiner} fell out of the stream"));
         }
         for &place in &table.fragments {
             let mut from = 0;

@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 
 use super::frame::{self, Message, Record};
 use super::{Cluster, HEARTBEAT_EVERY};
-use crate::log::changes::{self, Change};
+use crate::log::changes;
 use crate::log::ship::Outbox;
 
 /// Most bytes of records one frame carries.
@@ -233,7 +233,7 @@ async fn send_stream(
 /// backup has not been told of on this connection.
 fn announce(cluster: &Cluster, record: &[u8], announced: &mut HashSet<u32>, out: &mut Vec<u8>) {
     for change in changes::decode(record).flatten() {
-        let (Change::Put { table, .. } | Change::Delete { table, .. }) = change;
+        let table = change.table();
         if !announced.insert(table.0) {
             continue;
         }

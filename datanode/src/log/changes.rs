@@ -4,15 +4,18 @@
 //! already has some of its changes gives the same rows.
 //!
 //! ```text
-//! change: [op u8: 1 put, 2 delete][table u32][key length u16][key]
+//! change: [op u8: 1 put, 2 delete, 3 clear][table u32][key length u16][key]
 //!         put only: [image length u32][row image]
 //! ```
-//! A record's payload is its changes, one after another.
+//! A record's payload is its changes, one after another. A clear (its key
+//! empty) is never in a redo log: it goes only to a node being caught up,
+//! in the replication stream (`cluster::catchup`).
 
 use crate::types::TableId;
 
 const PUT: u8 = 1;
 const DELETE: u8 = 2;
+const CLEAR: u8 = 3;
 
 /// One changed row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +28,19 @@ pub(crate) enum Change<'a> {
     },
     /// There is no row with this key.
     Delete { table: TableId, key: &'a [u8] },
+    /// The table has no rows but those the changes after this one give it.
+    Clear { table: TableId },
+}
+
+impl Change<'_> {
+    /// The table it changes.
+    pub(crate) fn table(&self) -> TableId {
+        match self {
+            Change::Put { table, .. } | Change::Delete { table, .. } | Change::Clear { table } => {
+                *table
+            }
+        }
+    }
 }
 
 /// Starts a put in `out`; the caller appends the row image and then calls
@@ -49,6 +65,12 @@ pub(crate) fn delete(out: &mut Vec<u8>, table: TableId, key: &[u8]) {
     out.extend_from_slice(&table.0.to_le_bytes());
     out.extend_from_slice(&(key.len() as u16).to_le_bytes());
     out.extend_from_slice(key);
+}
+
+pub(crate) fn clear(out: &mut Vec<u8>, table: TableId) {
+    out.push(CLEAR);
+    out.extend_from_slice(&table.0.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
 }
 
 /// The first `n` bytes, moving `bytes` past them.
@@ -86,6 +108,8 @@ pub(crate) fn decode(mut payload: &[u8]) -> impl Iterator<Item = Result<Change<'
                     }
                 }
                 DELETE => Change::Delete { table, key },
+                CLEAR if key.is_empty() => Change::Clear { table },
+                CLEAR => return Err("a clear with a key".to_owned()),
                 other => return Err(format!("unknown change kind {other}")),
             };
             payload = bytes;
@@ -109,6 +133,7 @@ mod tests {
         out.extend_from_slice(b"the row");
         finish_put(&mut out, at);
         delete(&mut out, TableId(9), b"gone");
+        clear(&mut out, TableId(11));
         let changes: Vec<_> = decode(&out).collect::<Result<_, _>>().unwrap();
         assert_eq!(
             changes,
@@ -122,7 +147,12 @@ mod tests {
                     table: TableId(9),
                     key: b"gone"
                 },
+                Change::Clear { table: TableId(11) },
             ]
+        );
+        assert!(
+            decode(&[3, 1, 0, 0, 0, 1, 0, b'k']).any(|c| c.is_err()),
+            "a clear with a key"
         );
         assert!(
             decode(&out[..out.len() - 1]).any(|c| c.is_err()),

@@ -559,7 +559,7 @@ impl Engine {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 #[cfg(test)]
 mod model_tests;

@@ -200,7 +200,10 @@ async fn replay(
         bytes += payload.len() as u64;
         for change in changes::decode(&payload) {
             let change = change.map_err(|problem| RecoveryError::Record { lsn, problem })?;
-            let (Change::Put { table, key, .. } | Change::Delete { table, key }) = &change;
+            let (Change::Put { table, key, .. } | Change::Delete { table, key }) = &change else {
+                let problem = "a replication stream's clear in the redo log".to_owned();
+                return Err(RecoveryError::Record { lsn, problem });
+            };
             let Some(table) = tables.get(table) else {
                 continue; // dropped later
             };

@@ -13,11 +13,11 @@ use crate::tc::batch::{Batch, OperationError, Outcome};
 use crate::types::value::Value;
 use crate::types::value::{Date, DateTime, Decimal, Timestamp};
 
-pub(super) fn engine(pages: u64) -> Engine {
+pub(crate) fn engine(pages: u64) -> Engine {
     engine_with(pages, 3)
 }
 
-pub(super) fn engine_with(pages: u64, fragments: u16) -> Engine {
+pub(crate) fn engine_with(pages: u64, fragments: u16) -> Engine {
     Engine::start(EngineConfig {
         node_id: super::NodeId(1),
         data_memory: pages * PAGE_SIZE as u64,
@@ -29,13 +29,13 @@ pub(super) fn engine_with(pages: u64, fragments: u16) -> Engine {
     .unwrap()
 }
 
-pub(super) fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap()
 }
 
-pub(super) async fn create(engine: &Engine, db: &str, json: &str) -> Arc<Table> {
+pub(crate) async fn create(engine: &Engine, db: &str, json: &str) -> Arc<Table> {
     let db = DatabaseName::parse(db).unwrap();
     if engine.databases().iter().all(|d| d.name != db) {
         engine.create_database(&db, None).await.unwrap();
@@ -45,7 +45,7 @@ pub(super) async fn create(engine: &Engine, db: &str, json: &str) -> Arc<Table> 
 }
 
 /// Runs the operations `add` puts in a batch and returns their outcomes.
-pub(super) async fn run(
+pub(crate) async fn run(
     engine: &Engine,
     add: impl FnOnce(&mut Batch),
 ) -> Vec<Result<Outcome, OperationError>> {
@@ -55,7 +55,7 @@ pub(super) async fn run(
     batch.results()
 }
 
-pub(super) async fn read(engine: &Engine, table: &Arc<Table>, key: &[Value]) -> Option<Vec<Value>> {
+pub(crate) async fn read(engine: &Engine, table: &Arc<Table>, key: &[Value]) -> Option<Vec<Value>> {
     match run(engine, |b| b.read(table, key).unwrap()).await.remove(0) {
         Ok(Outcome::Found(row)) => Some(row.into_values()),
         Ok(Outcome::Absent) => None,
