@@ -41,12 +41,13 @@ pub(super) async fn rows(
             ),
         )
     })?;
+    let node_group = state.cluster.group().map_or(0, |g| g.node_group);
     if table == ndbinfo::NODES {
         let mut rows = ndbinfo::Rows::new(table);
         rows.rows.push(state.cluster.nodes_row());
         return Ok(Json(rows));
     }
     Ok(Json(
-        crate::node::ndbinfo::rows(&state.engine, table).await?,
+        crate::node::ndbinfo::rows(&state.engine, table, node_group).await?,
     ))
 }

@@ -17,8 +17,13 @@ use crate::types::TableId;
 /// The memory type of the DataMemory row of `memoryusage`, as RonDB names it.
 pub(crate) const DATA_MEMORY: &str = "Data memory";
 
-/// The rows of one ndbinfo table, computed now.
-pub(crate) async fn rows(engine: &Engine, table: NdbinfoTable) -> Result<Rows, NodeFailed> {
+/// The rows of one ndbinfo table, computed now, on a node of node group
+/// `node_group` (0 for a node in none).
+pub(crate) async fn rows(
+    engine: &Engine,
+    table: NdbinfoTable,
+    node_group: u32,
+) -> Result<Rows, NodeFailed> {
     let mut rows = Rows::new(table);
     if let Some(view) = table.view {
         rows.rows = summed(&engine.memory_usage().await?, view);
@@ -55,8 +60,7 @@ pub(crate) async fn rows(engine: &Engine, table: NdbinfoTable) -> Result<Rows, N
                 vec![
                     f.table_id.0.into(),
                     u32::from(f.fragment).into(),
-                    // One node group until replication arrives.
-                    0u32.into(),
+                    node_group.into(),
                     f.in_memory_bytes.into(),
                     f.free_in_memory_bytes.into(),
                     0u64.into(),
