@@ -316,4 +316,40 @@ async fn ycsb_runs_against_a_running_shoal_with_a_tenants_key() {
     // A fixed rate of 400/s for one second: 400 reads due, all done.
     let done = run["ops"].as_u64().unwrap();
     assert!((399..=401).contains(&done), "{run}");
+
+    // Several addresses: clients are spread over them, and one whose node
+    // does not answer goes on with the next; failures are told by kind.
+    let both = format!("http://127.0.0.1:1,{}", demo["rest_url"].as_str().unwrap());
+    let args = format!(
+        "ycsb --workload c --rest-url {both} --database demo --api-key {key} --threads 2 --time 1 --records 200 --skip-load"
+    );
+    let out = tempfile::tempdir().unwrap();
+    let stdout = bench(out.path(), &args);
+    let spread = self::results(out.path());
+    let run = &spread["runs"][0];
+    assert!(run["ops"].as_u64().unwrap() > 10, "{run}");
+    assert_eq!(run["missing_rows"], 0, "{run}");
+    let failures = run["failures"].as_object().unwrap();
+    assert_eq!(failures.keys().collect::<Vec<_>>(), ["connection"], "{run}");
+    assert_eq!(failures["connection"], run["failed"], "{run}");
+    assert!(stdout.contains("connection: "), "{stdout}");
+    // Too many addresses, or an empty one, are refused.
+    let many = vec!["http://127.0.0.1:1"; 17].join(",");
+    for (list, says) in [
+        (many.as_str(), "at most 16"),
+        ("http://a,,http://b", "is not an address"),
+    ] {
+        let (code, stderr) = common::run_to_exit(&[
+            "bench",
+            "ycsb",
+            "--rest-url",
+            list,
+            "--database",
+            "d",
+            "--api-key",
+            "k",
+        ]);
+        assert_ne!(code, Some(0), "{list}");
+        assert!(stderr.contains(says), "{list}: {stderr}");
+    }
 }

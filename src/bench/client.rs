@@ -45,13 +45,15 @@ pub(crate) enum Outcome {
 /// Where to reach the data and as whom.
 #[derive(Debug, Clone)]
 pub(crate) enum Target {
+    /// Clients are spread over the addresses, and go on with the next when
+    /// theirs breaks.
     Rest {
-        url: String,
+        urls: Vec<String>,
         database: String,
         key: String,
     },
     Resp {
-        addr: String,
+        addrs: Vec<String>,
         /// `AUTH <database> <key>`; none for a server without auth.
         auth: Option<(String, String)>,
     },
@@ -64,18 +66,24 @@ pub(crate) enum Conn {
 }
 
 impl Conn {
-    pub(crate) async fn open(target: &Target) -> anyhow::Result<Conn> {
+    /// A connection to the target's address `at` (modulo how many it has).
+    pub(crate) async fn open(target: &Target, at: usize) -> anyhow::Result<Conn> {
         Ok(match target {
-            Target::Rest { url, database, key } => Conn::Rest(Rest {
+            Target::Rest {
+                urls,
+                database,
+                key,
+            } => Conn::Rest(Rest {
                 http: reqwest::Client::builder()
                     .pool_max_idle_per_host(1)
                     .build()?,
-                url: url.trim_end_matches('/').to_owned(),
+                url: urls[at % urls.len()].trim_end_matches('/').to_owned(),
                 database: database.clone(),
                 key: key.clone(),
                 body: String::new(),
             }),
-            Target::Resp { addr, auth } => {
+            Target::Resp { addrs, auth } => {
+                let addr = &addrs[at % addrs.len()];
                 let stream = TcpStream::connect(addr)
                     .await
                     .with_context(|| format!("connecting to {addr}"))?;

@@ -78,12 +78,15 @@ pub(crate) struct BenchArgs {
     /// process and run against it.
     #[arg(long)]
     start: bool,
-    /// REST endpoint of a running data node.
-    #[arg(long, default_value = "http://127.0.0.1:4406")]
-    rest_url: String,
-    /// Redis-protocol address of a running data node (or of a redis-server).
-    #[arg(long, default_value = "127.0.0.1:6380")]
-    resp_addr: String,
+    /// REST endpoints of running data nodes, comma-separated (the nodes of
+    /// a database's group): clients are spread over them, and one whose
+    /// node stops answering goes on with the next.
+    #[arg(long, default_value = "http://127.0.0.1:4406", value_delimiter = ',', value_parser = parse_address)]
+    rest_url: Vec<String>,
+    /// Redis-protocol addresses of running data nodes (or of a
+    /// redis-server), comma-separated, as `--rest-url`.
+    #[arg(long, default_value = "127.0.0.1:6380", value_delimiter = ',', value_parser = parse_address)]
+    resp_addr: Vec<String>,
     /// The database to use (it must hold `usertable` for REST).
     #[arg(long)]
     database: Option<String>,
@@ -150,6 +153,17 @@ fn parse_threads(s: &str) -> Result<Threads, String> {
     Ok(Threads(counts))
 }
 
+/// Most addresses `--rest-url` or `--resp-addr` may list.
+const MAX_ADDRESSES: usize = 16;
+
+fn parse_address(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    if s.is_empty() || s.len() > 200 || s.chars().any(char::is_whitespace) {
+        return Err(format!("'{s}' is not an address"));
+    }
+    Ok(s.to_owned())
+}
+
 fn parse_rate(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(r) if r.is_finite() && (1.0..=100_000_000.0).contains(&r) => Ok(r),
@@ -160,6 +174,17 @@ fn parse_rate(s: &str) -> Result<f64, String> {
 }
 
 pub(crate) async fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    for (flag, addresses) in [
+        ("--rest-url", &args.rest_url),
+        ("--resp-addr", &args.resp_addr),
+    ] {
+        if addresses.len() > MAX_ADDRESSES {
+            bail!(
+                "{flag} lists {} addresses; at most {MAX_ADDRESSES}",
+                addresses.len()
+            );
+        }
+    }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let cluster = if args.start {
@@ -195,12 +220,12 @@ async fn target_for(
         let made = cluster.tenant(tenant).await?;
         let target = match args.protocol {
             Protocol::Rest => Target::Rest {
-                url: cluster.rest_url.clone(),
+                urls: vec![cluster.rest_url.clone()],
                 database: made.database.clone(),
                 key: made.key.clone(),
             },
             Protocol::Resp => Target::Resp {
-                addr: cluster.resp_addr.clone(),
+                addrs: vec![cluster.resp_addr.clone()],
                 auth: Some((made.database.clone(), made.key.clone())),
             },
         };
@@ -208,7 +233,7 @@ async fn target_for(
     }
     let target = match (args.protocol, &args.database, &args.api_key) {
         (Protocol::Rest, Some(database), Some(key)) => Target::Rest {
-            url: args.rest_url.clone(),
+            urls: args.rest_url.clone(),
             database: database.clone(),
             key: key.clone(),
         },
@@ -216,11 +241,11 @@ async fn target_for(
             bail!("over REST give --database and --api-key (or SHOAL_API_KEY), or use --start")
         }
         (Protocol::Resp, Some(database), Some(key)) => Target::Resp {
-            addr: args.resp_addr.clone(),
+            addrs: args.resp_addr.clone(),
             auth: Some((database.clone(), key.clone())),
         },
         (Protocol::Resp, None, None) => Target::Resp {
-            addr: args.resp_addr.clone(),
+            addrs: args.resp_addr.clone(),
             auth: None,
         },
         (Protocol::Resp, _, _) => bail!("over RESP give both --database and --api-key, or neither"),
@@ -325,7 +350,14 @@ fn print_run(r: &RunResult) {
             String::new()
         },
         match &r.first_failure {
-            Some(why) => format!(", {} failed (first: {why})", r.failed),
+            Some(why) => format!(
+                ", {} failed ({}; first: {why})",
+                r.failed,
+                (r.failures.iter())
+                    .map(|(kind, n)| format!("{kind}: {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             None => String::new(),
         },
     );
@@ -361,7 +393,7 @@ async fn load(target: &Target, records: u64, seed: u64) -> anyhow::Result<()> {
         let target = target.clone();
         let next = Arc::clone(&next);
         loaders.spawn(async move {
-            let mut conn = Conn::open(&target).await?;
+            let mut conn = Conn::open(&target, 0).await?;
             let mut values = OpGen::new(
                 Plan::Ycsb(Ycsb::C.mix(), Distribution::Uniform),
                 1,

@@ -29,7 +29,27 @@ pub(crate) struct Recorder {
     pub(crate) missing: u64,
     pub(crate) throttled: u64,
     pub(crate) failed: u64,
+    /// Failed operations by kind (`failure_kind`).
+    pub(crate) failures: BTreeMap<String, u64>,
     pub(crate) first_failure: Option<String>,
+}
+
+/// What kind of failure `why` is: a REST answer's status and code
+/// (`503 PRIMARY_CHANGED`), a broken connection (`connection`), or a Redis
+/// error's first word (`ERR`, `NOAUTH`).
+pub(crate) fn failure_kind(why: &str) -> String {
+    let mut words = why.split_whitespace();
+    let first = words.next().unwrap_or("unknown").trim_end_matches(':');
+    let kind = match first.parse::<u16>() {
+        Ok(_) => match words.next() {
+            Some(code) if code.chars().all(|c| c.is_ascii_uppercase() || c == '_') => {
+                format!("{first} {code}")
+            }
+            _ => first.to_owned(),
+        },
+        Err(_) => first.to_owned(),
+    };
+    kind.chars().take(64).collect()
 }
 
 impl Default for Recorder {
@@ -41,6 +61,7 @@ impl Default for Recorder {
             missing: 0,
             throttled: 0,
             failed: 0,
+            failures: BTreeMap::new(),
             first_failure: None,
         }
     }
@@ -66,6 +87,7 @@ impl Recorder {
             Outcome::Throttled => self.throttled += 1,
             Outcome::Failed(why) => {
                 self.failed += 1;
+                *self.failures.entry(failure_kind(why)).or_default() += 1;
                 self.first_failure.get_or_insert_with(|| why.clone());
             }
         }
@@ -84,6 +106,9 @@ impl Recorder {
         self.missing += other.missing;
         self.throttled += other.throttled;
         self.failed += other.failed;
+        for (kind, n) in &other.failures {
+            *self.failures.entry(kind.clone()).or_default() += n;
+        }
         if self.first_failure.is_none() {
             self.first_failure.clone_from(&other.first_failure);
         }
@@ -140,6 +165,8 @@ pub(crate) struct RunResult {
     pub(crate) missing_rows: u64,
     pub(crate) throttled: u64,
     pub(crate) failed: u64,
+    /// Failed operations by kind: `503 PRIMARY_CHANGED`, `connection`, ...
+    pub(crate) failures: BTreeMap<String, u64>,
     pub(crate) first_failure: Option<String>,
     pub(crate) latency_ms: Latency,
     pub(crate) by_kind: BTreeMap<Kind, KindResult>,
@@ -163,6 +190,7 @@ impl RunResult {
             missing_rows: r.missing,
             throttled: r.throttled,
             failed: r.failed,
+            failures: r.failures.clone(),
             first_failure: r.first_failure.clone(),
             latency_ms: Latency::of(&r.latency),
             by_kind: r
@@ -378,6 +406,23 @@ mod tests {
             &Outcome::Failed("boom".into()),
         );
         RunResult::new(threads, Duration::from_secs(2), None, &r)
+    }
+
+    #[test]
+    fn failures_are_counted_by_kind() {
+        assert_eq!(
+            failure_kind("503 PRIMARY_CHANGED data node 1 stopped"),
+            "503 PRIMARY_CHANGED"
+        );
+        assert_eq!(failure_kind("421 NOT_PRIMARY"), "421 NOT_PRIMARY");
+        assert_eq!(failure_kind("500 oops"), "500");
+        assert_eq!(
+            failure_kind("connection: error sending request"),
+            "connection"
+        );
+        assert_eq!(failure_kind("ERR unknown command"), "ERR");
+        assert_eq!(failure_kind(""), "unknown");
+        assert_eq!(failure_kind(&"x".repeat(500)).len(), 64);
     }
 
     #[test]

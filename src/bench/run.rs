@@ -147,7 +147,9 @@ async fn client(
     window: Window,
     deadline: Instant,
 ) -> anyhow::Result<()> {
-    let mut conn = Conn::open(&group.target).await?;
+    // Clients are spread over the target's addresses.
+    let mut at = index;
+    let mut conn = reopen(&group.target, &mut at, deadline).await?;
     let seed = group
         .seed
         .wrapping_mul(0x9E37_79B9)
@@ -170,15 +172,32 @@ async fn client(
         let (rows, outcome) = match execute(&mut conn, &mut ops, &op, &group, &mut value).await {
             Ok(done) => done,
             Err(e) => {
-                // The connection broke: count it, and go on with a new one.
-                conn = Conn::open(&group.target).await?;
-                (1, Outcome::Failed(format!("{e:#}")))
+                // The connection broke: count it, and go on with a new one
+                // to the next address (the same, when there is one).
+                at += 1;
+                conn = reopen(&group.target, &mut at, deadline).await?;
+                (1, Outcome::Failed(format!("connection: {e:#}")))
             }
         };
         let latency = due.elapsed();
         (window.lock().unwrap_or_else(|e| e.into_inner())).record(kind, rows, latency, &outcome);
     }
     Ok(())
+}
+
+/// A connection to address `at`, or the ones after it in turn while none
+/// answers, until `deadline`.
+async fn reopen(target: &Target, at: &mut usize, deadline: Instant) -> anyhow::Result<Conn> {
+    loop {
+        match Conn::open(target, *at).await {
+            Ok(conn) => return Ok(conn),
+            Err(e) if Instant::now() >= deadline => return Err(e),
+            Err(_) => {
+                *at += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    }
 }
 
 /// Runs one operation: the rows it touched and how it ended.
