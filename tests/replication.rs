@@ -444,6 +444,24 @@ async fn hostile_peers_and_groups_are_refused_and_change_nothing() {
         let read = tokio::time::timeout(GUARD, peer.read_to_end(&mut answer)).await;
         assert!(read.is_ok(), "the node closes the connection");
     }
+    // A client posing as a node that forwarded its write from a newer
+    // view: refused as a write sent on twice, and nothing written.
+    let forged = reqwest::Client::new()
+        .post(format!("{}/0.1.0/shop/orders/pk-insert", g.backup.rest_url))
+        .header("X-API-KEY", &g.key)
+        .header("x-shoal-forwarded-by", "1")
+        .header("x-shoal-view", u64::MAX.to_string())
+        .json(&json!({"row": {"id": 7, "note": "forged"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), StatusCode::MISDIRECTED_REQUEST);
+    let body: Value = forged.json().await.unwrap();
+    assert_eq!(code(&body), "NOT_PRIMARY", "{body}");
+    assert_eq!(
+        read_note(&g.primary, &g.key, 7).await.0,
+        StatusCode::NOT_FOUND
+    );
     let row = json!({"row": {"id": 1, "note": "still replicated"}});
     let (status, body) = data_call(&g.backup, &g.key, "shop/orders/pk-write", row).await;
     assert_eq!(status, StatusCode::OK, "{body}");
