@@ -566,6 +566,16 @@ async fn insert(node: &Shoal, key: &str, id: i64) -> bool {
     insert_in(node, key, "shop", id).await
 }
 
+/// Both nodes hold every id of `acked` as written, and use the same
+/// memory for it.
+async fn both_hold(nodes: &[Option<Shoal>; 2], key: &str, acked: &[i64]) {
+    let [a, b] = nodes.each_ref().map(|n| n.as_ref().expect("both nodes up"));
+    for node in [a, b] {
+        all_there(node, key, acked).await;
+    }
+    assert_eq!(orders_memory(a).await, orders_memory(b).await);
+}
+
 /// Every id in `acked` reads back from `node` as written.
 async fn all_there(node: &Shoal, key: &str, acked: &[i64]) {
     let in_shop: Vec<(&str, i64)> = acked.iter().map(|&id| ("shop", id)).collect();
@@ -750,14 +760,7 @@ async fn twenty_kills_alternating_nodes_lose_no_acknowledged_write() {
             "a failure that is not a request in flight on the killed node: {f}"
         );
     }
-    for node in nodes.iter().flatten() {
-        all_there(node, key, &acked).await;
-    }
-    let [a, b] = &nodes;
-    assert_eq!(
-        orders_memory(a.as_ref().unwrap()).await,
-        orders_memory(b.as_ref().unwrap()).await
-    );
+    both_hold(&nodes, key, &acked).await;
 }
 
 /// Writes row `id` of `db.orders` through `node`: whether it was
@@ -1072,12 +1075,5 @@ async fn a_rolling_restart_under_load_fails_no_request_on_the_other_node() {
         acked.extend(written.iter().map(|w| w.id));
         nodes[restart] = Some(back);
     }
-    for node in nodes.iter().flatten() {
-        all_there(node, key, &acked).await;
-    }
-    let [a, b] = &nodes;
-    assert_eq!(
-        orders_memory(a.as_ref().unwrap()).await,
-        orders_memory(b.as_ref().unwrap()).await
-    );
+    both_hold(&nodes, key, &acked).await;
 }

@@ -478,10 +478,10 @@ enum Sent {
 
 /// Runs a write request (`once`, given until when it may wait) until it
 /// has an answer: again while its database's primary settles.
-async fn settled<'a, F, Fut>(mut once: F) -> Result<Response, ApiError>
+async fn settled<F, Fut>(mut once: F) -> Result<Response, ApiError>
 where
-    F: FnMut(Instant) -> Fut + 'a,
-    Fut: Future<Output = Result<Sent, ApiError>> + 'a,
+    F: FnMut(Instant) -> Fut,
+    Fut: Future<Output = Result<Sent, ApiError>>,
 {
     let until = Instant::now() + SETTLE_WITHIN;
     loop {

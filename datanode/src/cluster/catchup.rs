@@ -32,7 +32,7 @@
 
 use std::time::{Duration, Instant};
 
-use shoal_wire::internal::{Member, NodeId};
+use shoal_wire::internal::{Member, NodeId, View};
 use tokio::io::BufReader;
 use tokio::net::TcpStream;
 
@@ -303,26 +303,18 @@ pub(super) async fn copy_asked(
     };
     let run = Run::new(cluster, joiner, number, from);
     let started = Instant::now();
-    let copied = copy_mine(cluster, &run).await;
-    let Ok(done) = copied else {
-        let why = copied.as_ref().err().cloned().unwrap_or_default();
-        finish(cluster, &run, copied.map_err(Stopped::from), started, "");
-        return Err(why);
+    let done = match copy_mine(cluster, &run).await {
+        Ok(done) => done,
+        Err(why) => {
+            finish(cluster, &run, Err(Stopped::from(why.clone())), started, "");
+            return Err(why);
+        }
     };
     let cluster = cluster.clone();
     tokio::spawn(async move {
-        let outcome = match let_in_outcome(&cluster, NodeId(joiner), from, LEAD_LETS_IN_WITHIN)
-            .await
-        {
-            Some(true) => Ok(done),
-            Some(false) => Err(Stopped::from(format!("not let in from view {from}"))),
-            None => Err(Stopped {
-                why: "the arbitrator cannot be reached: whether it was let in is not known".into(),
-                keep: true,
-            }),
-        };
+        let outcome = let_in_outcome(&cluster, NodeId(joiner), from, LEAD_LETS_IN_WITHIN).await;
         let success = "copied this node's primaries to a node back; it is in the view again";
-        finish(&cluster, &run, outcome, started, success);
+        finish(&cluster, &run, outcome.map(|()| done), started, success);
     });
     Ok(done)
 }
@@ -418,27 +410,30 @@ async fn let_in(cluster: &Cluster, run: &Run) -> Result<(), Stopped> {
             run.from, view.number
         ))),
         // Granted or not: the arbitrator knows.
-        Err(e) => match let_in_outcome(cluster, node, run.from, Duration::ZERO).await {
-            Some(true) => Ok(()),
-            Some(false) => Err(Stopped::from(format!("not let in: {e}"))),
-            None => Err(Stopped {
-                why: format!("asking to let it in: {e}; whether it was is not known"),
-                keep: true,
-            }),
-        },
+        Err(e) => {
+            (let_in_outcome(cluster, node, run.from, Duration::ZERO).await).map_err(|s| Stopped {
+                why: format!("asking to let it in: {e}; {}", s.why),
+                ..s
+            })
+        }
     }
 }
 
 /// Once a run from view `from` has (or may have) asked to let `node` in:
 /// whether it is in the view after — waiting up to `wait` for it, then
 /// moving the view on from `from` itself if nobody has, so that the run
-/// can no longer let it in. `None` if the arbitrator cannot be reached.
+/// can no longer let it in. Not known (the arbitrator cannot be reached):
+/// stopped, with the node kept in the stream.
 async fn let_in_outcome(
     cluster: &Cluster,
     node: NodeId,
     from: u64,
     wait: Duration,
-) -> Option<bool> {
+) -> Result<(), Stopped> {
+    let let_in = |view: &View| match view.members.contains(&node) {
+        true => Ok(()),
+        false => Err(Stopped::from(format!("not let in from view {from}"))),
+    };
     let started = Instant::now();
     while cluster.view_number() <= from && started.elapsed() < wait {
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -446,14 +441,17 @@ async fn let_in_outcome(
     }
     for _ in 0..10 {
         if cluster.view_number() > from {
-            return Some(cluster.view().members.contains(&node));
+            return let_in(&cluster.view());
         }
         match cluster.propose_from(from, Vec::new(), Vec::new()).await {
-            Ok((view, _)) => return Some(view.members.contains(&node)),
+            Ok((view, _)) => return let_in(&view),
             Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
         }
     }
-    None
+    Err(Stopped {
+        why: "the arbitrator cannot be reached: whether it was let in is not known".into(),
+        keep: true,
+    })
 }
 
 /// Waits until `joiner` holds the stream up to `seq`, while `going` says
@@ -760,11 +758,8 @@ async fn hand_back(cluster: &Cluster, node: u32) -> Result<u64, String> {
     let databases: Vec<_> = (cluster.inner.engine.databases().into_iter())
         .filter(|db| db.preferred_primary() == node)
         .collect();
-    while databases.iter().any(|db| db.writes_in_flight() > 0) {
-        if started.elapsed() > WITHIN {
-            return Err("writes did not finish".into());
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
+    if !super::writes_done(&databases, WITHIN).await {
+        return Err("writes did not finish".into());
     }
     let outbox = cluster.inner.engine.tc().workers().log().outbox();
     let last = outbox.last();

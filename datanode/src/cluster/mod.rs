@@ -546,8 +546,11 @@ impl Cluster {
         let handing_back = in_view && self.inner.handing_back.has(preferred.0);
         let handing_on =
             primary == me && (handing_back || self.inner.leaving.load(Ordering::Acquire));
-        db.set_primary(primary.0, serving && primary == me && !handing_on);
-        db.set_handing_on(handing_on);
+        db.set_placement(
+            primary.0,
+            serving && primary == me && !handing_on,
+            handing_on,
+        );
     }
 
     /// Waits until this node has acted on a view after `placed`'s last
@@ -573,18 +576,16 @@ impl Cluster {
             return;
         }
         let view = self.view();
-        let others = view.members.iter().filter(|&&m| m != me);
         let suspects = self.suspects(&view);
-        if !others.clone().any(|m| !suspects.iter().any(|s| s.0 == *m)) {
+        let live_peer =
+            (view.members.iter()).any(|&m| m != me && suspects.iter().all(|s| s.0 != m));
+        if !live_peer {
             return;
         }
         self.inner.leaving.store(true, Ordering::Release);
         self.apply_view();
         let started = Instant::now();
-        let databases = self.inner.engine.databases();
-        while databases.iter().any(|db| db.writes_in_flight() > 0) && started.elapsed() < WITHIN {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+        writes_done(&self.inner.engine.databases(), WITHIN).await;
         match self.propose(vec![me], Vec::new()).await {
             Ok(view) if !view.members.contains(&me) => tracing::info!(
                 view = view.number,
@@ -815,6 +816,19 @@ impl Cluster {
             }
         }
     }
+}
+
+/// Waits until no write admitted on `dbs` is unanswered, at most
+/// `within`: whether none is.
+async fn writes_done(dbs: &[Arc<Database>], within: Duration) -> bool {
+    let started = Instant::now();
+    while dbs.iter().any(|db| db.writes_in_flight() > 0) {
+        if started.elapsed() > within {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    true
 }
 
 /// The file marking emptied replicas, beside the group's file.

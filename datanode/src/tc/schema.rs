@@ -92,8 +92,17 @@ impl Database {
         self.handing_on.load(Ordering::SeqCst)
     }
 
-    pub(crate) fn set_handing_on(&self, handing_on: bool) {
-        self.handing_on.store(handing_on, Ordering::SeqCst);
+    /// `set_primary`, and whether this node is handing it on, in an order
+    /// that never shows a write "not here, and not being handed on" for a
+    /// primary that is still this node.
+    pub(crate) fn set_placement(&self, primary: u32, here: bool, handing_on: bool) {
+        if handing_on {
+            self.handing_on.store(true, Ordering::SeqCst);
+            self.set_primary(primary, here);
+        } else {
+            self.set_primary(primary, here);
+            self.handing_on.store(false, Ordering::SeqCst);
+        }
     }
 
     /// DataMemory its fragments hold, in bytes.
