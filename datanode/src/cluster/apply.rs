@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::io::BufReader;
+use tokio::io::{AsyncReadExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
@@ -23,11 +23,8 @@ use crate::node::catalog::CatalogError;
 use crate::tc::Table;
 use crate::tc::batch::{Batch, OperationError};
 
-/// Serves one connection a peer opened. Reading, heartbeats and writing
-/// run on the node's runtime, so that a peer hears this node is alive even
-/// while a worker syncs the redo log; the changes are applied, and
-/// acknowledged once durable, on an LDM worker's thread, whose own sync a
-/// backup's wait then shares.
+/// Serves one connection a peer opened: greets it on the node's runtime,
+/// then serves its stream on an LDM worker's thread (see `stream`).
 pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr) {
     if super::cut_off() {
         return;
@@ -53,12 +50,46 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
     if frame::send(&mut writer, &welcome).await.is_err() {
         return;
     }
+    // A stream belongs to the runtime it was made in: it moves as the
+    // operating system's socket, and is made anew over there, with what a
+    // peer sent after its greeting (a question it asks at once).
+    let sent_on = reader.buffer().to_vec();
+    let Ok(stream) = reader.into_inner().reunite(writer) else {
+        return;
+    };
+    let Ok(stream) = stream.into_std() else {
+        return;
+    };
+    let tc = cluster.engine().tc().clone();
+    let worker = usize::from(peer.port()) % tc.ldm_threads();
+    tc.spawn_on_worker(worker, async move {
+        if let Ok(stream) = TcpStream::from_std(stream) {
+            self::stream(cluster, from, stream, sent_on).await;
+        }
+    });
+}
+
+/// Serves a greeted peer's stream on an LDM worker's thread: reading,
+/// applying and acknowledging hand on to each other there without a thread
+/// hop (on two cores a hop costs more than a frame's own work), and the
+/// changes are applied, and acknowledged once durable, beside the worker's
+/// own sync, which a backup's wait then shares. What a peer asks of a
+/// catch-up runs on the node's runtime, and the answers to heartbeats come
+/// from here: a worker's thread held up for the heartbeat timeout holds up
+/// its writes as long, and the peer is right to suspect it.
+async fn stream(cluster: Cluster, from: u32, stream: TcpStream, sent_on: Vec<u8>) {
+    let (reader, mut writer) = stream.into_split();
+    let mut reader = BufReader::new(std::io::Cursor::new(sent_on).chain(reader));
+    let mut buf = Vec::new();
     let (replies, mut replying) = mpsc::channel::<Message<'static>>(ACKS_IN_FLIGHT);
-    // Frames of tables and changes, in order, for the worker's part.
+    // Frames of tables and changes, in order, for the applying task.
     let (work, working) = mpsc::channel::<Vec<u8>>(ACKS_IN_FLIGHT);
-    let worker = usize::from(peer.port()) % cluster.engine().ldm_threads();
-    let applying = apply_on_worker(cluster.clone(), from, working, replies.clone());
-    cluster.engine().tc().spawn_on_worker(worker, applying);
+    tokio::spawn(apply_on_worker(
+        cluster.clone(),
+        from,
+        working,
+        replies.clone(),
+    ));
     let write = async move {
         while let Some(reply) = replying.recv().await {
             let refused = matches!(reply, Message::Refused { .. });
@@ -80,8 +111,8 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
                 Ok(false) => return,
                 Err(e) => Err(e),
             };
-            // Tables and changes go to the worker as the frame they came
-            // in (one buffer, decoded there again, which copies nothing).
+            // Tables and changes go to the applying task as the frame they
+            // came in (one buffer, decoded there again, which copies nothing).
             let reply = match message {
                 Ok(Message::Heartbeat { view }) => {
                     if view > cluster.view_number() {
@@ -93,10 +124,15 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
                     })
                 }
                 Ok(Message::Join { node }) if node == from => {
-                    match catchup::asked(&cluster, node).await {
-                        Ok(view) => Some(Message::Joining { view }),
-                        Err(reason) => Some(Message::Refused { reason }),
-                    }
+                    let asking = cluster.clone();
+                    let asked = cluster.spawn(async move { catchup::asked(&asking, node).await });
+                    Some(match asked.await {
+                        Ok(Ok(view)) => Message::Joining { view },
+                        Ok(Err(reason)) => Message::Refused { reason },
+                        Err(e) => Message::Refused {
+                            reason: format!("asking to join: {e}"),
+                        },
+                    })
                 }
                 Ok(Message::Progress { node }) if node == from => Some(
                     match cluster.inner.catching_up.any(node) && cluster.serving() {
@@ -109,10 +145,16 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
                     },
                 ),
                 Ok(Message::Copy { node, view }) => {
-                    match catchup::copy_asked(&cluster, from, node, view).await {
-                        Ok((rows, bytes)) => Some(Message::Copied { rows, bytes }),
-                        Err(reason) => Some(Message::Refused { reason }),
-                    }
+                    let asking = cluster.clone();
+                    let copied = cluster
+                        .spawn(async move { catchup::copy_asked(&asking, from, node, view).await });
+                    Some(match copied.await {
+                        Ok(Ok((rows, bytes))) => Message::Copied { rows, bytes },
+                        Ok(Err(reason)) => Message::Refused { reason },
+                        Err(e) => Message::Refused {
+                            reason: format!("copying: {e}"),
+                        },
+                    })
                 }
                 Ok(Message::Table { .. } | Message::Changes { .. }) => None,
                 Ok(other) => Some(Message::Refused {
@@ -139,7 +181,7 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
             }
         }
     };
-    // Either ending ends the connection (the worker's part sees its
+    // Either ending ends the connection (the applying task sees its
     // channel close).
     tokio::select! {
         () = read => {}

@@ -80,7 +80,7 @@ pub(super) async fn asked(cluster: &Cluster, joiner: u32) -> Result<u64, String>
         }
     };
     let cluster = cluster.clone();
-    tokio::spawn(async move {
+    cluster.clone().spawn(async move {
         let started = Instant::now();
         let done = lead(&cluster, &run).await;
         finish(
@@ -311,7 +311,7 @@ pub(super) async fn copy_asked(
         }
     };
     let cluster = cluster.clone();
-    tokio::spawn(async move {
+    cluster.clone().spawn(async move {
         let outcome = let_in_outcome(&cluster, NodeId(joiner), from, LEAD_LETS_IN_WITHIN).await;
         let success = "copied this node's primaries to a node back; it is in the view again";
         finish(&cluster, &run, outcome.map(|()| done), started, success);
@@ -709,7 +709,7 @@ pub(super) fn give_back(cluster: &Cluster, node: u32) {
         return;
     }
     let cluster = cluster.clone();
-    tokio::spawn(async move {
+    cluster.clone().spawn(async move {
         // Not before the node serves in this node's view: writes handed
         // to it then would find it still waiting to be let in.
         let serves = match cluster.member(node) {

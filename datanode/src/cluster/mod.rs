@@ -115,6 +115,9 @@ struct Inner {
     /// Moved on each time the view has been acted on (primaries may have
     /// moved): for requests and connections handed to a primary.
     placed: watch::Sender<u64>,
+    /// The node's own runtime: the cluster's work runs there, never on an
+    /// LDM worker's thread (see `Cluster::spawn`).
+    runtime: tokio::runtime::Handle,
 }
 
 /// The nodes some work is under way for: one at a time for each node.
@@ -232,6 +235,7 @@ impl Cluster {
                 handing_back: UnderWay::default(),
                 refreshing: AtomicBool::new(false),
                 placed: watch::Sender::new(0),
+                runtime: tokio::runtime::Handle::current(),
             }),
         };
         if let Some(path) = &cluster.inner.file {
@@ -669,10 +673,21 @@ impl Cluster {
             return;
         }
         let cluster = self.clone();
-        tokio::spawn(async move {
+        self.spawn(async move {
             cluster.refresh().await;
             cluster.inner.refreshing.store(false, Ordering::Release);
         });
+    }
+
+    /// Runs `task` on the node's own runtime, from wherever it is called:
+    /// the links' hot paths run on LDM workers' threads, whose runtimes
+    /// must not be held up by what a view change or a catch-up awaits.
+    pub(crate) fn spawn<F>(&self, task: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.inner.runtime.spawn(task)
     }
 
     /// Asks the arbitrator to move the view on; takes what it answers.

@@ -396,11 +396,12 @@ impl Ldm {
     }
 
     /// Runs `task` on the worker's thread.
-    pub(crate) fn spawn<F>(&self, task: F)
+    pub(crate) fn spawn<F>(&self, task: F) -> tokio::task::JoinHandle<F::Output>
     where
-        F: Future<Output = ()> + Send + 'static,
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
     {
-        drop(self.runtime.spawn(task));
+        self.runtime.spawn(task)
     }
 }
 

@@ -146,11 +146,16 @@ impl Workers {
 
     /// Runs `task` on worker `ldm`'s thread, beside the worker: what it asks
     /// of that worker's fragments is done without a thread hop.
-    pub(crate) fn spawn_on_worker<F>(&self, ldm: usize, task: F)
+    pub(crate) fn spawn_on_worker<F>(
+        &self,
+        ldm: usize,
+        task: F,
+    ) -> tokio::task::JoinHandle<F::Output>
     where
-        F: std::future::Future<Output = ()> + Send + 'static,
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
     {
-        self.inner.ldms[ldm].spawn(task);
+        self.inner.ldms[ldm].spawn(task)
     }
 
     /// Runs a job on worker `ldm`: the batch back with its results, and how

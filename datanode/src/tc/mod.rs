@@ -232,11 +232,16 @@ impl Tc {
     /// Runs `task` on LDM worker `ldm`'s thread, beside the worker: a front
     /// end's connection served there reaches that worker's fragments
     /// without a thread hop.
-    pub(crate) fn spawn_on_worker<F>(&self, ldm: usize, task: F)
+    pub(crate) fn spawn_on_worker<F>(
+        &self,
+        ldm: usize,
+        task: F,
+    ) -> tokio::task::JoinHandle<F::Output>
     where
-        F: std::future::Future<Output = ()> + Send + 'static,
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
     {
-        self.inner.workers.spawn_on_worker(ldm, task);
+        self.inner.workers.spawn_on_worker(ldm, task)
     }
 
     /// LDM worker threads.
