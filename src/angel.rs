@@ -4,9 +4,11 @@
 //!
 //! Each node keeps its ports across restarts (chosen once, at the start),
 //! so the addresses the control plane and the other nodes know stay right.
-//! A node that dies within `QUICK_DEATH` of being started `GIVE_UP_AFTER`
-//! times in a row is not started again: something is wrong that a restart
-//! does not mend.
+//! A node that dies of itself within `QUICK_DEATH` of being started
+//! `GIVE_UP_AFTER` times in a row is not started again: something is wrong
+//! that a restart does not mend. A node killed from outside (SIGKILL: an
+//! operator, a test, the kernel's out-of-memory killer) did not fail of
+//! itself, and is always started again, however often.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -199,7 +201,9 @@ async fn watch(
         };
         watched.pid.store(0, Ordering::Release);
         println!("angel: data node {node} exited ({status:?}); starting it again in 1 s");
-        quick_deaths = if started.elapsed() < QUICK_DEATH {
+        quick_deaths = if killed(&status) {
+            quick_deaths
+        } else if started.elapsed() < QUICK_DEATH {
             quick_deaths + 1
         } else {
             0
@@ -233,6 +237,15 @@ async fn watch(
         }
     }
     watched.pid.store(0, Ordering::Release);
+}
+
+/// Whether the process was killed from outside (SIGKILL), not failed of
+/// itself.
+fn killed(status: &std::io::Result<std::process::ExitStatus>) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .as_ref()
+        .is_ok_and(|s| s.signal() == Some(libc::SIGKILL))
 }
 
 /// SIGTERM, then SIGKILL if the node has not stopped within `STOP_WITHIN`.

@@ -281,14 +281,20 @@ pub(crate) fn note_pids(data_dir: &Path, pids: &[(u32, u32)]) -> anyhow::Result<
         .with_context(|| format!("writing {}", path.display()))
 }
 
-/// demo.json holds an API key: readable by its owner only.
+/// demo.json holds an API key: readable by its owner only. Written to a
+/// file beside it and renamed over it, so that a reader (a script, a test
+/// watching `pid`s change) never sees it half written.
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
+    let mut next = path.as_os_str().to_owned();
+    next.push(".next");
+    let next = std::path::PathBuf::from(next);
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)?.write_all(bytes)
+    options.open(&next)?.write_all(bytes)?;
+    std::fs::rename(&next, path)
 }
 
 /// The demo table's rows, as `insert_rows` writes them, in one transaction

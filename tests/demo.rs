@@ -297,18 +297,7 @@ async fn a_demo_whose_demo_json_is_gone_sets_its_logins_anew() {
 /// what was written meanwhile.
 #[tokio::test]
 async fn a_demo_cluster_lists_its_nodes_and_restarts_one_that_dies() {
-    let args = [
-        "demo",
-        "--data-memory",
-        "64M",
-        "--control-port",
-        "0",
-        "--data-nodes",
-        "2",
-        "--replicas",
-        "2",
-    ];
-    let mut shoal = Shoal::start(&args);
+    let mut shoal = Shoal::start(&common::DEMO_CLUSTER);
     shoal.wait_for("written to");
     let demo: Value =
         serde_json::from_slice(&std::fs::read(shoal.data_dir.join("demo.json")).unwrap()).unwrap();

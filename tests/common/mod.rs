@@ -11,6 +11,19 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
+/// `shoal demo` as a cluster: two child data nodes, one node group of two.
+pub const DEMO_CLUSTER: [&str; 9] = [
+    "demo",
+    "--data-memory",
+    "64M",
+    "--control-port",
+    "0",
+    "--data-nodes",
+    "2",
+    "--replicas",
+    "2",
+];
+
 use reqwest::StatusCode;
 use serde_json::Value;
 
