@@ -1214,3 +1214,57 @@ async fn a_rolling_restart_under_load_fails_no_request_on_the_other_node() {
     }
     both_hold(&nodes, key, &acked).await;
 }
+
+/// `--replicas 1` with two data nodes: two node groups of one. Two
+/// databases made one after the other go one to each group (the memory
+/// the nodes report has not moved in between), and a node's
+/// `ndb$table_memory_usage` rows carry its own node id and node group.
+#[tokio::test]
+async fn with_one_replica_two_nodes_are_two_node_groups_named_in_ndbinfo() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
+    let cp = Control::start_with(Backend::Sqlite, &["--cluster-secret", CLUSTER_SECRET]);
+    let ada = cp.signup("ada@example.com", "analytical").await;
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let nodes = [
+        node(&cp, 1, dirs[0].path(), &[]),
+        node(&cp, 2, dirs[1].path(), &[]),
+    ];
+    for (i, node) in nodes.iter().enumerate() {
+        eventually("each node in its node group", || async {
+            let (status, group) = node.send(Method::GET, "/internal/v1/group", None).await;
+            (status == StatusCode::OK && group["node_group"] == json!(i)).then_some(())
+        })
+        .await;
+    }
+    let mut placed = Vec::new();
+    for db in ["north", "south"] {
+        let (status, _, created) = post(&cp, &ada, "/databases", json!({"name": db})).await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        let path = format!("/databases/{db}/tables");
+        let (status, _, body) = post(&cp, &ada, &path, orders()).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        placed.push((created["node_group"].clone(), created["node_id"].clone()));
+    }
+    placed.sort_by_key(|p| p.0.to_string());
+    assert_eq!(
+        placed,
+        [(json!(0), json!(1)), (json!(1), json!(2))],
+        "one database on each group of one"
+    );
+    for (i, node) in nodes.iter().enumerate() {
+        let rows = eventually("the node holds its database's fragments", || async {
+            let rows = node.ndbinfo("ndb$table_memory_usage").await["rows"].clone();
+            let rows = rows.as_array().cloned().unwrap_or_default();
+            (!rows.is_empty()).then_some(rows)
+        })
+        .await;
+        for row in &rows {
+            assert_eq!(
+                (&row[2], &row[7]),
+                (&json!(i), &json!(i + 1)),
+                "nodegroup_id and node_id on node {}: {row}",
+                i + 1
+            );
+        }
+    }
+}

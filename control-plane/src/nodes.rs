@@ -276,7 +276,10 @@ pub struct Placement {
 }
 
 /// The node group a new database goes to — of the groups whose nodes are
-/// all up, the one using the least memory (its fullest replica) — and its
+/// all up, the one using the least memory (its fullest replica), and of
+/// those alike the one holding the fewest databases (memory is as the
+/// nodes last reported it: databases made in a burst have not moved it
+/// yet, and would all go to one group) — and its
 /// primary there: the node that is primary for the fewest databases, so
 /// that primaries spread over the group.
 pub async fn place(app: &App) -> Result<Placement, ApiError> {
@@ -287,10 +290,18 @@ pub async fn place(app: &App) -> Result<Placement, ApiError> {
             groups.entry(group).or_default().push(node);
         }
     }
+    let held: Vec<(i64, i64)> =
+        sqlx::query_as("SELECT node_group, COUNT(*) FROM databases WHERE node_group IS NOT NULL GROUP BY node_group")
+            .fetch_all(&app.store.pool)
+            .await?;
+    let databases = |group: i64| held.iter().find(|(g, _)| *g == group).map_or(0, |h| h.1);
     let (group, mut nodes) = groups
         .into_iter()
         .filter(|(_, nodes)| nodes.iter().all(|n| n.up(now)))
-        .min_by_key(|(group, nodes)| (nodes.iter().map(|n| n.used_bytes).max(), *group))
+        .min_by_key(|(group, nodes)| {
+            let memory = nodes.iter().map(|n| n.used_bytes).max();
+            (memory, databases(*group), *group)
+        })
         .ok_or_else(|| {
             ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
