@@ -290,11 +290,15 @@ pub async fn place(app: &App) -> Result<Placement, ApiError> {
             groups.entry(group).or_default().push(node);
         }
     }
-    let held: Vec<(i64, i64)> =
-        sqlx::query_as("SELECT node_group, COUNT(*) FROM databases WHERE node_group IS NOT NULL GROUP BY node_group")
-            .fetch_all(&app.store.pool)
-            .await?;
-    let databases = |group: i64| held.iter().find(|(g, _)| *g == group).map_or(0, |h| h.1);
+    // Databases held, by group and by their primary there.
+    let held: Vec<(i64, i64, i64)> = sqlx::query_as(
+        "SELECT node_group, node_id, COUNT(*) FROM databases \
+         WHERE node_group IS NOT NULL GROUP BY node_group, node_id",
+    )
+    .fetch_all(&app.store.pool)
+    .await?;
+    let databases =
+        |group: i64| -> i64 { (held.iter().filter(|h| h.0 == group)).map(|h| h.2).sum() };
     let (group, mut nodes) = groups
         .into_iter()
         .filter(|(_, nodes)| nodes.iter().all(|n| n.up(now)))
@@ -309,17 +313,10 @@ pub async fn place(app: &App) -> Result<Placement, ApiError> {
                 "no node group has all its data nodes up to place the database on; try again shortly",
             )
         })?;
-    let primaries: Vec<(i64, i64)> = sqlx::query_as(
-        "SELECT node_id, COUNT(*) FROM databases WHERE node_group = $1 GROUP BY node_id",
-    )
-    .bind(group)
-    .fetch_all(&app.store.pool)
-    .await?;
     let count = |n: &NodeRow| {
-        primaries
-            .iter()
-            .find(|(id, _)| *id == i64::from(n.node_id))
-            .map_or(0, |(_, count)| *count)
+        (held.iter())
+            .find(|h| h.0 == group && h.1 == i64::from(n.node_id))
+            .map_or(0, |h| h.2)
     };
     let primary = (0..nodes.len())
         .min_by_key(|&i| (count(&nodes[i]), nodes[i].node_id))

@@ -205,7 +205,8 @@ pub(crate) enum GroupError {
 
 impl Cluster {
     /// The cluster side of node `engine`, with the group `data_dir` keeps,
-    /// if any.
+    /// if any. Called on the node's own runtime, where `Cluster::spawn`
+    /// runs the cluster's work.
     pub(crate) fn new(
         engine: Engine,
         secret: ClusterSecret,
