@@ -1268,3 +1268,240 @@ async fn with_one_replica_two_nodes_are_two_node_groups_named_in_ndbinfo() {
         }
     }
 }
+
+/// A Redis client that pipelines `SET`s and an `INCR` over one connection
+/// and reads their one-line replies: what was acknowledged, what was
+/// answered `TRYAGAIN`, and anything else, which ends it.
+struct RedisLoad {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Replies taken so far, acknowledgements and refusals together.
+    replies: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Failures so far.
+    failures: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    writer: std::thread::JoinHandle<RedisLoadEnd>,
+}
+
+#[derive(Debug, Default)]
+struct RedisLoadEnd {
+    /// Keys whose `SET` was acknowledged.
+    set: Vec<u64>,
+    incr_acked: u64,
+    incr_failed: u64,
+    /// Each `TRYAGAIN` reply, with the number of replies before it.
+    tryagain: Vec<(usize, String)>,
+    /// Why the load ended before it was stopped, if it did.
+    broke: Option<String>,
+}
+
+impl RedisLoad {
+    const PIPELINE: u64 = 8;
+
+    /// Starts the load on `addr`, authenticated to `shop` with `key`.
+    fn start(addr: &str, key: &str) -> RedisLoad {
+        use std::io::{BufRead, Write};
+        use std::sync::atomic::Ordering::Relaxed;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let replies = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let failures = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (addr, key) = (addr.to_owned(), key.to_owned());
+        let (stopping, counted, failing) = (stop.clone(), replies.clone(), failures.clone());
+        let writer = std::thread::spawn(move || {
+            let mut end = RedisLoadEnd::default();
+            let stream = std::net::TcpStream::connect(&addr).unwrap();
+            stream
+                .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+                .unwrap();
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut writer = stream;
+            let mut line = String::new();
+            let mut read_line = |line: &mut String| {
+                line.clear();
+                match reader.read_line(line) {
+                    Ok(0) => Err("the connection closed".to_owned()),
+                    Ok(_) => Ok(line.trim_end().to_owned()),
+                    Err(e) => Err(e.to_string()),
+                }
+            };
+            let auth = format!(
+                "*3\r\n$4\r\nAUTH\r\n${}\r\nshop\r\n${}\r\n{key}\r\n",
+                4,
+                key.len()
+            );
+            writer.write_all(auth.as_bytes()).unwrap();
+            assert_eq!(read_line(&mut line).unwrap(), "+OK");
+            let started = std::time::Instant::now();
+            let mut next = 0u64;
+            for _ in 0..50_000 {
+                if stopping.load(Relaxed) || started.elapsed() > GUARD {
+                    break;
+                }
+                let mut pipeline = String::new();
+                for k in next..next + Self::PIPELINE {
+                    let key = format!("k{k}");
+                    pipeline +=
+                        &format!("*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n$1\r\nv\r\n", key.len());
+                }
+                pipeline += "*2\r\n$4\r\nINCR\r\n$7\r\ncounter\r\n";
+                if let Err(e) = writer.write_all(pipeline.as_bytes()) {
+                    end.broke = Some(e.to_string());
+                    return end;
+                }
+                for reply in 0..=Self::PIPELINE {
+                    let line = match read_line(&mut line) {
+                        Ok(line) => line,
+                        Err(e) => {
+                            end.broke = Some(e);
+                            return end;
+                        }
+                    };
+                    let n = counted.fetch_add(1, Relaxed);
+                    let incr = reply == Self::PIPELINE;
+                    if line == "+OK" && !incr {
+                        end.set.push(next + reply);
+                    } else if line.starts_with(':') && incr {
+                        end.incr_acked += 1;
+                    } else if line.starts_with("-TRYAGAIN ") {
+                        failing.fetch_add(1, Relaxed);
+                        end.incr_failed += u64::from(incr);
+                        end.tryagain.push((n, line));
+                    } else {
+                        end.broke = Some(format!("answered {line:?}"));
+                        return end;
+                    }
+                }
+                next += Self::PIPELINE;
+            }
+            end
+        });
+        RedisLoad {
+            stop,
+            replies,
+            failures,
+            writer,
+        }
+    }
+
+    fn replies(&self) -> usize {
+        self.replies.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn failures(&self) -> usize {
+        self.failures.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Waits until `more` replies past `from` have come (the load goes on).
+    async fn past(&self, from: usize, more: usize) {
+        eventually("the Redis load goes on", || async {
+            assert!(!self.writer.is_finished(), "the Redis load ended early");
+            (self.replies() >= from + more).then_some(())
+        })
+        .await;
+    }
+
+    fn stop(self) -> RedisLoadEnd {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.writer.join().unwrap()
+    }
+}
+
+/// A Redis client connected to the backup keeps its connection while the
+/// database's primary is killed and while it comes back and takes its
+/// primaries again: only the commands that were with the killed node are
+/// answered `TRYAGAIN`; every acknowledged write is there. A transaction
+/// queued on the killed node is lost whole: its connection is closed and
+/// nothing of it is applied.
+#[tokio::test]
+async fn a_redis_connection_through_the_backup_outlives_its_primary() {
+    let g = group().await;
+    let Group {
+        cp,
+        primary,
+        backup,
+        key,
+        dirs,
+        ..
+    } = g;
+    let url = format!("redis://shop:{key}@{}/", backup.resp_addr);
+    let mut queued = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let load = RedisLoad::start(&backup.resp_addr, &key);
+    load.past(0, 500).await;
+    assert_eq!(load.failures(), 0, "no failure before the kill");
+    // A transaction queued on the primary when it dies.
+    let () = redis::cmd("MULTI").query(&mut queued).unwrap();
+    let queued_reply: String = redis::cmd("SET")
+        .arg("tx")
+        .arg("1")
+        .query(&mut queued)
+        .unwrap();
+    assert_eq!(queued_reply, "QUEUED");
+
+    let dead_id = id_of(&primary, &dirs);
+    primary.kill();
+    let at_kill = load.replies();
+    load.past(at_kill, 1000).await;
+    let failed_at_failover = load.failures();
+    println!("failover: {failed_at_failover} commands answered TRYAGAIN");
+    let exec: redis::RedisResult<Vec<String>> = redis::cmd("EXEC").query(&mut queued);
+    assert!(
+        exec.is_err(),
+        "EXEC of a transaction lost with its node: {exec:?}"
+    );
+
+    // Back on its disk, the node is caught up and given its primaries back
+    // while the load goes on through the other node: nothing fails.
+    let back = node(&cp, dead_id, dirs[(dead_id - 1) as usize].path(), &[]);
+    settled(&back).await;
+    settled(&backup).await;
+    let at_back = load.replies();
+    load.past(at_back, 1000).await;
+    let end = load.stop();
+    assert_eq!(end.broke, None, "the connection went on: {end:?}");
+    let late: Vec<_> = (end.tryagain.iter())
+        .filter(|(n, _)| *n >= at_kill + 1000)
+        .collect();
+    assert!(late.is_empty(), "nothing fails once failed over: {late:?}");
+    assert_eq!(end.tryagain.len(), failed_at_failover);
+
+    // Every acknowledged write is on the node back, which is the primary
+    // again, and on the other node.
+    let mut on_back = redis::Client::open(format!("redis://shop:{key}@{}/", back.resp_addr))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    for chunk in end.set.chunks(500) {
+        let keys: Vec<String> = chunk.iter().map(|k| format!("k{k}")).collect();
+        let values: Vec<Option<String>> =
+            redis::cmd("MGET").arg(&keys).query(&mut on_back).unwrap();
+        assert!(
+            values.iter().all(|v| v.as_deref() == Some("v")),
+            "an acknowledged SET is lost"
+        );
+    }
+    let counter: u64 = redis::cmd("GET")
+        .arg("counter")
+        .query(&mut on_back)
+        .unwrap();
+    assert!(
+        (end.incr_acked..=end.incr_acked + end.incr_failed).contains(&counter),
+        "counter {counter}: {} INCRs acknowledged, {} in doubt",
+        end.incr_acked,
+        end.incr_failed
+    );
+    let tx: Option<String> = redis::cmd("GET").arg("tx").query(&mut on_back).unwrap();
+    assert_eq!(tx, None, "nothing of the lost transaction is applied");
+    assert_eq!(shop_memory(&back).await, shop_memory(&backup).await);
+}
+
+/// The `table_memory_usage` rows of every table of `shop` on `node`.
+async fn shop_memory(node: &Shoal) -> Vec<Value> {
+    let rows = node.ndbinfo("table_memory_usage").await;
+    let mut shop: Vec<Value> = (rows["rows"].as_array().unwrap().iter())
+        .filter(|r| r[0] == "shop")
+        .cloned()
+        .collect();
+    shop.sort_by_key(|r| r[1].to_string());
+    shop
+}

@@ -32,7 +32,7 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
     let (reader, mut writer) = stream.into_split();
     let mut reader = BufReader::new(reader);
     let mut buf = Vec::new();
-    let (from, their_view) = match greet(&cluster, &mut reader, &mut buf).await {
+    let (from, their_view, relay) = match greet(&cluster, &mut reader, &mut buf).await {
         Ok(greeted) => greeted,
         Err(reason) => {
             tracing::warn!(%peer, %reason, "refused a peer connection");
@@ -57,6 +57,10 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
     let Ok(stream) = reader.into_inner().reunite(writer) else {
         return;
     };
+    if relay {
+        cluster.hand_to_front(stream, sent_on);
+        return;
+    }
     let Ok(stream) = stream.into_std() else {
         return;
     };
@@ -248,12 +252,13 @@ async fn apply_on_worker(
 /// Most messages waiting, each way.
 const ACKS_IN_FLIGHT: usize = 64;
 
-/// Reads the greeting: the node it comes from, if it is one of the group.
+/// Reads the greeting: the node it comes from, if it is one of the group,
+/// the view it knows, and whether it relays a Redis connection.
 async fn greet(
     cluster: &Cluster,
     reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
     buf: &mut Vec<u8>,
-) -> Result<(u32, u64), String> {
+) -> Result<(u32, u64, bool), String> {
     let read = tokio::time::timeout(
         std::time::Duration::from_secs(5),
         frame::read(reader, buf, frame::MAX_GREETING),
@@ -264,15 +269,20 @@ async fn greet(
         Ok(Err(e)) => return Err(e.to_string()),
         Err(_) => return Err("no greeting within 5 s".into()),
     }
-    let Ok(Message::Hello {
-        node,
-        group,
-        secret,
-        view,
-        ..
-    }) = frame::decode(buf)
-    else {
-        return Err("the first message is not a greeting".into());
+    let (node, group, view, secret, relay) = match frame::decode(buf) {
+        Ok(Message::Hello {
+            node,
+            group,
+            view,
+            secret,
+        }) => (node, group, view, secret, false),
+        Ok(Message::Relay {
+            node,
+            group,
+            view,
+            secret,
+        }) => (node, group, view, secret, true),
+        _ => return Err("the first message is not a greeting".into()),
     };
     if !cluster.inner.secret.matches(secret) {
         return Err("wrong cluster secret".into());
@@ -286,7 +296,7 @@ async fn greet(
             mine.node_group
         ));
     }
-    Ok((node, view))
+    Ok((node, view, relay))
 }
 
 struct Backup<'a> {

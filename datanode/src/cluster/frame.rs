@@ -92,6 +92,17 @@ pub(crate) enum Message<'a> {
     Progress {
         node: u32,
     },
+    /// Instead of `Hello`, the first message of a connection that carries
+    /// a Redis client's connection on to this node, the primary of the
+    /// client's database: after `Welcome` the connection is RESP, served
+    /// by the Redis front end as if the client had connected here.
+    Relay {
+        node: u32,
+        group: u32,
+        view: u64,
+        #[serde(borrow, with = "serde_bytes")]
+        secret: &'a [u8],
+    },
 }
 
 /// One commit's change records.

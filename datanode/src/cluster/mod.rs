@@ -24,12 +24,16 @@
 //! - `apply`: the other side: taking a primary's stream and applying it.
 //! - `catchup`: copying a live node's rows to a node back.
 //! - `arbiter`: asking the control plane for views.
+//! - `relayed`: Redis connections carried on to a database's primary.
 
 mod apply;
 mod arbiter;
 mod catchup;
 mod frame;
 mod link;
+mod relayed;
+
+pub(crate) use relayed::Front;
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -118,6 +122,8 @@ struct Inner {
     /// The node's own runtime: the cluster's work runs there, never on an
     /// LDM worker's thread (see `Cluster::spawn`).
     runtime: tokio::runtime::Handle,
+    /// The Redis front end, for connections relayed to this node.
+    relayed: std::sync::OnceLock<relayed::Front>,
 }
 
 /// The nodes some work is under way for: one at a time for each node.
@@ -237,6 +243,7 @@ impl Cluster {
                 refreshing: AtomicBool::new(false),
                 placed: watch::Sender::new(0),
                 runtime: tokio::runtime::Handle::current(),
+                relayed: std::sync::OnceLock::new(),
             }),
         };
         if let Some(path) = &cluster.inner.file {

@@ -411,6 +411,90 @@ impl Out {
     }
 }
 
+/// Most elements one reply may nest, all levels together: a reply relayed
+/// from another node is read only this far before it is judged garbled.
+const MAX_REPLY_ELEMENTS: u64 = 1 << 32;
+
+/// A reply that is not RESP.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a reply that is not RESP")]
+pub(crate) struct GarbledReply;
+
+/// The length of the whole reply at the start of `buf` — RESP2 or RESP3,
+/// aggregates and attributes included — or `None` while more bytes are
+/// needed. For a connection relayed to another node, which counts the
+/// replies it passes on: it looks at each header once and steps over
+/// bulk payloads without reading them.
+pub(crate) fn reply_len(buf: &[u8]) -> Result<Option<usize>, GarbledReply> {
+    let mut at = 0;
+    // Values still to read, at every level of nesting.
+    let mut want: u64 = 1;
+    while want > 0 {
+        want -= 1;
+        let Some(kind) = buf.get(at).copied() else {
+            return Ok(None);
+        };
+        let Some(end) = memchr_crlf(&buf[at + 1..]) else {
+            if buf.len() - at > MAX_INLINE {
+                return Err(GarbledReply);
+            }
+            return Ok(None);
+        };
+        let line = &buf[at + 1..at + 1 + end];
+        at += end + 3;
+        let count = || -> Result<i64, GarbledReply> {
+            let text = std::str::from_utf8(line).map_err(|_| GarbledReply)?;
+            text.parse().map_err(|_| GarbledReply)
+        };
+        match kind {
+            b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => {}
+            b'$' | b'!' | b'=' => {
+                let n = count()?;
+                if n < 0 {
+                    if n != -1 || kind != b'$' {
+                        return Err(GarbledReply);
+                    }
+                    continue;
+                }
+                let end = at + n as usize + 2;
+                if buf.len() < end {
+                    return Ok(None);
+                }
+                if &buf[end - 2..end] != b"\r\n" {
+                    return Err(GarbledReply);
+                }
+                at = end;
+            }
+            b'*' | b'~' | b'>' | b'%' | b'|' => {
+                let n = count()?;
+                if n < 0 {
+                    if n != -1 || kind != b'*' {
+                        return Err(GarbledReply);
+                    }
+                    continue;
+                }
+                let n = n as u64;
+                want += match kind {
+                    b'%' => 2 * n,
+                    // An attribute's pairs come before the value they describe.
+                    b'|' => 2 * n + 1,
+                    _ => n,
+                };
+                if want > MAX_REPLY_ELEMENTS {
+                    return Err(GarbledReply);
+                }
+            }
+            _ => return Err(GarbledReply),
+        }
+    }
+    Ok(Some(at))
+}
+
+/// Where the first `\r\n` of `bytes` starts.
+fn memchr_crlf(bytes: &[u8]) -> Option<usize> {
+    bytes.windows(2).position(|w| w == b"\r\n")
+}
+
 /// What must hold of any bytes a client sends, checked by the fuzz target
 /// (`fuzz/fuzz_targets/resp_parser.rs`) and by the test suite: parsing
 /// never panics; a command found lies within the bytes; and its arguments,
@@ -472,6 +556,45 @@ mod tests {
             }
             Parsed::Incomplete { .. } => None,
         })
+    }
+
+    #[test]
+    fn replies_are_measured_whole_and_only_whole() {
+        let replies: [&[u8]; 12] = [
+            b"+OK\r\n",
+            b"-TRYAGAIN the view moved\r\n",
+            b":-12\r\n",
+            b"$5\r\nhe\r\no\r\n",
+            b"$-1\r\n",
+            b"*-1\r\n",
+            b"*2\r\n$1\r\na\r\n*1\r\n:1\r\n",
+            b"_\r\n",
+            b"%1\r\n+key\r\n,1.5\r\n",
+            b"~2\r\n#t\r\n(123\r\n",
+            b"|1\r\n+ttl\r\n:3\r\n=7\r\ntxt:abc\r\n",
+            b"*0\r\n",
+        ];
+        for reply in replies {
+            assert_eq!(reply_len(reply), Ok(Some(reply.len())), "{reply:?}");
+            for cut in 0..reply.len() {
+                assert_eq!(reply_len(&reply[..cut]), Ok(None), "{reply:?} cut at {cut}");
+            }
+            let mut two = reply.to_vec();
+            two.extend_from_slice(b"+next\r\n");
+            assert_eq!(reply_len(&two), Ok(Some(reply.len())));
+        }
+        for garbled in [
+            &b"?\r\n"[..],
+            b"$x\r\n",
+            b"$3\r\nabcd\r\n",
+            b"%-1\r\n",
+            b"$-2\r\n",
+            b"*4294967297\r\n",
+        ] {
+            assert_eq!(reply_len(garbled), Err(GarbledReply), "{garbled:?}");
+        }
+        // A header line that never ends is garbled once past any real one.
+        assert_eq!(reply_len(&[b':'; MAX_INLINE + 2]), Err(GarbledReply));
     }
 
     #[test]

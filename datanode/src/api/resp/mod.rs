@@ -33,6 +33,7 @@ use std::ops::Range;
 
 use self::frame::{FrameLimits, Out, Parsed, Parser};
 use self::pipeline::{Command, Run, op_of};
+use self::relay::Upstream;
 use self::store::{Db, Store, StoreError};
 use super::serve::{self, Limits};
 use crate::cluster::Cluster;
@@ -62,6 +63,21 @@ pub(crate) async fn serve(
     stopped: watch::Receiver<bool>,
 ) {
     tokio::spawn(purge(Arc::clone(&store), stopped.clone()));
+    // Connections other nodes of the group relay here, for this node is
+    // their database's primary: served as any client's, past the caps
+    // (the relaying node holds its clients to them).
+    let relayed = {
+        let workers = std::sync::Mutex::new(serve::Workers::new(store.tc().clone()));
+        let (store, cluster, stopped) = (Arc::clone(&store), cluster.clone(), stopped.clone());
+        crate::cluster::Front::new(move |stream, sent_on| {
+            let (store, cluster, stopped) = (Arc::clone(&store), cluster.clone(), stopped.clone());
+            let mut workers = workers.lock().unwrap_or_else(|e| e.into_inner());
+            workers.spawn(stream, move |stream| async move {
+                connection(stream, store, cluster, limits, stopped, Some(sent_on)).await;
+            });
+        })
+    };
+    cluster.serve_relayed(relayed);
     let watching = stopped.clone();
     let mut workers = serve::Workers::new(store.tc().clone());
     let gate = shoal_listen::accept(
@@ -73,7 +89,7 @@ pub(crate) async fn serve(
             let (store, stopped) = (Arc::clone(&store), watching.clone());
             let cluster = cluster.clone();
             workers.spawn(stream, move |stream| async move {
-                connection(stream, store, cluster, limits, stopped).await;
+                connection(stream, store, cluster, limits, stopped, None).await;
                 drop(permit);
             });
         },
@@ -136,6 +152,9 @@ struct Conn {
     multi: Option<cmd::transactions::Multi>,
     /// Keys `WATCH`ed since the last `EXEC`, `DISCARD` or `UNWATCH`.
     watched: Vec<cmd::transactions::Watched>,
+    /// Relayed here by another node of the group, for this node is its
+    /// database's primary: never sent on again.
+    relayed: bool,
 }
 
 static NEXT_CLIENT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -146,6 +165,7 @@ async fn connection(
     cluster: Cluster,
     limits: Limits,
     stopped: watch::Receiver<bool>,
+    relayed: Option<Vec<u8>>,
 ) {
     let conn = Conn {
         batch: store.tc().batch(),
@@ -156,40 +176,79 @@ async fn connection(
         id: NEXT_CLIENT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         multi: None,
         watched: Vec::new(),
+        relayed: relayed.is_some(),
     };
     // `access` records the tenant and database once the client authenticates.
     let span = tracing::debug_span!(
         target: "shoal::request",
         "redis connection",
         client = conn.id,
+        relayed = conn.relayed,
         tenant = tracing::field::Empty,
         database = tracing::field::Empty,
     );
-    serve_connection(stream, conn, &cluster, limits, stopped)
+    let sent_on = relayed.unwrap_or_default();
+    serve_connection(stream, conn, &cluster, limits, stopped, sent_on)
         .instrument(span)
         .await;
 }
 
-/// Where to hand the connection on, once it has authenticated to a
-/// database whose primary is another node.
-fn relay_target(conn: &Conn, cluster: &Cluster) -> Option<relay::Target> {
-    let session = conn.session.as_ref().filter(|_| conn.multi.is_none())?;
-    let db = &session.db.db;
-    // Handed on from this node, the database is served here until the
-    // view has moved it (its writes are refused meanwhile).
-    if db.is_primary_here() || db.is_handing_on() {
-        return None;
+/// Where a command runs.
+enum Route {
+    /// On this node.
+    Here,
+    /// On the database's primary, another node.
+    Primary(Arc<crate::tc::Database>, u32),
+    /// Nowhere yet: its database's primary is being handed on, or (for a
+    /// connection relayed here) has not yet come here.
+    Wait,
+    /// Nowhere: `AUTH` or `HELLO` while the primary holds a transaction of
+    /// the connection, which they would end.
+    Refused,
+}
+
+impl Conn {
+    /// Where the command named `name` runs. Until `settled` the command may
+    /// wait for its database's primary to settle.
+    fn route(&self, name: &[u8], upstream: Option<&Upstream>, settling: bool) -> Route {
+        // A transaction under way on the primary takes every command.
+        if let Some(up) = upstream.filter(|up| up.in_transaction()) {
+            if cmd::changes_session(name) {
+                return Route::Refused;
+            }
+            return Route::Primary(Arc::clone(&up.db), up.primary);
+        }
+        let Some(session) = self.session.as_ref().filter(|_| self.multi.is_none()) else {
+            return Route::Here;
+        };
+        if !cmd::runs_at_primary(name) {
+            return Route::Here;
+        }
+        let db = &session.db.db;
+        if db.is_primary_here() {
+            return Route::Here;
+        }
+        // Handed on from this node, the database's commands wait for the
+        // view that moves it; one relayed here waits for this node to know
+        // it is the primary (it is never sent on again). Then they run here,
+        // and a write is refused if it is still not the primary.
+        if db.is_handing_on() || self.relayed {
+            return if settling { Route::Wait } else { Route::Here };
+        }
+        Route::Primary(Arc::clone(db), db.primary())
     }
-    let member = cluster.member(db.primary())?;
-    Some(relay::Target {
-        db: std::sync::Arc::clone(db),
-        cluster: cluster.clone(),
-        addr: member.resp_addr,
-        primary: db.primary(),
-        database: db.name.to_string(),
-        key: session.presented.clone(),
-        resp3: conn.out.resp3,
-    })
+}
+
+/// The longest a command waits for its database's primary to settle.
+const SETTLE_WITHIN: Duration = Duration::from_secs(2);
+
+/// What a connection waits for between rounds of commands.
+enum Event {
+    Read(std::io::Result<usize>),
+    Pumped(Result<(), relay::Broken>),
+    Placed,
+    Idle,
+    Stopped,
 }
 
 async fn serve_connection(
@@ -198,13 +257,14 @@ async fn serve_connection(
     cluster: &Cluster,
     limits: Limits,
     mut stopped: watch::Receiver<bool>,
+    mut buf: Vec<u8>,
 ) {
     let mut parser = Parser::new(FrameLimits {
         max_args: MAX_ARGS,
         max_command_bytes: limits.max_request_bytes,
     });
-    let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
-    let mut need;
+    buf.reserve(16 * 1024);
+    let mut need = 0;
     // One timer for the connection's life, moved on only when it fires
     // early: cheaper than a timer per read. Until the client authenticates
     // it fires at the deadline to, too.
@@ -213,12 +273,93 @@ async fn serve_connection(
     let idle = tokio::time::sleep(limits.idle_timeout.min(limits.head_timeout));
     tokio::pin!(idle);
     let mut last_read = opened;
+    // The connection to the database's primary while that is another node,
+    // and until when the command at hand may wait for it to settle.
+    let mut upstream: Option<Upstream> = None;
+    let mut settle_until: Option<std::time::Instant> = None;
+    let mut placed = cluster.placed();
     loop {
         // Every whole command that has arrived, in order.
         let mut start = 0;
-        loop {
+        while upstream
+            .as_ref()
+            .is_none_or(|up| up.sending() < relay::MAX_SENDING)
+        {
             match parser.parse(&buf[start..]) {
                 Ok(Parsed::Command { len }) => {
+                    let settling = settle_until.is_none_or(|t| std::time::Instant::now() < t);
+                    let route = {
+                        let name = parser
+                            .args(&buf[start..start + len])
+                            .next()
+                            .unwrap_or_default();
+                        conn.route(name, upstream.as_ref(), settling)
+                    };
+                    match route {
+                        Route::Wait => {
+                            let until = *settle_until
+                                .get_or_insert_with(|| std::time::Instant::now() + SETTLE_WITHIN);
+                            if !flush(&mut stream, &mut conn.out, limits).await {
+                                return;
+                            }
+                            let within = until.saturating_duration_since(std::time::Instant::now());
+                            cluster.placed_again(placed.clone(), within).await;
+                            placed.borrow_and_update();
+                            // The same command again, routed anew.
+                            continue;
+                        }
+                        Route::Refused => {
+                            conn.out.error(
+                                "ERR",
+                                "AUTH and HELLO are not taken while MULTI or WATCH is under way on the database's primary: EXEC, DISCARD or UNWATCH first",
+                            );
+                            start += len;
+                            continue;
+                        }
+                        Route::Primary(db, primary) => {
+                            let until = *settle_until
+                                .get_or_insert_with(|| std::time::Instant::now() + SETTLE_WITHIN);
+                            let command = &buf[start..start + len];
+                            let name = parser.args(command).next().unwrap_or_default();
+                            let to = (&db, primary, until);
+                            match send_on(&mut conn, &mut upstream, cluster, to, (name, command))
+                                .await
+                            {
+                                Sent::Queued | Sent::Refused => {
+                                    start += len;
+                                    settle_until = None;
+                                }
+                                // The same command again, routed anew.
+                                Sent::Again => {}
+                                Sent::Close => {
+                                    let _ = stream.write_all(&conn.out.buf).await;
+                                    return;
+                                }
+                            }
+                            continue;
+                        }
+                        Route::Here => settle_until = None,
+                    }
+                    // Replies to the commands sent on come first.
+                    if let Some(up) = upstream.as_mut().filter(|up| up.awaiting() > 0) {
+                        let (db, primary) = (Arc::clone(&up.db), up.primary);
+                        let finished = tokio::select! {
+                            finished = up.finish(&mut conn.out) => finished,
+                            () = cluster.moved(std::slice::from_ref(&db), primary) => Ok(()),
+                        };
+                        let go_on = match finished {
+                            Ok(()) if up.awaiting() == 0 => true,
+                            Ok(()) => {
+                                let up = upstream.take().expect("an upstream");
+                                up.leave_moved(&mut conn.out).await
+                            }
+                            Err(broken) => lose(&mut upstream, &mut conn.out, &broken),
+                        };
+                        if !go_on {
+                            let _ = stream.write_all(&conn.out.buf).await;
+                            return;
+                        }
+                    }
                     let run = {
                         let args: Vec<&[u8]> = parser.args(&buf[start..start + len]).collect();
                         // Runs are for commands answered at once: not for
@@ -245,20 +386,18 @@ async fn serve_connection(
                     }
                     if !ran {
                         let args: Vec<&[u8]> = parser.args(&buf[start..start + len]).collect();
+                        let reconnects =
+                            args.first().is_some_and(|name| cmd::changes_session(name));
                         start += len;
                         if !args.is_empty() && conn.execute(&args).await == Flow::Close {
                             let _ = stream.write_all(&conn.out.buf).await;
                             return;
                         }
-                    }
-                    // Authenticated to a database another node is the
-                    // primary of (or the view has just made it so): the
-                    // rest of the connection goes to that node.
-                    if let Some(target) = relay_target(&conn, cluster) {
-                        if flush(&mut stream, &mut conn.out, limits).await {
-                            relay::relay(stream, target, &buf[start..]).await;
+                        // `AUTH` and `HELLO` may change the database or the
+                        // protocol: the primary's connection is opened anew.
+                        if reconnects {
+                            upstream = None;
                         }
-                        return;
                     }
                     if conn.out.buf.len() >= FLUSH_AT
                         && !flush(&mut stream, &mut conn.out, limits).await
@@ -288,27 +427,141 @@ async fn serve_connection(
         // Room for what is coming, grown a step at a time: a length a client
         // announces is not memory it gets before it sends the bytes.
         buf.reserve(need.saturating_sub(buf.len()).clamp(16 * 1024, 1 << 20));
-        let read = tokio::select! {
-            read = stream.read_buf(&mut buf) => read,
-            () = &mut idle => {
+        let backlogged = upstream
+            .as_ref()
+            .is_some_and(|up| up.sending() >= relay::MAX_SENDING);
+        let relaying = upstream.is_some();
+        let event = tokio::select! {
+            read = stream.read_buf(&mut buf), if !backlogged => Event::Read(read),
+            pumped = pump(upstream.as_mut(), &mut conn.out) => Event::Pumped(pumped),
+            _ = placed.changed(), if relaying => Event::Placed,
+            () = &mut idle => Event::Idle,
+            _ = stopped.wait_for(|s| *s) => Event::Stopped,
+        };
+        match event {
+            Event::Read(Ok(n)) if n > 0 => last_read = tokio::time::Instant::now(),
+            // Closed or failed.
+            Event::Read(_) | Event::Stopped => return,
+            Event::Pumped(Ok(())) => {}
+            Event::Pumped(Err(broken)) => {
+                if !lose(&mut upstream, &mut conn.out, &broken) {
+                    let _ = stream.write_all(&conn.out.buf).await;
+                    return;
+                }
+            }
+            Event::Placed => {
+                if let Some(up) = upstream.take_if(|up| up.moved())
+                    && !up.leave_moved(&mut conn.out).await
+                {
+                    let _ = stream.write_all(&conn.out.buf).await;
+                    return;
+                }
+            }
+            Event::Idle => {
+                // Waiting for the primary's replies is not idle.
                 let mut due = last_read + limits.idle_timeout;
                 if conn.session.is_none() {
                     due = due.min(auth_due);
                 }
-                if tokio::time::Instant::now() >= due {
+                let busy = upstream.as_ref().is_some_and(|up| up.awaiting() > 0);
+                if tokio::time::Instant::now() >= due && !busy {
                     return;
                 }
+                let due = if busy {
+                    tokio::time::Instant::now() + limits.idle_timeout
+                } else {
+                    due
+                };
                 idle.as_mut().reset(due);
-                continue;
             }
-            _ = stopped.wait_for(|s| *s) => return,
-        };
-        match read {
-            Ok(n) if n > 0 => last_read = tokio::time::Instant::now(),
-            // Closed or failed.
-            _ => return,
         }
     }
+}
+
+/// One step of `upstream`'s pumping; never, without one.
+async fn pump(upstream: Option<&mut Upstream>, out: &mut Out) -> Result<(), relay::Broken> {
+    match upstream {
+        Some(up) => up.pump(out).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Lets go of an upstream whose connection broke: the commands it had not
+/// answered are answered `TRYAGAIN`. Whether the client's connection can
+/// go on (not if a transaction was under way there).
+fn lose(upstream: &mut Option<Upstream>, out: &mut Out, broken: &relay::Broken) -> bool {
+    let Some(mut up) = upstream.take() else {
+        return true;
+    };
+    if up.awaiting() > 0 || up.in_transaction() {
+        tracing::info!(primary = up.primary, reason = %broken.0, "the connection to the database's primary broke");
+    }
+    up.give_up(out, "the connection to it broke");
+    !up.in_transaction()
+}
+
+/// What became of a command for the database's primary.
+enum Sent {
+    /// Queued to be sent on.
+    Queued,
+    /// Answered here: the primary refused the connection.
+    Refused,
+    /// Not sent: route it again (the primary could not be reached, and
+    /// the view has moved it, or there is still time to wait for that).
+    Again,
+    /// The connection ends: a transaction under way was lost.
+    Close,
+}
+
+/// Queues the command `name` (`bytes` on the wire) for node `primary`, the
+/// primary of `db`, opening the connection to it first; a primary that
+/// cannot be reached is waited for (the view moving it) until `until`.
+async fn send_on(
+    conn: &mut Conn,
+    upstream: &mut Option<Upstream>,
+    cluster: &Cluster,
+    (db, primary, until): (&Arc<crate::tc::Database>, u32, std::time::Instant),
+    (name, bytes): (&[u8], &[u8]),
+) -> Sent {
+    // Another node than the one the connection goes to: the view moved.
+    if let Some(up) = upstream.take_if(|up| up.primary != primary || !Arc::ptr_eq(&up.db, db))
+        && !up.leave_moved(&mut conn.out).await
+    {
+        return Sent::Close;
+    }
+    if upstream.is_none() {
+        let Some(session) = conn.session.as_ref() else {
+            return Sent::Refused;
+        };
+        let target = relay::Target {
+            cluster,
+            db,
+            primary,
+            key: &session.presented,
+            resp3: conn.out.resp3,
+        };
+        match Upstream::open(target).await {
+            Ok(up) => *upstream = Some(up),
+            // Nothing reached it (a node killed refuses connections at
+            // once): again, once the view has moved the primary on.
+            Err((_, true)) if std::time::Instant::now() < until => {
+                let within = until.saturating_duration_since(std::time::Instant::now());
+                let moved = cluster.moved(std::slice::from_ref(db), primary);
+                let _ = tokio::time::timeout(within, moved).await;
+                return Sent::Again;
+            }
+            Err((refusal, unreachable)) => {
+                let (word, message) = match unreachable {
+                    true => ("TRYAGAIN", refusal.as_str()),
+                    false => refusal.split_once(' ').unwrap_or(("ERR", &refusal)),
+                };
+                conn.out.error(word, message);
+                return Sent::Refused;
+            }
+        }
+    }
+    upstream.as_mut().expect("opened").queue(name, bytes);
+    Sent::Queued
 }
 
 /// The commands of kind `run` that follow one another in `buf` from

@@ -73,6 +73,9 @@ pub(super) struct Spec {
     /// Whether it works before `AUTH`; every other command checks the
     /// connection's key first.
     pub(super) before_auth: bool,
+    /// Whether it is the connection's own, run on the node the client is
+    /// connected to; every other command runs on its database's primary.
+    pub(super) here: bool,
     parse: Parse,
 }
 
@@ -83,6 +86,7 @@ const fn spec(name: &'static str, arity: i32, keys: Keys, parse: Parse) -> Spec 
         keys,
         in_multi: InMulti::Queued,
         before_auth: false,
+        here: false,
         parse,
     }
 }
@@ -98,6 +102,10 @@ impl Spec {
             ..self
         }
     }
+
+    const fn here(self) -> Spec {
+        Spec { here: true, ..self }
+    }
 }
 
 /// Every command this speaks.
@@ -106,23 +114,26 @@ pub(super) static COMMANDS: [Spec; 46] = {
     use {InMulti::AtOnce, InMulti::Refused, transactions as t};
     use {connection as c, hashes as h, keys as k, server as s, strings as st};
     [
-        spec("PING", -1, None, c::parse).before_auth(),
-        spec("ECHO", 2, None, c::parse),
+        spec("PING", -1, None, c::parse).before_auth().here(),
+        spec("ECHO", 2, None, c::parse).here(),
         spec("QUIT", -1, None, c::parse)
             .in_multi(AtOnce)
-            .before_auth(),
+            .before_auth()
+            .here(),
         spec("AUTH", -2, None, c::parse)
             .in_multi(Refused)
-            .before_auth(),
+            .before_auth()
+            .here(),
         spec("HELLO", -1, None, c::parse)
             .in_multi(Refused)
-            .before_auth(),
-        spec("SELECT", 2, None, c::parse),
-        spec("CLIENT", -2, None, c::parse),
+            .before_auth()
+            .here(),
+        spec("SELECT", 2, None, c::parse).here(),
+        spec("CLIENT", -2, None, c::parse).here(),
         spec("DBSIZE", 1, None, s::parse),
-        spec("INFO", -1, None, s::parse),
-        spec("COMMAND", -1, None, s::parse),
-        spec("CONFIG", -2, None, s::parse),
+        spec("INFO", -1, None, s::parse).here(),
+        spec("COMMAND", -1, None, s::parse).here(),
+        spec("CONFIG", -2, None, s::parse).here(),
         spec("GET", 2, First, st::parse),
         spec("SET", -3, First, st::parse),
         spec("MSET", -3, Pairs, st::parse),
@@ -164,6 +175,21 @@ pub(super) static COMMANDS: [Spec; 46] = {
 /// The command named `name` (in capitals).
 pub(super) fn find(name: &str) -> Option<&'static Spec> {
     COMMANDS.iter().find(|c| c.name == name)
+}
+
+/// Whether the command named `name` (any case) runs on its database's
+/// primary: every command but the connection's own, and those this does
+/// not have (refused here).
+pub(super) fn runs_at_primary(name: &[u8]) -> bool {
+    upper(name)
+        .and_then(|name| find(name.as_str()))
+        .is_some_and(|spec| !spec.here)
+}
+
+/// Whether the command named `name` (any case) may bind the connection to
+/// another database or protocol: `AUTH` and `HELLO`.
+pub(super) fn changes_session(name: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b"AUTH") || name.eq_ignore_ascii_case(b"HELLO")
 }
 
 impl Spec {
