@@ -51,6 +51,10 @@ async fn group() -> Group {
     group_with(|_| Vec::new()).await
 }
 
+/// The platform's operator, who sets quotas.
+const OPERATOR: &str = "ops@example.com";
+const OPERATOR_PASSWORD: &str = "an operator's password";
+
 /// The tests here run one at a time: each is a small cluster (two data
 /// nodes and a control plane), and six at once on a 2-core machine is a
 /// load no deployment puts on its nodes.
@@ -62,9 +66,17 @@ async fn group_with(envs: impl Fn(u32) -> Vec<(String, String)>) -> Group {
     let env = |id: u32| envs(id);
     let (env1, env2) = (env(1), env(2));
 
-    let cp = Control::start_with(
+    let cp = Control::start_env(
         Backend::Sqlite,
-        &["--cluster-secret", CLUSTER_SECRET, "--replicas", "2"],
+        &[
+            "--cluster-secret",
+            CLUSTER_SECRET,
+            "--replicas",
+            "2",
+            "--admin-email",
+            OPERATOR,
+        ],
+        &[("SHOAL_ADMIN_PASSWORD", OPERATOR_PASSWORD)],
     );
     let ada = cp.signup("ada@example.com", "analytical").await;
     let dirs = vec![tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
@@ -1504,4 +1516,121 @@ async fn shop_memory(node: &Shoal) -> Vec<Value> {
         .collect();
     shop.sort_by_key(|r| r[1].to_string());
     shop
+}
+
+/// A database's rates hold across its group: clients spread over both
+/// nodes, reading (served by each node from its own replica) and writing
+/// (sent on to the primary) as fast as they are let, are admitted no more
+/// than the database's rates allow over the run — within 10% of rate ×
+/// time + burst — whatever node each request reaches.
+#[tokio::test]
+async fn a_databases_rates_hold_across_its_group() {
+    const READS: f64 = 200.0;
+    const WRITES: f64 = 100.0;
+    const RUN: std::time::Duration = std::time::Duration::from_secs(4);
+    let g = group().await;
+    let (status, headers, body) = g.cp.login(OPERATOR, OPERATOR_PASSWORD).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let operator = common::control::session(&headers, body);
+    let tenant = g.ada.user["tenant"]["id"].as_str().unwrap().to_owned();
+    let quota = json!({"read_units_per_sec": READS as u32, "write_units_per_sec": WRITES as u32, "burst_seconds": 1});
+    let (status, _, body) =
+        g.cp.call(
+            Method::PUT,
+            &format!("/admin/tenants/{tenant}/databases/shop/quota"),
+            Some(&quota),
+            Auth::Bearer(&operator.token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for node in [&g.primary, &g.backup] {
+        let (status, on_node) = node
+            .send(Method::GET, "/internal/v1/databases/shop/quota", None)
+            .await;
+        assert_eq!(
+            (status, &on_node["quota"]["read_units_per_sec"]),
+            (StatusCode::OK, &json!(READS as u32)),
+            "{on_node}"
+        );
+    }
+    assert!(insert(&g.primary, &g.key, 1).await);
+    // Let the burst the seeding write used fill up again.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+
+    let started = std::time::Instant::now();
+    let mut clients = Vec::new();
+    for node in [&g.primary, &g.backup] {
+        for n in 0..12 {
+            let url = node.rest_url.clone();
+            let key = g.key.clone();
+            let reading = n % 3 != 0;
+            clients.push(tokio::spawn(async move {
+                let http = reqwest::Client::new();
+                let (mut admitted, mut throttled) = (0u64, 0u64);
+                for i in 0..100_000i64 {
+                    if started.elapsed() >= RUN {
+                        break;
+                    }
+                    let (path, body) = if reading {
+                        (
+                            "pk-read",
+                            json!({"filters": [{"column": "id", "value": 1}]}),
+                        )
+                    } else {
+                        let id = 1_000_000 * (n + 1) + i;
+                        ("pk-write", json!({"row": {"id": id, "note": "n"}}))
+                    };
+                    let r = (http.post(format!("{url}/0.1.0/shop/orders/{path}")))
+                        .header("X-API-KEY", &key)
+                        .json(&body)
+                        .send()
+                        .await
+                        .unwrap();
+                    match r.status() {
+                        StatusCode::OK => admitted += 1,
+                        StatusCode::TOO_MANY_REQUESTS => throttled += 1,
+                        other => panic!("{path}: {other} {}", r.text().await.unwrap()),
+                    }
+                }
+                (reading, admitted, throttled)
+            }));
+        }
+    }
+    let (mut reads, mut writes, mut refused) = (0u64, 0u64, 0u64);
+    for client in clients {
+        let (reading, admitted, throttled) = client.await.unwrap();
+        *if reading { &mut reads } else { &mut writes } += admitted;
+        refused += throttled;
+    }
+    let took = started.elapsed().as_secs_f64();
+    let allowed = |rate: f64| rate * took + rate;
+    println!(
+        "rates over both nodes in {took:.2} s: {reads} reads admitted of {:.0} allowed ({:.2}), {writes} writes of {:.0} ({:.2}), {refused} throttled",
+        allowed(READS),
+        reads as f64 / allowed(READS),
+        allowed(WRITES),
+        writes as f64 / allowed(WRITES),
+    );
+    assert!(refused > 0, "the clients asked for more than the rates");
+    assert!(
+        reads as f64 <= 1.1 * allowed(READS),
+        "{reads} reads admitted in {took:.2} s at {READS}/s"
+    );
+    assert!(
+        writes as f64 <= 1.1 * allowed(WRITES),
+        "{writes} writes admitted in {took:.2} s at {WRITES}/s"
+    );
+    // Both nodes admitted reads, each from its own replica; only the
+    // primary admitted writes (the backup sent them on).
+    let (p, b) = (shop_usage(&g.primary).await, shop_usage(&g.backup).await);
+    assert!(
+        p[3].as_u64().unwrap() > 0 && b[3].as_u64().unwrap() > 0,
+        "{p} {b}"
+    );
+    let seeded = 1;
+    assert_eq!(
+        (p[4].as_u64().unwrap(), &b[4]),
+        (writes + seeded, &json!(0)),
+        "{p} {b}"
+    );
 }

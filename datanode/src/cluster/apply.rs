@@ -115,6 +115,10 @@ async fn stream(cluster: Cluster, from: u32, stream: TcpStream, sent_on: Vec<u8>
                 Ok(false) => return,
                 Err(e) => Err(e),
             };
+            if let Ok(Message::Admitted { used }) = &message {
+                cluster.admitted_elsewhere(used);
+                continue;
+            }
             // Tables and changes go to the applying task as the frame they
             // came in (one buffer, decoded there again, which copies nothing).
             let reply = match message {

@@ -103,6 +103,20 @@ pub(crate) enum Message<'a> {
         #[serde(borrow, with = "serde_bytes")]
         secret: &'a [u8],
     },
+    /// Sent on a link now and then: the units the sender admitted for
+    /// each of its databases with a rate limit since its last report, for
+    /// the receiver's limiters to take too.
+    Admitted {
+        used: Vec<Used>,
+    },
+}
+
+/// Units a node admitted for one database.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Used {
+    pub(crate) database: String,
+    pub(crate) reads: u64,
+    pub(crate) writes: u64,
 }
 
 /// One commit's change records.
@@ -192,6 +206,13 @@ mod tests {
                 serving: true,
             },
             Message::Applied { seq: 42 },
+            Message::Admitted {
+                used: vec![Used {
+                    database: "shop".into(),
+                    reads: 7,
+                    writes: 0,
+                }],
+            },
         ];
         let mut out = Vec::new();
         for m in &messages {

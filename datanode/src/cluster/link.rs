@@ -9,19 +9,20 @@
 //! frame was on its way travel together: one round trip for many commits,
 //! as the redo log's group commit does for one fsync.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use shoal_wire::internal::Member;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
-use super::frame::{self, Message, Record};
+use super::frame::{self, Message, Record, Used};
 use super::{Cluster, HEARTBEAT_EVERY};
 use crate::log::changes;
 use crate::log::ship::Outbox;
+use crate::types::DatabaseId;
 
 /// Most bytes of records one frame carries.
 pub(crate) const BATCH_BYTES: usize = 8 << 20;
@@ -202,12 +203,14 @@ async fn send_stream(
     let mut announced = HashSet::new();
     let mut sent = outbox.acked(node).unwrap_or(0);
     let mut out = Vec::new();
+    let mut usage = Usage::default();
     loop {
         if super::cut_off() {
             return "cut off (failpoint)".into();
         }
         let changed = outbox.on_change();
         out.clear();
+        usage.report(cluster, &mut out);
         match outbox.acked(node) {
             // Not (or no longer) a backup: only heartbeats.
             None => {
@@ -234,6 +237,11 @@ async fn send_stream(
                     continue;
                 }
             }
+        }
+        if !out.is_empty()
+            && let Err(e) = writer.write_all(&out).await
+        {
+            return format!("sending: {e}");
         }
         if tokio::time::timeout(HEARTBEAT_EVERY, changed)
             .await
@@ -266,6 +274,55 @@ fn announce(cluster: &Cluster, record: &[u8], announced: &mut HashSet<u32>, out:
                 def: t.def().clone(),
             };
             frame::encode(&message, out);
+        }
+    }
+}
+
+/// What this node's databases have admitted, as last told to a peer.
+struct Usage {
+    told_at: Instant,
+    /// Read and write units admitted, by database, when last told.
+    told: HashMap<DatabaseId, (u64, u64)>,
+}
+
+impl Default for Usage {
+    fn default() -> Self {
+        Usage {
+            told_at: Instant::now(),
+            told: HashMap::new(),
+        }
+    }
+}
+
+impl Usage {
+    /// Appends to `out`, once every `HEARTBEAT_EVERY`, an `Admitted`
+    /// message of the units each database with a rate limit admitted since
+    /// the last.
+    fn report(&mut self, cluster: &Cluster, out: &mut Vec<u8>) {
+        if self.told_at.elapsed() < HEARTBEAT_EVERY {
+            return;
+        }
+        self.told_at = Instant::now();
+        let mut used = Vec::new();
+        for db in cluster.engine().databases() {
+            let gov = &db.governance;
+            let now = gov.admitted();
+            // Every database's count moves on, limited or not: a limit set
+            // later is not charged what came before it.
+            let before = self.told.insert(db.id, now).unwrap_or(now);
+            let limits = gov.limits();
+            let reads = (now.0 - before.0) * u64::from(limits.read.is_some());
+            let writes = (now.1 - before.1) * u64::from(limits.write.is_some());
+            if reads + writes > 0 {
+                used.push(Used {
+                    database: db.name.to_string(),
+                    reads,
+                    writes,
+                });
+            }
+        }
+        if !used.is_empty() {
+            frame::encode(&Message::Admitted { used }, out);
         }
     }
 }

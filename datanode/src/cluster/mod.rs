@@ -634,6 +634,17 @@ impl Cluster {
         ]
     }
 
+    /// Takes what another node of the group admitted for its databases
+    /// into this node's limiters (a database this node does not hold is
+    /// passed over).
+    pub(crate) fn admitted_elsewhere(&self, used: &[frame::Used]) {
+        for used in used {
+            if let Ok(db) = self.inner.engine.database(&used.database) {
+                db.governance.admitted_elsewhere(used.reads, used.writes);
+            }
+        }
+    }
+
     /// Notes that `peer` was heard from (or that its link is down).
     pub(crate) fn heard(&self, peer: u32, up: bool) {
         let mut heard = self.inner.heard.lock().unwrap_or_else(|e| e.into_inner());

@@ -888,3 +888,55 @@ fn a_tenant_quota_bounds_its_databases_together() {
         assert_eq!(value(&s.tc, &free, 1).await.map(|v| v.len()), Some(2500));
     });
 }
+
+#[test]
+fn units_other_nodes_admitted_are_taken_first_a_burst_at_a_time() {
+    let rt = crate::test_runtime();
+    let s = setup(64, DEFAULT_LOCK_WAIT_TIMEOUT);
+    rt.block_on(async {
+        let t = table(&s.tc, "db", None).await;
+        let g = writer(&t);
+        s.tc.engine()
+            .set_database_quota(
+                "db",
+                Quota {
+                    write_units_per_sec: Some(10),
+                    ..Quota::UNLIMITED
+                },
+            )
+            .await
+            .unwrap();
+        let write = |k: i64| {
+            let (tc, t, g) = (&s.tc, &t, &g);
+            async move {
+                run(tc, g, Commit::Each, |b| b.insert(t, &row(k, "x")).unwrap())
+                    .await
+                    .0
+            }
+        };
+        let gov = &t.database.governance;
+        // Another node admitted 25 write units (more than the burst of 10)
+        // and 7 reads, which no limit here applies to: the writes come
+        // first, a burst at a time.
+        gov.admitted_elsewhere(7, 25);
+        let TcError::Quota(e) = write(0).await.unwrap_err() else {
+            panic!()
+        };
+        assert_eq!(e.code(), "WRITE_RATE");
+        // Ten units taken, fifteen still owed; a second on, ten more.
+        s.clock.advance(Duration::from_millis(1000));
+        assert!(write(0).await.is_err(), "five still owed");
+        // Half a second on, the last five: none left for this write.
+        s.clock.advance(Duration::from_millis(500));
+        assert!(write(0).await.is_err(), "the owed units came first");
+        s.clock.advance(Duration::from_millis(100));
+        write(0).await.unwrap();
+        assert_eq!(gov.admitted(), (0, 1), "only this node's own units count");
+        // Nothing more owed: the rest of the burst is this node's.
+        s.clock.advance(Duration::from_millis(1000));
+        for k in 1..=10 {
+            write(k).await.unwrap();
+        }
+        assert!(write(11).await.is_err());
+    });
+}

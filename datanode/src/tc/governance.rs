@@ -4,10 +4,12 @@
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use shoal_quota::Quota;
-use shoal_quota::limiter::{Limiter, LimiterPool};
+use shoal_quota::error::RateKind;
+use shoal_quota::limiter::{Limiter, LimiterPool, Throttled};
 
 use crate::types::DatabaseId;
 
@@ -100,6 +102,11 @@ pub(crate) struct Governance {
     /// Read units owed: what rows read beyond their first unit cost, charged
     /// with the database's next request.
     read_debt: AtomicU64,
+    /// Units the other nodes of the group admitted, as they told this node,
+    /// not yet taken from its limiters (read, write): every node's limiter
+    /// takes every node's units, so the database's rate holds whatever
+    /// node a request arrives at.
+    peer_units: [AtomicU64; 2],
     pub(crate) counters: Counters,
 }
 
@@ -113,6 +120,7 @@ impl Default for Governance {
             }),
             in_flight: AtomicU32::new(0),
             read_debt: AtomicU64::new(0),
+            peer_units: [AtomicU64::new(0), AtomicU64::new(0)],
             counters: Counters::default(),
         }
     }
@@ -173,5 +181,60 @@ impl Governance {
         if units > 0 {
             self.read_debt.fetch_add(units, Ordering::Relaxed);
         }
+    }
+
+    /// The read and write units this node has admitted since it started.
+    pub(crate) fn admitted(&self) -> (u64, u64) {
+        (
+            Counters::get(&self.counters.read_units),
+            Counters::get(&self.counters.write_units),
+        )
+    }
+
+    /// Notes units another node of the group admitted (only those a limit
+    /// of this node's applies to: the others are never taken).
+    pub(crate) fn admitted_elsewhere(&self, reads: u64, writes: u64) {
+        let limits = self.limits();
+        for (units, limited, owed) in [
+            (reads, limits.read.is_some(), &self.peer_units[0]),
+            (writes, limits.write.is_some(), &self.peer_units[1]),
+        ] {
+            if units > 0 && limited {
+                owed.fetch_add(units, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Takes the units of `kind` other nodes admitted from `limiter`, a
+    /// burst at a time, before this node admits more: the wait once it
+    /// cannot take the rest, which is kept for the next request.
+    pub(crate) fn take_elsewhere(
+        &self,
+        kind: RateKind,
+        limiter: &Limiter<DatabaseId>,
+        db: &DatabaseId,
+    ) -> Result<(), Duration> {
+        let owed = match kind {
+            RateKind::Read => &self.peer_units[0],
+            RateKind::Write => &self.peer_units[1],
+        };
+        // Most databases are served by one node at a time: look first.
+        if owed.load(Ordering::Relaxed) == 0 {
+            return Ok(());
+        }
+        let mut left = owed.swap(0, Ordering::Relaxed);
+        while left > 0 {
+            let part = left.min(u64::from(limiter.burst()));
+            match limiter.check(db, part) {
+                Ok(()) => left -= part,
+                Err(Throttled::RetryAfter(wait)) => {
+                    owed.fetch_add(left, Ordering::Relaxed);
+                    return Err(wait);
+                }
+                // No part is larger than the burst.
+                Err(Throttled::ExceedsBurst) => unreachable!("a part within the burst"),
+            }
+        }
+        Ok(())
     }
 }

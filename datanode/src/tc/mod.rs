@@ -330,6 +330,17 @@ impl Tc {
             _writing: writing,
         };
         let cost = admitted.cost;
+        // What the group's other nodes admitted comes first.
+        for (units, limiter, kind) in [
+            (cost.reads, limits.read.as_deref(), RateKind::Read),
+            (cost.write_units, limits.write.as_deref(), RateKind::Write),
+        ] {
+            if let Some(limiter) = limiter.filter(|_| units > 0)
+                && let Err(wait) = gov.take_elsewhere(kind, limiter, &db.id)
+            {
+                return Err(throttled(db, limiter, kind, wait));
+            }
+        }
         if cost.reads > 0 {
             // Reads pay now for what earlier reads of large rows still owe.
             let units = cost.reads + gov.take_read_debt();
@@ -646,25 +657,13 @@ fn charge(
     kind: RateKind,
     units: u64,
 ) -> Result<(), TcError> {
-    let counters = &db.governance.counters;
-    let throttled = match kind {
-        RateKind::Read => &counters.throttled_reads,
-        RateKind::Write => &counters.throttled_writes,
-    };
     let Some(limiter) = limiter else {
         return Ok(());
     };
+    let counters = &db.governance.counters;
     match limiter.check(&db.id, units) {
         Ok(()) => Ok(()),
-        Err(Throttled::RetryAfter(wait)) => {
-            Counters::add(throttled, 1);
-            Err(TcError::Quota(QuotaError::Rate {
-                database: db.name.to_string(),
-                kind,
-                limit: limiter.rate(),
-                retry_after_ms: (wait.as_micros().div_ceil(1000) as u64).max(1),
-            }))
-        }
+        Err(Throttled::RetryAfter(wait)) => Err(throttled(db, limiter, kind, wait)),
         Err(Throttled::ExceedsBurst) => {
             Counters::add(&counters.quota_rejections, 1);
             Err(TcError::Quota(QuotaError::ExceedsBurst {
@@ -675,6 +674,30 @@ fn charge(
             }))
         }
     }
+}
+
+/// The refusal of a request over the database's rate of `kind`, which
+/// `wait` would let through.
+fn throttled(
+    db: &Database,
+    limiter: &Limiter<DatabaseId>,
+    kind: RateKind,
+    wait: std::time::Duration,
+) -> TcError {
+    let counters = &db.governance.counters;
+    Counters::add(
+        match kind {
+            RateKind::Read => &counters.throttled_reads,
+            RateKind::Write => &counters.throttled_writes,
+        },
+        1,
+    );
+    TcError::Quota(QuotaError::Rate {
+        database: db.name.to_string(),
+        kind,
+        limit: limiter.rate(),
+        retry_after_ms: (wait.as_micros().div_ceil(1000) as u64).max(1),
+    })
 }
 
 /// Refuses a request that can grow memory when the database, or its tenant,
