@@ -456,6 +456,44 @@ async fn hostile_peers_and_groups_are_refused_and_change_nothing() {
         let read = tokio::time::timeout(GUARD, peer.read_to_end(&mut answer)).await;
         assert!(read.is_ok(), "the node closes the connection");
     }
+    // Greetings for a relayed Redis connection and for requests sent on,
+    // without the secret: refused.
+    let primary_id = id_of(&g.primary, &g.dirs);
+    for kind in [GREET_RELAY, GREET_FORWARD] {
+        let mut peer = greet_peer(&g.backup, kind, primary_id, b"not the secret").await;
+        let answer = read_frame(&mut peer).await;
+        assert_eq!(answer.first(), Some(&REFUSED), "{answer:?}");
+    }
+    // With the secret, a request sent on still needs the client's key, and
+    // garbage after it ends the connection; nothing is written.
+    let mut peer = greet_peer(
+        &g.backup,
+        GREET_FORWARD,
+        primary_id,
+        CLUSTER_SECRET.as_bytes(),
+    )
+    .await;
+    assert_eq!(read_frame(&mut peer).await.first(), Some(&WELCOME));
+    let path = b"/0.1.0/shop/orders/pk-insert";
+    let body = br#"{"row": {"id": 8, "note": "keyless"}}"#;
+    let mut request = vec![REQUEST, 1, 1, path.len() as u8];
+    request.extend_from_slice(path);
+    request.extend_from_slice(&[0, body.len() as u8]);
+    request.extend_from_slice(body);
+    send_frame(&mut peer, &request).await;
+    let answer = read_frame(&mut peer).await;
+    assert_eq!(
+        answer[..4],
+        [ANSWER, 1, 0x91, 0x03],
+        "answered 401: {answer:?}"
+    );
+    send_frame(&mut peer, &[0xee, 0xee, 0xee]).await;
+    let closed = tokio::time::timeout(GUARD, tokio::io::AsyncReadExt::read_u8(&mut peer)).await;
+    assert!(matches!(closed, Ok(Err(_))), "closed: {closed:?}");
+    assert_eq!(
+        read_note(&g.primary, &g.key, 8).await.0,
+        StatusCode::NOT_FOUND
+    );
     // A client posing as a node that forwarded its write from a newer
     // view: refused as a write sent on twice, and nothing written.
     let forged = reqwest::Client::new()
@@ -484,6 +522,47 @@ async fn hostile_peers_and_groups_are_refused_and_change_nothing() {
 }
 
 /// The node id `node` was started with.
+// The node-to-node transport's messages, as postcard numbers them
+// (datanode/src/cluster/frame.rs): what the hostile peer test sends.
+const WELCOME: u8 = 1;
+const REFUSED: u8 = 2;
+const GREET_RELAY: u8 = 13;
+const GREET_FORWARD: u8 = 14;
+const REQUEST: u8 = 15;
+const ANSWER: u8 = 16;
+
+/// Writes `message` as a frame: its length, little-endian, then it.
+async fn send_frame(peer: &mut tokio::net::TcpStream, message: &[u8]) {
+    use tokio::io::AsyncWriteExt;
+    let mut frame = (message.len() as u32).to_le_bytes().to_vec();
+    frame.extend_from_slice(message);
+    peer.write_all(&frame).await.unwrap();
+}
+
+/// The next frame's message.
+async fn read_frame(peer: &mut tokio::net::TcpStream) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+    let len = tokio::time::timeout(GUARD, peer.read_u32_le())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut message = vec![0; len as usize];
+    peer.read_exact(&mut message).await.unwrap();
+    message
+}
+
+/// A connection to `node`'s peer port greeted as node `as_node` with
+/// `kind` of greeting and `secret`.
+async fn greet_peer(node: &Shoal, kind: u8, as_node: u32, secret: &[u8]) -> tokio::net::TcpStream {
+    let mut peer = tokio::net::TcpStream::connect(&node.peer_addr)
+        .await
+        .unwrap();
+    let mut greeting = vec![kind, as_node as u8, 0, 1, secret.len() as u8];
+    greeting.extend_from_slice(secret);
+    send_frame(&mut peer, &greeting).await;
+    peer
+}
+
 fn id_of(node: &Shoal, dirs: &[tempfile::TempDir]) -> u32 {
     if node.data_dir == dirs[0].path() {
         1

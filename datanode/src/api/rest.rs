@@ -45,7 +45,7 @@ use crate::api::json::{
     JsonError, JsonRow, column_value_to_json, key_from_json, row_from_json, row_to_json,
     value_from_json,
 };
-use crate::cluster::Cluster;
+use crate::cluster::{Answered, Cluster, ForwardError, Forwarded, Handler};
 use crate::node::Engine;
 use crate::node::keys::ApiKey;
 use crate::tc::batch::{Batch, Outcome};
@@ -77,8 +77,6 @@ const MOVED_GRACE: Duration = Duration::from_millis(200);
 struct AppState {
     engine: Engine,
     cluster: Cluster,
-    /// Sends requests on to other nodes of the group.
-    http: reqwest::Client,
     /// Longest a request's body may take to arrive, whole.
     body_timeout: std::time::Duration,
 }
@@ -120,13 +118,7 @@ impl FromRequest<AppState> for Body {
 
 /// Every route of the REST data API.
 pub(crate) fn router(engine: Engine, cluster: Cluster, limits: Limits) -> Router {
-    let http = reqwest::Client::builder()
-        .connect_timeout(std::time::Duration::from_secs(1))
-        .timeout(std::time::Duration::from_secs(30))
-        .pool_idle_timeout(shoal_listen::CLIENT_POOL_IDLE)
-        .build()
-        .expect("an HTTP client without TLS builds");
-    Router::new()
+    let app = Router::new()
         .route("/0.1.0/ping", get(|| async { StatusCode::OK }))
         .route("/0.1.0/health", get(health))
         .route("/0.1.0/batch", post(batch))
@@ -143,10 +135,16 @@ pub(crate) fn router(engine: Engine, cluster: Cluster, limits: Limits) -> Router
         .layer(DefaultBodyLimit::max(limits.max_request_bytes))
         .with_state(AppState {
             engine,
-            cluster,
-            http,
+            cluster: cluster.clone(),
             body_timeout: limits.idle_timeout,
-        })
+        });
+    // Requests other nodes of the group send on to this one take the same
+    // routes.
+    let routes = app.clone();
+    cluster.serve_forwarded(Handler::new(move |request| {
+        answer_forwarded(routes.clone(), request)
+    }));
+    app
 }
 
 async fn health(State(state): State<AppState>) -> (StatusCode, Json<JsonValue>) {
@@ -557,20 +555,10 @@ async fn forward(
         }
         return Err(not_here());
     }
-    let Some(member) = cluster.member(primary) else {
+    if cluster.member(primary).is_none() {
         return Err(not_here());
-    };
-    let mut request = state
-        .http
-        .post(format!("{}{}", member.rest_url, to.path))
-        .header(FORWARDED_HEADER, cluster.me().to_string())
-        .header(VIEW_HEADER, cluster.view_number().to_string())
-        .header("content-type", "application/json")
-        .body(body.clone());
-    if let Some(key) = headers.get(API_KEY_HEADER) {
-        request = request.header(API_KEY_HEADER, key);
     }
-    let unavailable = |e: reqwest::Error| {
+    let unavailable = |e: ForwardError| {
         tracing::warn!(%primary, error = %e, "the primary did not answer a forwarded request");
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -587,7 +575,8 @@ async fn forward(
             ),
         )
     };
-    let send = request.send();
+    let key = headers.get(API_KEY_HEADER).map(|v| v.as_bytes());
+    let send = cluster.forward(primary, to.path, key, body);
     tokio::pin!(send);
     let answer = tokio::select! {
         answer = &mut send => answer,
@@ -602,23 +591,16 @@ async fn forward(
         Ok(answer) => answer,
         // Nothing reached it (a node killed refuses connections at once):
         // again, once the view has moved its primary on.
-        Err(e) if e.is_connect() && !waiting().is_zero() => {
+        Err(ForwardError::Unreachable(_)) if !waiting().is_zero() => {
             let _ = tokio::time::timeout(waiting(), cluster.moved(dbs, primary)).await;
             return Ok(Sent::Again);
         }
         Err(e) => return Err(unavailable(e)),
     };
-    let status = answer.status();
-    let mut response = Response::builder().status(status.as_u16());
-    for name in ["content-type", "retry-after", "www-authenticate"] {
-        if let Some(value) = answer.headers().get(name) {
-            response = response.header(name, value.as_bytes());
-        }
-    }
-    let bytes = answer.bytes().await.map_err(unavailable)?;
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
     // Refused before anything was applied: it is not, or not yet, or no
     // longer the primary. Again, once this node knows the view it knows.
-    if refused_unapplied(status, &bytes) && !waiting().is_zero() {
+    if refused_unapplied(status, &answer.body) && !waiting().is_zero() {
         let placed = cluster.placed();
         cluster.refresh_soon();
         cluster
@@ -626,17 +608,68 @@ async fn forward(
             .await;
         return Ok(Sent::Again);
     }
+    let mut response = Response::builder().status(status);
+    for (name, value) in &answer.headers {
+        response = response.header(name.as_str(), value.as_str());
+    }
     Ok(Sent::Answer(
         response
-            .body(axum::body::Body::from(bytes))
-            .expect("a response from parts that were valid"),
+            .body(axum::body::Body::from(answer.body))
+            .unwrap_or_else(|_| {
+                ApiError::new(
+                    StatusCode::BAD_GATEWAY,
+                    "PRIMARY_UNAVAILABLE",
+                    "the primary's answer was not one",
+                )
+                .into_response()
+            }),
     ))
+}
+
+/// Answers a request another node of the group sent on to this one,
+/// through this node's own REST routes, marked as sent on (it is never
+/// sent on again) with the view the sender knew.
+async fn answer_forwarded(app: Router, request: Forwarded) -> Answered {
+    use tower::ServiceExt;
+    let mut http = axum::http::Request::builder()
+        .method(axum::http::Method::POST)
+        .uri(request.path.as_str())
+        .header("content-type", "application/json")
+        .header(FORWARDED_HEADER, request.from.to_string())
+        .header(VIEW_HEADER, request.view.to_string());
+    if let Some(key) = &request.key {
+        http = http.header(API_KEY_HEADER, key.as_slice());
+    }
+    let response = match http.body(axum::body::Body::from(request.body)) {
+        Ok(http) => match app.oneshot(http).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        },
+        Err(e) => bad_request(format!("a request sent on that is not one: {e}")).into_response(),
+    };
+    let status = response.status().as_u16();
+    let headers = ["content-type", "retry-after", "www-authenticate"]
+        .into_iter()
+        .filter_map(|name| {
+            let value = response.headers().get(name)?.to_str().ok()?;
+            Some((name.to_owned(), value.to_owned()))
+        })
+        .collect();
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .map(|b| b.to_vec())
+        .unwrap_or_default();
+    Answered {
+        status,
+        headers,
+        body,
+    }
 }
 
 /// Whether a node's answer says it refused a request before applying any
 /// of it: not its database's primary, or not serving (starting, catching
 /// up, out of its view, or stopping).
-fn refused_unapplied(status: reqwest::StatusCode, body: &[u8]) -> bool {
+fn refused_unapplied(status: StatusCode, body: &[u8]) -> bool {
     let code = || {
         let body: JsonValue = serde_json::from_slice(body).unwrap_or_default();
         body["error"]["code"].as_str().map(str::to_owned)

@@ -32,7 +32,7 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
     let (reader, mut writer) = stream.into_split();
     let mut reader = BufReader::new(reader);
     let mut buf = Vec::new();
-    let (from, their_view, relay) = match greet(&cluster, &mut reader, &mut buf).await {
+    let (from, their_view, purpose) = match greet(&cluster, &mut reader, &mut buf).await {
         Ok(greeted) => greeted,
         Err(reason) => {
             tracing::warn!(%peer, %reason, "refused a peer connection");
@@ -57,9 +57,10 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
     let Ok(stream) = reader.into_inner().reunite(writer) else {
         return;
     };
-    if relay {
-        cluster.hand_to_front(stream, sent_on);
-        return;
+    match purpose {
+        Purpose::Stream => {}
+        Purpose::Relay => return cluster.hand_to_front(stream, sent_on),
+        Purpose::Forward => return cluster.take_forwarded(from, stream, sent_on),
     }
     let Ok(stream) = stream.into_std() else {
         return;
@@ -256,13 +257,23 @@ async fn apply_on_worker(
 /// Most messages waiting, each way.
 const ACKS_IN_FLIGHT: usize = 64;
 
+/// What a peer opened a connection for.
+enum Purpose {
+    /// Its stream, heartbeats and catch-up questions.
+    Stream,
+    /// A Redis client's connection, carried on.
+    Relay,
+    /// REST requests sent on.
+    Forward,
+}
+
 /// Reads the greeting: the node it comes from, if it is one of the group,
-/// the view it knows, and whether it relays a Redis connection.
+/// the view it knows, and what the connection is for.
 async fn greet(
     cluster: &Cluster,
     reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
     buf: &mut Vec<u8>,
-) -> Result<(u32, u64, bool), String> {
+) -> Result<(u32, u64, Purpose), String> {
     let read = tokio::time::timeout(
         std::time::Duration::from_secs(5),
         frame::read(reader, buf, frame::MAX_GREETING),
@@ -273,19 +284,25 @@ async fn greet(
         Ok(Err(e)) => return Err(e.to_string()),
         Err(_) => return Err("no greeting within 5 s".into()),
     }
-    let (node, group, view, secret, relay) = match frame::decode(buf) {
+    let (node, group, view, secret, purpose) = match frame::decode(buf) {
         Ok(Message::Hello {
             node,
             group,
             view,
             secret,
-        }) => (node, group, view, secret, false),
+        }) => (node, group, view, secret, Purpose::Stream),
         Ok(Message::Relay {
             node,
             group,
             view,
             secret,
-        }) => (node, group, view, secret, true),
+        }) => (node, group, view, secret, Purpose::Relay),
+        Ok(Message::Forward {
+            node,
+            group,
+            view,
+            secret,
+        }) => (node, group, view, secret, Purpose::Forward),
         _ => return Err("the first message is not a greeting".into()),
     };
     if !cluster.inner.secret.matches(secret) {
@@ -300,7 +317,7 @@ async fn greet(
             mine.node_group
         ));
     }
-    Ok((node, view, relay))
+    Ok((node, view, purpose))
 }
 
 struct Backup<'a> {

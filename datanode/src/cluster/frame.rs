@@ -103,6 +103,38 @@ pub(crate) enum Message<'a> {
         #[serde(borrow, with = "serde_bytes")]
         secret: &'a [u8],
     },
+    /// Instead of `Hello`, the first message of a connection that sends
+    /// REST requests on to this node, the primary of their databases:
+    /// after `Welcome` it carries `Request`s one way and `Answer`s the
+    /// other.
+    Forward {
+        node: u32,
+        group: u32,
+        view: u64,
+        #[serde(borrow, with = "serde_bytes")]
+        secret: &'a [u8],
+    },
+    /// A REST request sent on as it came (`path`, its API key if it had
+    /// one, its body), by a node of the group that knew view `view`.
+    Request {
+        id: u64,
+        view: u64,
+        path: &'a str,
+        #[serde(borrow, with = "serde_bytes")]
+        key: Option<&'a [u8]>,
+        #[serde(borrow, with = "serde_bytes")]
+        body: &'a [u8],
+    },
+    /// The answer to `Request` `id`: its status, the headers a client
+    /// reads (`retry-after`, `www-authenticate`), its body.
+    Answer {
+        id: u64,
+        status: u16,
+        #[serde(borrow)]
+        headers: Vec<(&'a str, &'a str)>,
+        #[serde(borrow, with = "serde_bytes")]
+        body: &'a [u8],
+    },
     /// Sent on a link now and then: the units the sender admitted for
     /// each of its databases with a rate limit since its last report, for
     /// the receiver's limiters to take too.
@@ -206,6 +238,19 @@ mod tests {
                 serving: true,
             },
             Message::Applied { seq: 42 },
+            Message::Request {
+                id: 7,
+                view: 3,
+                path: "/0.1.0/shop/orders/pk-write",
+                key: Some(b"k.s"),
+                body: b"{}",
+            },
+            Message::Answer {
+                id: 7,
+                status: 429,
+                headers: vec![("retry-after", "1")],
+                body: b"{}",
+            },
             Message::Admitted {
                 used: vec![Used {
                     database: "shop".into(),

@@ -25,14 +25,17 @@
 //! - `catchup`: copying a live node's rows to a node back.
 //! - `arbiter`: asking the control plane for views.
 //! - `relayed`: Redis connections carried on to a database's primary.
+//! - `forward`: REST requests sent on to a database's primary.
 
 mod apply;
 mod arbiter;
 mod catchup;
+mod forward;
 mod frame;
 mod link;
 mod relayed;
 
+pub(crate) use forward::{Answered, ForwardError, Handler, Request as Forwarded};
 pub(crate) use relayed::Front;
 
 use std::collections::{HashMap, HashSet};
@@ -124,6 +127,10 @@ struct Inner {
     runtime: tokio::runtime::Handle,
     /// The Redis front end, for connections relayed to this node.
     relayed: std::sync::OnceLock<relayed::Front>,
+    /// The REST front end, for requests sent on to this node.
+    forwarded: std::sync::OnceLock<forward::Handler>,
+    /// The connections this node sends REST requests on by.
+    channels: forward::Channels,
 }
 
 /// The nodes some work is under way for: one at a time for each node.
@@ -244,6 +251,8 @@ impl Cluster {
                 placed: watch::Sender::new(0),
                 runtime: tokio::runtime::Handle::current(),
                 relayed: std::sync::OnceLock::new(),
+                forwarded: std::sync::OnceLock::new(),
+                channels: forward::Channels::default(),
             }),
         };
         if let Some(path) = &cluster.inner.file {
