@@ -26,6 +26,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::Cluster;
 use super::frame::{self, Message};
+use super::link::{self, Opening};
 
 /// Longest the node waits to reach a peer and be greeted.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
@@ -142,9 +143,8 @@ impl Cluster {
         channel.waiting().insert(id, answer);
         // Ended after this looks, the channel drops the answer's sender
         // (`Broken`); ended before, nothing of the request is sent.
-        let unreachable = || {
-            ForwardError::Unreachable(format!("the connection to node {node} ended"))
-        };
+        let unreachable =
+            || ForwardError::Unreachable(format!("the connection to node {node} ended"));
         if channel.ended() {
             channel.waiting().remove(&id);
             return Err(unreachable());
@@ -200,44 +200,9 @@ impl Cluster {
         let Some(member) = self.member(node) else {
             return Err(format!("node {node} is not of this node's group"));
         };
-        if super::cut_off() {
-            return Err("cut off (failpoint)".into());
-        }
-        let greet = async {
-            let mut stream = TcpStream::connect(&member.peer_addr)
-                .await
-                .map_err(|e| format!("connecting to node {node}: {e}"))?;
-            let _ = stream.set_nodelay(true);
-            let greeting = Message::Forward {
-                node: self.me().0,
-                group: self.group().map_or(0, |g| g.node_group),
-                view: self.view_number(),
-                secret: self.inner.secret.expose().as_bytes(),
-            };
-            frame::send(&mut stream, &greeting)
-                .await
-                .map_err(|e| e.to_string())?;
-            let mut buf = Vec::new();
-            match frame::read(&mut stream, &mut buf, frame::MAX_GREETING).await {
-                Ok(true) => {}
-                Ok(false) => return Err(format!("node {node} closed at the greeting")),
-                Err(e) => return Err(e.to_string()),
-            }
-            match frame::decode(&buf) {
-                Ok(Message::Welcome { view, .. }) => {
-                    if view > self.view_number() {
-                        self.refresh_soon();
-                    }
-                    Ok(stream)
-                }
-                Ok(Message::Refused { reason }) => Err(format!("node {node} refused: {reason}")),
-                Ok(other) => Err(format!("node {node} answered {other:?} to a greeting")),
-                Err(e) => Err(e.to_string()),
-            }
-        };
-        let stream = tokio::time::timeout(CONNECT_TIMEOUT, greet)
+        let stream = link::open(self, &member, Opening::Forward, CONNECT_TIMEOUT)
             .await
-            .unwrap_or_else(|_| Err(format!("node {node}: no greeting within 1 s")))?;
+            .map_err(|e| format!("node {node}: {e}"))?;
         let (reader, mut writer) = stream.into_split();
         let (frames, mut to_write) = mpsc::channel::<Vec<u8>>(QUEUED);
         let channel = Arc::new(Channel {

@@ -102,6 +102,87 @@ async fn run(cluster: &Cluster, to: &Member) -> (String, bool) {
     }
 }
 
+/// What a connection to a peer is for: it says so in its greeting.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Opening {
+    /// A link: the stream, heartbeats, catch-up questions (`Hello`).
+    Link,
+    /// A Redis client's commands (`Relay`).
+    Relay,
+    /// REST requests sent on (`Forward`).
+    Forward,
+}
+
+/// Opens a connection to `to` for `opening` and greets it, within
+/// `within`: the connection, greeted, or why not. Nothing after the
+/// answer to the greeting has been read from it.
+pub(super) async fn open(
+    cluster: &Cluster,
+    to: &Member,
+    opening: Opening,
+    within: Duration,
+) -> Result<TcpStream, String> {
+    if super::cut_off() {
+        return Err("cut off (failpoint)".into());
+    }
+    let greet = async {
+        let mut stream = TcpStream::connect(&to.peer_addr)
+            .await
+            .map_err(|e| format!("connecting: {e}"))?;
+        let _ = stream.set_nodelay(true);
+        let (node, group, view) = (
+            cluster.me().0,
+            cluster.group().map_or(0, |g| g.node_group),
+            cluster.view_number(),
+        );
+        let secret = cluster.inner.secret.expose().as_bytes();
+        let greeting = match opening {
+            Opening::Link => Message::Hello {
+                node,
+                group,
+                view,
+                secret,
+            },
+            Opening::Relay => Message::Relay {
+                node,
+                group,
+                view,
+                secret,
+            },
+            Opening::Forward => Message::Forward {
+                node,
+                group,
+                view,
+                secret,
+            },
+        };
+        let greeting_failed = |e: frame::FrameError| format!("greeting: {e}");
+        frame::send(&mut stream, &greeting)
+            .await
+            .map_err(greeting_failed)?;
+        let mut buf = Vec::new();
+        match frame::read(&mut stream, &mut buf, frame::MAX_GREETING).await {
+            Ok(true) => {}
+            Ok(false) => return Err("closed at the greeting".into()),
+            Err(e) => return Err(greeting_failed(e)),
+        }
+        match frame::decode(&buf) {
+            Ok(Message::Welcome { view, .. }) => {
+                if view > cluster.view_number() {
+                    cluster.refresh_soon();
+                }
+                Ok(stream)
+            }
+            Ok(Message::Refused { reason }) => Err(format!("refused: {reason}")),
+            Ok(other) => Err(format!("answered {other:?} to a greeting")),
+            Err(e) => Err(greeting_failed(e)),
+        }
+    };
+    tokio::time::timeout(within, greet)
+        .await
+        .unwrap_or_else(|_| Err("connecting: timed out".into()))
+}
+
 /// Aborts the task when dropped.
 struct AbortOnDrop<T>(JoinHandle<T>);
 
@@ -116,43 +197,9 @@ impl<T> Drop for AbortOnDrop<T> {
 async fn connect_and_send(cluster: &Cluster, to: &Member) -> Result<String, String> {
     let outbox = Arc::clone(cluster.inner.engine.tc().workers().log().outbox());
     let node = to.node_id.0;
-    if super::cut_off() {
-        return Err("cut off (failpoint)".into());
-    }
-    let stream =
-        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&to.peer_addr)).await {
-            Ok(Ok(stream)) => stream,
-            Ok(Err(e)) => return Err(format!("connecting: {e}")),
-            Err(_) => return Err("connecting: timed out".into()),
-        };
-    let _ = stream.set_nodelay(true);
+    let stream = open(cluster, to, Opening::Link, CONNECT_TIMEOUT).await?;
     let (reader, mut writer) = stream.into_split();
     let mut reader = BufReader::new(reader);
-    let group = cluster.group().map_or(0, |g| g.node_group);
-    let hello = Message::Hello {
-        node: cluster.me().0,
-        group,
-        view: cluster.view_number(),
-        secret: cluster.inner.secret.expose().as_bytes(),
-    };
-    if let Err(e) = frame::send(&mut writer, &hello).await {
-        return Err(format!("greeting: {e}"));
-    }
-    let mut buf = Vec::new();
-    match frame::read(&mut reader, &mut buf, frame::MAX_GREETING).await {
-        Ok(true) => match frame::decode(&buf) {
-            Ok(Message::Welcome { view, .. }) => {
-                if view > cluster.view_number() {
-                    cluster.refresh_soon();
-                }
-            }
-            Ok(Message::Refused { reason }) => return Err(format!("refused: {reason}")),
-            Ok(other) => return Err(format!("answered {other:?} to a greeting")),
-            Err(e) => return Err(format!("greeting: {e}")),
-        },
-        Ok(false) => return Err("closed at the greeting".into()),
-        Err(e) => return Err(format!("greeting: {e}")),
-    }
     tracing::info!(peer = node, addr = %to.peer_addr, "link to a peer up");
     cluster.heard(node, true);
     // Answers come back on their own task.

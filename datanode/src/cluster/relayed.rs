@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::net::TcpStream;
 
 use super::Cluster;
-use super::frame::{self, Message};
+use super::link::{self, Opening};
 
 /// What the Redis front end does with a relayed connection: serves it,
 /// starting with the bytes that came after the greeting.
@@ -54,44 +54,6 @@ impl Cluster {
         let Some(member) = self.member(node) else {
             return Err(format!("node {node} is not of this node's group"));
         };
-        if super::cut_off() {
-            return Err("cut off (failpoint)".into());
-        }
-        let open = async {
-            let mut stream = TcpStream::connect(&member.peer_addr)
-                .await
-                .map_err(|e| e.to_string())?;
-            let _ = stream.set_nodelay(true);
-            let greeting = Message::Relay {
-                node: self.me().0,
-                group: self.group().map_or(0, |g| g.node_group),
-                view: self.view_number(),
-                secret: self.inner.secret.expose().as_bytes(),
-            };
-            frame::send(&mut stream, &greeting)
-                .await
-                .map_err(|e| e.to_string())?;
-            // Unbuffered: nothing after the answer may be read here.
-            let mut buf = Vec::new();
-            match frame::read(&mut stream, &mut buf, frame::MAX_GREETING).await {
-                Ok(true) => {}
-                Ok(false) => return Err("closed at the greeting".into()),
-                Err(e) => return Err(e.to_string()),
-            }
-            match frame::decode(&buf) {
-                Ok(Message::Welcome { view, .. }) => {
-                    if view > self.view_number() {
-                        self.refresh_soon();
-                    }
-                    Ok(stream)
-                }
-                Ok(Message::Refused { reason }) => Err(format!("refused: {reason}")),
-                Ok(other) => Err(format!("answered {other:?} to a greeting")),
-                Err(e) => Err(e.to_string()),
-            }
-        };
-        tokio::time::timeout(CONNECT_TIMEOUT, open)
-            .await
-            .unwrap_or_else(|_| Err("timed out".into()))
+        link::open(self, &member, Opening::Relay, CONNECT_TIMEOUT).await
     }
 }
