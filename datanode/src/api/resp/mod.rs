@@ -221,11 +221,8 @@ impl Conn {
         let Some(session) = self.session.as_ref().filter(|_| self.multi.is_none()) else {
             return Route::Here;
         };
-        if !cmd::runs_at_primary(name) {
-            return Route::Here;
-        }
         let db = &session.db.db;
-        if db.is_primary_here() {
+        if db.is_primary_here() || !cmd::runs_at_primary(name) {
             return Route::Here;
         }
         // Handed on from this node, the database's commands wait for the
@@ -415,6 +412,15 @@ async fn serve_connection(
                     return;
                 }
             }
+        }
+        // Commands for the primary go at once, as far as its socket takes
+        // them; the rest when it is ready.
+        if let Some(up) = upstream.as_mut()
+            && let Err(broken) = up.send_now()
+            && !lose(&mut upstream, &mut conn.out, &broken)
+        {
+            let _ = stream.write_all(&conn.out.buf).await;
+            return;
         }
         buf.drain(..start);
         // Hand back memory a large command took.
@@ -608,7 +614,20 @@ async fn flush(stream: &mut TcpStream, out: &mut Out, limits: Limits) -> bool {
     if out.buf.is_empty() {
         return true;
     }
-    let sent = tokio::time::timeout(limits.idle_timeout, stream.write_all(&out.buf)).await;
+    // What the socket takes at once needs no timer.
+    let mut written = 0;
+    while written < out.buf.len() {
+        match stream.try_write(&out.buf[written..]) {
+            Ok(n) => written += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(_) => return false,
+        }
+    }
+    let rest = &out.buf[written..];
+    let sent = match rest.is_empty() {
+        true => Ok(Ok(())),
+        false => tokio::time::timeout(limits.idle_timeout, stream.write_all(rest)).await,
+    };
     out.buf.clear();
     if out.buf.capacity() > 4 * FLUSH_AT {
         out.buf = Vec::new();

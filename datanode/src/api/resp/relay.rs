@@ -174,6 +174,20 @@ impl Upstream {
         self.db.primary() != self.primary
     }
 
+    /// Writes what the socket takes now of the commands queued.
+    pub(super) fn send_now(&mut self) -> Result<(), Broken> {
+        let mut written = 0;
+        while written < self.sending.len() {
+            match self.stream.try_write(&self.sending[written..]) {
+                Ok(n) => written += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(Broken(e.to_string())),
+            }
+        }
+        self.sending.drain(..written);
+        Ok(())
+    }
+
     /// Sends what it can and takes the whole replies that arrive into
     /// `out`: one step, as soon as either happens. Cancel-safe: a step
     /// given up has done nothing.

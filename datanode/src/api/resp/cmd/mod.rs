@@ -178,12 +178,12 @@ pub(super) fn find(name: &str) -> Option<&'static Spec> {
 }
 
 /// Whether the command named `name` (any case) runs on its database's
-/// primary: every command but the connection's own, and those this does
-/// not have (refused here).
+/// primary: every command but the connection's own. (One this does not
+/// have is refused there as here, in the same words.)
 pub(super) fn runs_at_primary(name: &[u8]) -> bool {
-    upper(name)
-        .and_then(|name| find(name.as_str()))
-        .is_some_and(|spec| !spec.here)
+    static HERE: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    let here = HERE.get_or_init(|| COMMANDS.iter().filter(|c| c.here).map(|c| c.name).collect());
+    !here.iter().any(|h| h.as_bytes().eq_ignore_ascii_case(name))
 }
 
 /// Whether the command named `name` (any case) may bind the connection to
