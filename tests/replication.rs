@@ -353,6 +353,37 @@ async fn redis_clients_of_either_node_share_one_keyspace() {
         on_backup.get::<_, Vec<u8>>("big").unwrap(),
         vec![7u8; 300_000]
     );
+    // The backup answers reads from its own replica, and sends those of a
+    // value of several parts — read whole only on the primary — there,
+    // with the commands of their pipeline.
+    let read_units = |usage: Value| usage[3].as_u64().unwrap();
+    let before = (
+        read_units(shop_usage(&g.primary).await),
+        read_units(shop_usage(&g.backup).await),
+    );
+    for _ in 0..50 {
+        assert_eq!(on_backup.get::<_, String>("greeting").unwrap(), "hello");
+    }
+    let after = (
+        read_units(shop_usage(&g.primary).await),
+        read_units(shop_usage(&g.backup).await),
+    );
+    assert_eq!(after.0, before.0, "nothing read on the primary");
+    assert_eq!(after.1 - before.1, 50, "read on the backup");
+    let (greeting, big): (String, Vec<u8>) = redis::pipe()
+        .get("greeting")
+        .get("big")
+        .query(&mut on_backup)
+        .unwrap();
+    assert_eq!((greeting.as_str(), big.len()), ("hello", 300_000));
+    let both: Vec<Option<Vec<u8>>> = redis::cmd("MGET")
+        .arg(&["greeting", "nothing", "big"])
+        .query(&mut on_backup)
+        .unwrap();
+    assert_eq!(
+        both,
+        [Some(b"hello".to_vec()), None, Some(vec![7u8; 300_000])]
+    );
     // Read-modify-write from both nodes at once loses nothing.
     let counters = [url(&g.primary), url(&g.backup)].map(|url| {
         std::thread::spawn(move || {

@@ -205,12 +205,22 @@ enum Route {
     /// Nowhere: `AUTH` or `HELLO` while the primary holds a transaction of
     /// the connection, which they would end.
     Refused,
+    /// On this node, from its replica of the database: a command that
+    /// only reads. (A value only the primary reads whole is read there.)
+    Replica,
 }
 
 impl Conn {
     /// Where the command named `name` runs. Until `settled` the command may
-    /// wait for its database's primary to settle.
-    fn route(&self, name: &[u8], upstream: Option<&Upstream>, settling: bool) -> Route {
+    /// wait for its database's primary to settle. A command that only reads
+    /// is answered from this node's replica if `replica` (the node serves).
+    fn route(
+        &self,
+        name: &[u8],
+        upstream: Option<&Upstream>,
+        settling: bool,
+        replica: bool,
+    ) -> Route {
         // A transaction under way on the primary takes every command.
         if let Some(up) = upstream.filter(|up| up.in_transaction()) {
             if cmd::changes_session(name) {
@@ -224,6 +234,10 @@ impl Conn {
         let db = &session.db.db;
         if db.is_primary_here() || !cmd::runs_at_primary(name) {
             return Route::Here;
+        }
+        // Every acknowledged write is on every replica in the view.
+        if replica && cmd::only_reads(name) {
+            return Route::Replica;
         }
         // Handed on from this node, the database's commands wait for the
         // view that moves it; one relayed here waits for this node to know
@@ -278,6 +292,10 @@ async fn serve_connection(
     loop {
         // Every whole command that has arrived, in order.
         let mut start = 0;
+        // Commands before this offset go to the primary: reads this node's
+        // replica could not answer whole.
+        let mut primary_before = 0;
+        let serving = cluster.serving();
         while upstream
             .as_ref()
             .is_none_or(|up| up.sending() < relay::MAX_SENDING)
@@ -290,7 +308,8 @@ async fn serve_connection(
                             .args(&buf[start..start + len])
                             .next()
                             .unwrap_or_default();
-                        conn.route(name, upstream.as_ref(), settling)
+                        let replica = serving && start >= primary_before;
+                        conn.route(name, upstream.as_ref(), settling, replica)
                     };
                     match route {
                         Route::Wait => {
@@ -335,8 +354,10 @@ async fn serve_connection(
                             }
                             continue;
                         }
-                        Route::Here => settle_until = None,
+                        Route::Here | Route::Replica => settle_until = None,
                     }
+                    let from_replica = matches!(route, Route::Replica);
+                    let (command_start, replies_start) = (start, conn.out.buf.len());
                     // Replies to the commands sent on come first.
                     if let Some(up) = upstream.as_mut().filter(|up| up.awaiting() > 0) {
                         let (db, primary) = (Arc::clone(&up.db), up.primary);
@@ -395,6 +416,18 @@ async fn serve_connection(
                         if reconnects {
                             upstream = None;
                         }
+                    }
+                    // A read that met a value only the primary reads whole
+                    // goes there, with the commands run with it, unanswered.
+                    let not_whole = conn.session.as_mut().map(|s| &mut s.db.not_whole_here);
+                    if let Some(not_whole) = not_whole
+                        && std::mem::take(not_whole)
+                        && from_replica
+                    {
+                        conn.out.buf.truncate(replies_start);
+                        primary_before = start;
+                        start = command_start;
+                        continue;
                     }
                     if conn.out.buf.len() >= FLUSH_AT
                         && !flush(&mut stream, &mut conn.out, limits).await
@@ -648,6 +681,7 @@ fn error_reply(e: &StoreError) -> (&'static str, String) {
         StoreError::Tc(TcError::Operation { error, .. }) | StoreError::Operation(error) => {
             from_operation(error)
         }
+        StoreError::NotWholeHere => ("TRYAGAIN", e.to_string()),
         _ => ("ERR", e.to_string()),
     }
 }

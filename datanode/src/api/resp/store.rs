@@ -135,6 +135,10 @@ pub(crate) enum StoreError {
         "table '{0}' exists in this database with columns Shoal does not use for keys; drop or rename it"
     )]
     ForeignTable(&'static str),
+    /// A value of several parts, asked of a node that is not the
+    /// database's primary: the parts are read together only there.
+    #[error("the value is read whole only on its database's primary, another node; retry")]
+    NotWholeHere,
 }
 
 /// The tables of one database's keys.
@@ -152,6 +156,9 @@ pub(crate) struct Db {
     pub grant: Grant,
     tables: Option<Tables>,
     tx: Option<Overlay>,
+    /// A read here met a value only the primary reads whole
+    /// (`NotWholeHere`); taken by the connection, which asks the primary.
+    pub not_whole_here: bool,
 }
 
 impl Db {
@@ -161,6 +168,7 @@ impl Db {
             grant,
             tables: None,
             tx: None,
+            not_whole_here: false,
         }
     }
 
@@ -473,6 +481,12 @@ impl Store {
         if entry.parts == 0 {
             let value = entry.head.clone();
             return Ok(Some((entry, value)));
+        }
+        // A replica's parts may be mid-way through a write the primary
+        // made: only the primary, under the key's lock, reads them whole.
+        if !db.db.is_primary_here() {
+            db.not_whole_here = true;
+            return Err(StoreError::NotWholeHere);
         }
         let _lock = if holds {
             None

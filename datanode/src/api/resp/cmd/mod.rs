@@ -76,6 +76,9 @@ pub(super) struct Spec {
     /// Whether it is the connection's own, run on the node the client is
     /// connected to; every other command runs on its database's primary.
     pub(super) here: bool,
+    /// Whether it only reads: a node holding a replica of its database
+    /// answers it from that replica.
+    pub(super) reads: bool,
     parse: Parse,
 }
 
@@ -87,6 +90,7 @@ const fn spec(name: &'static str, arity: i32, keys: Keys, parse: Parse) -> Spec 
         in_multi: InMulti::Queued,
         before_auth: false,
         here: false,
+        reads: false,
         parse,
     }
 }
@@ -105,6 +109,13 @@ impl Spec {
 
     const fn here(self) -> Spec {
         Spec { here: true, ..self }
+    }
+
+    const fn reads(self) -> Spec {
+        Spec {
+            reads: true,
+            ..self
+        }
     }
 }
 
@@ -134,35 +145,35 @@ pub(super) static COMMANDS: [Spec; 46] = {
         spec("INFO", -1, None, s::parse).here(),
         spec("COMMAND", -1, None, s::parse).here(),
         spec("CONFIG", -2, None, s::parse).here(),
-        spec("GET", 2, First, st::parse),
+        spec("GET", 2, First, st::parse).reads(),
         spec("SET", -3, First, st::parse),
         spec("MSET", -3, Pairs, st::parse),
-        spec("MGET", -2, All, st::parse),
+        spec("MGET", -2, All, st::parse).reads(),
         spec("INCR", 2, First, st::parse),
         spec("DECR", 2, First, st::parse),
         spec("INCRBY", 3, First, st::parse),
         spec("DECRBY", 3, First, st::parse),
         spec("APPEND", 3, First, st::parse),
-        spec("STRLEN", 2, First, st::parse),
-        spec("GETRANGE", 4, First, st::parse),
-        spec("SUBSTR", 4, First, st::parse),
+        spec("STRLEN", 2, First, st::parse).reads(),
+        spec("GETRANGE", 4, First, st::parse).reads(),
+        spec("SUBSTR", 4, First, st::parse).reads(),
         spec("SETRANGE", 4, First, st::parse),
         spec("HSET", -4, First, h::parse),
         spec("HMSET", -4, First, h::parse),
-        spec("HGET", 3, First, h::parse),
-        spec("HMGET", -3, First, h::parse),
-        spec("HGETALL", 2, First, h::parse),
-        spec("HLEN", 2, First, h::parse),
-        spec("HEXISTS", 3, First, h::parse),
+        spec("HGET", 3, First, h::parse).reads(),
+        spec("HMGET", -3, First, h::parse).reads(),
+        spec("HGETALL", 2, First, h::parse).reads(),
+        spec("HLEN", 2, First, h::parse).reads(),
+        spec("HEXISTS", 3, First, h::parse).reads(),
         spec("HDEL", -3, First, h::parse),
         spec("HINCRBY", 4, First, h::parse),
-        spec("TYPE", 2, First, k::parse),
+        spec("TYPE", 2, First, k::parse).reads(),
         spec("DEL", -2, All, k::parse),
-        spec("EXISTS", -2, All, k::parse),
+        spec("EXISTS", -2, All, k::parse).reads(),
         spec("EXPIRE", -3, First, k::parse),
         spec("PEXPIRE", -3, First, k::parse),
-        spec("TTL", 2, First, k::parse),
-        spec("PTTL", 2, First, k::parse),
+        spec("TTL", 2, First, k::parse).reads(),
+        spec("PTTL", 2, First, k::parse).reads(),
         spec("PERSIST", 2, First, k::parse),
         spec("MULTI", 1, None, t::parse).in_multi(AtOnce),
         spec("EXEC", 1, None, t::parse).in_multi(AtOnce),
@@ -184,6 +195,14 @@ pub(super) fn runs_at_primary(name: &[u8]) -> bool {
     static HERE: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
     let here = HERE.get_or_init(|| COMMANDS.iter().filter(|c| c.here).map(|c| c.name).collect());
     !here.iter().any(|h| h.as_bytes().eq_ignore_ascii_case(name))
+}
+
+/// Whether the command named `name` (any case) only reads: a node with a
+/// replica of its database answers it from there.
+pub(super) fn only_reads(name: &[u8]) -> bool {
+    upper(name)
+        .and_then(|name| find(name.as_str()))
+        .is_some_and(|spec| spec.reads)
 }
 
 /// Whether the command named `name` (any case) may bind the connection to
