@@ -1744,3 +1744,114 @@ async fn a_databases_rates_hold_across_its_group() {
         "{p} {b}"
     );
 }
+
+/// The rows the last "caught a node up" line of `node`'s log says it
+/// copied.
+fn rows_caught_up(node: &Shoal) -> u64 {
+    let log = node.stderr();
+    let line = (log.lines().rev())
+        .find(|l| l.contains("caught a node up"))
+        .unwrap_or_else(|| panic!("no catch-up in the log:\n{log}"));
+    let rows = line.split("rows=").nth(1).expect("rows= in the line");
+    let digits: String = rows.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().unwrap()
+}
+
+/// Runs `ops` as one REST batch through `node`; every answer 200 or, for
+/// a read of a row not there, 404: the bodies.
+async fn batch(node: &Shoal, key: &str, ops: Vec<Value>) -> Vec<Value> {
+    let answer = common::client()
+        .post(format!("{}/0.1.0/batch", node.rest_url))
+        .header("X-API-KEY", key)
+        .json(&json!({ "operations": ops }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    let answers: Vec<Value> = answer.json().await.unwrap();
+    answers
+        .into_iter()
+        .map(|a| {
+            assert!(a["code"] == 200 || a["code"] == 404, "{a}");
+            a["body"].clone()
+        })
+        .collect()
+}
+
+/// `shop.orders` as `node` has it for ids `from..to`: each note, or null.
+async fn notes(node: &Shoal, key: &str, ids: std::ops::Range<i64>) -> Vec<Value> {
+    let mut notes = Vec::new();
+    let ids: Vec<i64> = ids.collect();
+    for chunk in ids.chunks(500) {
+        let reads = (chunk.iter())
+            .map(|id| json!({"method": "POST", "relative-url": "shop/orders/pk-read", "body": {"filters": [{"column": "id", "value": id}]}}))
+            .collect();
+        notes
+            .extend((batch(node, key, reads).await.into_iter()).map(|b| b["data"]["note"].clone()));
+    }
+    notes
+}
+
+/// A node back on its own disk after a short absence is sent only the
+/// buckets of rows that changed meanwhile; on an empty disk, every row.
+/// Either way it ends with every row as the other node has it.
+#[tokio::test]
+async fn a_node_back_on_its_disk_is_sent_what_changed_and_on_an_empty_one_everything() {
+    const ROWS: i64 = 3000;
+    let g = group().await;
+    let Group {
+        cp,
+        primary,
+        backup,
+        key,
+        dirs,
+        ..
+    } = g;
+    let write = |ids: std::ops::Range<i64>, note: &'static str| {
+        ids.map(move |id| json!({"method": "POST", "relative-url": "shop/orders/pk-write", "body": {"row": {"id": id, "note": note}}}))
+            .collect::<Vec<_>>()
+    };
+    for start in (0..ROWS).step_by(500) {
+        batch(&primary, &key, write(start..start + 500, "first")).await;
+    }
+    let id = id_of(&backup, &dirs);
+    backup.kill();
+    // While it is away: 20 rows added, 20 changed, 20 deleted.
+    batch(&primary, &key, write(ROWS..ROWS + 20, "added")).await;
+    batch(&primary, &key, write(100..120, "changed")).await;
+    let deletes = (200..220)
+        .map(|id| json!({"method": "POST", "relative-url": "shop/orders/pk-delete", "body": {"filters": [{"column": "id", "value": id}]}}))
+        .collect();
+    batch(&primary, &key, deletes).await;
+
+    let back = node(&cp, id, dirs[(id - 1) as usize].path(), &[]);
+    settled(&back).await;
+    settled(&primary).await;
+    let sent = rows_caught_up(&primary);
+    println!("back on its disk: {sent} rows of {ROWS} sent");
+    assert!(
+        sent < ROWS as u64 / 3,
+        "{sent} rows sent to a node that had most"
+    );
+    let all = 0..ROWS + 20;
+    let expected = notes(&primary, &key, all.clone()).await;
+    assert_eq!(expected[100], json!("changed"));
+    assert_eq!(expected[200], Value::Null);
+    assert_eq!(notes(&back, &key, all.clone()).await, expected);
+    assert_eq!(orders_memory(&back).await, orders_memory(&primary).await);
+
+    // On an empty disk, every row goes.
+    back.kill();
+    let empty = tempfile::tempdir().unwrap();
+    let back = node(&cp, id, empty.path(), &[]);
+    settled(&back).await;
+    settled(&primary).await;
+    let sent = rows_caught_up(&primary);
+    println!("back on an empty disk: {sent} rows sent");
+    assert!(
+        sent >= ROWS as u64,
+        "{sent} rows sent to a node that had none"
+    );
+    assert_eq!(notes(&back, &key, all).await, expected);
+    assert_eq!(orders_memory(&back).await, orders_memory(&primary).await);
+}

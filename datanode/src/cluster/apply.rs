@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, BufReader};
 use tokio::net::TcpStream;
@@ -17,11 +17,13 @@ use tokio::sync::mpsc;
 
 use super::frame::{self, Message};
 use super::{Cluster, catchup};
+use crate::ldm::{FragmentPlace, Only};
 use crate::log::Mark;
-use crate::log::changes::{self, Change};
+use crate::log::changes::{self, Buckets, Change};
 use crate::node::catalog::CatalogError;
 use crate::tc::Table;
 use crate::tc::batch::{Batch, OperationError};
+use crate::types::TableId;
 
 /// Serves one connection a peer opened: greets it on the node's runtime,
 /// then serves its stream on an LDM worker's thread (see `stream`).
@@ -211,6 +213,7 @@ async fn apply_on_worker(
         cluster: &cluster,
         from,
         tables: HashMap::new(),
+        answers: Some(replies.clone()),
     };
     let tc = cluster.engine().tc();
     let refuse = |reason: String| {
@@ -320,11 +323,35 @@ async fn greet(
     Ok((node, view, purpose))
 }
 
+/// The digests this node has answered while being caught up, by primary,
+/// run, table and fragment, with the buckets it emptied: only the latest
+/// run of each primary is kept.
+#[derive(Debug, Default)]
+pub(super) struct Digested(Mutex<HashMap<Seen, Vec<u32>>>);
+
+/// A digest, by the primary that sent it, its run, table and fragment.
+type Seen = (u32, u64, u32, u16);
+
+impl Digested {
+    fn get(&self, seen: Seen) -> Option<Vec<u32>> {
+        let answered = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        answered.get(&seen).cloned()
+    }
+
+    fn remember(&self, seen: Seen, differ: Vec<u32>) {
+        let mut answered = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        answered.retain(|&(from, run, ..), _| from != seen.0 || run == seen.1);
+        answered.insert(seen, differ);
+    }
+}
+
 struct Backup<'a> {
     cluster: &'a Cluster,
     from: u32,
     /// The primary's table ids, as this node's tables (none: not held here).
     tables: HashMap<u32, Option<Arc<Table>>>,
+    /// Where answers to the primary's digests go (none: kept, for tests).
+    answers: Option<mpsc::Sender<Message<'static>>>,
 }
 
 impl Backup<'_> {
@@ -390,12 +417,12 @@ impl Backup<'_> {
             for change in changes::decode(record) {
                 let change = change?;
                 let id = change.table().0;
-                let Some(Some(table)) = self.tables.get(&id) else {
-                    continue; // dropped, or not held here
-                };
+                let held = self.tables.get(&id).cloned().flatten();
                 // Only a database's primary in this node's view sends its
                 // changes: a node of an older view is refused.
-                if table.database.primary() != self.from {
+                if let Some(table) = held.as_ref()
+                    && table.database.primary() != self.from
+                {
                     return Err(format!(
                         "node {} is not the primary of database '{}' in view {}",
                         self.from,
@@ -403,6 +430,18 @@ impl Backup<'_> {
                         self.cluster.view_number()
                     ));
                 }
+                if let Change::Digest {
+                    buckets, run, sums, ..
+                } = change
+                {
+                    mark = mark.max(Self::flush(self.cluster, &mut batch).await?);
+                    let answered = self.answer_digest(held.as_ref(), id, buckets, run, sums);
+                    mark = mark.max(answered.await?);
+                    continue;
+                }
+                let Some(table) = held.as_ref() else {
+                    continue; // dropped, or not held here
+                };
                 if let Change::Clear { .. } = change {
                     mark = mark.max(Self::flush(self.cluster, &mut batch).await?);
                     self.clear(id).await?;
@@ -432,6 +471,100 @@ impl Backup<'_> {
         Ok(mark)
     }
 
+    /// Answers a digest of catch-up `run`: reconciles this node's rows of
+    /// the primary's table `id` with it (a table not held here has nothing
+    /// to reconcile), and tells the primary which buckets it emptied. A
+    /// digest sent again — the link reconnected and sends again what was
+    /// not acknowledged — is answered as the first time and changes nothing
+    /// (the copies after it come again too): reconciled again, it could
+    /// empty buckets that changed since, which nobody would copy. Where the
+    /// deletions end in this node's log.
+    async fn answer_digest(
+        &self,
+        table: Option<&Arc<Table>>,
+        id: u32,
+        buckets: Buckets,
+        run: u64,
+        sums: &[u8],
+    ) -> Result<Mark, String> {
+        let seen = (self.from, run, id, buckets.fragment);
+        let answered = &self.cluster.inner.digests;
+        let (mark, differ) = match (answered.get(seen), table) {
+            (Some(differ), _) => (Mark::default(), differ),
+            (None, None) => (Mark::default(), Vec::new()),
+            (None, Some(table)) => {
+                let (mark, differ) = self.reconcile(table, id, buckets, sums).await?;
+                answered.remember(seen, differ.clone());
+                (mark, differ)
+            }
+        };
+        let answer = Message::Mismatched {
+            run,
+            table: id,
+            fragment: buckets.fragment,
+            buckets: differ,
+        };
+        if let Some(answers) = &self.answers
+            && answers.send(answer).await.is_err()
+        {
+            return Err("the connection closed".into());
+        }
+        Ok(mark)
+    }
+
+    /// Sums this node's rows of `table` (the primary's `id`) in `buckets`
+    /// as the primary did, and deletes those of every bucket whose sum
+    /// differs from the primary's `sums`: where the deletions end in this
+    /// node's log, and those buckets, for the primary to copy.
+    async fn reconcile(
+        &self,
+        table: &Arc<Table>,
+        id: u32,
+        buckets: Buckets,
+        sums: &[u8],
+    ) -> Result<(Mark, Vec<u32>), String> {
+        let workers = self.cluster.engine().tc().workers();
+        // This node's fragments that hold keys of the primary's fragment.
+        let fragments = table.fragments.len() as u16;
+        let places: Vec<FragmentPlace> = (table.fragments.iter().enumerate())
+            .filter(|&(g, _)| buckets.meets(g as u16, fragments))
+            .map(|(_, &place)| place)
+            .collect();
+        let mut mine = vec![0u64; buckets.count as usize];
+        for &place in &places {
+            let summed =
+                (workers.digest(table.id, place, buckets).await).map_err(|e| e.to_string())?;
+            for (sum, add) in mine.iter_mut().zip(summed.unwrap_or_default()) {
+                *sum = sum.wrapping_add(add);
+            }
+        }
+        let differ: Vec<u32> = (changes::sums(sums).zip(&mine).enumerate())
+            .filter(|(_, (theirs, mine))| theirs != *mine)
+            .map(|(b, _)| b as u32)
+            .collect();
+        if differ.is_empty() {
+            return Ok((Mark::default(), differ));
+        }
+        let only = Arc::new(Only {
+            buckets,
+            numbers: differ,
+        });
+        let mut batch = self.cluster.engine().tc().batch();
+        for &place in &places {
+            let keys = (workers.keys(table.id, place, &only).await).map_err(|e| e.to_string())?;
+            for key in keys.unwrap_or_default() {
+                let delete = Change::Delete {
+                    table: TableId(id),
+                    key: &key,
+                };
+                batch.push_change(table, &delete)?;
+            }
+        }
+        let mark = Self::flush(self.cluster, &mut batch).await?;
+        let Only { numbers, .. } = Arc::into_inner(only).expect("no step holds it now");
+        Ok((mark, numbers))
+    }
+
     /// Empties this node's replica of the primary's table `id`: made again,
     /// empty, with the same definition.
     async fn clear(&mut self, id: u32) -> Result<(), String> {
@@ -450,7 +583,7 @@ impl Backup<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::tests::{create, engine, read, run, runtime};
+    use crate::node::tests::{create, engine, engine_with, read, run, runtime};
     use crate::types::value::Value;
 
     const TABLE: &str = r#"{"name": "t", "primary_key": ["id"], "columns": [
@@ -496,7 +629,7 @@ mod tests {
                 while let Some(step) = primary
                     .tc()
                     .workers()
-                    .copy(source.id, place, from, 2)
+                    .copy(source.id, place, from, 2, None)
                     .await
                     .unwrap()
                 {
@@ -517,6 +650,7 @@ mod tests {
                 cluster: &cluster,
                 from: 1,
                 tables: HashMap::from([(source.id.0, Some(Arc::clone(&stale)))]),
+                answers: None,
             };
             let records: Vec<&[u8]> = records.iter().map(|(_, r)| &r[..]).collect();
             backup.apply(&records).await.unwrap();
@@ -535,5 +669,151 @@ mod tests {
                 "the stale row is gone"
             );
         });
+    }
+
+    /// A node back that holds most rows as the primary does — some changed
+    /// since, one gone, one deleted on the primary — is sent digests; it
+    /// keeps the buckets it holds alike, empties the others, and is copied
+    /// those alone: it ends with the primary's rows, and far fewer went
+    /// than a whole copy. The two nodes split the table into different
+    /// numbers of fragments.
+    #[test]
+    fn digests_keep_what_a_node_back_holds_alike_and_copy_the_rest() {
+        crate::test_runtime().block_on(async {
+            let primary = engine_with(256, 4);
+            let back = engine_with(256, 3);
+            let source = create(&primary, "shop", TABLE).await;
+            let held = create(&back, "shop", TABLE).await;
+            let row =
+                |id: i64, note: &str| [("id", Value::Int(id)), ("note", Value::Text(note.into()))];
+            let ids = 1..=2000i64;
+            run(&primary, |b| {
+                ids.clone()
+                    .for_each(|id| b.write(&source, &row(id, "n")).unwrap())
+            })
+            .await;
+            // Row 10 the same, though written twice here (its var part
+            // moved): it sums alike.
+            run(&back, |b| {
+                b.write(&held, &row(10, "a longer note")).unwrap()
+            })
+            .await;
+            run(&back, |b| {
+                ids.clone().filter(|&id| id != 7).for_each(|id| {
+                    b.write(&held, &row(id, if id == 5 { "old" } else { "n" }))
+                        .unwrap()
+                });
+                b.write(&held, &row(5000, "deleted long ago")).unwrap();
+            })
+            .await;
+
+            let (_stop, stopped) = tokio::sync::watch::channel(false);
+            let secret = shoal_wire::secret::ClusterSecret::new(&"s".repeat(32)).unwrap();
+            let cluster = Cluster::new(back.clone(), secret, None, None, stopped).unwrap();
+            held.database.set_primary(1, false);
+            let (answers, mut answered) = mpsc::channel(64);
+            let mut backup = Backup {
+                cluster: &cluster,
+                from: 1,
+                tables: HashMap::from([(source.id.0, Some(Arc::clone(&held)))]),
+                answers: Some(answers),
+            };
+            let workers = primary.tc().workers();
+            let outbox = workers.log().outbox();
+            outbox.catch_up(2);
+            let mut digested = Vec::new();
+            for (fragment, &place) in source.fragments.iter().enumerate() {
+                let buckets = Buckets {
+                    fragments: 4,
+                    fragment: fragment as u16,
+                    count: 16,
+                };
+                let sums = workers
+                    .digest(source.id, place, buckets)
+                    .await
+                    .unwrap()
+                    .unwrap();
+                let mut record = Vec::new();
+                changes::digest(&mut record, source.id, buckets, 9, &sums);
+                outbox.ship_to(2, &record).unwrap();
+                digested.push((place, buckets));
+            }
+            let mut sent = 0;
+            deliver(outbox, &mut sent, &mut backup).await;
+            let (mut copied, mut differ) = (0, 0);
+            for _ in 0..digested.len() {
+                let Some(Message::Mismatched {
+                    run,
+                    fragment,
+                    buckets,
+                    ..
+                }) = answered.recv().await
+                else {
+                    panic!("an answer to each digest");
+                };
+                assert_eq!(run, 9);
+                differ += buckets.len();
+                if buckets.is_empty() {
+                    continue;
+                }
+                let (place, cut) = digested[usize::from(fragment)];
+                let only = Arc::new(Only {
+                    buckets: cut,
+                    numbers: buckets,
+                });
+                let mut from = 0;
+                while let Some(step) = workers
+                    .copy(source.id, place, from, 2, Some(&only))
+                    .await
+                    .unwrap()
+                {
+                    copied += step.rows;
+                    match step.next {
+                        Some(next) => from = next,
+                        None => break,
+                    }
+                }
+            }
+            deliver(outbox, &mut sent, &mut backup).await;
+            // Rows 5, 7 and 5000: three buckets of 64 differ at most (fewer
+            // if they share one), a few dozen rows each, not 2000.
+            assert!((1..=3).contains(&differ), "{differ} buckets differ");
+            assert!((1..200).contains(&copied), "{copied} rows copied");
+            let note = |id: i64, changed: bool| match (id, changed) {
+                (5000, _) => None,
+                (1500, true) => Some(vec![Value::Int(id), Value::Text("later".into())]),
+                _ => Some(vec![Value::Int(id), Value::Text("n".into())]),
+            };
+            for id in ids.clone().chain([5000]) {
+                let held_now = read(&back, &held, &[Value::Int(id)]).await;
+                assert_eq!(held_now, note(id, false), "row {id}");
+            }
+            // A row changes, then the link reconnects and sends everything
+            // again: the digests are answered as before and change nothing
+            // (reconciled again, row 1500's bucket would be emptied, and
+            // only row 1500 of it come back).
+            run(&primary, |b| b.write(&source, &row(1500, "later")).unwrap()).await;
+            deliver(outbox, &mut sent, &mut backup).await;
+            let mut again = 0;
+            deliver(outbox, &mut again, &mut backup).await;
+            let mut answers = 0;
+            while let Ok(answer) = answered.try_recv() {
+                assert!(matches!(answer, Message::Mismatched { run: 9, .. }));
+                answers += 1;
+            }
+            assert_eq!(answers, digested.len(), "each digest answered again");
+            for id in ids.clone().chain([5000]) {
+                let held_now = read(&back, &held, &[Value::Int(id)]).await;
+                assert_eq!(held_now, note(id, true), "row {id}");
+            }
+        });
+    }
+
+    /// Applies on `backup` what the stream has for node 2 after `sent`.
+    async fn deliver(outbox: &crate::log::ship::Outbox, sent: &mut u64, backup: &mut Backup<'_>) {
+        let (records, at) = outbox.after(2, *sent, usize::MAX);
+        *sent = at;
+        let records: Vec<&[u8]> = records.iter().map(|(_, r)| &r[..]).collect();
+        backup.apply(&records).await.unwrap();
     }
 }

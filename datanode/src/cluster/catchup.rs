@@ -1,9 +1,9 @@
 //! Bringing a node back into its group's view.
 //!
 //! The node back (J) serves nothing. It asks the arbitrator for the view,
-//! then a live node of the view (S) to catch it up, after emptying its own
-//! tables of the group's databases (what its disk had may be older than
-//! the group, or hold writes never acknowledged). S, for its part:
+//! then a live node of the view (S) to catch it up, keeping what its disk
+//! had: much of it is as the group has it, but some may be older, or hold
+//! writes never acknowledged. S, for its part:
 //!
 //! 1. moves the view on to one of the run's own, without J (an earlier
 //!    run may have let it in): only the next view can let J in, so no run
@@ -12,11 +12,17 @@
 //!    too (`Copy`), and meanwhile does its own part, as each K does:
 //! 3. puts J in the replication stream, not counted: from now on J gets
 //!    every commit the node makes;
-//! 4. copies every fragment the node is the primary of in the run's view
-//!    to J, a step at a time on the fragment's worker — each step appended
-//!    to the stream in order with the fragment's commits, so J ends with
-//!    every row as it is now — and counts J once J holds the stream past
-//!    the copy: from then on its commits wait for J;
+//! 4. sends J, for every fragment the node is the primary of in the run's
+//!    view, a digest of its rows: a sum of the rows' hashes for each of
+//!    many buckets of keys (`changes::Buckets`). J, applying the stream in
+//!    order, sums its own rows alike, deletes those of every bucket that
+//!    differs, and answers which (`Mismatched`); S copies those buckets'
+//!    rows to J, a step at a time on the fragment's worker — each step
+//!    appended to the stream in order with the fragment's commits, so J
+//!    ends with every row as it is now — and counts J once J holds the
+//!    stream past the copy: from then on its commits wait for J. A node
+//!    back after a short absence is sent the few buckets that changed; one
+//!    with an empty disk, everything;
 //! 5. once every part is done, asks for the view after the run's with J
 //!    in it. J's primaries stay where they are until handed back.
 //!
@@ -30,15 +36,21 @@
 //! view of itself alone and goes on from its own disk (a whole group
 //! restarting).
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use shoal_wire::internal::{Member, NodeId, View};
 use tokio::io::BufReader;
 use tokio::net::TcpStream;
+use tokio::sync::mpsc;
 
 use super::frame::{self, Message};
 use super::{ALONE_AFTER, Cluster};
-use crate::log::changes;
+use crate::ldm::{FragmentPlace, Only};
+use crate::log::changes::{self, Buckets};
+use crate::tc::Table;
+use crate::types::TableId;
 
 /// How long a node back waits to be let in once a peer has agreed to
 /// catch it up, before it asks again.
@@ -55,6 +67,49 @@ const STALLED_AFTER: Duration = Duration::from_secs(5);
 /// The bytes of the stream a copy step waits below.
 const PACE_BYTES: usize = 32 << 20;
 
+/// Rows a fragment's digest cuts into one bucket, about: a bucket a node
+/// back does not hold alike is copied whole. A digest costs 8 bytes a
+/// bucket; a row changed while the node was away costs its bucket's rows:
+/// with rows of ~100 bytes and up to a few percent of them changed, a few
+/// rows a bucket costs least.
+const ROWS_PER_BUCKET: u64 = 4;
+/// Most buckets a fragment's digest has (8 bytes each).
+const MAX_BUCKETS: u64 = 1 << 18;
+/// A node back that answers no digest for this long is given up on.
+const DIGEST_STALLED_AFTER: Duration = Duration::from_secs(30);
+
+/// A node back's answer to a digest: the buckets it emptied.
+#[derive(Debug)]
+pub(super) struct Mismatch {
+    pub(super) run: u64,
+    pub(super) table: TableId,
+    pub(super) fragment: u16,
+    pub(super) buckets: Vec<u32>,
+}
+
+/// Where the answers of each node being caught up go: to the run catching
+/// it up on this node, the latest.
+#[derive(Debug, Default)]
+pub(super) struct Repairs(Mutex<HashMap<u32, mpsc::UnboundedSender<Mismatch>>>);
+
+impl Repairs {
+    /// The answers `joiner` gives from now on (a run before stops hearing).
+    fn expect(&self, joiner: u32) -> mpsc::UnboundedReceiver<Mismatch> {
+        let (answers, answered) = mpsc::unbounded_channel();
+        let mut runs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        runs.insert(joiner, answers);
+        answered
+    }
+
+    /// `joiner` answered.
+    pub(super) fn answer(&self, joiner: u32, mismatch: Mismatch) {
+        let runs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(run) = runs.get(&joiner) {
+            let _ = run.send(mismatch);
+        }
+    }
+}
+
 /// The lead's side: node `joiner` asks this node to catch it up. The view
 /// the run starts from: only the next one lets `joiner` in.
 pub(super) async fn asked(cluster: &Cluster, joiner: u32) -> Result<u64, String> {
@@ -64,10 +119,9 @@ pub(super) async fn asked(cluster: &Cluster, joiner: u32) -> Result<u64, String>
     if joiner == cluster.me().0 {
         return Err("a node does not catch itself up".into());
     }
-    // A node that asks again has emptied its replicas again: what a run
-    // under way copied to it is gone, so that run stops and this one
-    // starts over — once the run's request to let the node in, if it is
-    // making one, is answered.
+    // A node that asks again may have restarted and lost what a run under
+    // way sent it: that run stops and this one starts over — once the
+    // run's request to let the node in, if it is making one, is answered.
     let run = {
         let _admitting = cluster.inner.catching_up.admitting.lock().await;
         let number = cluster.inner.catching_up.start(joiner);
@@ -324,9 +378,11 @@ pub(super) async fn copy_asked(
 const LEAD_LETS_IN_WITHIN: Duration = Duration::from_secs(10);
 
 /// This node's part of `run`: puts the joining node in the stream, not
-/// counted, copies every fragment this node is the primary of in the
-/// run's view a step at a time (each step appended to the stream in
-/// order with the fragment's commits), and counts the node once it holds
+/// counted; for every fragment this node is the primary of in the run's
+/// view, sends a digest of its rows, bucket by bucket; the joining node
+/// keeps the buckets it holds alike and empties the others, which this
+/// node then copies, a step at a time (each step appended to the stream in
+/// order with the fragment's commits); and counts the node once it holds
 /// all of it. The rows and bytes copied.
 async fn copy_mine(cluster: &Cluster, run: &Run) -> Result<(u64, u64), String> {
     let (joiner, me) = (run.joiner, cluster.me());
@@ -337,8 +393,17 @@ async fn copy_mine(cluster: &Cluster, run: &Run) -> Result<(u64, u64), String> {
     }
     let outbox = cluster.inner.engine.tc().workers().log().outbox();
     let tc = cluster.inner.engine.tc();
+    let mut answers = cluster.inner.repairs.expect(joiner);
     outbox.catch_up(joiner);
-    let (mut rows, mut bytes) = (0u64, 0u64);
+    // Rows held by each fragment: how finely its digest cuts it.
+    let rows: HashMap<(TableId, u16), u64> = (tc.workers().memory(false).await)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(|r| ((r.table, r.fragment), r.memory.rows))
+        .collect();
+    // The tables digested, and how each fragment was cut.
+    let mut tables = HashMap::new();
+    let mut digested: HashMap<(TableId, u16), Buckets> = HashMap::new();
     for table in cluster.inner.engine.tables() {
         run.going(cluster)?;
         if view.primary(cluster.preferred(&table.database)) != Some(me) {
@@ -347,45 +412,66 @@ async fn copy_mine(cluster: &Cluster, run: &Run) -> Result<(u64, u64), String> {
         if !table.database.is_primary_here() {
             return Err("its primaries are being handed back".into());
         }
-        // What J holds of the table is not this node's: it may have taken
-        // rows of an earlier run's stream after emptying itself, whose
-        // deletes this run's stream, starting later, would not bring. The
-        // table is emptied on J in stream order, before its copy.
-        let mut clear = Vec::new();
-        changes::clear(&mut clear, table.id);
-        if outbox.ship_to(joiner, &clear).is_none() {
-            return Err(format!("node {joiner} fell out of the stream"));
-        }
-        for &place in &table.fragments {
-            let mut from = 0;
-            loop {
-                // Paced by what J has taken: the stream stays far from
-                // its bound, so J is never dropped for being behind.
-                while outbox.bytes() > PACE_BYTES {
-                    run.going(cluster)?;
-                    if !outbox.has_backup(joiner) {
-                        return Err(format!("node {joiner} fell out of the stream"));
-                    }
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-                run.going(cluster)?;
-                let step = (tc.workers().copy(table.id, place, from, joiner).await)
-                    .map_err(|e| e.to_string())?;
-                // The table was dropped meanwhile: its drop reaches J too.
-                let Some(step) = step else {
-                    if !outbox.has_backup(joiner) {
-                        return Err(format!("node {joiner} fell out of the stream"));
-                    }
-                    break;
-                };
-                rows += step.rows as u64;
-                bytes += step.bytes as u64;
-                match step.next {
-                    Some(next) => from = next,
-                    None => break,
-                }
+        for (fragment, &place) in table.fragments.iter().enumerate() {
+            let held = rows.get(&(table.id, fragment as u16)).copied().unwrap_or(0);
+            let buckets = Buckets {
+                fragments: table.fragments.len() as u16,
+                fragment: fragment as u16,
+                count: (held / ROWS_PER_BUCKET).clamp(1, MAX_BUCKETS) as u32,
+            };
+            let sums = tc.workers().digest(table.id, place, buckets);
+            // The table was dropped meanwhile: its drop reaches J too.
+            let Some(sums) = sums.await.map_err(|e| e.to_string())? else {
+                continue;
+            };
+            let mut record = Vec::new();
+            changes::digest(&mut record, table.id, buckets, run.number, &sums);
+            if outbox.ship_to(joiner, &record).is_none() {
+                return Err(format!("node {joiner} fell out of the stream"));
             }
+            digested.insert((table.id, fragment as u16), buckets);
         }
+        tables.insert(table.id, table);
+    }
+    // J answers each digest with the buckets it emptied: they are copied.
+    let (mut rows, mut bytes) = (0u64, 0u64);
+    let mut last_answer = Instant::now();
+    while !digested.is_empty() {
+        let answer = tokio::select! {
+            answer = answers.recv() => answer,
+            () = tokio::time::sleep(Duration::from_millis(100)) => {
+                run.going(cluster)?;
+                if !outbox.has_backup(joiner) {
+                    return Err(format!("node {joiner} fell out of the stream"));
+                }
+                if last_answer.elapsed() > DIGEST_STALLED_AFTER {
+                    return Err(format!(
+                        "node {joiner} answered no digest for {} s",
+                        DIGEST_STALLED_AFTER.as_secs()
+                    ));
+                }
+                continue;
+            }
+        };
+        let Some(answer) = answer else {
+            return Err("superseded by a newer request for the node".into());
+        };
+        last_answer = Instant::now();
+        let at = (answer.table, answer.fragment);
+        let Some(buckets) = digested.remove(&at).filter(|_| answer.run == run.number) else {
+            continue;
+        };
+        let table = &tables[&answer.table];
+        let place = table.fragments[usize::from(answer.fragment)];
+        if answer.buckets.is_empty() {
+            continue;
+        }
+        let only = Arc::new(Only {
+            buckets,
+            numbers: answer.buckets,
+        });
+        let (r, b) = copy_fragment(cluster, run, table, place, Some(&only)).await?;
+        (rows, bytes) = (rows + r, bytes + b);
     }
     let going = || run.going(cluster);
     // J holds everything up to here once it acknowledges it.
@@ -396,6 +482,51 @@ async fn copy_mine(cluster: &Cluster, run: &Run) -> Result<(u64, u64), String> {
     outbox.count(joiner);
     held_to(cluster, joiner, outbox.last(), &going).await?;
     Ok((rows, bytes))
+}
+
+/// Copies the rows of the fragment at `place` of `table` to the node
+/// `run` catches up — those in `only`, if given — a step at a time on the
+/// fragment's worker, each step appended to the stream in order with the
+/// fragment's commits, paced by what the node has taken: the rows and
+/// bytes copied.
+async fn copy_fragment(
+    cluster: &Cluster,
+    run: &Run,
+    table: &Table,
+    place: FragmentPlace,
+    only: Option<&Arc<Only>>,
+) -> Result<(u64, u64), String> {
+    let joiner = run.joiner;
+    let outbox = cluster.inner.engine.tc().workers().log().outbox();
+    let tc = cluster.inner.engine.tc();
+    let (mut rows, mut bytes, mut from) = (0u64, 0u64, 0);
+    loop {
+        // Paced by what J has taken: the stream stays far from its bound,
+        // so J is never dropped for being behind.
+        while outbox.bytes() > PACE_BYTES {
+            run.going(cluster)?;
+            if !outbox.has_backup(joiner) {
+                return Err(format!("node {joiner} fell out of the stream"));
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        run.going(cluster)?;
+        let step = (tc.workers().copy(table.id, place, from, joiner, only).await)
+            .map_err(|e| e.to_string())?;
+        // The table was dropped meanwhile: its drop reaches J too.
+        let Some(step) = step else {
+            if !outbox.has_backup(joiner) {
+                return Err(format!("node {joiner} fell out of the stream"));
+            }
+            return Ok((rows, bytes));
+        };
+        rows += step.rows as u64;
+        bytes += step.bytes as u64;
+        match step.next {
+            Some(next) => from = next,
+            None => return Ok((rows, bytes)),
+        }
+    }
 }
 
 /// Asks for the view after the run's with the joining node in it.
@@ -503,7 +634,7 @@ pub(super) async fn rejoin(cluster: Cluster) {
             .collect();
         for peer in &peers {
             if let Ok((true, _)) = ask(&cluster, peer, Ask::Serving).await {
-                tracing::info!(peer = %peer.node_id, view = view.number, "a live peer: leaving the view, emptying this node's replicas and asking to be caught up");
+                tracing::info!(peer = %peer.node_id, view = view.number, "a live peer: leaving the view and asking to be caught up");
                 // Out of the view first, so that the view that lets it in
                 // again can only be the one its catching up ends with.
                 if view.members.contains(&me) {
@@ -520,10 +651,6 @@ pub(super) async fn rejoin(cluster: Cluster) {
                 // is let in again (it never goes on alone meanwhile).
                 if let Err(e) = cluster.mark_emptied(true) {
                     tracing::error!(error = %e, "could not mark this node's replicas emptied");
-                    return;
-                }
-                if let Err(e) = empty_replicas(&cluster).await {
-                    tracing::error!(error = %e, "could not empty this node's replicas");
                     return;
                 }
                 // Only a view after the one its helper's run starts from
@@ -655,24 +782,6 @@ async fn exchange(
             .map_err(|_| "no answer in time".to_owned())?,
         None => exchange.await,
     }
-}
-
-/// Empties every table of this node, which holds only its group's
-/// databases: the rows come back from the peer catching it up.
-async fn empty_replicas(cluster: &Cluster) -> Result<(), String> {
-    let engine = &cluster.inner.engine;
-    for table in engine.tables() {
-        let (db, def) = (table.database.name.clone(), table.def().clone());
-        engine
-            .drop_table(db.as_str(), def.name.as_str())
-            .await
-            .map_err(|e| e.to_string())?;
-        engine
-            .create_table(&db, def)
-            .await
-            .map_err(|e| e.to_string())?;
-    }
-    Ok(())
 }
 
 /// Waits until a view after `out_in` (one without this node) has this

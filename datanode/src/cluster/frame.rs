@@ -141,6 +141,15 @@ pub(crate) enum Message<'a> {
     Admitted {
         used: Vec<Used>,
     },
+    /// A node being caught up answers a digest of catch-up `run` (the
+    /// primary's `table`, its `fragment`): the buckets it did not hold
+    /// alike, whose rows it has deleted, for the primary to copy.
+    Mismatched {
+        run: u64,
+        table: u32,
+        fragment: u16,
+        buckets: Vec<u32>,
+    },
 }
 
 /// Units a node admitted for one database.

@@ -18,11 +18,12 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
+use super::catchup::Mismatch;
 use super::frame::{self, Message, Record, Used};
 use super::{Cluster, HEARTBEAT_EVERY};
 use crate::log::changes;
 use crate::log::ship::Outbox;
-use crate::types::DatabaseId;
+use crate::types::{DatabaseId, TableId};
 
 /// Most bytes of records one frame carries.
 pub(crate) const BATCH_BYTES: usize = 8 << 20;
@@ -218,6 +219,20 @@ async fn connect_and_send(cluster: &Cluster, to: &Member) -> Result<String, Stri
                 match read {
                     Ok(true) => match frame::decode(&buf) {
                         Ok(Message::Applied { seq }) => outbox.ack(node, seq),
+                        Ok(Message::Mismatched {
+                            run,
+                            table,
+                            fragment,
+                            buckets,
+                        }) => {
+                            let mismatch = Mismatch {
+                                run,
+                                table: TableId(table),
+                                fragment,
+                                buckets,
+                            };
+                            cluster.inner.repairs.answer(node, mismatch);
+                        }
                         Ok(Message::Alive { view, .. }) => {
                             if view > cluster.view_number() {
                                 cluster.refresh_soon();

@@ -131,6 +131,10 @@ struct Inner {
     forwarded: std::sync::OnceLock<forward::Handler>,
     /// The connections this node sends REST requests on by.
     channels: forward::Channels,
+    /// Where nodes being caught up answer digests.
+    repairs: catchup::Repairs,
+    /// The digests this node has answered while being caught up.
+    digests: apply::Digested,
 }
 
 /// The nodes some work is under way for: one at a time for each node.
@@ -253,6 +257,8 @@ impl Cluster {
                 relayed: std::sync::OnceLock::new(),
                 forwarded: std::sync::OnceLock::new(),
                 channels: forward::Channels::default(),
+                repairs: catchup::Repairs::default(),
+                digests: apply::Digested::default(),
             }),
         };
         if let Some(path) = &cluster.inner.file {

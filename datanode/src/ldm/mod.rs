@@ -45,6 +45,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 pub(crate) use self::workers::{FragmentImage, Workers};
+use crate::log::changes::Buckets;
 use crate::log::redo::RedoLog;
 use crate::log::{ChangeLog, Mark};
 use crate::storage::fixed::RowRef;
@@ -165,6 +166,24 @@ pub(crate) struct ScanChunk {
     pub(crate) next: Option<RowRef>,
 }
 
+/// One step of a walk over a fragment's rows: what it found and where the
+/// next starts (`None`: done), or `None` if the fragment is gone.
+pub(crate) type Walked<T> = Option<(T, Option<RowRef>)>;
+
+/// Some buckets of a fragment's rows: those `buckets` numbers, in order.
+#[derive(Debug)]
+pub(crate) struct Only {
+    pub(crate) buckets: Buckets,
+    pub(crate) numbers: Vec<u32>,
+}
+
+impl Only {
+    /// Whether the row with `key` is in one of them.
+    pub(crate) fn has(&self, key: &[u8]) -> bool {
+        (self.buckets.of(key)).is_some_and(|b| self.numbers.binary_search(&b).is_ok())
+    }
+}
+
 /// One step of copying a fragment to a node catching up.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CopyStep {
@@ -255,7 +274,29 @@ pub(crate) enum Msg {
         slot: u32,
         from: RowRef,
         to: u32,
+        /// Only the rows in these buckets, if given.
+        only: Option<Arc<Only>>,
         reply: oneshot::Sender<Option<CopyStep>>,
+    },
+    /// Adds to `sums` each row's digest from position `from` on, in its
+    /// bucket of `buckets` (rows in none are passed over). Answers the sums
+    /// and where to go on, or `None` if the fragment is gone.
+    Digest {
+        table: TableId,
+        slot: u32,
+        from: RowRef,
+        buckets: Buckets,
+        sums: Vec<u64>,
+        reply: oneshot::Sender<Walked<Vec<u64>>>,
+    },
+    /// The keys of the rows from position `from` on that are in `only`,
+    /// and where to go on; `None` if the fragment is gone.
+    Keys {
+        table: TableId,
+        slot: u32,
+        from: RowRef,
+        only: Arc<Only>,
+        reply: oneshot::Sender<Walked<Vec<Vec<u8>>>>,
     },
     Scan {
         table: TableId,

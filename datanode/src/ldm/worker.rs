@@ -222,11 +222,15 @@ impl Worker {
                 slot,
                 from,
                 to,
+                only,
                 reply,
             } => {
                 let step = self.fragment(table, slot).and_then(|f| {
                     let (mut out, mut rows) = (Vec::new(), 0);
                     let next = f.each_row(from, |key, fixed, var| {
+                        if only.as_ref().is_some_and(|only| !only.has(key)) {
+                            return true;
+                        }
                         let at = changes::begin_put(&mut out, table, key);
                         out.extend_from_slice(fixed);
                         out.extend_from_slice(var);
@@ -240,6 +244,47 @@ impl Worker {
                         bytes: out.len(),
                         next,
                     })
+                });
+                let _ = reply.send(step);
+            }
+            Msg::Digest {
+                table,
+                slot,
+                from,
+                buckets,
+                mut sums,
+                reply,
+            } => {
+                let step = self.fragment(table, slot).map(|f| {
+                    let values = f.values_offset();
+                    let next = f.each_row(from, |key, fixed, var| {
+                        if let Some(b) = buckets.of(key) {
+                            let row = changes::row_digest(key, &fixed[values..], var);
+                            let sum = &mut sums[b as usize];
+                            *sum = sum.wrapping_add(row);
+                        }
+                        true
+                    });
+                    (sums, next)
+                });
+                let _ = reply.send(step);
+            }
+            Msg::Keys {
+                table,
+                slot,
+                from,
+                only,
+                reply,
+            } => {
+                let step = self.fragment(table, slot).map(|f| {
+                    let mut keys = Vec::new();
+                    let next = f.each_row(from, |key, _, _| {
+                        if only.has(key) {
+                            keys.push(key.to_vec());
+                        }
+                        true
+                    });
+                    (keys, next)
                 });
                 let _ = reply.send(step);
             }

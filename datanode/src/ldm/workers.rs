@@ -9,9 +9,10 @@ use tokio::sync::oneshot;
 
 use super::{
     CopyStep, Failure, FragmentPlace, FragmentReport, Job, JobOutcome, Ldm, Mode, Msg, NodeFailed,
-    OpBatch, ScanChunk,
+    Only, OpBatch, ScanChunk,
 };
 use crate::log::ChangeLog;
+use crate::log::changes::Buckets;
 use crate::log::redo::Lsn;
 use crate::storage::Predicate;
 use crate::storage::fixed::RowRef;
@@ -322,15 +323,75 @@ impl Workers {
         place: FragmentPlace,
         from: RowRef,
         to: u32,
+        only: Option<&Arc<Only>>,
     ) -> Result<Option<CopyStep>, NodeFailed> {
         self.call(place.ldm, |reply| Msg::Copy {
             table: id,
             slot: place.slot,
             from,
             to,
+            only: only.cloned(),
             reply,
         })
         .await
+    }
+
+    /// The digest of the fragment at `place`'s rows in `buckets`, a step
+    /// at a time (one step of the worker's at once, between commits); `None`
+    /// if the fragment is gone.
+    pub(crate) async fn digest(
+        &self,
+        id: TableId,
+        place: FragmentPlace,
+        buckets: Buckets,
+    ) -> Result<Option<Vec<u64>>, NodeFailed> {
+        let (mut sums, mut from) = (vec![0; buckets.count as usize], 0);
+        loop {
+            let step = self.call(place.ldm, |reply| Msg::Digest {
+                table: id,
+                slot: place.slot,
+                from,
+                buckets,
+                sums,
+                reply,
+            });
+            let Some((summed, next)) = step.await? else {
+                return Ok(None);
+            };
+            sums = summed;
+            match next {
+                Some(next) => from = next,
+                None => return Ok(Some(sums)),
+            }
+        }
+    }
+
+    /// The keys of the fragment at `place`'s rows in `only`, a step at a
+    /// time; `None` if the fragment is gone.
+    pub(crate) async fn keys(
+        &self,
+        id: TableId,
+        place: FragmentPlace,
+        only: &Arc<Only>,
+    ) -> Result<Option<Vec<Vec<u8>>>, NodeFailed> {
+        let (mut keys, mut from) = (Vec::new(), 0);
+        loop {
+            let step = self.call(place.ldm, |reply| Msg::Keys {
+                table: id,
+                slot: place.slot,
+                from,
+                only: Arc::clone(only),
+                reply,
+            });
+            let Some((found, next)) = step.await? else {
+                return Ok(None);
+            };
+            keys.extend(found);
+            match next {
+                Some(next) => from = next,
+                None => return Ok(Some(keys)),
+            }
+        }
     }
 
     /// Every fragment's memory. With `audit`, each worker first recounts its

@@ -619,6 +619,13 @@ impl Fragment {
     /// row from position `from` on, until it answers false or a step's
     /// worth of rows are examined: where to go on (`None` at the end of the
     /// fragment).
+    /// Where a row's values start in its fixed part: the header and the
+    /// reference to its var part before them are this node's own, not the
+    /// row's (two nodes holding the same row differ there).
+    pub(crate) fn values_offset(&self) -> usize {
+        self.layout.null_offset
+    }
+
     pub(crate) fn each_row(
         &self,
         from: RowRef,

@@ -385,7 +385,9 @@ impl Batch {
         let layout = &table.layout;
         self.scratch.clear();
         match change {
-            Change::Clear { .. } => return Err("a clear is not a change of one row".into()),
+            Change::Clear { .. } | Change::Digest { .. } => {
+                return Err("a clear or a digest is not a change of one row".into());
+            }
             Change::Delete { key, .. } => {
                 self.scratch.extend_from_slice(key);
                 self.push(table, OpKind::Delete, (0, key.len()), (0, 0), (0, 0));
