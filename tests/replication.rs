@@ -1797,7 +1797,9 @@ async fn notes(node: &Shoal, key: &str, ids: std::ops::Range<i64>) -> Vec<Value>
 /// Either way it ends with every row as the other node has it.
 #[tokio::test]
 async fn a_node_back_on_its_disk_is_sent_what_changed_and_on_an_empty_one_everything() {
-    const ROWS: i64 = 3000;
+    // Enough that, back on an empty disk, the node names thousands of
+    // buckets of a fragment in one answer.
+    const ROWS: i64 = 20_000;
     let g = group().await;
     let Group {
         cp,

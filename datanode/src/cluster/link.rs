@@ -209,7 +209,10 @@ async fn connect_and_send(cluster: &Cluster, to: &Member) -> Result<String, Stri
         tokio::spawn(async move {
             let mut buf = Vec::new();
             loop {
-                let read = frame::read(&mut reader, &mut buf, frame::MAX_GREETING).await;
+                // A greeted peer's answers: small, but for a node being
+                // caught up that names every bucket of a fragment its disk
+                // did not hold alike (up to `MAX_BUCKETS` of them).
+                let read = frame::read(&mut reader, &mut buf, frame::MAX_FRAME).await;
                 if matches!(read, Ok(true)) {
                     cluster.heard(node, true);
                 }
