@@ -471,6 +471,20 @@ async fn hostile_peers_and_groups_are_refused_and_change_nothing() {
         );
     }
     assert_eq!(g.backup.get_json("/internal/v1/group").await, before);
+    // A directory that is not one is refused and changes nothing.
+    let directory = g.backup.get_json("/internal/v1/directory").await;
+    for bad in [
+        json!({"groups": "everywhere"}),
+        json!({"groups": [], "databases": [{"name": "shop"}]}),
+        json!({"groups": [], "databases": [], "extra": 1}),
+    ] {
+        let (status, body) = g
+            .backup
+            .send(Method::PUT, "/internal/v1/directory", Some(bad))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    }
+    assert_eq!(g.backup.get_json("/internal/v1/directory").await, directory);
     // Garbage, a frame too large and a stranger without the secret on the
     // peer port: each connection is dropped, and the group goes on.
     for bytes in [
@@ -1389,6 +1403,94 @@ async fn with_one_replica_two_nodes_are_two_node_groups_named_in_ndbinfo() {
             );
         }
     }
+    // A client of a database that the other group serves is told where:
+    // 421 over REST (single requests, batches, transactions), WRONGGROUP
+    // over Redis, with that group's addresses — before any key is looked
+    // at, and nothing done.
+    let key = api_key_for(&cp, &ada, &["north", "south"]).await;
+    let held_by_group_1 = rows_of(&nodes[1]).await;
+    let (there, here) = match held_by_group_1.iter().any(|d| d == "north") {
+        true => ("south", "north"),
+        false => ("north", "south"),
+    };
+    let [node_0, node_1] = &nodes;
+    let body = json!({"row": {"id": 1, "note": "misdirected"}});
+    for (path, body) in [
+        (format!("{there}/orders/pk-write"), body.clone()),
+        (
+            "batch".into(),
+            json!({"operations": [{"method": "POST", "relative-url": format!("{there}/orders/pk-write"), "body": body}]}),
+        ),
+        (
+            "transaction".into(),
+            json!({"operations": [{"method": "POST", "relative-url": format!("{there}/orders/pk-write"), "body": body}]}),
+        ),
+    ] {
+        let (status, answer) = eventually("the directory reaches the node", || async {
+            let (status, answer) = data_call(node_1, &key, &path, body.clone()).await;
+            (status == StatusCode::MISDIRECTED_REQUEST).then_some((status, answer))
+        })
+        .await;
+        assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "{answer}");
+        assert_eq!(code(&answer), "WRONG_NODE_GROUP", "{answer}");
+        assert_eq!(answer["error"]["node_group"], 0, "{answer}");
+        assert_eq!(
+            answer["error"]["nodes"],
+            json!([{"node_id": 1, "rest_url": node_0.rest_url, "resp_addr": node_0.resp_addr}]),
+            "{answer}"
+        );
+    }
+    // Its own database it serves as before; the other's is where it was.
+    let (status, answer) = data_call(
+        node_1,
+        &key,
+        &format!("{here}/orders/pk-write"),
+        body.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let read = json!({"filters": [{"column": "id", "value": 1}]});
+    let (status, answer) = data_call(node_0, &key, &format!("{there}/orders/pk-read"), read).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "nothing written: {answer}");
+    let refused = {
+        use std::io::{BufRead, Write};
+        let mut resp = std::net::TcpStream::connect(&node_1.resp_addr).unwrap();
+        resp.write_all(format!("AUTH {there} {key}\r\n").as_bytes())
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(resp).read_line(&mut line).unwrap();
+        line
+    };
+    assert!(
+        refused.starts_with(&format!(
+            "-WRONGGROUP database '{there}' is served by node group 0"
+        )) && refused.contains(&node_0.resp_addr),
+        "{refused}"
+    );
+}
+
+/// The databases `node` holds.
+async fn rows_of(node: &Shoal) -> Vec<String> {
+    let (_, databases) = node.send(Method::GET, "/internal/v1/databases", None).await;
+    (databases.as_array().into_iter().flatten())
+        .map(|d| d["name"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// A read-write key granted `databases`.
+async fn api_key_for(cp: &Control, who: &Session, databases: &[&str]) -> String {
+    let grants: Vec<Value> = (databases.iter())
+        .map(|db| json!({"database": db, "role": "read_write"}))
+        .collect();
+    let (status, _, body) = post(
+        cp,
+        who,
+        "/api-keys",
+        json!({"name": "both", "grants": grants}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body["key"].as_str().unwrap().to_owned()
 }
 
 /// A Redis client that pipelines `SET`s and an `INCR` over one connection

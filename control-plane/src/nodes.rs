@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use shoal_quota::Quota;
 use shoal_wire::api::{DataNode, DataNodeList, Endpoint};
 use shoal_wire::internal::{
-    DatabaseCreated, DatabaseInfo, DatabaseQuota, ErrorBody, Group, KeyList, KeyView, Member,
-    NewDatabase, PushedKey, TableCreated, TenantQuota, route,
+    DatabaseCreated, DatabaseInfo, DatabaseQuota, Directory, ErrorBody, Group, GroupEndpoints,
+    KeyList, KeyView, Member, NewDatabase, Placed, PushedKey, TableCreated, TenantQuota, route,
 };
 pub use shoal_wire::internal::{Heartbeat, KeyUse, NodeId};
 use shoal_wire::ndbinfo::Rows;
@@ -434,6 +434,16 @@ impl NodeClient {
             .await
     }
 
+    /// Tells `node` where every database of the cluster is served.
+    pub async fn put_directory(
+        &self,
+        node: &NodeRow,
+        directory: &Directory,
+    ) -> Result<(), NodeError> {
+        self.send(node, Method::PUT, route::DIRECTORY, Some(directory))
+            .await
+    }
+
     /// Every database `node` holds, with its tables.
     pub async fn databases(&self, node: &NodeRow) -> Result<Vec<DatabaseInfo>, NodeError> {
         self.send(node, Method::GET, route::DATABASES, None::<&()>)
@@ -587,12 +597,16 @@ impl NodeClient {
 /// every `RECONCILE_EVERY`.
 pub async fn reconcile_loop(app: Arc<App>) {
     loop {
+        let directory = directory(&app).await;
         for node in all(&app).await.unwrap_or_default() {
             if !node.up(now_ms()) {
                 continue;
             }
             let done = async {
                 push_group(&app, &node).await?;
+                if let Ok(directory) = &directory {
+                    push_directory(&app, &node, directory).await?;
+                }
                 crate::databases::reconcile(&app, &node).await?;
                 crate::keys::reconcile(&app, &node).await?;
                 crate::quotas::reconcile(&app, &node).await
@@ -624,6 +638,69 @@ async fn push_group(app: &App, node: &NodeRow) -> Result<(), ReconcileError> {
         view,
     };
     Ok(app.nodes.put_group(node, &group).await?)
+}
+
+/// Where the cluster's databases are served: each node group's nodes
+/// (in node-id order), each ready database's group.
+async fn directory(app: &App) -> sqlx::Result<Directory> {
+    let nodes = all(app).await?;
+    let mut groups: Vec<GroupEndpoints> = Vec::new();
+    for node in &nodes {
+        let Some(group) = node.group() else {
+            continue;
+        };
+        match groups.iter_mut().find(|g| g.node_group == group) {
+            Some(g) => g.nodes.push(node.endpoint()),
+            None => groups.push(GroupEndpoints {
+                node_group: group,
+                nodes: vec![node.endpoint()],
+            }),
+        }
+    }
+    let placed: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT name, node_group FROM databases \
+         WHERE status = 'ready' AND node_group IS NOT NULL ORDER BY name",
+    )
+    .fetch_all(&app.store.pool)
+    .await?;
+    let databases = (placed.into_iter())
+        .filter_map(|(name, group)| {
+            let node_group = u32::try_from(group).ok()?;
+            Some(Placed { name, node_group })
+        })
+        .collect();
+    Ok(Directory { groups, databases })
+}
+
+/// What each node was last told of where databases are served: its boot
+/// and a hash of the directory.
+#[derive(Debug, Default)]
+pub struct Told(std::sync::Mutex<std::collections::HashMap<NodeId, (String, u64)>>);
+
+/// Tells `node` where every database is served, if that changed since it
+/// was last told (or it has started again since).
+async fn push_directory(
+    app: &App,
+    node: &NodeRow,
+    directory: &Directory,
+) -> Result<(), ReconcileError> {
+    use std::hash::{Hash, Hasher};
+    let mut hash = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_vec(directory)
+        .expect("a directory serializes")
+        .hash(&mut hash);
+    let told = (node.boot_id.clone(), hash.finish());
+    let last = |app: &App| {
+        let told = app.directories.0.lock().unwrap_or_else(|e| e.into_inner());
+        told.get(&node.node_id).cloned()
+    };
+    if last(app).as_ref() == Some(&told) {
+        return Ok(());
+    }
+    app.nodes.put_directory(node, directory).await?;
+    let mut all = app.directories.0.lock().unwrap_or_else(|e| e.into_inner());
+    all.insert(node.node_id, told);
+    Ok(())
 }
 
 /// `GET /admin/datanodes` (platform admin).

@@ -79,6 +79,8 @@ pub struct App {
     pub http_metrics: metrics::HttpMetrics,
     /// ndbinfo SQL queries running now, at most `ndbinfo_sql::MAX_RUNNING`.
     pub ndbinfo_queries: tokio::sync::Semaphore,
+    /// What each node was last told of where databases are served.
+    pub directories: crate::nodes::Told,
 }
 
 /// Longest a request body (at most `MAX_INTERNAL_BODY`) may take to arrive.
@@ -207,6 +209,7 @@ impl ControlPlane {
             reconcile_now: Notify::new(),
             http_metrics: metrics::HttpMetrics::default(),
             ndbinfo_queries: tokio::sync::Semaphore::new(crate::ndbinfo_sql::MAX_RUNNING),
+            directories: crate::nodes::Told::default(),
         });
         let listener =
             TcpListener::bind(config.listen)

@@ -27,6 +27,9 @@ pub mod route {
     pub const HEARTBEAT: &str = "/internal/v1/datanodes/heartbeat";
     /// `GET`, `PUT` a [`super::Group`]: the node group the node is in.
     pub const GROUP: &str = "/internal/v1/group";
+    /// `GET`, `PUT` a [`super::Directory`]: where the cluster's databases
+    /// are served, for a node to send a client of another group's there.
+    pub const DIRECTORY: &str = "/internal/v1/directory";
 
     /// On the control plane: `GET` a group's current [`super::View`];
     /// `POST` a [`super::ViewChange`] to move it on (answers the view now).
@@ -397,6 +400,32 @@ pub struct PushedKey {
     pub grants: Vec<KeyGrant>,
     #[serde(default)]
     pub expires_at: Option<u64>,
+}
+
+/// Where every database of the cluster is served: each node group's nodes
+/// as clients reach them, and each database's group. A node answers a
+/// client of a database another group serves with that group's addresses.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Directory {
+    pub groups: Vec<GroupEndpoints>,
+    pub databases: Vec<Placed>,
+}
+
+/// A node group's nodes, as clients reach them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupEndpoints {
+    pub node_group: u32,
+    pub nodes: Vec<crate::api::Endpoint>,
+}
+
+/// A database and the node group that serves it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Placed {
+    pub name: String,
+    pub node_group: u32,
 }
 
 /// What a checkpoint did.

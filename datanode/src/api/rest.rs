@@ -45,7 +45,7 @@ use crate::api::json::{
     JsonError, JsonRow, column_value_to_json, key_from_json, row_from_json, row_to_json,
     value_from_json,
 };
-use crate::cluster::{Answered, Cluster, ForwardError, Forwarded, Handler};
+use crate::cluster::{Answered, Cluster, ForwardError, Forwarded, Handler, ServedElsewhere};
 use crate::node::Engine;
 use crate::node::keys::ApiKey;
 use crate::tc::batch::{Batch, Outcome};
@@ -179,6 +179,64 @@ fn bad_request(message: impl Into<String>) -> ApiError {
 }
 
 /// The key the request carries, checked.
+/// Refuses a request for database `db` when another node group serves it
+/// (421, with that group's addresses): before the key is looked at, which
+/// only the nodes of the database's group hold.
+fn elsewhere(state: &AppState, db: &str) -> Result<(), ApiError> {
+    match state.cluster.served_elsewhere(db) {
+        None => Ok(()),
+        Some(there) => Err(wrong_group(db, &there)),
+    }
+}
+
+/// Refuses a batch or transaction every operation of which names a
+/// database another node group serves — the same group.
+fn all_elsewhere(state: &AppState, operations: &[SubOperation]) -> Result<(), ApiError> {
+    let mut found: Option<(&str, ServedElsewhere)> = None;
+    for op in operations {
+        let Some(db) = database_of(&op.relative_url) else {
+            return Ok(());
+        };
+        match (&found, state.cluster.served_elsewhere(db)) {
+            (_, None) => return Ok(()),
+            (Some((_, first)), Some(there)) if first.node_group != there.node_group => {
+                return Ok(());
+            }
+            (Some(_), Some(_)) => {}
+            (None, Some(there)) => found = Some((db, there)),
+        }
+    }
+    match found {
+        Some((db, there)) => Err(wrong_group(db, &there)),
+        None => Ok(()),
+    }
+}
+
+/// The database a relative URL names.
+fn database_of(relative_url: &str) -> Option<&str> {
+    let url = relative_url.trim_start_matches('/');
+    let url = url.strip_prefix("0.1.0/").unwrap_or(url);
+    url.split('/').next().filter(|db| !db.is_empty())
+}
+
+/// 421: database `db` is served by the node group `there`.
+fn wrong_group(db: &str, there: &ServedElsewhere) -> ApiError {
+    let nodes: Vec<JsonValue> = (there.nodes.iter())
+        .map(|n| json!({"node_id": n.node_id, "rest_url": n.rest_url, "resp_addr": n.resp_addr}))
+        .collect();
+    ApiError::new(
+        StatusCode::MISDIRECTED_REQUEST,
+        "WRONG_NODE_GROUP",
+        format!(
+            "database '{db}' is served by node group {}, not this node's: {}",
+            there.node_group,
+            there.rest_urls()
+        ),
+    )
+    .with("node_group", there.node_group)
+    .with("nodes", nodes)
+}
+
 fn key(state: &AppState, headers: &HeaderMap) -> Result<Arc<ApiKey>, ApiError> {
     let presented = headers
         .get(API_KEY_HEADER)
@@ -439,6 +497,7 @@ async fn single_once(
     body: &Bytes,
     until: Instant,
 ) -> Result<Sent, ApiError> {
+    elsewhere(state, db)?;
     let key = key(state, headers)?;
     let method = Method::parse(op)?;
     let (_, grant) = access(&state.engine, &key, db)?;
@@ -720,6 +779,7 @@ fn resolve(state: &AppState, key: &ApiKey, op: &SubOperation) -> Result<Resolved
         ));
     };
     let method = Method::parse(method)?;
+    elsewhere(state, db)?;
     let (_, grant) = access(&state.engine, key, db)?;
     let table = state.engine.table(db, table)?;
     Ok(Resolved {
@@ -784,8 +844,12 @@ async fn batch_once(
     raw: &Bytes,
     until: Instant,
 ) -> Result<Sent, ApiError> {
+    let operations = parse_operations(raw);
+    if let Ok(operations) = &operations {
+        all_elsewhere(state, operations)?;
+    }
     let key = key(state, headers)?;
-    let operations = parse_operations(raw)?;
+    let operations = operations?;
     let mut entries: Vec<Option<JsonValue>> = vec![None; operations.len()];
     /// A database's operations: one request to the coordinator.
     struct Group {
@@ -896,8 +960,12 @@ async fn transaction_once(
     body: &Bytes,
     until: Instant,
 ) -> Result<Sent, ApiError> {
+    let operations = parse_operations(body);
+    if let Ok(operations) = &operations {
+        all_elsewhere(state, operations)?;
+    }
     let key = key(state, headers)?;
-    let operations = parse_operations(body)?;
+    let operations = operations?;
     let mut batch = state.engine.tc().batch();
     let mut answers = Vec::with_capacity(operations.len());
     let mut first: Option<(String, Grant)> = None;

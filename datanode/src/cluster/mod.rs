@@ -26,15 +26,18 @@
 //! - `arbiter`: asking the control plane for views.
 //! - `relayed`: Redis connections carried on to a database's primary.
 //! - `forward`: REST requests sent on to a database's primary.
+//! - `directory`: where other node groups' databases are served.
 
 mod apply;
 mod arbiter;
 mod catchup;
+mod directory;
 mod forward;
 mod frame;
 mod link;
 mod relayed;
 
+pub(crate) use directory::ServedElsewhere;
 pub(crate) use forward::{Answered, ForwardError, Handler, Request as Forwarded};
 pub(crate) use relayed::Front;
 
@@ -135,6 +138,8 @@ struct Inner {
     repairs: catchup::Repairs,
     /// The digests this node has answered while being caught up.
     digests: apply::Digested,
+    /// Where the cluster's databases are served.
+    directory: directory::Known,
 }
 
 /// The nodes some work is under way for: one at a time for each node.
@@ -259,6 +264,7 @@ impl Cluster {
                 channels: forward::Channels::default(),
                 repairs: catchup::Repairs::default(),
                 digests: apply::Digested::default(),
+                directory: directory::Known::default(),
             }),
         };
         if let Some(path) = &cluster.inner.file {

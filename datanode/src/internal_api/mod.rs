@@ -77,6 +77,10 @@ pub(crate) fn router(
         .route("/metrics", get(metrics::render))
         .route("/internal/v1/ndbinfo", get(ndbinfo::list))
         .route("/internal/v1/group", get(group::get).put(group::put))
+        .route(
+            "/internal/v1/directory",
+            get(group::directory).put(group::set_directory),
+        )
         .route("/internal/v1/ndbinfo/{table}", get(ndbinfo::rows))
         .route(
             "/internal/v1/databases",

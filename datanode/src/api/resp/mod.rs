@@ -155,6 +155,7 @@ struct Conn {
     /// Relayed here by another node of the group, for this node is its
     /// database's primary: never sent on again.
     relayed: bool,
+    cluster: Cluster,
 }
 
 static NEXT_CLIENT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -177,6 +178,7 @@ async fn connection(
         multi: None,
         watched: Vec::new(),
         relayed: relayed.is_some(),
+        cluster: cluster.clone(),
     };
     // `access` records the tenant and database once the client authenticates.
     let span = tracing::debug_span!(

@@ -94,6 +94,19 @@ impl Conn {
             )
         };
         let name = std::str::from_utf8(database).map_err(|_| invalid())?;
+        // Another node group's database: its nodes are named, before the
+        // key is looked at (only the nodes of its group hold it).
+        if let Some(there) = self.cluster.served_elsewhere(name) {
+            self.session = None;
+            return Err((
+                "WRONGGROUP",
+                format!(
+                    "database '{name}' is served by node group {}, not this node's: {}",
+                    there.node_group,
+                    there.resp_addrs()
+                ),
+            ));
+        }
         // A failed AUTH leaves the connection unauthenticated.
         let checked = engine.api_keys().verify(key).map_err(|_| invalid());
         let checked = match checked {
