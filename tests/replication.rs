@@ -202,6 +202,23 @@ async fn shop_usage(node: &Shoal) -> Value {
 #[tokio::test]
 async fn every_acknowledged_write_is_on_both_replicas_and_either_node_serves() {
     let g = group().await;
+    // The console's database page names both nodes, the primary marked.
+    let page = common::client()
+        .get(format!("{}/databases/shop", g.cp.shoal.control_url))
+        .header("cookie", format!("shoal_session={}", g.ada.token))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for node in [&g.primary, &g.backup] {
+        assert!(
+            page.contains(&node.rest_url) && page.contains(&node.resp_addr),
+            "{page}"
+        );
+    }
+    assert!(page.contains("(primary)"), "{page}");
     // Writes through the primary and through the backup (sent on to the
     // primary): each, once acknowledged, is read back from both nodes.
     for (i, via) in [

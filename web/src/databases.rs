@@ -298,9 +298,23 @@ async fn database_page(
             (format::chart(&memory_over_time, 480, 120, format::bytes))
             (table_form(name, &visitor.csrf, values, error))
                     h2 { "Connect" }
-                    dl {
-                        dt { "REST" } dd { code { (rest) } }
-                        dt { "Redis protocol" } dd { code { (resp) } }
+                    @if db.nodes.len() > 1 {
+                        p { "Every node of its node group serves it: reads are answered by the node reached, writes are made on its primary (node " (db.node_id) ") whichever node they reach." }
+                    }
+                    table #nodes {
+                        thead { tr { th { "Node" } th { "REST" } th { "Redis protocol" } } }
+                        tbody {
+                            @if db.nodes.is_empty() {
+                                tr { td { (db.node_id) } td { code { (rest) } } td { code { (resp) } } }
+                            }
+                            @for node in &db.nodes {
+                                tr {
+                                    td { (node.node_id) @if node.node_id == db.node_id { " (primary)" } }
+                                    td { code { (node.rest_url) } }
+                                    td { code { (node.resp_addr) } }
+                                }
+                            }
+                        }
                     }
                     pre { code { "curl -s -H 'X-API-KEY: <key>' -d '{\"filters\":[{\"column\":\"id\",\"value\":1}]}' " (rest) "/0.1.0/" (name) "/<table>/pk-read" } }
                     pre { code { "redis-cli -h " (host) " -p " (port) " --user " (name) " --pass '<key>' --no-auth-warning PING" } }
