@@ -55,7 +55,10 @@ struct Write {
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
 enum Record {
     Put(Write),
-    /// A catch-up step: every row of `db` the sender holds.
+    /// A catch-up step: every row of `db` the sender holds, which the
+    /// receiver's rows of `db` become. (The real code sends a digest and
+    /// copies only the buckets of rows the receiver does not hold alike,
+    /// which leaves it with the same rows.)
     Copy {
         db: u8,
         rows: BTreeSet<Write>,
@@ -163,7 +166,7 @@ impl Outbox {
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 enum Rejoin {
     Idle,
-    /// Its replicas emptied.
+    /// Its disk marked as no replica to go on from (`emptied`).
     Emptied,
     /// `helper` agreed to catch it up from view `out_in` on.
     Waiting {
@@ -631,7 +634,10 @@ impl Model for Group {
                     Some(Record::Put(w)) => {
                         n.rows.insert(w);
                     }
-                    Some(Record::Copy { rows, .. }) => n.rows.extend(rows),
+                    Some(Record::Copy { db, rows }) => {
+                        n.rows.retain(|w| w.db != db);
+                        n.rows.extend(rows);
+                    }
                     None => {}
                 }
                 let out = &mut s.nodes[from].out;
@@ -671,10 +677,11 @@ impl Model for Group {
                 s.nodes[from].out.remove(backup);
             }
             Action::Leave(i) => self.propose(&mut s, i, &[i], &[], &[]),
+            // Its disk is given up as a replica to go on from; its rows
+            // stay, to be reconciled by the catch-up's copies.
             Action::Empty(i) => {
                 let n = &mut s.nodes[i];
                 n.emptied = true;
-                n.rows.clear();
                 n.rejoin = Rejoin::Emptied;
             }
             Action::AskJoin { joiner, helper } => {
