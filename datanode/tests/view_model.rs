@@ -26,6 +26,10 @@
 //! node of the arbitrator's view that has not given its disk up to be
 //! caught up (so the node that goes on alone after a whole-group restart
 //! has every acknowledged write).
+//!
+//! Groups of two are checked with every kind of fault in the suite; a
+//! group of three, with the parts other nodes play in a rejoin, with kills
+//! and restarts, on demand (`--ignored`).
 
 use std::collections::BTreeSet;
 
@@ -175,7 +179,8 @@ enum Rejoin {
     },
 }
 
-/// Where a node (S) is in catching `joiner` up (`catchup::catch_up`).
+/// Where a node (S) is in catching `joiner` up (`catchup::lead`, or
+/// `catchup::copy_asked` for a part of another node's run).
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 enum Step {
     /// Take J out of the view if it is in it, and put it in the stream.
@@ -186,8 +191,14 @@ enum Step {
     Copied { end: u8 },
     /// Wait until J holds the stream up to `last`.
     Counted { last: u8 },
-    /// Ask for the view with J in it.
+    /// The lead: wait until every other node of the view has done its
+    /// part (answered `Copied`).
+    Parts,
+    /// The lead: ask for the view with J in it.
     Add,
+    /// A part: answered `Copied`; waits for the view after the run's,
+    /// which keeps J in its stream if J is in it, or moves it on itself.
+    Done,
 }
 
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
@@ -196,6 +207,11 @@ struct Catching {
     /// The view of the run's own it started from.
     from: u64,
     step: Step,
+    /// The node leading the run this is a part of (`Copy{node, view}`);
+    /// none for the lead itself.
+    lead: Option<Node>,
+    /// The lead: the nodes asked to do their part, as bits.
+    asked: u8,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
@@ -286,6 +302,17 @@ enum Action {
     CatchStep(Node),
     /// S's catching up stops (a timeout, a lost link).
     CatchFail(Node),
+    /// The lead asks `part` to copy its own primaries to the joiner too
+    /// (`Copy{node, view}`); `part` starts if it is in the run's view
+    /// with the lead, and the joiner is not.
+    AskCopy {
+        lead: Node,
+        part: Node,
+    },
+    /// A part that has done its part ends: the view moved on (keeping the
+    /// joiner in its stream if the joiner is in it), or nobody let the
+    /// joiner in in time and it moves the view on from the run's itself.
+    PartEnd(Node),
     /// S starts handing a live node its primaries back.
     GiveBack(Node),
     /// S asks for the view that restores them.
@@ -304,6 +331,10 @@ struct Group {
     faults: u8,
     asks: u8,
     views: u64,
+    /// Faults are kills (and their restarts) alone, and a node suspects
+    /// only a peer that is down: for a group of three, whose every fault
+    /// at every step is more states than memory holds.
+    kills_only: bool,
 }
 
 impl Group {
@@ -471,7 +502,9 @@ impl Model for Group {
                 actions.push(Action::Restart(i));
                 continue;
             }
-            if fault {
+            if fault && self.kills_only {
+                actions.push(Action::Crash(i));
+            } else if fault {
                 actions.push(Action::Crash(i));
                 let in_flight = !n.pending.is_empty();
                 let live_peer = (n.view.members.iter().map(|&m| index(m)))
@@ -497,7 +530,7 @@ impl Model for Group {
                         to: b.node,
                     });
                 }
-                if fault && !b.counted {
+                if fault && !self.kills_only && !b.counted {
                     actions.push(Action::DropSlow {
                         from: i,
                         backup: b.node,
@@ -513,12 +546,13 @@ impl Model for Group {
             let serving = self.serving(s, i);
             if serving && s.arbiter.number < self.views {
                 for m in &n.view.members {
-                    if index(*m) != i {
-                        actions.push(Action::Suspect(i, index(*m)));
+                    let peer = index(*m);
+                    if peer != i && !(self.kills_only && s.nodes[peer].up) {
+                        actions.push(Action::Suspect(i, peer));
                     }
                 }
             }
-            if serving && fault {
+            if serving && fault && !self.kills_only {
                 actions.push(Action::Undecided(i));
             }
             if !serving {
@@ -561,15 +595,36 @@ impl Model for Group {
                 }
             }
             if let Some(c) = n.catching {
-                actions.push(Action::CatchFail(i));
                 let ready = match c.step {
                     Step::Start | Step::Copy { .. } => true,
                     Step::Copied { end } => n.out.acked(c.joiner).is_some_and(|a| a >= end),
                     Step::Counted { last } => n.out.acked(c.joiner).is_none_or(|a| a >= last),
+                    Step::Parts => self.parts(s, c, i).into_iter().all(|k| {
+                        c.asked & (1 << k) != 0
+                            && s.nodes[k].catching
+                                == Some(Catching {
+                                    step: Step::Done,
+                                    lead: Some(i),
+                                    asked: 0,
+                                    ..c
+                                })
+                    }),
                     Step::Add => s.arbiter.number < self.views,
+                    Step::Done => false,
                 };
                 if ready {
                     actions.push(Action::CatchStep(i));
+                }
+                match c.step {
+                    Step::Done => actions.push(Action::PartEnd(i)),
+                    _ => actions.push(Action::CatchFail(i)),
+                }
+                // The lead asks the others once it has its run's view.
+                if c.lead.is_none() && c.step != Step::Start {
+                    let unasked = self.parts(s, c, i).into_iter();
+                    for k in unasked.filter(|&k| c.asked & (1 << k) == 0) {
+                        actions.push(Action::AskCopy { lead: i, part: k });
+                    }
                 }
             }
             match n.handing_back {
@@ -708,6 +763,8 @@ impl Model for Group {
                     joiner,
                     from: view.number,
                     step: Step::Start,
+                    lead: None,
+                    asked: 0,
                 });
                 s.nodes[joiner].rejoin = Rejoin::Waiting {
                     out_in: s.nodes[helper].view.number,
@@ -733,6 +790,44 @@ impl Model for Group {
                 }
             }
             Action::CatchStep(i) => self.catch_step(&mut s, i),
+            Action::AskCopy { lead, part } => {
+                let mut run = s.nodes[lead].catching?;
+                run.asked |= 1 << part;
+                s.nodes[lead].catching = Some(run);
+                // `copy_asked`: the part's own view is the run's, with the
+                // lead in it and the joiner out; a run of its own for the
+                // joiner before is superseded (the joiner stays in its
+                // stream, for this one).
+                let k = &s.nodes[part];
+                let view = &k.view;
+                if self.serving(&s, part)
+                    && view.number == run.from
+                    && view.members.contains(&id(lead))
+                    && !view.members.contains(&id(run.joiner))
+                {
+                    s.nodes[part].catching = Some(Catching {
+                        step: Step::Start,
+                        lead: Some(lead),
+                        asked: 0,
+                        ..run
+                    });
+                }
+            }
+            Action::PartEnd(k) => {
+                let c = s.nodes[k].catching?;
+                if s.nodes[k].view.number <= c.from {
+                    // Nobody let it in in time: the view moves on from the
+                    // run's, so that the lead can no longer let it in.
+                    self.propose(&mut s, k, &[], &[], &[]);
+                }
+                let n = &mut s.nodes[k];
+                if n.view.number > c.from && !n.view.members.contains(&id(c.joiner)) {
+                    n.out.remove(c.joiner);
+                }
+                if n.catching == Some(c) {
+                    n.catching = None;
+                }
+            }
             Action::CatchFail(i) => self.catch_fail(&mut s, i),
             Action::GiveBack(i) => {
                 let n = &s.nodes[i];
@@ -797,9 +892,16 @@ impl Model for Group {
 impl Group {
     /// `catchup::catch_up`, one step.
     fn catch_step(&self, s: &mut State, i: Node) {
-        let Some(Catching { joiner, from, step }) = s.nodes[i].catching else {
+        let Some(run) = s.nodes[i].catching else {
             return;
         };
+        let Catching {
+            joiner,
+            from,
+            step,
+            lead: c_lead,
+            ..
+        } = run;
         // A view that moved on from the run's changes what it must copy.
         if s.nodes[i].view.number != from {
             return self.catch_fail(s, i);
@@ -832,7 +934,10 @@ impl Group {
                     last: s.nodes[i].out.last,
                 }
             }
-            Step::Counted { .. } => Step::Add,
+            Step::Counted { .. } if c_lead.is_some() => Step::Done,
+            Step::Counted { .. } => Step::Parts,
+            Step::Parts => Step::Add,
+            Step::Done => Step::Done,
             Step::Add => {
                 self.propose(s, i, &[], &[joiner], &[]);
                 if s.nodes[i].view.members.contains(&id(joiner)) {
@@ -842,16 +947,31 @@ impl Group {
                 Step::Add
             }
         };
-        s.nodes[i].catching = Some(Catching {
-            joiner,
-            from,
-            step: next,
-        });
+        s.nodes[i].catching = Some(Catching { step: next, ..run });
+    }
+
+    /// The other nodes of the view of run `c`, which `i` leads: each
+    /// does its part.
+    fn parts(&self, s: &State, c: Catching, i: Node) -> Vec<Node> {
+        (s.nodes[i].view.members.iter().map(|&m| index(m)))
+            .filter(|&k| k != i && k != c.joiner)
+            .collect()
     }
 }
 
 fn check(group: Group) {
     let checker = group.checker().threads(2).spawn_bfs().join();
+    report(&checker);
+}
+
+/// Depth first: keeps only each state's fingerprint, not a frontier of
+/// whole states — for a group of three, whose frontier outgrows memory.
+fn check_depth_first(group: Group) {
+    let checker = group.checker().threads(2).spawn_dfs().join();
+    report(&checker);
+}
+
+fn report(checker: &impl Checker<Group>) {
     println!(
         "{} states, {} unique, max depth {}",
         checker.state_count(),
@@ -873,6 +993,7 @@ fn a_group_of_two_loses_no_acknowledged_write() {
         faults: 1,
         asks: 2,
         views: 5,
+        kills_only: false,
     });
 }
 
@@ -890,5 +1011,31 @@ fn a_group_of_two_loses_no_acknowledged_write_deeper() {
         faults: 1,
         asks: 2,
         views: 6,
+        kills_only: false,
+    });
+}
+
+/// Three nodes: a node back is caught up by every other node of the view,
+/// each copying the databases it is the primary of (the lead's own part
+/// and a `Copy` part of each other node), and let in only once every part
+/// is done. The third node prefers no database, so that a lead may have
+/// nothing of its own to copy. Kills and restarts only (the group of two
+/// has every kind of fault); depth first, for memory. 18.9 M distinct
+/// states, about a minute in a release build (far longer in the suite's
+/// debug build): `cargo test --release -p shoal-datanode --test view_model
+/// -- --ignored`. Letting the node in without waiting for the other parts
+/// (the fault the real-process test of a group of three found) gives a
+/// counterexample here in 37 steps.
+#[test]
+#[ignore = "a minute in a release build; run with --release -- --ignored"]
+fn a_group_of_three_loses_no_acknowledged_write() {
+    check_depth_first(Group {
+        nodes: 3,
+        dbs: vec![0, 1, 1],
+        writes: 1,
+        faults: 1,
+        asks: 1,
+        views: 5,
+        kills_only: true,
     });
 }

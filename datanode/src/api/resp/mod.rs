@@ -13,6 +13,8 @@
 //! - `cmd`: the command table, and what each command does, by group.
 //! - `pipeline`: runs of pipelined reads and `SET`s, one request each.
 //! - `store`: keys as rows; `locks`: the keys' locks.
+//! - `relay`: commands of a database whose primary is another node of the
+//!   group, sent there; reads are answered from this node's replica.
 
 mod cmd;
 pub(crate) mod frame;
