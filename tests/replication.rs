@@ -776,6 +776,9 @@ async fn a_paused_primary_is_replaced_and_acknowledges_nothing_of_its_old_view()
         assert!(insert(survivor, key, id).await);
         acked.push(id);
     }
+    // Paused for 5 s in all, as a long stall would.
+    let pause = std::time::Duration::from_secs(5);
+    tokio::time::sleep(pause.saturating_sub(stopped.elapsed())).await;
     // Back from its pause, the old primary acknowledges nothing of its old
     // view: a write through it is refused — or, once it is back in the
     // view, acknowledged and on the survivor too.

@@ -547,7 +547,7 @@ impl Backup<'_> {
         }
         let only = Arc::new(Only {
             buckets,
-            numbers: differ,
+            numbers: differ.clone(),
         });
         let mut batch = self.cluster.engine().tc().batch();
         for &place in &places {
@@ -561,8 +561,7 @@ impl Backup<'_> {
             }
         }
         let mark = Self::flush(self.cluster, &mut batch).await?;
-        let Only { numbers, .. } = Arc::into_inner(only).expect("no step holds it now");
-        Ok((mark, numbers))
+        Ok((mark, differ))
     }
 
     /// Empties this node's replica of the primary's table `id`: made again,
