@@ -376,8 +376,9 @@ impl Usage {
             // later is not charged what came before it.
             let before = self.told.insert(db.id, now).unwrap_or(now);
             let limits = gov.limits();
-            let reads = (now.0 - before.0) * u64::from(limits.read.is_some());
-            let writes = (now.1 - before.1) * u64::from(limits.write.is_some());
+            // (A database made again under the same id counts from zero.)
+            let reads = now.0.saturating_sub(before.0) * u64::from(limits.read.is_some());
+            let writes = now.1.saturating_sub(before.1) * u64::from(limits.write.is_some());
             if reads + writes > 0 {
                 used.push(Used {
                     database: db.name.to_string(),
