@@ -42,7 +42,7 @@ pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Com
 
 /// `args` of `EXPIRE` (`unit` 1000) or `PEXPIRE` (`unit` 1).
 fn parse_expire<'a>(args: &'a [&'a [u8]], unit: i64) -> Result<Expire<'a>, Refusal> {
-    let t = int_arg(args[2])?;
+    // As Redis: the options are judged before the time.
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for option in &args[3..] {
         match upper(option).as_ref().map(Upper::as_str) {
@@ -68,6 +68,7 @@ fn parse_expire<'a>(args: &'a [&'a [u8]], unit: i64) -> Result<Expire<'a>, Refus
             "GT and LT options at the same time are not compatible".into(),
         ));
     }
+    let t = int_arg(args[2])?;
     let command = if unit == 1 { "pexpire" } else { "expire" };
     let at = t
         .checked_mul(unit)

@@ -404,19 +404,31 @@ pub(super) fn wrong_args(name: &str) -> Refusal {
 /// Redis's answer to a command it does not have: the name and the start
 /// of the arguments, within 128 characters each.
 pub(super) fn unknown_command(args: &[&[u8]]) -> Refusal {
-    let name: String = String::from_utf8_lossy(args[0]).chars().take(128).collect();
-    let mut shown = String::new();
+    // As Redis prints them (C's "%.*s"): each word up to its first NUL
+    // byte, the name within 128 bytes, the arguments while they take fewer
+    // than 128 bytes in all. (Bytes that are not UTF-8 are shown replaced.)
+    let c_str =
+        |word: &[u8]| -> Vec<u8> { word.iter().take_while(|&&b| b != 0).copied().collect() };
+    let mut name = c_str(args[0]);
+    name.truncate(128);
+    let mut shown: Vec<u8> = Vec::new();
     for arg in &args[1..] {
         if shown.len() >= 128 {
             break;
         }
-        let room = 128 - shown.len();
-        let arg: String = String::from_utf8_lossy(arg).chars().take(room).collect();
-        shown.push_str(&format!("'{arg}' "));
+        let mut arg = c_str(arg);
+        arg.truncate(128 - shown.len());
+        shown.push(b'\'');
+        shown.extend_from_slice(&arg);
+        shown.extend_from_slice(b"' ");
     }
     (
         "ERR",
-        format!("unknown command '{name}', with args beginning with: {shown}"),
+        format!(
+            "unknown command '{}', with args beginning with: {}",
+            String::from_utf8_lossy(&name),
+            String::from_utf8_lossy(&shown)
+        ),
     )
 }
 

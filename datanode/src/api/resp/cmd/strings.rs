@@ -75,7 +75,9 @@ fn parse_set<'a>(args: &'a [&'a [u8]]) -> Result<Set<'a>, Refusal> {
         keep_ttl: false,
         expires: None,
     };
-    let mut expiry_option: Option<Upper> = None;
+    // Every option is read before the expiry's value is, as Redis reads
+    // them: a syntax error answers before a bad time.
+    let mut expiry: Option<(Upper, &[u8])> = None;
     let mut i = 3;
     while i < args.len() {
         let option = option(args[i]);
@@ -88,29 +90,31 @@ fn parse_set<'a>(args: &'a [&'a [u8]]) -> Result<Set<'a>, Refusal> {
             // Redis takes it; two different ones are a syntax error.
             "EX" | "PX" | "EXAT" | "PXAT"
                 if i + 1 < args.len()
-                    && expiry_option.is_none_or(|o: Upper| o.as_str() == option.as_str()) =>
+                    && expiry.is_none_or(|(o, _)| o.as_str() == option.as_str()) =>
             {
-                expiry_option = Some(option);
                 i += 1;
-                let t = int_arg(args[i])?;
-                let invalid = || ("ERR", "invalid expire time in 'set' command".to_owned());
-                if t <= 0 {
-                    return Err(invalid());
-                }
-                let at = match option.as_str() {
-                    "EX" => t.checked_mul(1000).and_then(|ms| ms.checked_add(now_ms())),
-                    "PX" => t.checked_add(now_ms()),
-                    "EXAT" => t.checked_mul(1000),
-                    _ => Some(t),
-                };
-                set.expires = Some(at.ok_or_else(invalid)?);
+                expiry = Some((option, args[i]));
             }
             _ => return Err(syntax()),
         }
         i += 1;
     }
-    if (set.nx && set.xx) || (set.keep_ttl && set.expires.is_some()) {
+    if (set.nx && set.xx) || (set.keep_ttl && expiry.is_some()) {
         return Err(syntax());
+    }
+    if let Some((option, time)) = expiry {
+        let t = int_arg(time)?;
+        let invalid = || ("ERR", "invalid expire time in 'set' command".to_owned());
+        if t <= 0 {
+            return Err(invalid());
+        }
+        let at = match option.as_str() {
+            "EX" => t.checked_mul(1000).and_then(|ms| ms.checked_add(now_ms())),
+            "PX" => t.checked_add(now_ms()),
+            "EXAT" => t.checked_mul(1000),
+            _ => Some(t),
+        };
+        set.expires = Some(at.ok_or_else(invalid)?);
     }
     Ok(set)
 }
@@ -165,7 +169,7 @@ impl Cmd<'_> {
             }
             Cmd::Append(key, tail) => {
                 let len = ctx
-                    .modify_string(key, |v| {
+                    .modify_string(key, |v, _| {
                         v.extend_from_slice(tail);
                         Ok(())
                     })
@@ -188,7 +192,7 @@ impl Cmd<'_> {
                 let len = if data.is_empty() {
                     ctx.read_string(key, false).await?.map_or(0, |v| v.len())
                 } else {
-                    ctx.modify_string(key, |v| {
+                    ctx.modify_string(key, |v, _| {
                         if end > max {
                             return Err((
                                 "ERR",
@@ -254,8 +258,9 @@ impl Ctx<'_> {
     /// Adds `by` to a string key's integer value; answers the new value.
     async fn incr(&mut self, key: &[u8], by: i64) -> Result<i64, Refusal> {
         let mut result = 0;
-        self.modify_string(key, |v| {
-            let old = if v.is_empty() { Some(0) } else { int(v) };
+        self.modify_string(key, |v, existed| {
+            // An absent key counts from 0; an empty string is no integer.
+            let old = if existed { int(v) } else { Some(0) };
             result = old
                 .ok_or_else(not_integer)?
                 .checked_add(by)
@@ -267,25 +272,26 @@ impl Ctx<'_> {
         Ok(result)
     }
 
-    /// Changes a string key's value (empty when absent) under its lock,
-    /// keeping its expiry; answers the new length.
+    /// Changes a string key's value (empty when absent; `change` is told
+    /// whether it existed) under its lock, keeping its expiry; answers the
+    /// new length.
     async fn modify_string(
         &mut self,
         key: &[u8],
-        change: impl FnOnce(&mut Vec<u8>) -> Result<(), Refusal>,
+        change: impl FnOnce(&mut Vec<u8>, bool) -> Result<(), Refusal>,
     ) -> Result<usize, Refusal> {
         let (store, db, batch, _) = self.parts();
         let _lock = store.lock_keys(db, &[key]).await;
-        let (expires, mut value) = match store
+        let (expires, mut value, existed) = match store
             .read(db, batch, key, true)
             .await
             .map_err(store_error)?
         {
-            None => (None, Vec::new()),
+            None => (None, Vec::new(), false),
             Some((e, _)) if e.kind != Kind::String => return Err(wrong_type()),
-            Some((e, v)) => (e.expires, v),
+            Some((e, v)) => (e.expires, v, true),
         };
-        change(&mut value)?;
+        change(&mut value, existed)?;
         store
             .write(db, batch, &[Item::string(key, &value, expires)])
             .await

@@ -1,0 +1,460 @@
+//! Shoal against redis-server, command for command: a seeded generator of
+//! command sequences over a small pool of keys — edge values (empty,
+//! binary, large, numeric edges), wrong types, bad arities, names in mixed
+//! case — sent to both, every reply compared (a TTL within a second). On a
+//! difference the seed, the commands so far and both replies are printed:
+//! `SHOAL_DIFF_SEED=<seed> cargo test --test redis_differential` replays it.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+
+use common::resp::{Setup, setup};
+
+/// A redis-server of its own, stopped when dropped.
+struct RedisServer {
+    child: Child,
+    addr: String,
+    _dir: tempfile::TempDir,
+}
+
+impl RedisServer {
+    fn start() -> RedisServer {
+        let port = common::free_port();
+        let dir = tempfile::tempdir().unwrap();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server (Debian: redis-server) is installed by scripts/test");
+        let addr = format!("127.0.0.1:{port}");
+        let up = (0..200).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(25));
+            TcpStream::connect(&addr).is_ok()
+        });
+        assert!(up, "redis-server did not start");
+        RedisServer {
+            child,
+            addr,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A connection that sends commands and reads whole replies.
+struct Client {
+    writer: TcpStream,
+    reader: BufReader<TcpStream>,
+}
+
+/// A reply as it came, and as it is compared.
+#[derive(Debug, Clone, PartialEq)]
+enum Reply {
+    Simple(String),
+    Error(String),
+    Int(i64),
+    Bulk(Option<Vec<u8>>),
+    Array(Option<Vec<Reply>>),
+    /// RESP3's own: null, double, boolean, map, set.
+    Null,
+    Double(String),
+    Bool(bool),
+    Map(Vec<(Reply, Reply)>),
+    Set(Vec<Reply>),
+}
+
+impl Client {
+    fn connect(addr: &str) -> Client {
+        let stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        Client {
+            writer: stream.try_clone().unwrap(),
+            reader: BufReader::new(stream),
+        }
+    }
+
+    fn call(&mut self, args: &[Vec<u8>]) -> Reply {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        self.writer.write_all(&out).unwrap();
+        self.reply()
+    }
+
+    fn line(&mut self) -> String {
+        let mut line = String::new();
+        self.reader.read_line(&mut line).unwrap();
+        assert!(line.ends_with("\r\n"), "a reply line cut short: {line:?}");
+        line.truncate(line.len() - 2);
+        line
+    }
+
+    fn reply(&mut self) -> Reply {
+        let line = self.line();
+        let (kind, rest) = line.split_at(1);
+        match kind {
+            "+" => Reply::Simple(rest.to_owned()),
+            "-" => Reply::Error(rest.to_owned()),
+            ":" => Reply::Int(rest.parse().unwrap()),
+            "$" => {
+                let n: i64 = rest.parse().unwrap();
+                if n < 0 {
+                    return Reply::Bulk(None);
+                }
+                let mut bytes = vec![0; n as usize + 2];
+                self.reader.read_exact(&mut bytes).unwrap();
+                bytes.truncate(n as usize);
+                Reply::Bulk(Some(bytes))
+            }
+            "*" => {
+                let n: i64 = rest.parse().unwrap();
+                if n < 0 {
+                    return Reply::Array(None);
+                }
+                Reply::Array(Some((0..n).map(|_| self.reply()).collect()))
+            }
+            "_" => Reply::Null,
+            "," => Reply::Double(rest.to_owned()),
+            "#" => Reply::Bool(rest == "t"),
+            "%" => {
+                let n: usize = rest.parse().unwrap();
+                Reply::Map((0..n).map(|_| (self.reply(), self.reply())).collect())
+            }
+            "~" => {
+                let n: usize = rest.parse().unwrap();
+                Reply::Set((0..n).map(|_| self.reply()).collect())
+            }
+            other => panic!("a reply of kind {other:?}: {line:?}"),
+        }
+    }
+}
+
+/// xorshift64*: enough randomness for a generator, and seeded.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'a, T>(&mut self, of: &'a [T]) -> &'a T {
+        &of[self.below(of.len())]
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+const KEYS: &[&[u8]] = &[b"a", b"b", b"num", b"h", b"h2", b"", b"\x00\xffk"];
+const FIELDS: &[&[u8]] = &[b"f", b"g", b"", b"n", b"\x01"];
+
+/// A value: numeric edges, empty, binary, text; now and then 1 MB.
+fn value(rng: &mut Rng) -> Vec<u8> {
+    if rng.chance(1) {
+        return vec![b'x'; 1 << 20];
+    }
+    let values: &[&[u8]] = &[
+        b"",
+        b"0",
+        b"1",
+        b"-1",
+        b"10",
+        b"9223372036854775807",
+        b"-9223372036854775808",
+        b"9223372036854775808",
+        b"007",
+        b"+1",
+        b" 1",
+        b"1.5",
+        b"abc",
+        b"\x00\xff\r\n",
+        b"hello world",
+    ];
+    rng.pick(values).to_vec()
+}
+
+/// A count or offset argument: within and around the edges.
+fn number(rng: &mut Rng) -> Vec<u8> {
+    let numbers: &[&[u8]] = &[
+        b"0",
+        b"1",
+        b"2",
+        b"-1",
+        b"-2",
+        b"5",
+        b"100",
+        b"9223372036854775807",
+        b"-9223372036854775808",
+        b"x",
+        b"",
+        b"1.0",
+    ];
+    rng.pick(numbers).to_vec()
+}
+
+/// A name in the case `rng` picks.
+fn name(rng: &mut Rng, name: &str) -> Vec<u8> {
+    match rng.below(4) {
+        0 => name.to_ascii_lowercase().into_bytes(),
+        1 => name
+            .chars()
+            .enumerate()
+            .map(|(i, c)| {
+                if i % 2 == 0 {
+                    c.to_ascii_lowercase()
+                } else {
+                    c
+                }
+            })
+            .collect::<String>()
+            .into_bytes(),
+        _ => name.as_bytes().to_vec(),
+    }
+}
+
+/// An expiry: none so short that it could fall due between the two
+/// servers' answers (0 and below delete at once, as Redis has it).
+fn expiry(rng: &mut Rng, unit_ms: u64) -> Vec<u8> {
+    let ms = [
+        "-1",
+        "0",
+        "100000",
+        "1000000",
+        "x",
+        "",
+        "9223372036854775807",
+        "-9223372036854775808",
+    ];
+    let picked = *rng.pick(&ms);
+    match picked.parse::<u64>() {
+        Ok(ms) if ms > 0 && ms < 1 << 40 => (ms / unit_ms).to_string().into_bytes(),
+        _ => picked.as_bytes().to_vec(),
+    }
+}
+
+/// The next command, as its words.
+fn next_command(rng: &mut Rng) -> Vec<Vec<u8>> {
+    let key = |rng: &mut Rng| rng.pick(KEYS).to_vec();
+    let field = |rng: &mut Rng| rng.pick(FIELDS).to_vec();
+    let (cmd, mut args): (&str, Vec<Vec<u8>>) = match rng.below(33) {
+        0 | 1 => ("GET", vec![key(rng)]),
+        2 | 3 => {
+            let mut args = vec![key(rng), value(rng)];
+            let options: &[&[&str]] = &[
+                &[],
+                &[],
+                &["NX"],
+                &["XX"],
+                &["GET"],
+                &["EX", "100"],
+                &["PX", "100000"],
+                &["KEEPTTL"],
+                &["EX", "0"],
+                &["NX", "XX"],
+                &["EX", "x"],
+            ];
+            args.extend(rng.pick(options).iter().map(|o| o.as_bytes().to_vec()));
+            ("SET", args)
+        }
+        4 => ("MSET", vec![key(rng), value(rng), key(rng), value(rng)]),
+        5 => ("MGET", vec![key(rng), key(rng), key(rng)]),
+        6 => ("INCR", vec![key(rng)]),
+        7 => ("DECR", vec![key(rng)]),
+        8 => ("INCRBY", vec![key(rng), number(rng)]),
+        9 => ("DECRBY", vec![key(rng), number(rng)]),
+        10 => ("APPEND", vec![key(rng), value(rng)]),
+        11 => ("STRLEN", vec![key(rng)]),
+        12 => ("GETRANGE", vec![key(rng), number(rng), number(rng)]),
+        13 => ("SETRANGE", vec![key(rng), number(rng), value(rng)]),
+        14 | 15 => ("HSET", vec![key(rng), field(rng), value(rng)]),
+        16 => ("HGET", vec![key(rng), field(rng)]),
+        17 => ("HMGET", vec![key(rng), field(rng), field(rng)]),
+        18 => ("HGETALL", vec![key(rng)]),
+        19 => ("HLEN", vec![key(rng)]),
+        20 => ("HEXISTS", vec![key(rng), field(rng)]),
+        21 => ("HDEL", vec![key(rng), field(rng)]),
+        22 => ("HINCRBY", vec![key(rng), field(rng), number(rng)]),
+        23 => ("DEL", vec![key(rng), key(rng)]),
+        24 => ("EXISTS", vec![key(rng), key(rng)]),
+        25 => ("TYPE", vec![key(rng)]),
+        26 | 27 => {
+            let (command, unit) = *rng.pick(&[("EXPIRE", 1000), ("PEXPIRE", 1)]);
+            let mut args = vec![key(rng), expiry(rng, unit)];
+            let options: &[&[&str]] = &[
+                &[],
+                &[],
+                &["NX"],
+                &["XX"],
+                &["GT"],
+                &["LT"],
+                &["NX", "XX"],
+                &["GT", "LT"],
+                &["XX", "GT"],
+            ];
+            args.extend(rng.pick(options).iter().map(|o| o.as_bytes().to_vec()));
+            (command, args)
+        }
+        28 => ("TTL", vec![key(rng)]),
+        29 => ("PTTL", vec![key(rng)]),
+        30 => ("PERSIST", vec![key(rng)]),
+        31 => match rng.below(6) {
+            0 => (
+                "HSET",
+                vec![key(rng), field(rng), value(rng), field(rng), value(rng)],
+            ),
+            1 => ("HDEL", vec![key(rng), field(rng), field(rng), field(rng)]),
+            2 => ("NOSUCHCOMMAND", vec![key(rng)]),
+            3 => ("GET", vec![]),
+            4 => ("MSET", vec![key(rng), value(rng), key(rng)]),
+            _ => {
+                let at = *rng.pick(&["EXAT", "PXAT"]);
+                let far = if at == "EXAT" {
+                    "4102444800"
+                } else {
+                    "4102444800000"
+                };
+                ("SET", vec![key(rng), value(rng), at.into(), far.into()])
+            }
+        },
+        _ => ("HMSET", vec![key(rng), field(rng), value(rng)]),
+    };
+    // Now and then a word short or one too many: arity errors.
+    if rng.chance(3) {
+        if rng.chance(50) {
+            args.pop();
+        } else {
+            args.push(b"extra".to_vec());
+        }
+    }
+    let mut words = vec![name(rng, cmd)];
+    words.extend(args);
+    words
+}
+
+/// Whether two replies agree: equal; TTLs within a second; a hash's
+/// fields in any order (Redis gives no order: a hash that has held a
+/// large value answers in its hash table's).
+fn agree(command: &str, shoal: &Reply, redis: &Reply) -> bool {
+    match (command, shoal, redis) {
+        ("TTL", Reply::Int(a), Reply::Int(b)) if *a >= 0 && *b >= 0 => (a - b).abs() <= 1,
+        ("PTTL", Reply::Int(a), Reply::Int(b)) if *a >= 0 && *b >= 0 => (a - b).abs() <= 1000,
+        ("HGETALL", Reply::Array(Some(a)), Reply::Array(Some(b))) => {
+            let pairs = |r: &[Reply]| {
+                let mut pairs: Vec<String> = r.chunks(2).map(|p| format!("{p:?}")).collect();
+                pairs.sort();
+                pairs
+            };
+            pairs(a) == pairs(b)
+        }
+        ("HGETALL", Reply::Map(a), Reply::Map(b)) => {
+            let pairs = |m: &[(Reply, Reply)]| {
+                let mut pairs: Vec<String> = m.iter().map(|p| format!("{p:?}")).collect();
+                pairs.sort();
+                pairs
+            };
+            pairs(a) == pairs(b)
+        }
+        _ => shoal == redis,
+    }
+}
+
+fn show(words: &[Vec<u8>]) -> String {
+    let shown: Vec<String> = (words.iter())
+        .map(|w| match w.len() {
+            n if n > 40 => format!("<{n} bytes>"),
+            _ => format!("{:?}", String::from_utf8_lossy(w)),
+        })
+        .collect();
+    shown.join(" ")
+}
+
+fn run(s: &Setup, redis: &RedisServer, seed: u64, commands: usize) {
+    let mut shoal = Client::connect(&s.shoal.resp_addr);
+    let auth = [
+        b"AUTH".to_vec(),
+        b"cache".to_vec(),
+        s.key.as_bytes().to_vec(),
+    ];
+    assert_eq!(shoal.call(&auth), Reply::Simple("OK".into()));
+    let mut redis = Client::connect(&redis.addr);
+    // Odd seeds speak RESP3 to both.
+    if seed % 2 == 1 {
+        let hello = [b"HELLO".to_vec(), b"3".to_vec()];
+        assert!(matches!(shoal.call(&hello), Reply::Map(_)));
+        assert!(matches!(redis.call(&hello), Reply::Map(_)));
+    }
+    // Both start from nothing.
+    for k in KEYS {
+        let del = [b"DEL".to_vec(), k.to_vec()];
+        shoal.call(&del);
+        redis.call(&del);
+    }
+    let mut rng = Rng(seed.max(1));
+    let mut sent: Vec<String> = Vec::new();
+    for _ in 0..commands {
+        let words = next_command(&mut rng);
+        let name = String::from_utf8_lossy(&words[0]).to_ascii_uppercase();
+        // GT and LT compare the new expiry with the one set before: a
+        // millisecond between the two makes the same duration later on
+        // both servers alike, whatever their clocks read.
+        let compares = (words.iter().skip(3))
+            .any(|w| w.eq_ignore_ascii_case(b"GT") || w.eq_ignore_ascii_case(b"LT"));
+        if compares {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let (a, b) = (shoal.call(&words), redis.call(&words));
+        sent.push(show(&words));
+        if !agree(&name, &a, &b) {
+            let recent = &sent[sent.len().saturating_sub(20)..];
+            panic!(
+                "seed {seed}: after {} commands, the last of them ({}) answered differently\n\
+                 shoal: {a:?}\nredis: {b:?}\nthe last commands:\n{}\n\
+                 (SHOAL_DIFF_SEED={seed} replays it)",
+                sent.len(),
+                show(&words),
+                recent.join("\n")
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shoal_answers_as_redis_7_command_for_command() {
+    let s = setup(&["--max-request-size", "4194304"]).await;
+    let redis = RedisServer::start();
+    let seeds: Vec<u64> = match std::env::var("SHOAL_DIFF_SEED") {
+        Ok(seed) => vec![seed.parse().expect("a number")],
+        Err(_) => {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+            vec![1, 2, 3, now.unwrap().as_nanos() as u64]
+        }
+    };
+    for seed in seeds {
+        println!("seed {seed}");
+        run(&s, &redis, seed, 2000);
+    }
+}
