@@ -260,7 +260,7 @@ fn expiry(rng: &mut Rng, unit_ms: u64) -> Vec<u8> {
 fn next_command(rng: &mut Rng) -> Vec<Vec<u8>> {
     let key = |rng: &mut Rng| rng.pick(KEYS).to_vec();
     let field = |rng: &mut Rng| rng.pick(FIELDS).to_vec();
-    let (cmd, mut args): (&str, Vec<Vec<u8>>) = match rng.below(33) {
+    let (cmd, mut args): (&str, Vec<Vec<u8>>) = match rng.below(35) {
         0 | 1 => ("GET", vec![key(rng)]),
         2 | 3 => {
             let mut args = vec![key(rng), value(rng)];
@@ -321,6 +321,61 @@ fn next_command(rng: &mut Rng) -> Vec<Vec<u8>> {
         28 => ("TTL", vec![key(rng)]),
         29 => ("PTTL", vec![key(rng)]),
         30 => ("PERSIST", vec![key(rng)]),
+        33 => match rng.below(8) {
+            0 => ("SETEX", vec![key(rng), expiry(rng, 1000), value(rng)]),
+            1 => ("PSETEX", vec![key(rng), expiry(rng, 1), value(rng)]),
+            2 => ("SETNX", vec![key(rng), value(rng)]),
+            3 => ("GETSET", vec![key(rng), value(rng)]),
+            4 => ("GETDEL", vec![key(rng)]),
+            5 => {
+                let mut args = vec![key(rng)];
+                let options: &[&[&str]] = &[
+                    &[],
+                    &["PERSIST"],
+                    &["EX", "3600"],
+                    &["PX", "7200000"],
+                    &["EXAT", "4102444800"],
+                    &["PXAT", "1"],
+                    &["EX", "0"],
+                    &["EX", "x"],
+                    &["EX", "10", "PERSIST"],
+                    &["KEEPTTL"],
+                    &["EX"],
+                ];
+                args.extend(rng.pick(options).iter().map(|o| o.as_bytes().to_vec()));
+                ("GETEX", args)
+            }
+            6 => ("MSETNX", vec![key(rng), value(rng), key(rng), value(rng)]),
+            _ => ("UNLINK", vec![key(rng), key(rng)]),
+        },
+        34 => match rng.below(8) {
+            0 => ("TOUCH", vec![key(rng), key(rng), key(rng)]),
+            1 | 2 => {
+                let (command, at) = *rng.pick(&[
+                    ("EXPIREAT", "4102444800"),
+                    ("PEXPIREAT", "4102444800000"),
+                    ("EXPIREAT", "1"),
+                    ("PEXPIREAT", "0"),
+                    ("EXPIREAT", "-1"),
+                    ("EXPIREAT", "x"),
+                    ("EXPIREAT", "9223372036854775807"),
+                ]);
+                let mut args = vec![key(rng), at.as_bytes().to_vec()];
+                if rng.chance(30) {
+                    args.push(
+                        rng.pick(&["NX", "XX", "GT", "LT", "ZZ"])
+                            .as_bytes()
+                            .to_vec(),
+                    );
+                }
+                (command, args)
+            }
+            3 => (*rng.pick(&["EXPIRETIME", "PEXPIRETIME"]), vec![key(rng)]),
+            4 => ("HSETNX", vec![key(rng), field(rng), value(rng)]),
+            5 => (*rng.pick(&["HKEYS", "HVALS"]), vec![key(rng)]),
+            6 => ("HSTRLEN", vec![key(rng), field(rng)]),
+            _ => ("SETNX", vec![key(rng)]),
+        },
         31 => match rng.below(6) {
             0 => (
                 "HSET",
@@ -362,6 +417,18 @@ fn agree(command: &str, shoal: &Reply, redis: &Reply) -> bool {
     match (command, shoal, redis) {
         ("TTL", Reply::Int(a), Reply::Int(b)) if *a >= 0 && *b >= 0 => (a - b).abs() <= 1,
         ("PTTL", Reply::Int(a), Reply::Int(b)) if *a >= 0 && *b >= 0 => (a - b).abs() <= 1000,
+        ("EXPIRETIME", Reply::Int(a), Reply::Int(b)) if *a >= 0 && *b >= 0 => (a - b).abs() <= 1,
+        ("PEXPIRETIME", Reply::Int(a), Reply::Int(b)) if *a >= 0 && *b >= 0 => {
+            (a - b).abs() <= 1000
+        }
+        ("HKEYS" | "HVALS", Reply::Array(Some(a)), Reply::Array(Some(b))) => {
+            let sorted = |r: &[Reply]| {
+                let mut all: Vec<String> = r.iter().map(|x| format!("{x:?}")).collect();
+                all.sort();
+                all
+            };
+            sorted(a) == sorted(b)
+        }
         ("HGETALL", Reply::Array(Some(a)), Reply::Array(Some(b))) => {
             let pairs = |r: &[Reply]| {
                 let mut pairs: Vec<String> = r.chunks(2).map(|p| format!("{p:?}")).collect();

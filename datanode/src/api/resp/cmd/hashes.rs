@@ -1,5 +1,5 @@
-//! Hash keys: `HSET` (`HMSET`), `HGET`, `HMGET`, `HGETALL`, `HLEN`,
-//! `HEXISTS`, `HDEL` and `HINCRBY`. A hash is one value holding all its
+//! Hash keys: `HSET` (`HMSET`), `HSETNX`, `HGET`, `HMGET`, `HGETALL`,
+//! `HKEYS`, `HVALS`, `HLEN`, `HSTRLEN`, `HEXISTS`, `HDEL` and `HINCRBY`. A hash is one value holding all its
 //! fields; a hash left without fields is deleted, as in Redis.
 
 use super::{
@@ -15,10 +15,15 @@ pub(in crate::api::resp) enum Cmd<'a> {
         pairs: &'a [&'a [u8]],
         count: bool,
     },
+    /// `HSETNX`: the field is set only if the hash has none of that name.
+    SetNx(&'a [u8], &'a [u8], &'a [u8]),
     Get(&'a [u8], &'a [u8]),
     MGet(&'a [u8], &'a [&'a [u8]]),
     GetAll(&'a [u8]),
+    /// `HKEYS` (`values` false) or `HVALS`.
+    Keys(&'a [u8], bool),
     Len(&'a [u8]),
+    StrLen(&'a [u8], &'a [u8]),
     Exists(&'a [u8], &'a [u8]),
     Del(&'a [u8], &'a [&'a [u8]]),
     IncrBy(&'a [u8], &'a [u8], i64),
@@ -32,10 +37,14 @@ pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Com
             pairs: &args[2..],
             count: spec.name == "HSET",
         },
+        "HSETNX" => Cmd::SetNx(args[1], args[2], args[3]),
         "HGET" => Cmd::Get(args[1], args[2]),
         "HMGET" => Cmd::MGet(args[1], &args[2..]),
         "HGETALL" => Cmd::GetAll(args[1]),
+        "HKEYS" => Cmd::Keys(args[1], false),
+        "HVALS" => Cmd::Keys(args[1], true),
         "HLEN" => Cmd::Len(args[1]),
+        "HSTRLEN" => Cmd::StrLen(args[1], args[2]),
         "HEXISTS" => Cmd::Exists(args[1], args[2]),
         "HDEL" => Cmd::Del(args[1], &args[2..]),
         "HINCRBY" => Cmd::IncrBy(args[1], args[2], int_arg(args[3])?),
@@ -68,9 +77,33 @@ impl Cmd<'_> {
                     ctx.out.ok();
                 }
             }
+            Cmd::SetNx(key, field, value) => {
+                let mut added = false;
+                ctx.modify_hash(key, |fields| {
+                    if !fields.iter().any(|(f, _)| f == field) {
+                        fields.push((field.to_vec(), value.to_vec()));
+                        added = true;
+                    }
+                    Ok(())
+                })
+                .await?;
+                ctx.out.int(i64::from(added));
+            }
             Cmd::Get(key, field) => {
                 let fields = ctx.read_hash(key).await?;
                 ctx.out.hash_field(&fields, field);
+            }
+            Cmd::Keys(key, values) => {
+                let fields = ctx.read_hash(key).await?;
+                ctx.out.array(fields.len());
+                for (field, value) in &fields {
+                    ctx.out.bulk(if values { value } else { field });
+                }
+            }
+            Cmd::StrLen(key, field) => {
+                let fields = ctx.read_hash(key).await?;
+                let found = fields.iter().find(|(f, _)| f == field);
+                ctx.out.int(found.map_or(0, |(_, v)| v.len() as i64));
             }
             Cmd::MGet(key, wanted) => {
                 let fields = ctx.read_hash(key).await?;

@@ -1,5 +1,6 @@
-//! The key space and expiry: `DEL`, `EXISTS`, `TYPE`, `EXPIRE`,
-//! `PEXPIRE`, `TTL`, `PTTL` and `PERSIST`.
+//! The key space and expiry: `DEL` (`UNLINK`), `EXISTS`, `TOUCH`, `TYPE`,
+//! `EXPIRE`, `PEXPIRE`, `EXPIREAT`, `PEXPIREAT`, `TTL`, `PTTL`,
+//! `EXPIRETIME`, `PEXPIRETIME` and `PERSIST`.
 
 use super::{Command, Ctx, Data, Refusal, Spec, Upper, int_arg, store_error, upper};
 use crate::api::resp::store::{Entry, Kind, now_ms};
@@ -8,13 +9,17 @@ pub(in crate::api::resp) enum Cmd<'a> {
     Type(&'a [u8]),
     Del(&'a [&'a [u8]]),
     Exists(&'a [&'a [u8]]),
+    /// `TOUCH`: the keys there are, each time named (nothing to touch:
+    /// keys have no last-access time here).
+    Touch(&'a [&'a [u8]]),
     Expire(Expire<'a>),
-    /// `TTL` (in seconds) or `PTTL` (in milliseconds).
-    Ttl(&'a [u8], bool),
+    /// `TTL`, `PTTL`, `EXPIRETIME` or `PEXPIRETIME`.
+    Ttl(&'a [u8], TtlForm),
     Persist(&'a [u8]),
 }
 
-/// `EXPIRE key seconds [NX|XX|GT|LT]`, or `PEXPIRE` in milliseconds.
+/// `EXPIRE key seconds [NX|XX|GT|LT]`, `PEXPIRE` in milliseconds, or
+/// `EXPIREAT`/`PEXPIREAT` at a Unix time.
 pub(in crate::api::resp) struct Expire<'a> {
     key: &'a [u8],
     /// When the key is to expire, in Unix milliseconds.
@@ -25,23 +30,53 @@ pub(in crate::api::resp) struct Expire<'a> {
     lt: bool,
 }
 
+/// How a key's expiry is answered: the time left or the Unix time it comes,
+/// in seconds or milliseconds.
+#[derive(Clone, Copy)]
+pub(in crate::api::resp) struct TtlForm {
+    millis: bool,
+    absolute: bool,
+}
+
+impl TtlForm {
+    fn answer(self, at: i64) -> i64 {
+        match (self.absolute, self.millis) {
+            (true, true) => at,
+            (true, false) => at / 1000,
+            (false, true) => (at - now_ms()).max(0),
+            (false, false) => ((at - now_ms()).max(0) + 500) / 1000,
+        }
+    }
+}
+
 pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Command<'a>, Refusal> {
     let cmd = match spec.name {
         "TYPE" => Cmd::Type(args[1]),
-        "DEL" => Cmd::Del(&args[1..]),
+        "DEL" | "UNLINK" => Cmd::Del(&args[1..]),
         "EXISTS" => Cmd::Exists(&args[1..]),
-        "EXPIRE" => Cmd::Expire(parse_expire(args, 1000)?),
-        "PEXPIRE" => Cmd::Expire(parse_expire(args, 1)?),
-        "TTL" => Cmd::Ttl(args[1], false),
-        "PTTL" => Cmd::Ttl(args[1], true),
+        "TOUCH" => Cmd::Touch(&args[1..]),
+        "EXPIRE" => Cmd::Expire(parse_expire(args, 1000, false)?),
+        "PEXPIRE" => Cmd::Expire(parse_expire(args, 1, false)?),
+        "EXPIREAT" => Cmd::Expire(parse_expire(args, 1000, true)?),
+        "PEXPIREAT" => Cmd::Expire(parse_expire(args, 1, true)?),
+        "TTL" | "PTTL" | "EXPIRETIME" | "PEXPIRETIME" => {
+            let millis = spec.name.starts_with('P');
+            let absolute = spec.name.ends_with("TIME");
+            Cmd::Ttl(args[1], TtlForm { millis, absolute })
+        }
         "PERSIST" => Cmd::Persist(args[1]),
         _ => return Err(super::unknown_command(args)),
     };
     Ok(Command::Data(Data::Keys(cmd)))
 }
 
-/// `args` of `EXPIRE` (`unit` 1000) or `PEXPIRE` (`unit` 1).
-fn parse_expire<'a>(args: &'a [&'a [u8]], unit: i64) -> Result<Expire<'a>, Refusal> {
+/// `args` of `EXPIRE` (`unit` 1000) or `PEXPIRE` (`unit` 1), or of
+/// `EXPIREAT`/`PEXPIREAT` (`absolute`).
+fn parse_expire<'a>(
+    args: &'a [&'a [u8]],
+    unit: i64,
+    absolute: bool,
+) -> Result<Expire<'a>, Refusal> {
     // As Redis: the options are judged before the time.
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for option in &args[3..] {
@@ -69,10 +104,16 @@ fn parse_expire<'a>(args: &'a [&'a [u8]], unit: i64) -> Result<Expire<'a>, Refus
         ));
     }
     let t = int_arg(args[2])?;
-    let command = if unit == 1 { "pexpire" } else { "expire" };
+    let command = match (unit, absolute) {
+        (1, false) => "pexpire",
+        (_, false) => "expire",
+        (1, true) => "pexpireat",
+        (_, true) => "expireat",
+    };
+    let base = if absolute { 0 } else { now_ms() };
     let at = t
         .checked_mul(unit)
-        .and_then(|ms| ms.checked_add(now_ms()))
+        .and_then(|ms| ms.checked_add(base))
         .ok_or_else(|| ("ERR", format!("invalid expire time in '{command}' command")))?;
     Ok(Expire {
         key: args[1],
@@ -110,7 +151,7 @@ impl Cmd<'_> {
                 }
                 out.int(deleted);
             }
-            Cmd::Exists(keys) => {
+            Cmd::Exists(keys) | Cmd::Touch(keys) => {
                 let entries = ctx.lookup_many(keys).await?;
                 ctx.out.int(entries.iter().flatten().count() as i64);
             }
@@ -118,16 +159,13 @@ impl Cmd<'_> {
                 let set = expire.apply(ctx).await?;
                 ctx.out.int(i64::from(set));
             }
-            Cmd::Ttl(key, millis) => {
+            Cmd::Ttl(key, form) => {
                 let reply = match ctx.lookup(key).await? {
                     None => -2,
                     Some(Entry { expires: None, .. }) => -1,
                     Some(Entry {
                         expires: Some(at), ..
-                    }) => {
-                        let left = (at - now_ms()).max(0);
-                        if millis { left } else { (left + 500) / 1000 }
-                    }
+                    }) => form.answer(at),
                 };
                 ctx.out.int(reply);
             }

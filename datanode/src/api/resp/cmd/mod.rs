@@ -10,10 +10,13 @@
 //! them (`WRONGTYPE`, `NOAUTH`, "wrong number of arguments").
 //!
 //! - `connection`: PING, ECHO, QUIT, AUTH, HELLO, SELECT, CLIENT.
-//! - `server`: DBSIZE, INFO, COMMAND, CONFIG.
-//! - `strings`: GET, SET, MSET, MGET, INCR…, APPEND, STRLEN, GETRANGE, SETRANGE.
-//! - `hashes`: HSET, HGET, HMGET, HGETALL, HLEN, HEXISTS, HDEL, HINCRBY.
-//! - `keys`: DEL, EXISTS, TYPE, EXPIRE, PEXPIRE, TTL, PTTL, PERSIST.
+//! - `server`: DBSIZE, INFO, COMMAND, CONFIG, TIME.
+//! - `strings`: GET, SET, SETEX, PSETEX, SETNX, GETSET, GETDEL, GETEX, MSET,
+//!   MSETNX, MGET, INCR…, APPEND, STRLEN, GETRANGE, SETRANGE.
+//! - `hashes`: HSET, HSETNX, HGET, HMGET, HGETALL, HKEYS, HVALS, HLEN,
+//!   HSTRLEN, HEXISTS, HDEL, HINCRBY.
+//! - `keys`: DEL, UNLINK, EXISTS, TOUCH, TYPE, EXPIRE, PEXPIRE, EXPIREAT,
+//!   PEXPIREAT, TTL, PTTL, EXPIRETIME, PEXPIRETIME, PERSIST.
 //! - `transactions`: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
 
 mod connection;
@@ -120,7 +123,7 @@ impl Spec {
 }
 
 /// Every command this speaks.
-pub(super) static COMMANDS: [Spec; 46] = {
+pub(super) static COMMANDS: [Spec; 64] = {
     use Keys::{All, First, None, Pairs};
     use {InMulti::AtOnce, InMulti::Refused, transactions as t};
     use {connection as c, hashes as h, keys as k, server as s, strings as st};
@@ -145,9 +148,17 @@ pub(super) static COMMANDS: [Spec; 46] = {
         spec("INFO", -1, None, s::parse).here(),
         spec("COMMAND", -1, None, s::parse).here(),
         spec("CONFIG", -2, None, s::parse).here(),
+        spec("TIME", 1, None, s::parse).here(),
         spec("GET", 2, First, st::parse).reads(),
         spec("SET", -3, First, st::parse),
+        spec("SETEX", 4, First, st::parse),
+        spec("PSETEX", 4, First, st::parse),
+        spec("SETNX", 3, First, st::parse),
+        spec("GETSET", 3, First, st::parse),
+        spec("GETDEL", 2, First, st::parse),
+        spec("GETEX", -2, First, st::parse),
         spec("MSET", -3, Pairs, st::parse),
+        spec("MSETNX", -3, Pairs, st::parse),
         spec("MGET", -2, All, st::parse).reads(),
         spec("INCR", 2, First, st::parse),
         spec("DECR", 2, First, st::parse),
@@ -160,18 +171,28 @@ pub(super) static COMMANDS: [Spec; 46] = {
         spec("SETRANGE", 4, First, st::parse),
         spec("HSET", -4, First, h::parse),
         spec("HMSET", -4, First, h::parse),
+        spec("HSETNX", 4, First, h::parse),
         spec("HGET", 3, First, h::parse).reads(),
         spec("HMGET", -3, First, h::parse).reads(),
         spec("HGETALL", 2, First, h::parse).reads(),
+        spec("HKEYS", 2, First, h::parse).reads(),
+        spec("HVALS", 2, First, h::parse).reads(),
         spec("HLEN", 2, First, h::parse).reads(),
+        spec("HSTRLEN", 3, First, h::parse).reads(),
         spec("HEXISTS", 3, First, h::parse).reads(),
         spec("HDEL", -3, First, h::parse),
         spec("HINCRBY", 4, First, h::parse),
         spec("TYPE", 2, First, k::parse).reads(),
         spec("DEL", -2, All, k::parse),
+        spec("UNLINK", -2, All, k::parse),
+        spec("TOUCH", -2, All, k::parse).reads(),
         spec("EXISTS", -2, All, k::parse).reads(),
         spec("EXPIRE", -3, First, k::parse),
         spec("PEXPIRE", -3, First, k::parse),
+        spec("EXPIREAT", -3, First, k::parse),
+        spec("PEXPIREAT", -3, First, k::parse),
+        spec("EXPIRETIME", 2, First, k::parse).reads(),
+        spec("PEXPIRETIME", 2, First, k::parse).reads(),
         spec("TTL", 2, First, k::parse).reads(),
         spec("PTTL", 2, First, k::parse).reads(),
         spec("PERSIST", 2, First, k::parse),

@@ -1,5 +1,5 @@
 //! What clients ask of the server: `DBSIZE`, `INFO`, `COMMAND` (answered
-//! from the one command table) and `CONFIG`.
+//! from the one command table), `CONFIG` and `TIME`.
 
 use super::{
     COMMANDS, Command, Ctx, Data, REDIS_VERSION, Refusal, Spec, Upper, store_error, upper,
@@ -11,6 +11,7 @@ pub(in crate::api::resp) enum Cmd<'a> {
     /// `COMMAND [COUNT | LIST | …]`: the subcommand, if any.
     Command(Option<&'a [u8]>),
     Config,
+    Time,
 }
 
 pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Command<'a>, Refusal> {
@@ -19,6 +20,7 @@ pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Com
         "INFO" => Cmd::Info,
         "COMMAND" => Cmd::Command(args.get(1).copied()),
         "CONFIG" => Cmd::Config,
+        "TIME" => Cmd::Time,
         _ => return Err(super::unknown_command(args)),
     };
     Ok(Command::Data(Data::Server(cmd)))
@@ -56,6 +58,15 @@ impl Cmd<'_> {
             },
             // Tools ask for settings Shoal does not have as Redis names them.
             Cmd::Config => ctx.out.map(0),
+            // The node's clock: Unix seconds and the microseconds past them.
+            Cmd::Time => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+                ctx.out.array(2);
+                ctx.out.bulk(now.as_secs().to_string().as_bytes());
+                ctx.out.bulk(now.subsec_micros().to_string().as_bytes());
+            }
         }
         Ok(())
     }

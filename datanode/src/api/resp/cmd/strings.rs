@@ -1,4 +1,5 @@
-//! String keys: `GET`, `SET`, `MSET`, `MGET`, `INCR`, `DECR`, `INCRBY`,
+//! String keys: `GET`, `SET` (`SETEX`, `PSETEX`, `SETNX`, `GETSET`),
+//! `GETDEL`, `GETEX`, `MSET`, `MSETNX`, `MGET`, `INCR`, `DECR`, `INCRBY`,
 //! `DECRBY`, `APPEND`, `STRLEN`, `GETRANGE` (`SUBSTR`) and `SETRANGE`.
 
 use super::{
@@ -10,7 +11,10 @@ use crate::api::resp::store::{Entry, Item, Kind, now_ms};
 pub(in crate::api::resp) enum Cmd<'a> {
     Get(&'a [u8]),
     Set(Set<'a>),
-    MSet(&'a [&'a [u8]]),
+    GetDel(&'a [u8]),
+    GetEx(GetEx<'a>),
+    /// `MSET`, or `MSETNX` (`nx`: none is set if any exists).
+    MSet(&'a [&'a [u8]], bool),
     MGet(&'a [&'a [u8]]),
     /// `INCR`, `DECR`, `INCRBY`, `DECRBY`: the key and what to add.
     Incr(&'a [u8], i64),
@@ -20,7 +24,8 @@ pub(in crate::api::resp) enum Cmd<'a> {
     SetRange(&'a [u8], i64, &'a [u8]),
 }
 
-/// `SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]`.
+/// `SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]`, and
+/// `SETEX`, `PSETEX`, `SETNX` and `GETSET`, which are it with options.
 pub(in crate::api::resp) struct Set<'a> {
     key: &'a [u8],
     value: &'a [u8],
@@ -30,6 +35,50 @@ pub(in crate::api::resp) struct Set<'a> {
     keep_ttl: bool,
     /// When the key expires, in Unix milliseconds.
     expires: Option<i64>,
+    /// `SETNX`'s reply: 1 if set, 0 if not.
+    flag: bool,
+}
+
+impl<'a> Set<'a> {
+    fn plain(key: &'a [u8], value: &'a [u8]) -> Set<'a> {
+        Set {
+            key,
+            value,
+            nx: false,
+            xx: false,
+            get: false,
+            keep_ttl: false,
+            expires: None,
+            flag: false,
+        }
+    }
+}
+
+/// `GETEX key [EX s|PX ms|EXAT s|PXAT ms|PERSIST]`.
+pub(in crate::api::resp) struct GetEx<'a> {
+    key: &'a [u8],
+    /// The expiry option and its time, judged once the key is found.
+    expiry: Option<(Upper, &'a [u8])>,
+    persist: bool,
+}
+
+/// When a key given expiry `option` (`EX`, `PX`, `EXAT` or `PXAT`) with
+/// `time` expires, in Unix milliseconds, as Redis judges it: not an
+/// integer, not above zero, or past what milliseconds hold is refused,
+/// naming `command`.
+fn expires_at(option: &str, time: &[u8], command: &str) -> Result<i64, Refusal> {
+    let t = int_arg(time)?;
+    let invalid = || ("ERR", format!("invalid expire time in '{command}' command"));
+    if t <= 0 {
+        return Err(invalid());
+    }
+    let at = match option {
+        "EX" => t.checked_mul(1000).and_then(|ms| ms.checked_add(now_ms())),
+        "PX" => t.checked_add(now_ms()),
+        "EXAT" => t.checked_mul(1000),
+        _ => Some(t),
+    };
+    at.ok_or_else(invalid)
 }
 
 pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Command<'a>, Refusal> {
@@ -37,8 +86,29 @@ pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Com
     let cmd = match spec.name {
         "GET" => Cmd::Get(args[1]),
         "SET" => Cmd::Set(parse_set(args)?),
-        "MSET" if n.is_multiple_of(2) => return Err(wrong_args(spec.name)),
-        "MSET" => Cmd::MSet(&args[1..]),
+        "SETEX" | "PSETEX" => {
+            let (option, command) = match spec.name {
+                "SETEX" => ("EX", "setex"),
+                _ => ("PX", "psetex"),
+            };
+            Cmd::Set(Set {
+                expires: Some(expires_at(option, args[2], command)?),
+                ..Set::plain(args[1], args[3])
+            })
+        }
+        "SETNX" => Cmd::Set(Set {
+            nx: true,
+            flag: true,
+            ..Set::plain(args[1], args[2])
+        }),
+        "GETSET" => Cmd::Set(Set {
+            get: true,
+            ..Set::plain(args[1], args[2])
+        }),
+        "GETDEL" => Cmd::GetDel(args[1]),
+        "GETEX" => Cmd::GetEx(parse_getex(args)?),
+        "MSET" | "MSETNX" if n.is_multiple_of(2) => return Err(wrong_args(spec.name)),
+        "MSET" | "MSETNX" => Cmd::MSet(&args[1..], spec.name == "MSETNX"),
         "MGET" => Cmd::MGet(&args[1..]),
         "INCR" => Cmd::Incr(args[1], 1),
         "DECR" => Cmd::Incr(args[1], -1),
@@ -66,15 +136,7 @@ pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Com
 }
 
 fn parse_set<'a>(args: &'a [&'a [u8]]) -> Result<Set<'a>, Refusal> {
-    let mut set = Set {
-        key: args[1],
-        value: args[2],
-        nx: false,
-        xx: false,
-        get: false,
-        keep_ttl: false,
-        expires: None,
-    };
+    let mut set = Set::plain(args[1], args[2]);
     // Every option is read before the expiry's value is, as Redis reads
     // them: a syntax error answers before a bad time.
     let mut expiry: Option<(Upper, &[u8])> = None;
@@ -103,20 +165,40 @@ fn parse_set<'a>(args: &'a [&'a [u8]]) -> Result<Set<'a>, Refusal> {
         return Err(syntax());
     }
     if let Some((option, time)) = expiry {
-        let t = int_arg(time)?;
-        let invalid = || ("ERR", "invalid expire time in 'set' command".to_owned());
-        if t <= 0 {
-            return Err(invalid());
-        }
-        let at = match option.as_str() {
-            "EX" => t.checked_mul(1000).and_then(|ms| ms.checked_add(now_ms())),
-            "PX" => t.checked_add(now_ms()),
-            "EXAT" => t.checked_mul(1000),
-            _ => Some(t),
-        };
-        set.expires = Some(at.ok_or_else(invalid)?);
+        set.expires = Some(expires_at(option.as_str(), time, "set")?);
     }
     Ok(set)
+}
+
+/// `GETEX`'s options, read as Redis reads them: one expiry option (the
+/// same again taken, the last winning) or `PERSIST`; anything else a
+/// syntax error. The time is judged later, once the key is found.
+fn parse_getex<'a>(args: &'a [&'a [u8]]) -> Result<GetEx<'a>, Refusal> {
+    let mut getex = GetEx {
+        key: args[1],
+        expiry: None,
+        persist: false,
+    };
+    let mut i = 2;
+    while i < args.len() {
+        let option = option(args[i]);
+        match option.as_str() {
+            "PERSIST" if getex.expiry.is_none() => getex.persist = true,
+            "EX" | "PX" | "EXAT" | "PXAT"
+                if i + 1 < args.len()
+                    && !getex.persist
+                    && getex
+                        .expiry
+                        .is_none_or(|(o, _)| o.as_str() == option.as_str()) =>
+            {
+                i += 1;
+                getex.expiry = Some((option, args[i]));
+            }
+            _ => return Err(syntax()),
+        }
+        i += 1;
+    }
+    Ok(getex)
 }
 
 impl Cmd<'_> {
@@ -127,7 +209,7 @@ impl Cmd<'_> {
                 None => ctx.out.null(),
             },
             Cmd::Set(set) => set.apply(ctx).await?,
-            Cmd::MSet(args) => {
+            Cmd::MSet(args, nx) => {
                 // A key given twice takes its last value, as in Redis; one
                 // request writes each key once.
                 let mut pairs: Vec<(&[u8], &[u8])> = Vec::with_capacity(args.len() / 2);
@@ -140,13 +222,43 @@ impl Cmd<'_> {
                 let keys: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();
                 let (store, db, batch, out) = ctx.parts();
                 let _locks = store.lock_keys(db, &keys).await;
+                if nx {
+                    let found = store.lookup_many(db, batch, &keys).await;
+                    if found.map_err(store_error)?.iter().any(Option::is_some) {
+                        out.int(0);
+                        return Ok(());
+                    }
+                }
                 let items: Vec<_> = pairs
                     .iter()
                     .map(|&(key, value)| Item::string(key, value, None))
                     .collect();
                 store.write(db, batch, &items).await.map_err(store_error)?;
-                out.ok();
+                match nx {
+                    true => out.int(1),
+                    false => out.ok(),
+                }
             }
+            Cmd::GetDel(key) => {
+                let (store, db, batch, out) = ctx.parts();
+                let _lock = store.lock_keys(db, &[key]).await;
+                match store
+                    .read(db, batch, key, true)
+                    .await
+                    .map_err(store_error)?
+                {
+                    None => out.null(),
+                    Some((e, _)) if e.kind != Kind::String => return Err(wrong_type()),
+                    Some((e, v)) => {
+                        store
+                            .delete(db, batch, key, &e)
+                            .await
+                            .map_err(store_error)?;
+                        out.bulk(&v);
+                    }
+                }
+            }
+            Cmd::GetEx(getex) => getex.apply(ctx).await?,
             Cmd::MGet(keys) => {
                 let entries = ctx.lookup_many(keys).await?;
                 ctx.out.array(entries.len());
@@ -232,6 +344,7 @@ impl Set<'_> {
         let exists = old.is_some();
         if (self.nx && exists) || (self.xx && !exists) {
             match (self.get, old) {
+                _ if self.flag => out.int(0),
                 (true, Some((_, v))) => out.bulk(&v),
                 _ => out.null(),
             }
@@ -246,10 +359,51 @@ impl Set<'_> {
             .await
             .map_err(store_error)?;
         match (self.get, old) {
+            _ if self.flag => out.int(1),
             (true, Some((_, v))) => out.bulk(&v),
             (true, None) => out.null(),
             _ => out.ok(),
         }
+        Ok(())
+    }
+}
+
+impl GetEx<'_> {
+    async fn apply(self, ctx: &mut Ctx<'_>) -> Result<(), Refusal> {
+        let (store, db, batch, out) = ctx.parts();
+        let _lock = store.lock_keys(db, &[self.key]).await;
+        // As Redis: a key not there answers nothing, whatever the time;
+        // then the type, then the time.
+        let (entry, value) = match store.read(db, batch, self.key, true).await {
+            Ok(None) => {
+                out.null();
+                return Ok(());
+            }
+            Ok(Some((e, _))) if e.kind != Kind::String => return Err(wrong_type()),
+            Ok(Some(found)) => found,
+            Err(e) => return Err(store_error(e)),
+        };
+        let at = match self.expiry {
+            Some((option, time)) => Some(expires_at(option.as_str(), time, "getex")?),
+            None => None,
+        };
+        match at {
+            // A time already past deletes the key.
+            Some(at) if at <= now_ms() => {
+                store
+                    .delete(db, batch, self.key, &entry)
+                    .await
+                    .map_err(store_error)?;
+            }
+            Some(at) => {
+                (store.set_expiry(db, batch, self.key, Some(at)).await).map_err(store_error)?;
+            }
+            None if self.persist && entry.expires.is_some() => {
+                (store.set_expiry(db, batch, self.key, None).await).map_err(store_error)?;
+            }
+            None => {}
+        }
+        out.bulk(&value);
         Ok(())
     }
 }
