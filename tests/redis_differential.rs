@@ -256,11 +256,39 @@ fn expiry(rng: &mut Rng, unit_ms: u64) -> Vec<u8> {
     }
 }
 
+/// A glob-style pattern for `KEYS`, `SCAN` and `HSCAN`.
+fn pattern(rng: &mut Rng) -> Vec<u8> {
+    let patterns: &[&[u8]] = &[
+        b"*", b"h*", b"?", b"[ab]", b"[^a]*", b"*2", b"\\x*", b"\x00*", b"n?m", b"",
+    ];
+    rng.pick(patterns).to_vec()
+}
+
+/// Options of `SCAN` (`of_keys`) or `HSCAN`, well formed or not.
+fn scan_options(rng: &mut Rng, of_keys: bool) -> Vec<Vec<u8>> {
+    let mut options = Vec::new();
+    for _ in 0..rng.below(3) {
+        match rng.below(if of_keys { 4 } else { 3 }) {
+            0 => options.extend([b"MATCH".to_vec(), pattern(rng)]),
+            1 => {
+                let count = *rng.pick(&["1", "3", "100", "0", "-1", "x"]);
+                options.extend([b"COUNT".to_vec(), count.as_bytes().to_vec()]);
+            }
+            2 if rng.chance(10) => options.push(b"MATCH".to_vec()),
+            _ => {
+                let kind = *rng.pick(&["string", "HASH", "list", "nosuchtype"]);
+                options.extend([b"TYPE".to_vec(), kind.as_bytes().to_vec()]);
+            }
+        }
+    }
+    options
+}
+
 /// The next command, as its words.
 fn next_command(rng: &mut Rng) -> Vec<Vec<u8>> {
     let key = |rng: &mut Rng| rng.pick(KEYS).to_vec();
     let field = |rng: &mut Rng| rng.pick(FIELDS).to_vec();
-    let (cmd, mut args): (&str, Vec<Vec<u8>>) = match rng.below(35) {
+    let (cmd, mut args): (&str, Vec<Vec<u8>>) = match rng.below(37) {
         0 | 1 => ("GET", vec![key(rng)]),
         2 | 3 => {
             let mut args = vec![key(rng), value(rng)];
@@ -376,6 +404,53 @@ fn next_command(rng: &mut Rng) -> Vec<Vec<u8>> {
             6 => ("HSTRLEN", vec![key(rng), field(rng)]),
             _ => ("SETNX", vec![key(rng)]),
         },
+        35 => match rng.below(8) {
+            0 | 1 => {
+                let mut args = vec![rng.pick(&["0", "0", "", "x", " 1"]).as_bytes().to_vec()];
+                args.extend(scan_options(rng, true));
+                ("SCAN", args)
+            }
+            2 => ("KEYS", vec![pattern(rng)]),
+            3 => ("RANDOMKEY", vec![]),
+            4 => (*rng.pick(&["RENAME", "RENAMENX"]), vec![key(rng), key(rng)]),
+            5 => {
+                let mut args = vec![key(rng), key(rng)];
+                let options: &[&[&str]] = &[&[], &["REPLACE"], &["DB", "0"], &["DB"], &["X"]];
+                args.extend(rng.pick(options).iter().map(|o| o.as_bytes().to_vec()));
+                ("COPY", args)
+            }
+            6 if rng.chance(20) => {
+                let options: &[&[&str]] = &[&[], &["ASYNC"], &["SYNC"], &["NOW"]];
+                let options = rng.pick(options).iter().map(|o| o.as_bytes().to_vec());
+                ("FLUSHDB", options.collect())
+            }
+            _ => ("TYPE", vec![key(rng)]),
+        },
+        36 => match rng.below(3) {
+            0 => {
+                let mut args = vec![key(rng), rng.pick(&["0", "x"]).as_bytes().to_vec()];
+                args.extend(scan_options(rng, false));
+                ("HSCAN", args)
+            }
+            _ => {
+                let mut args = vec![key(rng)];
+                if rng.chance(70) {
+                    args.push(
+                        rng.pick(&["0", "1", "2", "-3", "10", "-10", "x"])
+                            .as_bytes()
+                            .to_vec(),
+                    );
+                    if rng.chance(50) {
+                        args.push(
+                            rng.pick(&["WITHVALUES", "withvalues", "NO"])
+                                .as_bytes()
+                                .to_vec(),
+                        );
+                    }
+                }
+                ("HRANDFIELD", args)
+            }
+        },
         31 => match rng.below(6) {
             0 => (
                 "HSET",
@@ -414,21 +489,25 @@ fn next_command(rng: &mut Rng) -> Vec<Vec<u8>> {
 /// fields in any order (Redis gives no order: a hash that has held a
 /// large value answers in its hash table's).
 fn agree(command: &str, shoal: &Reply, redis: &Reply) -> bool {
+    let sorted = |r: &[Reply]| {
+        let mut all: Vec<String> = r.iter().map(|x| format!("{x:?}")).collect();
+        all.sort();
+        all
+    };
     match (command, shoal, redis) {
+        ("KEYS", Reply::Array(Some(a)), Reply::Array(Some(b))) => sorted(a) == sorted(b),
+        // Random: alike in kind (a key, or none when there are none).
+        ("RANDOMKEY", Reply::Bulk(a), Reply::Bulk(b)) => a.is_some() == b.is_some(),
+        ("RANDOMKEY", Reply::Bulk(Some(_)), Reply::Null) => false,
+        ("HRANDFIELD", Reply::Bulk(a), Reply::Bulk(b)) => a.is_some() == b.is_some(),
+        ("HRANDFIELD", Reply::Array(Some(a)), Reply::Array(Some(b))) => a.len() == b.len(),
         ("TTL", Reply::Int(a), Reply::Int(b)) if *a >= 0 && *b >= 0 => (a - b).abs() <= 1,
         ("PTTL", Reply::Int(a), Reply::Int(b)) if *a >= 0 && *b >= 0 => (a - b).abs() <= 1000,
         ("EXPIRETIME", Reply::Int(a), Reply::Int(b)) if *a >= 0 && *b >= 0 => (a - b).abs() <= 1,
         ("PEXPIRETIME", Reply::Int(a), Reply::Int(b)) if *a >= 0 && *b >= 0 => {
             (a - b).abs() <= 1000
         }
-        ("HKEYS" | "HVALS", Reply::Array(Some(a)), Reply::Array(Some(b))) => {
-            let sorted = |r: &[Reply]| {
-                let mut all: Vec<String> = r.iter().map(|x| format!("{x:?}")).collect();
-                all.sort();
-                all
-            };
-            sorted(a) == sorted(b)
-        }
+        ("HKEYS" | "HVALS", Reply::Array(Some(a)), Reply::Array(Some(b))) => sorted(a) == sorted(b),
         ("HGETALL", Reply::Array(Some(a)), Reply::Array(Some(b))) => {
             let pairs = |r: &[Reply]| {
                 let mut pairs: Vec<String> = r.chunks(2).map(|p| format!("{p:?}")).collect();
@@ -447,6 +526,38 @@ fn agree(command: &str, shoal: &Reply, redis: &Reply) -> bool {
         }
         _ => shoal == redis,
     }
+}
+
+/// A `SCAN` or `HSCAN` followed to its end: what it found, each once
+/// (keys, or fields with their values), in order; or the error.
+fn scan_all(client: &mut Client, words: &[Vec<u8>]) -> Reply {
+    let at = if words[0].eq_ignore_ascii_case(b"SCAN") {
+        1
+    } else {
+        2
+    };
+    let mut words = words.to_vec();
+    let mut found = std::collections::BTreeSet::new();
+    for _ in 0..10_000 {
+        let reply = client.call(&words);
+        let Reply::Array(Some(parts)) = &reply else {
+            return reply;
+        };
+        let [Reply::Bulk(Some(cursor)), Reply::Array(Some(elements))] = &parts[..] else {
+            panic!("a scan reply of another shape: {reply:?}");
+        };
+        if at == 1 {
+            found.extend(elements.iter().map(|e| format!("{e:?}")));
+        } else {
+            found.extend(elements.chunks(2).map(|pair| format!("{pair:?}")));
+        }
+        if cursor == b"0" {
+            let found = found.into_iter().map(Reply::Simple).collect();
+            return Reply::Array(Some(found));
+        }
+        words[at] = cursor.clone();
+    }
+    panic!("a scan that did not end in 10,000 calls");
 }
 
 fn show(words: &[Vec<u8>]) -> String {
@@ -493,7 +604,10 @@ fn run(s: &Setup, redis: &RedisServer, seed: u64, commands: usize) {
         if compares {
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
-        let (a, b) = (shoal.call(&words), redis.call(&words));
+        let (a, b) = match name.as_str() {
+            "SCAN" | "HSCAN" => (scan_all(&mut shoal, &words), scan_all(&mut redis, &words)),
+            _ => (shoal.call(&words), redis.call(&words)),
+        };
         sent.push(show(&words));
         if !agree(&name, &a, &b) {
             let recent = &sent[sent.len().saturating_sub(20)..];

@@ -741,7 +741,10 @@ async fn connection_and_server_commands_answer_what_clients_ask() {
         names.len() as i64
     );
     // Every command listed is known (wrong arity at worst, never unknown).
-    for name in names.iter().filter(|n| *n != "quit") {
+    for name in names
+        .iter()
+        .filter(|n| !["quit", "flushdb"].contains(&n.as_str()))
+    {
         if let Err(e) = query::<RValue>(c, &[name.as_str()]) {
             assert!(!e.to_string().contains("unknown command"), "{name}: {e}");
         }
@@ -907,4 +910,144 @@ async fn key_tables_an_operator_drops_are_made_anew_on_the_next_write() {
     let got: Vec<i64> = (0..16).map(|i| con.get(format!("k{i}")).unwrap()).collect();
     assert_eq!(got, (0..16).map(|i| i * 10).collect::<Vec<i64>>());
     assert!(s.shoal.table_memory("cache", "redis_keys").await.is_some());
+}
+
+/// Redis's promise for `SCAN`: a key there for the whole scan is returned
+/// at least once, whatever is written meanwhile — here another connection
+/// deletes, adds and overwrites keys between every step of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scan_finds_every_key_present_throughout_while_others_write() {
+    let s = setup(&[]).await;
+    let mut con = s.connect();
+    let mut pipe = redis::pipe();
+    for i in 0..3000 {
+        pipe.set(format!("stay:{i}"), i).ignore();
+        pipe.set(format!("churn:{i}"), i).ignore();
+    }
+    pipe.hset("hash:1", "f", "v").ignore();
+    let _: () = pipe.query(&mut con).unwrap();
+
+    let mut writer = s.connect();
+    let mut found = std::collections::HashSet::new();
+    let (mut cursor, mut steps) = ("0".to_string(), 0);
+    loop {
+        let (next, keys): (String, Vec<String>) =
+            query(&mut con, &["SCAN", &cursor, "COUNT", "37"]).unwrap();
+        found.extend(keys);
+        steps += 1;
+        // Between steps: a churn key deleted, a new key added, a key that
+        // stays overwritten with a longer value.
+        let _: () = redis::pipe()
+            .del(format!("churn:{steps}"))
+            .set(format!("new:{steps}"), "x")
+            .set(
+                format!("stay:{}", steps * 7 % 3000),
+                "a longer value than before",
+            )
+            .query(&mut writer)
+            .unwrap();
+        if next == "0" {
+            break;
+        }
+        assert!(steps < 10_000, "a scan that does not end");
+        cursor = next;
+    }
+    let missing: Vec<String> = (0..3000)
+        .map(|i| format!("stay:{i}"))
+        .filter(|k| !found.contains(k))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} missed: {:?}",
+        missing.len(),
+        &missing[..5.min(missing.len())]
+    );
+    assert!(found.contains("hash:1"));
+    assert!(steps > 100, "COUNT 37 over 6,000 keys: {steps} steps");
+
+    // MATCH and TYPE filter what is answered; a cursor is a number below 2^53.
+    let (cursor, keys): (String, Vec<String>) = query(
+        &mut con,
+        &["SCAN", "0", "MATCH", "stay:1?", "COUNT", "100000"],
+    )
+    .unwrap();
+    assert_eq!(cursor, "0");
+    let mut keys = keys;
+    keys.sort();
+    let want: Vec<String> = (10..20).map(|i| format!("stay:{i}")).collect();
+    assert_eq!(keys, want);
+    let (_, hashes): (String, Vec<String>) =
+        query(&mut con, &["SCAN", "0", "TYPE", "hash", "COUNT", "100000"]).unwrap();
+    assert_eq!(hashes, ["hash:1"]);
+    let (cursor, _): (String, Vec<String>) = query(&mut con, &["SCAN", "0"]).unwrap();
+    assert!(cursor.parse::<u64>().unwrap() < 1 << 53, "{cursor}");
+    // A cursor this node never gave starts the scan again: keys again, none missed.
+    let (_, again): (String, Vec<String>) =
+        query(&mut con, &["SCAN", "123456789", "COUNT", "100000"]).unwrap();
+    assert!(again.len() >= 3000, "{}", again.len());
+    for bad in [
+        &["SCAN", "x"][..],
+        &["SCAN", "0", "COUNT", "0"],
+        &["SCAN", "0", "MATCH"],
+    ] {
+        assert!(query::<RValue>(&mut con, bad).is_err(), "{bad:?}");
+    }
+    let keys: Vec<String> = query(&mut con, &["KEYS", "new:1?"]).unwrap();
+    assert_eq!(keys.len(), 10, "{keys:?}");
+    let any: String = query(&mut con, &["RANDOMKEY"]).unwrap();
+    assert!(found.contains(&any) || any.starts_with("new:"), "{any}");
+}
+
+/// `FLUSHDB` empties the connection's database and no other; a key that
+/// may only read cannot, and it cannot run inside a transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flushdb_empties_only_the_authenticated_database() {
+    let s = setup(&[]).await;
+    let lab_key = s.shoal.create_key("acme", &[("lab", "read_write")]).await;
+    let reader_key = s.shoal.create_key("acme", &[("cache", "read")]).await;
+    let mut cache = s.connect();
+    let mut lab = s.connect_as("lab", &lab_key);
+    let big = "v".repeat(100_000);
+    for i in 0..2500 {
+        let _: () = cache.set(format!("k{i}"), i).unwrap();
+    }
+    let _: () = cache.set("big", &big).unwrap();
+    let _: () = cache.set_ex("soon", 1, 1000).unwrap();
+    let _: () = lab.set("kept", "yes").unwrap();
+
+    let mut reader = s.connect_as("cache", &reader_key);
+    let refused = query::<String>(&mut reader, &["FLUSHDB"]).unwrap_err();
+    assert!(code(&refused).starts_with("NOPERM"), "{refused}");
+    assert_eq!(query::<i64>(&mut cache, &["DBSIZE"]).unwrap(), 2502);
+
+    let in_multi: Vec<RValue> = redis::pipe()
+        .atomic()
+        .cmd("FLUSHDB")
+        .query(&mut cache)
+        .unwrap_or_default();
+    assert!(in_multi.is_empty());
+    assert_eq!(query::<i64>(&mut cache, &["DBSIZE"]).unwrap(), 2502);
+
+    for how in ["ASYNC", "NOW"] {
+        let bad = query::<String>(&mut cache, &["FLUSHDB", how, "x"]);
+        assert!(bad.is_err());
+    }
+    assert_eq!(
+        query::<String>(&mut cache, &["FLUSHDB", "ASYNC"]).unwrap(),
+        "OK"
+    );
+    assert_eq!(query::<i64>(&mut cache, &["DBSIZE"]).unwrap(), 0);
+    assert_eq!(
+        query::<Option<String>>(&mut cache, &["GET", "big"]).unwrap(),
+        None
+    );
+    let chunks = s.shoal.table_memory("cache", "redis_chunks").await.unwrap();
+    assert_eq!(
+        chunks[2], chunks[3],
+        "the big value's parts are gone: {chunks:?}"
+    );
+    let kept: String = lab.get("kept").unwrap();
+    assert_eq!(kept, "yes");
+    let _: () = cache.set("after", "1").unwrap();
+    assert_eq!(query::<i64>(&mut cache, &["DBSIZE"]).unwrap(), 1);
 }

@@ -25,7 +25,7 @@ use shoal_quota::error::RateKind;
 use shoal_quota::limiter::{Limiter, LimiterClock, LimiterPool, Throttled};
 use shoal_quota::{Quota, QuotaError};
 
-use self::batch::{Batch, OperationError, memory_quota_error};
+use self::batch::{Batch, Cost, OperationError, memory_quota_error};
 use self::governance::Counters;
 pub(crate) use self::governance::LATENCY_BOUNDS_US;
 pub use self::schema::{Database, Table, Tenant};
@@ -254,12 +254,7 @@ impl Tc {
     /// rates, the memory quotas. `None` for an empty request.
     #[inline(never)]
     pub(crate) fn admit(&self, grant: &Grant, batch: &Batch) -> Result<Option<Admitted>, TcError> {
-        if let Some(failed) = self.inner.workers.failure() {
-            return Err(TcError::NodeFailed(failed.clone()));
-        }
-        if let Some(why) = self.not_serving() {
-            return Err(TcError::NotServing(why));
-        }
+        self.serving()?;
         let Ok(database) = batch.database() else {
             return Err(TcError::Forbidden {
                 database: "(several)".into(),
@@ -269,13 +264,38 @@ impl Tc {
         let Some(db) = database else {
             return Ok(None);
         };
+        self.admit_to(grant, db, batch.len(), batch.cost())
+            .map(Some)
+    }
+
+    /// Whether this node takes requests at all.
+    fn serving(&self) -> Result<(), TcError> {
+        if let Some(failed) = self.inner.workers.failure() {
+            return Err(TcError::NodeFailed(failed.clone()));
+        }
+        if let Some(why) = self.not_serving() {
+            return Err(TcError::NotServing(why));
+        }
+        Ok(())
+    }
+
+    /// The checks of `admit` for a request of `ops` operations costing
+    /// `cost` on database `db`.
+    fn admit_to(
+        &self,
+        grant: &Grant,
+        db: &Arc<Database>,
+        ops: usize,
+        cost: Cost,
+    ) -> Result<Admitted, TcError> {
         if db.id != grant.database {
             return Err(TcError::Forbidden {
                 database: db.name.to_string(),
                 reason: "the key is not granted this database".into(),
             });
         }
-        if grant.role == Role::Read && batch.has_writes() {
+        let writes = cost.write_units > 0;
+        if grant.role == Role::Read && writes {
             return Err(TcError::Forbidden {
                 database: db.name.to_string(),
                 reason: "the key may only read".into(),
@@ -284,7 +304,7 @@ impl Tc {
         // A backup takes its database's changes from the primary alone.
         // The write counts as in flight before the look, so that a primary
         // handing the database on sees it (`Database::writes_in_flight`).
-        let writing = batch.has_writes().then(|| WriteInFlight::new(db));
+        let writing = writes.then(|| WriteInFlight::new(db));
         if writing.is_some() && !db.is_primary_here() {
             return Err(TcError::NotPrimary {
                 database: db.name.to_string(),
@@ -292,11 +312,7 @@ impl Tc {
             });
         }
         // A node whose log has failed takes no writes: they could not be made durable.
-        if let Some(failed) = batch
-            .has_writes()
-            .then(|| self.inner.workers.log().failure())
-            .flatten()
-        {
+        if let Some(failed) = writes.then(|| self.inner.workers.log().failure()).flatten() {
             return Err(TcError::Durability(failed));
         }
         let gov = &db.governance;
@@ -308,12 +324,12 @@ impl Tc {
         let quota = &limits.quota;
         if let Some(limit) = quota
             .max_transaction_ops
-            .filter(|&limit| batch.len() > limit as usize)
+            .filter(|&limit| ops > limit as usize)
         {
             return Err(reject(QuotaError::TransactionTooLarge {
                 database: db.name.to_string(),
                 limit,
-                ops: batch.len(),
+                ops,
             }));
         }
         let Some(counted) = gov.enter(quota.max_parallel_transactions) else {
@@ -325,7 +341,7 @@ impl Tc {
         // From here on, the request counts as in flight until this drops.
         let admitted = Admitted {
             db: Arc::clone(db),
-            cost: batch.cost(),
+            cost,
             counted,
             _writing: writing,
         };
@@ -364,7 +380,7 @@ impl Tc {
         // rows are read.)
         Counters::add(&gov.counters.read_units, cost.reads);
         Counters::add(&gov.counters.write_units, cost.write_units);
-        Ok(Some(admitted))
+        Ok(admitted)
     }
 
     /// Runs only the checks of `execute`, charging the limiters as it would,
@@ -611,6 +627,78 @@ impl Tc {
     }
 }
 
+/// A step of a database's scan of one fragment: its rows and where the
+/// next step starts (`None`: the fragment is done).
+pub(crate) struct ScanStep {
+    pub(crate) rows: Vec<batch::Row>,
+    pub(crate) next: Option<RowRef>,
+}
+
+impl Tc {
+    /// One step of a scan of fragment number `fragment` of `table` for the
+    /// holder of `grant`, from row position `from`: at most `limit` rows as
+    /// committed, never waiting for a writer. Admitted as one read; each
+    /// row past the first is charged a read unit that the database's next
+    /// reads pay (as a large row's are). A live row keeps its position on
+    /// this node, so a scan resumed from `next` finds every row that was
+    /// there throughout.
+    pub(crate) async fn scan_step(
+        &self,
+        grant: &Grant,
+        table: &Arc<Table>,
+        fragment: usize,
+        from: RowRef,
+        limit: usize,
+    ) -> Result<ScanStep, TcError> {
+        self.serving()?;
+        let gone = || TcError::Operation {
+            index: 0,
+            error: OperationError::NoSuchTable {
+                table: table.name().to_string(),
+            },
+        };
+        let place = *table.fragments.get(fragment).ok_or_else(gone)?;
+        let one_read = Cost {
+            reads: 1,
+            write_units: 0,
+            grows: false,
+        };
+        let admitted = match self.admit_to(grant, &table.database, 1, one_read) {
+            Ok(admitted) => admitted,
+            Err(refused) => {
+                hold_rate_refusal(&refused).await;
+                return Err(refused);
+            }
+        };
+        let started = std::time::Instant::now();
+        let no_filter: Arc<[Predicate]> = Arc::new([]);
+        let limit = limit.clamp(1, MAX_SCAN_LIMIT);
+        let chunk = (self.inner.workers)
+            .scan(table.id, place, from, &no_filter, limit)
+            .await?
+            .ok_or_else(gone)?;
+        let rows: Vec<batch::Row> = (chunk.rows.iter())
+            .map(|&(start, len)| {
+                batch::Row::decode(table, &chunk.out[start as usize..(start + len) as usize])
+            })
+            .collect();
+        let gov = &admitted.db.governance;
+        let extra = rows.len().saturating_sub(1) as u64;
+        Counters::add(&gov.counters.read_units, extra);
+        gov.owe_reads(extra);
+        Counters::add(&gov.counters.requests, 1);
+        let took = started.elapsed();
+        gov.counters.latency.record(took);
+        if let Some(observer) = self.inner.latency_observer.load().as_ref() {
+            (observer.0)(&admitted.db, took);
+        }
+        Ok(ScanStep {
+            rows,
+            next: chunk.next,
+        })
+    }
+}
+
 /// Reads one of a database's counters.
 pub(crate) fn counter(c: &std::sync::atomic::AtomicU64) -> u64 {
     Counters::get(c)
@@ -619,7 +707,7 @@ pub(crate) fn counter(c: &std::sync::atomic::AtomicU64) -> u64 {
 /// A request past every check, in flight until dropped.
 pub(crate) struct Admitted {
     db: Arc<Database>,
-    cost: batch::Cost,
+    cost: Cost,
     /// Counted in flight (the database has a limit on that).
     counted: bool,
     _writing: Option<WriteInFlight>,

@@ -36,6 +36,7 @@ use super::locks::{KeyGuard, KeyLocks};
 use crate::node::Engine;
 use crate::node::catalog::CatalogError;
 use crate::storage::CmpOp;
+use crate::storage::fixed::RowRef;
 use crate::tc::batch::{Batch, OperationError, RowView};
 use crate::tc::{Commit, Grant, Role, Tc, TcError};
 use crate::tc::{Database, Table};
@@ -244,6 +245,9 @@ pub(crate) struct Store {
     purging: tokio::sync::Mutex<()>,
     /// Largest value (string or encoded hash).
     max_value: usize,
+    /// This process's own: mixed into `SCAN` cursors, so that one another
+    /// node or an earlier run of this one made is told apart.
+    scan_seed: u64,
 }
 
 pub(crate) fn now_ms() -> i64 {
@@ -301,6 +305,7 @@ impl Store {
             expiring: std::sync::Mutex::default(),
             purging: tokio::sync::Mutex::new(()),
             max_value,
+            scan_seed: crate::node::random_seed().unwrap_or_else(|_| now_ms() as u64),
         }
     }
 
@@ -898,6 +903,279 @@ impl Store {
         }
         if tc.purge(&mut batch).await.is_ok() {
             self.touched(keys.database.id, [key.as_slice()]);
+        }
+    }
+}
+
+/// A key a scan found.
+#[derive(Debug, Clone)]
+pub(crate) struct Scanned {
+    pub key: Vec<u8>,
+    pub kind: Kind,
+    /// Parts of its value after the first.
+    pub parts: u32,
+    /// Whether it had not expired when it was read.
+    pub live: bool,
+}
+
+/// Where a scan of a database's keys goes on: a fragment of its key table
+/// and a row position there, on this node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct ScanAt {
+    fragment: usize,
+    from: RowRef,
+}
+
+/// Bits of a `SCAN` cursor: it stays below 2^53, so that clients that
+/// read it as a JavaScript number read it exactly.
+const CURSOR_BITS: u32 = 53;
+
+impl ScanAt {
+    /// The cursor a client is given for this place in `table`, on this
+    /// node: the row position in the low 32 bits, the fragment above it,
+    /// and in the rest a tag of this node's run and table (never 0, so
+    /// that no place is cursor 0, which starts and ends a scan).
+    fn cursor(self, table: &Table, seed: u64) -> u64 {
+        let (fragment_bits, tag) = Self::tag(table, seed);
+        (tag << (32 + fragment_bits)) | ((self.fragment as u64) << 32) | u64::from(self.from)
+    }
+
+    /// The place a cursor names; the start for one another node or an
+    /// earlier run made (rows have other positions there: starting again
+    /// returns some keys twice, as Redis may, and misses none).
+    fn from_cursor(cursor: u64, table: &Table, seed: u64) -> ScanAt {
+        let (fragment_bits, tag) = Self::tag(table, seed);
+        let fragment = ((cursor >> 32) & ((1 << fragment_bits) - 1)) as usize;
+        if cursor >> (32 + fragment_bits) != tag || fragment >= table.fragments.len() {
+            return ScanAt::default();
+        }
+        ScanAt {
+            fragment,
+            from: cursor as u32,
+        }
+    }
+
+    /// Bits for the fragment number, and the tag.
+    fn tag(table: &Table, seed: u64) -> (u32, u64) {
+        let fragments = table.fragments.len().max(1) as u64;
+        let fragment_bits = 64 - (fragments - 1).leading_zeros();
+        let tag_bits = CURSOR_BITS - 32 - fragment_bits;
+        let hash = xxhash_rust::xxh3::xxh3_64_with_seed(&table.id.0.to_le_bytes(), seed);
+        (fragment_bits, 1 + hash % ((1 << tag_bits) - 1))
+    }
+}
+
+/// The key a scan's row holds.
+fn scanned(row: &crate::tc::batch::Row, now: i64) -> Option<Scanned> {
+    let v = row.values();
+    let int = |value: &Value| match *value {
+        Value::Int(n) => Some(n),
+        Value::UInt(n) => Some(n as i64),
+        _ => None,
+    };
+    let Value::Bytes(key) = &v[0] else {
+        return None;
+    };
+    Some(Scanned {
+        key: key.clone(),
+        kind: if int(&v[1]) == Some(1) {
+            Kind::Hash
+        } else {
+            Kind::String
+        },
+        parts: int(&v[3]).unwrap_or(0) as u32,
+        live: int(&v[2]).is_none_or(|at| at > now),
+    })
+}
+
+/// A number below `n` (> 0), at random: splitmix64 on a seed drawn once
+/// per thread (for `RANDOMKEY` and `HRANDFIELD`, not for secrets).
+pub(crate) fn random_below(n: u64) -> u64 {
+    thread_local! {
+        static STATE: std::cell::Cell<u64> =
+            std::cell::Cell::new(crate::node::random_seed().unwrap_or_else(|_| now_ms() as u64));
+    }
+    let z = STATE.with(|state| {
+        let next = state.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
+        state.set(next);
+        next
+    });
+    let z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    let z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) % n.max(1)
+}
+
+/// Keys among which `RANDOMKEY` picks.
+const RANDOM_AMONG: usize = 1024;
+
+/// Keys `FLUSHDB` deletes in one request.
+const FLUSH_BATCH: usize = 1000;
+
+impl Store {
+    /// About `count` keys of the database from `cursor` on (0: from the
+    /// start; expired keys are counted, and found not `live`), and the
+    /// cursor to go on with (0: done). Every key there for the whole scan
+    /// is found once at least, whatever is written meanwhile.
+    pub(crate) async fn scan(
+        &self,
+        db: &mut Db,
+        cursor: u64,
+        count: usize,
+    ) -> Result<(Vec<Scanned>, u64), StoreError> {
+        let Some(t) = self.tables(db, false).await? else {
+            return Ok((Vec::new(), 0));
+        };
+        let at = ScanAt::from_cursor(cursor, &t.keys, self.scan_seed);
+        let (found, next) = self.scan_from(db, &t, at, count, false).await?;
+        let next = next.map_or(0, |at| at.cursor(&t.keys, self.scan_seed));
+        Ok((found, next))
+    }
+
+    /// About `count` keys from `at` on, and where to go on (`None`: the
+    /// table's end, or the fragment's when `one_fragment`).
+    async fn scan_from(
+        &self,
+        db: &mut Db,
+        t: &Tables,
+        mut at: ScanAt,
+        count: usize,
+        one_fragment: bool,
+    ) -> Result<(Vec<Scanned>, Option<ScanAt>), StoreError> {
+        let mut found = Vec::new();
+        while found.len() < count {
+            let step = (self.tc())
+                .scan_step(
+                    &db.grant,
+                    &t.keys,
+                    at.fragment,
+                    at.from,
+                    count - found.len(),
+                )
+                .await;
+            let step = match step {
+                Ok(step) => step,
+                Err(e) => {
+                    self.forget_if_dropped(db, &e);
+                    return Err(e.into());
+                }
+            };
+            let now = now_ms();
+            found.extend(step.rows.iter().filter_map(|row| scanned(row, now)));
+            at = match step.next {
+                Some(from) => ScanAt { from, ..at },
+                None if !one_fragment && at.fragment + 1 < t.keys.fragments.len() => ScanAt {
+                    fragment: at.fragment + 1,
+                    from: 0,
+                },
+                None => return Ok((found, None)),
+            };
+        }
+        Ok((found, Some(at)))
+    }
+
+    /// Deletes every key of the database, `FLUSH_BATCH` at a time, each
+    /// under its lock; how many were live. (Keys written while it runs may
+    /// stay.)
+    pub(crate) async fn flush(&self, db: &mut Db, batch: &mut Batch) -> Result<u64, StoreError> {
+        let (mut deleted, mut cursor) = (0, 0);
+        loop {
+            let (found, next) = self.scan(db, cursor, FLUSH_BATCH).await?;
+            let keys: Vec<&[u8]> = found.iter().map(|s| s.key.as_slice()).collect();
+            if !keys.is_empty() {
+                let _locks = self.lock(db.db.id, &keys).await;
+                // Parts as they are now: the value may have been set anew.
+                let entries = self.lookup_many(db, batch, &keys).await?;
+                let t = self.tables(db, false).await?.expect("keys were found");
+                batch.clear();
+                for (scanned, entry) in found.iter().zip(&entries) {
+                    let k = key_value(&scanned.key)?;
+                    let parts = entry.as_ref().map_or(scanned.parts, |e| e.parts);
+                    (batch.delete(&t.keys, std::slice::from_ref(&k)))
+                        .map_err(OperationError::from)?;
+                    for i in 1..=parts {
+                        (batch.delete(&t.chunks, &[k.clone(), Value::Int(i64::from(i))]))
+                            .map_err(OperationError::from)?;
+                    }
+                }
+                self.run(db, batch, Commit::Each).await?;
+                self.touched(db.db.id, keys.iter().copied());
+                deleted += entries.iter().flatten().count() as u64;
+            }
+            if next == 0 {
+                return Ok(deleted);
+            }
+            cursor = next;
+        }
+    }
+
+    /// A key of the database chosen at random: among the first
+    /// `RANDOM_AMONG` keys of a fragment chosen at random (the next one
+    /// with live keys, if it has none). `None` when there are no keys.
+    pub(crate) async fn random_key(&self, db: &mut Db) -> Result<Option<Vec<u8>>, StoreError> {
+        let Some(t) = self.tables(db, false).await? else {
+            return Ok(None);
+        };
+        let fragments = t.keys.fragments.len();
+        let first = random_below(fragments as u64) as usize;
+        for fragment in (0..fragments).map(|i| (first + i) % fragments) {
+            let start = ScanAt { fragment, from: 0 };
+            let (found, _) = self.scan_from(db, &t, start, RANDOM_AMONG, true).await?;
+            let mut live: Vec<Scanned> = found.into_iter().filter(|k| k.live).collect();
+            if !live.is_empty() {
+                let pick = random_below(live.len() as u64) as usize;
+                return Ok(Some(live.swap_remove(pick).key));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Moves `item`'s value from key `from` (whose entry is `entry`) to
+    /// `item.key`, replacing what that key held, in one atomic request
+    /// (`RENAME`). The caller holds both keys' locks.
+    pub(crate) async fn rename(
+        &self,
+        db: &mut Db,
+        batch: &mut Batch,
+        from: &[u8],
+        entry: &Entry,
+        item: Item<'_>,
+    ) -> Result<(), StoreError> {
+        self.check_put(&db.db, db.grant, &[item])?;
+        if let Some(tx) = &mut db.tx {
+            let pending = Pending {
+                kind: item.kind,
+                value: item.value.to_vec(),
+                expires: item.expires,
+            };
+            tx.writes.insert(item.key.to_vec(), Some(pending));
+            tx.writes.insert(from.to_vec(), None);
+            return Ok(());
+        }
+        let t = self.tables(db, true).await?.expect("created");
+        batch.clear();
+        add_rows(batch, &t, &item, true)?;
+        let k = key_value(from)?;
+        (batch.delete(&t.keys, std::slice::from_ref(&k))).map_err(OperationError::from)?;
+        for i in 1..=entry.parts {
+            (batch.delete(&t.chunks, &[k.clone(), Value::Int(i64::from(i))]))
+                .map_err(OperationError::from)?;
+        }
+        self.run(db, batch, Commit::Atomic).await?;
+        self.touched(db.db.id, [from, item.key]);
+        if let Some(at) = item.expires {
+            self.note_expiry(&t, item.key, at);
+        }
+        self.remove_orphans(db, batch, &[item], &[0], &[true]).await
+    }
+
+    /// Forgets the key tables when a scan found them dropped.
+    fn forget_if_dropped(&self, db: &mut Db, e: &TcError) {
+        if let TcError::Operation {
+            error: OperationError::NoSuchTable { .. },
+            ..
+        } = e
+        {
+            db.tables = None;
         }
     }
 }

@@ -1,11 +1,17 @@
 //! Hash keys: `HSET` (`HMSET`), `HSETNX`, `HGET`, `HMGET`, `HGETALL`,
-//! `HKEYS`, `HVALS`, `HLEN`, `HSTRLEN`, `HEXISTS`, `HDEL` and `HINCRBY`. A hash is one value holding all its
-//! fields; a hash left without fields is deleted, as in Redis.
+//! `HKEYS`, `HVALS`, `HLEN`, `HSTRLEN`, `HEXISTS`, `HDEL`, `HINCRBY`,
+//! `HRANDFIELD` and `HSCAN`. A hash is one value holding all its fields; a
+//! hash left without fields is deleted, as in Redis.
 
 use super::{
-    Command, Ctx, Data, Refusal, Spec, int, int_arg, overflow, store_error, wrong_args, wrong_type,
+    Command, Ctx, Data, Refusal, Spec, int, int_arg, keys, option, overflow, store_error, syntax,
+    wrong_args, wrong_type,
 };
-use crate::api::resp::store::{Item, Kind, decode_hash, encode_hash};
+use crate::api::resp::store::{Item, Kind, decode_hash, encode_hash, random_below};
+
+/// Most fields `HRANDFIELD` answers for a negative count (which may
+/// repeat fields): a reply stays bounded.
+const MAX_RANDOM_FIELDS: u64 = 1_000_000;
 
 pub(in crate::api::resp) enum Cmd<'a> {
     /// `HSET` (answers the fields added) or `HMSET` (answers OK): the key
@@ -27,6 +33,19 @@ pub(in crate::api::resp) enum Cmd<'a> {
     Exists(&'a [u8], &'a [u8]),
     Del(&'a [u8], &'a [&'a [u8]]),
     IncrBy(&'a [u8], &'a [u8], i64),
+    /// `HRANDFIELD key [count [WITHVALUES]]`.
+    RandField {
+        key: &'a [u8],
+        count: Option<i64>,
+        values: bool,
+    },
+    /// `HSCAN key cursor [MATCH pattern] [COUNT count]`: the options are
+    /// judged once the key is found, as Redis does.
+    Scan {
+        key: &'a [u8],
+        cursor: &'a [u8],
+        options: &'a [&'a [u8]],
+    },
 }
 
 pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Command<'a>, Refusal> {
@@ -48,9 +67,58 @@ pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Com
         "HEXISTS" => Cmd::Exists(args[1], args[2]),
         "HDEL" => Cmd::Del(args[1], &args[2..]),
         "HINCRBY" => Cmd::IncrBy(args[1], args[2], int_arg(args[3])?),
+        "HRANDFIELD" => parse_randfield(args)?,
+        "HSCAN" => {
+            keys::cursor(args[2])?;
+            Cmd::Scan {
+                key: args[1],
+                cursor: args[2],
+                options: &args[3..],
+            }
+        }
         _ => return Err(super::unknown_command(args)),
     };
     Ok(Command::Data(Data::Hashes(cmd)))
+}
+
+fn parse_randfield<'a>(args: &'a [&'a [u8]]) -> Result<Cmd<'a>, Refusal> {
+    let Some(count) = args.get(2) else {
+        return Ok(Cmd::RandField {
+            key: args[1],
+            count: None,
+            values: false,
+        });
+    };
+    let count = int_arg(count)?;
+    if count == i64::MIN {
+        return Err((
+            "ERR",
+            format!(
+                "value is out of range, value must between {} and {}",
+                -i64::MAX,
+                i64::MAX
+            ),
+        ));
+    }
+    let values = match args.get(3) {
+        None => false,
+        Some(arg) if args.len() == 4 && option(arg).as_str() == "WITHVALUES" => true,
+        Some(_) => return Err(syntax()),
+    };
+    if values && !(-i64::MAX / 2..=i64::MAX / 2).contains(&count) {
+        return Err(("ERR", "value is out of range".into()));
+    }
+    if count.unsigned_abs() > MAX_RANDOM_FIELDS && count < 0 {
+        return Err((
+            "ERR",
+            format!("HRANDFIELD answers at most {MAX_RANDOM_FIELDS} fields"),
+        ));
+    }
+    Ok(Cmd::RandField {
+        key: args[1],
+        count: Some(count),
+        values,
+    })
 }
 
 impl Cmd<'_> {
@@ -154,6 +222,71 @@ impl Cmd<'_> {
                 })
                 .await?;
                 ctx.out.int(result);
+            }
+            Cmd::RandField { key, count, values } => {
+                let fields = ctx.read_hash(key).await?;
+                let out = &mut *ctx.out;
+                let Some(count) = count else {
+                    match fields.len() {
+                        0 => out.null(),
+                        n => out.bulk(&fields[random_below(n as u64) as usize].0),
+                    }
+                    return Ok(());
+                };
+                // Distinct fields for a positive count, any for a negative one.
+                let picked: Vec<usize> = match (fields.len(), count) {
+                    (0, _) | (_, 0) => Vec::new(),
+                    (n, c) if c < 0 => (0..c.unsigned_abs())
+                        .map(|_| random_below(n as u64) as usize)
+                        .collect(),
+                    (n, c) => {
+                        let mut order: Vec<usize> = (0..n).collect();
+                        let take = (c as u64).min(n as u64) as usize;
+                        for i in 0..take {
+                            let j = i + random_below((n - i) as u64) as usize;
+                            order.swap(i, j);
+                        }
+                        order.truncate(take);
+                        order
+                    }
+                };
+                let pairs = values && out.resp3;
+                out.array(if values && !pairs {
+                    2 * picked.len()
+                } else {
+                    picked.len()
+                });
+                for i in picked {
+                    if pairs {
+                        out.array(2);
+                    }
+                    out.bulk(&fields[i].0);
+                    if values {
+                        out.bulk(&fields[i].1);
+                    }
+                }
+            }
+            Cmd::Scan {
+                key,
+                cursor,
+                options,
+            } => {
+                // The whole hash in one reply, as Redis answers a small one:
+                // its fields are one value here.
+                let fields = ctx.read_hash(key).await?;
+                let mut answered = Vec::new();
+                if !fields.is_empty() {
+                    let scan = keys::parse_scan(cursor, options, false)?;
+                    answered.extend(fields.iter().filter(|(f, _)| scan.matches(f)));
+                }
+                let out = &mut *ctx.out;
+                out.array(2);
+                out.bulk(b"0");
+                out.array(2 * answered.len());
+                for (field, value) in answered {
+                    out.bulk(field);
+                    out.bulk(value);
+                }
             }
         }
         Ok(())

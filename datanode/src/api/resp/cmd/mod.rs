@@ -48,6 +48,8 @@ pub(super) enum Keys {
     All,
     /// Every other argument from 1 on (`MSET key value key value`).
     Pairs,
+    /// Arguments 1 and 2 (`COPY source destination [options]`).
+    Two,
 }
 
 /// What a command sent after `MULTI` does.
@@ -123,7 +125,7 @@ impl Spec {
 }
 
 /// Every command this speaks.
-pub(super) static COMMANDS: [Spec; 64] = {
+pub(super) static COMMANDS: [Spec; 73] = {
     use Keys::{All, First, None, Pairs};
     use {InMulti::AtOnce, InMulti::Refused, transactions as t};
     use {connection as c, hashes as h, keys as k, server as s, strings as st};
@@ -148,6 +150,7 @@ pub(super) static COMMANDS: [Spec; 64] = {
         spec("INFO", -1, None, s::parse).here(),
         spec("COMMAND", -1, None, s::parse).here(),
         spec("CONFIG", -2, None, s::parse).here(),
+        spec("FLUSHDB", -1, None, s::parse).in_multi(Refused),
         spec("TIME", 1, None, s::parse).here(),
         spec("GET", 2, First, st::parse).reads(),
         spec("SET", -3, First, st::parse),
@@ -182,6 +185,8 @@ pub(super) static COMMANDS: [Spec; 64] = {
         spec("HEXISTS", 3, First, h::parse).reads(),
         spec("HDEL", -3, First, h::parse),
         spec("HINCRBY", 4, First, h::parse),
+        spec("HRANDFIELD", -2, First, h::parse).reads(),
+        spec("HSCAN", -3, First, h::parse).reads(),
         spec("TYPE", 2, First, k::parse).reads(),
         spec("DEL", -2, All, k::parse),
         spec("UNLINK", -2, All, k::parse),
@@ -196,6 +201,12 @@ pub(super) static COMMANDS: [Spec; 64] = {
         spec("TTL", 2, First, k::parse).reads(),
         spec("PTTL", 2, First, k::parse).reads(),
         spec("PERSIST", 2, First, k::parse),
+        spec("SCAN", -2, None, k::parse).reads(),
+        spec("KEYS", 2, None, k::parse).reads(),
+        spec("RANDOMKEY", 1, None, k::parse).reads(),
+        spec("RENAME", 3, All, k::parse),
+        spec("RENAMENX", 3, All, k::parse),
+        spec("COPY", -3, Keys::Two, k::parse),
         spec("MULTI", 1, None, t::parse).in_multi(AtOnce),
         spec("EXEC", 1, None, t::parse).in_multi(AtOnce),
         spec("DISCARD", 1, None, t::parse).in_multi(AtOnce),
@@ -248,6 +259,7 @@ impl Spec {
             Keys::First => from.iter().take(1).copied().collect(),
             Keys::All => from.to_vec(),
             Keys::Pairs => from.iter().step_by(2).copied().collect(),
+            Keys::Two => from.iter().take(2).copied().collect(),
         }
     }
 

@@ -1,12 +1,15 @@
-//! What clients ask of the server: `DBSIZE`, `INFO`, `COMMAND` (answered
-//! from the one command table), `CONFIG` and `TIME`.
+//! What clients ask of the server: `DBSIZE`, `FLUSHDB`, `INFO`, `COMMAND`
+//! (answered from the one command table), `CONFIG` and `TIME`.
 
 use super::{
-    COMMANDS, Command, Ctx, Data, REDIS_VERSION, Refusal, Spec, Upper, store_error, upper,
+    COMMANDS, Command, Ctx, Data, REDIS_VERSION, Refusal, Spec, Upper, option, store_error, syntax,
+    upper,
 };
 
 pub(in crate::api::resp) enum Cmd<'a> {
     DbSize,
+    /// `FLUSHDB [ASYNC | SYNC]`: either way, the keys are gone when it answers.
+    FlushDb,
     Info,
     /// `COMMAND [COUNT | LIST | …]`: the subcommand, if any.
     Command(Option<&'a [u8]>),
@@ -17,6 +20,11 @@ pub(in crate::api::resp) enum Cmd<'a> {
 pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Command<'a>, Refusal> {
     let cmd = match spec.name {
         "DBSIZE" => Cmd::DbSize,
+        "FLUSHDB" => match args {
+            [_] => Cmd::FlushDb,
+            [_, how] if matches!(option(how).as_str(), "ASYNC" | "SYNC") => Cmd::FlushDb,
+            _ => return Err(syntax()),
+        },
         "INFO" => Cmd::Info,
         "COMMAND" => Cmd::Command(args.get(1).copied()),
         "CONFIG" => Cmd::Config,
@@ -32,6 +40,11 @@ impl Cmd<'_> {
             Cmd::DbSize => {
                 let count = ctx.store.count(&ctx.session.db).await;
                 ctx.out.int(count.map_err(store_error)? as i64);
+            }
+            Cmd::FlushDb => {
+                let (store, db, batch, out) = ctx.parts();
+                store.flush(db, batch).await.map_err(store_error)?;
+                out.ok();
             }
             Cmd::Info => {
                 let keys = ctx
