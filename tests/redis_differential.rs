@@ -256,6 +256,32 @@ fn expiry(rng: &mut Rng, unit_ms: u64) -> Vec<u8> {
     }
 }
 
+/// A float increment: plain, exponent, hex, edges, not a float.
+fn float(rng: &mut Rng) -> Vec<u8> {
+    let floats: &[&[u8]] = &[
+        b"0.1",
+        b"-0.1",
+        b"10.5",
+        b"1e5",
+        b"3.0e-3",
+        b"-0",
+        b"0x10",
+        b"12345678.1",
+        b"1",
+        b"-1.5",
+        b"0.1234567890123456789",
+        b"1e4000",
+        b"-1e4000",
+        b"inf",
+        b"nan",
+        b" 1",
+        b"",
+        b"x",
+        b"5.",
+    ];
+    rng.pick(floats).to_vec()
+}
+
 /// A glob-style pattern for `KEYS`, `SCAN` and `HSCAN`.
 fn pattern(rng: &mut Rng) -> Vec<u8> {
     let patterns: &[&[u8]] = &[
@@ -426,7 +452,9 @@ fn next_command(rng: &mut Rng) -> Vec<Vec<u8>> {
             }
             _ => ("TYPE", vec![key(rng)]),
         },
-        36 => match rng.below(3) {
+        36 => match rng.below(5) {
+            3 => ("INCRBYFLOAT", vec![key(rng), float(rng)]),
+            4 => ("HINCRBYFLOAT", vec![key(rng), field(rng), float(rng)]),
             0 => {
                 let mut args = vec![key(rng), rng.pick(&["0", "x"]).as_bytes().to_vec()];
                 args.extend(scan_options(rng, false));

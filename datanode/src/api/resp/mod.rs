@@ -19,6 +19,7 @@
 mod cmd;
 pub(crate) mod frame;
 mod locks;
+mod long_double;
 mod pipeline;
 mod relay;
 pub(crate) mod store;

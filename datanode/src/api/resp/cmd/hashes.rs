@@ -1,12 +1,13 @@
 //! Hash keys: `HSET` (`HMSET`), `HSETNX`, `HGET`, `HMGET`, `HGETALL`,
 //! `HKEYS`, `HVALS`, `HLEN`, `HSTRLEN`, `HEXISTS`, `HDEL`, `HINCRBY`,
-//! `HRANDFIELD` and `HSCAN`. A hash is one value holding all its fields; a
+//! `HINCRBYFLOAT`, `HRANDFIELD` and `HSCAN`. A hash is one value holding all its fields; a
 //! hash left without fields is deleted, as in Redis.
 
 use super::{
     Command, Ctx, Data, Refusal, Spec, int, int_arg, keys, option, overflow, store_error, syntax,
     wrong_args, wrong_type,
 };
+use crate::api::resp::long_double::{self, FloatError};
 use crate::api::resp::store::{Item, Kind, decode_hash, encode_hash, random_below};
 
 /// Most fields `HRANDFIELD` answers for a negative count (which may
@@ -33,6 +34,8 @@ pub(in crate::api::resp) enum Cmd<'a> {
     Exists(&'a [u8], &'a [u8]),
     Del(&'a [u8], &'a [&'a [u8]]),
     IncrBy(&'a [u8], &'a [u8], i64),
+    /// `HINCRBYFLOAT key field increment`: the increment is a finite float.
+    IncrByFloat(&'a [u8], &'a [u8], &'a [u8]),
     /// `HRANDFIELD key [count [WITHVALUES]]`.
     RandField {
         key: &'a [u8],
@@ -67,6 +70,13 @@ pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Com
         "HEXISTS" => Cmd::Exists(args[1], args[2]),
         "HDEL" => Cmd::Del(args[1], &args[2..]),
         "HINCRBY" => Cmd::IncrBy(args[1], args[2], int_arg(args[3])?),
+        "HINCRBYFLOAT" => {
+            long_double::check(args[3]).map_err(|e| match e {
+                FloatError::NotFinite => ("ERR", "value is NaN or Infinity".into()),
+                _ => super::strings::float_error(e),
+            })?;
+            Cmd::IncrByFloat(args[1], args[2], args[3])
+        }
         "HRANDFIELD" => parse_randfield(args)?,
         "HSCAN" => {
             keys::cursor(args[2])?;
@@ -222,6 +232,24 @@ impl Cmd<'_> {
                 })
                 .await?;
                 ctx.out.int(result);
+            }
+            Cmd::IncrByFloat(key, field, by) => {
+                let mut sum = Vec::new();
+                ctx.modify_hash(key, |fields| {
+                    let slot = fields.iter().position(|(f, _)| f == field);
+                    let held = slot.map(|i| fields[i].1.as_slice());
+                    sum = long_double::add(held, by).map_err(|e| match e {
+                        FloatError::Value => ("ERR", "hash value is not a float".into()),
+                        _ => super::strings::float_error(e),
+                    })?;
+                    match slot {
+                        Some(i) => fields[i].1.clone_from(&sum),
+                        None => fields.push((field.to_vec(), sum.clone())),
+                    }
+                    Ok(())
+                })
+                .await?;
+                ctx.out.bulk(&sum);
             }
             Cmd::RandField { key, count, values } => {
                 let fields = ctx.read_hash(key).await?;

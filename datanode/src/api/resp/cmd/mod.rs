@@ -10,13 +10,14 @@
 //! them (`WRONGTYPE`, `NOAUTH`, "wrong number of arguments").
 //!
 //! - `connection`: PING, ECHO, QUIT, AUTH, HELLO, SELECT, CLIENT.
-//! - `server`: DBSIZE, INFO, COMMAND, CONFIG, TIME.
+//! - `server`: DBSIZE, FLUSHDB, INFO, COMMAND, CONFIG, TIME.
 //! - `strings`: GET, SET, SETEX, PSETEX, SETNX, GETSET, GETDEL, GETEX, MSET,
-//!   MSETNX, MGET, INCR…, APPEND, STRLEN, GETRANGE, SETRANGE.
+//!   MSETNX, MGET, INCR…, INCRBYFLOAT, APPEND, STRLEN, GETRANGE, SETRANGE.
 //! - `hashes`: HSET, HSETNX, HGET, HMGET, HGETALL, HKEYS, HVALS, HLEN,
-//!   HSTRLEN, HEXISTS, HDEL, HINCRBY.
-//! - `keys`: DEL, UNLINK, EXISTS, TOUCH, TYPE, EXPIRE, PEXPIRE, EXPIREAT,
-//!   PEXPIREAT, TTL, PTTL, EXPIRETIME, PEXPIRETIME, PERSIST.
+//!   HSTRLEN, HEXISTS, HDEL, HINCRBY, HINCRBYFLOAT, HRANDFIELD, HSCAN.
+//! - `keys`: DEL, UNLINK, EXISTS, TOUCH, TYPE, SCAN, KEYS, RANDOMKEY, RENAME,
+//!   RENAMENX, COPY, EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL,
+//!   EXPIRETIME, PEXPIRETIME, PERSIST.
 //! - `transactions`: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
 
 mod connection;
@@ -125,7 +126,7 @@ impl Spec {
 }
 
 /// Every command this speaks.
-pub(super) static COMMANDS: [Spec; 73] = {
+pub(super) static COMMANDS: [Spec; 75] = {
     use Keys::{All, First, None, Pairs};
     use {InMulti::AtOnce, InMulti::Refused, transactions as t};
     use {connection as c, hashes as h, keys as k, server as s, strings as st};
@@ -167,6 +168,7 @@ pub(super) static COMMANDS: [Spec; 73] = {
         spec("DECR", 2, First, st::parse),
         spec("INCRBY", 3, First, st::parse),
         spec("DECRBY", 3, First, st::parse),
+        spec("INCRBYFLOAT", 3, First, st::parse),
         spec("APPEND", 3, First, st::parse),
         spec("STRLEN", 2, First, st::parse).reads(),
         spec("GETRANGE", 4, First, st::parse).reads(),
@@ -185,6 +187,7 @@ pub(super) static COMMANDS: [Spec; 73] = {
         spec("HEXISTS", 3, First, h::parse).reads(),
         spec("HDEL", -3, First, h::parse),
         spec("HINCRBY", 4, First, h::parse),
+        spec("HINCRBYFLOAT", 4, First, h::parse),
         spec("HRANDFIELD", -2, First, h::parse).reads(),
         spec("HSCAN", -3, First, h::parse).reads(),
         spec("TYPE", 2, First, k::parse).reads(),

@@ -1,11 +1,13 @@
 //! String keys: `GET`, `SET` (`SETEX`, `PSETEX`, `SETNX`, `GETSET`),
 //! `GETDEL`, `GETEX`, `MSET`, `MSETNX`, `MGET`, `INCR`, `DECR`, `INCRBY`,
-//! `DECRBY`, `APPEND`, `STRLEN`, `GETRANGE` (`SUBSTR`) and `SETRANGE`.
+//! `DECRBY`, `INCRBYFLOAT`, `APPEND`, `STRLEN`, `GETRANGE` (`SUBSTR`) and
+//! `SETRANGE`.
 
 use super::{
     Command, Ctx, Data, Refusal, Spec, Upper, int, int_arg, not_integer, option, overflow,
     store_error, syntax, wrong_args, wrong_type,
 };
+use crate::api::resp::long_double::{self, FloatError};
 use crate::api::resp::store::{Entry, Item, Kind, now_ms};
 
 pub(in crate::api::resp) enum Cmd<'a> {
@@ -18,6 +20,7 @@ pub(in crate::api::resp) enum Cmd<'a> {
     MGet(&'a [&'a [u8]]),
     /// `INCR`, `DECR`, `INCRBY`, `DECRBY`: the key and what to add.
     Incr(&'a [u8], i64),
+    IncrByFloat(&'a [u8], &'a [u8]),
     Append(&'a [u8], &'a [u8]),
     StrLen(&'a [u8]),
     GetRange(&'a [u8], i64, i64),
@@ -120,6 +123,7 @@ pub(super) fn parse<'a>(spec: &'static Spec, args: &'a [&'a [u8]]) -> Result<Com
                 by.ok_or_else(|| ("ERR", "decrement would overflow".to_owned()))?,
             )
         }
+        "INCRBYFLOAT" => Cmd::IncrByFloat(args[1], args[2]),
         "APPEND" => Cmd::Append(args[1], args[2]),
         "STRLEN" => Cmd::StrLen(args[1]),
         "GETRANGE" | "SUBSTR" => Cmd::GetRange(args[1], int_arg(args[2])?, int_arg(args[3])?),
@@ -278,6 +282,17 @@ impl Cmd<'_> {
             Cmd::Incr(key, by) => {
                 let v = ctx.incr(key, by).await?;
                 ctx.out.int(v);
+            }
+            Cmd::IncrByFloat(key, by) => {
+                let mut sum = Vec::new();
+                ctx.modify_string(key, |v, existed| {
+                    let held = existed.then_some(v.as_slice());
+                    sum = long_double::add(held, by).map_err(float_error)?;
+                    v.clone_from(&sum);
+                    Ok(())
+                })
+                .await?;
+                ctx.out.bulk(&sum);
             }
             Cmd::Append(key, tail) => {
                 let len = ctx
@@ -452,6 +467,15 @@ impl Ctx<'_> {
             .map_err(store_error)?;
         Ok(value.len())
     }
+}
+
+/// Redis's words for a float increment that cannot be made.
+pub(super) fn float_error(e: FloatError) -> Refusal {
+    let message = match e {
+        FloatError::Value | FloatError::Increment => "value is not a valid float",
+        FloatError::NotFinite => "increment would produce NaN or Infinity",
+    };
+    ("ERR", message.into())
 }
 
 /// `GETRANGE`'s bytes of `value` from `start` to `end`, both included,
