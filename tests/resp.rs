@@ -1051,3 +1051,116 @@ async fn flushdb_empties_only_the_authenticated_database() {
     let _: () = cache.set("after", "1").unwrap();
     assert_eq!(query::<i64>(&mut cache, &["DBSIZE"]).unwrap(), 1);
 }
+
+/// What clients ask at connect and what operators look at: `COMMAND
+/// INFO`/`DOCS` from the one command table, `CONFIG GET`, `INFO` by
+/// section, and `CLIENT LIST`/`KILL`, which reach only the connections of
+/// the caller's own API key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_and_client_commands_answer_as_redis_7() {
+    let s = setup(&[]).await;
+    let mut con = s.connect();
+    let c = &mut con;
+
+    let info: Vec<RValue> = query(c, &["COMMAND", "INFO", "get", "set", "nosuch"]).unwrap();
+    assert_eq!(info.len(), 3);
+    let RValue::Array(get) = &info[0] else {
+        panic!("{info:?}")
+    };
+    assert_eq!(get.len(), 10);
+    assert_eq!(get[0], RValue::BulkString(b"get".to_vec()));
+    assert_eq!(get[1], RValue::Int(2));
+    assert_eq!(
+        (&get[3], &get[4], &get[5]),
+        (&RValue::Int(1), &RValue::Int(1), &RValue::Int(1))
+    );
+    assert_eq!(info[2], RValue::Nil);
+    let all: Vec<RValue> = query(c, &["COMMAND"]).unwrap();
+    assert_eq!(
+        all.len() as i64,
+        query::<i64>(c, &["COMMAND", "COUNT"]).unwrap()
+    );
+    let docs: std::collections::HashMap<String, std::collections::HashMap<String, String>> =
+        query(c, &["COMMAND", "DOCS", "scan", "hrandfield"]).unwrap();
+    assert_eq!(docs["scan"]["group"], "generic");
+    assert_eq!(docs["hrandfield"]["since"], "6.2.0");
+    assert!(!docs["scan"]["summary"].is_empty());
+    let every: std::collections::HashMap<String, RValue> = query(c, &["COMMAND", "DOCS"]).unwrap();
+    assert_eq!(every.len(), all.len());
+    assert!(query::<RValue>(c, &["COMMAND", "GETKEYS", "GET", "a"]).is_err());
+
+    let config: std::collections::HashMap<String, String> =
+        query(c, &["CONFIG", "GET", "maxmemory*", "databases"]).unwrap();
+    assert_eq!(config["maxmemory-policy"], "noeviction");
+    assert_eq!(config["databases"], "1");
+    assert!(config.contains_key("maxmemory"));
+    let none: std::collections::HashMap<String, String> =
+        query(c, &["CONFIG", "GET", "nosuchsetting"]).unwrap();
+    assert!(none.is_empty());
+    assert!(query::<String>(c, &["CONFIG", "SET", "maxmemory", "1"]).is_err());
+    assert!(query::<String>(c, &["CONFIG", "GET"]).is_err());
+
+    let _: () = c.set("k", "v").unwrap();
+    let keyspace: String = query(c, &["INFO", "keyspace"]).unwrap();
+    assert_eq!(keyspace, "# Keyspace\r\ndb0:keys=1\r\n");
+    let some: String = query(c, &["INFO", "server", "MEMORY"]).unwrap();
+    assert!(
+        some.contains("redis_version:") && some.contains("used_memory:"),
+        "{some}"
+    );
+    assert!(!some.contains("# Keyspace"), "{some}");
+    let all: String = query(c, &["INFO"]).unwrap();
+    for section in [
+        "Server",
+        "Memory",
+        "Persistence",
+        "Stats",
+        "Replication",
+        "Keyspace",
+    ] {
+        assert!(
+            all.contains(&format!("# {section}\r\n")),
+            "{section}: {all}"
+        );
+    }
+
+    // CLIENT LIST shows this key's connections only.
+    let _: () = redis::cmd("CLIENT")
+        .arg("SETNAME")
+        .arg("me")
+        .query(c)
+        .unwrap();
+    let mut second = s.connect();
+    let other_key = s.shoal.create_key("acme", &[("cache", "read_write")]).await;
+    let mut stranger = s.connect_as("cache", &other_key);
+    let second_id: i64 = query(&mut second, &["CLIENT", "ID"]).unwrap();
+    let stranger_id: i64 = query(&mut stranger, &["CLIENT", "ID"]).unwrap();
+    let list: String = query(c, &["CLIENT", "LIST"]).unwrap();
+    assert_eq!(list.lines().count(), 2, "{list}");
+    assert!(
+        list.contains("name=me ") && list.contains("user=cache"),
+        "{list}"
+    );
+    assert!(list.contains(&format!("id={second_id} ")), "{list}");
+    assert!(!list.contains(&format!("id={stranger_id} ")), "{list}");
+    let me: String = query(c, &["CLIENT", "INFO"]).unwrap();
+    assert!(me.starts_with("id=") && me.contains(" cmd=client "), "{me}");
+    assert!(query::<String>(c, &["CLIENT", "SETNAME", "has space"]).is_err());
+    assert!(query::<String>(c, &["CLIENT", "LIST", "TYPE", "nosuch"]).is_err());
+    let by_id: String = query(c, &["CLIENT", "LIST", "ID", &second_id.to_string()]).unwrap();
+    assert_eq!(by_id.lines().count(), 1, "{by_id}");
+
+    // Another key's connection cannot be killed, or even found.
+    let killed: i64 = query(c, &["CLIENT", "KILL", "ID", &stranger_id.to_string()]).unwrap();
+    assert_eq!(killed, 0);
+    assert_eq!(query::<String>(&mut stranger, &["PING"]).unwrap(), "PONG");
+    let killed: i64 = query(c, &["CLIENT", "KILL", "ID", &second_id.to_string()]).unwrap();
+    assert_eq!(killed, 1);
+    assert!(query::<String>(&mut second, &["PING"]).is_err(), "ended");
+    assert!(query::<String>(c, &["CLIENT", "KILL", "ID", "0"]).is_err());
+    assert!(query::<String>(c, &["CLIENT", "KILL", "127.0.0.1:1"]).is_err());
+    // SKIPME yes (the default): the caller stays.
+    let killed: i64 = query(c, &["CLIENT", "KILL", "USER", "cache"]).unwrap();
+    assert_eq!(killed, 0);
+    assert_eq!(query::<String>(c, &["PING"]).unwrap(), "PONG");
+}

@@ -387,6 +387,15 @@ impl Out {
         }
     }
 
+    /// A set of `len` elements: RESP3's set, or an array in RESP2.
+    pub(crate) fn set(&mut self, len: usize) {
+        if self.resp3 {
+            self.line(b'~', len as i64);
+        } else {
+            self.line(b'*', len as i64);
+        }
+    }
+
     /// A hash's fields and values (`HGETALL`).
     pub(crate) fn hash_all(&mut self, fields: &[(Vec<u8>, Vec<u8>)]) {
         self.map(fields.len());

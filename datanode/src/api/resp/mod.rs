@@ -15,7 +15,9 @@
 //! - `store`: keys as rows; `locks`: the keys' locks.
 //! - `relay`: commands of a database whose primary is another node of the
 //!   group, sent there; reads are answered from this node's replica.
+//! - `clients`: the node's client connections, as `CLIENT LIST` shows them.
 
+mod clients;
 mod cmd;
 pub(crate) mod frame;
 mod locks;
@@ -34,6 +36,7 @@ use tracing::Instrument;
 
 use std::ops::Range;
 
+use self::clients::{Clients, Registered};
 use self::frame::{FrameLimits, Out, Parsed, Parser};
 use self::pipeline::{Command, Run, op_of};
 use self::relay::Upstream;
@@ -56,6 +59,12 @@ const PURGE_BATCH: usize = 10_000;
 /// not know (those given their expiry before the node restarted).
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
+/// When this node began serving Redis clients (`INFO`'s uptime).
+pub(crate) fn started() -> std::time::Instant {
+    static STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *STARTED.get_or_init(std::time::Instant::now)
+}
+
 /// Serves RESP until `stopped`, then lets each connection finish the command
 /// it is running.
 pub(crate) async fn serve(
@@ -65,18 +74,27 @@ pub(crate) async fn serve(
     limits: Limits,
     stopped: watch::Receiver<bool>,
 ) {
+    started();
     tokio::spawn(purge(Arc::clone(&store), stopped.clone()));
+    let clients = Arc::new(Clients::default());
     // Connections other nodes of the group relay here, for this node is
     // their database's primary: served as any client's, past the caps
     // (the relaying node holds its clients to them).
     let relayed = {
         let workers = std::sync::Mutex::new(serve::Workers::new(store.tc().clone()));
         let (store, cluster, stopped) = (Arc::clone(&store), cluster.clone(), stopped.clone());
+        let clients = Arc::clone(&clients);
         crate::cluster::Front::new(move |stream, sent_on| {
             let (store, cluster, stopped) = (Arc::clone(&store), cluster.clone(), stopped.clone());
+            let clients = Arc::clone(&clients);
             let mut workers = workers.lock().unwrap_or_else(|e| e.into_inner());
             workers.spawn(stream, move |stream| async move {
-                connection(stream, store, cluster, limits, stopped, Some(sent_on)).await;
+                let shared = Shared {
+                    store,
+                    cluster,
+                    clients,
+                };
+                connection(stream, shared, limits, stopped, Some(sent_on)).await;
             });
         })
     };
@@ -89,10 +107,14 @@ pub(crate) async fn serve(
         b"-ERR max number of clients reached\r\n",
         stopped,
         move |stream, _, permit| {
-            let (store, stopped) = (Arc::clone(&store), watching.clone());
-            let cluster = cluster.clone();
+            let stopped = watching.clone();
+            let shared = Shared {
+                store: Arc::clone(&store),
+                cluster: cluster.clone(),
+                clients: Arc::clone(&clients),
+            };
             workers.spawn(stream, move |stream| async move {
-                connection(stream, store, cluster, limits, stopped, None).await;
+                connection(stream, shared, limits, stopped, None).await;
                 drop(permit);
             });
         },
@@ -159,29 +181,50 @@ struct Conn {
     /// database's primary: never sent on again.
     relayed: bool,
     cluster: Cluster,
+    clients: Arc<Clients>,
+    /// Its place among the node's clients (not for a connection another
+    /// node relays here: that node lists its client).
+    client: Option<Registered>,
+}
+
+/// What every connection of the node shares.
+struct Shared {
+    store: Arc<Store>,
+    cluster: Cluster,
+    clients: Arc<Clients>,
 }
 
 static NEXT_CLIENT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 async fn connection(
     stream: TcpStream,
-    store: Arc<Store>,
-    cluster: Cluster,
+    shared: Shared,
     limits: Limits,
     stopped: watch::Receiver<bool>,
     relayed: Option<Vec<u8>>,
 ) {
+    let Shared {
+        store,
+        cluster,
+        clients,
+    } = shared;
+    let id = NEXT_CLIENT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let client = relayed
+        .is_none()
+        .then(|| clients.register(id, stream.peer_addr().ok(), stream.local_addr().ok()));
     let conn = Conn {
         batch: store.tc().batch(),
         store,
         session: None,
         out: Out::default(),
         name: None,
-        id: NEXT_CLIENT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        id,
         multi: None,
         watched: Vec::new(),
         relayed: relayed.is_some(),
         cluster: cluster.clone(),
+        clients,
+        client,
     };
     // `access` records the tenant and database once the client authenticates.
     let span = tracing::debug_span!(
@@ -265,6 +308,7 @@ enum Event {
     Placed,
     Idle,
     Stopped,
+    Killed,
 }
 
 async fn serve_connection(
@@ -481,11 +525,12 @@ async fn serve_connection(
             _ = placed.changed(), if relaying => Event::Placed,
             () = &mut idle => Event::Idle,
             _ = stopped.wait_for(|s| *s) => Event::Stopped,
+            () = killed(conn.client.as_ref()) => Event::Killed,
         };
         match event {
             Event::Read(Ok(n)) if n > 0 => last_read = tokio::time::Instant::now(),
-            // Closed or failed.
-            Event::Read(_) | Event::Stopped => return,
+            // Closed or failed, or ended by `CLIENT KILL`.
+            Event::Read(_) | Event::Stopped | Event::Killed => return,
             Event::Pumped(Ok(())) => {}
             Event::Pumped(Err(broken)) => {
                 if !lose(&mut upstream, &mut conn.out, &broken) {
@@ -519,6 +564,14 @@ async fn serve_connection(
                 idle.as_mut().reset(due);
             }
         }
+    }
+}
+
+/// Until `CLIENT KILL` ends the connection; never, for one not listed.
+async fn killed(client: Option<&Registered>) {
+    match client {
+        Some(registered) => registered.client.killed().await,
+        None => std::future::pending().await,
     }
 }
 

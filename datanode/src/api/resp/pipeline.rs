@@ -47,11 +47,15 @@ impl Op {
     }
 
     fn name(self) -> &'static [u8] {
+        self.command().as_bytes()
+    }
+
+    fn command(self) -> &'static str {
         match self {
-            Op::Get => b"GET",
-            Op::HGet => b"HGET",
-            Op::HGetAll => b"HGETALL",
-            Op::Set => b"SET",
+            Op::Get => "GET",
+            Op::HGet => "HGET",
+            Op::HGetAll => "HGETALL",
+            Op::Set => "SET",
         }
     }
 }
@@ -99,6 +103,9 @@ impl Conn {
                 self.out.error(prefix, &message);
             }
             return;
+        }
+        if let (Some(registered), Some(last)) = (&self.client, commands.last()) {
+            registered.client.ran(last.op.command());
         }
         let keys: Vec<&[u8]> = commands.iter().map(|c| &buf[c.key.clone()]).collect();
         let args: Vec<&[u8]> = commands.iter().map(|c| &buf[c.arg.clone()]).collect();

@@ -85,6 +85,11 @@ pub(super) struct Spec {
     /// Whether it only reads: a node holding a replica of its database
     /// answers it from that replica.
     pub(super) reads: bool,
+    /// `COMMAND DOCS`: Redis's group, the Redis version that brought it,
+    /// and what it does.
+    pub(super) group: &'static str,
+    pub(super) since: &'static str,
+    pub(super) summary: &'static str,
     parse: Parse,
 }
 
@@ -97,6 +102,9 @@ const fn spec(name: &'static str, arity: i32, keys: Keys, parse: Parse) -> Spec 
         before_auth: false,
         here: false,
         reads: false,
+        group: "",
+        since: "",
+        summary: "",
         parse,
     }
 }
@@ -123,6 +131,15 @@ impl Spec {
             ..self
         }
     }
+
+    const fn doc(self, group: &'static str, since: &'static str, summary: &'static str) -> Spec {
+        Spec {
+            group,
+            since,
+            summary,
+            ..self
+        }
+    }
 }
 
 /// Every command this speaks.
@@ -131,90 +148,165 @@ pub(super) static COMMANDS: [Spec; 75] = {
     use {InMulti::AtOnce, InMulti::Refused, transactions as t};
     use {connection as c, hashes as h, keys as k, server as s, strings as st};
     [
-        spec("PING", -1, None, c::parse).before_auth().here(),
-        spec("ECHO", 2, None, c::parse).here(),
+        spec("PING", -1, None, c::parse).before_auth().here()
+            .doc("connection", "1.0.0", "Returns the server's liveliness response."),
+        spec("ECHO", 2, None, c::parse).here()
+            .doc("connection", "1.0.0", "Returns the given string."),
         spec("QUIT", -1, None, c::parse)
             .in_multi(AtOnce)
             .before_auth()
-            .here(),
+            .here()
+            .doc("connection", "1.0.0", "Closes the connection."),
         spec("AUTH", -2, None, c::parse)
             .in_multi(Refused)
             .before_auth()
-            .here(),
+            .here()
+            .doc("connection", "1.0.0", "Authenticates the connection: AUTH <database> <api-key>."),
         spec("HELLO", -1, None, c::parse)
             .in_multi(Refused)
             .before_auth()
-            .here(),
-        spec("SELECT", 2, None, c::parse).here(),
-        spec("CLIENT", -2, None, c::parse).here(),
-        spec("DBSIZE", 1, None, s::parse),
-        spec("INFO", -1, None, s::parse).here(),
-        spec("COMMAND", -1, None, s::parse).here(),
-        spec("CONFIG", -2, None, s::parse).here(),
-        spec("FLUSHDB", -1, None, s::parse).in_multi(Refused),
-        spec("TIME", 1, None, s::parse).here(),
-        spec("GET", 2, First, st::parse).reads(),
-        spec("SET", -3, First, st::parse),
-        spec("SETEX", 4, First, st::parse),
-        spec("PSETEX", 4, First, st::parse),
-        spec("SETNX", 3, First, st::parse),
-        spec("GETSET", 3, First, st::parse),
-        spec("GETDEL", 2, First, st::parse),
-        spec("GETEX", -2, First, st::parse),
-        spec("MSET", -3, Pairs, st::parse),
-        spec("MSETNX", -3, Pairs, st::parse),
-        spec("MGET", -2, All, st::parse).reads(),
-        spec("INCR", 2, First, st::parse),
-        spec("DECR", 2, First, st::parse),
-        spec("INCRBY", 3, First, st::parse),
-        spec("DECRBY", 3, First, st::parse),
-        spec("INCRBYFLOAT", 3, First, st::parse),
-        spec("APPEND", 3, First, st::parse),
-        spec("STRLEN", 2, First, st::parse).reads(),
-        spec("GETRANGE", 4, First, st::parse).reads(),
-        spec("SUBSTR", 4, First, st::parse).reads(),
-        spec("SETRANGE", 4, First, st::parse),
-        spec("HSET", -4, First, h::parse),
-        spec("HMSET", -4, First, h::parse),
-        spec("HSETNX", 4, First, h::parse),
-        spec("HGET", 3, First, h::parse).reads(),
-        spec("HMGET", -3, First, h::parse).reads(),
-        spec("HGETALL", 2, First, h::parse).reads(),
-        spec("HKEYS", 2, First, h::parse).reads(),
-        spec("HVALS", 2, First, h::parse).reads(),
-        spec("HLEN", 2, First, h::parse).reads(),
-        spec("HSTRLEN", 3, First, h::parse).reads(),
-        spec("HEXISTS", 3, First, h::parse).reads(),
-        spec("HDEL", -3, First, h::parse),
-        spec("HINCRBY", 4, First, h::parse),
-        spec("HINCRBYFLOAT", 4, First, h::parse),
-        spec("HRANDFIELD", -2, First, h::parse).reads(),
-        spec("HSCAN", -3, First, h::parse).reads(),
-        spec("TYPE", 2, First, k::parse).reads(),
-        spec("DEL", -2, All, k::parse),
-        spec("UNLINK", -2, All, k::parse),
-        spec("TOUCH", -2, All, k::parse).reads(),
-        spec("EXISTS", -2, All, k::parse).reads(),
-        spec("EXPIRE", -3, First, k::parse),
-        spec("PEXPIRE", -3, First, k::parse),
-        spec("EXPIREAT", -3, First, k::parse),
-        spec("PEXPIREAT", -3, First, k::parse),
-        spec("EXPIRETIME", 2, First, k::parse).reads(),
-        spec("PEXPIRETIME", 2, First, k::parse).reads(),
-        spec("TTL", 2, First, k::parse).reads(),
-        spec("PTTL", 2, First, k::parse).reads(),
-        spec("PERSIST", 2, First, k::parse),
-        spec("SCAN", -2, None, k::parse).reads(),
-        spec("KEYS", 2, None, k::parse).reads(),
-        spec("RANDOMKEY", 1, None, k::parse).reads(),
-        spec("RENAME", 3, All, k::parse),
-        spec("RENAMENX", 3, All, k::parse),
-        spec("COPY", -3, Keys::Two, k::parse),
-        spec("MULTI", 1, None, t::parse).in_multi(AtOnce),
-        spec("EXEC", 1, None, t::parse).in_multi(AtOnce),
-        spec("DISCARD", 1, None, t::parse).in_multi(AtOnce),
-        spec("WATCH", -2, All, t::parse).in_multi(AtOnce),
-        spec("UNWATCH", 1, None, t::parse),
+            .here()
+            .doc("connection", "6.0.0", "Handshakes with the server: protocol version, AUTH, SETNAME."),
+        spec("SELECT", 2, None, c::parse).here()
+            .doc("connection", "1.0.0", "Changes the selected database (only 0: a connection has one database)."),
+        spec("CLIENT", -2, None, c::parse).here()
+            .doc("connection", "2.4.0", "Connection commands: ID, GETNAME, SETNAME, SETINFO, INFO, LIST, KILL, NO-EVICT, NO-TOUCH."),
+        spec("DBSIZE", 1, None, s::parse)
+            .doc("server", "1.0.0", "Returns the number of keys in the database."),
+        spec("INFO", -1, None, s::parse).here()
+            .doc("server", "1.0.0", "Returns information and statistics about the server and the database."),
+        spec("COMMAND", -1, None, s::parse).here()
+            .doc("server", "2.8.13", "Returns detailed information about the commands: COUNT, LIST, INFO, DOCS."),
+        spec("CONFIG", -2, None, s::parse).here()
+            .doc("server", "2.0.0", "Reads the settings clients look at: CONFIG GET."),
+        spec("FLUSHDB", -1, None, s::parse).in_multi(Refused)
+            .doc("server", "1.0.0", "Removes all keys from the database."),
+        spec("TIME", 1, None, s::parse).here()
+            .doc("server", "2.6.0", "Returns the server time."),
+        spec("GET", 2, First, st::parse).reads()
+            .doc("string", "1.0.0", "Returns the string value of a key."),
+        spec("SET", -3, First, st::parse)
+            .doc("string", "1.0.0", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist."),
+        spec("SETEX", 4, First, st::parse)
+            .doc("string", "2.0.0", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist."),
+        spec("PSETEX", 4, First, st::parse)
+            .doc("string", "2.6.0", "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist."),
+        spec("SETNX", 3, First, st::parse)
+            .doc("string", "1.0.0", "Set the string value of a key only when the key doesn't exist."),
+        spec("GETSET", 3, First, st::parse)
+            .doc("string", "1.0.0", "Returns the previous string value of a key after setting it to a new value."),
+        spec("GETDEL", 2, First, st::parse)
+            .doc("string", "6.2.0", "Returns the string value of a key after deleting the key."),
+        spec("GETEX", -2, First, st::parse)
+            .doc("string", "6.2.0", "Returns the string value of a key after setting its expiration time."),
+        spec("MSET", -3, Pairs, st::parse)
+            .doc("string", "1.0.1", "Atomically creates or modifies the string values of one or more keys."),
+        spec("MSETNX", -3, Pairs, st::parse)
+            .doc("string", "1.0.1", "Atomically modifies the string values of one or more keys only when all keys don't exist."),
+        spec("MGET", -2, All, st::parse).reads()
+            .doc("string", "1.0.0", "Atomically returns the string values of one or more keys."),
+        spec("INCR", 2, First, st::parse)
+            .doc("string", "1.0.0", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
+        spec("DECR", 2, First, st::parse)
+            .doc("string", "1.0.0", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
+        spec("INCRBY", 3, First, st::parse)
+            .doc("string", "1.0.0", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
+        spec("DECRBY", 3, First, st::parse)
+            .doc("string", "1.0.0", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist."),
+        spec("INCRBYFLOAT", 3, First, st::parse)
+            .doc("string", "2.6.0", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
+        spec("APPEND", 3, First, st::parse)
+            .doc("string", "2.0.0", "Appends a string to the value of a key. Creates the key if it doesn't exist."),
+        spec("STRLEN", 2, First, st::parse).reads()
+            .doc("string", "2.2.0", "Returns the length of a string value."),
+        spec("GETRANGE", 4, First, st::parse).reads()
+            .doc("string", "2.4.0", "Returns a substring of the string stored at a key."),
+        spec("SUBSTR", 4, First, st::parse).reads()
+            .doc("string", "1.0.0", "Returns a substring from a string value."),
+        spec("SETRANGE", 4, First, st::parse)
+            .doc("string", "2.2.0", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist."),
+        spec("HSET", -4, First, h::parse)
+            .doc("hash", "2.0.0", "Creates or modifies the value of a field in a hash."),
+        spec("HMSET", -4, First, h::parse)
+            .doc("hash", "2.0.0", "Sets the values of multiple fields."),
+        spec("HSETNX", 4, First, h::parse)
+            .doc("hash", "2.0.0", "Sets the value of a field in a hash only when the field doesn't exist."),
+        spec("HGET", 3, First, h::parse).reads()
+            .doc("hash", "2.0.0", "Returns the value of a field in a hash."),
+        spec("HMGET", -3, First, h::parse).reads()
+            .doc("hash", "2.0.0", "Returns the values of all fields in a hash."),
+        spec("HGETALL", 2, First, h::parse).reads()
+            .doc("hash", "2.0.0", "Returns all fields and values in a hash."),
+        spec("HKEYS", 2, First, h::parse).reads()
+            .doc("hash", "2.0.0", "Returns all fields in a hash."),
+        spec("HVALS", 2, First, h::parse).reads()
+            .doc("hash", "2.0.0", "Returns all values in a hash."),
+        spec("HLEN", 2, First, h::parse).reads()
+            .doc("hash", "2.0.0", "Returns the number of fields in a hash."),
+        spec("HSTRLEN", 3, First, h::parse).reads()
+            .doc("hash", "3.2.0", "Returns the length of the value of a field."),
+        spec("HEXISTS", 3, First, h::parse).reads()
+            .doc("hash", "2.0.0", "Determines whether a field exists in a hash."),
+        spec("HDEL", -3, First, h::parse)
+            .doc("hash", "2.0.0", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain."),
+        spec("HINCRBY", 4, First, h::parse)
+            .doc("hash", "2.0.0", "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist."),
+        spec("HINCRBYFLOAT", 4, First, h::parse)
+            .doc("hash", "2.6.0", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist."),
+        spec("HRANDFIELD", -2, First, h::parse).reads()
+            .doc("hash", "6.2.0", "Returns one or more random fields from a hash."),
+        spec("HSCAN", -3, First, h::parse).reads()
+            .doc("hash", "2.8.0", "Iterates over fields and values of a hash."),
+        spec("TYPE", 2, First, k::parse).reads()
+            .doc("generic", "1.0.0", "Determines the type of value stored at a key."),
+        spec("DEL", -2, All, k::parse)
+            .doc("generic", "1.0.0", "Deletes one or more keys."),
+        spec("UNLINK", -2, All, k::parse)
+            .doc("generic", "4.0.0", "Asynchronously deletes one or more keys."),
+        spec("TOUCH", -2, All, k::parse).reads()
+            .doc("generic", "3.2.1", "Returns the number of existing keys out of those specified after updating the time they were last accessed."),
+        spec("EXISTS", -2, All, k::parse).reads()
+            .doc("generic", "1.0.0", "Determines whether one or more keys exist."),
+        spec("EXPIRE", -3, First, k::parse)
+            .doc("generic", "1.0.0", "Sets the expiration time of a key in seconds."),
+        spec("PEXPIRE", -3, First, k::parse)
+            .doc("generic", "2.6.0", "Sets the expiration time of a key in milliseconds."),
+        spec("EXPIREAT", -3, First, k::parse)
+            .doc("generic", "1.2.0", "Sets the expiration time of a key to a Unix timestamp."),
+        spec("PEXPIREAT", -3, First, k::parse)
+            .doc("generic", "2.6.0", "Sets the expiration time of a key to a Unix milliseconds timestamp."),
+        spec("EXPIRETIME", 2, First, k::parse).reads()
+            .doc("generic", "7.0.0", "Returns the expiration time of a key as a Unix timestamp."),
+        spec("PEXPIRETIME", 2, First, k::parse).reads()
+            .doc("generic", "7.0.0", "Returns the expiration time of a key as a Unix milliseconds timestamp."),
+        spec("TTL", 2, First, k::parse).reads()
+            .doc("generic", "1.0.0", "Returns the expiration time in seconds of a key."),
+        spec("PTTL", 2, First, k::parse).reads()
+            .doc("generic", "2.6.0", "Returns the expiration time in milliseconds of a key."),
+        spec("PERSIST", 2, First, k::parse)
+            .doc("generic", "2.2.0", "Removes the expiration time of a key."),
+        spec("SCAN", -2, None, k::parse).reads()
+            .doc("generic", "2.8.0", "Iterates over the key names in the database."),
+        spec("KEYS", 2, None, k::parse).reads()
+            .doc("generic", "1.0.0", "Returns all key names that match a pattern."),
+        spec("RANDOMKEY", 1, None, k::parse).reads()
+            .doc("generic", "1.0.0", "Returns a random key name from the database."),
+        spec("RENAME", 3, All, k::parse)
+            .doc("generic", "1.0.0", "Renames a key and overwrites the destination."),
+        spec("RENAMENX", 3, All, k::parse)
+            .doc("generic", "1.0.0", "Renames a key only when the target key name doesn't exist."),
+        spec("COPY", -3, Keys::Two, k::parse)
+            .doc("generic", "6.2.0", "Copies the value of a key to a new key."),
+        spec("MULTI", 1, None, t::parse).in_multi(AtOnce)
+            .doc("transactions", "1.2.0", "Starts a transaction."),
+        spec("EXEC", 1, None, t::parse).in_multi(AtOnce)
+            .doc("transactions", "1.2.0", "Executes all commands in a transaction."),
+        spec("DISCARD", 1, None, t::parse).in_multi(AtOnce)
+            .doc("transactions", "2.0.0", "Discards a transaction."),
+        spec("WATCH", -2, All, t::parse).in_multi(AtOnce)
+            .doc("transactions", "2.2.0", "Monitors changes to keys to determine the execution of a transaction."),
+        spec("UNWATCH", 1, None, t::parse)
+            .doc("transactions", "2.2.0", "Forgets about watched keys of a transaction."),
     ]
 };
 
@@ -339,6 +431,9 @@ impl Conn {
         let Some(spec) = spec else {
             return Err(unknown_command(args));
         };
+        if let Some(registered) = &self.client {
+            registered.client.ran(spec.name);
+        }
         if !spec.takes(args.len()) {
             return Err(wrong_args(spec.name));
         }
