@@ -441,9 +441,9 @@ async fn serve_connection(
                     let mut ran = false;
                     // A run needs a command after this one.
                     if let Some(run) = run.filter(|_| start + len < buf.len()) {
-                        let (commands, end) = collect_run(&mut parser, &buf, start, run);
+                        let (commands, words, end) = collect_run(&mut parser, &buf, start, run);
                         if commands.len() > 1 {
-                            conn.execute_run(run, &buf, &commands).await;
+                            conn.execute_run(run, &buf, &commands, &words).await;
                             start = end;
                             ran = true;
                         } else {
@@ -663,8 +663,15 @@ async fn send_on(
 
 /// The commands of kind `run` that follow one another in `buf` from
 /// `start`, and where they end.
-fn collect_run(parser: &mut Parser, buf: &[u8], start: usize, run: Run) -> (Vec<Command>, usize) {
+fn collect_run(
+    parser: &mut Parser,
+    buf: &[u8],
+    start: usize,
+    run: Run,
+) -> (Vec<Command>, Vec<Range<usize>>, usize) {
     let mut commands: Vec<Command> = Vec::new();
+    let mut words: Vec<Range<usize>> = Vec::new();
+    let mut args: Vec<&[u8]> = Vec::new();
     let mut at = start;
     while commands.len() < pipeline::MAX_RUN {
         let Ok(Parsed::Command { len }) = parser.parse(&buf[at..]) else {
@@ -673,31 +680,30 @@ fn collect_run(parser: &mut Parser, buf: &[u8], start: usize, run: Run) -> (Vec<
         let Some(ranges) = parser.ranges() else {
             break;
         };
-        if ranges.len() > 3 {
+        if words.len() + ranges.len() > pipeline::MAX_RUN_WORDS {
             break;
         }
-        let mut args: [&[u8]; 3] = [&[]; 3];
-        for (arg, r) in args.iter_mut().zip(ranges) {
-            *arg = &buf[at + r.start..at + r.end];
-        }
-        let Some(op) = op_of(&args[..ranges.len()]).filter(|op| op.run() == run) else {
+        args.clear();
+        args.extend(ranges.iter().map(|r| &buf[at + r.start..at + r.end]));
+        let Some(op) = op_of(&args).filter(|op| op.run() == run) else {
             break;
         };
-        let shift = |r: &Range<usize>| at + r.start..at + r.end;
-        let key = shift(&ranges[1]);
-        let arg = ranges.get(2).map_or(0..0, shift);
-        // A key set twice in one run would be written twice in one request.
-        if run == Run::Set
-            && commands
-                .iter()
-                .any(|c| buf[c.key.clone()] == buf[key.clone()])
+        // A key set twice in one run of SETs would be written twice in
+        // one request.
+        let key = &args[1];
+        if run == Run::Set && (commands.iter()).any(|c| buf[words[c.words.start].clone()] == **key)
         {
             break;
         }
-        commands.push(Command { op, key, arg });
+        let first = words.len();
+        words.extend(ranges[1..].iter().map(|r| at + r.start..at + r.end));
+        commands.push(Command {
+            op,
+            words: first..words.len(),
+        });
         at += len;
     }
-    (commands, at)
+    (commands, words, at)
 }
 
 /// Sends the waiting replies; false when the client is gone or stuck.

@@ -1,32 +1,42 @@
-//! Runs of pipelined reads (`GET`, `HGET`, `HGETALL`, in any mix), or of
-//! plain `SET`s, each done as one request to the transaction coordinator —
-//! as `MGET` and `MSET` would be, but with each command answered on its own.
-//! A client that pipelines pays one trip to the workers (and, for writes,
-//! one redo-log commit) per run instead of one per command. A value of
-//! several rows is read on its own, as the command alone would.
+//! Runs of pipelined commands, each done as one request to the transaction
+//! coordinator but with each command answered on its own: reads (`GET`,
+//! `HGET`, `HGETALL`, `MGET`, in any mix), plain `SET`s, `MSET`s, or
+//! increments (`INCR`, `DECR`, `INCRBY`, `DECRBY`). A client that pipelines
+//! pays one trip to the workers (and, for writes, one redo-log commit) per
+//! run instead of one per command. A value of several rows is read on its
+//! own, as the command alone would.
 //!
 //! A run stops at any other command, at a `SET` with options or a value of
 //! more than one row, at a key given twice among its `SET`s, and at
-//! `MAX_RUN` commands. If the database's limits refuse the run as a whole
-//! because of its size (`max_transaction_ops`, a burst), its commands run
-//! one at a time instead.
+//! `MAX_RUN` commands or `MAX_RUN_WORDS` arguments. The `MSET`s of a run
+//! are written in one atomic request, each key once with its last value;
+//! the increments read their keys in one request and write each key's last
+//! value in another, under the keys' locks. If the database's limits refuse
+//! a run as a whole because of its size (`max_transaction_ops`, a burst) —
+//! or refuse a run of `MSET`s at all — its commands run one at a time
+//! instead, each answered as it would be alone.
 
+use std::collections::HashMap;
 use std::ops::Range;
 
 use shoal_quota::QuotaError;
 
-use super::cmd::wrong_type;
+use super::cmd::{int, not_integer, overflow, wrong_type};
 use super::store::{Item, Kind, MAX_KEY, PART, StoreError, decode_hash};
 use super::{Conn, error_reply};
 use crate::tc::TcError;
 
 /// Most commands in one run.
 pub(super) const MAX_RUN: usize = 128;
+/// Most arguments (after the commands' names) in one run.
+pub(super) const MAX_RUN_WORDS: usize = 2048;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Run {
     Read,
     Set,
+    MSet,
+    Incr,
 }
 
 /// A command that can be part of a run.
@@ -35,53 +45,76 @@ pub(super) enum Op {
     Get,
     HGet,
     HGetAll,
+    MGet,
     Set,
+    MSet,
+    Incr,
+    Decr,
+    IncrBy,
+    DecrBy,
 }
 
 impl Op {
     pub(super) fn run(self) -> Run {
         match self {
-            Op::Get | Op::HGet | Op::HGetAll => Run::Read,
+            Op::Get | Op::HGet | Op::HGetAll | Op::MGet => Run::Read,
             Op::Set => Run::Set,
+            Op::MSet => Run::MSet,
+            Op::Incr | Op::Decr | Op::IncrBy | Op::DecrBy => Run::Incr,
         }
     }
 
-    fn name(self) -> &'static [u8] {
-        self.command().as_bytes()
-    }
-
-    fn command(self) -> &'static str {
+    pub(super) fn command(self) -> &'static str {
         match self {
             Op::Get => "GET",
             Op::HGet => "HGET",
             Op::HGetAll => "HGETALL",
+            Op::MGet => "MGET",
             Op::Set => "SET",
+            Op::MSet => "MSET",
+            Op::Incr => "INCR",
+            Op::Decr => "DECR",
+            Op::IncrBy => "INCRBY",
+            Op::DecrBy => "DECRBY",
         }
     }
 }
 
-/// The command `args` is, if it can be part of a run.
+/// The command `args` (its name first) is, if it can be part of a run.
 pub(super) fn op_of(args: &[&[u8]]) -> Option<Op> {
-    let key_ok = |k: &[u8]| k.len() <= MAX_KEY;
-    let is = |name: &[u8], op: Op| name.eq_ignore_ascii_case(op.name());
-    match args {
-        [name, key] if is(name, Op::Get) && key_ok(key) => Some(Op::Get),
-        [name, key] if is(name, Op::HGetAll) && key_ok(key) => Some(Op::HGetAll),
-        [name, key, _] if is(name, Op::HGet) && key_ok(key) => Some(Op::HGet),
-        [name, key, value] if is(name, Op::Set) && key_ok(key) && value.len() <= PART => {
-            Some(Op::Set)
+    let key_ok = |k: &&[u8]| k.len() <= MAX_KEY;
+    let (name, words) = args.split_first()?;
+    let is = |op: Op| name.eq_ignore_ascii_case(op.command().as_bytes());
+    // An increment that is no integer, or whose negation is not, is
+    // answered alone.
+    let by_ok = |by: &[u8], negate: bool| int(by).is_some_and(|n| !negate || n != i64::MIN);
+    let op = match words {
+        [key] if key_ok(key) => [Op::Get, Op::HGetAll, Op::Incr, Op::Decr]
+            .into_iter()
+            .find(|&op| is(op))?,
+        [key, _] if key_ok(key) && is(Op::HGet) => Op::HGet,
+        [key, value] if key_ok(key) && is(Op::Set) && value.len() <= PART => Op::Set,
+        [key, by] if key_ok(key) && is(Op::IncrBy) && by_ok(by, false) => Op::IncrBy,
+        [key, by] if key_ok(key) && is(Op::DecrBy) && by_ok(by, true) => Op::DecrBy,
+        _ if is(Op::MGet) && !words.is_empty() && words.iter().all(key_ok) => Op::MGet,
+        _ if is(Op::MSet)
+            && !words.is_empty()
+            && words.len().is_multiple_of(2)
+            && words.chunks(2).all(|p| key_ok(&p[0]) && p[1].len() <= PART) =>
+        {
+            Op::MSet
         }
-        _ => None,
-    }
+        _ => return None,
+    };
+    Some(op)
 }
 
-/// One command of a run: which, and where its key and its argument (the
-/// value of `SET`, the field of `HGET`) lie.
+/// One command of a run: which, and which of the run's words (the
+/// arguments after the name, as ranges of the buffer) are its.
 #[derive(Debug, Clone)]
 pub(super) struct Command {
     pub(super) op: Op,
-    pub(super) key: Range<usize>,
-    pub(super) arg: Range<usize>,
+    pub(super) words: Range<usize>,
 }
 
 /// Whether a refusal of the whole run is about its size, not its commands.
@@ -95,9 +128,15 @@ fn too_big(e: &StoreError) -> bool {
 }
 
 impl Conn {
-    /// Runs `commands` (all of kind `run`, their bytes in `buf`) and writes
-    /// a reply for each, in order.
-    pub(super) async fn execute_run(&mut self, run: Run, buf: &[u8], commands: &[Command]) {
+    /// Runs `commands` (all of kind `run`; `words` are the ranges of `buf`
+    /// their arguments lie in) and writes a reply for each, in order.
+    pub(super) async fn execute_run(
+        &mut self,
+        run: Run,
+        buf: &[u8],
+        commands: &[Command],
+        words: &[Range<usize>],
+    ) {
         if let Err((prefix, message)) = self.revalidate() {
             for _ in commands {
                 self.out.error(prefix, &message);
@@ -107,22 +146,23 @@ impl Conn {
         if let (Some(registered), Some(last)) = (&self.client, commands.last()) {
             registered.client.ran(last.op.command());
         }
-        let keys: Vec<&[u8]> = commands.iter().map(|c| &buf[c.key.clone()]).collect();
-        let args: Vec<&[u8]> = commands.iter().map(|c| &buf[c.arg.clone()]).collect();
+        let words: Vec<&[u8]> = words.iter().map(|r| &buf[r.clone()]).collect();
+        let args = |c: &Command| &words[c.words.clone()];
         let done = match run {
-            Run::Read => self.read_run(commands, &keys, &args).await,
-            Run::Set => self.set_run(&keys, &args).await,
+            Run::Read => self.read_run(commands, &words).await,
+            Run::Set => self.set_run(commands, &words).await,
+            Run::MSet => self.mset_run(commands, &words).await,
+            Run::Incr => self.incr_run(commands, &words).await,
         };
         match done {
             Ok(()) => {}
-            Err(e) if too_big(&e) => {
-                for ((command, key), arg) in commands.iter().zip(&keys).zip(&args) {
-                    let name = command.op.name();
-                    let full: &[&[u8]] = match command.op {
-                        Op::Get | Op::HGetAll => &[name, key],
-                        Op::HGet | Op::Set => &[name, key, arg],
-                    };
-                    self.execute(full).await;
+            // A run of MSETs is written all or nothing: refused, each is
+            // tried alone, as it would be without the others.
+            Err(e) if too_big(&e) || run == Run::MSet => {
+                for command in commands {
+                    let mut full: Vec<&[u8]> = vec![command.op.command().as_bytes()];
+                    full.extend_from_slice(args(command));
+                    self.execute(&full).await;
                 }
             }
             Err(e) => {
@@ -134,36 +174,65 @@ impl Conn {
         }
     }
 
-    async fn read_run(
-        &mut self,
-        commands: &[Command],
-        keys: &[&[u8]],
-        args: &[&[u8]],
-    ) -> Result<(), StoreError> {
+    async fn read_run(&mut self, commands: &[Command], words: &[&[u8]]) -> Result<(), StoreError> {
         let mut ctx = self.ctx().expect("a run is of an authenticated connection");
         let (store, db, batch, _) = ctx.parts();
-        let entries = store.lookup_many(db, batch, keys).await?;
-        for (((command, key), arg), entry) in commands.iter().zip(keys).zip(args).zip(entries) {
-            let kind = match command.op {
-                Op::Get => Kind::String,
-                _ => Kind::Hash,
-            };
-            match entry {
-                Some(e) if e.kind != kind => {
-                    let (prefix, message) = wrong_type();
-                    ctx.out.error(prefix, &message);
+        // Each command's keys: every word of MGET, the first of the others.
+        let keys_of = |c: &Command| match c.op {
+            Op::MGet => c.words.clone(),
+            _ => c.words.start..c.words.start + 1,
+        };
+        let keys: Vec<&[u8]> = commands
+            .iter()
+            .flat_map(|c| &words[keys_of(c)])
+            .copied()
+            .collect();
+        let mut entries = store.lookup_many(db, batch, &keys).await?.into_iter();
+        for command in commands {
+            let key = words[command.words.start];
+            let arg = words
+                .get(command.words.start + 1)
+                .copied()
+                .unwrap_or_default();
+            match command.op {
+                Op::MGet => {
+                    ctx.out.array(command.words.len());
+                    for &key in &words[command.words.clone()] {
+                        match entries.next().flatten() {
+                            Some(e) if e.kind == Kind::String && e.parts == 0 => {
+                                ctx.out.bulk(&e.head)
+                            }
+                            Some(e) if e.kind == Kind::String => {
+                                match ctx.read_string(key, false).await {
+                                    Ok(Some(v)) => ctx.out.bulk(&v),
+                                    Ok(None) => ctx.out.null(),
+                                    // Answered as a missing key, as MGET alone does.
+                                    Err(_) => ctx.out.null(),
+                                }
+                            }
+                            _ => ctx.out.null(),
+                        }
+                    }
+                    continue;
                 }
-                Some(e) if command.op == Op::Get && e.parts == 0 => ctx.out.bulk(&e.head),
-                Some(_) if command.op == Op::Get => match ctx.read_string(key, false).await {
-                    Ok(Some(v)) => ctx.out.bulk(&v),
-                    Ok(None) => ctx.out.null(),
-                    Err((prefix, message)) => ctx.out.error(prefix, &message),
+                Op::Get => match entries.next().flatten() {
+                    Some(e) if e.kind != Kind::String => {
+                        let (prefix, message) = wrong_type();
+                        ctx.out.error(prefix, &message);
+                    }
+                    Some(e) if e.parts == 0 => ctx.out.bulk(&e.head),
+                    Some(_) => match ctx.read_string(key, false).await {
+                        Ok(Some(v)) => ctx.out.bulk(&v),
+                        Ok(None) => ctx.out.null(),
+                        Err((prefix, message)) => ctx.out.error(prefix, &message),
+                    },
+                    None => ctx.out.null(),
                 },
-                None if command.op == Op::Get => ctx.out.null(),
                 // A hash: its fields are in the row unless it has parts.
-                entry => {
-                    let fields = match entry {
+                _ => {
+                    let fields = match entries.next().flatten() {
                         None => Ok(Vec::new()),
+                        Some(e) if e.kind != Kind::Hash => Err(wrong_type()),
                         Some(e) if e.parts == 0 => Ok(decode_hash(&e.head)),
                         Some(_) => ctx.read_hash(key).await,
                     };
@@ -178,14 +247,16 @@ impl Conn {
         Ok(())
     }
 
-    async fn set_run(&mut self, keys: &[&[u8]], values: &[&[u8]]) -> Result<(), StoreError> {
+    async fn set_run(&mut self, commands: &[Command], words: &[&[u8]]) -> Result<(), StoreError> {
         let mut ctx = self.ctx().expect("a run is of an authenticated connection");
         let (store, db, batch, out) = ctx.parts();
-        let _locks = store.lock_keys(db, keys).await;
-        let items: Vec<Item<'_>> = keys
-            .iter()
-            .zip(values)
-            .map(|(key, value)| Item::string(key, value, None))
+        let pairs: Vec<(&[u8], &[u8])> = (commands.iter())
+            .map(|c| (words[c.words.start], words[c.words.start + 1]))
+            .collect();
+        let keys: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();
+        let _locks = store.lock_keys(db, &keys).await;
+        let items: Vec<Item<'_>> = (pairs.iter())
+            .map(|&(key, value)| Item::string(key, value, None))
             .collect();
         for outcome in store.write_each(db, batch, &items).await? {
             match outcome {
@@ -198,4 +269,119 @@ impl Conn {
         }
         Ok(())
     }
+
+    /// The run's `MSET`s in one atomic request: each key once, with the
+    /// last value the run gives it.
+    async fn mset_run(&mut self, commands: &[Command], words: &[&[u8]]) -> Result<(), StoreError> {
+        let mut ctx = self.ctx().expect("a run is of an authenticated connection");
+        let (store, db, batch, out) = ctx.parts();
+        let pairs = commands
+            .iter()
+            .flat_map(|c| words[c.words.clone()].chunks(2));
+        let items = last_values(pairs.map(|p| (p[0], p[1])));
+        let keys: Vec<&[u8]> = items.iter().map(|i| i.key).collect();
+        let _locks = store.lock_keys(db, &keys).await;
+        store.write(db, batch, &items).await?;
+        for _ in commands {
+            out.ok();
+        }
+        Ok(())
+    }
+
+    /// The run's increments: their keys read in one request, each
+    /// command's new value worked out in order (a key incremented twice
+    /// counts from the first's result), each key's last value written in
+    /// another, its expiry kept.
+    async fn incr_run(&mut self, commands: &[Command], words: &[&[u8]]) -> Result<(), StoreError> {
+        let mut ctx = self.ctx().expect("a run is of an authenticated connection");
+        let (store, db, batch, out) = ctx.parts();
+        let mut keys: Vec<&[u8]> = Vec::new();
+        let mut slot_of: HashMap<&[u8], usize> = HashMap::new();
+        for c in commands {
+            let key = words[c.words.start];
+            slot_of.entry(key).or_insert_with(|| {
+                keys.push(key);
+                keys.len() - 1
+            });
+        }
+        let _locks = store.lock_keys(db, &keys).await;
+        let entries = store.lookup_many(db, batch, &keys).await?;
+        // Each key's value as the commands so far leave it: `Err` for one
+        // that is no integer (or a hash), which every command refuses.
+        let mut values: Vec<Result<i64, (&'static str, String)>> = (entries.iter())
+            .map(|e| match e {
+                None => Ok(0),
+                Some(e) if e.kind != Kind::String => Err(wrong_type()),
+                Some(e) if e.parts > 0 => Err(not_integer()),
+                Some(e) => int(&e.head).ok_or_else(not_integer),
+            })
+            .collect();
+        let mut changed = vec![false; keys.len()];
+        let mut replies = Vec::with_capacity(commands.len());
+        for c in commands {
+            let slot = slot_of[words[c.words.start]];
+            let arg = || int(words[c.words.start + 1]).expect("checked by op_of");
+            let by = match c.op {
+                Op::Incr => 1,
+                Op::Decr => -1,
+                Op::IncrBy => arg(),
+                _ => -arg(),
+            };
+            let reply = match &values[slot] {
+                Ok(v) => v.checked_add(by).ok_or_else(overflow),
+                Err(e) => Err(e.clone()),
+            };
+            if let Ok(v) = reply {
+                values[slot] = Ok(v);
+                changed[slot] = true;
+            }
+            replies.push((slot, reply));
+        }
+        let texts: Vec<(usize, String)> = (values.iter().enumerate())
+            .filter(|&(slot, _)| changed[slot])
+            .filter_map(|(slot, v)| Some((slot, v.as_ref().ok()?.to_string())))
+            .collect();
+        let items: Vec<Item<'_>> = (texts.iter())
+            .map(|(slot, text)| {
+                let expires = entries[*slot].as_ref().and_then(|e| e.expires);
+                Item::string(keys[*slot], text.as_bytes(), expires)
+            })
+            .collect();
+        let outcomes = match items.is_empty() {
+            true => Vec::new(),
+            false => store.write_each(db, batch, &items).await?,
+        };
+        let mut written: Vec<Option<StoreError>> = (0..keys.len()).map(|_| None).collect();
+        for ((slot, _), outcome) in texts.iter().zip(outcomes) {
+            written[*slot] = outcome.err();
+        }
+        for (slot, reply) in replies {
+            match (reply, &written[slot]) {
+                (Ok(_), Some(e)) => {
+                    let (prefix, message) = error_reply(e);
+                    out.error(prefix, &message);
+                }
+                (Ok(v), None) => out.int(v),
+                (Err((prefix, message)), _) => out.error(prefix, &message),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Items for `pairs` of key and value: each key once, with its last value,
+/// in the order keys first come.
+pub(super) fn last_values<'a>(pairs: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> Vec<Item<'a>> {
+    let mut items: Vec<Item<'a>> = Vec::new();
+    let mut at: HashMap<&[u8], usize> = HashMap::new();
+    for (key, value) in pairs {
+        match at.get(key) {
+            Some(&i) => items[i].value = value,
+            None => {
+                at.insert(key, items.len());
+                items.push(Item::string(key, value, None));
+            }
+        }
+    }
+    items
 }

@@ -567,11 +567,11 @@ fn syntax() -> Refusal {
     ("ERR", "syntax error".into())
 }
 
-fn not_integer() -> Refusal {
+pub(super) fn not_integer() -> Refusal {
     ("ERR", "value is not an integer or out of range".into())
 }
 
-fn overflow() -> Refusal {
+pub(super) fn overflow() -> Refusal {
     ("ERR", "increment or decrement would overflow".into())
 }
 
@@ -589,7 +589,7 @@ fn store_error(e: StoreError) -> Refusal {
 /// An integer as Redis reads one (its `string2ll`): an optional `-`, then
 /// digits without a leading zero — `0` alone, never `-0`, `007`, `+1`, ` 1`
 /// or the empty string — within 64 bits.
-fn int(arg: &[u8]) -> Option<i64> {
+pub(super) fn int(arg: &[u8]) -> Option<i64> {
     let digits = arg.strip_prefix(b"-").unwrap_or(arg);
     let canonical = match digits {
         [b'0'] => digits.len() == arg.len(),

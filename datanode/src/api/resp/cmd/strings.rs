@@ -8,6 +8,7 @@ use super::{
     store_error, syntax, wrong_args, wrong_type,
 };
 use crate::api::resp::long_double::{self, FloatError};
+use crate::api::resp::pipeline::last_values;
 use crate::api::resp::store::{Entry, Item, Kind, now_ms};
 
 pub(in crate::api::resp) enum Cmd<'a> {
@@ -216,14 +217,8 @@ impl Cmd<'_> {
             Cmd::MSet(args, nx) => {
                 // A key given twice takes its last value, as in Redis; one
                 // request writes each key once.
-                let mut pairs: Vec<(&[u8], &[u8])> = Vec::with_capacity(args.len() / 2);
-                for p in args.chunks(2) {
-                    match pairs.iter_mut().find(|(k, _)| *k == p[0]) {
-                        Some(pair) => pair.1 = p[1],
-                        None => pairs.push((p[0], p[1])),
-                    }
-                }
-                let keys: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();
+                let items = last_values(args.chunks(2).map(|p| (p[0], p[1])));
+                let keys: Vec<&[u8]> = items.iter().map(|i| i.key).collect();
                 let (store, db, batch, out) = ctx.parts();
                 let _locks = store.lock_keys(db, &keys).await;
                 if nx {
@@ -233,10 +228,6 @@ impl Cmd<'_> {
                         return Ok(());
                     }
                 }
-                let items: Vec<_> = pairs
-                    .iter()
-                    .map(|&(key, value)| Item::string(key, value, None))
-                    .collect();
                 store.write(db, batch, &items).await.map_err(store_error)?;
                 match nx {
                     true => out.int(1),
