@@ -5,9 +5,9 @@
 mod common;
 
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use common::resp::{Raw, Setup, command, query, redis_cli_command, setup};
+use common::resp::{CONNECT, Raw, Setup, command, python, query, redis_cli_command, setup};
 use serde_json::json;
 
 /// Sends each command (words) and answers every reply, in order.
@@ -228,25 +228,6 @@ async fn watch_aborts_exec_when_a_watched_key_changed() {
     assert_eq!(raw.send(&command(&["EXEC"])), "*-1\r\n");
     assert_eq!(raw.send(&command(&["EXISTS", "y"])), ":0\r\n");
 }
-
-/// Runs a Python script with redis-py against the node; answers what it
-/// printed.
-fn python(s: &Setup, script: &str) -> String {
-    let (host, port) = s.shoal.resp_addr.rsplit_once(':').unwrap();
-    let out = Command::new("python3")
-        .args(["-c", script, host, port, &s.key])
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "redis-py (scripts/test installs it with pip): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-const CONNECT: &str = "import sys, redis\n\
-    r = redis.Redis(host=sys.argv[1], port=int(sys.argv[2]), username='cache', password=sys.argv[3])\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_py_pipelines_and_transactions_work_unchanged() {

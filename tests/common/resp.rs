@@ -124,3 +124,23 @@ pub fn redis_cli(s: &Setup, args: &[&str]) -> String {
     );
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// Runs a Python script with redis-py against the node's `cache` database
+/// (its arguments: host, port, the setup's key); answers what it printed.
+pub fn python(s: &Setup, script: &str) -> String {
+    let (host, port) = s.shoal.resp_addr.rsplit_once(':').unwrap();
+    let out = Command::new("python3")
+        .args(["-c", script, host, port, &s.key])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "redis-py (scripts/test installs it with pip): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The start of a redis-py script: `r`, a client of the `cache` database.
+pub const CONNECT: &str = "import sys, redis\n\
+    r = redis.Redis(host=sys.argv[1], port=int(sys.argv[2]), username='cache', password=sys.argv[3])\n";
