@@ -1143,11 +1143,11 @@ async fn all_there_at(rest_url: &str, key: &str, acked: &[(&str, i64)]) {
                 return None;
             }
             assert_eq!(status, StatusCode::OK, "{body}");
-            let throttled = (body.as_array().unwrap().iter()).any(|a| a["code"] == 429);
+            let throttled = (body["result"].as_array().unwrap().iter()).any(|a| a["code"] == 429);
             (!throttled).then_some(body)
         })
         .await;
-        for ((db, id), answer) in chunk.iter().zip(body.as_array().unwrap()) {
+        for ((db, id), answer) in chunk.iter().zip(body["result"].as_array().unwrap()) {
             assert_eq!(
                 (&answer["code"], &answer["body"]["data"]["note"]),
                 (&json!(200), &json!(format!("order {id}"))),
@@ -1909,7 +1909,8 @@ async fn batch(node: &Shoal, key: &str, ops: Vec<Value>) -> Vec<Value> {
         .await
         .unwrap();
     assert_eq!(answer.status(), StatusCode::OK);
-    let answers: Vec<Value> = answer.json().await.unwrap();
+    let answers: Value = answer.json().await.unwrap();
+    let answers: Vec<Value> = serde_json::from_value(answers["result"].clone()).unwrap();
     answers
         .into_iter()
         .map(|a| {

@@ -295,6 +295,7 @@ async fn a_batch_answers_each_operation_on_its_own() {
     ]});
     let (status, body) = s.call(Some(&lab), "batch", batch).await;
     assert_eq!(status, StatusCode::OK, "{body}");
+    let body = &body["result"];
     let codes: Vec<u64> = body
         .as_array()
         .unwrap()
@@ -322,6 +323,7 @@ async fn a_batch_answers_each_operation_on_its_own() {
     ]});
     let (status, body) = s.call(Some(&reader), "batch", batch).await;
     assert_eq!(status, StatusCode::OK, "{body}");
+    let body = &body["result"];
     let codes: Vec<u64> = (body.as_array().unwrap().iter())
         .map(|e| e["code"].as_u64().unwrap())
         .collect();
@@ -359,6 +361,7 @@ async fn a_transaction_commits_all_or_nothing() {
     ]});
     let (status, body) = s.op("transaction", ok).await;
     assert_eq!(status, StatusCode::OK, "{body}");
+    let body = &body["result"];
     assert_eq!(
         body[0],
         json!({"code": 200, "body": {"outcome": "inserted"}})
@@ -648,4 +651,104 @@ async fn a_connection_that_sends_nothing_is_closed() {
         .unwrap();
     let n = served.read(&mut buf).unwrap();
     assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+}
+
+/// RonDB's REST server's own test vectors (its Go tests of `batchwrite`,
+/// `batchdelete`, `health` and `pk-read`), ported: the requests as RonDB's
+/// clients send them, the answers as they expect them.
+#[tokio::test]
+async fn rondb_rest_clients_requests_are_answered_as_rondb_answers_them() {
+    let s = setup(&[]).await;
+    let op = |url: &str, body: Value| json!({"method": "POST", "relative-url": url, "body": body});
+    let key = |id: i64| json!([{"column": "id", "value": id}]);
+    let op_id = "o".repeat(64);
+
+    // batchwrite: pk-write (upsert), pk-update, pk-insert with RonDB's
+    // filters + writeColumns; one sub-answer each, in "result".
+    let write = |url: &str, id: i64, name: &str| {
+        op(
+            url,
+            json!({"filters": key(id), "writeColumns": [{"column": "name", "value": name}], "operationId": op_id}),
+        )
+    };
+    let batch = json!({"operations": [
+        write("shop/items/pk-write", 1, "written"),
+        write("shop/items/pk-update", 1, "updated"),
+        write("shop/items/pk-insert", 2, "inserted"),
+        write("shop/items/pk-update", 9999, "nowhere"),
+    ]});
+    let (status, body) = s.op("batchwrite", batch).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let codes: Vec<&Value> = (body["result"].as_array().unwrap().iter())
+        .map(|r| &r["code"])
+        .collect();
+    assert_eq!(codes, [200, 200, 200, 404], "{body}");
+    assert_eq!(body["result"][0]["body"]["operationId"], op_id.as_str());
+    assert_eq!(s.read(1).await.1["data"]["name"], "updated");
+    assert_eq!(s.read(2).await.1["data"]["name"], "inserted");
+
+    // A read among writes, or a write without writeColumns: the whole
+    // request refused, nothing written.
+    let wrong = json!({"operations": [write("shop/items/pk-write", 3, "x"), op("shop/items/pk-read", json!({"filters": key(1)}))]});
+    let (status, body) = s.op("batchwrite", wrong).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("pk-write, pk-update, or pk-insert"),
+        "{body}"
+    );
+    assert_eq!(s.read(3).await.0, StatusCode::NOT_FOUND);
+    let bare = json!({"operations": [op("shop/items/pk-write", json!({"filters": key(3)}))]});
+    let (status, body) = s.op("batchwrite", bare).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["result"][0]["code"], 400, "{body}");
+    let (status, _) = s.op("batchwrite", json!({"operations": []})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    // A column named in filters and writeColumns both.
+    let twice = json!({"filters": key(4), "writeColumns": [{"column": "id", "value": 5}]});
+    let (status, body) = s.op("shop/items/pk-write", twice).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(s.read(4).await.0, StatusCode::NOT_FOUND);
+
+    // batchdelete: pk-delete only; a missing row answers 404 on its own.
+    let batch = json!({"operations": [
+        op("shop/items/pk-delete", json!({"filters": key(2), "operationId": "d"})),
+        op("shop/items/pk-delete", json!({"filters": key(404)})),
+    ]});
+    let (status, body) = s.op("batchdelete", batch).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["result"][0]["code"], 200, "{body}");
+    assert_eq!(body["result"][1]["code"], 404, "{body}");
+    assert_eq!(s.read(2).await.0, StatusCode::NOT_FOUND);
+    let wrong = json!({"operations": [op("shop/items/pk-write", json!({"filters": key(1)}))]});
+    assert_eq!(s.op("batchdelete", wrong).await.0, StatusCode::BAD_REQUEST);
+
+    // operationId: at most 256 characters.
+    let read = |id: &str| json!({"filters": key(1), "operationId": id});
+    let (status, body) = s.op("shop/items/pk-read", read(&"i".repeat(256))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = s.op("shop/items/pk-read", read(&"i".repeat(257))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    // readColumns: a column once, and at least one.
+    let cols = |c: Value| json!({"filters": key(1), "readColumns": c});
+    let twice = cols(json!([{"column": "name"}, {"column": "name"}]));
+    let (status, body) = s.op("shop/items/pk-read", twice).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("twice"),
+        "{body}"
+    );
+    assert_eq!(
+        s.op("shop/items/pk-read", cols(json!([]))).await.0,
+        StatusCode::BAD_REQUEST
+    );
+
+    // health: RonDB's bare number, 1 when the data nodes serve.
+    let health = reqwest::get(format!("{}/0.1.0/health", s.shoal.rest_url))
+        .await
+        .unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+    assert_eq!(health.text().await.unwrap(), "1");
 }

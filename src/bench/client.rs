@@ -301,12 +301,16 @@ fn not_found(body: &[u8]) -> bool {
 /// rows it read: the client should cost the machine little.
 fn batch_codes(body: &[u8]) -> anyhow::Result<Vec<u16>> {
     #[derive(serde::Deserialize)]
+    struct Answers {
+        result: Vec<Answer>,
+    }
+    #[derive(serde::Deserialize)]
     struct Answer {
         code: u16,
     }
-    let answers: Vec<Answer> =
-        serde_json::from_slice(body).context("a batch answer that is not a list of answers")?;
-    Ok(answers.into_iter().map(|a| a.code).collect())
+    let answers: Answers = serde_json::from_slice(body)
+        .context("a batch answer that is not {\"result\": [answers]}")?;
+    Ok(answers.result.into_iter().map(|a| a.code).collect())
 }
 
 /// The first refused operation of a batch answer, said as the server said it.
@@ -315,7 +319,7 @@ fn batch_refusal(code: u16, body: &[u8]) -> Outcome {
         return Outcome::Throttled;
     }
     let answers: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-    let refused = answers
+    let refused = answers["result"]
         .as_array()
         .into_iter()
         .flatten()

@@ -3,11 +3,12 @@
 //! | route | body | answer |
 //! | --- | --- | --- |
 //! | `GET /0.1.0/ping` | | 200 |
-//! | `GET /0.1.0/health` | | `{"status": "ok"}`, or 503 once the redo log failed |
+//! | `GET /0.1.0/health` | | `1` as RonDB answers a healthy cluster, or 503 `{"status": "failed", "reason"}` once the redo log failed |
 //! | `POST /0.1.0/{db}/{table}/pk-read` | `{"filters": [{"column", "value"}], "readColumns"?: [{"column"}], "operationId"?}` | `{"operationId"?, "data": {column: value}}`; 404 when absent |
-//! | `POST /0.1.0/{db}/{table}/pk-insert` · `pk-update` · `pk-write` | `{"row": {column: value}}`, the whole key in it | `{"outcome": "inserted" \| "updated"}` |
+//! | `POST /0.1.0/{db}/{table}/pk-insert` · `pk-update` · `pk-write` | `{"row": {column: value}}`, the whole key in it, or RonDB's `{"filters": [key], "writeColumns": [{"column", "value"}]}` | `{"outcome": "inserted" \| "updated"}` |
 //! | `POST /0.1.0/{db}/{table}/pk-delete` | `{"filters": […]}` | `{"outcome": "deleted"}`; 404 when absent |
-//! | `POST /0.1.0/batch` | `{"operations": [{"method": "POST", "relative-url": "db/table/pk-read", "body": {…}}]}` | `[{"code", "body"}]`, each operation on its own |
+//! | `POST /0.1.0/batch` | `{"operations": [{"method": "POST", "relative-url": "db/table/pk-read", "body": {…}}]}` | `{"result": [{"code", "body", "message"?}]}` (RonDB's shape), each operation on its own |
+//! | `POST /0.1.0/batchwrite` · `batchdelete` | RonDB's: the same, of `pk-write`/`pk-update`/`pk-insert` (`{"filters", "writeColumns": [{"column", "value"}]}`) or of `pk-delete` operations | the same |
 //! | `POST /0.1.0/transaction` | the same, every operation in one database | the same; all commit or none does |
 //!
 //! Every route but `ping` and `health` needs `X-API-KEY: <prefix>.<secret>`.
@@ -122,6 +123,8 @@ pub(crate) fn router(engine: Engine, cluster: Cluster, limits: Limits) -> Router
         .route("/0.1.0/ping", get(|| async { StatusCode::OK }))
         .route("/0.1.0/health", get(health))
         .route("/0.1.0/batch", post(batch))
+        .route("/0.1.0/batchwrite", post(batch_write))
+        .route("/0.1.0/batchdelete", post(batch_delete))
         .route("/0.1.0/transaction", post(transaction))
         .route("/0.1.0/{db}/{table}/{op}", post(single))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route") })
@@ -149,7 +152,9 @@ pub(crate) fn router(engine: Engine, cluster: Cluster, limits: Limits) -> Router
 
 async fn health(State(state): State<AppState>) -> (StatusCode, Json<JsonValue>) {
     match state.engine.health() {
-        Ok(()) => (StatusCode::OK, Json(json!({"status": "ok"}))),
+        // RonDB's REST server answers its health as a bare number, 1 when
+        // the data nodes serve.
+        Ok(()) => (StatusCode::OK, Json(json!(1))),
         Err(reason) => (
             StatusCode::SERVICE_UNAVAILABLE,
             Json(json!({"status": "failed", "reason": reason})),
@@ -265,7 +270,13 @@ struct OpBody {
     #[serde(rename = "operationId")]
     operation_id: Option<String>,
     row: Option<JsonRow>,
+    /// RonDB's form of a write: the key in `filters`, the other columns here.
+    #[serde(rename = "writeColumns")]
+    write_columns: Option<Vec<Filter>>,
 }
+
+/// Longest `operationId`, in characters, as RonDB's REST server takes.
+const MAX_OPERATION_ID: usize = 256;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -330,8 +341,16 @@ fn add(
         ApiError::new(StatusCode::BAD_REQUEST, "INVALID_VALUE", e.to_string())
     };
     let only = |what: &str| bad_request(format!("this operation takes {what}"));
+    if (body.operation_id.as_ref()).is_some_and(|id| id.chars().count() > MAX_OPERATION_ID) {
+        return Err(bad_request(format!(
+            "operationId is longer than {MAX_OPERATION_ID} characters"
+        )));
+    }
     let columns = match (&body.read_columns, method) {
         (None, _) => None,
+        (Some(read), Method::Read) if read.is_empty() => {
+            return Err(bad_request("readColumns names no column"));
+        }
         (Some(read), Method::Read) => Some(
             read.iter()
                 .map(|c| {
@@ -356,6 +375,14 @@ fn add(
         ),
         (Some(_), _) => return Err(only("no 'readColumns'")),
     };
+    if let Some(columns) = &columns
+        && let Some(twice) = (1..columns.len()).find(|&i| columns[..i].contains(&columns[i]))
+    {
+        return Err(bad_request(format!(
+            "readColumns names '{}' twice",
+            def.columns[columns[twice]].name
+        )));
+    }
     match method {
         Method::Read | Method::Delete => {
             let (Some(filters), None) = (&body.filters, &body.row) else {
@@ -369,10 +396,18 @@ fn add(
             }
         }
         Method::Insert | Method::Update | Method::Write => {
-            let (None, Some(row)) = (&body.filters, &body.row) else {
-                return Err(only(
-                    "'row': an object of column to value, and no 'filters'",
-                ));
+            let joined;
+            let row = match (&body.filters, &body.row, &body.write_columns) {
+                (None, Some(row), None) => row,
+                (Some(filters), None, Some(columns)) => {
+                    joined = join_columns(filters, columns);
+                    &joined
+                }
+                _ => {
+                    return Err(only(
+                        "'row' (an object of column to value), or RonDB's 'filters' (the key) and 'writeColumns' (the other columns)",
+                    ));
+                }
             };
             let row = row_from_json(table, row)?;
             match method {
@@ -387,6 +422,13 @@ fn add(
         columns,
         operation_id: body.operation_id,
     })
+}
+
+/// A row from RonDB's form of a write: the key's `filters` and the other
+/// `columns` (a column named twice is refused by `row_from_json`).
+fn join_columns(filters: &[Filter], columns: &[Filter]) -> JsonRow {
+    let all = filters.iter().chain(columns);
+    JsonRow(all.map(|c| (c.column.clone(), c.value.clone())).collect())
 }
 
 /// The primary key that `filters` give, in key order.
@@ -835,7 +877,70 @@ async fn batch(
     headers: HeaderMap,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
-    settled(|until| batch_once(&state, &headers, &body, until)).await
+    settled(|until| batch_once(&state, &headers, &body, until, Batched::Any)).await
+}
+
+/// `POST /0.1.0/batchwrite`: RonDB's batch of `pk-write`, `pk-update` and
+/// `pk-insert` operations.
+async fn batch_write(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Body(body): Body,
+) -> Result<Response, ApiError> {
+    settled(|until| batch_once(&state, &headers, &body, until, Batched::Writes)).await
+}
+
+/// `POST /0.1.0/batchdelete`: RonDB's batch of `pk-delete` operations.
+async fn batch_delete(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Body(body): Body,
+) -> Result<Response, ApiError> {
+    settled(|until| batch_once(&state, &headers, &body, until, Batched::Deletes)).await
+}
+
+/// Which operations a batch route takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Batched {
+    /// `/batch`: any (RonDB's takes reads; Shoal's every operation).
+    Any,
+    /// `/batchwrite`.
+    Writes,
+    /// `/batchdelete`.
+    Deletes,
+}
+
+impl Batched {
+    fn path(self) -> &'static str {
+        match self {
+            Batched::Any => "/0.1.0/batch",
+            Batched::Writes => "/0.1.0/batchwrite",
+            Batched::Deletes => "/0.1.0/batchdelete",
+        }
+    }
+
+    /// Refuses the whole request if an operation is not of this route's
+    /// kind, as RonDB does.
+    fn check(self, operations: &[SubOperation]) -> Result<(), ApiError> {
+        let (allowed, said): (&[&str], &str) = match self {
+            Batched::Any => return Ok(()),
+            Batched::Writes => (
+                &["pk-write", "pk-update", "pk-insert"],
+                "pk-write, pk-update, or pk-insert",
+            ),
+            Batched::Deletes => (&["pk-delete"], "pk-delete"),
+        };
+        for (i, op) in operations.iter().enumerate() {
+            let suffix = op.relative_url.rsplit('/').next().unwrap_or_default();
+            if !allowed.contains(&suffix) {
+                return Err(bad_request(format!(
+                    "operation {i}: {} takes {said} operations",
+                    self.path()
+                )));
+            }
+        }
+        Ok(())
+    }
 }
 
 async fn batch_once(
@@ -843,8 +948,9 @@ async fn batch_once(
     headers: &HeaderMap,
     raw: &Bytes,
     until: Instant,
+    kind: Batched,
 ) -> Result<Sent, ApiError> {
-    let operations = parse_operations(raw);
+    let operations = parse_operations(raw).and_then(|ops| kind.check(&ops).map(|()| ops));
     if let Ok(operations) = &operations {
         all_elsewhere(state, operations)?;
     }
@@ -901,7 +1007,7 @@ async fn batch_once(
     {
         let to = Forward {
             primary: primaries[0],
-            path: "/0.1.0/batch",
+            path: kind.path(),
             until,
         };
         return forward(state, &dbs, to, headers, raw).await;
@@ -935,7 +1041,7 @@ async fn batch_once(
         }
     }
     let entries: Vec<JsonValue> = entries.into_iter().map(Option::unwrap_or_default).collect();
-    Ok(Sent::Answer(Json(entries).into_response()))
+    Ok(Sent::Answer(batch_answer(entries)))
 }
 
 /// `POST /0.1.0/transaction`: every operation commits or none does.
@@ -1014,7 +1120,11 @@ async fn transaction_once(
             Err(e) => error_entry(&e),
         })
         .collect();
-    Ok(Sent::Answer(
-        Json(JsonValue::Array(entries)).into_response(),
-    ))
+    Ok(Sent::Answer(batch_answer(entries)))
+}
+
+/// A batch's or a transaction's answer, as RonDB's REST server gives one:
+/// `{"result": [answer of each operation, in order]}`.
+fn batch_answer(entries: Vec<JsonValue>) -> Response {
+    Json(json!({ "result": entries })).into_response()
 }
