@@ -1164,3 +1164,104 @@ async fn server_and_client_commands_answer_as_redis_7() {
     assert_eq!(killed, 0);
     assert_eq!(query::<String>(c, &["PING"]).unwrap(), "PONG");
 }
+
+/// Pipelined increments and MSETs run as one request per run, but each
+/// command is answered as it would be alone: a hash or a non-integer
+/// refuses its own command only, a key incremented twice counts on, and a
+/// key that may only read gets every command refused with nothing written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_increments_and_msets_answer_each_command_alone() {
+    let s = setup(&[]).await;
+    let mut con = s.connect();
+    let _: () = redis::pipe()
+        .hset("h", "f", "v")
+        .set("text", "abc")
+        .set("max", i64::MAX)
+        .set_ex("ttl", 7, 1000)
+        .query(&mut con)
+        .unwrap();
+    let mut raw = s.raw();
+    assert_eq!(raw.send(&command(&["AUTH", "cache", &s.key])), "+OK\r\n");
+    let replies = pipelined(
+        &mut raw,
+        &[
+            &["INCR", "a"],
+            &["INCR", "h"],
+            &["INCRBY", "a", "5"],
+            &["DECR", "text"],
+            &["INCR", "max"],
+            &["DECRBY", "a", "2"],
+            &["INCR", "ttl"],
+        ],
+    );
+    let firsts: Vec<&str> = replies
+        .iter()
+        .map(|r| r.split(' ').next().unwrap())
+        .collect();
+    assert_eq!(
+        firsts,
+        [":1", "-WRONGTYPE", ":6", "-ERR", "-ERR", ":4", ":8"],
+        "{replies:?}"
+    );
+    assert!(replies[4].contains("overflow"), "{replies:?}");
+    assert_eq!(query::<i64>(&mut con, &["GET", "a"]).unwrap(), 4);
+    assert_eq!(query::<String>(&mut con, &["GET", "text"]).unwrap(), "abc");
+    let ttl: i64 = query(&mut con, &["TTL", "ttl"]).unwrap();
+    assert!((998..=1000).contains(&ttl), "INCR keeps the expiry: {ttl}");
+
+    // MSETs in a run: the last value of a key given twice wins, as in order.
+    let _: () = redis::pipe()
+        .cmd("MSET")
+        .arg("m1")
+        .arg("1")
+        .arg("m2")
+        .arg("1")
+        .cmd("MSET")
+        .arg("m2")
+        .arg("2")
+        .arg("m3")
+        .arg("2")
+        .cmd("MGET")
+        .arg("m1")
+        .arg("m2")
+        .arg("m3")
+        .ignore()
+        .query(&mut con)
+        .unwrap();
+    let got: Vec<String> = query(&mut con, &["MGET", "m1", "m2", "m3"]).unwrap();
+    assert_eq!(got, ["1", "2", "2"]);
+
+    // A key that may only read: each command refused, nothing written.
+    let reader_key = s.shoal.create_key("acme", &[("cache", "read")]).await;
+    let mut raw = s.raw();
+    assert_eq!(
+        raw.send(&command(&["AUTH", "cache", &reader_key])),
+        "+OK\r\n"
+    );
+    let replies = pipelined(
+        &mut raw,
+        &[
+            &["MSET", "r1", "x"],
+            &["MSET", "r2", "y"],
+            &["INCR", "a"],
+            &["INCR", "a"],
+        ],
+    );
+    assert!(
+        replies.iter().all(|r| r.starts_with("-NOPERM")),
+        "{replies:?}"
+    );
+    assert_eq!(query::<i64>(&mut con, &["EXISTS", "r1", "r2"]).unwrap(), 0);
+    assert_eq!(query::<i64>(&mut con, &["GET", "a"]).unwrap(), 4);
+}
+
+/// Sends `commands` at once and reads one single-line reply for each.
+fn pipelined(raw: &mut common::resp::Raw, commands: &[&[&str]]) -> Vec<String> {
+    let bytes: Vec<u8> = commands.iter().flat_map(|c| command(c)).collect();
+    raw.0.write_all(&bytes).unwrap();
+    let mut replies = String::new();
+    while replies.matches("\r\n").count() < commands.len() {
+        replies.push_str(&raw.read_reply());
+    }
+    replies.lines().map(str::to_owned).collect()
+}

@@ -745,6 +745,20 @@ async fn rondb_rest_clients_requests_are_answered_as_rondb_answers_them() {
         StatusCode::BAD_REQUEST
     );
 
+    // A DATE takes RonDB's date-time form with a zero time of day; any
+    // other time is refused, never dropped.
+    let dated = |day: &str| json!({"row": {"id": 30, "name": "dated", "day": day}});
+    let (status, body) = s
+        .op("shop/items/pk-write", dated("1111-11-11 00:00:00"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(s.read(30).await.1["data"]["day"], "1111-11-11");
+    let (status, body) = s
+        .op("shop/items/pk-write", dated("1111-11-12 10:00:00"))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(s.read(30).await.1["data"]["day"], "1111-11-11");
+
     // health: RonDB's bare number, 1 when the data nodes serve.
     let health = reqwest::get(format!("{}/0.1.0/health", s.shoal.rest_url))
         .await

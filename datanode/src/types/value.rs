@@ -294,8 +294,27 @@ impl Date {
         Some(Date(days_from_civil(year, month, day)))
     }
 
+    /// `YYYY-MM-DD`, or RonDB's date-time form of a date: the same with a
+    /// time of day that is all zeros (`1111-11-11 00:00:00[.000000]`). A
+    /// time of day that is not midnight is refused, never dropped.
     pub fn parse(text: &str) -> Result<Date, String> {
-        let b = text.trim().as_bytes();
+        let trimmed = text.trim();
+        if trimmed.len() > 10 {
+            return match parse_date_time(trimmed) {
+                Some((micros, "")) if micros.rem_euclid(MICROS_PER_DAY) == 0 => {
+                    Ok(Date(micros.div_euclid(MICROS_PER_DAY) as i32))
+                }
+                Some((_, "")) => Err(format!(
+                    "'{}' has a time of day; a DATE holds none",
+                    shorten(text)
+                )),
+                _ => Err(format!(
+                    "'{}' is not a date between 0001-01-01 and 9999-12-31 (YYYY-MM-DD)",
+                    shorten(text)
+                )),
+            };
+        }
+        let b = trimmed.as_bytes();
         let parsed = (b.len() == 10 && b[4] == b'-' && b[7] == b'-')
             .then(|| {
                 Some((
@@ -512,6 +531,19 @@ mod tests {
             assert!(Date::parse(bad).is_err(), "{bad}");
         }
         assert!(Date::parse("2024-02-29").is_ok());
+        assert_eq!(
+            Date::parse("1111-11-11 00:00:00"),
+            Date::parse("1111-11-11")
+        );
+        assert_eq!(Date::parse("1970-01-02T00:00:00.000000"), Ok(Date(1)));
+        for bad in [
+            "1111-11-11 00:00:01",
+            "1111-11-11 00:00:00.5",
+            "1111-11-11 00:00",
+            "1111-11-11 x",
+        ] {
+            assert!(Date::parse(bad).is_err(), "{bad}");
+        }
         assert!(Date::parse("2000-02-29").is_ok());
         assert!(Date::parse("1900-02-29").is_err());
     }
