@@ -145,7 +145,7 @@ async fn the_demo_key_reads_the_demo_table_and_says_how() {
     // The next start has the same key, and it still works.
     let (shoal, again) = start_demo(dir.path());
     assert_eq!(again["tenant"]["api_key"], key.as_str());
-    assert_eq!(read_user_7(&shoal, &again).await["data"]["id"], 7);
+    assert_eq!(read_user_7(&shoal, &again).await["data"]["name"], "User 7");
 }
 
 #[tokio::test]

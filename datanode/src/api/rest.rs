@@ -4,7 +4,7 @@
 //! | --- | --- | --- |
 //! | `GET /0.1.0/ping` | | 200 |
 //! | `GET /0.1.0/health` | | `1` as RonDB answers a healthy cluster, or 503 `{"status": "failed", "reason"}` once the redo log failed |
-//! | `POST /0.1.0/{db}/{table}/pk-read` | `{"filters": [{"column", "value"}], "readColumns"?: [{"column"}], "operationId"?}` | `{"operationId"?, "data": {column: value}}`; 404 when absent |
+//! | `POST /0.1.0/{db}/{table}/pk-read` | `{"filters": [{"column", "value"}], "readColumns"?: [{"column"}] (not of the key), "operationId"?}` | `{"operationId"?, "data": {column: value}}`, the columns asked for or every one not of the key (as RonDB); 404 when absent |
 //! | `POST /0.1.0/{db}/{table}/pk-insert` · `pk-update` · `pk-write` | `{"row": {column: value}}`, the whole key in it, or RonDB's `{"filters": [key], "writeColumns": [{"column", "value"}]}` | `{"outcome": "inserted" \| "updated"}` |
 //! | `POST /0.1.0/{db}/{table}/pk-delete` | `{"filters": […]}` | `{"outcome": "deleted"}`; 404 when absent |
 //! | `POST /0.1.0/batch` | `{"operations": [{"method": "POST", "relative-url": "db/table/pk-read", "body": {…}}]}` | `{"result": [{"code", "body", "message"?}]}` (RonDB's shape), each operation on its own |
@@ -346,7 +346,11 @@ fn add(
             "operationId is longer than {MAX_OPERATION_ID} characters"
         )));
     }
+    let is_key = |c: usize| def.primary_key.contains(&def.columns[c].name);
     let columns = match (&body.read_columns, method) {
+        // As RonDB: the row's columns that are not the key (the filters
+        // give that).
+        (None, Method::Read) => Some((0..def.columns.len()).filter(|&c| !is_key(c)).collect()),
         (None, _) => None,
         (Some(read), Method::Read) if read.is_empty() => {
             return Err(bad_request("readColumns names no column"));
@@ -375,13 +379,19 @@ fn add(
         ),
         (Some(_), _) => return Err(only("no 'readColumns'")),
     };
-    if let Some(columns) = &columns
-        && let Some(twice) = (1..columns.len()).find(|&i| columns[..i].contains(&columns[i]))
-    {
-        return Err(bad_request(format!(
-            "readColumns names '{}' twice",
-            def.columns[columns[twice]].name
-        )));
+    if let Some(columns) = columns.as_ref().filter(|_| body.read_columns.is_some()) {
+        if let Some(twice) = (1..columns.len()).find(|&i| columns[..i].contains(&columns[i])) {
+            return Err(bad_request(format!(
+                "readColumns names '{}' twice",
+                def.columns[columns[twice]].name
+            )));
+        }
+        if let Some(&key) = columns.iter().find(|&&c| is_key(c)) {
+            return Err(bad_request(format!(
+                "readColumns names '{}', a column of the key: the filters give it",
+                def.columns[key].name
+            )));
+        }
     }
     match method {
         Method::Read | Method::Delete => {
