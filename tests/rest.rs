@@ -107,7 +107,7 @@ async fn every_single_row_operation_round_trips_its_values() {
     // As RonDB: every column but the key's, which the filters give.
     assert_eq!(
         body,
-        json!({"operationId": "op-7", "data": {"name": "Ada", "price": "12.50",
+        json!({"operationId": "op-7", "data": {"name": "Ada", "price": 12.5,
             "data": "AAEC/w==", "day": "2024-02-29"}})
     );
     // readColumns answers just those columns.
@@ -137,7 +137,7 @@ async fn every_single_row_operation_round_trips_its_values() {
         (StatusCode::OK, json!({"outcome": "updated"}))
     );
     assert_eq!(s.read(1).await.1["data"]["name"], "Ada L.");
-    assert_eq!(s.read(1).await.1["data"]["price"], "12.50");
+    assert_eq!(s.read(1).await.1["data"]["price"], 12.5);
 
     // Update of a missing row: 404.
     let (status, body) = s.op("shop/items/pk-update", item(2)).await;
@@ -759,6 +759,25 @@ async fn rondb_rest_clients_requests_are_answered_as_rondb_answers_them() {
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(s.read(30).await.1["data"]["day"], "1111-11-11");
+
+    // DECIMAL as a JSON number, as RonDB answers it, where a double holds
+    // every value of the column exactly (up to 15 digits); a wider one as
+    // the exact string.
+    let priced = json!({"row": {"id": 31, "name": "priced", "price": "-1234567.89"}});
+    assert_eq!(s.op("shop/items/pk-write", priced).await.0, StatusCode::OK);
+    assert_eq!(s.read(31).await.1["data"]["price"], json!(-1234567.89));
+    let wide = json!({"name": "wide", "primary_key": ["id"], "columns": [
+        {"name": "id", "type": "BIGINT"}, {"name": "d", "type": "DECIMAL(30,10)"}]});
+    let (status, body) = s
+        .shoal
+        .post("/internal/v1/databases/shop/tables", wide)
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let exact = "12345678901234567890.1234567890";
+    let row = json!({"row": {"id": 1, "d": exact}});
+    assert_eq!(s.op("shop/wide/pk-write", row).await.0, StatusCode::OK);
+    let (_, body) = s.op("shop/wide/pk-read", json!({"filters": key(1)})).await;
+    assert_eq!(body["data"]["d"], exact, "{body}");
 
     // health: RonDB's bare number, 1 when the data nodes serve.
     let health = reqwest::get(format!("{}/0.1.0/health", s.shoal.rest_url))

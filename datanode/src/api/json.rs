@@ -4,7 +4,7 @@
 //! | --- | --- |
 //! | integers | a whole number in the column's range (a string of digits is taken too) |
 //! | `FLOAT`, `DOUBLE` | a number (a string holding one is taken too) |
-//! | `DECIMAL` | a string such as `"-12.50"` (a number is taken too), with no more digits than the column holds |
+//! | `DECIMAL` | a string such as `"-12.50"` (a number is taken too), with no more digits than the column holds; the REST data API answers one of up to 15 digits as a number, as RonDB does (`rest_value_to_json`) |
 //! | `CHAR`, `VARCHAR` | a string |
 //! | `BINARY`, `VARBINARY` | a string of standard base64 |
 //! | `DATE`, `DATETIME`, `TIMESTAMP` | a string in MySQL's text form |
@@ -131,6 +131,27 @@ pub(crate) fn column_value_to_json(column: &ColumnDef, value: &Value) -> Json {
             Json::String(WithFsp(*micros, fsp).to_string())
         }
         other => value_to_json(other),
+    }
+}
+
+/// Most digits of a `DECIMAL` the REST data API answers as a JSON number:
+/// every value of up to 15 significant digits is read back exactly from a
+/// double, the number every JSON client parses into.
+pub(crate) const MAX_NUMBER_DIGITS: u8 = 15;
+
+/// `value` of `column` as the REST data API answers it, in RonDB's shape:
+/// as `column_value_to_json`, but a `DECIMAL` of up to
+/// `MAX_NUMBER_DIGITS` digits as a JSON number (`12.50` answers `12.5`,
+/// the same number). A wider one stays a string: a double would round it.
+pub(crate) fn rest_value_to_json(column: &ColumnDef, value: &Value) -> Json {
+    match (&column.column_type, value) {
+        (ColumnType::Decimal { precision, .. }, Value::Decimal(d))
+            if *precision <= MAX_NUMBER_DIGITS =>
+        {
+            let number = d.to_string().parse::<f64>().ok();
+            number.map_or_else(|| value_to_json(value), Json::from)
+        }
+        _ => column_value_to_json(column, value),
     }
 }
 

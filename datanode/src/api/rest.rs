@@ -43,8 +43,7 @@ use super::error::ApiError;
 use super::serve::Limits;
 use super::{AccessError, access};
 use crate::api::json::{
-    JsonError, JsonRow, column_value_to_json, key_from_json, row_from_json, row_to_json,
-    value_from_json,
+    JsonError, JsonRow, key_from_json, rest_value_to_json, row_from_json, value_from_json,
 };
 use crate::cluster::{Answered, Cluster, ForwardError, Forwarded, Handler, ServedElsewhere};
 use crate::node::Engine;
@@ -485,19 +484,21 @@ fn outcome(batch: &Batch, i: usize, answer: &Answer) -> Result<JsonValue, ApiErr
         Outcome::Found(row) => {
             let def = row.table().def();
             let values = row.values();
-            let data: Map<String, JsonValue> = match &answer.columns {
-                None => row_to_json(&row),
-                Some(columns) => columns
-                    .iter()
-                    .map(|&c| {
-                        let column = &def.columns[c];
-                        (
-                            column.name.to_string(),
-                            column_value_to_json(column, &values[c]),
-                        )
-                    })
-                    .collect(),
+            let all: Vec<usize>;
+            let columns = match &answer.columns {
+                Some(columns) => columns,
+                None => {
+                    all = (0..def.columns.len()).collect();
+                    &all
+                }
             };
+            let data: Map<String, JsonValue> = (columns.iter())
+                .map(|&c| {
+                    let column = &def.columns[c];
+                    let value = rest_value_to_json(column, &values[c]);
+                    (column.name.to_string(), value)
+                })
+                .collect();
             let mut body = Map::new();
             if let Some(id) = &answer.operation_id {
                 body.insert("operationId".into(), id.clone().into());
