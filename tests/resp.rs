@@ -1265,3 +1265,44 @@ fn pipelined(raw: &mut common::resp::Raw, commands: &[&[&str]]) -> Vec<String> {
     }
     replies.lines().map(str::to_owned).collect()
 }
+
+/// Replies a caller can make large are bounded: a SCAN stops at 8 MiB of
+/// keys whatever its COUNT (a hint, as in Redis) and goes on from its
+/// cursor; HRANDFIELD refuses a reply past 64 MiB before it makes one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scan_and_hrandfield_replies_are_bounded() {
+    let s = setup(&[]).await;
+    let mut con = s.connect();
+    let mut pipe = redis::pipe();
+    for i in 0..3000 {
+        pipe.set(format!("{i:04}{}", "k".repeat(2996)), 1).ignore();
+    }
+    let _: () = pipe.query(&mut con).unwrap();
+    let (cursor, first): (String, Vec<String>) =
+        query(&mut con, &["SCAN", "0", "COUNT", "100000"]).unwrap();
+    assert!(
+        first.len() < 3000 && cursor != "0",
+        "{} keys, cursor {cursor}",
+        first.len()
+    );
+    let mut all: std::collections::HashSet<String> = first.into_iter().collect();
+    let mut cursor = cursor;
+    while cursor != "0" {
+        let (next, keys): (String, Vec<String>) =
+            query(&mut con, &["SCAN", &cursor, "COUNT", "100000"]).unwrap();
+        all.extend(keys);
+        cursor = next;
+    }
+    assert_eq!(all.len(), 3000);
+
+    let _: () = redis::cmd("HSET")
+        .arg("h")
+        .arg("f")
+        .arg(vec![b'v'; 100_000])
+        .query(&mut con)
+        .unwrap();
+    let e = query::<RValue>(&mut con, &["HRANDFIELD", "h", "-1000", "WITHVALUES"]).unwrap_err();
+    assert!(e.to_string().contains("at most 64 MiB"), "{e}");
+    let few: Vec<RValue> = query(&mut con, &["HRANDFIELD", "h", "-3", "WITHVALUES"]).unwrap();
+    assert_eq!(few.len(), 6);
+}

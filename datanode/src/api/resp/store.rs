@@ -1005,6 +1005,13 @@ pub(crate) fn random_below(n: u64) -> u64 {
     (z ^ (z >> 31)) % n.max(1)
 }
 
+/// Rows one scan step reads: each comes whole, its value with it (up to
+/// `PART` bytes), so a step holds at most ~6.5 MB.
+const SCAN_STEP_ROWS: usize = 256;
+/// A scan stops once the keys it found hold this many bytes, whatever its
+/// count: a `SCAN` reply stays bounded (its `COUNT` is a hint, as in Redis).
+const SCAN_BYTES: usize = 8 << 20;
+
 /// Keys among which `RANDOMKEY` picks.
 const RANDOM_AMONG: usize = 1024;
 
@@ -1041,16 +1048,11 @@ impl Store {
         count: usize,
         one_fragment: bool,
     ) -> Result<(Vec<Scanned>, Option<ScanAt>), StoreError> {
-        let mut found = Vec::new();
-        while found.len() < count {
+        let (mut found, mut bytes) = (Vec::new(), 0);
+        while found.len() < count && bytes < SCAN_BYTES {
+            let rows = (count - found.len()).min(SCAN_STEP_ROWS);
             let step = (self.tc())
-                .scan_step(
-                    &db.grant,
-                    &t.keys,
-                    at.fragment,
-                    at.from,
-                    count - found.len(),
-                )
+                .scan_step(&db.grant, &t.keys, at.fragment, at.from, rows)
                 .await;
             let step = match step {
                 Ok(step) => step,
@@ -1060,7 +1062,9 @@ impl Store {
                 }
             };
             let now = now_ms();
+            let before = found.len();
             found.extend(step.rows.iter().filter_map(|row| scanned(row, now)));
+            bytes += found[before..].iter().map(|k| k.key.len()).sum::<usize>();
             at = match step.next {
                 Some(from) => ScanAt { from, ..at },
                 None if !one_fragment && at.fragment + 1 < t.keys.fragments.len() => ScanAt {

@@ -11,8 +11,10 @@ use crate::api::resp::long_double::{self, FloatError};
 use crate::api::resp::store::{Item, Kind, decode_hash, encode_hash, random_below};
 
 /// Most fields `HRANDFIELD` answers for a negative count (which may
-/// repeat fields): a reply stays bounded.
+/// repeat fields), and most bytes of them for any count: a reply stays
+/// bounded.
 const MAX_RANDOM_FIELDS: u64 = 1_000_000;
+const MAX_RANDOM_BYTES: usize = 64 << 20;
 
 pub(in crate::api::resp) enum Cmd<'a> {
     /// `HSET` (answers the fields added) or `HMSET` (answers OK): the key
@@ -278,6 +280,18 @@ impl Cmd<'_> {
                         order
                     }
                 };
+                let bytes: usize = (picked.iter())
+                    .map(|&i| fields[i].0.len() + if values { fields[i].1.len() } else { 0 })
+                    .sum();
+                if bytes > MAX_RANDOM_BYTES {
+                    return Err((
+                        "ERR",
+                        format!(
+                            "HRANDFIELD would answer {bytes} bytes; at most {} MiB",
+                            MAX_RANDOM_BYTES >> 20
+                        ),
+                    ));
+                }
                 let pairs = values && out.resp3;
                 out.array(if values && !pairs {
                     2 * picked.len()

@@ -59,8 +59,10 @@ const SCAN_COUNT: usize = 10;
 /// Most keys one `SCAN` looks at, whatever its `COUNT` (a hint, in Redis as
 /// here): a reply's work stays bounded.
 const MAX_SCAN_COUNT: usize = 100_000;
-/// Most keys `KEYS` answers: past them, `SCAN` is the way.
+/// Most keys, and most bytes of keys, `KEYS` answers: past them, `SCAN` is
+/// the way.
 const MAX_KEYS: usize = 1_000_000;
+const MAX_KEYS_BYTES: usize = 64 << 20;
 
 /// `EXPIRE key seconds [NX|XX|GT|LT]`, `PEXPIRE` in milliseconds, or
 /// `EXPIREAT`/`PEXPIREAT` at a Unix time.
@@ -420,19 +422,23 @@ impl Cmd<'_> {
             }
             Cmd::Keys(pattern) => {
                 let (store, db, _, out) = ctx.parts();
-                let (mut keys, mut cursor) = (Vec::new(), 0);
+                let (mut keys, mut bytes, mut cursor) = (Vec::new(), 0, 0);
                 loop {
                     let (found, next) =
                         (store.scan(db, cursor, MAX_SCAN_COUNT).await).map_err(store_error)?;
-                    keys.extend(
-                        (found.into_iter())
-                            .filter(|k| k.live && (pattern == b"*" || glob(pattern, &k.key)))
-                            .map(|k| k.key),
-                    );
-                    if keys.len() > MAX_KEYS {
+                    let matching = (found.into_iter())
+                        .filter(|k| k.live && (pattern == b"*" || glob(pattern, &k.key)));
+                    for k in matching {
+                        bytes += k.key.len();
+                        keys.push(k.key);
+                    }
+                    if keys.len() > MAX_KEYS || bytes > MAX_KEYS_BYTES {
                         return Err((
                             "ERR",
-                            format!("KEYS answers at most {MAX_KEYS} keys; use SCAN"),
+                            format!(
+                                "KEYS answers at most {MAX_KEYS} keys and {} MiB of them; use SCAN",
+                                MAX_KEYS_BYTES >> 20
+                            ),
                         ));
                     }
                     if next == 0 {
