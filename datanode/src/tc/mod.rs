@@ -456,14 +456,19 @@ impl Tc {
             Ok(()) => batch.failures(OpError::MemoryQuota),
         };
         Counters::add(&gov.counters.quota_rejections, refused_by_quota as u64);
-        Counters::add(&gov.counters.requests, 1);
         Counters::add(&gov.counters.failed, u64::from(outcome.is_err()));
+        self.finished(db, started);
+        outcome
+    }
+
+    /// Counts a request of `db` that ran from `started`, and its latency.
+    fn finished(&self, db: &Database, started: std::time::Instant) {
+        Counters::add(&db.governance.counters.requests, 1);
         let took = started.elapsed();
-        gov.counters.latency.record(took);
+        db.governance.counters.latency.record(took);
         if let Some(observer) = self.inner.latency_observer.load().as_ref() {
             (observer.0)(db, took);
         }
-        outcome
     }
 }
 
@@ -686,12 +691,7 @@ impl Tc {
         let extra = rows.len().saturating_sub(1) as u64;
         Counters::add(&gov.counters.read_units, extra);
         gov.owe_reads(extra);
-        Counters::add(&gov.counters.requests, 1);
-        let took = started.elapsed();
-        gov.counters.latency.record(took);
-        if let Some(observer) = self.inner.latency_observer.load().as_ref() {
-            (observer.0)(&admitted.db, took);
-        }
+        self.finished(&admitted.db, started);
         Ok(ScanStep {
             rows,
             next: chunk.next,

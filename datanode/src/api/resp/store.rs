@@ -265,7 +265,12 @@ fn key_value(key: &[u8]) -> Result<Value, StoreError> {
 
 /// Integer column `c` of a key row.
 fn int_column(row: &RowView<'_>, c: u16) -> Option<i64> {
-    match row.value(c) {
+    int_value(&row.value(c))
+}
+
+/// An integer column's value.
+fn int_value(value: &Value) -> Option<i64> {
+    match *value {
         Value::Int(n) => Some(n),
         Value::UInt(n) => Some(n as i64),
         _ => None,
@@ -675,15 +680,7 @@ impl Store {
         }
         let t = self.tables(db, false).await?.expect("a key exists");
         batch.clear();
-        let k = key_value(key)?;
-        batch
-            .delete(&t.keys, std::slice::from_ref(&k))
-            .map_err(OperationError::from)?;
-        for i in 1..=entry.parts {
-            batch
-                .delete(&t.chunks, &[k.clone(), Value::Int(i64::from(i))])
-                .map_err(OperationError::from)?;
-        }
+        delete_rows(batch, &t.keys, &t.chunks, key_value(key)?, entry.parts)?;
         self.run(db, batch, Commit::Atomic).await?;
         self.touched(db.db.id, [key]);
         Ok(())
@@ -897,10 +894,8 @@ impl Store {
             return;
         }
         batch.clear();
-        let _ = batch.delete(keys, std::slice::from_ref(&k));
-        for i in 1..=entry.parts {
-            let _ = batch.delete(chunks, &[k.clone(), Value::Int(i64::from(i))]);
-        }
+        // A key's rows are always valid to delete: only the purge can fail.
+        let _ = delete_rows(&mut batch, keys, chunks, k, entry.parts);
         if tc.purge(&mut batch).await.is_ok() {
             self.touched(keys.database.id, [key.as_slice()]);
         }
@@ -968,23 +963,18 @@ impl ScanAt {
 /// The key a scan's row holds.
 fn scanned(row: &crate::tc::batch::Row, now: i64) -> Option<Scanned> {
     let v = row.values();
-    let int = |value: &Value| match *value {
-        Value::Int(n) => Some(n),
-        Value::UInt(n) => Some(n as i64),
-        _ => None,
-    };
     let Value::Bytes(key) = &v[0] else {
         return None;
     };
     Some(Scanned {
         key: key.clone(),
-        kind: if int(&v[1]) == Some(1) {
+        kind: if int_value(&v[1]) == Some(1) {
             Kind::Hash
         } else {
             Kind::String
         },
-        parts: int(&v[3]).unwrap_or(0) as u32,
-        live: int(&v[2]).is_none_or(|at| at > now),
+        parts: int_value(&v[3]).unwrap_or(0) as u32,
+        live: int_value(&v[2]).is_none_or(|at| at > now),
     })
 }
 
@@ -1092,14 +1082,8 @@ impl Store {
                 let t = self.tables(db, false).await?.expect("keys were found");
                 batch.clear();
                 for (scanned, entry) in found.iter().zip(&entries) {
-                    let k = key_value(&scanned.key)?;
                     let parts = entry.as_ref().map_or(scanned.parts, |e| e.parts);
-                    (batch.delete(&t.keys, std::slice::from_ref(&k)))
-                        .map_err(OperationError::from)?;
-                    for i in 1..=parts {
-                        (batch.delete(&t.chunks, &[k.clone(), Value::Int(i64::from(i))]))
-                            .map_err(OperationError::from)?;
-                    }
+                    delete_rows(batch, &t.keys, &t.chunks, key_value(&scanned.key)?, parts)?;
                 }
                 self.run(db, batch, Commit::Each).await?;
                 self.touched(db.db.id, keys.iter().copied());
@@ -1144,26 +1128,16 @@ impl Store {
         entry: &Entry,
         item: Item<'_>,
     ) -> Result<(), StoreError> {
-        self.check_put(&db.db, db.grant, &[item])?;
-        if let Some(tx) = &mut db.tx {
-            let pending = Pending {
-                kind: item.kind,
-                value: item.value.to_vec(),
-                expires: item.expires,
-            };
-            tx.writes.insert(item.key.to_vec(), Some(pending));
-            tx.writes.insert(from.to_vec(), None);
-            return Ok(());
+        // In a transaction both go to its overlay, committed together.
+        if db.tx.is_some() {
+            self.write(db, batch, &[item]).await?;
+            return self.delete(db, batch, from, entry).await;
         }
+        self.check_put(&db.db, db.grant, &[item])?;
         let t = self.tables(db, true).await?.expect("created");
         batch.clear();
         add_rows(batch, &t, &item, true)?;
-        let k = key_value(from)?;
-        (batch.delete(&t.keys, std::slice::from_ref(&k))).map_err(OperationError::from)?;
-        for i in 1..=entry.parts {
-            (batch.delete(&t.chunks, &[k.clone(), Value::Int(i64::from(i))]))
-                .map_err(OperationError::from)?;
-        }
+        delete_rows(batch, &t.keys, &t.chunks, key_value(from)?, entry.parts)?;
         self.run(db, batch, Commit::Atomic).await?;
         self.touched(db.db.id, [from, item.key]);
         if let Some(at) = item.expires {
@@ -1219,6 +1193,23 @@ fn add_rows(
             ("v", Value::Bytes(part.to_vec())),
         ];
         batch.write(&t.chunks, &row).map_err(OperationError::from)?;
+    }
+    Ok(())
+}
+
+/// Adds to `batch` the deletes of key `k`'s row and of the `parts` of its
+/// value past the first.
+fn delete_rows(
+    batch: &mut Batch,
+    keys: &Arc<Table>,
+    chunks: &Arc<Table>,
+    k: Value,
+    parts: u32,
+) -> Result<(), StoreError> {
+    (batch.delete(keys, std::slice::from_ref(&k))).map_err(OperationError::from)?;
+    for i in 1..=parts {
+        (batch.delete(chunks, &[k.clone(), Value::Int(i64::from(i))]))
+            .map_err(OperationError::from)?;
     }
     Ok(())
 }
