@@ -378,6 +378,17 @@ impl Out {
         self.line(b'*', len as i64);
     }
 
+    /// An array of values, a null for each missing one (`MGET`).
+    pub(crate) fn values(&mut self, values: &[Option<Vec<u8>>]) {
+        self.array(values.len());
+        for value in values {
+            match value {
+                Some(v) => self.bulk(v),
+                None => self.null(),
+            }
+        }
+    }
+
     /// A map of `len` pairs: RESP3's map, or a flat array in RESP2.
     pub(crate) fn map(&mut self, len: usize) {
         if self.resp3 {

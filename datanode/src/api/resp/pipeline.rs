@@ -196,22 +196,13 @@ impl Conn {
                 .unwrap_or_default();
             match command.op {
                 Op::MGet => {
-                    ctx.out.array(command.words.len());
-                    for &key in &words[command.words.clone()] {
-                        match entries.next().flatten() {
-                            Some(e) if e.kind == Kind::String && e.parts == 0 => {
-                                ctx.out.bulk(&e.head)
-                            }
-                            Some(e) if e.kind == Kind::String => {
-                                match ctx.read_string(key, false).await {
-                                    Ok(Some(v)) => ctx.out.bulk(&v),
-                                    Ok(None) => ctx.out.null(),
-                                    // Answered as a missing key, as MGET alone does.
-                                    Err(_) => ctx.out.null(),
-                                }
-                            }
-                            _ => ctx.out.null(),
-                        }
+                    let keys = &words[command.words.clone()];
+                    // Taken whole first: a read that fails leaves the next
+                    // commands' entries where they are.
+                    let mine: Vec<_> = entries.by_ref().take(keys.len()).collect();
+                    match ctx.mget(keys, mine).await {
+                        Ok(values) => ctx.out.values(&values),
+                        Err((prefix, message)) => ctx.out.error(prefix, &message),
                     }
                     continue;
                 }

@@ -486,6 +486,26 @@ impl Ctx<'_> {
             .map_err(store_error)
     }
 
+    /// `MGET`'s answers for `keys`, whose live entries are `entries`: a
+    /// string's value, none for a missing key or a hash. Gathered whole
+    /// before any is written, so that a read that fails answers its error
+    /// instead of half an array.
+    pub(super) async fn mget(
+        &mut self,
+        keys: &[&[u8]],
+        entries: impl IntoIterator<Item = Option<Entry>>,
+    ) -> Result<Vec<Option<Vec<u8>>>, Refusal> {
+        let mut values = Vec::with_capacity(keys.len());
+        for (key, entry) in keys.iter().zip(entries) {
+            values.push(match entry {
+                Some(e) if e.kind == Kind::String && e.parts == 0 => Some(e.head),
+                Some(e) if e.kind == Kind::String => self.read_string(key, false).await?,
+                _ => None,
+            });
+        }
+        Ok(values)
+    }
+
     /// A string key's value; `WRONGTYPE` for a hash.
     pub(super) async fn read_string(
         &mut self,

@@ -256,19 +256,8 @@ impl Cmd<'_> {
             Cmd::GetEx(getex) => getex.apply(ctx).await?,
             Cmd::MGet(keys) => {
                 let entries = ctx.lookup_many(keys).await?;
-                ctx.out.array(entries.len());
-                for (key, entry) in keys.iter().zip(entries) {
-                    match entry {
-                        Some(e) if e.kind == Kind::String && e.parts == 0 => ctx.out.bulk(&e.head),
-                        Some(e) if e.kind == Kind::String => {
-                            match ctx.read_string(key, false).await? {
-                                Some(v) => ctx.out.bulk(&v),
-                                None => ctx.out.null(),
-                            }
-                        }
-                        _ => ctx.out.null(),
-                    }
-                }
+                let values = ctx.mget(keys, entries).await?;
+                ctx.out.values(&values);
             }
             Cmd::Incr(key, by) => {
                 let v = ctx.incr(key, by).await?;
