@@ -121,9 +121,9 @@ pub(crate) fn router(engine: Engine, cluster: Cluster, limits: Limits) -> Router
     let app = Router::new()
         .route("/0.1.0/ping", get(|| async { StatusCode::OK }))
         .route("/0.1.0/health", get(health))
-        .route("/0.1.0/batch", post(batch))
-        .route("/0.1.0/batchwrite", post(batch_write))
-        .route("/0.1.0/batchdelete", post(batch_delete))
+        .route(Batched::Any.path(), batch_route(Batched::Any))
+        .route(Batched::Writes.path(), batch_route(Batched::Writes))
+        .route(Batched::Deletes.path(), batch_route(Batched::Deletes))
         .route("/0.1.0/transaction", post(transaction))
         .route("/0.1.0/{db}/{table}/{op}", post(single))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route") })
@@ -874,8 +874,8 @@ fn error_entry(e: &ApiError) -> JsonValue {
     })
 }
 
-/// `POST /0.1.0/batch`: each operation on its own; one request to the
-/// coordinator per database.
+/// `POST /0.1.0/batch` (and `batchwrite`, `batchdelete`): each operation
+/// on its own; one request to the coordinator per database.
 #[tracing::instrument(
     level = "debug",
     target = "shoal::request",
@@ -887,27 +887,19 @@ async fn batch(
     State(state): State<AppState>,
     headers: HeaderMap,
     Body(body): Body,
+    kind: Batched,
 ) -> Result<Response, ApiError> {
-    settled(|until| batch_once(&state, &headers, &body, until, Batched::Any)).await
+    settled(|until| batch_once(&state, &headers, &body, until, kind)).await
 }
 
-/// `POST /0.1.0/batchwrite`: RonDB's batch of `pk-write`, `pk-update` and
-/// `pk-insert` operations.
-async fn batch_write(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Body(body): Body,
-) -> Result<Response, ApiError> {
-    settled(|until| batch_once(&state, &headers, &body, until, Batched::Writes)).await
-}
-
-/// `POST /0.1.0/batchdelete`: RonDB's batch of `pk-delete` operations.
-async fn batch_delete(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Body(body): Body,
-) -> Result<Response, ApiError> {
-    settled(|until| batch_once(&state, &headers, &body, until, Batched::Deletes)).await
+/// The route of a batch of `kind`: `/batch`, or RonDB's `/batchwrite`
+/// (`pk-write`, `pk-update`, `pk-insert`) and `/batchdelete` (`pk-delete`).
+fn batch_route(kind: Batched) -> axum::routing::MethodRouter<AppState> {
+    post(
+        move |state: State<AppState>, headers: HeaderMap, body: Body| {
+            batch(state, headers, body, kind)
+        },
+    )
 }
 
 /// Which operations a batch route takes.

@@ -127,7 +127,6 @@ impl Client {
 
     fn matches(&self, key: &str, filter: &Filter) -> bool {
         let state = self.state();
-        let shown = |a: Option<SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
         state.key.as_deref() == Some(key)
             && filter.skip != Some(self.id)
             && filter.ids.as_ref().is_none_or(|ids| ids.contains(&self.id))
@@ -188,7 +187,6 @@ impl Client {
     pub(crate) fn line(&self, out: &mut String) {
         let state = self.state();
         let now = Instant::now();
-        let shown = |a: Option<SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
         let _ = writeln!(
             out,
             "id={} addr={} laddr={} name={} age={} idle={} flags=N db=0 cmd={} user={} lib-name={} lib-ver={} resp={}",
@@ -205,4 +203,9 @@ impl Client {
             if state.resp3 { 3 } else { 2 },
         );
     }
+}
+
+/// An address as `CLIENT LIST` shows it and `CLIENT KILL ADDR` names it.
+fn shown(addr: Option<SocketAddr>) -> String {
+    addr.map(|a| a.to_string()).unwrap_or_default()
 }

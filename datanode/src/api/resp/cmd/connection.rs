@@ -186,11 +186,7 @@ impl Conn {
                     i += 3;
                 }
                 Some("SETNAME") if i + 1 < args.len() => {
-                    let name = printable(args[i + 1], "Client names")?;
-                    if let Some(registered) = &self.client {
-                        registered.client.set_name(name);
-                    }
-                    self.name = Some(name.to_vec()).filter(|n| !n.is_empty());
+                    self.set_name(args[i + 1])?;
                     i += 2;
                 }
                 _ => return Err(syntax()),
@@ -226,11 +222,7 @@ impl Conn {
         let sub = args.get(1).and_then(|a| upper(a)).unwrap_or_default();
         match (sub.as_str(), args.len()) {
             ("SETNAME", 3) => {
-                let name = printable(args[2], "Client names")?;
-                if let Some(registered) = &self.client {
-                    registered.client.set_name(name);
-                }
-                self.name = Some(name.to_vec()).filter(|n| !n.is_empty());
+                self.set_name(args[2])?;
                 self.out.ok();
             }
             ("GETNAME", 2) => match &self.name {
@@ -288,13 +280,19 @@ impl Conn {
             }
             ("KILL", _) => return Err(syntax()),
             _ => {
-                let shown: String = String::from_utf8_lossy(args[1]).chars().take(64).collect();
-                return Err((
-                    "ERR",
-                    format!("unknown subcommand or wrong number of arguments for '{shown}'"),
-                ));
+                return Err(super::subcommand(args));
             }
         }
+        Ok(())
+    }
+
+    /// `CLIENT SETNAME` or `HELLO … SETNAME`: the empty name clears it.
+    fn set_name(&mut self, name: &[u8]) -> Result<(), Refusal> {
+        let name = printable(name, "Client names")?;
+        if let Some(registered) = &self.client {
+            registered.client.set_name(name);
+        }
+        self.name = Some(name.to_vec()).filter(|n| !n.is_empty());
         Ok(())
     }
 

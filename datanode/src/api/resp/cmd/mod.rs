@@ -583,6 +583,22 @@ pub(super) fn unknown_command(args: &[&[u8]]) -> Refusal {
     )
 }
 
+/// Redis's answer to a subcommand it does not have (`args`: the command's
+/// name, then the subcommand).
+pub(super) fn subcommand(args: &[&[u8]]) -> Refusal {
+    let shown: String = String::from_utf8_lossy(args.get(1).copied().unwrap_or_default())
+        .chars()
+        .take(64)
+        .collect();
+    (
+        "ERR",
+        format!(
+            "unknown subcommand or wrong number of arguments for '{shown}'. Try {} HELP.",
+            String::from_utf8_lossy(args[0]).to_ascii_uppercase()
+        ),
+    )
+}
+
 fn syntax() -> Refusal {
     ("ERR", "syntax error".into())
 }

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::keys::glob;
 use super::{
     COMMANDS, Command, Ctx, Data, InMulti, Keys, REDIS_VERSION, Refusal, Spec, Upper, find, option,
-    store_error, syntax, upper,
+    store_error, subcommand, syntax, upper,
 };
 use crate::api::resp::frame::Out;
 
@@ -90,21 +90,6 @@ impl Cmd<'_> {
         }
         Ok(())
     }
-}
-
-/// Redis's answer to a subcommand it does not have.
-fn subcommand(args: &[&[u8]]) -> Refusal {
-    let shown: String = String::from_utf8_lossy(args.get(1).copied().unwrap_or_default())
-        .chars()
-        .take(64)
-        .collect();
-    (
-        "ERR",
-        format!(
-            "unknown subcommand or wrong number of arguments for '{shown}'. Try {} HELP.",
-            String::from_utf8_lossy(args[0]).to_ascii_uppercase()
-        ),
-    )
 }
 
 /// `COMMAND` and its subcommands, from the command table.
