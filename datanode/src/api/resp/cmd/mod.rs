@@ -310,18 +310,21 @@ pub(super) static COMMANDS: [Spec; 75] = {
     ]
 };
 
-/// The command named `name` (in capitals).
+/// The command named `name` (in capitals): one hash lookup per command.
 pub(super) fn find(name: &str) -> Option<&'static Spec> {
-    COMMANDS.iter().find(|c| c.name == name)
+    static BY_NAME: std::sync::OnceLock<rustc_hash::FxHashMap<&'static str, &'static Spec>> =
+        std::sync::OnceLock::new();
+    let by_name = BY_NAME.get_or_init(|| COMMANDS.iter().map(|c| (c.name, c)).collect());
+    by_name.get(name).copied()
 }
 
 /// Whether the command named `name` (any case) runs on its database's
 /// primary: every command but the connection's own. (One this does not
 /// have is refused there as here, in the same words.)
 pub(super) fn runs_at_primary(name: &[u8]) -> bool {
-    static HERE: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
-    let here = HERE.get_or_init(|| COMMANDS.iter().filter(|c| c.here).map(|c| c.name).collect());
-    !here.iter().any(|h| h.as_bytes().eq_ignore_ascii_case(name))
+    upper(name)
+        .and_then(|name| find(name.as_str()))
+        .is_none_or(|spec| !spec.here)
 }
 
 /// Whether the command named `name` (any case) only reads: a node with a
