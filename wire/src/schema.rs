@@ -16,6 +16,11 @@ pub const MAX_COLUMNS: usize = 512;
 pub const MAX_KEY_COLUMNS: usize = 16;
 /// Largest declared primary key, in stored bytes.
 pub const MAX_KEY_BYTES: usize = 3072;
+/// Most ordered indexes on a table, besides its primary key's (RonDB allows 64
+/// indexes of every kind).
+pub const MAX_INDEXES: usize = 32;
+/// The name of the ordered index every table has on its primary key.
+pub const PRIMARY_INDEX: &str = "PRIMARY";
 /// Largest declared row, in stored bytes (RonDB's limit for in-memory rows).
 pub const MAX_ROW_BYTES: usize = 30_000;
 /// Longest `CHAR(n)` / `BINARY(n)`.
@@ -76,6 +81,26 @@ pub enum SchemaError {
     KeyTooLarge(usize),
     #[error("a row can take {0} bytes, more than the maximum {MAX_ROW_BYTES}")]
     RowTooLarge(usize),
+    #[error("a table has at most {MAX_INDEXES} indexes besides its primary key, this one has {0}")]
+    TooManyIndexes(usize),
+    #[error("index '{0}' is declared twice (names are compared without case)")]
+    DuplicateIndex(String),
+    #[error("index name '{PRIMARY_INDEX}' is the primary key's")]
+    ReservedIndexName,
+    #[error("index '{0}' needs at least one column")]
+    NoIndexColumns(String),
+    #[error("index '{index}' has at most {MAX_KEY_COLUMNS} columns, this one has {count}")]
+    TooManyIndexColumns { index: String, count: usize },
+    #[error("index '{index}' names column '{column}', which is not a column of the table")]
+    UnknownIndexColumn { index: String, column: String },
+    #[error("index '{index}' names column '{column}' twice")]
+    DuplicateIndexColumn { index: String, column: String },
+    #[error(
+        "index '{0}': unique ordered indexes are not supported yet; declare it without \"unique\" (the primary key is unique)"
+    )]
+    UniqueIndex(String),
+    #[error("index '{index}' can take {bytes} bytes of key, more than the maximum {MAX_KEY_BYTES}")]
+    IndexKeyTooLarge { index: String, bytes: usize },
 }
 
 /// Checks an identifier: 1 to [`MAX_NAME_LEN`] bytes of `[A-Za-z0-9_]`, not
@@ -165,6 +190,12 @@ name_type!(
     /// A table name, unique within its database.
     TableName,
     "table",
+    |_| Ok(())
+);
+name_type!(
+    /// An index name, unique within its table without regard to case.
+    IndexName,
+    "index",
     |_| Ok(())
 );
 name_type!(
@@ -508,13 +539,74 @@ pub struct ColumnDef {
     pub nullable: bool,
 }
 
-/// A table as the user declares it: `{name, columns, primary_key}`.
+/// An ordered index on one or more columns: `{name, columns, unique?}`. Its
+/// entries are in the order of those columns' values (NULL first), then of
+/// the primary key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IndexDef {
+    pub name: IndexName,
+    pub columns: Vec<ColumnName>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unique: bool,
+}
+
+impl IndexDef {
+    /// Checks the index against its table's columns.
+    pub fn validate(&self, columns: &[ColumnDef]) -> Result<(), SchemaError> {
+        let index = || self.name.to_string();
+        if self.name.as_str().eq_ignore_ascii_case(PRIMARY_INDEX) {
+            return Err(SchemaError::ReservedIndexName);
+        }
+        if self.columns.is_empty() {
+            return Err(SchemaError::NoIndexColumns(index()));
+        }
+        if self.unique {
+            return Err(SchemaError::UniqueIndex(index()));
+        }
+        if self.columns.len() > MAX_KEY_COLUMNS {
+            return Err(SchemaError::TooManyIndexColumns {
+                index: index(),
+                count: self.columns.len(),
+            });
+        }
+        let mut bytes = 0;
+        for (i, name) in self.columns.iter().enumerate() {
+            let column = || name.to_string();
+            if self.columns[..i].contains(name) {
+                return Err(SchemaError::DuplicateIndexColumn {
+                    index: index(),
+                    column: column(),
+                });
+            }
+            let col = (columns.iter().find(|c| c.name == *name)).ok_or_else(|| {
+                SchemaError::UnknownIndexColumn {
+                    index: index(),
+                    column: column(),
+                }
+            })?;
+            bytes += col.column_type.max_size();
+        }
+        if bytes > MAX_KEY_BYTES {
+            return Err(SchemaError::IndexKeyTooLarge {
+                index: index(),
+                bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A table as the user declares it: `{name, columns, primary_key, indexes?}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TableDef {
     pub name: TableName,
     pub columns: Vec<ColumnDef>,
     pub primary_key: Vec<ColumnName>,
+    /// Ordered indexes besides the primary key's, which every table has.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub indexes: Vec<IndexDef>,
 }
 
 impl TableDef {
@@ -559,7 +651,22 @@ impl TableDef {
         if row_bytes > MAX_ROW_BYTES {
             return Err(SchemaError::RowTooLarge(row_bytes));
         }
+        if self.indexes.len() > MAX_INDEXES {
+            return Err(SchemaError::TooManyIndexes(self.indexes.len()));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for index in &self.indexes {
+            index.validate(&self.columns)?;
+            if !seen.insert(index.name.as_str().to_ascii_lowercase()) {
+                return Err(SchemaError::DuplicateIndex(index.name.to_string()));
+            }
+        }
         Ok(())
+    }
+
+    /// The index with exactly this name.
+    pub fn index(&self, name: &str) -> Option<&IndexDef> {
+        self.indexes.iter().find(|i| i.name.as_str() == name)
     }
 
     /// The column with exactly this name.
@@ -590,7 +697,66 @@ mod tests {
             name: TableName::parse("t").unwrap(),
             columns,
             primary_key: key.iter().map(|k| ColumnName::parse(k).unwrap()).collect(),
+            indexes: Vec::new(),
         }
+    }
+
+    fn index(name: &str, columns: &[&str]) -> IndexDef {
+        IndexDef {
+            name: IndexName::parse(name).unwrap(),
+            columns: (columns.iter())
+                .map(|c| ColumnName::parse(c).unwrap())
+                .collect(),
+            unique: false,
+        }
+    }
+
+    #[test]
+    fn indexes_are_checked_against_the_table() {
+        let mut t = table(
+            vec![
+                col("id", "INT", false),
+                col("ts", "BIGINT", true),
+                col("blob", "VARBINARY(3000)", true),
+                col("tag", "VARCHAR(100)", true),
+            ],
+            &["id"],
+        );
+        t.indexes = vec![index("by_ts", &["ts", "tag"])];
+        t.validate().unwrap();
+        let refused = |indexes: Vec<IndexDef>| {
+            let mut t = t.clone();
+            t.indexes = indexes;
+            t.validate().unwrap_err().to_string()
+        };
+        assert!(refused(vec![index("primary", &["ts"])]).contains("primary key's"));
+        assert!(refused(vec![index("i", &[])]).contains("at least one column"));
+        assert!(refused(vec![index("i", &["nope"])]).contains("'nope'"));
+        assert!(refused(vec![index("i", &["ts", "ts"])]).contains("twice"));
+        assert!(refused(vec![index("i", &["blob", "tag"])]).contains("bytes of key"));
+        assert!(
+            refused(vec![index("a", &["ts"]), index("A", &["tag"])]).contains("declared twice")
+        );
+        let many = (0..=MAX_INDEXES)
+            .map(|i| index(&format!("i{i}"), &["ts"]))
+            .collect();
+        assert!(refused(many).contains("at most 32 indexes"));
+        // The field is left out when there is none, so older readers agree.
+        let json = serde_json::to_string(&table(vec![col("id", "INT", false)], &["id"])).unwrap();
+        assert!(!json.contains("indexes"), "{json}");
+        let parsed: TableDef = serde_json::from_str(
+            r#"{"name":"t","columns":[{"name":"id","type":"INT"}],"primary_key":["id"],
+                "indexes":[{"name":"i","columns":["id"],"unique":true}]}"#,
+        )
+        .unwrap();
+        assert!(parsed.indexes[0].unique);
+        assert!(
+            parsed
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("not supported yet")
+        );
     }
 
     #[test]

@@ -49,7 +49,7 @@ use crate::log::changes::Buckets;
 use crate::log::redo::RedoLog;
 use crate::log::{ChangeLog, Mark};
 use crate::storage::fixed::RowRef;
-use crate::storage::fragment::FragmentMemory;
+use crate::storage::fragment::{Bound, FragmentMemory, IndexChunk};
 use crate::storage::layout::Layout;
 use crate::storage::page::{DataMemory, MemoryAccount};
 use crate::storage::{OpError, Predicate};
@@ -306,6 +306,18 @@ pub(crate) enum Msg {
         limit: usize,
         /// `None` when the fragment is gone: its table was dropped.
         reply: oneshot::Sender<Option<ScanChunk>>,
+    },
+    /// A step of a scan of ordered index `index` of a fragment (see
+    /// `Fragment::scan_index`); `None` if the fragment or the index is gone.
+    IndexScan {
+        table: TableId,
+        slot: u32,
+        index: Arc<str>,
+        from: Option<Bound>,
+        to: Option<Arc<Bound>>,
+        limit: usize,
+        max_bytes: usize,
+        reply: oneshot::Sender<Option<IndexChunk>>,
     },
     /// Answers an image of a fragment and where in the redo log replay must
     /// start to bring it up to date: once no transaction holds rows on this

@@ -303,6 +303,22 @@ impl Worker {
                 });
                 let _ = reply.send(result);
             }
+            Msg::IndexScan {
+                table,
+                slot,
+                index,
+                from,
+                to,
+                limit,
+                max_bytes,
+                reply,
+            } => {
+                let chunk = self.fragment(table, slot).and_then(|f| {
+                    let i = f.ordered_index(&index)?;
+                    Some(f.scan_index(i, from.as_ref(), to.as_deref(), limit, max_bytes))
+                });
+                let _ = reply.send(chunk);
+            }
             #[cfg(test)]
             Msg::Inspect { reply } => {
                 let _ = reply.send((self.txns.len(), self.waits.parked()));

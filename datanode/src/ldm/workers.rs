@@ -16,6 +16,7 @@ use crate::log::changes::Buckets;
 use crate::log::redo::Lsn;
 use crate::storage::Predicate;
 use crate::storage::fixed::RowRef;
+use crate::storage::fragment::{Bound, IndexChunk};
 use crate::storage::layout::Layout;
 use crate::storage::page::{DataMemory, MemoryAccount};
 use crate::types::{TableId, TxnId};
@@ -313,6 +314,39 @@ impl Workers {
             reply,
         })
         .await
+    }
+
+    /// A step of a scan of ordered index `index` of table `id` in each of
+    /// `steps`' fragments, from its bound, all at once: each fragment's
+    /// chunk, `None` where the fragment or the index is gone.
+    pub(crate) async fn scan_index(
+        &self,
+        id: TableId,
+        index: &Arc<str>,
+        steps: Vec<(FragmentPlace, Option<Bound>)>,
+        to: Option<&Arc<Bound>>,
+        limit: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<Option<IndexChunk>>, NodeFailed> {
+        let waits: Vec<_> = (steps.into_iter())
+            .map(|(place, from)| {
+                self.ask(place.ldm as usize, |reply| Msg::IndexScan {
+                    table: id,
+                    slot: place.slot,
+                    index: Arc::clone(index),
+                    from,
+                    to: to.cloned(),
+                    limit,
+                    max_bytes,
+                    reply,
+                })
+            })
+            .collect();
+        let mut chunks = Vec::with_capacity(waits.len());
+        for wait in waits {
+            chunks.push(self.answer(wait).await?);
+        }
+        Ok(chunks)
     }
 
     /// Sends the next rows of a fragment, from `from`, to node `to`, which

@@ -568,4 +568,6 @@ mod model_tests;
 mod durable_tests;
 
 #[cfg(test)]
+mod scan_tests;
+#[cfg(test)]
 mod tc_tests;

@@ -11,7 +11,7 @@ use proptest::prelude::*;
 
 use super::tests::{check_accounting, create, engine_with, read, runtime};
 use super::*;
-use crate::storage::{index, var};
+use crate::storage::{index, ordered, var};
 use crate::tc::batch::{OperationError, Outcome};
 use crate::tc::{Commit, Grant, Role, TcError};
 use crate::types::value::Value;
@@ -23,13 +23,16 @@ const TABLES: [&str; 3] = [
         {"name":"n","type":"BIGINT","nullable":true},
         {"name":"v","type":"VARBINARY(16000)","nullable":true},
         {"name":"c","type":"CHAR(3)"},
-        {"name":"d","type":"DOUBLE","nullable":true}]}"#,
+        {"name":"d","type":"DOUBLE","nullable":true}],
+      "indexes":[{"name":"by_c_d","columns":["c","d"]},{"name":"by_n","columns":["n","s"]}]}"#,
     r#"{"name":"b","primary_key":["id"],"columns":[
         {"name":"id","type":"BIGINT UNSIGNED"},
-        {"name":"w","type":"VARCHAR(300)"}]}"#,
+        {"name":"w","type":"VARCHAR(300)"}],
+      "indexes":[{"name":"by_w","columns":["w"]}]}"#,
     r#"{"name":"c","primary_key":["id"],"columns":[
         {"name":"id","type":"SMALLINT"},
-        {"name":"x","type":"INT","nullable":true}]}"#,
+        {"name":"x","type":"INT","nullable":true}],
+      "indexes":[{"name":"by_x","columns":["x"]}]}"#,
 ];
 
 /// Keys per table; small, so that operations meet the same rows often.
@@ -260,7 +263,8 @@ impl Model {
                 } else {
                     0
                 };
-                (layout.slot_size + var + index::ENTRY) as u64
+                (layout.slot_size + var + index::ENTRY + layout.ordered.len() * ordered::ENTRY)
+                    as u64
             })
             .sum()
     }

@@ -149,7 +149,7 @@ async fn rows_on_two_workers(tc: &Node) -> (Arc<Table>, Grant, i64, i64) {
 
 /// Prepares `batch` as transaction `txn` on every worker it touches and
 /// leaves it prepared: its rows stay locked until `end`.
-async fn hold(tc: &Node, txn: TxnId, batch: &mut Batch) -> Vec<usize> {
+pub(super) async fn hold(tc: &Tc, txn: TxnId, batch: &mut Batch) -> Vec<usize> {
     let mut held = Vec::new();
     for ldm in 0..batch.ldms.len() {
         if batch.ldms[ldm].ops.is_empty() {
@@ -167,7 +167,7 @@ async fn hold(tc: &Node, txn: TxnId, batch: &mut Batch) -> Vec<usize> {
     held
 }
 
-async fn end(tc: &Node, txn: TxnId, ldms: &[usize], commit: bool) {
+pub(super) async fn end(tc: &Tc, txn: TxnId, ldms: &[usize], commit: bool) {
     for &ldm in ldms {
         let wait = tc.workers().end_transaction(ldm, txn, commit);
         tc.workers().ended(wait).await.unwrap();
@@ -243,7 +243,9 @@ fn atomic_requests_across_workers_are_all_or_nothing() {
 #[test]
 fn running_out_of_memory_at_prepare_undoes_the_other_workers() {
     let rt = crate::test_runtime();
-    let s = setup(14, DEFAULT_LOCK_WAIT_TIMEOUT);
+    // Rows and hash indexes take 14 pages, each fragment's primary-key
+    // ordered index one more.
+    let s = setup(18, DEFAULT_LOCK_WAIT_TIMEOUT);
     rt.block_on(async {
         let t = table(&s.tc, "db", None).await;
         let g = writer(&t);

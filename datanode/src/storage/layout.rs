@@ -19,7 +19,7 @@
 //! the edge and the LDM workers — is the fixed part followed by the var part.
 
 use rustc_hash::FxHashMap;
-use shoal_wire::schema::{ColumnType, TableDef};
+use shoal_wire::schema::{ColumnType, PRIMARY_INDEX, TableDef};
 
 /// Bytes of the row header at the start of every fixed-part slot.
 pub(crate) const ROW_HEADER: usize = 4;
@@ -50,6 +50,17 @@ pub(crate) struct ColumnLayout {
     pub(crate) null_bit: Option<u16>,
 }
 
+/// An ordered index as the fragment keeps it.
+#[derive(Debug, Clone)]
+pub(crate) struct OrderedLayout {
+    pub(crate) name: String,
+    /// What orders its entries: the index's columns, then the primary-key
+    /// columns not among them, so that no two rows tie.
+    pub(crate) order: Vec<u16>,
+    /// How many of `order` are the index's own columns: what a bound names.
+    pub(crate) columns: usize,
+}
+
 /// The compiled layout of one table's rows.
 #[derive(Debug)]
 pub(crate) struct Layout {
@@ -70,6 +81,10 @@ pub(crate) struct Layout {
     pub(crate) key_has_var: bool,
     /// Columns that are `NOT NULL` and not part of the key.
     pub(crate) required: Vec<u16>,
+    /// Ordered indexes: the primary key's first, then the table's own.
+    pub(crate) ordered: Vec<OrderedLayout>,
+    /// Columns any ordered index orders by, apart from the primary key's.
+    pub(crate) indexed: Vec<u16>,
 }
 
 impl Layout {
@@ -125,7 +140,37 @@ impl Layout {
         let key_has_var = key
             .iter()
             .any(|&c| matches!(columns[c as usize].place, Place::Var { .. }));
+        let primary = OrderedLayout {
+            name: PRIMARY_INDEX.to_owned(),
+            order: key.clone(),
+            columns: key.len(),
+        };
+        let own = def.indexes.iter().map(|index| {
+            let mut order: Vec<u16> = (index.columns.iter())
+                .map(|c| index_of(c.as_str()))
+                .collect();
+            let columns = order.len();
+            order.extend(
+                key.iter()
+                    .filter(|k| !order.contains(k))
+                    .collect::<Vec<_>>(),
+            );
+            OrderedLayout {
+                name: index.name.to_string(),
+                order,
+                columns,
+            }
+        });
+        let ordered: Vec<OrderedLayout> = std::iter::once(primary).chain(own).collect();
+        let mut indexed: Vec<u16> = (ordered.iter())
+            .flat_map(|o| o.order[..o.columns].iter().copied())
+            .filter(|c| !key.contains(c))
+            .collect();
+        indexed.sort_unstable();
+        indexed.dedup();
         Layout {
+            ordered,
+            indexed,
             key_has_var,
             slot_size: offset.max(MIN_SLOT),
             fixed_data: offset - fixed_start,
@@ -137,6 +182,11 @@ impl Layout {
             by_name,
             def,
         }
+    }
+
+    /// The position of an ordered index by its exact name.
+    pub(crate) fn ordered_index(&self, name: &str) -> Option<usize> {
+        self.ordered.iter().position(|o| o.name == name)
     }
 
     /// The position of a column by its exact name.
@@ -185,6 +235,35 @@ impl Layout {
         match self.columns[column as usize].place {
             Place::Fixed { offset, width } => &fixed[offset as usize..][..width as usize],
             Place::Var { index } => var_column(var, self.n_var, index as usize),
+        }
+    }
+
+    /// Whether an update with this presence bitmap sets a var-part column.
+    pub(crate) fn sets_var(&self, presence: &[u8]) -> bool {
+        (self.columns.iter().enumerate()).any(|(c, col)| {
+            matches!(col.place, Place::Var { .. }) && super::codec::is_present(presence, c as u16)
+        })
+    }
+
+    /// Builds in `out` the var part of a row whose columns present in
+    /// `presence` are those of var part `new`, the others those of `old`.
+    pub(crate) fn merge_var(&self, old: &[u8], new: &[u8], presence: &[u8], out: &mut Vec<u8>) {
+        out.clear();
+        out.resize(self.var_header(), 0);
+        let mut end = 0usize;
+        for (c, col) in self.columns.iter().enumerate() {
+            let Place::Var { index } = col.place else {
+                continue;
+            };
+            let from = if super::codec::is_present(presence, c as u16) {
+                new
+            } else {
+                old
+            };
+            let bytes = var_column(from, self.n_var, index as usize);
+            out.extend_from_slice(bytes);
+            end += bytes.len();
+            out[2 * index as usize..][..2].copy_from_slice(&(end as u16).to_le_bytes());
         }
     }
 

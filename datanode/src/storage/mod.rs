@@ -15,6 +15,7 @@ pub(crate) mod fragment;
 pub(crate) mod image;
 pub(crate) mod index;
 pub(crate) mod layout;
+pub(crate) mod ordered;
 pub(crate) mod page;
 
 pub(crate) mod var;

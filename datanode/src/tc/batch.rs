@@ -38,6 +38,8 @@ pub enum OperationError {
     FragmentFull { table: String },
     #[error("table '{table}' was dropped")]
     NoSuchTable { table: String },
+    #[error("table '{table}' has no index '{index}'")]
+    NoSuchIndex { table: String, index: String },
     #[error(
         "another transaction held a row of table '{table}' for longer than the lock-wait timeout; retry"
     )]
@@ -64,6 +66,7 @@ impl OperationError {
             OperationError::OutOfDataMemory { .. } => "OUT_OF_DATA_MEMORY",
             OperationError::FragmentFull { .. } => "FRAGMENT_FULL",
             OperationError::NoSuchTable { .. } => "NO_SUCH_TABLE",
+            OperationError::NoSuchIndex { .. } => "NO_SUCH_INDEX",
             OperationError::LockWaitTimeout { .. } => "LOCK_WAIT_TIMEOUT",
             OperationError::Quota(e) => e.code(),
             OperationError::DurabilityFailed => "DURABILITY_FAILED",
@@ -81,6 +84,7 @@ impl OperationError {
             OperationError::OutOfDataMemory { .. } => Some(827),
             OperationError::FragmentFull { .. } => Some(633),
             OperationError::NoSuchTable { .. } => Some(723),
+            OperationError::NoSuchIndex { .. } => Some(4243),
             OperationError::LockWaitTimeout { .. } => Some(266),
             OperationError::Quota(e) => e.number(),
             OperationError::DurabilityFailed | OperationError::NodeFailed(_) => None,
@@ -96,7 +100,9 @@ impl OperationError {
     pub fn http_status(&self) -> u16 {
         match self {
             OperationError::Value(_) | OperationError::MissingColumn { .. } => 400,
-            OperationError::NotFound { .. } | OperationError::NoSuchTable { .. } => 404,
+            OperationError::NotFound { .. }
+            | OperationError::NoSuchTable { .. }
+            | OperationError::NoSuchIndex { .. } => 404,
             OperationError::DuplicateKey { .. } | OperationError::LockWaitTimeout { .. } => 409,
             OperationError::OutOfDataMemory { .. } | OperationError::FragmentFull { .. } => 507,
             OperationError::Quota(e) => e.http_status(),

@@ -15,6 +15,7 @@
 
 pub(crate) mod batch;
 mod governance;
+mod range;
 pub(crate) mod schema;
 mod transaction;
 
@@ -28,6 +29,7 @@ use shoal_quota::{Quota, QuotaError};
 use self::batch::{Batch, Cost, OperationError, memory_quota_error};
 use self::governance::Counters;
 pub(crate) use self::governance::LATENCY_BOUNDS_US;
+pub(crate) use self::range::RangeScan;
 pub use self::schema::{Database, Table, Tenant};
 use crate::ldm::{AUTOCOMMIT, Mode, NodeFailed, Workers};
 use crate::log::Mark;
@@ -663,18 +665,7 @@ impl Tc {
             },
         };
         let place = *table.fragments.get(fragment).ok_or_else(gone)?;
-        let one_read = Cost {
-            reads: 1,
-            write_units: 0,
-            grows: false,
-        };
-        let admitted = match self.admit_to(grant, &table.database, 1, one_read) {
-            Ok(admitted) => admitted,
-            Err(refused) => {
-                hold_rate_refusal(&refused).await;
-                return Err(refused);
-            }
-        };
+        let admitted = self.admit_scan(grant, &table.database).await?;
         let started = std::time::Instant::now();
         let no_filter: Arc<[Predicate]> = Arc::new([]);
         let limit = limit.clamp(1, MAX_SCAN_LIMIT);
@@ -687,15 +678,45 @@ impl Tc {
                 batch::Row::decode(table, &chunk.out[start as usize..(start + len) as usize])
             })
             .collect();
-        let gov = &admitted.db.governance;
-        let extra = rows.len().saturating_sub(1) as u64;
-        Counters::add(&gov.counters.read_units, extra);
-        gov.owe_reads(extra);
+        admitted.owe_reads(rows.len().saturating_sub(1) as u64);
         self.finished(&admitted.db, started);
         Ok(ScanStep {
             rows,
             next: chunk.next,
         })
+    }
+}
+
+impl Tc {
+    /// Admits a step of a scan of a database as one read.
+    pub(crate) async fn admit_scan(
+        &self,
+        grant: &Grant,
+        db: &Arc<Database>,
+    ) -> Result<Admitted, TcError> {
+        let one_read = Cost {
+            reads: 1,
+            write_units: 0,
+            grows: false,
+        };
+        match self.admit_to(grant, db, 1, one_read) {
+            Ok(admitted) => Ok(admitted),
+            Err(refused) => {
+                hold_rate_refusal(&refused).await;
+                Err(refused)
+            }
+        }
+    }
+}
+
+impl Admitted {
+    /// Charges `units` more reads than the request was admitted for (rows
+    /// a scan examined past its first): counted now, paid by the
+    /// database's next reads.
+    pub(crate) fn owe_reads(&self, units: u64) {
+        let gov = &self.db.governance;
+        Counters::add(&gov.counters.read_units, units);
+        gov.owe_reads(units);
     }
 }
 

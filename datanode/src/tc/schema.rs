@@ -11,7 +11,7 @@ use shoal_wire::schema::{DatabaseName, TableDef, TableName, TenantId};
 
 use super::governance::Governance;
 use crate::ldm::FragmentPlace;
-use crate::storage::layout::Layout;
+use crate::storage::layout::{Layout, OrderedLayout};
 use crate::storage::page::MemoryAccount;
 use crate::types::{DatabaseId, TableId};
 
@@ -133,6 +133,12 @@ impl Table {
 
     pub fn name(&self) -> &TableName {
         &self.layout.def.name
+    }
+
+    /// The ordered index with this name (`PRIMARY`: the primary key's).
+    pub(crate) fn index_order(&self, name: &str) -> Option<&OrderedLayout> {
+        let i = self.layout.ordered_index(name)?;
+        Some(&self.layout.ordered[i])
     }
 
     pub fn fragments(&self) -> u16 {

@@ -10,6 +10,7 @@
 //! | `POST /0.1.0/batch` | `{"operations": [{"method": "POST", "relative-url": "db/table/pk-read", "body": {…}}]}` | `{"result": [{"code", "body", "message"?}]}` (RonDB's shape), each operation on its own |
 //! | `POST /0.1.0/batchwrite` · `batchdelete` | RonDB's: the same, of `pk-write`/`pk-update`/`pk-insert` (`{"filters", "writeColumns": [{"column", "value"}]}`) or of `pk-delete` operations | the same |
 //! | `POST /0.1.0/transaction` | the same, every operation in one database | the same; all commit or none does |
+//! | `POST /0.1.0/{db}/{table}/scan` | `{"index"?, "lower"?: {"values", "inclusive"?}, "upper"?, "readColumns"?, "limit"?, "after"?}` | `{"data": [rows in index order], "next": cursor or null}` (see `scan`) |
 //!
 //! Every route but `ping` and `health` needs `X-API-KEY: <prefix>.<secret>`.
 //! Values are checked against the table's columns: numbers and strings as
@@ -25,6 +26,8 @@
 //! answer given back (`forward`); reads are served from the local replica,
 //! which holds every acknowledged write.
 
+mod scan;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,6 +41,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Map, Value as JsonValue, json};
+use shoal_wire::schema::TableDef;
 
 use super::error::ApiError;
 use super::serve::Limits;
@@ -125,6 +129,7 @@ pub(crate) fn router(engine: Engine, cluster: Cluster, limits: Limits) -> Router
         .route(Batched::Writes.path(), batch_route(Batched::Writes))
         .route(Batched::Deletes.path(), batch_route(Batched::Deletes))
         .route("/0.1.0/transaction", post(transaction))
+        .route("/0.1.0/{db}/{table}/scan", post(scan::scan))
         .route("/0.1.0/{db}/{table}/{op}", post(single))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route") })
         .method_not_allowed_fallback(|| async {
@@ -293,6 +298,24 @@ struct ReadColumn {
     data_return_type: Option<String>,
 }
 
+impl ReadColumn {
+    /// The position of the column named in table `def`.
+    fn position_in(&self, def: &TableDef) -> Result<usize, ApiError> {
+        if (self.data_return_type.as_ref()).is_some_and(|t| !t.eq_ignore_ascii_case("default")) {
+            return Err(bad_request("the only dataReturnType is 'default'"));
+        }
+        (def.columns.iter())
+            .position(|d| d.name.as_str() == self.column)
+            .ok_or_else(|| {
+                bad_request(format!(
+                    "table '{}' has no column '{}'",
+                    def.name,
+                    self.column.chars().take(64).collect::<String>()
+                ))
+            })
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Method {
     Read,
@@ -356,24 +379,7 @@ fn add(
         }
         (Some(read), Method::Read) => Some(
             read.iter()
-                .map(|c| {
-                    if c.data_return_type
-                        .as_ref()
-                        .is_some_and(|t| !t.eq_ignore_ascii_case("default"))
-                    {
-                        return Err(bad_request("the only dataReturnType is 'default'"));
-                    }
-                    def.columns
-                        .iter()
-                        .position(|d| d.name.as_str() == c.column)
-                        .ok_or_else(|| {
-                            bad_request(format!(
-                                "table '{}' has no column '{}'",
-                                def.name,
-                                c.column.chars().take(64).collect::<String>()
-                            ))
-                        })
-                })
+                .map(|c| c.position_in(def))
                 .collect::<Result<Vec<_>, _>>()?,
         ),
         (Some(_), _) => return Err(only("no 'readColumns'")),

@@ -9,6 +9,10 @@
 //! version, abort puts it back. Undo never needs a page: a transaction's
 //! update writes the new var part beside the committed one (copy on write),
 //! and frees the one it no longer needs at commit or abort.
+//!
+//! Its ordered indexes change in the same operation as its rows (`indexes`).
+
+mod indexes;
 
 use std::sync::Arc;
 
@@ -18,12 +22,15 @@ use super::codec::{self, is_present};
 use super::fixed::{FixedPart, RowRef};
 use super::image;
 use super::index::{self, HashIndex};
-use super::layout::{self, LIVE, LOCKED, Layout, Place, ROW_HEADER};
-use super::page::{PAGE_SIZE, PageSource};
+use super::layout::{LIVE, LOCKED, Layout, Place, ROW_HEADER};
+use super::ordered::{self, OrderedTree};
+use super::page::{PAGE_SIZE, Page, PageSource};
 use super::var::{VarPart, VarRef};
 use super::{CmpOp, OpError, Predicate, StorageError};
 use crate::types::AUTOCOMMIT;
 use crate::types::TxnId;
+
+pub(crate) use self::indexes::{Bound, IndexChunk, Key, compare_keys};
 
 /// Live rows examined per scan call at most, so one scan never holds its
 /// worker for long.
@@ -34,7 +41,7 @@ const SCAN_STEP: usize = 4096;
 pub(crate) struct FragmentMemory {
     pub(crate) pages: u64,
     /// Bytes holding live rows (fixed slots, var entries with their directory
-    /// entries) and live index entries.
+    /// entries) and live index entries (hash and ordered).
     pub(crate) live_bytes: u64,
     pub(crate) rows: u64,
 }
@@ -88,8 +95,15 @@ pub(crate) struct Fragment {
     var: VarPart,
     index: HashIndex,
     locks: FxHashMap<RowRef, Lock>,
+    /// Ordered indexes, as `layout.ordered` lists them.
+    ordered: Vec<OrderedTree>,
+    /// Pages had for an index insert before anything of its operation
+    /// changed; empty between operations.
+    spare: Vec<Page>,
     /// Where an update builds a row's new var part.
     merged: Vec<u8>,
+    /// The fixed part of a row an update is moving in the indexes, as it was.
+    old: Vec<u8>,
 }
 
 impl Fragment {
@@ -99,7 +113,10 @@ impl Fragment {
             var: VarPart::new(),
             index: HashIndex::new(),
             locks: FxHashMap::default(),
+            ordered: layout.ordered.iter().map(|_| OrderedTree::new()).collect(),
+            spare: Vec::new(),
             merged: Vec::new(),
+            old: Vec::new(),
             layout,
             pages,
         }
@@ -279,6 +296,10 @@ impl Fragment {
         if self.layout.n_var > 0 {
             slot[ROW_HEADER..ROW_HEADER + 4].copy_from_slice(&var_ref.to_le_bytes());
         }
+        if let Err(e) = self.index_new(r) {
+            self.remove_row(r, tag);
+            return Err(e);
+        }
         let header = if txn == AUTOCOMMIT {
             LIVE
         } else {
@@ -309,14 +330,8 @@ impl Fragment {
     /// Inserts over a row its own transaction deleted: the row takes the
     /// whole new image.
     fn reinsert(&mut self, r: RowRef, image: &[u8]) -> Result<Written, OpError> {
-        let (fixed, var) = image.split_at(self.layout.slot_size);
-        if self.layout.n_var > 0 {
-            let new_ref = self.write_var(r, var)?;
-            self.fixed.slot_mut(r)[ROW_HEADER..ROW_HEADER + 4]
-                .copy_from_slice(&new_ref.to_le_bytes());
-        }
-        let keep = ROW_HEADER + if self.layout.n_var > 0 { 4 } else { 0 };
-        self.fixed.slot_mut(r)[keep..].copy_from_slice(&fixed[keep..]);
+        let every_column = vec![0xff; self.layout.columns.len().div_ceil(8)];
+        self.update_row(r, image, &every_column)?;
         self.locks.get_mut(&r).expect("held").deleted = false;
         Ok(Written {
             inserted: true,
@@ -439,32 +454,16 @@ impl Fragment {
     }
 
     fn update_row(&mut self, r: RowRef, image: &[u8], presence: &[u8]) -> Result<(), OpError> {
+        if self.touches_indexes(presence) {
+            return self.update_indexed(r, image, presence);
+        }
         let layout = Arc::clone(&self.layout);
         let (new_fixed, new_var) = image.split_at(layout.slot_size);
         // The var part first: it is the only step that can fail.
-        let var_changes = layout.columns.iter().enumerate().any(|(c, col)| {
-            matches!(col.place, Place::Var { .. }) && is_present(presence, c as u16)
-        });
-        if var_changes {
+        if layout.sets_var(presence) {
             let mut merged = std::mem::take(&mut self.merged);
             let old_var = self.var_of(self.fixed.slot(r));
-            merged.clear();
-            merged.resize(layout.var_header(), 0);
-            let mut end = 0usize;
-            for (c, col) in layout.columns.iter().enumerate() {
-                let Place::Var { index } = col.place else {
-                    continue;
-                };
-                let from = if is_present(presence, c as u16) {
-                    new_var
-                } else {
-                    old_var
-                };
-                let bytes = layout::var_column(from, layout.n_var, index as usize);
-                merged.extend_from_slice(bytes);
-                end += bytes.len();
-                merged[2 * index as usize..][..2].copy_from_slice(&(end as u16).to_le_bytes());
-            }
+            layout.merge_var(old_var, new_var, presence, &mut merged);
             let written = self.write_var(r, &merged);
             self.merged = merged;
             let new_ref = written?;
@@ -521,6 +520,12 @@ impl Fragment {
 
     /// Removes row `r` and everything it holds.
     fn remove(&mut self, r: RowRef, tag: u32) {
+        self.unindex(r);
+        self.remove_row(r, tag);
+    }
+
+    /// Removes row `r`, which no ordered index holds, and everything it holds.
+    fn remove_row(&mut self, r: RowRef, tag: u32) {
         self.index.remove(tag, r);
         if self.layout.n_var > 0 {
             self.var.free(Self::var_ref(self.fixed.slot(r)));
@@ -546,6 +551,11 @@ impl Fragment {
 
     /// Makes a transaction's change to row `r` the committed one.
     pub(crate) fn commit(&mut self, r: RowRef) {
+        if self.locks[&r].deleted {
+            self.unindex(r);
+        } else {
+            self.index_commit(r);
+        }
         let lock = self.locks.remove(&r).expect("a committed row is held");
         let current_var = (self.layout.n_var > 0).then(|| Self::var_ref(self.fixed.slot(r)));
         let committed_var = lock
@@ -557,7 +567,7 @@ impl Fragment {
             self.var.free(old);
         }
         if lock.deleted {
-            self.remove(r, lock.tag);
+            self.remove_row(r, lock.tag);
         } else {
             self.set_header(r, LIVE);
         }
@@ -565,10 +575,15 @@ impl Fragment {
 
     /// Puts row `r` back as it was before its transaction.
     pub(crate) fn abort(&mut self, r: RowRef) {
+        if self.locks[&r].committed.is_none() {
+            self.unindex(r);
+        } else {
+            self.index_abort(r);
+        }
         let lock = self.locks.remove(&r).expect("an aborted row is held");
         let Some(committed) = lock.committed else {
             // The transaction inserted it.
-            self.remove(r, lock.tag);
+            self.remove_row(r, lock.tag);
             return;
         };
         if self.layout.n_var > 0 {
@@ -669,14 +684,25 @@ impl Fragment {
 
     pub(crate) fn memory(&self) -> FragmentMemory {
         let rows = self.fixed.live_rows();
+        let ordered_pages: usize = self.ordered.iter().map(OrderedTree::pages_held).sum();
+        let ordered_entries: u64 = self.ordered.iter().map(OrderedTree::entries).sum();
         FragmentMemory {
-            pages: (self.fixed.pages_held() + self.var.pages_held() + self.index.pages_held())
-                as u64,
+            pages: (self.fixed.pages_held()
+                + self.var.pages_held()
+                + self.index.pages_held()
+                + ordered_pages
+                + self.spare.len()) as u64,
             live_bytes: rows * self.fixed.slot_size() as u64
                 + self.var.live_bytes()
-                + self.index.entries() * index::ENTRY as u64,
+                + self.index.entries() * index::ENTRY as u64
+                + ordered_entries * ordered::ENTRY as u64,
             rows,
         }
+    }
+
+    /// The position of the ordered index with this name.
+    pub(crate) fn ordered_index(&self, name: &str) -> Option<usize> {
+        self.layout.ordered_index(name)
     }
 
     /// Its layout and page source: what a fragment restored in its place needs.
@@ -717,15 +743,24 @@ impl Fragment {
         if fixed.live_rows() != index.entries() {
             return Err("rows and index entries do not match".into());
         }
-        Ok(Fragment {
+        let mut fragment = Fragment {
+            ordered: layout.ordered.iter().map(|_| OrderedTree::new()).collect(),
             layout,
             pages,
             fixed,
             var,
             index,
             locks: FxHashMap::default(),
+            spare: Vec::new(),
             merged: Vec::new(),
-        })
+            old: Vec::new(),
+        };
+        // Ordered indexes are not in the image: they are built again from
+        // the rows.
+        fragment
+            .rebuild_indexes()
+            .map_err(|e| format!("no memory to rebuild the ordered indexes: {e:?}"))?;
+        Ok(fragment)
     }
 
     /// Recounts everything from the pages themselves and checks it against
@@ -734,6 +769,12 @@ impl Fragment {
         let rows = self.fixed.audit();
         let var_bytes = self.var.audit();
         let entries = self.index.audit();
+        let ordered_entries = self.audit_indexes();
+        let ordered_pages: usize = self.ordered.iter().map(OrderedTree::pages_held).sum();
+        assert!(
+            self.spare.is_empty(),
+            "no page is kept spare between operations"
+        );
         assert_eq!(rows, entries, "every row has one index entry");
         let mut at = 0;
         let mut locked = 0;
@@ -746,11 +787,14 @@ impl Fragment {
         }
         assert_eq!(locked, self.locks.len(), "every lock is on a locked row");
         let audited = FragmentMemory {
-            pages: (self.fixed.pages_held() + self.var.pages_held() + self.index.pages_held())
-                as u64,
+            pages: (self.fixed.pages_held()
+                + self.var.pages_held()
+                + self.index.pages_held()
+                + ordered_pages) as u64,
             live_bytes: rows * self.fixed.slot_size() as u64
                 + var_bytes
-                + entries * index::ENTRY as u64,
+                + entries * index::ENTRY as u64
+                + ordered_entries * ordered::ENTRY as u64,
             rows,
         };
         assert_eq!(audited, self.memory());

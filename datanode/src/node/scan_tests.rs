@@ -1,0 +1,367 @@
+//! Scans of ordered indexes through the coordinator: every bound shape and
+//! paging against a sorted model, and what readers see while transactions
+//! move rows in an index.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use shoal_quota::LimiterClock;
+use shoal_wire::schema::{DatabaseName, TableDef};
+
+use super::tc_tests::{end, hold};
+use super::{DEFAULT_LOCK_WAIT_TIMEOUT, Engine, EngineConfig};
+use crate::storage::page::PAGE_SIZE;
+use crate::tc::batch::Batch;
+use crate::tc::{Commit, Grant, RangeScan, Role, Table};
+use crate::types::value::Value;
+
+const T: &str = r#"{"name":"t","primary_key":["id"],"columns":[
+    {"name":"id","type":"BIGINT"},
+    {"name":"x","type":"INT","nullable":true},
+    {"name":"s","type":"VARCHAR(8)"}],
+  "indexes":[{"name":"by_x","columns":["x","s"]}]}"#;
+
+fn engine() -> Engine {
+    Engine::start_with_clock(
+        EngineConfig {
+            node_id: super::NodeId(1),
+            data_memory: 512 * PAGE_SIZE as u64,
+            ldm_threads: 2,
+            fragments_per_table: Some(4),
+            seed: None,
+            lock_wait_timeout: DEFAULT_LOCK_WAIT_TIMEOUT,
+        },
+        LimiterClock::manual(),
+    )
+    .unwrap()
+}
+
+async fn table(engine: &Engine) -> (Arc<Table>, Grant) {
+    let db = DatabaseName::parse("db").unwrap();
+    engine.create_database(&db, None).await.unwrap();
+    let def: TableDef = serde_json::from_str(T).unwrap();
+    let t = engine.create_table(&db, def).await.unwrap();
+    let grant = Grant {
+        database: t.database.id,
+        role: Role::ReadWrite,
+    };
+    (t, grant)
+}
+
+/// A row as the model keeps it: (id, x, s).
+type Row = (i64, Option<i32>, String);
+
+fn values(r: &Row) -> [(&'static str, Value); 3] {
+    [
+        ("id", Value::Int(r.0)),
+        ("x", r.1.map_or(Value::Null, |x| Value::Int(x.into()))),
+        ("s", Value::Text(r.2.clone())),
+    ]
+}
+
+fn from_values(v: &[Value]) -> Row {
+    let id = match v[0] {
+        Value::Int(id) => id,
+        ref other => panic!("{other:?}"),
+    };
+    let x = match v[1] {
+        Value::Int(x) => Some(x as i32),
+        Value::Null => None,
+        ref other => panic!("{other:?}"),
+    };
+    let Value::Text(s) = &v[2] else {
+        panic!("{:?}", v[2])
+    };
+    (id, x, s.clone())
+}
+
+/// A row's key in an index, as values: the index's columns, then the id.
+fn index_key(by_x: bool, r: &Row) -> Vec<Value> {
+    if by_x {
+        values(r)[1..]
+            .iter()
+            .map(|(_, v)| v.clone())
+            .chain([Value::Int(r.0)])
+            .collect()
+    } else {
+        vec![Value::Int(r.0)]
+    }
+}
+
+/// Orders values as the index does: NULL first, then by value.
+fn cmp_value(a: &Value, b: &Value) -> Ordering {
+    match (a, b) {
+        (Value::Null, Value::Null) => Ordering::Equal,
+        (Value::Null, _) => Ordering::Less,
+        (_, Value::Null) => Ordering::Greater,
+        (Value::Int(a), Value::Int(b)) => a.cmp(b),
+        (Value::Text(a), Value::Text(b)) => a.as_bytes().cmp(b.as_bytes()),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn cmp_prefix(key: &[Value], bound: &[Value]) -> Ordering {
+    for (k, b) in key.iter().zip(bound) {
+        let ord = cmp_value(k, b);
+        if ord.is_ne() {
+            return ord;
+        }
+    }
+    Ordering::Equal
+}
+
+/// The rows a scan must answer, in order.
+fn expected(
+    rows: &[Row],
+    by_x: bool,
+    lower: &Option<(Vec<Value>, bool)>,
+    upper: &Option<(Vec<Value>, bool)>,
+) -> Vec<Row> {
+    let mut want: Vec<Row> = (rows.iter())
+        .filter(|r| {
+            let key = index_key(by_x, r);
+            let above = lower.as_ref().is_none_or(|(b, inclusive)| {
+                let ord = cmp_prefix(&key, b);
+                ord.is_gt() || (*inclusive && ord.is_eq())
+            });
+            let below = upper.as_ref().is_none_or(|(b, inclusive)| {
+                let ord = cmp_prefix(&key, b);
+                ord.is_lt() || (*inclusive && ord.is_eq())
+            });
+            above && below
+        })
+        .cloned()
+        .collect();
+    want.sort_by(|a, b| {
+        let (ka, kb) = (index_key(by_x, a), index_key(by_x, b));
+        cmp_prefix(&ka, &kb)
+    });
+    want
+}
+
+/// Every row of a scan, page by page through the cursor.
+async fn scan_all(
+    engine: &Engine,
+    t: &Arc<Table>,
+    g: &Grant,
+    by_x: bool,
+    lower: &Option<(Vec<Value>, bool)>,
+    upper: &Option<(Vec<Value>, bool)>,
+    limit: usize,
+) -> Vec<Row> {
+    let mut got = Vec::new();
+    let mut after: Option<Vec<Value>> = None;
+    for _ in 0..10_000 {
+        let page = (engine.tc())
+            .scan_range(
+                g,
+                t,
+                RangeScan {
+                    index: by_x.then_some("by_x"),
+                    lower: lower.as_ref().map(|(v, i)| (&v[..], *i)),
+                    upper: upper.as_ref().map(|(v, i)| (&v[..], *i)),
+                    after: after.as_deref(),
+                    limit,
+                    max_bytes: 1 << 20,
+                },
+            )
+            .await
+            .unwrap();
+        assert!(page.rows.len() <= limit);
+        got.extend(page.rows.iter().map(|r| from_values(r.values())));
+        match page.next {
+            Some(next) => after = Some(next),
+            None => return got,
+        }
+    }
+    panic!("the scan never ended")
+}
+
+fn row_strategy() -> impl Strategy<Value = Row> {
+    (
+        0i64..300,
+        prop_oneof![1 => Just(None), 4 => (-5i32..5).prop_map(Some)],
+        "[ab]{0,2}",
+    )
+}
+
+fn bound_strategy() -> impl Strategy<Value = Option<(Vec<Value>, bool)>> {
+    let value = prop_oneof![
+        1 => Just(Value::Null),
+        4 => (-6i64..6).prop_map(Value::Int),
+    ];
+    let s = "[ab]{0,2}".prop_map(Value::Text);
+    proptest::option::of((
+        prop_oneof![
+            Just(Vec::new()).boxed(),
+            value.clone().prop_map(|v| vec![v]).boxed(),
+            (value, s).prop_map(|(v, s)| vec![v, s]).boxed(),
+        ],
+        any::<bool>(),
+    ))
+}
+
+fn pk_bound_strategy() -> impl Strategy<Value = Option<(Vec<Value>, bool)>> {
+    proptest::option::of((
+        (-10i64..310).prop_map(|v| vec![Value::Int(v)]),
+        any::<bool>(),
+    ))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn scans_answer_every_row_in_range_once_and_in_order(
+        rows in proptest::collection::vec(row_strategy(), 0..400),
+        scans in proptest::collection::vec(
+            (any::<bool>(), bound_strategy(), bound_strategy(), pk_bound_strategy(), pk_bound_strategy(), 1usize..40),
+            1..8,
+        ),
+    ) {
+        let rt = crate::test_runtime();
+        rt.block_on(async {
+            let engine = engine();
+            let (t, g) = table(&engine).await;
+            let mut model: Vec<Row> = Vec::new();
+            let mut batch: Batch = engine.tc().batch();
+            for r in &rows {
+                if model.iter().any(|m| m.0 == r.0) {
+                    continue;
+                }
+                model.push(r.clone());
+                batch.insert(&t, &values(r)).unwrap();
+            }
+            engine.tc().execute(&g, &mut batch, Commit::Each).await.unwrap();
+            for (by_x, lx, ux, lp, up, limit) in &scans {
+                let (lower, upper) = if *by_x { (lx, ux) } else { (lp, up) };
+                let got = scan_all(&engine, &t, &g, *by_x, lower, upper, *limit).await;
+                let want = expected(&model, *by_x, lower, upper);
+                prop_assert_eq!(got, want, "by_x {} lower {:?} upper {:?}", by_x, lower, upper);
+            }
+            engine.audit().await;
+            Ok(())
+        })?;
+    }
+}
+
+#[test]
+fn readers_see_each_committed_row_once_in_its_committed_place() {
+    let rt = crate::test_runtime();
+    rt.block_on(async {
+        let engine = engine();
+        let (t, g) = table(&engine).await;
+        let committed: Vec<Row> = (0..40)
+            .map(|i| (i, Some((i % 7) as i32), "a".into()))
+            .collect();
+        let mut batch = engine.tc().batch();
+        for r in &committed {
+            batch.insert(&t, &values(r)).unwrap();
+        }
+        engine
+            .tc()
+            .execute(&g, &mut batch, Commit::Each)
+            .await
+            .unwrap();
+        let all = |engine: Engine, t: Arc<Table>| async move {
+            scan_all(&engine, &t, &g, true, &None, &None, 7).await
+        };
+        assert_eq!(
+            all(engine.clone(), t.clone()).await,
+            expected(&committed, true, &None, &None)
+        );
+
+        // One transaction moves rows in the index (one of them twice, and
+        // one back to where it was), deletes one and inserts one.
+        for commit in [false, true] {
+            let mut holder = engine.tc().batch();
+            holder
+                .update(&t, &values(&(1, Some(100), "z".into())))
+                .unwrap();
+            holder.update(&t, &values(&(2, None, "a".into()))).unwrap();
+            holder
+                .update(&t, &values(&(2, Some(50), "b".into())))
+                .unwrap();
+            holder
+                .update(&t, &values(&(3, Some(-1), "a".into())))
+                .unwrap();
+            holder
+                .update(&t, &values(&(3, Some(3), "a".into())))
+                .unwrap();
+            holder.delete(&t, &[Value::Int(4)]).unwrap();
+            holder
+                .insert(&t, &values(&(1000, Some(0), "new".into())))
+                .unwrap();
+            let txn = 77_000 + u64::from(commit);
+            let held = hold(engine.tc(), txn, &mut holder).await;
+            assert_eq!(
+                all(engine.clone(), t.clone()).await,
+                expected(&committed, true, &None, &None),
+                "a reader sees the committed rows, each once and in its committed place"
+            );
+            end(engine.tc(), txn, &held, commit).await;
+            engine.audit().await;
+        }
+        let mut after = committed.clone();
+        after[1] = (1, Some(100), "z".into());
+        after[2] = (2, Some(50), "b".into());
+        after.retain(|r| r.0 != 4);
+        after.push((1000, Some(0), "new".into()));
+        assert_eq!(
+            all(engine.clone(), t.clone()).await,
+            expected(&after, true, &None, &None)
+        );
+    });
+}
+
+#[test]
+fn bad_scans_are_refused_with_what_is_wrong() {
+    let rt = crate::test_runtime();
+    rt.block_on(async {
+        let engine = engine();
+        let (t, g) = table(&engine).await;
+        let scan =
+            |index, lower: Option<&'static [Value]>, after: Option<&'static [Value]>| RangeScan {
+                index,
+                lower: lower.map(|v| (v, true)),
+                upper: None,
+                after,
+                limit: 10,
+                max_bytes: 1000,
+            };
+        let refused = |e: crate::tc::TcError| e.to_string();
+        let tc = engine.tc();
+        let e = tc
+            .scan_range(&g, &t, scan(Some("nope"), None, None))
+            .await
+            .unwrap_err();
+        assert!(refused(e).contains("no index 'nope'"));
+        static TOO_MANY: [Value; 3] = [Value::Int(1), Value::Null, Value::Null];
+        let e = tc
+            .scan_range(&g, &t, scan(Some("by_x"), Some(&TOO_MANY), None))
+            .await
+            .unwrap_err();
+        assert!(refused(e).contains("at most 2 values"));
+        static WRONG_TYPE: [Value; 1] = [Value::Bool(true)];
+        let e = tc
+            .scan_range(&g, &t, scan(None, Some(&WRONG_TYPE), None))
+            .await
+            .unwrap_err();
+        assert!(refused(e).contains("'id'"), "names the column");
+        static SHORT_CURSOR: [Value; 1] = [Value::Int(1)];
+        let e = tc
+            .scan_range(&g, &t, scan(Some("by_x"), None, Some(&SHORT_CURSOR)))
+            .await
+            .unwrap_err();
+        assert!(refused(e).contains("cursor"));
+        let other = Grant {
+            database: crate::types::DatabaseId(u32::MAX),
+            role: Role::Read,
+        };
+        let e = tc
+            .scan_range(&other, &t, scan(None, None, None))
+            .await
+            .unwrap_err();
+        assert!(refused(e).contains("not granted"));
+    });
+}

@@ -1,0 +1,562 @@
+//! A fragment's ordered indexes: kept in step with its rows in the same
+//! operation, and scanned in order.
+//!
+//! An index holds one entry per row, for the row as it is now. While a
+//! transaction holds a row whose key in an index it changed, the index also
+//! holds an entry for the committed version, in the committed version's
+//! place: readers, who see committed rows, find each row once and in order.
+//! So for every index and row:
+//!
+//! - the *current* entry, ordered by the row as it is now;
+//! - the *committed* entry, while a transaction holds the row, it was there
+//!   before, and its key in this index differs from the current one.
+//!
+//! A change to a row's key moves its entry: the entry first becomes the
+//! *old* one (ordered by a copy of the row as it was), the row changes, the
+//! current entry goes in at its new place, and the old one goes (or stays as
+//! the committed one). Every page that takes is had before anything changes.
+
+use std::cmp::Ordering;
+
+use rustc_hash::FxHashMap;
+
+use super::{Fragment, Lock};
+use crate::storage::OpError;
+use crate::storage::codec::{self, is_present};
+use crate::storage::fixed::{FixedPart, RowRef};
+use crate::storage::layout::{Layout, Place, ROW_HEADER};
+use crate::storage::ordered::{Entry, OrderedTree};
+use crate::storage::page::Page;
+use crate::storage::var::{VarPart, VarRef};
+use crate::types::AUTOCOMMIT;
+
+/// Values of an index's columns, each as the column stores it (`None`: NULL).
+pub(crate) type Key = Vec<Option<Vec<u8>>>;
+
+/// Orders two keys of `columns`, on as many columns as the shorter has:
+/// NULL before every value.
+pub(crate) fn compare_keys(
+    layout: &Layout,
+    columns: &[u16],
+    a: &[Option<Vec<u8>>],
+    b: &[Option<Vec<u8>>],
+) -> Ordering {
+    for ((&c, a), b) in columns.iter().zip(a).zip(b) {
+        let ord = match (a, b) {
+            (None, None) => Ordering::Equal,
+            (None, Some(_)) => Ordering::Less,
+            (Some(_), None) => Ordering::Greater,
+            (Some(a), Some(b)) => codec::compare(layout.columns[c as usize].ty, a, b),
+        };
+        if ord.is_ne() {
+            return ord;
+        }
+    }
+    Ordering::Equal
+}
+
+/// Where a scan starts or stops: values for the first columns of an index,
+/// each as the column stores it (`None`: NULL), and whether rows equal to
+/// them are in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Bound {
+    pub(crate) values: Key,
+    pub(crate) inclusive: bool,
+}
+
+/// What a step of an index scan found: each row's image as committed and
+/// the key it is ordered by (every column of the index's order), and where
+/// the next step starts (`None`: the range is done).
+#[derive(Debug, Default)]
+pub(crate) struct IndexChunk {
+    pub(crate) rows: Vec<(u32, u32)>,
+    pub(crate) keys: Vec<Key>,
+    pub(crate) out: Vec<u8>,
+    pub(crate) next: Option<Bound>,
+    /// Entries examined: what the scan is charged for.
+    pub(crate) examined: usize,
+}
+
+/// Entries examined per scan step at most, so one scan never holds its
+/// worker for long.
+const INDEX_SCAN_STEP: usize = 4096;
+
+/// The rows as the indexes compare them: every version an entry can name.
+pub(super) struct Rows<'a> {
+    layout: &'a Layout,
+    fixed: &'a FixedPart,
+    var: &'a VarPart,
+    locks: &'a FxHashMap<RowRef, Lock>,
+    /// The fixed part of the row an update is changing, as it was.
+    old: &'a [u8],
+}
+
+impl<'a> Rows<'a> {
+    fn var_of(&self, fixed: &'a [u8]) -> &'a [u8] {
+        if self.layout.n_var == 0 {
+            &[]
+        } else {
+            self.var.get(var_ref(fixed))
+        }
+    }
+
+    /// The fixed and var part of the version of a row that `e` orders.
+    fn version(&self, e: Entry) -> (&'a [u8], &'a [u8]) {
+        let fixed = if e.is_committed() {
+            (self.locks[&e.row()].committed.as_deref()).expect("a committed entry's row is held")
+        } else if e.is_old() {
+            self.old
+        } else {
+            self.fixed.slot(e.row())
+        };
+        (fixed, self.var_of(fixed))
+    }
+
+    /// How `e` lies against a version of a row in index `i`.
+    fn against(&self, i: usize, target: (&[u8], &[u8])) -> impl Fn(Entry) -> Ordering {
+        let order = &self.layout.ordered[i].order;
+        move |e| compare(self.layout, order, self.version(e), target)
+    }
+}
+
+fn var_ref(fixed: &[u8]) -> VarRef {
+    u32::from_le_bytes(
+        fixed[ROW_HEADER..ROW_HEADER + 4]
+            .try_into()
+            .expect("4 bytes"),
+    )
+}
+
+/// Orders two versions of rows by `columns`: NULL before every value.
+fn compare(layout: &Layout, columns: &[u16], a: (&[u8], &[u8]), b: (&[u8], &[u8])) -> Ordering {
+    for &c in columns {
+        let ord = match (layout.is_null(a.0, c), layout.is_null(b.0, c)) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Less,
+            (false, true) => Ordering::Greater,
+            (false, false) => codec::compare(
+                layout.columns[c as usize].ty,
+                layout.column_bytes(a.0, a.1, c),
+                layout.column_bytes(b.0, b.1, c),
+            ),
+        };
+        if ord.is_ne() {
+            return ord;
+        }
+    }
+    Ordering::Equal
+}
+
+/// Orders a version of a row against a bound's values, on as many of
+/// `columns` as the bound has values.
+fn compare_bound(layout: &Layout, columns: &[u16], row: (&[u8], &[u8]), bound: &Bound) -> Ordering {
+    for (&c, value) in columns.iter().zip(&bound.values) {
+        let ord = match (layout.is_null(row.0, c), value) {
+            (true, None) => Ordering::Equal,
+            (true, Some(_)) => Ordering::Less,
+            (false, None) => Ordering::Greater,
+            (false, Some(v)) => codec::compare(
+                layout.columns[c as usize].ty,
+                layout.column_bytes(row.0, row.1, c),
+                v,
+            ),
+        };
+        if ord.is_ne() {
+            return ord;
+        }
+    }
+    Ordering::Equal
+}
+
+/// The values of `columns` in a version of a row.
+fn key_of(layout: &Layout, columns: &[u16], row: (&[u8], &[u8])) -> Key {
+    (columns.iter())
+        .map(|&c| {
+            (!layout.is_null(row.0, c)).then(|| layout.column_bytes(row.0, row.1, c).to_vec())
+        })
+        .collect()
+}
+
+/// How an update changes a row's entries in one index.
+#[derive(Debug, Clone, Copy)]
+struct Move {
+    index: usize,
+    /// The row had a committed entry in this index before the update...
+    had_committed: bool,
+    /// ...and the update puts the row back at the committed version's place.
+    back_to_committed: bool,
+    /// A transaction holds the row, and it was there before.
+    held: bool,
+}
+
+impl Fragment {
+    /// The borrows index work needs at once: the rows to compare, the
+    /// trees, and the pages an insert takes.
+    fn parts_for_indexes(&mut self) -> (Rows<'_>, &mut [OrderedTree], &mut Vec<Page>) {
+        let rows = Rows {
+            layout: &self.layout,
+            fixed: &self.fixed,
+            var: &self.var,
+            locks: &self.locks,
+            old: &self.old,
+        };
+        (rows, &mut self.ordered, &mut self.spare)
+    }
+
+    pub(super) fn rows(&self) -> Rows<'_> {
+        Rows {
+            layout: &self.layout,
+            fixed: &self.fixed,
+            var: &self.var,
+            locks: &self.locks,
+            old: &self.old,
+        }
+    }
+
+    /// Takes pages until `spare` holds `pages`; on failure gives them all
+    /// back.
+    fn reserve(&mut self, pages: usize) -> Result<(), OpError> {
+        while self.spare.len() < pages {
+            match self.pages.alloc() {
+                Ok(page) => self.spare.push(page),
+                Err(e) => {
+                    self.spare.clear();
+                    return Err(crate::storage::StorageError::from(e).into());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts `entry` into index `i` at the place of `target`.
+    fn put_entry(&mut self, i: usize, entry: Entry) -> Result<(), OpError> {
+        loop {
+            let (rows, trees, spare) = self.parts_for_indexes();
+            let target = rows.version(entry);
+            match trees[i].insert(entry, rows.against(i, target), spare) {
+                Ok(()) => return Ok(()),
+                Err(need) => self.reserve(need)?,
+            }
+        }
+    }
+
+    fn take_entry(&mut self, i: usize, entry: Entry) {
+        let (rows, trees, _) = self.parts_for_indexes();
+        let target = rows.version(entry);
+        let removed = trees[i].remove(entry, rows.against(i, target));
+        debug_assert!(removed, "an index entry is where its row says");
+    }
+
+    /// Renames entry `from` to `to`, which orders a version of the row with
+    /// the same key.
+    fn relabel_entry(&mut self, i: usize, from: Entry, to: Entry) {
+        let (rows, trees, _) = self.parts_for_indexes();
+        let target = rows.version(from);
+        let relabelled = trees[i].relabel(from, to, rows.against(i, target));
+        debug_assert!(relabelled, "an index entry is where its row says");
+    }
+
+    /// Puts a new row into every ordered index, or into none if a page it
+    /// needs cannot be had.
+    pub(super) fn index_new(&mut self, r: RowRef) -> Result<(), OpError> {
+        let entry = Entry::current(r);
+        for i in 0..self.ordered.len() {
+            if let Err(e) = self.put_entry(i, entry) {
+                for j in 0..i {
+                    self.take_entry(j, entry);
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether row `r` has a committed entry in index `i`: a transaction
+    /// holds it, it was there before, and its key there changed.
+    fn has_committed_entry(&self, i: usize, r: RowRef) -> bool {
+        let Some(committed) = self.locks.get(&r).and_then(|l| l.committed.as_deref()) else {
+            return false;
+        };
+        let rows = self.rows();
+        let order = &self.layout.ordered[i].order;
+        let committed = (committed, rows.var_of(committed));
+        compare(
+            &self.layout,
+            order,
+            committed,
+            rows.version(Entry::current(r)),
+        )
+        .is_ne()
+    }
+
+    /// Takes row `r`, which is going, out of every index.
+    pub(super) fn unindex(&mut self, r: RowRef) {
+        for i in 0..self.ordered.len() {
+            if self.has_committed_entry(i, r) {
+                self.take_entry(i, Entry::committed(r));
+            }
+            self.take_entry(i, Entry::current(r));
+        }
+    }
+
+    /// A transaction's change to row `r` becomes the committed one: its
+    /// committed entries go. Called while the row's lock is still there.
+    pub(super) fn index_commit(&mut self, r: RowRef) {
+        for i in 0..self.ordered.len() {
+            if self.has_committed_entry(i, r) {
+                self.take_entry(i, Entry::committed(r));
+            }
+        }
+    }
+
+    /// Row `r` goes back to its committed version: where a committed entry
+    /// stands, the current one goes and the committed one takes its name.
+    /// Called while the row still holds the transaction's version.
+    pub(super) fn index_abort(&mut self, r: RowRef) {
+        for i in 0..self.ordered.len() {
+            if self.has_committed_entry(i, r) {
+                self.take_entry(i, Entry::current(r));
+                self.relabel_entry(i, Entry::committed(r), Entry::current(r));
+            }
+        }
+    }
+
+    /// Whether an update with this presence may change a key of an ordered
+    /// index.
+    pub(super) fn touches_indexes(&self, presence: &[u8]) -> bool {
+        (self.layout.indexed.iter()).any(|&c| is_present(presence, c))
+    }
+
+    /// Updates row `r` with the columns present in `image`, moving its
+    /// entries in the indexes whose key changes. Nothing changes if a page
+    /// it needs cannot be had.
+    pub(super) fn update_indexed(
+        &mut self,
+        r: RowRef,
+        image: &[u8],
+        presence: &[u8],
+    ) -> Result<(), OpError> {
+        let layout = std::sync::Arc::clone(&self.layout);
+        let (new_fixed, new_var) = image.split_at(layout.slot_size);
+        // The row as it will be, beside the row as it is.
+        let mut fixed = self.fixed.slot(r).to_vec();
+        for (c, col) in layout.columns.iter().enumerate() {
+            let c = c as u16;
+            if !is_present(presence, c) || layout.key.contains(&c) {
+                continue;
+            }
+            layout.set_null(&mut fixed, c, layout.is_null(new_fixed, c));
+            if let Place::Fixed { offset, width } = col.place {
+                let range = offset as usize..(offset + width) as usize;
+                fixed[range.clone()].copy_from_slice(&new_fixed[range]);
+            }
+        }
+        let var_changes = layout.sets_var(presence);
+        let mut var = std::mem::take(&mut self.merged);
+        let old_var = self.var_of(self.fixed.slot(r));
+        if var_changes {
+            layout.merge_var(old_var, new_var, presence, &mut var);
+        } else {
+            var.clear();
+            var.extend_from_slice(old_var);
+        }
+        let result = self.move_row(r, &fixed, &var, var_changes);
+        self.merged = var;
+        result
+    }
+
+    /// Replaces row `r` with the version `(fixed, var)` (its var part written
+    /// anew if `var_changes`), moving its index entries.
+    fn move_row(
+        &mut self,
+        r: RowRef,
+        fixed: &[u8],
+        var: &[u8],
+        var_changes: bool,
+    ) -> Result<(), OpError> {
+        let held = self.locks.contains_key(&r);
+        let mut moves = Vec::new();
+        let mut need = 0;
+        {
+            let rows = self.rows();
+            let now = rows.version(Entry::current(r));
+            let committed = (self.locks.get(&r))
+                .and_then(|l| l.committed.as_deref())
+                .map(|c| (c, rows.var_of(c)));
+            for (i, ordered) in self.layout.ordered.iter().enumerate().skip(1) {
+                let order = &ordered.order;
+                if compare(&self.layout, order, now, (fixed, var)).is_eq() {
+                    continue;
+                }
+                let had_committed =
+                    committed.is_some_and(|c| compare(&self.layout, order, c, now).is_ne());
+                let back_to_committed = committed
+                    .is_some_and(|c| compare(&self.layout, order, c, (fixed, var)).is_eq());
+                if !(had_committed && back_to_committed) {
+                    need += self.ordered[i].pages_to_insert(&rows.against(i, (fixed, var)));
+                }
+                moves.push(Move {
+                    index: i,
+                    had_committed,
+                    back_to_committed,
+                    held: committed.is_some(),
+                });
+            }
+        }
+        self.reserve(need)?;
+        let old_ref = (self.layout.n_var > 0).then(|| var_ref(self.fixed.slot(r)));
+        let new_ref = if var_changes {
+            match self.var.insert(&self.pages, var) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    self.spare.clear();
+                    return Err(e.into());
+                }
+            }
+        } else {
+            None
+        };
+        // Nothing can fail from here on.
+        self.old.clear();
+        self.old.extend_from_slice(self.fixed.slot(r));
+        for m in &moves {
+            self.relabel_entry(m.index, Entry::current(r), Entry::old(r));
+        }
+        let slot = self.fixed.slot_mut(r);
+        let keep = ROW_HEADER + if old_ref.is_some() { 4 } else { 0 };
+        slot[keep..].copy_from_slice(&fixed[keep..]);
+        if let Some(new_ref) = new_ref {
+            slot[ROW_HEADER..ROW_HEADER + 4].copy_from_slice(&new_ref.to_le_bytes());
+        }
+        for m in &moves {
+            if m.had_committed && m.back_to_committed {
+                self.relabel_entry(m.index, Entry::committed(r), Entry::current(r));
+            } else {
+                self.put_entry(m.index, Entry::current(r))
+                    .expect("the pages were had before");
+            }
+            if m.held && !m.had_committed {
+                self.relabel_entry(m.index, Entry::old(r), Entry::committed(r));
+            } else {
+                self.take_entry(m.index, Entry::old(r));
+            }
+        }
+        if let (Some(old), Some(_)) = (old_ref, new_ref) {
+            let committed = (self.locks.get(&r))
+                .and_then(|l| l.committed.as_deref())
+                .map(var_ref);
+            if committed != Some(old) {
+                self.var.free(old);
+            }
+        }
+        debug_assert!(held || !moves.iter().any(|m| m.held));
+        debug_assert!(self.spare.is_empty(), "every page reserved was taken");
+        self.spare.clear();
+        Ok(())
+    }
+
+    /// A step of a scan of index `i` from `from` (the start if `None`) up to
+    /// `to` (the end if `None`): the rows as committed, at most `limit` of
+    /// them and about `max_bytes` of images, in index order.
+    pub(crate) fn scan_index(
+        &self,
+        i: usize,
+        from: Option<&Bound>,
+        to: Option<&Bound>,
+        limit: usize,
+        max_bytes: usize,
+    ) -> IndexChunk {
+        let rows = self.rows();
+        let layout = &*self.layout;
+        let order = &layout.ordered[i].order;
+        let mut chunk = IndexChunk::default();
+        let start = |e: Entry| match from {
+            None => Ordering::Greater,
+            Some(b) => match compare_bound(layout, order, rows.version(e), b) {
+                Ordering::Equal if b.inclusive => Ordering::Greater,
+                Ordering::Equal => Ordering::Less,
+                ord => ord,
+            },
+        };
+        let past_end = |row: (&[u8], &[u8])| match to {
+            None => false,
+            Some(b) => match compare_bound(layout, order, row, b) {
+                Ordering::Equal => !b.inclusive,
+                ord => ord.is_gt(),
+            },
+        };
+        let mut last = None;
+        for e in self.ordered[i].from(start) {
+            if chunk.examined == INDEX_SCAN_STEP
+                || chunk.rows.len() == limit
+                || chunk.out.len() >= max_bytes
+            {
+                chunk.next = last.map(|row| Bound {
+                    values: key_of(layout, order, row),
+                    inclusive: false,
+                });
+                return chunk;
+            }
+            let at = rows.version(e);
+            if past_end(at) {
+                return chunk;
+            }
+            chunk.examined += 1;
+            last = Some(at);
+            let Some((fixed, var)) = self.shown(i, e) else {
+                continue;
+            };
+            let begin = chunk.out.len();
+            chunk.out.extend_from_slice(fixed);
+            chunk.out.extend_from_slice(var);
+            (chunk.rows).push((begin as u32, (chunk.out.len() - begin) as u32));
+            chunk.keys.push(key_of(layout, order, (fixed, var)));
+        }
+        chunk
+    }
+
+    /// The version of its row a reader sees at entry `e` of index `i`: the
+    /// committed one, where it is ordered by this entry.
+    fn shown(&self, i: usize, e: Entry) -> Option<(&[u8], &[u8])> {
+        if e.is_committed() {
+            return self.visible(AUTOCOMMIT, e.row());
+        }
+        let r = e.row();
+        if self.locks.contains_key(&r) && self.has_committed_entry(i, r) {
+            return None;
+        }
+        self.visible(AUTOCOMMIT, r)
+    }
+
+    /// Rebuilds every ordered index from the rows: after an image is read.
+    pub(super) fn rebuild_indexes(&mut self) -> Result<(), OpError> {
+        let mut at = 0;
+        while let Some(r) = self.fixed.next_live(at) {
+            self.index_new(r)?;
+            at = r + 1;
+        }
+        Ok(())
+    }
+
+    /// Checks every ordered index against the rows; answers their entries.
+    pub(super) fn audit_indexes(&self) -> u64 {
+        let rows = self.rows();
+        let mut entries = 0;
+        for (i, tree) in self.ordered.iter().enumerate() {
+            let order = &self.layout.ordered[i].order;
+            let counted =
+                tree.audit(|a, b| compare(&self.layout, order, rows.version(a), rows.version(b)));
+            let committed = (self.locks.keys())
+                .filter(|&&r| self.has_committed_entry(i, r))
+                .count() as u64;
+            assert_eq!(
+                counted,
+                self.fixed.live_rows() + committed,
+                "index {} holds every row once, and the committed versions that moved",
+                self.layout.ordered[i].name
+            );
+            entries += counted;
+        }
+        entries
+    }
+}

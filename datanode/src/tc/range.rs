@@ -1,0 +1,246 @@
+//! Scans of an ordered index: every fragment scanned at once, a step at a
+//! time, and the steps merged in index order.
+//!
+//! Each fragment answers its next rows in index order; the coordinator keeps
+//! what each answered and hands out the smallest row of all, asking a
+//! fragment for more only when its rows run out — so a page of `limit` rows
+//! costs about `limit` rows of work wherever the rows lie. Rows are read
+//! committed and never wait for a writer; a page ends with the key of its
+//! last row, from which the next page starts.
+
+use std::cmp::Ordering;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use super::batch::{self, OperationError};
+use super::{Grant, Table, Tc, TcError};
+use crate::storage::codec;
+use crate::storage::fragment::{Bound, Key, compare_keys};
+use crate::storage::layout::Layout;
+use crate::types::value::Value;
+
+/// Rows a fragment answers per step at most.
+const STEP_ROWS: usize = 1000;
+
+/// A scan of one page of an ordered index.
+#[derive(Debug, Clone, Copy)]
+pub struct RangeScan<'a> {
+    /// The index by name; the primary key's if `None`.
+    pub index: Option<&'a str>,
+    /// Values for the first columns of the index, and whether rows equal to
+    /// them are in; `Value::Null` stands for NULL.
+    pub lower: Option<(&'a [Value], bool)>,
+    pub upper: Option<(&'a [Value], bool)>,
+    /// The key a page before ended with (`RangePage::next`): the scan goes
+    /// on after it.
+    pub after: Option<&'a [Value]>,
+    /// Rows in the page at most (at least 1).
+    pub limit: usize,
+    /// Bytes of rows in the page, about: the page ends after the row that
+    /// passes this.
+    pub max_bytes: usize,
+}
+
+/// A page of a scan.
+#[derive(Debug)]
+pub struct RangePage {
+    pub rows: Vec<batch::Row>,
+    /// The key of the page's last row, where the next page starts; `None`
+    /// when the range is done.
+    pub next: Option<Vec<Value>>,
+    /// Index entries examined, each charged as a read.
+    pub examined: u64,
+}
+
+/// One fragment's part of a scan: the rows it answered and not yet handed
+/// out, and where its next step starts (`None`: it is done).
+struct Source {
+    fragment: usize,
+    rows: VecDeque<(Key, Vec<u8>)>,
+    from: Option<Bound>,
+    done: bool,
+}
+
+impl Tc {
+    /// A page of a scan of an ordered index of `table` for the holder of
+    /// `grant`. Admitted as one read; every index entry examined past the
+    /// first is charged a read unit that the database's next reads pay.
+    pub async fn scan_range(
+        &self,
+        grant: &Grant,
+        table: &Arc<Table>,
+        scan: RangeScan<'_>,
+    ) -> Result<RangePage, TcError> {
+        self.serving()?;
+        let layout = &table.layout;
+        let fail = |error| TcError::Operation { index: 0, error };
+        let name = scan.index.unwrap_or(shoal_wire::schema::PRIMARY_INDEX);
+        let i = layout.ordered_index(name).ok_or_else(|| {
+            fail(OperationError::NoSuchIndex {
+                table: table.name().to_string(),
+                index: name.to_owned(),
+            })
+        })?;
+        let ordered = &layout.ordered[i];
+        let bound = |values: &[Value], inclusive: bool, most: usize| {
+            if values.len() > most {
+                return Err(fail(OperationError::Value(codec::ValueError {
+                    column: ordered.name.clone(),
+                    problem: format!(
+                        "a bound of index '{}' has at most {most} values, one for each of its columns in order; this one has {}",
+                        ordered.name,
+                        values.len()
+                    ),
+                })));
+            }
+            let values = (ordered.order.iter().zip(values))
+                .map(|(&c, v)| match v {
+                    Value::Null => Ok(None),
+                    v => codec::encode_operand(layout, c, v).map(Some),
+                })
+                .collect::<Result<_, _>>()
+                .map_err(|e| fail(OperationError::Value(e)))?;
+            Ok(Bound { values, inclusive })
+        };
+        let lower = (scan.lower)
+            .map(|(v, inclusive)| bound(v, inclusive, ordered.columns))
+            .transpose()?;
+        let upper = (scan.upper)
+            .map(|(v, inclusive)| bound(v, inclusive, ordered.columns))
+            .transpose()?
+            .map(Arc::new);
+        let after = match scan.after {
+            Some(v) if v.len() != ordered.order.len() => {
+                return Err(fail(OperationError::Value(codec::ValueError {
+                    column: ordered.name.clone(),
+                    problem: "the scan's cursor is not one of this index".into(),
+                })));
+            }
+            Some(v) => Some(bound(v, false, ordered.order.len())?),
+            None => None,
+        };
+        let start = match (lower, after) {
+            (Some(lower), Some(after)) => Some(later(layout, &ordered.order, lower, after)),
+            (lower, after) => after.or(lower),
+        };
+        let admitted = self.admit_scan(grant, &table.database).await?;
+        let started = std::time::Instant::now();
+        let page = self
+            .merge(
+                table,
+                i,
+                start,
+                upper.as_ref(),
+                scan.limit.max(1),
+                scan.max_bytes.max(1),
+            )
+            .await;
+        if let Ok(page) = &page {
+            admitted.owe_reads(page.examined.saturating_sub(1));
+        }
+        self.finished(&admitted.db, started);
+        page
+    }
+
+    /// Scans index `i` of every fragment of `table` from `start` up to
+    /// `upper`, merging in index order, until `limit` rows or `max_bytes`.
+    async fn merge(
+        &self,
+        table: &Arc<Table>,
+        i: usize,
+        start: Option<Bound>,
+        upper: Option<&Arc<Bound>>,
+        limit: usize,
+        max_bytes: usize,
+    ) -> Result<RangePage, TcError> {
+        let layout = &table.layout;
+        let order = &layout.ordered[i].order;
+        let index: Arc<str> = layout.ordered[i].name.as_str().into();
+        let gone = || TcError::Operation {
+            index: 0,
+            error: OperationError::NoSuchTable {
+                table: table.name().to_string(),
+            },
+        };
+        let mut sources: Vec<Source> = (0..table.fragments.len())
+            .map(|fragment| Source {
+                fragment,
+                rows: VecDeque::new(),
+                from: start.clone(),
+                done: false,
+            })
+            .collect();
+        let step = limit.min(STEP_ROWS);
+        let (mut rows, mut bytes, mut examined) = (Vec::new(), 0usize, 0u64);
+        loop {
+            let empty: Vec<usize> = (0..sources.len())
+                .filter(|&s| sources[s].rows.is_empty() && !sources[s].done)
+                .collect();
+            if !empty.is_empty() {
+                let steps = (empty.iter())
+                    .map(|&s| {
+                        (
+                            table.fragments[sources[s].fragment],
+                            sources[s].from.clone(),
+                        )
+                    })
+                    .collect();
+                let chunks = (self.inner.workers)
+                    .scan_index(table.id, &index, steps, upper, step, max_bytes)
+                    .await?;
+                for (&s, chunk) in empty.iter().zip(chunks) {
+                    let chunk = chunk.ok_or_else(gone)?;
+                    examined += chunk.examined as u64;
+                    let source = &mut sources[s];
+                    for (&(begin, len), key) in chunk.rows.iter().zip(chunk.keys) {
+                        let image = chunk.out[begin as usize..][..len as usize].to_vec();
+                        source.rows.push_back((key, image));
+                    }
+                    source.done = chunk.next.is_none();
+                    source.from = chunk.next;
+                }
+                continue;
+            }
+            // Every fragment not done has rows: the smallest of their first
+            // rows is the next in the index.
+            let best = (0..sources.len())
+                .filter(|&s| !sources[s].rows.is_empty())
+                .min_by(|&a, &b| {
+                    let (ka, kb) = (&sources[a].rows[0].0, &sources[b].rows[0].0);
+                    compare_keys(layout, order, ka, kb)
+                });
+            let Some(best) = best else {
+                return Ok(RangePage {
+                    rows,
+                    next: None,
+                    examined,
+                });
+            };
+            let (_, image) = sources[best].rows.pop_front().expect("a row");
+            bytes += image.len();
+            rows.push(batch::Row::decode(table, &image));
+            if rows.len() == limit || bytes >= max_bytes {
+                let more = sources.iter().any(|s| !s.done || !s.rows.is_empty());
+                let next = more.then(|| {
+                    let last = rows.last().expect("a row").values();
+                    order.iter().map(|&c| last[c as usize].clone()).collect()
+                });
+                return Ok(RangePage {
+                    rows,
+                    next,
+                    examined,
+                });
+            }
+        }
+    }
+}
+
+/// Where a scan bounded below by `lower` and going on after `after` starts:
+/// whichever of the two lets fewer rows in.
+fn later(layout: &Layout, order: &[u16], lower: Bound, after: Bound) -> Bound {
+    match compare_keys(layout, order, &after.values, &lower.values) {
+        Ordering::Less => lower,
+        Ordering::Equal if !lower.inclusive => lower,
+        _ => after,
+    }
+}
