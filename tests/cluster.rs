@@ -64,6 +64,7 @@ on_both_stores!(
     ndbinfo_sql_answers_over_ones_own_databases_only,
     usage_is_metered_rolled_up_exported_and_kept_bounded,
     metrics_are_prometheus_text_with_per_database_series,
+    indexes_are_added_and_dropped_while_the_table_serves,
 );
 
 /// Parses Prometheus text with a third-party parser; answers the samples.
@@ -486,13 +487,40 @@ async fn a_data_node_back_on_an_empty_disk_is_rebuilt_by_the_reconcile(backend: 
     assert_eq!(db["rest_url"].as_str(), Some(node.rest_url.as_str()));
 }
 
-async fn api_keys_are_pushed_used_reported_and_revoked(backend: Backend) {
+/// A control plane, a data node, tenants Ada and Bob, and Ada's database
+/// `shop` with table `orders`.
+struct Shop {
+    cp: Control,
+    node: Shoal,
+    ada: Session,
+    bob: Session,
+    _dir: tempfile::TempDir,
+}
+
+async fn shop(backend: Backend) -> Shop {
     let cp = control(backend);
     let dir = tempfile::tempdir().unwrap();
     let node = data_node(&cp, dir.path());
     let ada = cp.signup("ada@example.com", "analytical").await;
     let bob = cp.signup("bob@example.com", "builders").await;
     shop_with_orders(&cp, &ada).await;
+    Shop {
+        cp,
+        node,
+        ada,
+        bob,
+        _dir: dir,
+    }
+}
+
+async fn api_keys_are_pushed_used_reported_and_revoked(backend: Backend) {
+    let Shop {
+        cp,
+        node,
+        ada,
+        bob,
+        _dir,
+    } = shop(backend).await;
     let ada_auth = Auth::Bearer(&ada.token);
 
     let (status, made) = create_key(
@@ -1725,4 +1753,178 @@ async fn metrics_are_prometheus_text_with_per_database_series(backend: Backend) 
                 && s.labels.get("status") == Some("201")),
         "{text}"
     );
+}
+
+/// The bytes of DataMemory table `table` of `shop` holds, as the control
+/// plane reports them.
+async fn table_bytes(cp: &Control, who: &Session, table: &str) -> u64 {
+    let (status, _, memory) = cp
+        .call(
+            Method::GET,
+            "/databases/shop/memory",
+            None,
+            Auth::Bearer(&who.token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{memory}");
+    let columns = memory["columns"].as_array().unwrap();
+    let at = |name: &str| columns.iter().position(|c| c == name).unwrap();
+    let (name, bytes) = (at("table_name"), at("in_memory_bytes"));
+    (memory["rows"].as_array().unwrap().iter())
+        .filter(|r| r[name] == table)
+        .map(|r| r[bytes].as_u64().unwrap())
+        .sum()
+}
+
+async fn indexes_are_added_and_dropped_while_the_table_serves(backend: Backend) {
+    let Shop {
+        cp,
+        node,
+        ada,
+        bob,
+        _dir,
+    } = shop(backend).await;
+    let bearer = Auth::Bearer(&ada.token);
+    let (_, made) = create_key(
+        &cp,
+        &ada,
+        json!({"name": "app", "grants": [{"database": "shop", "role": "read_write"}]}),
+    )
+    .await;
+    let key = made["key"].as_str().unwrap().to_owned();
+    let operations: Vec<Value> = (0..3000)
+        .map(|id| {
+            json!({"method": "POST", "relative-url": "shop/orders/pk-insert",
+                   "body": {"row": {"id": id, "note": format!("note {:04}", (id * 7) % 3000)}}})
+        })
+        .collect();
+    for chunk in operations.chunks(1000) {
+        let (status, body) = data_call(&node, &key, "batch", json!({"operations": chunk})).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let before = table_bytes(&cp, &ada, "orders").await;
+
+    // Added: answered with the table's definition, then scanned in order.
+    let index = json!({"name": "by_note", "columns": ["note"]});
+    let path = "/databases/shop/tables/orders/indexes";
+    let (status, _, table) = cp.call(Method::POST, path, Some(&index), bearer).await;
+    assert_eq!(status, StatusCode::CREATED, "{table}");
+    assert_eq!(table["indexes"], json!([index]));
+    let (_, _, listed) = cp
+        .call(Method::GET, "/databases/shop/tables", None, bearer)
+        .await;
+    assert_eq!(listed["tables"][0]["indexes"], json!([index]));
+    let (status, page) = data_call(
+        &node,
+        &key,
+        "shop/orders/scan",
+        json!({"index": "by_note", "lower": {"values": ["note 0100"]}, "limit": 3}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let notes: Vec<&str> = (page["data"].as_array().unwrap().iter())
+        .map(|r| r["note"].as_str().unwrap())
+        .collect();
+    assert_eq!(notes, ["note 0100", "note 0101", "note 0102"]);
+    let with_index = table_bytes(&cp, &ada, "orders").await;
+    assert!(
+        with_index > before,
+        "the index's pages are the table's: {before} -> {with_index}"
+    );
+
+    // Refused, with what is wrong, and nothing changed.
+    for (body, status, code_wanted) in [
+        (index.clone(), StatusCode::CONFLICT, "INDEX_EXISTS"),
+        (
+            json!({"name": "BY_NOTE", "columns": ["id"]}),
+            StatusCode::CONFLICT,
+            "INDEX_EXISTS",
+        ),
+        (
+            json!({"name": "x", "columns": ["nope"]}),
+            StatusCode::BAD_REQUEST,
+            "INVALID_REQUEST",
+        ),
+        (
+            json!({"name": "PRIMARY", "columns": ["note"]}),
+            StatusCode::BAD_REQUEST,
+            "INVALID_REQUEST",
+        ),
+        (
+            json!({"name": "u", "columns": ["note"], "unique": true}),
+            StatusCode::BAD_REQUEST,
+            "INVALID_REQUEST",
+        ),
+        (
+            json!({"name": "<b>x</b>", "columns": ["note"]}),
+            StatusCode::BAD_REQUEST,
+            "INVALID_REQUEST",
+        ),
+        (
+            json!({"name": "x", "columns": ["note"], "extra": 1}),
+            StatusCode::BAD_REQUEST,
+            "INVALID_REQUEST",
+        ),
+    ] {
+        let (got, _, answer) = cp.call(Method::POST, path, Some(&body), bearer).await;
+        assert_eq!(
+            (got, code(&answer)),
+            (status, code_wanted),
+            "{body}: {answer}"
+        );
+    }
+    let (status, _, _) = cp
+        .call(
+            Method::POST,
+            "/databases/shop/tables/nope/indexes",
+            Some(&index),
+            bearer,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // Another tenant cannot see the table, let alone index it.
+    let (status, _, _) = cp
+        .call(
+            Method::POST,
+            path,
+            Some(&json!({"name": "i", "columns": ["note"]})),
+            Auth::Bearer(&bob.token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _, _) = cp
+        .call(
+            Method::DELETE,
+            &format!("{path}/by_note"),
+            None,
+            Auth::Bearer(&bob.token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (_, _, listed) = cp
+        .call(Method::GET, "/databases/shop/tables", None, bearer)
+        .await;
+    assert_eq!(listed["tables"][0]["indexes"], json!([index]));
+
+    // Dropped: scans no longer find it, and its pages go back.
+    let (status, _, _) = cp
+        .call(Method::DELETE, &format!("{path}/by_note"), None, bearer)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, answer) =
+        data_call(&node, &key, "shop/orders/scan", json!({"index": "by_note"})).await;
+    assert_eq!(
+        (status, code(&answer)),
+        (StatusCode::NOT_FOUND, "NO_SUCH_INDEX"),
+        "{answer}"
+    );
+    assert_eq!(table_bytes(&cp, &ada, "orders").await, before);
+    let (status, _, _) = cp
+        .call(Method::DELETE, &format!("{path}/by_note"), None, bearer)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (_, _, listed) = cp
+        .call(Method::GET, "/databases/shop/tables", None, bearer)
+        .await;
+    assert_eq!(listed["tables"][0].get("indexes"), None);
 }

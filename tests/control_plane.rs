@@ -315,6 +315,8 @@ async fn the_openapi_document_describes_exactly_the_routes_served(backend: Backe
         ("/databases/{db}/tables", "get"),
         ("/databases/{db}/tables", "post"),
         ("/databases/{db}/tables/{table}", "delete"),
+        ("/databases/{db}/tables/{table}/indexes", "post"),
+        ("/databases/{db}/tables/{table}/indexes/{index}", "delete"),
         ("/databases/{db}/memory", "get"),
         ("/api-keys", "get"),
         ("/api-keys", "post"),

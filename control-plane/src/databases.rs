@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use shoal_wire::api::{Database, DatabaseList, TableMemory};
 use shoal_wire::internal;
 use shoal_wire::ndbinfo::{self, Cell};
-use shoal_wire::schema::{DatabaseName, TableDef, TableName, TenantId};
+use shoal_wire::schema::{DatabaseName, IndexDef, TableDef, TableName, TenantId};
 
 use crate::audit::{self, Change};
 use crate::auth::Caller;
@@ -543,6 +543,181 @@ pub async fn drop_table(
         target: format!("table {}.{}", db.name, table.name),
         before: serde_json::from_str(&table.definition).ok(),
         after: None,
+    };
+    audit::record_after(&app, &caller, change).await;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The ready table `name` of database `db`, and its definition.
+async fn ready_table(
+    app: &App,
+    db: &DatabaseRow,
+    name: &str,
+) -> Result<(TableRow, TableDef), ApiError> {
+    let table = (tables_of(app, &db.id).await?.into_iter())
+        .find(|t| t.name.as_str() == name && t.status == "ready")
+        .ok_or_else(|| ApiError::not_found("table"))?;
+    let def = serde_json::from_value(definition(&table)?).map_err(|e| {
+        tracing::error!(table = %table.name, error = %e, "a stored table definition does not parse");
+        ApiError::internal()
+    })?;
+    Ok((table, def))
+}
+
+/// Stores a table's new definition, unless another change came first.
+async fn store_definition(app: &App, table: &TableRow, def: &Value) -> Result<bool, ApiError> {
+    let updated =
+        sqlx::query("UPDATE tables SET definition = $1 WHERE id = $2 AND definition = $3")
+            .bind(def.to_string())
+            .bind(&table.id)
+            .bind(&table.definition)
+            .execute(&app.store.pool)
+            .await?;
+    Ok(updated.rows_affected() == 1)
+}
+
+/// What a node's refusal to build an index answers.
+fn index_refused(e: nodes::NodeError, db: &DatabaseName) -> ApiError {
+    match e.code() {
+        Some("MEMORY_QUOTA") => ApiError::conflict(
+            "QUOTA_EXCEEDED",
+            format!(
+                "the index's pages would pass the memory quota of database '{db}'; nothing was changed"
+            ),
+        ),
+        Some("OUT_OF_DATA_MEMORY") => ApiError::new(
+            StatusCode::INSUFFICIENT_STORAGE,
+            "OUT_OF_DATA_MEMORY",
+            "a data node has no DataMemory for the index; nothing was changed",
+        ),
+        _ => e.into(),
+    }
+}
+
+/// `POST /databases/{db}/tables/{table}/indexes {name, columns}`.
+#[utoipa::path(post, path = "/databases/{db}/tables/{table}/indexes", tag = "databases",
+    params(("db" = String, Path, description = "The database's name"), ("table" = String, Path, description = "The table's name")),
+    request_body(content = Object, description = "{name, columns: [..]}: an ordered index, built while the table serves reads and writes"),
+    responses((status = 201, description = "The table's definition, with the index", body = Object), (status = 400, description = "Malformed or invalid input; the message names the field", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object), (status = 404, description = "No such thing — or another tenant's", body = Object),
+        (status = 409, description = "INDEX_EXISTS, QUOTA_EXCEEDED (the index's pages would pass the memory quota), or CHANGED (another change to the table came first)", body = Object)))]
+pub async fn add_index(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path((name, table_name)): Path<(String, String)>,
+    Body(index): Body<IndexDef>,
+) -> Result<impl IntoResponse, ApiError> {
+    let db = find(&app, &caller, &name).await?;
+    let (table, mut def) = ready_table(&app, &db, &table_name).await?;
+    let index_name = index.name.to_string();
+    if (def.indexes.iter()).any(|i| i.name.as_str().eq_ignore_ascii_case(&index_name)) {
+        return Err(ApiError::conflict(
+            "INDEX_EXISTS",
+            format!("table '{}' already has an index '{index_name}'", table.name),
+        ));
+    }
+    def.indexes.push(index.clone());
+    def.validate()
+        .map_err(|e| ApiError::invalid(e.to_string()))?;
+    let nodes = nodes_of(&app, &db).await?;
+    let undo = |done: usize| {
+        let (app, nodes, db, table) = (&app, &nodes, &db, &table);
+        let index_name = &index_name;
+        async move {
+            for node in &nodes[..done] {
+                if let Err(e) = app
+                    .nodes
+                    .drop_index(node, &db.name, &table.name, index_name)
+                    .await
+                {
+                    tracing::error!(table = %table.name, index = %index_name, node = %node.node_id, error = %e, "could not undo an index");
+                }
+            }
+        }
+    };
+    // On every node of the group, or on none.
+    for (done, node) in nodes.iter().enumerate() {
+        if let Err(e) = app
+            .nodes
+            .add_index(node, &db.name, &table.name, &index)
+            .await
+        {
+            undo(done).await;
+            return Err(index_refused(e, &db.name));
+        }
+    }
+    let definition = serde_json::to_value(&def).expect("a table definition serializes");
+    if !store_definition(&app, &table, &definition).await? {
+        undo(nodes.len()).await;
+        return Err(ApiError::conflict(
+            "CHANGED",
+            format!(
+                "table '{}' was changed meanwhile; nothing was changed, try again",
+                table.name
+            ),
+        ));
+    }
+    let change = Change {
+        tenant_id: Some(&db.tenant_id),
+        action: "index.create",
+        target: format!("index {}.{}.{index_name}", db.name, table.name),
+        before: serde_json::from_str(&table.definition).ok(),
+        after: Some(definition.clone()),
+    };
+    audit::record_after(&app, &caller, change).await;
+    Ok((StatusCode::CREATED, Json(definition)))
+}
+
+/// `DELETE /databases/{db}/tables/{table}/indexes/{index}`.
+#[utoipa::path(delete, path = "/databases/{db}/tables/{table}/indexes/{index}", tag = "databases",
+    params(("db" = String, Path, description = "The database's name"), ("table" = String, Path, description = "The table's name"), ("index" = String, Path, description = "The index's name")),
+    responses((status = 204, description = "Dropped"), (status = 401, description = "No session, or an invalid or expired one", body = Object), (status = 404, description = "No such thing — or another tenant's", body = Object),
+        (status = 409, description = "CHANGED: another change to the table came first", body = Object)))]
+pub async fn drop_index(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path((name, table_name, index_name)): Path<(String, String, String)>,
+) -> Result<StatusCode, ApiError> {
+    let db = find(&app, &caller, &name).await?;
+    let (table, mut def) = ready_table(&app, &db, &table_name).await?;
+    let at = (def.indexes.iter())
+        .position(|i| i.name.as_str() == index_name)
+        .ok_or_else(|| ApiError::not_found("index"))?;
+    let dropped = def.indexes.remove(at);
+    let definition = serde_json::to_value(&def).expect("a table definition serializes");
+    if !store_definition(&app, &table, &definition).await? {
+        return Err(ApiError::conflict(
+            "CHANGED",
+            format!(
+                "table '{}' was changed meanwhile; nothing was changed, try again",
+                table.name
+            ),
+        ));
+    }
+    // Dropped from the store first: a node that misses the drop keeps an
+    // index nobody can name, which costs it memory but answers nothing.
+    for node in &nodes_of(&app, &db).await? {
+        match app
+            .nodes
+            .drop_index(node, &db.name, &table.name, dropped.name.as_str())
+            .await
+        {
+            Ok(()) => {}
+            Err(e)
+                if matches!(
+                    e.code(),
+                    Some("NO_SUCH_INDEX" | "NO_SUCH_TABLE" | "NO_SUCH_DATABASE")
+                ) => {}
+            Err(e) => {
+                tracing::warn!(table = %table.name, index = %dropped.name, node = %node.node_id, error = %e, "index drop not reached a node");
+            }
+        }
+    }
+    let change = Change {
+        tenant_id: Some(&db.tenant_id),
+        action: "index.drop",
+        target: format!("index {}.{}.{index_name}", db.name, table.name),
+        before: serde_json::from_str(&table.definition).ok(),
+        after: Some(definition),
     };
     audit::record_after(&app, &caller, change).await;
     Ok(StatusCode::NO_CONTENT)

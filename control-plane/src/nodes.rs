@@ -21,7 +21,7 @@ use shoal_wire::internal::{
 };
 pub use shoal_wire::internal::{Heartbeat, KeyUse, NodeId};
 use shoal_wire::ndbinfo::Rows;
-use shoal_wire::schema::{DatabaseName, TableDef, TableName, TenantId};
+use shoal_wire::schema::{DatabaseName, IndexDef, TableDef, TableName, TenantId};
 use shoal_wire::secret::ClusterSecret;
 
 use crate::error::ApiError;
@@ -481,6 +481,28 @@ impl NodeClient {
         table: &TableName,
     ) -> Result<(), NodeError> {
         let path = route::table(db.as_str(), table.as_str());
+        self.send(node, Method::DELETE, &path, None::<&()>).await
+    }
+
+    pub async fn add_index(
+        &self,
+        node: &NodeRow,
+        db: &DatabaseName,
+        table: &TableName,
+        index: &IndexDef,
+    ) -> Result<TableCreated, NodeError> {
+        let path = route::indexes(db.as_str(), table.as_str());
+        self.send(node, Method::POST, &path, Some(index)).await
+    }
+
+    pub async fn drop_index(
+        &self,
+        node: &NodeRow,
+        db: &DatabaseName,
+        table: &TableName,
+        index: &str,
+    ) -> Result<(), NodeError> {
+        let path = route::index(db.as_str(), table.as_str(), index);
         self.send(node, Method::DELETE, &path, None::<&()>).await
     }
 

@@ -351,6 +351,8 @@ pub fn router(app: Arc<App>, console: Arc<shoal_web::Console>) -> Router {
         .routes(routes!(databases::get, databases::drop))
         .routes(routes!(databases::list_tables, databases::create_table))
         .routes(routes!(databases::drop_table))
+        .routes(routes!(databases::add_index))
+        .routes(routes!(databases::drop_index))
         .routes(routes!(databases::memory))
         .routes(routes!(keys::list, keys::create))
         .routes(routes!(keys::revoke))

@@ -52,6 +52,17 @@ pub mod route {
         format!("{DATABASES}/{db}/tables/{table}")
     }
 
+    /// `POST` an `IndexDef`: adds an ordered index, built while the table
+    /// serves.
+    pub fn indexes(db: &str, table: &str) -> String {
+        format!("{DATABASES}/{db}/tables/{table}/indexes")
+    }
+
+    /// `DELETE`: drops an ordered index.
+    pub fn index(db: &str, table: &str, index: &str) -> String {
+        format!("{DATABASES}/{db}/tables/{table}/indexes/{index}")
+    }
+
     /// `GET`, `PUT` a `Quota`, `DELETE`: a database's quota
     /// ([`super::DatabaseQuota`]).
     pub fn database_quota(db: &str) -> String {

@@ -108,6 +108,14 @@ impl From<CatalogError> for ApiError {
             CatalogError::NoSuchDatabase(_) => (StatusCode::NOT_FOUND, "NO_SUCH_DATABASE"),
             CatalogError::NoSuchTable { .. } => (StatusCode::NOT_FOUND, "NO_SUCH_TABLE"),
             CatalogError::NoSuchTenant(_) => (StatusCode::NOT_FOUND, "NO_SUCH_TENANT"),
+            CatalogError::IndexExists { .. } => (StatusCode::CONFLICT, "INDEX_EXISTS"),
+            CatalogError::NoSuchIndex { .. } => (StatusCode::NOT_FOUND, "NO_SUCH_INDEX"),
+            CatalogError::IndexNotBuilt { quota: true, .. } => {
+                (StatusCode::CONFLICT, "MEMORY_QUOTA")
+            }
+            CatalogError::IndexNotBuilt { quota: false, .. } => {
+                (StatusCode::INSUFFICIENT_STORAGE, "OUT_OF_DATA_MEMORY")
+            }
             CatalogError::TooManyDatabases | CatalogError::TooManyTables => {
                 (StatusCode::CONFLICT, "LIMIT_REACHED")
             }

@@ -5,10 +5,11 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use shoal_wire::internal::{DatabaseCreated, DatabaseInfo, NewDatabase, NodeId, TableCreated};
-use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
+use shoal_wire::schema::{DatabaseName, IndexDef, TableDef, TenantId};
 
 use super::{ApiError, AppState};
 use crate::node::catalog::CatalogError;
+use crate::tc::Table;
 
 pub(super) async fn list(State(state): State<AppState>) -> Json<Vec<DatabaseInfo>> {
     let engine = &state.engine;
@@ -77,13 +78,35 @@ pub(super) async fn create_table(
         .map_err(|_| ApiError::from(CatalogError::NoSuchDatabase(db.clone())))?;
     let Json(def) = body?;
     let table = state.engine.create_table(&database, def).await?;
-    let answer = TableCreated {
+    Ok((StatusCode::CREATED, Json(created(&table))))
+}
+
+/// What the internal API answers for a table made or changed.
+fn created(table: &Table) -> TableCreated {
+    TableCreated {
         id: table.id.0,
         database: table.database.name.to_string(),
         fragments: table.fragments(),
         table: table.def().clone(),
-    };
-    Ok((StatusCode::CREATED, Json(answer)))
+    }
+}
+
+pub(super) async fn add_index(
+    State(state): State<AppState>,
+    Path((db, table)): Path<(String, String)>,
+    body: Result<Json<IndexDef>, JsonRejection>,
+) -> Result<(StatusCode, Json<TableCreated>), ApiError> {
+    let Json(index) = body?;
+    let table = state.engine.add_index(&db, &table, index).await?;
+    Ok((StatusCode::CREATED, Json(created(&table))))
+}
+
+pub(super) async fn drop_index(
+    State(state): State<AppState>,
+    Path((db, table, index)): Path<(String, String, String)>,
+) -> Result<StatusCode, ApiError> {
+    state.engine.drop_index(&db, &table, &index).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 pub(super) async fn drop_table(

@@ -11,6 +11,8 @@
 //! | `POST /internal/v1/databases` `{"name", "tenant"?}` | create a database |
 //! | `DELETE /internal/v1/databases/{db}` | drop a database and its tables |
 //! | `POST /internal/v1/databases/{db}/tables` | create a table (`TableDef`) |
+//! | `POST /internal/v1/databases/{db}/tables/{table}/indexes` | add an ordered index (`IndexDef`), built while the table serves; answers the table |
+//! | `DELETE /internal/v1/databases/{db}/tables/{table}/indexes/{index}` | drop an ordered index |
 //! | `DELETE /internal/v1/databases/{db}/tables/{table}` | drop a table |
 //! | `GET/PUT/DELETE /internal/v1/databases/{db}/quota` | a database's quota and usage |
 //! | `GET/PUT/DELETE /internal/v1/tenants/{tenant}/quota` | a tenant's quota and usage |
@@ -97,6 +99,14 @@ pub(crate) fn router(
         .route(
             "/internal/v1/databases/{db}/tables/{table}",
             delete(catalog::drop_table),
+        )
+        .route(
+            "/internal/v1/databases/{db}/tables/{table}/indexes",
+            post(catalog::add_index),
+        )
+        .route(
+            "/internal/v1/databases/{db}/tables/{table}/indexes/{index}",
+            delete(catalog::drop_index),
         )
         .route(
             "/internal/v1/databases/{db}/quota",

@@ -264,6 +264,32 @@ pub(crate) enum Msg {
         slot: u32,
         done: oneshot::Sender<()>,
     },
+    /// Gives a fragment `layout`, which has one more ordered index, empty
+    /// until `BuildIndex` fills it.
+    AddIndex {
+        table: TableId,
+        slot: u32,
+        layout: Arc<Layout>,
+        done: oneshot::Sender<()>,
+    },
+    /// Puts the next `rows` rows of a fragment into ordered index `index`:
+    /// whether it is built; `None` if the fragment is gone.
+    BuildIndex {
+        table: TableId,
+        slot: u32,
+        index: Arc<str>,
+        rows: usize,
+        reply: oneshot::Sender<Option<Result<bool, OpError>>>,
+    },
+    /// Gives a fragment `layout`, which is its own without ordered index
+    /// `index`, and gives that index's pages back.
+    DropIndex {
+        table: TableId,
+        slot: u32,
+        index: Arc<str>,
+        layout: Arc<Layout>,
+        done: oneshot::Sender<()>,
+    },
     /// Sends rows of a fragment from position `from` to node `to`, catching
     /// up: each as a put in the replication stream, appended here, so that
     /// it falls in order with the fragment's commits. Answers how many rows

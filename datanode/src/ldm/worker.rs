@@ -217,6 +217,41 @@ impl Worker {
                 }
                 let _ = done.send(());
             }
+            Msg::AddIndex {
+                table,
+                slot,
+                layout,
+                done,
+            } => {
+                if let Some(f) = self.fragment_mut(table, slot) {
+                    f.add_index(layout);
+                }
+                let _ = done.send(());
+            }
+            Msg::BuildIndex {
+                table,
+                slot,
+                index,
+                rows,
+                reply,
+            } => {
+                let built = self
+                    .fragment_mut(table, slot)
+                    .map(|f| f.build_index(&index, rows));
+                let _ = reply.send(built);
+            }
+            Msg::DropIndex {
+                table,
+                slot,
+                index,
+                layout,
+                done,
+            } => {
+                if let Some(f) = self.fragment_mut(table, slot) {
+                    f.drop_index(&index, layout);
+                }
+                let _ = done.send(());
+            }
             Msg::Copy {
                 table,
                 slot,

@@ -14,11 +14,11 @@ use super::{
 use crate::log::ChangeLog;
 use crate::log::changes::Buckets;
 use crate::log::redo::Lsn;
-use crate::storage::Predicate;
 use crate::storage::fixed::RowRef;
 use crate::storage::fragment::{Bound, IndexChunk};
 use crate::storage::layout::Layout;
 use crate::storage::page::{DataMemory, MemoryAccount};
+use crate::storage::{OpError, Predicate};
 use crate::types::{TableId, TxnId};
 
 /// A fragment's image and where replay must start to bring it up to date.
@@ -260,6 +260,63 @@ impl Workers {
         self.each(places.iter().map(|p| p.ldm), |f, done| Msg::DropFragment {
             table: id,
             slot: places[f].slot,
+            done,
+        })
+        .await
+        .map(drop)
+    }
+
+    /// Gives the fragments of table `id` `layout`, which has one ordered
+    /// index more, last, and empty.
+    pub(crate) async fn add_index(
+        &self,
+        id: TableId,
+        places: &[FragmentPlace],
+        layout: &Arc<Layout>,
+    ) -> Result<(), NodeFailed> {
+        self.each(places.iter().map(|p| p.ldm), |f, done| Msg::AddIndex {
+            table: id,
+            slot: places[f].slot,
+            layout: Arc::clone(layout),
+            done,
+        })
+        .await
+        .map(drop)
+    }
+
+    /// Puts the next `rows` rows of the fragment of table `id` at `place`
+    /// into ordered index `index`: whether it is built.
+    pub(crate) async fn build_index(
+        &self,
+        id: TableId,
+        place: FragmentPlace,
+        index: &Arc<str>,
+        rows: usize,
+    ) -> Result<Option<Result<bool, OpError>>, NodeFailed> {
+        self.call(place.ldm, |reply| Msg::BuildIndex {
+            table: id,
+            slot: place.slot,
+            index: Arc::clone(index),
+            rows,
+            reply,
+        })
+        .await
+    }
+
+    /// Gives the fragments of table `id` `layout`, which is theirs without
+    /// ordered index `index`, and gives that index's pages back.
+    pub(crate) async fn drop_index(
+        &self,
+        id: TableId,
+        places: &[FragmentPlace],
+        index: &Arc<str>,
+        layout: &Arc<Layout>,
+    ) -> Result<(), NodeFailed> {
+        self.each(places.iter().map(|p| p.ldm), |f, done| Msg::DropIndex {
+            table: id,
+            slot: places[f].slot,
+            index: Arc::clone(index),
+            layout: Arc::clone(layout),
             done,
         })
         .await

@@ -31,6 +31,20 @@ pub enum CatalogError {
     },
     #[error("table '{database}.{table}' does not exist")]
     NoSuchTable { database: String, table: String },
+    #[error("table '{table}' already has an index '{index}'")]
+    IndexExists { table: String, index: String },
+    #[error("table '{table}' has no index '{index}'")]
+    NoSuchIndex { table: String, index: String },
+    #[error(
+        "index '{index}' of table '{table}' could not be built, and is not there: {}",
+        if *.quota { "its pages would pass the database's memory quota" } else { "the data node is out of DataMemory" }
+    )]
+    IndexNotBuilt {
+        table: String,
+        index: String,
+        /// The memory quota stopped it, not the node's DataMemory.
+        quota: bool,
+    },
     #[error("tenant '{0}' has no databases or quota on this data node")]
     NoSuchTenant(String),
     #[error("this data node holds at most {MAX_DATABASES} databases")]
@@ -217,6 +231,20 @@ impl Catalog {
         };
         entry.tables.insert(table.name().clone(), table);
         self.tables += 1;
+        true
+    }
+
+    /// Puts `table` in the place of the table with its name and id (the same
+    /// table with other indexes); false if it is gone.
+    pub(crate) fn replace_table(&mut self, table: Arc<Table>) -> bool {
+        let Some(slot) = (self.databases.get_mut(&table.database.name))
+            .filter(|e| e.database.id == table.database.id)
+            .and_then(|e| e.tables.get_mut(table.name()))
+            .filter(|t| t.id == table.id)
+        else {
+            return false;
+        };
+        *slot = table;
         true
     }
 

@@ -26,7 +26,7 @@ use std::time::Duration;
 use arc_swap::ArcSwapOption;
 use shoal_quota::Quota;
 use shoal_quota::limiter::LimiterClock;
-use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
+use shoal_wire::schema::{DatabaseName, IndexDef, TableDef, TenantId};
 use tokio::sync::Mutex;
 
 use self::catalog::{Catalog, CatalogError};
@@ -35,6 +35,7 @@ use self::keys::{ApiKeys, KeyDef};
 use crate::ldm::{FragmentImage, NodeFailed, Workers};
 use crate::log::ChangeLog;
 use crate::log::redo::RedoLog;
+use crate::storage::OpError;
 use crate::storage::layout::Layout;
 use crate::storage::page::DataMemory;
 use crate::tc::{Database, Table, Tc, Tenant};
@@ -68,6 +69,10 @@ pub(crate) fn random_seed() -> std::io::Result<u64> {
 /// How long a write waits for a row by default (RonDB's
 /// TransactionDeadlockDetectionTimeout).
 pub const DEFAULT_LOCK_WAIT_TIMEOUT: Duration = Duration::from_millis(1200);
+
+/// Rows an index build puts into the index per step on a worker: about a
+/// millisecond of the worker's time between its other work.
+const INDEX_BUILD_STEP: usize = 1024;
 /// Most LDM worker threads.
 pub(crate) const MAX_LDM_THREADS: usize = 256;
 
@@ -444,6 +449,117 @@ impl Engine {
     }
 
     /// Drops a table, giving all its pages back to the pool.
+    /// Adds ordered index `index` to a table and builds it while the table
+    /// serves: its fragments a step at a time, between their other work.
+    /// The index is scanned only once every fragment has built it; if a
+    /// fragment cannot have the pages, the index goes again and nothing of
+    /// it stays.
+    pub async fn add_index(
+        &self,
+        database: &str,
+        table: &str,
+        index: IndexDef,
+    ) -> Result<Arc<Table>, CatalogError> {
+        let _ddl = self.inner.ddl.lock().await;
+        let old = self.table(database, table)?;
+        let mut def = old.def().clone();
+        if def
+            .indexes
+            .iter()
+            .any(|i| i.name.as_str().eq_ignore_ascii_case(index.name.as_str()))
+        {
+            return Err(CatalogError::IndexExists {
+                table: table.to_owned(),
+                index: index.name.to_string(),
+            });
+        }
+        def.indexes.push(index);
+        def.validate()?;
+        let layout = Arc::new(Layout::new(def));
+        let name: Arc<str> = layout
+            .ordered
+            .last()
+            .expect("the new index")
+            .name
+            .as_str()
+            .into();
+        let workers = self.workers();
+        workers.add_index(old.id, &old.fragments, &layout).await?;
+        for &place in &old.fragments {
+            loop {
+                match workers
+                    .build_index(old.id, place, &name, INDEX_BUILD_STEP)
+                    .await?
+                {
+                    // The table was dropped meanwhile.
+                    None => {
+                        return Err(CatalogError::NoSuchTable {
+                            database: database.to_owned(),
+                            table: table.to_owned(),
+                        });
+                    }
+                    Some(Ok(true)) => break,
+                    Some(Ok(false)) => {}
+                    Some(Err(e)) => {
+                        workers
+                            .drop_index(old.id, &old.fragments, &name, &old.layout)
+                            .await?;
+                        return Err(CatalogError::IndexNotBuilt {
+                            table: table.to_owned(),
+                            index: name.to_string(),
+                            quota: e == OpError::MemoryQuota,
+                        });
+                    }
+                }
+            }
+        }
+        let table = Arc::new(Table {
+            id: old.id,
+            database: Arc::clone(&old.database),
+            layout,
+            fragments: old.fragments.clone(),
+        });
+        // Only now may scans find it.
+        self.catalog_mut().replace_table(Arc::clone(&table));
+        self.save_catalog().await?;
+        Ok(table)
+    }
+
+    /// Drops ordered index `index` of a table: scans no longer find it,
+    /// then its fragments give its pages back.
+    pub async fn drop_index(
+        &self,
+        database: &str,
+        table: &str,
+        index: &str,
+    ) -> Result<Arc<Table>, CatalogError> {
+        let _ddl = self.inner.ddl.lock().await;
+        let old = self.table(database, table)?;
+        let mut def = old.def().clone();
+        let no_such = || CatalogError::NoSuchIndex {
+            table: table.to_owned(),
+            index: index.chars().take(64).collect(),
+        };
+        let at = (def.indexes.iter())
+            .position(|i| i.name.as_str() == index)
+            .ok_or_else(no_such)?;
+        def.indexes.remove(at);
+        let layout = Arc::new(Layout::new(def));
+        let table = Arc::new(Table {
+            id: old.id,
+            database: Arc::clone(&old.database),
+            layout: Arc::clone(&layout),
+            fragments: old.fragments.clone(),
+        });
+        self.catalog_mut().replace_table(Arc::clone(&table));
+        let name: Arc<str> = index.into();
+        self.workers()
+            .drop_index(old.id, &old.fragments, &name, &layout)
+            .await?;
+        self.save_catalog().await?;
+        Ok(table)
+    }
+
     pub async fn drop_table(&self, database: &str, table: &str) -> Result<(), CatalogError> {
         let _ddl = self.inner.ddl.lock().await;
         let table = self.catalog_mut().remove_table(database, table)?;

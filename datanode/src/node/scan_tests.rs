@@ -38,9 +38,13 @@ fn engine() -> Engine {
 }
 
 async fn table(engine: &Engine) -> (Arc<Table>, Grant) {
+    table_of(engine, serde_json::from_str(T).unwrap()).await
+}
+
+/// Table `def` in a new database `db`, and a grant to write it.
+async fn table_of(engine: &Engine, def: TableDef) -> (Arc<Table>, Grant) {
     let db = DatabaseName::parse("db").unwrap();
     engine.create_database(&db, None).await.unwrap();
-    let def: TableDef = serde_json::from_str(T).unwrap();
     let t = engine.create_table(&db, def).await.unwrap();
     let grant = Grant {
         database: t.database.id,
@@ -363,5 +367,141 @@ fn bad_scans_are_refused_with_what_is_wrong() {
             .await
             .unwrap_err();
         assert!(refused(e).contains("not granted"));
+    });
+}
+
+/// The table without its index, for tests that add it.
+fn without_index() -> TableDef {
+    let mut def: TableDef = serde_json::from_str(T).unwrap();
+    def.indexes.clear();
+    def
+}
+
+fn by_x() -> shoal_wire::schema::IndexDef {
+    serde_json::from_str(r#"{"name":"by_x","columns":["x","s"]}"#).unwrap()
+}
+
+/// Every row, by scanning the primary key.
+async fn every_row(engine: &Engine, t: &Arc<Table>, g: &Grant) -> Vec<Row> {
+    scan_all(engine, t, g, false, &None, &None, 1000).await
+}
+
+#[test]
+fn an_index_added_while_rows_change_holds_every_row_once() {
+    let rt = crate::test_runtime();
+    rt.block_on(async {
+        let engine = engine();
+        let (t, g) = table_of(&engine, without_index()).await;
+        let mut batch = engine.tc().batch();
+        for id in 0..6000 {
+            batch
+                .insert(&t, &values(&(id, Some((id % 13) as i32), "a".into())))
+                .unwrap();
+        }
+        engine
+            .tc()
+            .execute(&g, &mut batch, Commit::Each)
+            .await
+            .unwrap();
+        // Writes go on while the index is built: updates that move rows,
+        // inserts, deletes, and transactions of several rows.
+        let writer = {
+            let (engine, t) = (engine.clone(), Arc::clone(&t));
+            tokio::spawn(async move {
+                for n in 0..400i64 {
+                    let mut batch = engine.tc().batch();
+                    let id = (n * 7919) % 6000;
+                    batch
+                        .update(&t, &values(&(id, Some(-(n as i32)), "b".into())))
+                        .unwrap();
+                    batch
+                        .insert(&t, &values(&(10_000 + n, None, "c".into())))
+                        .unwrap();
+                    batch
+                        .delete(&t, &[Value::Int((n * 31) % 6000 + 6000 * (n % 2))])
+                        .unwrap();
+                    let commit = if n % 3 == 0 {
+                        Commit::Atomic
+                    } else {
+                        Commit::Each
+                    };
+                    let _ = engine.tc().execute(&g, &mut batch, commit).await;
+                    tokio::task::yield_now().await;
+                }
+            })
+        };
+        let with_index = engine.add_index("db", "t", by_x()).await.unwrap();
+        writer.await.unwrap();
+        let rows = every_row(&engine, &with_index, &g).await;
+        let scanned = scan_all(&engine, &with_index, &g, true, &None, &None, 500).await;
+        assert_eq!(scanned, expected(&rows, true, &None, &None));
+        engine.audit().await;
+
+        // Adding it again is refused; dropping it gives its pages back.
+        let again = engine.add_index("db", "t", by_x()).await.unwrap_err();
+        assert!(
+            again.to_string().contains("already has an index 'by_x'"),
+            "{again}"
+        );
+        let before = t.database.memory_bytes();
+        let dropped = engine.drop_index("db", "t", "by_x").await.unwrap();
+        assert!(
+            t.database.memory_bytes() < before,
+            "the index's pages went back"
+        );
+        let scan = RangeScan {
+            index: Some("by_x"),
+            lower: None,
+            upper: None,
+            after: None,
+            limit: 10,
+            max_bytes: 1000,
+        };
+        let e = engine
+            .tc()
+            .scan_range(&g, &dropped, scan)
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("no index 'by_x'"), "{e}");
+        let e = engine.drop_index("db", "t", "by_x").await.unwrap_err();
+        assert!(e.to_string().contains("has no index 'by_x'"), "{e}");
+        engine.audit().await;
+        assert_eq!(every_row(&engine, &dropped, &g).await, rows);
+    });
+}
+
+#[test]
+fn an_index_the_memory_quota_cannot_hold_leaves_nothing() {
+    let rt = crate::test_runtime();
+    rt.block_on(async {
+        let engine = engine();
+        let (t, g) = table_of(&engine, without_index()).await;
+        let mut batch = engine.tc().batch();
+        for id in 0..20_000 {
+            batch
+                .insert(&t, &values(&(id, Some(id as i32), "a".into())))
+                .unwrap();
+        }
+        engine
+            .tc()
+            .execute(&g, &mut batch, Commit::Each)
+            .await
+            .unwrap();
+        let held = t.database.memory_bytes();
+        let quota = shoal_quota::Quota {
+            in_memory_bytes: Some(held + 2 * PAGE_SIZE as u64),
+            ..shoal_quota::Quota::UNLIMITED
+        };
+        engine.set_database_quota("db", quota).await.unwrap();
+        let e = engine.add_index("db", "t", by_x()).await.unwrap_err();
+        assert!(e.to_string().contains("memory quota"), "{e}");
+        assert_eq!(
+            t.database.memory_bytes(),
+            held,
+            "every page of the index went back"
+        );
+        let table = engine.table("db", "t").unwrap();
+        assert!(table.def().indexes.is_empty());
+        engine.audit().await;
     });
 }

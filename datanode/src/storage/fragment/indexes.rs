@@ -18,6 +18,8 @@
 
 use std::cmp::Ordering;
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 
 use super::{Fragment, Lock};
@@ -256,13 +258,27 @@ impl Fragment {
         debug_assert!(relabelled, "an index entry is where its row says");
     }
 
+    /// Whether index `i` holds row `r`'s entries: it does unless it is being
+    /// built and has not come to the row yet.
+    fn holds(&self, i: usize, r: RowRef) -> bool {
+        self.building[i].is_none_or(|next| r < next)
+    }
+
+    /// The indexes that hold row `r`'s entries.
+    fn holding(&self, r: RowRef) -> Vec<usize> {
+        (0..self.ordered.len())
+            .filter(|&i| self.holds(i, r))
+            .collect()
+    }
+
     /// Puts a new row into every ordered index, or into none if a page it
     /// needs cannot be had.
     pub(super) fn index_new(&mut self, r: RowRef) -> Result<(), OpError> {
         let entry = Entry::current(r);
-        for i in 0..self.ordered.len() {
+        let holding = self.holding(r);
+        for (n, &i) in holding.iter().enumerate() {
             if let Err(e) = self.put_entry(i, entry) {
-                for j in 0..i {
+                for &j in &holding[..n] {
                     self.take_entry(j, entry);
                 }
                 return Err(e);
@@ -291,7 +307,7 @@ impl Fragment {
 
     /// Takes row `r`, which is going, out of every index.
     pub(super) fn unindex(&mut self, r: RowRef) {
-        for i in 0..self.ordered.len() {
+        for i in self.holding(r) {
             if self.has_committed_entry(i, r) {
                 self.take_entry(i, Entry::committed(r));
             }
@@ -302,7 +318,7 @@ impl Fragment {
     /// A transaction's change to row `r` becomes the committed one: its
     /// committed entries go. Called while the row's lock is still there.
     pub(super) fn index_commit(&mut self, r: RowRef) {
-        for i in 0..self.ordered.len() {
+        for i in self.holding(r) {
             if self.has_committed_entry(i, r) {
                 self.take_entry(i, Entry::committed(r));
             }
@@ -313,7 +329,7 @@ impl Fragment {
     /// stands, the current one goes and the committed one takes its name.
     /// Called while the row still holds the transaction's version.
     pub(super) fn index_abort(&mut self, r: RowRef) {
-        for i in 0..self.ordered.len() {
+        for i in self.holding(r) {
             if self.has_committed_entry(i, r) {
                 self.take_entry(i, Entry::current(r));
                 self.relabel_entry(i, Entry::committed(r), Entry::current(r));
@@ -385,7 +401,7 @@ impl Fragment {
                 .map(|c| (c, rows.var_of(c)));
             for (i, ordered) in self.layout.ordered.iter().enumerate().skip(1) {
                 let order = &ordered.order;
-                if compare(&self.layout, order, now, (fixed, var)).is_eq() {
+                if !self.holds(i, r) || compare(&self.layout, order, now, (fixed, var)).is_eq() {
                     continue;
                 }
                 let had_committed =
@@ -546,17 +562,78 @@ impl Fragment {
             let order = &self.layout.ordered[i].order;
             let counted =
                 tree.audit(|a, b| compare(&self.layout, order, rows.version(a), rows.version(b)));
+            let held = |r: &RowRef| self.holds(i, *r);
             let committed = (self.locks.keys())
-                .filter(|&&r| self.has_committed_entry(i, r))
+                .filter(|&&r| held(&r) && self.has_committed_entry(i, r))
                 .count() as u64;
+            let mut rows = 0;
+            let mut at = 0;
+            while let Some(r) = self.fixed.next_live(at) {
+                rows += u64::from(held(&r));
+                at = r + 1;
+            }
             assert_eq!(
                 counted,
-                self.fixed.live_rows() + committed,
+                rows + committed,
                 "index {} holds every row once, and the committed versions that moved",
                 self.layout.ordered[i].name
             );
             entries += counted;
         }
         entries
+    }
+}
+
+impl Fragment {
+    /// Takes `layout`, which has one ordered index more than the fragment's,
+    /// last: the index starts empty, to be built by `build_index`.
+    pub(crate) fn add_index(&mut self, layout: Arc<Layout>) {
+        assert_eq!(layout.ordered.len(), self.ordered.len() + 1);
+        debug_assert!(
+            (self.layout.ordered.iter().zip(&layout.ordered)).all(|(a, b)| a.name == b.name)
+        );
+        self.layout = layout;
+        self.ordered.push(OrderedTree::new());
+        self.building.push(Some(0));
+    }
+
+    /// Puts the rows from where the build of index `name` stands into it,
+    /// `rows` of them at most: whether the index is now built. Rows written
+    /// meanwhile go into it as they change if the build has passed them,
+    /// and are met by the build if not. Nothing of a step that needs a page
+    /// it cannot have stays.
+    pub(crate) fn build_index(&mut self, name: &str, rows: usize) -> Result<bool, OpError> {
+        let Some(i) = self.layout.ordered_index(name) else {
+            return Ok(true);
+        };
+        let Some(mut at) = self.building[i] else {
+            return Ok(true);
+        };
+        for _ in 0..rows {
+            let Some(r) = self.fixed.next_live(at) else {
+                self.building[i] = None;
+                return Ok(true);
+            };
+            let had_committed = self.has_committed_entry(i, r);
+            self.put_entry(i, Entry::current(r))?;
+            if had_committed && let Err(e) = self.put_entry(i, Entry::committed(r)) {
+                self.take_entry(i, Entry::current(r));
+                return Err(e);
+            }
+            at = r + 1;
+            self.building[i] = Some(at);
+        }
+        Ok(false)
+    }
+
+    /// Takes `layout`, which is the fragment's without ordered index `name`,
+    /// and gives that index's pages back.
+    pub(crate) fn drop_index(&mut self, name: &str, layout: Arc<Layout>) {
+        if let Some(i) = self.layout.ordered_index(name) {
+            self.ordered.remove(i);
+            self.building.remove(i);
+        }
+        assert_eq!(layout.ordered.len(), self.ordered.len());
+        self.layout = layout;
     }
 }

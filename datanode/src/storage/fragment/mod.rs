@@ -97,6 +97,8 @@ pub(crate) struct Fragment {
     locks: FxHashMap<RowRef, Lock>,
     /// Ordered indexes, as `layout.ordered` lists them.
     ordered: Vec<OrderedTree>,
+    /// For each ordered index being built, the row its build goes on from.
+    building: Vec<Option<RowRef>>,
     /// Pages had for an index insert before anything of its operation
     /// changed; empty between operations.
     spare: Vec<Page>,
@@ -114,6 +116,7 @@ impl Fragment {
             index: HashIndex::new(),
             locks: FxHashMap::default(),
             ordered: layout.ordered.iter().map(|_| OrderedTree::new()).collect(),
+            building: vec![None; layout.ordered.len()],
             spare: Vec::new(),
             merged: Vec::new(),
             old: Vec::new(),
@@ -745,6 +748,7 @@ impl Fragment {
         }
         let mut fragment = Fragment {
             ordered: layout.ordered.iter().map(|_| OrderedTree::new()).collect(),
+            building: vec![None; layout.ordered.len()],
             layout,
             pages,
             fixed,
