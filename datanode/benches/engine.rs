@@ -5,12 +5,12 @@
 //! One LDM worker thread owns every fragment; the bench thread sends it
 //! batches of pre-encoded operations, as the transaction coordinator will.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use shoal_datanode::{Batch, Engine, EngineConfig, Outcome, Table, Value};
+use shoal_datanode::{Batch, Engine, EngineConfig, Grant, Outcome, RangeScan, Role, Table, Value};
 use shoal_wire::schema::{DatabaseName, TableDef};
 
 const BATCH: usize = 1000;
@@ -18,6 +18,8 @@ const RUNS: usize = 9;
 
 struct Workload {
     name: &'static str,
+    /// Whether the key has an ordered index to scan.
+    scans: bool,
     table: &'static str,
     rows: usize,
     key: fn(u64) -> Value,
@@ -45,6 +47,20 @@ fn ycsb_row(i: u64) -> Vec<(&'static str, Value)> {
     row
 }
 
+/// YCSB's table, and the same with its key hashed only.
+const USERTABLE: &str = r#"{"name":"usertable","primary_key":["ycsb_key"],"columns":"#;
+const USERTABLE_HASHED: &str =
+    r#"{"name":"usertable","primary_key":["ycsb_key"],"primary_key_index":"hash","columns":"#;
+
+fn usertable(head: &str) -> String {
+    let fields =
+        FIELDS.map(|f| format!(r#"{{"name":"{f}","type":"VARCHAR(100)","nullable":true}}"#));
+    format!(
+        r#"{head}[{{"name":"ycsb_key","type":"VARCHAR(255)"}},{}]}}"#,
+        fields.join(",")
+    )
+}
+
 fn kv_key(i: u64) -> Vec<u8> {
     let mut k = [0u8; 16];
     k[..8].copy_from_slice(&i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_le_bytes());
@@ -52,17 +68,28 @@ fn kv_key(i: u64) -> Vec<u8> {
     k.to_vec()
 }
 
-fn workloads() -> [Workload; 2] {
+fn kv_row(i: u64) -> Vec<(&'static str, Value)> {
+    vec![
+        ("k", Value::Bytes(kv_key(i))),
+        ("v", Value::Bytes(vec![i as u8; 100])),
+    ]
+}
+
+fn workloads() -> [Workload; 4] {
     [
         Workload {
             name: "(a) YCSB row: VARCHAR(255) key + 10 x VARCHAR(100)",
-            table: r#"{"name":"usertable","primary_key":["ycsb_key"],"columns":[
-                {"name":"ycsb_key","type":"VARCHAR(255)"},
-                {"name":"field0","type":"VARCHAR(100)","nullable":true},{"name":"field1","type":"VARCHAR(100)","nullable":true},
-                {"name":"field2","type":"VARCHAR(100)","nullable":true},{"name":"field3","type":"VARCHAR(100)","nullable":true},
-                {"name":"field4","type":"VARCHAR(100)","nullable":true},{"name":"field5","type":"VARCHAR(100)","nullable":true},
-                {"name":"field6","type":"VARCHAR(100)","nullable":true},{"name":"field7","type":"VARCHAR(100)","nullable":true},
-                {"name":"field8","type":"VARCHAR(100)","nullable":true},{"name":"field9","type":"VARCHAR(100)","nullable":true}]}"#,
+            scans: true,
+            table: USERTABLE,
+            rows: 200_000,
+            key: |i| Value::Text(ycsb_key(i)),
+            row: ycsb_row,
+            payload: |i| ycsb_key(i).len() + 1000,
+        },
+        Workload {
+            name: "(a') the same, key hashed only",
+            scans: false,
+            table: USERTABLE_HASHED,
             rows: 200_000,
             key: |i| Value::Text(ycsb_key(i)),
             row: ycsb_row,
@@ -70,16 +97,22 @@ fn workloads() -> [Workload; 2] {
         },
         Workload {
             name: "(b) 16-byte key + 100-byte value: BINARY(16) + VARBINARY(100)",
+            scans: true,
             table: r#"{"name":"kv","primary_key":["k"],"columns":[
                 {"name":"k","type":"BINARY(16)"},{"name":"v","type":"VARBINARY(100)"}]}"#,
             rows: 1_000_000,
             key: |i| Value::Bytes(kv_key(i)),
-            row: |i| {
-                vec![
-                    ("k", Value::Bytes(kv_key(i))),
-                    ("v", Value::Bytes(vec![i as u8; 100])),
-                ]
-            },
+            row: kv_row,
+            payload: |_| 116,
+        },
+        Workload {
+            name: "(b') the same, key hashed only",
+            scans: false,
+            table: r#"{"name":"kv","primary_key":["k"],"primary_key_index":"hash","columns":[
+                {"name":"k","type":"BINARY(16)"},{"name":"v","type":"VARBINARY(100)"}]}"#,
+            rows: 1_000_000,
+            key: |i| Value::Bytes(kv_key(i)),
+            row: kv_row,
             payload: |_| 116,
         },
     ]
@@ -105,6 +138,8 @@ fn rates(ops: usize, mut f: impl FnMut()) -> f64 {
 }
 
 struct Result {
+    /// Scans of 100 rows by the primary key's ordered index, if it has one.
+    scans: Option<Scans>,
     inserts_per_sec: f64,
     reads_per_sec: f64,
     peer_reads_per_sec: f64,
@@ -126,7 +161,11 @@ fn run(rt: &tokio::runtime::Runtime, w: &Workload) -> Result {
     let table: Arc<Table> = rt.block_on(async {
         let db = DatabaseName::parse("bench").unwrap();
         engine.create_database(&db, None).await.unwrap();
-        let def: TableDef = serde_json::from_str(w.table).unwrap();
+        let def: TableDef = if w.table.ends_with(r#""columns":"#) {
+            serde_json::from_str(&usertable(w.table)).unwrap()
+        } else {
+            serde_json::from_str(w.table).unwrap()
+        };
         engine.create_table(&db, def).await.unwrap()
     });
 
@@ -209,7 +248,11 @@ fn run(rt: &tokio::runtime::Runtime, w: &Workload) -> Result {
         }
     });
 
+    let scans = w
+        .scans
+        .then(|| scan_rows(rt, &engine, &table, w, &mut random));
     Result {
+        scans,
         inserts_per_sec,
         reads_per_sec,
         peer_reads_per_sec,
@@ -230,8 +273,12 @@ fn main() {
         "| workload | rows | inserts/s | PK reads/s | HashMap reads/s (peer) | engine / peer | DataMemory B/row | live B/row | payload B/row | DataMemory / payload |"
     );
     println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let mut scans = Vec::new();
     for w in workloads() {
         let r = run(&rt, &w);
+        if let Some(s) = r.scans {
+            scans.push((w.name, s));
+        }
         println!(
             "| {} | {} | {:.2} M | {:.2} M | {:.2} M | {:.2} | {:.1} | {:.1} | {:.1} | {:.3} |",
             w.name,
@@ -245,5 +292,101 @@ fn main() {
             r.payload_per_row,
             r.bytes_per_row / r.payload_per_row,
         );
+    }
+    println!();
+    println!(
+        "Scans of {SCAN_ROWS} rows by the primary key's ordered index from a random key, one at a time, through the coordinator ({SCANS} scans)"
+    );
+    println!();
+    println!("| workload | p50 µs | p99 µs | rows/s | BTreeMap rows/s (peer) | engine / peer |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
+    for (name, s) in scans {
+        println!(
+            "| {name} | {:.1} | {:.1} | {:.2} M | {:.2} M | {:.2} |",
+            s.p50_us,
+            s.p99_us,
+            s.rows_per_sec / 1e6,
+            s.peer_rows_per_sec / 1e6,
+            s.rows_per_sec / s.peer_rows_per_sec
+        );
+    }
+}
+
+/// Scans of `SCAN_ROWS` rows from random keys, one at a time.
+struct Scans {
+    p50_us: f64,
+    p99_us: f64,
+    rows_per_sec: f64,
+    /// The same ranges from a std `BTreeMap` of the rows, copied out.
+    peer_rows_per_sec: f64,
+}
+
+const SCAN_ROWS: usize = 100;
+const SCANS: usize = 5000;
+
+fn scan_rows(
+    rt: &tokio::runtime::Runtime,
+    engine: &Engine,
+    table: &Arc<Table>,
+    w: &Workload,
+    random: &mut impl FnMut() -> u64,
+) -> Scans {
+    let grant = Grant {
+        database: table.database.id,
+        role: Role::Read,
+    };
+    let starts: Vec<Value> = (0..SCANS)
+        .map(|_| (w.key)(random() % w.rows as u64))
+        .collect();
+    let mut latency = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+    let mut total = Duration::ZERO;
+    let mut rows = 0;
+    for start in &starts {
+        let lower = [start.clone()];
+        let scan = RangeScan {
+            index: None,
+            lower: Some((&lower, true)),
+            upper: None,
+            after: None,
+            limit: SCAN_ROWS,
+            max_bytes: 1 << 20,
+        };
+        let t = Instant::now();
+        let page = rt
+            .block_on(engine.tc().scan_range(&grant, table, scan))
+            .unwrap();
+        let took = t.elapsed();
+        total += took;
+        rows += page.rows.len();
+        latency.record(took.as_nanos() as u64).unwrap();
+    }
+    // The peer: the rows in key order in a BTreeMap, each range copied out.
+    let peer: BTreeMap<Vec<u8>, Vec<u8>> = (0..w.rows as u64)
+        .map(|i| {
+            let row: Vec<u8> = (w.row)(i)
+                .iter()
+                .flat_map(|(_, v)| format!("{v}").into_bytes())
+                .collect();
+            (format!("{:?}", (w.key)(i)).into_bytes(), row)
+        })
+        .collect();
+    let keys: Vec<Vec<u8>> = starts
+        .iter()
+        .map(|k| format!("{k:?}").into_bytes())
+        .collect();
+    let mut out = Vec::with_capacity(1 << 20);
+    let peer_rows_per_sec = rates(SCANS * SCAN_ROWS, || {
+        for k in &keys {
+            out.clear();
+            for (_, row) in peer.range(k.clone()..).take(SCAN_ROWS) {
+                out.extend_from_slice(black_box(row));
+            }
+        }
+    });
+    Scans {
+        p50_us: latency.value_at_quantile(0.5) as f64 / 1e3,
+        p99_us: latency.value_at_quantile(0.99) as f64 / 1e3,
+        rows_per_sec: rows as f64 / total.as_secs_f64(),
+        peer_rows_per_sec,
     }
 }

@@ -41,7 +41,10 @@ pub use server::{DataNode, DataNodeConfig, SECRET_FILE, StartError};
 pub use shoal_wire::secret::ClusterSecret;
 pub use storage::codec::ValueError;
 pub use tc::batch::{Batch, OperationError, Outcome, Row, RowView};
-pub use tc::{Commit, Database, Grant, LatencyObserver, Role, Table, Tc, TcError, Tenant};
+pub use tc::{
+    Commit, Database, Grant, LatencyObserver, RangePage, RangeScan, Role, Table, Tc, TcError,
+    Tenant,
+};
 pub use types::value::{Date, DateTime, Decimal, Timestamp, Value};
 pub use types::{DatabaseId, TableId};
 

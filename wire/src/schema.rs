@@ -597,13 +597,36 @@ impl IndexDef {
     }
 }
 
-/// A table as the user declares it: `{name, columns, primary_key, indexes?}`.
+/// How a table's primary key is indexed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PrimaryKeyIndex {
+    /// A hash index for lookups by the whole key and an ordered index
+    /// (`PRIMARY`) for range scans and order, as RonDB makes by default.
+    #[default]
+    Ordered,
+    /// The hash index alone, as RonDB's `PRIMARY KEY … USING HASH`: writes
+    /// that add rows cost less and rows take less memory, but the key gives
+    /// no order to scan in.
+    Hash,
+}
+
+impl PrimaryKeyIndex {
+    fn is_ordered(&self) -> bool {
+        *self == PrimaryKeyIndex::Ordered
+    }
+}
+
+/// A table as the user declares it:
+/// `{name, columns, primary_key, primary_key_index?, indexes?}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TableDef {
     pub name: TableName,
     pub columns: Vec<ColumnDef>,
     pub primary_key: Vec<ColumnName>,
+    #[serde(default, skip_serializing_if = "PrimaryKeyIndex::is_ordered")]
+    pub primary_key_index: PrimaryKeyIndex,
     /// Ordered indexes besides the primary key's, which every table has.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub indexes: Vec<IndexDef>,
@@ -697,6 +720,7 @@ mod tests {
             name: TableName::parse("t").unwrap(),
             columns,
             primary_key: key.iter().map(|k| ColumnName::parse(k).unwrap()).collect(),
+            primary_key_index: PrimaryKeyIndex::Ordered,
             indexes: Vec::new(),
         }
     }
@@ -757,6 +781,22 @@ mod tests {
                 .to_string()
                 .contains("not supported yet")
         );
+        // The primary key is ordered unless said otherwise, and only then
+        // is the field written.
+        let hashed: TableDef = serde_json::from_str(
+            r#"{"name":"t","columns":[{"name":"id","type":"INT"}],"primary_key":["id"],
+                "primary_key_index":"hash"}"#,
+        )
+        .unwrap();
+        assert_eq!(hashed.primary_key_index, PrimaryKeyIndex::Hash);
+        let written = serde_json::to_string(&hashed).unwrap();
+        assert!(
+            written.contains(r#""primary_key_index":"hash""#),
+            "{written}"
+        );
+        let btree = r#"{"name":"t","columns":[{"name":"id","type":"INT"}],"primary_key":["id"],
+            "primary_key_index":"btree"}"#;
+        assert!(serde_json::from_str::<TableDef>(btree).is_err());
     }
 
     #[test]

@@ -258,15 +258,7 @@ fn readers_see_each_committed_row_once_in_its_committed_place() {
         let committed: Vec<Row> = (0..40)
             .map(|i| (i, Some((i % 7) as i32), "a".into()))
             .collect();
-        let mut batch = engine.tc().batch();
-        for r in &committed {
-            batch.insert(&t, &values(r)).unwrap();
-        }
-        engine
-            .tc()
-            .execute(&g, &mut batch, Commit::Each)
-            .await
-            .unwrap();
+        insert(&engine, &t, &g, &committed).await;
         let all = |engine: Engine, t: Arc<Table>| async move {
             scan_all(&engine, &t, &g, true, &None, &None, 7).await
         };
@@ -379,6 +371,27 @@ fn without_index() -> TableDef {
 
 fn by_x() -> shoal_wire::schema::IndexDef {
     serde_json::from_str(r#"{"name":"by_x","columns":["x","s"]}"#).unwrap()
+}
+
+/// Inserts `rows`, each on its own.
+async fn insert(engine: &Engine, t: &Arc<Table>, g: &Grant, rows: &[Row]) {
+    let mut batch = engine.tc().batch();
+    for r in rows {
+        batch.insert(t, &values(r)).unwrap();
+    }
+    (engine.tc().execute(g, &mut batch, Commit::Each).await).unwrap();
+}
+
+/// A first page of every row of an index.
+fn whole(index: Option<&str>) -> RangeScan<'_> {
+    RangeScan {
+        index,
+        lower: None,
+        upper: None,
+        after: None,
+        limit: 10,
+        max_bytes: 1000,
+    }
 }
 
 /// Every row, by scanning the primary key.
@@ -502,6 +515,40 @@ fn an_index_the_memory_quota_cannot_hold_leaves_nothing() {
         );
         let table = engine.table("db", "t").unwrap();
         assert!(table.def().indexes.is_empty());
+        engine.audit().await;
+    });
+}
+
+#[test]
+fn a_hashed_only_key_has_no_order_but_its_table_s_indexes_do() {
+    let rt = crate::test_runtime();
+    rt.block_on(async {
+        let engine = engine();
+        let mut def: TableDef = serde_json::from_str(T).unwrap();
+        def.primary_key_index = shoal_wire::schema::PrimaryKeyIndex::Hash;
+        let (t, g) = table_of(&engine, def).await;
+        let mut rows: Vec<Row> = (0..500)
+            .map(|i| (i, Some((i % 9) as i32), "a".into()))
+            .collect();
+        insert(&engine, &t, &g, &rows).await;
+        let mut batch = engine.tc().batch();
+        for r in rows.iter_mut().step_by(3) {
+            r.1 = r.1.map(|x| x + 100);
+            batch.update(&t, &values(r)).unwrap();
+        }
+        engine
+            .tc()
+            .execute(&g, &mut batch, Commit::Atomic)
+            .await
+            .unwrap();
+        let scanned = scan_all(&engine, &t, &g, true, &None, &None, 64).await;
+        assert_eq!(scanned, expected(&rows, true, &None, &None));
+        let e = engine
+            .tc()
+            .scan_range(&g, &t, whole(None))
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("hashed only"), "{e}");
         engine.audit().await;
     });
 }

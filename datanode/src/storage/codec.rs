@@ -497,25 +497,23 @@ pub(crate) fn encode_operand(layout: &Layout, c: u16, v: &Value) -> Result<Vec<u
     }
 }
 
-/// Orders two stored values of the same column type.
-pub(crate) fn compare(ty: ColumnType, a: &[u8], b: &[u8]) -> Ordering {
-    fn le_signed(b: &[u8]) -> i128 {
-        let mut buf = [if b[b.len() - 1] & 0x80 != 0 { 0xff } else { 0 }; 16];
-        buf[..b.len()].copy_from_slice(b);
-        i128::from_le_bytes(buf)
-    }
-    fn le_unsigned(b: &[u8]) -> u128 {
-        let mut buf = [0; 16];
-        buf[..b.len()].copy_from_slice(b);
-        u128::from_le_bytes(buf)
-    }
+/// How a column type's stored bytes are ordered.
+enum Order {
+    Unsigned,
+    Signed,
+    Float,
+    Double,
+    Bytes,
+}
+
+fn order_of(ty: ColumnType) -> Order {
     match ty {
         ColumnType::TinyInt { unsigned: true }
         | ColumnType::SmallInt { unsigned: true }
         | ColumnType::MediumInt { unsigned: true }
         | ColumnType::Int { unsigned: true }
         | ColumnType::BigInt { unsigned: true }
-        | ColumnType::Bool => le_unsigned(a).cmp(&le_unsigned(b)),
+        | ColumnType::Bool => Order::Unsigned,
         ColumnType::TinyInt { .. }
         | ColumnType::SmallInt { .. }
         | ColumnType::MediumInt { .. }
@@ -524,19 +522,134 @@ pub(crate) fn compare(ty: ColumnType, a: &[u8], b: &[u8]) -> Ordering {
         | ColumnType::Decimal { .. }
         | ColumnType::Date
         | ColumnType::DateTime { .. }
-        | ColumnType::Timestamp { .. } => le_signed(a).cmp(&le_signed(b)),
-        ColumnType::Float => {
-            let f = |b: &[u8]| f32::from_le_bytes(b.try_into().expect("4 bytes"));
-            f(a).total_cmp(&f(b))
-        }
-        ColumnType::Double => {
-            let f = |b: &[u8]| f64::from_le_bytes(b.try_into().expect("8 bytes"));
-            f(a).total_cmp(&f(b))
-        }
+        | ColumnType::Timestamp { .. } => Order::Signed,
+        ColumnType::Float => Order::Float,
+        ColumnType::Double => Order::Double,
         // Space-padded CHAR compares as PAD SPACE; the rest byte by byte.
         ColumnType::Char(_)
         | ColumnType::VarChar(_)
         | ColumnType::Binary(_)
-        | ColumnType::VarBinary(_) => a.cmp(b),
+        | ColumnType::VarBinary(_) => Order::Bytes,
+    }
+}
+
+/// A little-endian signed integer of up to 16 bytes.
+fn le_signed(b: &[u8]) -> i128 {
+    let mut buf = [if b[b.len() - 1] & 0x80 != 0 { 0xff } else { 0 }; 16];
+    buf[..b.len()].copy_from_slice(b);
+    i128::from_le_bytes(buf)
+}
+
+/// A little-endian unsigned integer of up to 16 bytes.
+fn le_unsigned(b: &[u8]) -> u128 {
+    let mut buf = [0; 16];
+    buf[..b.len()].copy_from_slice(b);
+    u128::from_le_bytes(buf)
+}
+
+fn f32_of(b: &[u8]) -> f32 {
+    f32::from_le_bytes(b.try_into().expect("4 bytes"))
+}
+
+fn f64_of(b: &[u8]) -> f64 {
+    f64::from_le_bytes(b.try_into().expect("8 bytes"))
+}
+
+/// The first 8 bytes of a stored value's order: an integer whose order is
+/// the values' wherever they differ there (`compare(a, b)` is `Less` only
+/// if `order_prefix(a) <= order_prefix(b)`), so that comparing prefixes
+/// settles most comparisons without the values. 0 is the least, and NULL's.
+pub(crate) fn order_prefix(ty: ColumnType, bytes: &[u8]) -> u64 {
+    const SIGN: u64 = 1 << 63;
+    let float = |f: f64| {
+        let bits = f.to_bits();
+        if bits & SIGN != 0 { !bits } else { bits | SIGN }
+    };
+    match order_of(ty) {
+        Order::Unsigned => u64::try_from(le_unsigned(bytes)).unwrap_or(u64::MAX),
+        Order::Signed => {
+            let v = le_signed(bytes);
+            let v = i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX });
+            v as u64 ^ SIGN
+        }
+        Order::Float => float(f64::from(f32_of(bytes))),
+        Order::Double => float(f64_of(bytes)),
+        Order::Bytes => {
+            let mut buf = [0; 8];
+            let n = bytes.len().min(8);
+            buf[..n].copy_from_slice(&bytes[..n]);
+            u64::from_be_bytes(buf)
+        }
+    }
+}
+
+/// Orders two stored values of the same column type.
+pub(crate) fn compare(ty: ColumnType, a: &[u8], b: &[u8]) -> Ordering {
+    match order_of(ty) {
+        Order::Unsigned => le_unsigned(a).cmp(&le_unsigned(b)),
+        Order::Signed => le_signed(a).cmp(&le_signed(b)),
+        Order::Float => f32_of(a).total_cmp(&f32_of(b)),
+        Order::Double => f64_of(a).total_cmp(&f64_of(b)),
+        Order::Bytes => a.cmp(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Column types by the width of their stored bytes (0: variable).
+    fn types() -> Vec<(ColumnType, usize)> {
+        vec![
+            (ColumnType::TinyInt { unsigned: false }, 1),
+            (ColumnType::SmallInt { unsigned: true }, 2),
+            (ColumnType::MediumInt { unsigned: false }, 3),
+            (ColumnType::Int { unsigned: false }, 4),
+            (ColumnType::BigInt { unsigned: true }, 8),
+            (ColumnType::BigInt { unsigned: false }, 8),
+            (
+                ColumnType::Decimal {
+                    precision: 30,
+                    scale: 2,
+                },
+                16,
+            ),
+            (ColumnType::Float, 4),
+            (ColumnType::Double, 8),
+            (ColumnType::Binary(12), 12),
+            (ColumnType::VarBinary(40), 0),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn order_prefixes_never_contradict_the_order(
+            t in 0usize..11,
+            a in proptest::collection::vec(any::<u8>(), 0..20),
+            b in proptest::collection::vec(any::<u8>(), 0..20),
+            shared in 0usize..12,
+        ) {
+            let (ty, width) = types()[t];
+            let fit = |mut v: Vec<u8>| {
+                if width > 0 {
+                    v.resize(width, 0);
+                }
+                v
+            };
+            // Values that share a head, as keys often do.
+            let mut b = b;
+            for (i, byte) in a.iter().take(shared.min(b.len())).enumerate() {
+                b[i] = *byte;
+            }
+            let (a, b) = (fit(a), fit(b));
+            let (pa, pb) = (order_prefix(ty, &a), order_prefix(ty, &b));
+            match compare(ty, &a, &b) {
+                Ordering::Less => prop_assert!(pa <= pb, "{ty:?} {a:?} < {b:?} but {pa} > {pb}"),
+                Ordering::Equal => prop_assert_eq!(pa, pb),
+                Ordering::Greater => prop_assert!(pa >= pb),
+            }
+        }
     }
 }

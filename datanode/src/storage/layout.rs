@@ -19,7 +19,7 @@
 //! the edge and the LDM workers — is the fixed part followed by the var part.
 
 use rustc_hash::FxHashMap;
-use shoal_wire::schema::{ColumnType, PRIMARY_INDEX, TableDef};
+use shoal_wire::schema::{ColumnType, PRIMARY_INDEX, PrimaryKeyIndex, TableDef};
 
 /// Bytes of the row header at the start of every fixed-part slot.
 pub(crate) const ROW_HEADER: usize = 4;
@@ -59,6 +59,8 @@ pub(crate) struct OrderedLayout {
     pub(crate) order: Vec<u16>,
     /// How many of `order` are the index's own columns: what a bound names.
     pub(crate) columns: usize,
+    /// The primary key's index, whose keys an update never changes.
+    pub(crate) primary: bool,
 }
 
 /// The compiled layout of one table's rows.
@@ -81,7 +83,8 @@ pub(crate) struct Layout {
     pub(crate) key_has_var: bool,
     /// Columns that are `NOT NULL` and not part of the key.
     pub(crate) required: Vec<u16>,
-    /// Ordered indexes: the primary key's first, then the table's own.
+    /// Ordered indexes: the primary key's first (unless the key is hashed
+    /// only), then the table's own.
     pub(crate) ordered: Vec<OrderedLayout>,
     /// Columns any ordered index orders by, apart from the primary key's.
     pub(crate) indexed: Vec<u16>,
@@ -140,11 +143,12 @@ impl Layout {
         let key_has_var = key
             .iter()
             .any(|&c| matches!(columns[c as usize].place, Place::Var { .. }));
-        let primary = OrderedLayout {
+        let primary = (def.primary_key_index == PrimaryKeyIndex::Ordered).then(|| OrderedLayout {
             name: PRIMARY_INDEX.to_owned(),
             order: key.clone(),
             columns: key.len(),
-        };
+            primary: true,
+        });
         let own = def.indexes.iter().map(|index| {
             let mut order: Vec<u16> = (index.columns.iter())
                 .map(|c| index_of(c.as_str()))
@@ -159,9 +163,10 @@ impl Layout {
                 name: index.name.to_string(),
                 order,
                 columns,
+                primary: false,
             }
         });
-        let ordered: Vec<OrderedLayout> = std::iter::once(primary).chain(own).collect();
+        let ordered: Vec<OrderedLayout> = primary.into_iter().chain(own).collect();
         let mut indexed: Vec<u16> = (ordered.iter())
             .flat_map(|o| o.order[..o.columns].iter().copied())
             .filter(|c| !key.contains(c))

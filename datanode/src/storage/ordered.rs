@@ -2,10 +2,16 @@
 //! pages, as RonDB's ordered indexes keep row references and compare through
 //! the rows themselves.
 //!
-//! Every node is one page. A leaf holds up to 4096 entries, in key order; an
-//! inner node up to 2048 children, each with the smallest entry under it (its
-//! *separator*), so a separator is always an entry in the tree and never a
-//! copy of a key. Leaves are linked both ways for scans.
+//! Every node is one page. A leaf holds up to 2048 entries in key order; an
+//! inner node up to 1365 children, each with the smallest entry under it
+//! (its *separator*), so a separator is always an entry in the tree and
+//! never a copy of a key. Leaves are linked both ways for scans.
+//!
+//! An entry is 16 bytes: the row reference with which version of the row it
+//! orders, and a *prefix* — the first 8 bytes of the entry's key, mapped so
+//! that their order as integers is the key's (`fragment::indexes`). Most
+//! comparisons end at the prefix and never touch the row, whose cache line
+//! would be a miss.
 //!
 //! The tree knows nothing of keys: every search takes a comparator that says
 //! where an entry lies against the target (`Less`: before it), and the
@@ -13,34 +19,40 @@
 //! it is in the tree — the fragment takes it out before the row's key
 //! changes and puts it back after.
 //!
-//! An insert that splits nodes needs pages; [`OrderedTree::pages_to_insert`]
-//! says how many before anything changes, and the insert takes them from the
-//! caller, so an operation on several indexes either gets every page it
-//! needs or changes nothing. Removing never needs a page: a node that empties
-//! goes back to the pool, and two neighbours that together fall under half a
-//! node merge.
+//! An insert that splits nodes needs pages; it asks for them before anything
+//! changes ([`OrderedTree::insert`]), so an operation on several indexes
+//! either gets every page it needs or changes nothing. Removing never needs a
+//! page: a node that empties goes back to the pool, and two neighbours that
+//! together fall under half a node merge.
 
 use std::cmp::Ordering;
 
 use super::fixed::RowRef;
 use super::page::{PAGE_SIZE, Page};
 
+/// Words (u64) of an entry.
+const WORDS: usize = 2;
 /// Entries a leaf holds.
-const LEAF_CAP: usize = PAGE_SIZE / 8;
-/// Children an inner node holds: separators in the first half of the page,
-/// child node numbers in the second.
-const INNER_CAP: usize = PAGE_SIZE / 16;
+const LEAF_CAP: usize = PAGE_SIZE / 8 / WORDS;
+/// Children an inner node holds: separators first, child node numbers after.
+const INNER_CAP: usize = PAGE_SIZE / 8 / (WORDS + 1);
+/// Where an inner node's child numbers start, in words.
+const CHILDREN: usize = WORDS * INNER_CAP;
 /// No node.
 const NIL: u32 = u32::MAX;
 /// Levels a tree may have: far more than 2^32 rows need even with the
 /// smallest nodes tests use.
 const MAX_HEIGHT: usize = 40;
 /// Bytes of an entry.
-pub(crate) const ENTRY: usize = 8;
+pub(crate) const ENTRY: usize = 8 * WORDS;
 
-/// One entry: a row, and which of its versions it orders (see `Entry::committed`).
+/// One entry: a row, which of its versions it orders (see
+/// `Entry::committed`), and the prefix of its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) struct Entry(u64);
+pub(crate) struct Entry {
+    id: u64,
+    pub(crate) prefix: u64,
+}
 
 impl Entry {
     const COMMITTED: u64 = 1 << 32;
@@ -48,32 +60,51 @@ impl Entry {
 
     /// The row as it is now.
     pub(crate) fn current(row: RowRef) -> Entry {
-        Entry(u64::from(row))
+        Entry {
+            id: u64::from(row),
+            prefix: 0,
+        }
     }
 
     /// The committed version of a row a transaction has changed: kept in the
     /// index beside the current one while their keys differ, so that readers,
     /// who see the committed version, find it in its place.
     pub(crate) fn committed(row: RowRef) -> Entry {
-        Entry(u64::from(row) | Self::COMMITTED)
+        Entry {
+            id: u64::from(row) | Self::COMMITTED,
+            prefix: 0,
+        }
     }
 
     /// A row's version an update is replacing, for the moment the update
     /// moves its entries.
     pub(crate) fn old(row: RowRef) -> Entry {
-        Entry(u64::from(row) | Self::OLD)
+        Entry {
+            id: u64::from(row) | Self::OLD,
+            prefix: 0,
+        }
+    }
+
+    /// The same entry with its key's prefix.
+    pub(crate) fn with_prefix(self, prefix: u64) -> Entry {
+        Entry { prefix, ..self }
     }
 
     pub(crate) fn is_old(self) -> bool {
-        self.0 & Self::OLD != 0
+        self.id & Self::OLD != 0
     }
 
     pub(crate) fn row(self) -> RowRef {
-        self.0 as u32
+        self.id as u32
     }
 
     pub(crate) fn is_committed(self) -> bool {
-        self.0 & Self::COMMITTED != 0
+        self.id & Self::COMMITTED != 0
+    }
+
+    /// The same entry and version of the same row, whatever prefix each has.
+    fn same(self, other: Entry) -> bool {
+        self.id == other.id
     }
 }
 
@@ -86,21 +117,85 @@ struct Node {
 }
 
 impl Node {
-    fn entries(&self) -> &[u64] {
-        &self.page.words()[..self.count as usize]
+    /// Entry `i` of a leaf, or separator `i` of an inner node.
+    fn at(&self, i: usize) -> Entry {
+        let w = &self.page.words()[WORDS * i..][..WORDS];
+        Entry {
+            id: w[0],
+            prefix: w[1],
+        }
     }
 
-    fn seps(&self) -> &[u64] {
-        &self.page.words()[..self.count as usize]
+    fn set(&mut self, i: usize, e: Entry) {
+        let w = &mut self.page.words_mut()[WORDS * i..][..WORDS];
+        w[0] = e.id;
+        w[1] = e.prefix;
     }
 
     fn child(&self, i: usize) -> u32 {
-        self.page.words()[INNER_CAP + i] as u32
+        self.page.words()[CHILDREN + i] as u32
     }
 
     /// The smallest entry under the node.
     fn min(&self) -> Entry {
-        Entry(self.page.words()[0])
+        self.at(0)
+    }
+
+    /// How many of the entries (from `from` on) lie before the target.
+    fn before(&self, from: usize, cmp: &impl Fn(Entry) -> Ordering, not_after: bool) -> usize {
+        let (mut lo, mut hi) = (from, self.count as usize);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            let ord = cmp(self.at(mid));
+            let before = ord == Ordering::Less || (not_after && ord == Ordering::Equal);
+            if before {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo - from
+    }
+
+    /// Where in a leaf the first entry not before the target is.
+    fn position(&self, cmp: &impl Fn(Entry) -> Ordering) -> usize {
+        self.before(0, cmp, false)
+    }
+
+    /// Opens a gap at `pos` and puts `e` (and, in an inner node, `child`) there.
+    fn shift_in(&mut self, pos: usize, e: Entry, child: Option<u32>) {
+        let count = self.count as usize;
+        let words = self.page.words_mut();
+        words.copy_within(WORDS * pos..WORDS * count, WORDS * (pos + 1));
+        if let Some(child) = child {
+            words.copy_within(CHILDREN + pos..CHILDREN + count, CHILDREN + pos + 1);
+            words[CHILDREN + pos] = u64::from(child);
+        }
+        self.set(pos, e);
+        self.count += 1;
+    }
+
+    /// Closes the gap of entry (and child) `pos`.
+    fn shift_out(&mut self, pos: usize, inner: bool) {
+        let count = self.count as usize;
+        let words = self.page.words_mut();
+        words.copy_within(WORDS * (pos + 1)..WORDS * count, WORDS * pos);
+        if inner {
+            words.copy_within(CHILDREN + pos + 1..CHILDREN + count, CHILDREN + pos);
+        }
+        self.count -= 1;
+    }
+
+    /// Appends entries (and children) `from..from + n` of `src`.
+    fn append(&mut self, src: &Node, from: usize, n: usize, inner: bool) {
+        let at = self.count as usize;
+        let (s, d) = (src.page.words(), self.page.words_mut());
+        d[WORDS * at..WORDS * (at + n)].copy_from_slice(&s[WORDS * from..WORDS * (from + n)]);
+        if inner {
+            d[CHILDREN + at..CHILDREN + at + n]
+                .copy_from_slice(&s[CHILDREN + from..CHILDREN + from + n]);
+        }
+        self.count += n as u32;
     }
 }
 
@@ -193,8 +288,7 @@ impl OrderedTree {
     /// The child of inner node `id` whose range holds the target: the last
     /// whose separator is not after it.
     fn child_for(&self, id: u32, cmp: &impl Fn(Entry) -> Ordering) -> usize {
-        let seps = self.node(id).seps();
-        seps[1..].partition_point(|&s| cmp(Entry(s)) != Ordering::Greater)
+        self.node(id).before(1, cmp, true)
     }
 
     /// Pages an insert of the entry `cmp` compares against would take: one
@@ -234,9 +328,7 @@ impl OrderedTree {
         if self.root == NIL {
             let page = spare.pop().ok_or(1usize)?;
             let id = self.add_node(page);
-            let leaf = self.node_mut(id);
-            leaf.page.words_mut()[0] = entry.0;
-            leaf.count = 1;
+            self.node_mut(id).shift_in(0, entry, None);
             self.root = id;
             self.entries = 1;
             return Ok(());
@@ -251,15 +343,13 @@ impl OrderedTree {
         }
         let leaf = self.node(id);
         if (leaf.count as usize) < self.leaf_cap {
-            let pos = leaf
-                .entries()
-                .partition_point(|&e| cmp(Entry(e)) == Ordering::Less);
-            Self::shift_in(self.node_mut(id), pos, entry.0, None);
+            let pos = leaf.position(&cmp);
+            self.node_mut(id).shift_in(pos, entry, None);
             if pos == 0 {
                 // The leaf's smallest entry changed: so did its ancestors'
                 // separators, up to the first it is not the leftmost under.
                 for &(inner, j) in path[..self.height as usize].iter().rev() {
-                    self.node_mut(inner).page.words_mut()[j] = entry.0;
+                    self.node_mut(inner).set(j, entry);
                     if j != 0 {
                         break;
                     }
@@ -281,12 +371,8 @@ impl OrderedTree {
         let root = self.add_node(spare.pop().expect("a page for a new root"));
         let old_min = self.node(old).min();
         let node = self.node_mut(root);
-        let words = node.page.words_mut();
-        words[0] = old_min.0;
-        words[1] = min.0;
-        words[INNER_CAP] = u64::from(old);
-        words[INNER_CAP + 1] = u64::from(right);
-        node.count = 2;
+        node.shift_in(0, old_min, Some(old));
+        node.shift_in(1, min, Some(right));
         self.root = root;
         self.height += 1;
         assert!(
@@ -307,22 +393,19 @@ impl OrderedTree {
         spare: &mut Vec<Page>,
     ) -> Option<(Entry, u32)> {
         if level == 0 {
-            let node = self.node(id);
-            let pos = node
-                .entries()
-                .partition_point(|&e| cmp(Entry(e)) == Ordering::Less);
-            return self.put(id, pos, self.leaf_cap, entry.0, None, spare);
+            let pos = self.node(id).position(cmp);
+            return self.put(id, pos, self.leaf_cap, entry, None, spare);
         }
         let j = self.child_for(id, cmp);
         let child = self.node(id).child(j);
         let split = self.insert_under(child, level - 1, entry, cmp, spare);
         let child_min = self.node(child).min();
-        self.node_mut(id).page.words_mut()[j] = child_min.0;
+        self.node_mut(id).set(j, child_min);
         let (min, right) = split?;
-        self.put(id, j + 1, self.inner_cap, min.0, Some(right), spare)
+        self.put(id, j + 1, self.inner_cap, min, Some(right), spare)
     }
 
-    /// Puts `word` (and, in an inner node, `child`) at `pos` of node `id`,
+    /// Puts `e` (and, in an inner node, `child`) at `pos` of node `id`,
     /// which holds at most `cap`; splits a full node in two, and answers the
     /// new right node and its smallest entry.
     fn put(
@@ -330,29 +413,22 @@ impl OrderedTree {
         id: u32,
         pos: usize,
         cap: usize,
-        word: u64,
+        e: Entry,
         child: Option<u32>,
         spare: &mut Vec<Page>,
     ) -> Option<(Entry, u32)> {
         let count = self.node(id).count as usize;
         if count < cap {
-            Self::shift_in(self.node_mut(id), pos, word, child);
+            self.node_mut(id).shift_in(pos, e, child);
             return None;
         }
         let right = self.add_node(spare.pop().expect("a page for a split"));
         let half = cap / 2;
+        let inner = child.is_some();
         let [left_node, right_node] = self.two_mut(id, right);
-        {
-            let (from, to) = (left_node.page.words(), right_node.page.words_mut());
-            to[..cap - half].copy_from_slice(&from[half..cap]);
-            if child.is_some() {
-                to[INNER_CAP..INNER_CAP + cap - half]
-                    .copy_from_slice(&from[INNER_CAP + half..INNER_CAP + cap]);
-            }
-        }
+        right_node.append(left_node, half, cap - half, inner);
         left_node.count = half as u32;
-        right_node.count = (cap - half) as u32;
-        if child.is_none() {
+        if !inner {
             // Leaves: link the new one in after the old.
             right_node.prev = id;
             right_node.next = left_node.next;
@@ -363,23 +439,11 @@ impl OrderedTree {
             }
         }
         if pos <= half {
-            Self::shift_in(self.node_mut(id), pos, word, child);
+            self.node_mut(id).shift_in(pos, e, child);
         } else {
-            Self::shift_in(self.node_mut(right), pos - half, word, child);
+            self.node_mut(right).shift_in(pos - half, e, child);
         }
         Some((self.node(right).min(), right))
-    }
-
-    fn shift_in(node: &mut Node, pos: usize, word: u64, child: Option<u32>) {
-        let count = node.count as usize;
-        let words = node.page.words_mut();
-        words.copy_within(pos..count, pos + 1);
-        words[pos] = word;
-        if let Some(child) = child {
-            words.copy_within(INNER_CAP + pos..INNER_CAP + count, INNER_CAP + pos + 1);
-            words[INNER_CAP + pos] = u64::from(child);
-        }
-        node.count += 1;
     }
 
     fn two_mut(&mut self, a: u32, b: u32) -> [&mut Node; 2] {
@@ -422,15 +486,11 @@ impl OrderedTree {
     ) -> bool {
         if level == 0 {
             let node = self.node_mut(id);
-            let pos = node
-                .entries()
-                .partition_point(|&e| cmp(Entry(e)) == Ordering::Less);
-            if node.entries().get(pos) != Some(&entry.0) {
+            let pos = node.position(cmp);
+            if pos >= node.count as usize || !node.at(pos).same(entry) {
                 return false;
             }
-            let count = node.count as usize;
-            node.page.words_mut().copy_within(pos + 1..count, pos);
-            node.count -= 1;
+            node.shift_out(pos, false);
             return true;
         }
         let j = self.child_for(id, cmp);
@@ -446,11 +506,11 @@ impl OrderedTree {
                 self.unlink(child);
             }
             self.free_node(child);
-            self.take_out(id, j);
+            self.node_mut(id).shift_out(j, true);
             return true;
         }
         let child_min = self.node(child).min();
-        self.node_mut(id).page.words_mut()[j] = child_min.0;
+        self.node_mut(id).set(j, child_min);
         if child_count < cap / 4 {
             let count = self.node(id).count as usize;
             let (left, right) = if j + 1 < count {
@@ -469,36 +529,17 @@ impl OrderedTree {
     /// neighbour) if together they fill at most half a node.
     fn merge(&mut self, id: u32, l: usize, r: usize, cap: usize, leaf: bool) {
         let (left, right) = (self.node(id).child(l), self.node(id).child(r));
-        let (lc, rc) = (
-            self.node(left).count as usize,
-            self.node(right).count as usize,
-        );
-        if lc + rc > cap / 2 {
+        let rc = self.node(right).count as usize;
+        if self.node(left).count as usize + rc > cap / 2 {
             return;
         }
         let [to, from] = self.two_mut(left, right);
-        let (src, dst) = (from.page.words(), to.page.words_mut());
-        dst[lc..lc + rc].copy_from_slice(&src[..rc]);
-        if !leaf {
-            dst[INNER_CAP + lc..INNER_CAP + lc + rc]
-                .copy_from_slice(&src[INNER_CAP..INNER_CAP + rc]);
-        }
-        to.count = (lc + rc) as u32;
+        to.append(from, 0, rc, !leaf);
         if leaf {
             self.unlink(right);
         }
         self.free_node(right);
-        self.take_out(id, r);
-    }
-
-    /// Removes child `j` from inner node `id`.
-    fn take_out(&mut self, id: u32, j: usize) {
-        let node = self.node_mut(id);
-        let count = node.count as usize;
-        let words = node.page.words_mut();
-        words.copy_within(j + 1..count, j);
-        words.copy_within(INNER_CAP + j + 1..INNER_CAP + count, INNER_CAP + j);
-        node.count -= 1;
+        self.node_mut(id).shift_out(r, true);
     }
 
     fn unlink(&mut self, leaf: u32) {
@@ -530,20 +571,17 @@ impl OrderedTree {
         for _ in 0..self.height {
             let j = self.child_for(id, &cmp);
             let node = self.node_mut(id);
-            let words = node.page.words_mut();
-            if words[j] == old.0 {
-                words[j] = new.0;
+            if node.at(j).same(old) {
+                node.set(j, new);
             }
             id = node.child(j);
         }
         let node = self.node_mut(id);
-        let pos = node
-            .entries()
-            .partition_point(|&e| cmp(Entry(e)) == Ordering::Less);
-        if node.entries().get(pos) != Some(&old.0) {
+        let pos = node.position(&cmp);
+        if pos >= node.count as usize || !node.at(pos).same(old) {
             return false;
         }
-        node.page.words_mut()[pos] = new.0;
+        node.set(pos, new);
         true
     }
 
@@ -560,7 +598,7 @@ impl OrderedTree {
         for _ in 0..self.height {
             id = self.node(id).child(self.child_for(id, &cmp));
         }
-        let pos = (self.node(id).entries()).partition_point(|&e| cmp(Entry(e)) == Ordering::Less);
+        let pos = self.node(id).position(&cmp);
         Entries {
             tree: self,
             at: At {
@@ -597,11 +635,12 @@ impl OrderedTree {
             let prev = if i == 0 { NIL } else { leaves[i - 1] };
             let next = leaves.get(i + 1).copied().unwrap_or(NIL);
             assert_eq!((node.prev, node.next), (prev, next), "leaf links");
-            for &e in node.entries() {
+            for i in 0..node.count as usize {
+                let e = node.at(i);
                 if let Some(last) = last {
-                    assert_eq!(order(last, Entry(e)), Ordering::Less, "entries in order");
+                    assert_eq!(order(last, e), Ordering::Less, "entries in order");
                 }
-                last = Some(Entry(e));
+                last = Some(e);
                 counted += 1;
             }
         }
@@ -622,8 +661,8 @@ impl OrderedTree {
         for j in 0..node.count as usize {
             let child = node.child(j);
             assert_eq!(
-                node.seps()[j],
-                self.node(child).min().0,
+                node.at(j),
+                self.node(child).min(),
                 "separator is the child's min"
             );
             nodes += self.audit_node(child, level - 1, leaves);
@@ -647,9 +686,9 @@ impl Iterator for Entries<'_> {
                 return None;
             }
             let leaf = self.tree.node(self.at.leaf);
-            if let Some(&e) = leaf.entries().get(self.at.pos as usize) {
+            if (self.at.pos as usize) < leaf.count as usize {
                 self.at.pos += 1;
-                return Some(Entry(e));
+                return Some(leaf.at(self.at.pos as usize - 1));
             }
             self.at = At {
                 leaf: leaf.next,

@@ -38,7 +38,7 @@ pub enum OperationError {
     FragmentFull { table: String },
     #[error("table '{table}' was dropped")]
     NoSuchTable { table: String },
-    #[error("table '{table}' has no index '{index}'")]
+    #[error("table '{table}' has no index '{index}'{}", if index == shoal_wire::schema::PRIMARY_INDEX { ": its primary key is hashed only (primary_key_index \"hash\"), so it has no order; name an index" } else { "" })]
     NoSuchIndex { table: String, index: String },
     #[error(
         "another transaction held a row of table '{table}' for longer than the lock-wait timeout; retry"

@@ -29,7 +29,7 @@ use shoal_quota::{Quota, QuotaError};
 use self::batch::{Batch, Cost, OperationError, memory_quota_error};
 use self::governance::Counters;
 pub(crate) use self::governance::LATENCY_BOUNDS_US;
-pub(crate) use self::range::RangeScan;
+pub use self::range::{RangePage, RangeScan};
 pub use self::schema::{Database, Table, Tenant};
 use crate::ldm::{AUTOCOMMIT, Mode, NodeFailed, Workers};
 use crate::log::Mark;

@@ -9,13 +9,12 @@
 //! last row, from which the next page starts.
 
 use std::cmp::Ordering;
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::batch::{self, OperationError};
 use super::{Grant, Table, Tc, TcError};
 use crate::storage::codec;
-use crate::storage::fragment::{Bound, Key, compare_keys};
+use crate::storage::fragment::{Bound, IndexChunk, compare_images, compare_keys};
 use crate::storage::layout::Layout;
 use crate::types::value::Value;
 
@@ -52,13 +51,26 @@ pub struct RangePage {
     pub examined: u64,
 }
 
-/// One fragment's part of a scan: the rows it answered and not yet handed
-/// out, and where its next step starts (`None`: it is done).
+/// One fragment's part of a scan: the rows it answered, from `at` on not
+/// yet handed out, and where its next step starts (`done`: it has no more).
 struct Source {
     fragment: usize,
-    rows: VecDeque<(Key, Vec<u8>)>,
+    chunk: IndexChunk,
+    at: usize,
     from: Option<Bound>,
     done: bool,
+}
+
+impl Source {
+    fn is_empty(&self) -> bool {
+        self.at == self.chunk.rows.len()
+    }
+
+    /// The image of its first row not handed out.
+    fn first(&self) -> &[u8] {
+        let (begin, len) = self.chunk.rows[self.at];
+        &self.chunk.out[begin as usize..][..len as usize]
+    }
 }
 
 impl Tc {
@@ -165,25 +177,24 @@ impl Tc {
         let mut sources: Vec<Source> = (0..table.fragments.len())
             .map(|fragment| Source {
                 fragment,
-                rows: VecDeque::new(),
+                chunk: IndexChunk::default(),
+                at: 0,
                 from: start.clone(),
                 done: false,
             })
             .collect();
-        let step = limit.min(STEP_ROWS);
+        // Rows are spread over the fragments by a hash of their key: each
+        // is asked for its share of the page and a little more, and again
+        // only if its rows run out first.
+        let step = (limit.div_ceil(sources.len()) + limit / 8 + 1).min(STEP_ROWS);
         let (mut rows, mut bytes, mut examined) = (Vec::new(), 0usize, 0u64);
         loop {
             let empty: Vec<usize> = (0..sources.len())
-                .filter(|&s| sources[s].rows.is_empty() && !sources[s].done)
+                .filter(|&s| sources[s].is_empty() && !sources[s].done)
                 .collect();
             if !empty.is_empty() {
                 let steps = (empty.iter())
-                    .map(|&s| {
-                        (
-                            table.fragments[sources[s].fragment],
-                            sources[s].from.clone(),
-                        )
-                    })
+                    .map(|&s| (table.fragments[sources[s].fragment], sources[s].from.take()))
                     .collect();
                 let chunks = (self.inner.workers)
                     .scan_index(table.id, &index, steps, upper, step, max_bytes)
@@ -192,22 +203,19 @@ impl Tc {
                     let chunk = chunk.ok_or_else(gone)?;
                     examined += chunk.examined as u64;
                     let source = &mut sources[s];
-                    for (&(begin, len), key) in chunk.rows.iter().zip(chunk.keys) {
-                        let image = chunk.out[begin as usize..][..len as usize].to_vec();
-                        source.rows.push_back((key, image));
-                    }
                     source.done = chunk.next.is_none();
-                    source.from = chunk.next;
+                    source.from = chunk.next.clone();
+                    source.chunk = chunk;
+                    source.at = 0;
                 }
                 continue;
             }
             // Every fragment not done has rows: the smallest of their first
             // rows is the next in the index.
             let best = (0..sources.len())
-                .filter(|&s| !sources[s].rows.is_empty())
+                .filter(|&s| !sources[s].is_empty())
                 .min_by(|&a, &b| {
-                    let (ka, kb) = (&sources[a].rows[0].0, &sources[b].rows[0].0);
-                    compare_keys(layout, order, ka, kb)
+                    compare_images(layout, order, sources[a].first(), sources[b].first())
                 });
             let Some(best) = best else {
                 return Ok(RangePage {
@@ -216,11 +224,12 @@ impl Tc {
                     examined,
                 });
             };
-            let (_, image) = sources[best].rows.pop_front().expect("a row");
+            let image = sources[best].first();
             bytes += image.len();
-            rows.push(batch::Row::decode(table, &image));
+            rows.push(batch::Row::decode(table, image));
+            sources[best].at += 1;
             if rows.len() == limit || bytes >= max_bytes {
-                let more = sources.iter().any(|s| !s.done || !s.rows.is_empty());
+                let more = sources.iter().any(|s| !s.done || !s.is_empty());
                 let next = more.then(|| {
                     let last = rows.last().expect("a row").values();
                     order.iter().map(|&c| last[c as usize].clone()).collect()

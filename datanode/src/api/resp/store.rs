@@ -64,13 +64,13 @@ const KEYS_DEF: &str = r#"{"name": "redis_keys", "columns": [
     {"name": "exp", "type": "BIGINT", "nullable": true},
     {"name": "n", "type": "INT UNSIGNED"},
     {"name": "v", "type": "VARBINARY(26000)"}],
-  "primary_key": ["k"]}"#;
+  "primary_key": ["k"], "primary_key_index": "hash"}"#;
 
 const CHUNKS_DEF: &str = r#"{"name": "redis_chunks", "columns": [
     {"name": "k", "type": "VARBINARY(3000)"},
     {"name": "i", "type": "INT UNSIGNED"},
     {"name": "v", "type": "VARBINARY(26000)"}],
-  "primary_key": ["k", "i"]}"#;
+  "primary_key": ["k", "i"], "primary_key_index": "hash"}"#;
 
 /// The two tables' definitions, parsed once: a database without them is
 /// looked at on every read until its first write.

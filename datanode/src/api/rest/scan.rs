@@ -30,6 +30,7 @@ use super::{AppState, Body, ReadColumn, bad_request, elsewhere, key, parse};
 use crate::api::access;
 use crate::api::error::ApiError;
 use crate::api::json::{column_value_to_json, rest_value_to_json, value_from_json};
+use crate::tc::batch::OperationError;
 use crate::tc::{RangeScan, Table};
 use crate::types::value::Value;
 
@@ -88,14 +89,14 @@ pub(super) async fn scan(
     let body: ScanBody = parse(&body)?;
     let index = body.index.as_deref().unwrap_or(PRIMARY_INDEX);
     let order = table.index_order(index).ok_or_else(|| {
+        let error = OperationError::NoSuchIndex {
+            table: table.name().to_string(),
+            index: index.chars().take(64).collect(),
+        };
         ApiError::new(
             axum::http::StatusCode::NOT_FOUND,
             "NO_SUCH_INDEX",
-            format!(
-                "table '{}' has no index '{}'",
-                table.name(),
-                index.chars().take(64).collect::<String>()
-            ),
+            error.to_string(),
         )
     })?;
     let def = table.def();

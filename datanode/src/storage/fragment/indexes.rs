@@ -26,7 +26,7 @@ use super::{Fragment, Lock};
 use crate::storage::OpError;
 use crate::storage::codec::{self, is_present};
 use crate::storage::fixed::{FixedPart, RowRef};
-use crate::storage::layout::{Layout, Place, ROW_HEADER};
+use crate::storage::layout::{self, Layout, Place, ROW_HEADER};
 use crate::storage::ordered::{Entry, OrderedTree};
 use crate::storage::page::Page;
 use crate::storage::var::{VarPart, VarRef};
@@ -57,6 +57,12 @@ pub(crate) fn compare_keys(
     Ordering::Equal
 }
 
+/// Orders two row images (as a scan answers them) by `columns`.
+pub(crate) fn compare_images(layout: &Layout, columns: &[u16], a: &[u8], b: &[u8]) -> Ordering {
+    let (a, b) = (a.split_at(layout.slot_size), b.split_at(layout.slot_size));
+    compare(layout, columns, Version::of(a), Version::of(b))
+}
+
 /// Where a scan starts or stops: values for the first columns of an index,
 /// each as the column stores it (`None`: NULL), and whether rows equal to
 /// them are in.
@@ -66,13 +72,11 @@ pub(crate) struct Bound {
     pub(crate) inclusive: bool,
 }
 
-/// What a step of an index scan found: each row's image as committed and
-/// the key it is ordered by (every column of the index's order), and where
-/// the next step starts (`None`: the range is done).
+/// What a step of an index scan found: each row's image as committed, in
+/// index order, and where the next step starts (`None`: the range is done).
 #[derive(Debug, Default)]
 pub(crate) struct IndexChunk {
     pub(crate) rows: Vec<(u32, u32)>,
-    pub(crate) keys: Vec<Key>,
     pub(crate) out: Vec<u8>,
     pub(crate) next: Option<Bound>,
     /// Entries examined: what the scan is charged for.
@@ -93,6 +97,49 @@ pub(super) struct Rows<'a> {
     old: &'a [u8],
 }
 
+/// A version of a row as the indexes compare it: its fixed part, and its
+/// var part fetched only when a var column is compared (an index on fixed
+/// columns never touches the var pages).
+#[derive(Clone, Copy)]
+pub(super) struct Version<'a> {
+    fixed: &'a [u8],
+    var: Var<'a>,
+}
+
+#[derive(Clone, Copy)]
+enum Var<'a> {
+    Bytes(&'a [u8]),
+    In(&'a VarPart),
+}
+
+impl<'a> Version<'a> {
+    /// A version given as its parts.
+    fn of((fixed, var): (&'a [u8], &'a [u8])) -> Version<'a> {
+        Version {
+            fixed,
+            var: Var::Bytes(var),
+        }
+    }
+
+    fn is_null(self, layout: &Layout, c: u16) -> bool {
+        layout.is_null(self.fixed, c)
+    }
+
+    /// The stored bytes of column `c`.
+    fn column(self, layout: &Layout, c: u16) -> &'a [u8] {
+        match layout.columns[c as usize].place {
+            Place::Fixed { offset, width } => &self.fixed[offset as usize..][..width as usize],
+            Place::Var { index } => {
+                let var = match self.var {
+                    Var::Bytes(var) => var,
+                    Var::In(part) => part.get(var_ref(self.fixed)),
+                };
+                layout::var_column(var, layout.n_var, index as usize)
+            }
+        }
+    }
+}
+
 impl<'a> Rows<'a> {
     fn var_of(&self, fixed: &'a [u8]) -> &'a [u8] {
         if self.layout.n_var == 0 {
@@ -102,8 +149,8 @@ impl<'a> Rows<'a> {
         }
     }
 
-    /// The fixed and var part of the version of a row that `e` orders.
-    fn version(&self, e: Entry) -> (&'a [u8], &'a [u8]) {
+    /// The version of a row that `e` orders.
+    fn version(&self, e: Entry) -> Version<'a> {
         let fixed = if e.is_committed() {
             (self.locks[&e.row()].committed.as_deref()).expect("a committed entry's row is held")
         } else if e.is_old() {
@@ -111,13 +158,32 @@ impl<'a> Rows<'a> {
         } else {
             self.fixed.slot(e.row())
         };
-        (fixed, self.var_of(fixed))
+        let var = if self.layout.n_var == 0 {
+            Var::Bytes(&[])
+        } else {
+            Var::In(self.var)
+        };
+        Version { fixed, var }
     }
 
-    /// How `e` lies against a version of a row in index `i`.
-    fn against(&self, i: usize, target: (&[u8], &[u8])) -> impl Fn(Entry) -> Ordering {
+    /// The prefix of a version's key in index `i` (see `Entry::prefix`).
+    fn prefix(&self, i: usize, v: Version<'_>) -> u64 {
+        let c = self.layout.ordered[i].order[0];
+        if v.is_null(self.layout, c) {
+            return 0;
+        }
+        codec::order_prefix(self.layout.columns[c as usize].ty, v.column(self.layout, c))
+    }
+
+    /// How `e` lies against a version of a row in index `i`: by their
+    /// prefixes where they differ, else through the row.
+    fn against(&self, i: usize, target: Version<'_>) -> impl Fn(Entry) -> Ordering {
         let order = &self.layout.ordered[i].order;
-        move |e| compare(self.layout, order, self.version(e), target)
+        let prefix = self.prefix(i, target);
+        move |e| match e.prefix.cmp(&prefix) {
+            Ordering::Equal => compare(self.layout, order, self.version(e), target),
+            ord => ord,
+        }
     }
 }
 
@@ -130,16 +196,16 @@ fn var_ref(fixed: &[u8]) -> VarRef {
 }
 
 /// Orders two versions of rows by `columns`: NULL before every value.
-fn compare(layout: &Layout, columns: &[u16], a: (&[u8], &[u8]), b: (&[u8], &[u8])) -> Ordering {
+fn compare(layout: &Layout, columns: &[u16], a: Version<'_>, b: Version<'_>) -> Ordering {
     for &c in columns {
-        let ord = match (layout.is_null(a.0, c), layout.is_null(b.0, c)) {
+        let ord = match (a.is_null(layout, c), b.is_null(layout, c)) {
             (true, true) => Ordering::Equal,
             (true, false) => Ordering::Less,
             (false, true) => Ordering::Greater,
             (false, false) => codec::compare(
                 layout.columns[c as usize].ty,
-                layout.column_bytes(a.0, a.1, c),
-                layout.column_bytes(b.0, b.1, c),
+                a.column(layout, c),
+                b.column(layout, c),
             ),
         };
         if ord.is_ne() {
@@ -151,17 +217,15 @@ fn compare(layout: &Layout, columns: &[u16], a: (&[u8], &[u8]), b: (&[u8], &[u8]
 
 /// Orders a version of a row against a bound's values, on as many of
 /// `columns` as the bound has values.
-fn compare_bound(layout: &Layout, columns: &[u16], row: (&[u8], &[u8]), bound: &Bound) -> Ordering {
+fn compare_bound(layout: &Layout, columns: &[u16], row: Version<'_>, bound: &Bound) -> Ordering {
     for (&c, value) in columns.iter().zip(&bound.values) {
-        let ord = match (layout.is_null(row.0, c), value) {
+        let ord = match (row.is_null(layout, c), value) {
             (true, None) => Ordering::Equal,
             (true, Some(_)) => Ordering::Less,
             (false, None) => Ordering::Greater,
-            (false, Some(v)) => codec::compare(
-                layout.columns[c as usize].ty,
-                layout.column_bytes(row.0, row.1, c),
-                v,
-            ),
+            (false, Some(v)) => {
+                codec::compare(layout.columns[c as usize].ty, row.column(layout, c), v)
+            }
         };
         if ord.is_ne() {
             return ord;
@@ -171,11 +235,9 @@ fn compare_bound(layout: &Layout, columns: &[u16], row: (&[u8], &[u8]), bound: &
 }
 
 /// The values of `columns` in a version of a row.
-fn key_of(layout: &Layout, columns: &[u16], row: (&[u8], &[u8])) -> Key {
+fn key_of(layout: &Layout, columns: &[u16], row: Version<'_>) -> Key {
     (columns.iter())
-        .map(|&c| {
-            (!layout.is_null(row.0, c)).then(|| layout.column_bytes(row.0, row.1, c).to_vec())
-        })
+        .map(|&c| (!row.is_null(layout, c)).then(|| row.column(layout, c).to_vec()))
         .collect()
 }
 
@@ -235,6 +297,7 @@ impl Fragment {
         loop {
             let (rows, trees, spare) = self.parts_for_indexes();
             let target = rows.version(entry);
+            let entry = entry.with_prefix(rows.prefix(i, target));
             match trees[i].insert(entry, rows.against(i, target), spare) {
                 Ok(()) => return Ok(()),
                 Err(need) => self.reserve(need)?,
@@ -254,6 +317,7 @@ impl Fragment {
     fn relabel_entry(&mut self, i: usize, from: Entry, to: Entry) {
         let (rows, trees, _) = self.parts_for_indexes();
         let target = rows.version(from);
+        let to = to.with_prefix(rows.prefix(i, target));
         let relabelled = trees[i].relabel(from, to, rows.against(i, target));
         debug_assert!(relabelled, "an index entry is where its row says");
     }
@@ -295,7 +359,7 @@ impl Fragment {
         };
         let rows = self.rows();
         let order = &self.layout.ordered[i].order;
-        let committed = (committed, rows.var_of(committed));
+        let committed = Version::of((committed, rows.var_of(committed)));
         compare(
             &self.layout,
             order,
@@ -398,18 +462,22 @@ impl Fragment {
             let now = rows.version(Entry::current(r));
             let committed = (self.locks.get(&r))
                 .and_then(|l| l.committed.as_deref())
-                .map(|c| (c, rows.var_of(c)));
-            for (i, ordered) in self.layout.ordered.iter().enumerate().skip(1) {
+                .map(|c| Version::of((c, rows.var_of(c))));
+            let new = Version::of((fixed, var));
+            for (i, ordered) in self.layout.ordered.iter().enumerate() {
                 let order = &ordered.order;
-                if !self.holds(i, r) || compare(&self.layout, order, now, (fixed, var)).is_eq() {
+                if ordered.primary
+                    || !self.holds(i, r)
+                    || compare(&self.layout, order, now, new).is_eq()
+                {
                     continue;
                 }
                 let had_committed =
                     committed.is_some_and(|c| compare(&self.layout, order, c, now).is_ne());
-                let back_to_committed = committed
-                    .is_some_and(|c| compare(&self.layout, order, c, (fixed, var)).is_eq());
+                let back_to_committed =
+                    committed.is_some_and(|c| compare(&self.layout, order, c, new).is_eq());
                 if !(had_committed && back_to_committed) {
-                    need += self.ordered[i].pages_to_insert(&rows.against(i, (fixed, var)));
+                    need += self.ordered[i].pages_to_insert(&rows.against(i, new));
                 }
                 moves.push(Move {
                     index: i,
@@ -486,15 +554,21 @@ impl Fragment {
         let layout = &*self.layout;
         let order = &layout.ordered[i].order;
         let mut chunk = IndexChunk::default();
-        let start = |e: Entry| match from {
-            None => Ordering::Greater,
-            Some(b) => match compare_bound(layout, order, rows.version(e), b) {
+        let ty = layout.columns[order[0] as usize].ty;
+        let from_prefix = from.and_then(|b| b.values.first()).map(|v| match v {
+            None => 0,
+            Some(bytes) => codec::order_prefix(ty, bytes),
+        });
+        let start = |e: Entry| match (from, from_prefix.map(|p| e.prefix.cmp(&p))) {
+            (None, _) => Ordering::Greater,
+            (Some(_), Some(ord @ (Ordering::Less | Ordering::Greater))) => ord,
+            (Some(b), _) => match compare_bound(layout, order, rows.version(e), b) {
                 Ordering::Equal if b.inclusive => Ordering::Greater,
                 Ordering::Equal => Ordering::Less,
                 ord => ord,
             },
         };
-        let past_end = |row: (&[u8], &[u8])| match to {
+        let past_end = |row: Version<'_>| match to {
             None => false,
             Some(b) => match compare_bound(layout, order, row, b) {
                 Ordering::Equal => !b.inclusive,
@@ -526,7 +600,6 @@ impl Fragment {
             chunk.out.extend_from_slice(fixed);
             chunk.out.extend_from_slice(var);
             (chunk.rows).push((begin as u32, (chunk.out.len() - begin) as u32));
-            chunk.keys.push(key_of(layout, order, (fixed, var)));
         }
         chunk
     }
@@ -560,8 +633,16 @@ impl Fragment {
         let mut entries = 0;
         for (i, tree) in self.ordered.iter().enumerate() {
             let order = &self.layout.ordered[i].order;
-            let counted =
-                tree.audit(|a, b| compare(&self.layout, order, rows.version(a), rows.version(b)));
+            let counted = tree.audit(|a, b| {
+                for e in [a, b] {
+                    assert_eq!(
+                        e.prefix,
+                        rows.prefix(i, rows.version(e)),
+                        "an entry's prefix"
+                    );
+                }
+                compare(&self.layout, order, rows.version(a), rows.version(b))
+            });
             let held = |r: &RowRef| self.holds(i, *r);
             let committed = (self.locks.keys())
                 .filter(|&&r| held(&r) && self.has_committed_entry(i, r))

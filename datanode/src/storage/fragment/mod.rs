@@ -30,7 +30,7 @@ use super::{CmpOp, OpError, Predicate, StorageError};
 use crate::types::AUTOCOMMIT;
 use crate::types::TxnId;
 
-pub(crate) use self::indexes::{Bound, IndexChunk, Key, compare_keys};
+pub(crate) use self::indexes::{Bound, IndexChunk, compare_images, compare_keys};
 
 /// Live rows examined per scan call at most, so one scan never holds its
 /// worker for long.
