@@ -369,3 +369,49 @@ async fn bad_scans_get_a_clear_error() {
     let (status, _) = s.call(&s.key, "app/events/scan", "{".into()).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }
+
+/// Read units the database has used, as ndbinfo reports them.
+async fn read_units(shoal: &Shoal) -> u64 {
+    let usage = shoal.ndbinfo("database_quota_usage").await;
+    let rows = usage["rows"].as_array().unwrap();
+    let row = rows.iter().find(|r| r[0] == "app").expect("a row for app");
+    row[3].as_u64().unwrap()
+}
+
+#[tokio::test]
+async fn every_row_scanned_is_charged_and_the_read_rate_holds_scans_back() {
+    let s = setup().await;
+    let rows: Vec<_> = (0..200).map(event).collect();
+    for chunk in rows.chunks(100) {
+        s.write(chunk).await;
+    }
+    let before = read_units(&s.shoal).await;
+    let (status, page) = s.scan(json!({"limit": 150})).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(page["data"].as_array().unwrap().len(), 150);
+    let charged = read_units(&s.shoal).await - before;
+    assert!(
+        (150..=200).contains(&charged),
+        "150 rows answered (and a few more examined): {charged} read units"
+    );
+
+    // A read rate of 10 units a second, in bursts of 10: the units the
+    // scan above owes (more than a burst) hold the next read back, with
+    // when to retry, until they are paid a burst at a time.
+    s.shoal
+        .set_quota("app", json!({"read_units_per_sec": 10, "burst_seconds": 1}))
+        .await;
+    let (status, answer) = s.scan(json!({"limit": 1})).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{answer}");
+    assert_eq!(answer["error"]["code"], "READ_RATE");
+    assert!(answer["error"]["retry_after_ms"].as_u64().unwrap() > 0);
+    // With room for them, they are paid and the scan goes on.
+    s.shoal
+        .set_quota(
+            "app",
+            json!({"read_units_per_sec": 100000, "burst_seconds": 1}),
+        )
+        .await;
+    let (status, answer) = s.scan(json!({"limit": 1})).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+}

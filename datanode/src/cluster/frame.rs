@@ -41,6 +41,7 @@ pub(crate) enum Message<'a> {
     Table {
         id: u32,
         database: String,
+        #[serde(with = "as_json")]
         def: TableDef,
     },
     /// Change records of the stream, in order; the stream is at `last`
@@ -224,6 +225,23 @@ pub(crate) async fn send<W: AsyncWriteExt + Unpin>(
     Ok(())
 }
 
+/// A table definition travels as its JSON: its fields at their defaults
+/// (no indexes, an ordered primary key) are left out of it, which only a
+/// format that names its fields can read back, and frames do not.
+mod as_json {
+    use serde::{Deserialize, Deserializer, Serializer, de, ser};
+    use shoal_wire::schema::TableDef;
+
+    pub(super) fn serialize<S: Serializer>(def: &TableDef, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&serde_json::to_string(def).map_err(ser::Error::custom)?)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<TableDef, D::Error> {
+        let json = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        serde_json::from_str(&json).map_err(de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,6 +265,24 @@ mod tests {
                 serving: true,
             },
             Message::Applied { seq: 42 },
+            // A table with every optional field, and one with none.
+            Message::Table {
+                id: 3,
+                database: "shop".into(),
+                def: serde_json::from_str(
+                    r#"{"name":"t","columns":[{"name":"id","type":"INT"},{"name":"x","type":"INT","nullable":true}],
+                        "primary_key":["id"],"primary_key_index":"hash","indexes":[{"name":"by_x","columns":["x"]}]}"#,
+                )
+                .unwrap(),
+            },
+            Message::Table {
+                id: 4,
+                database: "shop".into(),
+                def: serde_json::from_str(
+                    r#"{"name":"u","columns":[{"name":"id","type":"INT"}],"primary_key":["id"]}"#,
+                )
+                .unwrap(),
+            },
             Message::Request {
                 id: 7,
                 view: 3,

@@ -169,12 +169,11 @@ impl Governance {
         self.in_flight.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn take_read_debt(&self) -> u64 {
-        // Most databases owe nothing most of the time: look before writing.
-        if self.read_debt.load(Ordering::Relaxed) == 0 {
-            return 0;
+    /// Forgets what earlier reads owe: nothing limits the reads.
+    pub(crate) fn forgive_read_debt(&self) {
+        if self.read_debt.load(Ordering::Relaxed) != 0 {
+            self.read_debt.store(0, Ordering::Relaxed);
         }
-        self.read_debt.swap(0, Ordering::Relaxed)
     }
 
     pub(crate) fn owe_reads(&self, units: u64) {
@@ -218,7 +217,27 @@ impl Governance {
             RateKind::Read => &self.peer_units[0],
             RateKind::Write => &self.peer_units[1],
         };
-        // Most databases are served by one node at a time: look first.
+        Self::take_owed(owed, limiter, db)
+    }
+
+    /// Takes the read units earlier reads owe (rows past their first unit,
+    /// rows a scan examined) from `limiter`, a burst at a time, as
+    /// `take_elsewhere` does: so a debt larger than the burst is paid
+    /// over time, not refused for ever.
+    pub(crate) fn take_read_debt(
+        &self,
+        limiter: &Limiter<DatabaseId>,
+        db: &DatabaseId,
+    ) -> Result<(), Duration> {
+        Self::take_owed(&self.read_debt, limiter, db)
+    }
+
+    fn take_owed(
+        owed: &AtomicU64,
+        limiter: &Limiter<DatabaseId>,
+        db: &DatabaseId,
+    ) -> Result<(), Duration> {
+        // Most databases owe nothing most of the time: look first.
         if owed.load(Ordering::Relaxed) == 0 {
             return Ok(());
         }

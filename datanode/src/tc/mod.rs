@@ -360,12 +360,17 @@ impl Tc {
             }
         }
         if cost.reads > 0 {
-            // Reads pay now for what earlier reads of large rows still owe.
-            let units = cost.reads + gov.take_read_debt();
-            if let Err(e) = charge(db, limits.read.as_deref(), RateKind::Read, units) {
-                gov.owe_reads(units - cost.reads);
-                return Err(e);
+            // Reads pay first for what earlier reads still owe (large rows,
+            // rows scanned), a burst at a time.
+            match limits.read.as_deref() {
+                Some(limiter) => {
+                    if let Err(wait) = gov.take_read_debt(limiter, &db.id) {
+                        return Err(throttled(db, limiter, RateKind::Read, wait));
+                    }
+                }
+                None => gov.forgive_read_debt(),
             }
+            charge(db, limits.read.as_deref(), RateKind::Read, cost.reads)?;
         }
         if cost.write_units > 0 {
             charge(
