@@ -1541,6 +1541,8 @@ struct RedisLoad {
     replies: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// Failures so far.
     failures: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Why the load ended before it was stopped, as soon as it did.
+    broke: std::sync::Arc<std::sync::Mutex<Option<String>>>,
     writer: std::thread::JoinHandle<RedisLoadEnd>,
 }
 
@@ -1561,87 +1563,102 @@ impl RedisLoad {
 
     /// Starts the load on `addr`, authenticated to `shop` with `key`.
     fn start(addr: &str, key: &str) -> RedisLoad {
-        use std::io::{BufRead, Write};
-        use std::sync::atomic::Ordering::Relaxed;
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let replies = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let failures = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let (addr, key) = (addr.to_owned(), key.to_owned());
         let (stopping, counted, failing) = (stop.clone(), replies.clone(), failures.clone());
+        let broke = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let broke_at = broke.clone();
         let writer = std::thread::spawn(move || {
-            let mut end = RedisLoadEnd::default();
-            let stream = std::net::TcpStream::connect(&addr).unwrap();
-            stream
-                .set_read_timeout(Some(std::time::Duration::from_secs(20)))
-                .unwrap();
-            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
-            let mut writer = stream;
-            let mut line = String::new();
-            let mut read_line = |line: &mut String| {
-                line.clear();
-                match reader.read_line(line) {
-                    Ok(0) => Err("the connection closed".to_owned()),
-                    Ok(_) => Ok(line.trim_end().to_owned()),
-                    Err(e) => Err(e.to_string()),
-                }
-            };
-            let auth = format!(
-                "*3\r\n$4\r\nAUTH\r\n${}\r\nshop\r\n${}\r\n{key}\r\n",
-                4,
-                key.len()
-            );
-            writer.write_all(auth.as_bytes()).unwrap();
-            assert_eq!(read_line(&mut line).unwrap(), "+OK");
-            let started = std::time::Instant::now();
-            let mut next = 0u64;
-            for _ in 0..50_000 {
-                if stopping.load(Relaxed) || started.elapsed() > GUARD {
-                    break;
-                }
-                let mut pipeline = String::new();
-                for k in next..next + Self::PIPELINE {
-                    let key = format!("k{k}");
-                    pipeline +=
-                        &format!("*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n$1\r\nv\r\n", key.len());
-                }
-                pipeline += "*2\r\n$4\r\nINCR\r\n$7\r\ncounter\r\n";
-                if let Err(e) = writer.write_all(pipeline.as_bytes()) {
-                    end.broke = Some(e.to_string());
-                    return end;
-                }
-                for reply in 0..=Self::PIPELINE {
-                    let line = match read_line(&mut line) {
-                        Ok(line) => line,
-                        Err(e) => {
-                            end.broke = Some(e);
-                            return end;
-                        }
-                    };
-                    let n = counted.fetch_add(1, Relaxed);
-                    let incr = reply == Self::PIPELINE;
-                    if line == "+OK" && !incr {
-                        end.set.push(next + reply);
-                    } else if line.starts_with(':') && incr {
-                        end.incr_acked += 1;
-                    } else if line.starts_with("-TRYAGAIN ") {
-                        failing.fetch_add(1, Relaxed);
-                        end.incr_failed += u64::from(incr);
-                        end.tryagain.push((n, line));
-                    } else {
-                        end.broke = Some(format!("answered {line:?}"));
-                        return end;
-                    }
-                }
-                next += Self::PIPELINE;
-            }
+            let end = Self::run(&addr, &key, &stopping, &counted, &failing);
+            (*broke_at.lock().unwrap()).clone_from(&end.broke);
             end
         });
         RedisLoad {
             stop,
             replies,
             failures,
+            broke,
             writer,
         }
+    }
+
+    /// The load itself, until it is stopped (or breaks).
+    fn run(
+        addr: &str,
+        key: &str,
+        stopping: &std::sync::atomic::AtomicBool,
+        counted: &std::sync::atomic::AtomicUsize,
+        failing: &std::sync::atomic::AtomicUsize,
+    ) -> RedisLoadEnd {
+        use std::io::{BufRead, Write};
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut end = RedisLoadEnd::default();
+        let stream = std::net::TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .unwrap();
+        let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+        let mut writer = stream;
+        let mut line = String::new();
+        let mut read_line = |line: &mut String| {
+            line.clear();
+            match reader.read_line(line) {
+                Ok(0) => Err("the connection closed".to_owned()),
+                Ok(_) => Ok(line.trim_end().to_owned()),
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        let auth = format!(
+            "*3\r\n$4\r\nAUTH\r\n${}\r\nshop\r\n${}\r\n{key}\r\n",
+            4,
+            key.len()
+        );
+        writer.write_all(auth.as_bytes()).unwrap();
+        assert_eq!(read_line(&mut line).unwrap(), "+OK");
+        let started = std::time::Instant::now();
+        let mut next = 0u64;
+        for _ in 0..50_000 {
+            if stopping.load(Relaxed) || started.elapsed() > GUARD {
+                break;
+            }
+            let mut pipeline = String::new();
+            for k in next..next + Self::PIPELINE {
+                let key = format!("k{k}");
+                pipeline += &format!("*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n$1\r\nv\r\n", key.len());
+            }
+            pipeline += "*2\r\n$4\r\nINCR\r\n$7\r\ncounter\r\n";
+            if let Err(e) = writer.write_all(pipeline.as_bytes()) {
+                end.broke = Some(e.to_string());
+                return end;
+            }
+            for reply in 0..=Self::PIPELINE {
+                let line = match read_line(&mut line) {
+                    Ok(line) => line,
+                    Err(e) => {
+                        end.broke = Some(e);
+                        return end;
+                    }
+                };
+                let n = counted.fetch_add(1, Relaxed);
+                let incr = reply == Self::PIPELINE;
+                if line == "+OK" && !incr {
+                    end.set.push(next + reply);
+                } else if line.starts_with(':') && incr {
+                    end.incr_acked += 1;
+                } else if line.starts_with("-TRYAGAIN ") {
+                    failing.fetch_add(1, Relaxed);
+                    end.incr_failed += u64::from(incr);
+                    end.tryagain.push((n, line));
+                } else {
+                    end.broke = Some(format!("answered {line:?}"));
+                    return end;
+                }
+            }
+            next += Self::PIPELINE;
+        }
+        end
     }
 
     fn replies(&self) -> usize {
@@ -1655,7 +1672,11 @@ impl RedisLoad {
     /// Waits until `more` replies past `from` have come (the load goes on).
     async fn past(&self, from: usize, more: usize) {
         eventually("the Redis load goes on", || async {
-            assert!(!self.writer.is_finished(), "the Redis load ended early");
+            assert!(
+                !self.writer.is_finished(),
+                "the Redis load ended early: {:?}",
+                self.broke.lock().unwrap()
+            );
             (self.replies() >= from + more).then_some(())
         })
         .await;
@@ -1998,4 +2019,106 @@ async fn a_node_back_on_its_disk_is_sent_what_changed_and_on_an_empty_one_everyt
     );
     assert_eq!(notes(&back, &key, all).await, expected);
     assert_eq!(orders_memory(&back).await, orders_memory(&primary).await);
+}
+
+/// Every row of `shop.orders` in the order of index `by_note`, scanned
+/// through `node` page by page: each row's id.
+async fn by_note(node: &Shoal, key: &str) -> Vec<i64> {
+    let mut body = json!({"index": "by_note", "limit": 70});
+    let mut ids = Vec::new();
+    for _ in 0..1000 {
+        let (status, page) = data_call(node, key, "shop/orders/scan", body.clone()).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        ids.extend((page["data"].as_array().unwrap().iter()).map(|r| r["id"].as_i64().unwrap()));
+        match &page["next"] {
+            Value::Null => return ids,
+            next => body["after"] = next.clone(),
+        }
+    }
+    panic!("the scan never ended")
+}
+
+/// Row `id` of `shop.orders` with a note that sorts apart from its id,
+/// noted in `written`.
+fn note_row(written: &mut std::collections::BTreeMap<i64, String>, id: i64) -> Value {
+    let note = format!("note {:04}", (id * 37) % 500);
+    written.insert(id, note.clone());
+    json!({"row": {"id": id, "note": note}})
+}
+
+/// The ids of `written` (id → note) in the order of their notes, then ids.
+fn in_note_order(written: &std::collections::BTreeMap<i64, String>) -> Vec<i64> {
+    let mut rows: Vec<(&String, i64)> = written.iter().map(|(id, note)| (note, *id)).collect();
+    rows.sort();
+    rows.into_iter().map(|(_, id)| id).collect()
+}
+
+#[tokio::test]
+async fn an_index_scans_alike_on_either_replica_and_after_its_primary_dies() {
+    let g = group().await;
+    let Group {
+        cp,
+        ada,
+        primary,
+        backup,
+        key,
+        read_key,
+        dirs,
+        ..
+    } = g;
+    let mut written = std::collections::BTreeMap::new();
+    for id in 0..150 {
+        let via = if id % 2 == 0 { &primary } else { &backup };
+        let (status, body) = data_call(
+            via,
+            &key,
+            "shop/orders/pk-write",
+            note_row(&mut written, id),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    // Added while the table holds rows, on both nodes of the group.
+    let index = json!({"name": "by_note", "columns": ["note"]});
+    let (status, _, body) = post(&cp, &ada, "/databases/shop/tables/orders/indexes", index).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    for id in 150..300 {
+        let via = if id % 2 == 0 { &primary } else { &backup };
+        let (status, body) = data_call(
+            via,
+            &key,
+            "shop/orders/pk-write",
+            note_row(&mut written, id),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let want = in_note_order(&written);
+    assert_eq!(by_note(&primary, &read_key).await, want);
+    assert_eq!(
+        by_note(&backup, &read_key).await,
+        want,
+        "the backup keeps the index too"
+    );
+
+    // The primary dies; the survivor takes writes and scans them in order.
+    let dead_id = id_of(&primary, &dirs);
+    primary.kill();
+    let survivor = backup;
+    for id in 300..400 {
+        let body = note_row(&mut written, id);
+        eventually("the survivor takes the write", || async {
+            let (status, _) =
+                data_call(&survivor, &key, "shop/orders/pk-write", body.clone()).await;
+            (status == StatusCode::OK).then_some(())
+        })
+        .await;
+    }
+    let want = in_note_order(&written);
+    assert_eq!(by_note(&survivor, &read_key).await, want);
+    // Back from its own disk and caught up, the dead node scans the same.
+    let back = node(&cp, dead_id, dirs[(dead_id - 1) as usize].path(), &[]);
+    settled(&back).await;
+    settled(&survivor).await;
+    assert_eq!(by_note(&back, &read_key).await, want);
 }
