@@ -1804,11 +1804,42 @@ async fn indexes_are_added_and_dropped_while_the_table_serves(backend: Backend) 
     }
     let before = table_bytes(&cp, &ada, "orders").await;
 
-    // Added: answered with the table's definition, then scanned in order.
+    // Added while writes go on (every one answered 200), answered with the
+    // table's definition, then scanned in order.
+    let writing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let writer = {
+        let (node, key, writing) = (node.rest_url.clone(), key.clone(), writing.clone());
+        tokio::spawn(async move {
+            let mut statuses = Vec::new();
+            for n in 0..2000 {
+                if !writing.load(std::sync::atomic::Ordering::Relaxed) && n > 20 {
+                    break;
+                }
+                // Rows that are there, with notes of the same length: the
+                // table's memory stays as it was.
+                let body = json!({"row": {"id": n % 50, "note": format!("late {n:04}")}});
+                let r = reqwest::Client::new()
+                    .post(format!("{node}/0.1.0/shop/orders/pk-write"))
+                    .header("X-API-KEY", &key)
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap();
+                statuses.push(r.status());
+            }
+            statuses
+        })
+    };
     let index = json!({"name": "by_note", "columns": ["note"]});
     let path = "/databases/shop/tables/orders/indexes";
     let (status, _, table) = cp.call(Method::POST, path, Some(&index), bearer).await;
     assert_eq!(status, StatusCode::CREATED, "{table}");
+    writing.store(false, std::sync::atomic::Ordering::Relaxed);
+    let statuses = writer.await.unwrap();
+    assert!(
+        statuses.iter().all(|s| *s == StatusCode::OK),
+        "{statuses:?}"
+    );
     assert_eq!(table["indexes"], json!([index]));
     let (_, _, listed) = cp
         .call(Method::GET, "/databases/shop/tables", None, bearer)

@@ -416,29 +416,31 @@ fn an_index_added_while_rows_change_holds_every_row_once() {
             .execute(&g, &mut batch, Commit::Each)
             .await
             .unwrap();
-        // Writes go on while the index is built: updates that move rows,
-        // inserts, deletes, and transactions of several rows.
+        // Writes go on while the index is built — updates that move rows,
+        // inserts, deletes, and transactions of several rows — and every
+        // one of them succeeds.
         let writer = {
             let (engine, t) = (engine.clone(), Arc::clone(&t));
             tokio::spawn(async move {
                 for n in 0..400i64 {
                     let mut batch = engine.tc().batch();
-                    let id = (n * 7919) % 6000;
+                    let id = (n * 7919) % 3000;
                     batch
                         .update(&t, &values(&(id, Some(-(n as i32)), "b".into())))
                         .unwrap();
                     batch
                         .insert(&t, &values(&(10_000 + n, None, "c".into())))
                         .unwrap();
-                    batch
-                        .delete(&t, &[Value::Int((n * 31) % 6000 + 6000 * (n % 2))])
-                        .unwrap();
+                    batch.delete(&t, &[Value::Int(3000 + n)]).unwrap();
                     let commit = if n % 3 == 0 {
                         Commit::Atomic
                     } else {
                         Commit::Each
                     };
-                    let _ = engine.tc().execute(&g, &mut batch, commit).await;
+                    engine.tc().execute(&g, &mut batch, commit).await.unwrap();
+                    for result in batch.results() {
+                        result.unwrap();
+                    }
                     tokio::task::yield_now().await;
                 }
             })
