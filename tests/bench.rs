@@ -180,6 +180,28 @@ fn multitenant_holds_the_flooder_to_its_limit_and_runs_the_others_on_schedule() 
 }
 
 #[test]
+fn ycsb_e_over_rest_scans_ranges_and_inserts() {
+    let out = tempfile::tempdir().unwrap();
+    bench(
+        out.path(),
+        "ycsb --workload e --start --threads 2 --time 1 --records 300",
+    );
+    let run = &assert_clean_runs(&results(out.path()), &[2])[0];
+    let kinds = run["by_kind"].as_object().unwrap();
+    let mut names: Vec<&str> = kinds.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["insert", "scan"], "workload E scans and inserts");
+    let (ops, rows) = (
+        run["ops_per_sec"].as_f64().unwrap(),
+        run["rows_per_sec"].as_f64().unwrap(),
+    );
+    assert!(
+        rows > 10.0 * ops,
+        "scans of 1 to 100 rows answer about 50 each: {run}"
+    );
+}
+
+#[test]
 fn ycsb_over_resp_runs_against_a_redis_server() {
     let port = common::free_port();
     let dir = tempfile::tempdir().unwrap();
@@ -209,9 +231,23 @@ fn ycsb_over_resp_runs_against_a_redis_server() {
             "ycsb --workload b --protocol resp --resp-addr {addr} --threads 2 --time 1 --records 300"
         ),
     );
+    assert_clean_runs(&results(out.path()), &[2]);
+    // Workload E as YCSB's Redis binding runs it: a sorted set to scan by.
+    let out = tempfile::tempdir().unwrap();
+    bench(
+        out.path(),
+        &format!(
+            "ycsb --workload e --protocol resp --resp-addr {addr} --threads 2 --time 1 --records 300"
+        ),
+    );
     let _ = redis.kill();
     let _ = redis.wait();
-    assert_clean_runs(&results(out.path()), &[2]);
+    let run = &assert_clean_runs(&results(out.path()), &[2])[0];
+    assert!(run["by_kind"]["scan"]["ops"].as_u64().unwrap() > 0, "{run}");
+    assert!(
+        run["rows_per_sec"].as_f64().unwrap() > 10.0 * run["ops_per_sec"].as_f64().unwrap(),
+        "{run}"
+    );
 }
 
 #[test]
@@ -231,7 +267,11 @@ fn bad_options_are_refused_with_a_reason() {
         (vec!["ycsb", "--rate", "0"], "is not a rate"),
         (vec!["ycsb", "--time", "0"], "--time"),
         (vec!["keylookup", "--batch", "5000"], "--batch"),
-        (vec!["ycsb", "--workload", "e"], "--workload"),
+        (vec!["ycsb", "--workload", "g"], "--workload"),
+        (
+            vec!["ycsb", "--workload", "e", "--protocol", "resp", "--start"],
+            "over REST against Shoal",
+        ),
         (
             vec!["ycsb", "--out", out],
             "over REST give --database and --api-key",

@@ -56,8 +56,15 @@ pub(crate) enum Target {
         addrs: Vec<String>,
         /// `AUTH <database> <key>`; none for a server without auth.
         auth: Option<(String, String)>,
+        /// Keep every record in the sorted set `_indices` too, scored by
+        /// its key's hash, as YCSB's Redis binding does to scan (workload E:
+        /// a server with sorted sets).
+        scans: bool,
     },
 }
+
+/// The sorted set YCSB's Redis binding scans by.
+const INDEX_KEY: &[u8] = b"_indices";
 
 /// One connection.
 pub(crate) enum Conn {
@@ -82,13 +89,14 @@ impl Conn {
                 key: key.clone(),
                 body: String::new(),
             }),
-            Target::Resp { addrs, auth } => {
+            Target::Resp { addrs, auth, scans } => {
                 let addr = &addrs[at % addrs.len()];
                 let stream = TcpStream::connect(addr)
                     .await
                     .with_context(|| format!("connecting to {addr}"))?;
                 stream.set_nodelay(true)?;
                 let mut conn = Resp {
+                    scans: *scans,
                     stream: BufReader::new(stream),
                     out: Vec::new(),
                     line: Vec::new(),
@@ -133,6 +141,44 @@ impl Conn {
         }
     }
 
+    /// `len` records from record `key`'s key on, in one request (REST scan)
+    /// or as YCSB's Redis binding scans: the keys from the sorted set, then
+    /// each record in one pipelined round trip.
+    pub(crate) async fn scan(&mut self, key: u64, len: usize) -> anyhow::Result<Outcome> {
+        match self {
+            Conn::Rest(rest) => rest.scan(key, len).await,
+            Conn::Resp(resp) => {
+                let score = super::keys::key_score(key).to_string();
+                let len = len.to_string();
+                resp.command(&[
+                    b"ZRANGEBYSCORE",
+                    INDEX_KEY,
+                    score.as_bytes(),
+                    b"+inf",
+                    b"LIMIT",
+                    b"0",
+                    len.as_bytes(),
+                ]);
+                let keys = match resp.round_trip_strings().await? {
+                    Ok(keys) => keys,
+                    Err(refused) => return Ok(refused.refusal()),
+                };
+                for k in &keys {
+                    resp.command(&[b"HGETALL", k]);
+                }
+                let mut found = 0;
+                for reply in resp.round_trip(keys.len()).await? {
+                    match reply {
+                        Reply::Array(0) => {}
+                        Reply::Array(_) => found += 1,
+                        other => return Ok(other.refusal()),
+                    }
+                }
+                Ok(Outcome::Done { found })
+            }
+        }
+    }
+
     /// Writes `fields` (index, value) of record `key`: every field makes an
     /// insert, one an update.
     pub(crate) async fn write(
@@ -144,11 +190,18 @@ impl Conn {
         match self {
             Conn::Rest(rest) => rest.write(key, fields, insert).await,
             Conn::Resp(resp) => {
-                resp.hset(key, fields);
-                match resp.round_trip(1).await?.remove(0) {
-                    Reply::Integer(_) => Ok(Outcome::Done { found: 1 }),
-                    other => Ok(other.refusal()),
+                let replies = if insert {
+                    resp.insert(key, fields)
+                } else {
+                    resp.hset(key, fields);
+                    1
+                };
+                for reply in resp.round_trip(replies).await? {
+                    if !matches!(reply, Reply::Integer(_)) {
+                        return Ok(reply.refusal());
+                    }
                 }
+                Ok(Outcome::Done { found: 1 })
             }
         }
     }
@@ -158,12 +211,13 @@ impl Conn {
         match self {
             Conn::Rest(rest) => rest.load(rows).await,
             Conn::Resp(resp) => {
+                let mut replies = 0;
                 for (key, values) in rows {
                     let fields: Vec<(usize, &str)> =
                         values.iter().map(String::as_str).enumerate().collect();
-                    resp.hset(*key, &fields);
+                    replies += resp.insert(*key, &fields);
                 }
-                for reply in resp.round_trip(rows.len()).await? {
+                for reply in resp.round_trip(replies).await? {
                     if !matches!(reply, Reply::Integer(_)) {
                         return Ok(reply.refusal());
                     }
@@ -207,6 +261,19 @@ impl Rest {
         let code = body["error"]["code"].as_str().unwrap_or("");
         let message = body["error"]["message"].as_str().unwrap_or("");
         Outcome::Failed(format!("{status} {code} {message}").trim().to_owned())
+    }
+
+    /// `len` rows of `usertable` in key order from record `key`'s key on.
+    async fn scan(&mut self, key: u64, len: usize) -> anyhow::Result<Outcome> {
+        self.body = json!({"lower": {"values": [key_name(key)]}, "limit": len}).to_string();
+        let path = format!("{}/{TABLE}/scan", self.database);
+        let (status, body) = self.post(&path).await?;
+        if status != 200 {
+            return Ok(Self::refusal(status, &body));
+        }
+        let page: Value = serde_json::from_slice(&body).context("a scan's answer")?;
+        let found = page["data"].as_array().map_or(0, Vec::len);
+        Ok(Outcome::Done { found })
     }
 
     async fn lookup(&mut self, keys: &[u64]) -> anyhow::Result<Outcome> {
@@ -355,6 +422,8 @@ impl Reply {
 const MAX_REPLY: usize = 16 << 20;
 
 pub(crate) struct Resp {
+    /// Whether records go into the sorted set scans read (`Target::Resp`).
+    scans: bool,
     stream: BufReader<TcpStream>,
     out: Vec<u8>,
     /// The reply line being read.
@@ -379,6 +448,47 @@ impl Resp {
             args.push(value.as_bytes());
         }
         self.command(&args);
+    }
+
+    /// Queues a new record: its hash, and its place in the sorted set when
+    /// the run scans. Answers how many replies that makes.
+    fn insert(&mut self, key: u64, fields: &[(usize, &str)]) -> usize {
+        self.hset(key, fields);
+        if !self.scans {
+            return 1;
+        }
+        let (name, score) = (key_name(key), super::keys::key_score(key).to_string());
+        self.command(&[b"ZADD", INDEX_KEY, score.as_bytes(), name.as_bytes()]);
+        2
+    }
+
+    /// Sends what was queued and reads one reply that is an array of
+    /// strings: their bytes, or the reply if it is another.
+    async fn round_trip_strings(&mut self) -> anyhow::Result<Result<Vec<Vec<u8>>, Reply>> {
+        self.stream.get_mut().write_all(&self.out).await?;
+        self.out.clear();
+        let n = match self.item().await? {
+            Reply::Array(n) => n,
+            other => return Ok(Err(other)),
+        };
+        let mut strings = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            self.line.clear();
+            (&mut self.stream)
+                .take(MAX_REPLY as u64)
+                .read_until(b'\n', &mut self.line)
+                .await?;
+            let len: usize = (self.line.strip_prefix(b"$"))
+                .and_then(|l| std::str::from_utf8(l).ok())
+                .and_then(|l| l.trim_end().parse().ok())
+                .filter(|&len| len <= MAX_REPLY)
+                .context("a bulk string in the array")?;
+            let mut bytes = vec![0; len + 2];
+            self.stream.read_exact(&mut bytes).await?;
+            bytes.truncate(len);
+            strings.push(bytes);
+        }
+        Ok(Ok(strings))
     }
 
     /// Sends what was queued and reads `n` replies.

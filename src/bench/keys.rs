@@ -50,6 +50,13 @@ pub(crate) fn key_name(n: u64) -> String {
     format!("user{}", fnv64(n))
 }
 
+/// Record `n`'s score in the sorted set YCSB's Redis binding scans by: a
+/// hash of its key (YCSB's `hashCode()`), cut to the 53 bits a score holds
+/// exactly.
+pub(crate) fn key_score(n: u64) -> u64 {
+    fnv64(n) >> 11
+}
+
 /// YCSB's Zipfian constant.
 pub(crate) const ZIPF_THETA: f64 = 0.99;
 

@@ -47,7 +47,8 @@ const MAX_THREADS: usize = 1024;
 pub(crate) enum Bench {
     /// Batched primary-key reads (`--batch` keys a request): rows/s and batch latency.
     Keylookup,
-    /// A YCSB core workload (`--workload a|b|c|d|f`) over `usertable`.
+    /// A YCSB core workload (`--workload a|b|c|d|e|f`) over `usertable`;
+    /// E scans: over REST against Shoal, over RESP against a redis-server.
     Ycsb,
     /// `--tenants` databases, one flooding past its rate limit, the others steady within theirs.
     Multitenant,
@@ -185,6 +186,11 @@ pub(crate) async fn run(args: &BenchArgs) -> anyhow::Result<()> {
             );
         }
     }
+    if args.start && args.protocol == Protocol::Resp && scans(args) {
+        bail!(
+            "--workload e scans; over RESP it keeps YCSB's sorted set (ZADD, ZRANGEBYSCORE), which Shoal does not have: run it over REST against Shoal, or over RESP against a redis-server (--resp-addr)"
+        );
+    }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let cluster = if args.start {
@@ -227,6 +233,7 @@ async fn target_for(
             Protocol::Resp => Target::Resp {
                 addrs: vec![cluster.resp_addr.clone()],
                 auth: Some((made.database.clone(), made.key.clone())),
+                scans: scans(args),
             },
         };
         return Ok((target, Some(made)));
@@ -243,14 +250,22 @@ async fn target_for(
         (Protocol::Resp, Some(database), Some(key)) => Target::Resp {
             addrs: args.resp_addr.clone(),
             auth: Some((database.clone(), key.clone())),
+            scans: scans(args),
         },
         (Protocol::Resp, None, None) => Target::Resp {
             addrs: args.resp_addr.clone(),
             auth: None,
+            scans: scans(args),
         },
         (Protocol::Resp, _, _) => bail!("over RESP give both --database and --api-key, or neither"),
     };
     Ok((target, None))
+}
+
+/// Whether the run scans (YCSB E): over RESP, records then go into the
+/// sorted set YCSB's Redis binding scans by.
+fn scans(args: &BenchArgs) -> bool {
+    args.bench == Bench::Ycsb && args.ycsb == Ycsb::E
 }
 
 fn plan_of(args: &BenchArgs) -> Plan {

@@ -211,6 +211,10 @@ async fn execute(
     Ok(match op {
         Op::Read { key } => (1, conn.read(*key).await?),
         Op::Lookup { keys } => (keys.len(), conn.lookup(keys).await?),
+        Op::Scan { key, len } => match conn.scan(*key, *len).await? {
+            Outcome::Done { found } => (found, Outcome::Done { found }),
+            refused => (0, refused),
+        },
         Op::Update { key, field } => {
             ops.value(value);
             (

@@ -24,9 +24,15 @@ pub(crate) enum Ycsb {
     C,
     /// Read latest: 95% reads, 5% inserts, the newest records most read.
     D,
+    /// Short ranges: 95% scans of 1 to 100 records (uniform) from a key
+    /// chosen by a Zipfian law, 5% inserts.
+    E,
     /// Read-modify-write: 50% reads, 50% read-modify-writes.
     F,
 }
+
+/// Most records a workload E scan asks for (YCSB's `maxscanlength`).
+pub(crate) const MAX_SCAN: u64 = 100;
 
 /// The share of each kind of operation, summing to 1.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -34,22 +40,25 @@ pub(crate) struct Mix {
     pub(crate) read: f64,
     pub(crate) update: f64,
     pub(crate) insert: f64,
+    pub(crate) scan: f64,
     pub(crate) read_modify_write: f64,
 }
 
 impl Ycsb {
     pub(crate) fn mix(self) -> Mix {
-        let (read, update, insert, read_modify_write) = match self {
-            Ycsb::A => (0.5, 0.5, 0.0, 0.0),
-            Ycsb::B => (0.95, 0.05, 0.0, 0.0),
-            Ycsb::C => (1.0, 0.0, 0.0, 0.0),
-            Ycsb::D => (0.95, 0.0, 0.05, 0.0),
-            Ycsb::F => (0.5, 0.0, 0.0, 0.5),
+        let (read, update, insert, scan, read_modify_write) = match self {
+            Ycsb::A => (0.5, 0.5, 0.0, 0.0, 0.0),
+            Ycsb::B => (0.95, 0.05, 0.0, 0.0, 0.0),
+            Ycsb::C => (1.0, 0.0, 0.0, 0.0, 0.0),
+            Ycsb::D => (0.95, 0.0, 0.05, 0.0, 0.0),
+            Ycsb::E => (0.0, 0.0, 0.05, 0.95, 0.0),
+            Ycsb::F => (0.5, 0.0, 0.0, 0.0, 0.5),
         };
         Mix {
             read,
             update,
             insert,
+            scan,
             read_modify_write,
         }
     }
@@ -73,6 +82,8 @@ pub(crate) enum Kind {
     ReadModifyWrite,
     /// A batch of primary-key reads.
     Lookup,
+    /// Records from a key on, in key order.
+    Scan,
 }
 
 /// An operation to run: on record `key`; `field` for an update.
@@ -94,6 +105,11 @@ pub(crate) enum Op {
     Lookup {
         keys: Vec<u64>,
     },
+    /// `len` records from record `key`'s key on.
+    Scan {
+        key: u64,
+        len: usize,
+    },
 }
 
 impl Op {
@@ -104,6 +120,7 @@ impl Op {
             Op::Insert => Kind::Insert,
             Op::ReadModifyWrite { .. } => Kind::ReadModifyWrite,
             Op::Lookup { .. } => Kind::Lookup,
+            Op::Scan { .. } => Kind::Scan,
         }
     }
 }
@@ -161,6 +178,9 @@ impl OpGen {
                     Op::Update { key, field }
                 } else if u < mix.read + mix.update + mix.insert {
                     Op::Insert
+                } else if u < mix.read + mix.update + mix.insert + mix.scan {
+                    let len = 1 + self.rng.below(MAX_SCAN) as usize;
+                    Op::Scan { key, len }
                 } else {
                     Op::ReadModifyWrite { key, field }
                 }
