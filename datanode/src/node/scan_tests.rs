@@ -419,32 +419,7 @@ fn an_index_added_while_rows_change_holds_every_row_once() {
         // Writes go on while the index is built — updates that move rows,
         // inserts, deletes, and transactions of several rows — and every
         // one of them succeeds.
-        let writer = {
-            let (engine, t) = (engine.clone(), Arc::clone(&t));
-            tokio::spawn(async move {
-                for n in 0..400i64 {
-                    let mut batch = engine.tc().batch();
-                    let id = (n * 7919) % 3000;
-                    batch
-                        .update(&t, &values(&(id, Some(-(n as i32)), "b".into())))
-                        .unwrap();
-                    batch
-                        .insert(&t, &values(&(10_000 + n, None, "c".into())))
-                        .unwrap();
-                    batch.delete(&t, &[Value::Int(3000 + n)]).unwrap();
-                    let commit = if n % 3 == 0 {
-                        Commit::Atomic
-                    } else {
-                        Commit::Each
-                    };
-                    engine.tc().execute(&g, &mut batch, commit).await.unwrap();
-                    for result in batch.results() {
-                        result.unwrap();
-                    }
-                    tokio::task::yield_now().await;
-                }
-            })
-        };
+        let writer = spawn_writes(&engine, &t, g, 0..400);
         let with_index = engine.add_index("db", "t", by_x()).await.unwrap();
         writer.await.unwrap();
         let rows = every_row(&engine, &with_index, &g).await;
@@ -482,7 +457,48 @@ fn an_index_added_while_rows_change_holds_every_row_once() {
         assert!(e.to_string().contains("has no index 'by_x'"), "{e}");
         engine.audit().await;
         assert_eq!(every_row(&engine, &dropped, &g).await, rows);
+
+        // Added again, and dropped while writes go on: none of them fails.
+        engine.add_index("db", "t", by_x()).await.unwrap();
+        let writer = spawn_writes(&engine, &t, g, 400..800);
+        engine.drop_index("db", "t", "by_x").await.unwrap();
+        writer.await.unwrap();
+        engine.audit().await;
     });
+}
+
+/// Writes that must all succeed, in the background, one request after
+/// another: for each `n` of `numbers` an update that moves a row in the
+/// index, an insert and a delete, every third request a transaction.
+fn spawn_writes(
+    engine: &Engine,
+    t: &Arc<Table>,
+    g: Grant,
+    numbers: std::ops::Range<i64>,
+) -> tokio::task::JoinHandle<()> {
+    let (engine, t) = (engine.clone(), Arc::clone(t));
+    tokio::spawn(async move {
+        for n in numbers {
+            let mut batch = engine.tc().batch();
+            let id = (n * 7919) % 3000;
+            let moved = (id, Some(-(n as i32)), "b".into());
+            batch.update(&t, &values(&moved)).unwrap();
+            batch
+                .insert(&t, &values(&(10_000 + n, None, "c".into())))
+                .unwrap();
+            batch.delete(&t, &[Value::Int(3000 + n)]).unwrap();
+            let commit = if n % 3 == 0 {
+                Commit::Atomic
+            } else {
+                Commit::Each
+            };
+            engine.tc().execute(&g, &mut batch, commit).await.unwrap();
+            for result in batch.results() {
+                result.unwrap();
+            }
+            tokio::task::yield_now().await;
+        }
+    })
 }
 
 #[test]
