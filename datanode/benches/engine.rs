@@ -75,7 +75,18 @@ fn kv_row(i: u64) -> Vec<(&'static str, Value)> {
     ]
 }
 
-fn workloads() -> [Workload; 4] {
+fn status_row(i: u64) -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "id",
+            Value::Int(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) as i64 >> 1),
+        ),
+        ("status", Value::Int((i % 8) as i64)),
+        ("v", Value::Bytes(vec![i as u8; 100])),
+    ]
+}
+
+fn workloads() -> [Workload; 5] {
     [
         Workload {
             name: "(a) YCSB row: VARCHAR(255) key + 10 x VARCHAR(100)",
@@ -114,6 +125,17 @@ fn workloads() -> [Workload; 4] {
             key: |i| Value::Bytes(kv_key(i)),
             row: kv_row,
             payload: |_| 116,
+        },
+        Workload {
+            name: "(c) an index on a column of 8 values: BIGINT key (hashed only) + TINYINT + VARBINARY(100)",
+            scans: false,
+            table: r#"{"name":"events","primary_key":["id"],"primary_key_index":"hash","columns":[
+                {"name":"id","type":"BIGINT"},{"name":"status","type":"TINYINT"},{"name":"v","type":"VARBINARY(100)"}],
+                "indexes":[{"name":"by_status","columns":["status"]}]}"#,
+            rows: 1_000_000,
+            key: |i| Value::Int(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) as i64 >> 1),
+            row: status_row,
+            payload: |_| 109,
         },
     ]
 }

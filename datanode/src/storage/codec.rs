@@ -555,31 +555,106 @@ fn f64_of(b: &[u8]) -> f64 {
     f64::from_le_bytes(b.try_into().expect("8 bytes"))
 }
 
-/// The first 8 bytes of a stored value's order: an integer whose order is
-/// the values' wherever they differ there (`compare(a, b)` is `Less` only
-/// if `order_prefix(a) <= order_prefix(b)`), so that comparing prefixes
-/// settles most comparisons without the values. 0 is the least, and NULL's.
-pub(crate) fn order_prefix(ty: ColumnType, bytes: &[u8]) -> u64 {
-    const SIGN: u64 = 1 << 63;
-    let float = |f: f64| {
-        let bits = f.to_bits();
-        if bits & SIGN != 0 { !bits } else { bits | SIGN }
-    };
-    match order_of(ty) {
-        Order::Unsigned => u64::try_from(le_unsigned(bytes)).unwrap_or(u64::MAX),
-        Order::Signed => {
-            let v = le_signed(bytes);
-            let v = i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX });
-            v as u64 ^ SIGN
+/// The first 8 bytes of a key's memcomparable form, as an integer: the
+/// key's values in order, each as bytes whose order as bytes is the values'
+/// — integers big-endian with the sign bit flipped, floats by their IEEE
+/// bits (negative ones inverted), fixed-width strings as stored, variable
+/// ones with each 0 byte escaped as 0 255 and ended by 0 0; a nullable
+/// column's value after a 1, its NULL a lone 0. Bytewise order of these
+/// forms is the keys' order (`compare` column by column, NULL first), so
+/// two keys' prefixes never contradict it: where they differ they decide,
+/// and only where they tie must the keys themselves be compared.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct KeyPrefix {
+    bytes: [u8; 8],
+    len: usize,
+    /// A bound's NULL on a column that has none: nothing after it can be
+    /// told apart by bytes.
+    stopped: bool,
+}
+
+impl KeyPrefix {
+    fn push(&mut self, b: u8) {
+        if self.len < 8 && !self.stopped {
+            self.bytes[self.len] = b;
+            self.len += 1;
         }
-        Order::Float => float(f64::from(f32_of(bytes))),
-        Order::Double => float(f64_of(bytes)),
-        Order::Bytes => {
-            let mut buf = [0; 8];
-            let n = bytes.len().min(8);
-            buf[..n].copy_from_slice(&bytes[..n]);
-            u64::from_be_bytes(buf)
+    }
+
+    /// Whether more values can change nothing.
+    pub(crate) fn is_done(&self) -> bool {
+        self.len == 8 || self.stopped
+    }
+
+    /// Adds the next column's value (`None`: NULL) as stored.
+    pub(crate) fn add(&mut self, ty: ColumnType, nullable: bool, value: Option<&[u8]>) {
+        let v = match (nullable, value) {
+            (true, None) => return self.push(0),
+            (false, None) => {
+                self.stopped = true;
+                return;
+            }
+            (true, Some(v)) => {
+                self.push(1);
+                v
+            }
+            (false, Some(v)) => v,
+        };
+        let float = |bits: u64, sign: u64| if bits & sign != 0 { !bits } else { bits | sign };
+        match (order_of(ty), ty) {
+            (Order::Unsigned, _) => v.iter().rev().for_each(|&b| self.push(b)),
+            (Order::Signed, _) => {
+                for (i, &b) in v.iter().rev().enumerate() {
+                    self.push(if i == 0 { b ^ 0x80 } else { b });
+                }
+            }
+            (Order::Float, _) => {
+                let bits = float(u64::from(f32_of(v).to_bits()), 1 << 31) as u32;
+                bits.to_be_bytes().iter().for_each(|&b| self.push(b));
+            }
+            (Order::Double, _) => {
+                let bits = float(f64_of(v).to_bits(), 1 << 63);
+                bits.to_be_bytes().iter().for_each(|&b| self.push(b));
+            }
+            (Order::Bytes, ColumnType::Char(_) | ColumnType::Binary(_)) => {
+                v.iter().for_each(|&b| self.push(b));
+            }
+            (Order::Bytes, _) => {
+                for &b in v {
+                    self.push(b);
+                    if b == 0 {
+                        self.push(0xff);
+                    }
+                    if self.is_done() {
+                        return;
+                    }
+                }
+                self.push(0);
+                self.push(0);
+            }
         }
+    }
+
+    /// The prefix as an integer, zeros after its bytes.
+    pub(crate) fn value(&self) -> u64 {
+        u64::from_be_bytes(self.bytes)
+    }
+
+    /// How a key whose prefix is `key` lies against a bound whose prefix
+    /// this is (the bound may name fewer columns than the key has): `Less`
+    /// or `Greater` where the bound's own bytes decide, else `Equal` — the
+    /// key and the bound must then be compared.
+    pub(crate) fn bounds(&self, key: u64) -> Ordering {
+        if self.len == 0 {
+            return Ordering::Equal;
+        }
+        let shift = (8 - self.len) * 8;
+        let mask = if shift == 64 {
+            0
+        } else {
+            u64::MAX >> shift << shift
+        };
+        (key & mask).cmp(&(self.value() & mask))
     }
 }
 
@@ -618,37 +693,101 @@ mod tests {
             ),
             (ColumnType::Float, 4),
             (ColumnType::Double, 8),
-            (ColumnType::Binary(12), 12),
+            (ColumnType::Binary(3), 3),
             (ColumnType::VarBinary(40), 0),
         ]
     }
 
+    /// A column: its type, width, and whether it is nullable.
+    type Column = (ColumnType, usize, bool);
+    /// A key: each column's stored bytes, or NULL.
+    type TestKey = Vec<Option<Vec<u8>>>;
+
+    /// Keys compared as an index compares them: column by column, NULL first.
+    fn compare_keys(columns: &[Column], a: &[Option<Vec<u8>>], b: &[Option<Vec<u8>>]) -> Ordering {
+        for ((&(ty, ..), a), b) in columns.iter().zip(a).zip(b) {
+            let ord = match (a, b) {
+                (None, None) => Ordering::Equal,
+                (None, Some(_)) => Ordering::Less,
+                (Some(_), None) => Ordering::Greater,
+                (Some(a), Some(b)) => compare(ty, a, b),
+            };
+            if ord.is_ne() {
+                return ord;
+            }
+        }
+        Ordering::Equal
+    }
+
+    fn prefix(columns: &[Column], key: &[Option<Vec<u8>>]) -> KeyPrefix {
+        let mut p = KeyPrefix::default();
+        for (&(ty, _, nullable), v) in columns.iter().zip(key) {
+            p.add(ty, nullable, v.as_deref());
+        }
+        p
+    }
+
+    fn keys() -> impl Strategy<Value = (Vec<Column>, Vec<TestKey>)> {
+        proptest::collection::vec((0..types().len(), any::<bool>()), 1..4).prop_flat_map(|cols| {
+            let columns: Vec<Column> = cols
+                .iter()
+                .map(|&(t, n)| (types()[t].0, types()[t].1, n))
+                .collect();
+            let value = |&(_, width, nullable): &Column| {
+                // Values often share their head, and bytes are often 0.
+                let bytes =
+                    proptest::collection::vec(prop_oneof![3 => 0u8..3, 1 => any::<u8>()], 0..10)
+                        .prop_map(move |mut v| {
+                            if width > 0 {
+                                v.resize(width, 0);
+                            }
+                            v
+                        });
+                if nullable {
+                    proptest::option::weighted(0.8, bytes).boxed()
+                } else {
+                    bytes.prop_map(Some).boxed()
+                }
+            };
+            let key: Vec<_> = columns.iter().map(value).collect();
+            (Just(columns), proptest::collection::vec(key, 2..12))
+        })
+    }
+
     proptest! {
         #[test]
-        fn order_prefixes_never_contradict_the_order(
-            t in 0usize..11,
-            a in proptest::collection::vec(any::<u8>(), 0..20),
-            b in proptest::collection::vec(any::<u8>(), 0..20),
-            shared in 0usize..12,
-        ) {
-            let (ty, width) = types()[t];
-            let fit = |mut v: Vec<u8>| {
-                if width > 0 {
-                    v.resize(width, 0);
+        fn key_prefixes_never_contradict_the_order((columns, keys) in keys()) {
+            for a in &keys {
+                for b in &keys {
+                    let (pa, pb) = (prefix(&columns, a).value(), prefix(&columns, b).value());
+                    match compare_keys(&columns, a, b) {
+                        Ordering::Less => prop_assert!(pa <= pb, "{a:?} < {b:?} but {pa:x} > {pb:x}"),
+                        Ordering::Equal => prop_assert_eq!(pa, pb),
+                        Ordering::Greater => prop_assert!(pa >= pb),
+                    }
+                    // `a`'s first columns as a bound: where its prefix
+                    // decides, it decides as the comparison does.
+                    for k in 0..=columns.len() {
+                        let bound = prefix(&columns[..k], &a[..k]);
+                        let decided = bound.bounds(pb);
+                        if decided.is_ne() {
+                            prop_assert_eq!(decided, compare_keys(&columns[..k], &b[..k], &a[..k]));
+                        }
+                    }
                 }
-                v
-            };
-            // Values that share a head, as keys often do.
-            let mut b = b;
-            for (i, byte) in a.iter().take(shared.min(b.len())).enumerate() {
-                b[i] = *byte;
             }
-            let (a, b) = (fit(a), fit(b));
-            let (pa, pb) = (order_prefix(ty, &a), order_prefix(ty, &b));
-            match compare(ty, &a, &b) {
-                Ordering::Less => prop_assert!(pa <= pb, "{ty:?} {a:?} < {b:?} but {pa} > {pb}"),
-                Ordering::Equal => prop_assert_eq!(pa, pb),
-                Ordering::Greater => prop_assert!(pa >= pb),
+        }
+
+        #[test]
+        fn a_bound_s_null_on_a_column_without_nulls_decides_nothing_after_it(
+            (columns, keys) in keys(),
+        ) {
+            let mut bound = KeyPrefix::default();
+            bound.add(columns[0].0, false, None);
+            bound.add(ColumnType::Int { unsigned: false }, false, Some(&[1, 2, 3, 4]));
+            prop_assert!(bound.is_done());
+            for k in &keys {
+                prop_assert_eq!(bound.bounds(prefix(&columns, k).value()), Ordering::Equal);
             }
         }
     }

@@ -8,8 +8,8 @@
 //! never a copy of a key. Leaves are linked both ways for scans.
 //!
 //! An entry is 16 bytes: the row reference with which version of the row it
-//! orders, and a *prefix* — the first 8 bytes of the entry's key, mapped so
-//! that their order as integers is the key's (`fragment::indexes`). Most
+//! orders, and a *prefix* — the first 8 bytes of the entry's whole key in a
+//! form whose byte order is the keys' order (`codec::KeyPrefix`). Most
 //! comparisons end at the prefix and never touch the row, whose cache line
 //! would be a miss.
 //!

@@ -24,7 +24,7 @@ use rustc_hash::FxHashMap;
 
 use super::{Fragment, Lock};
 use crate::storage::OpError;
-use crate::storage::codec::{self, is_present};
+use crate::storage::codec::{self, KeyPrefix, is_present};
 use crate::storage::fixed::{FixedPart, RowRef};
 use crate::storage::layout::{self, Layout, Place, ROW_HEADER};
 use crate::storage::ordered::{Entry, OrderedTree};
@@ -166,13 +166,18 @@ impl<'a> Rows<'a> {
         Version { fixed, var }
     }
 
-    /// The prefix of a version's key in index `i` (see `Entry::prefix`).
+    /// The prefix of a version's key in index `i` (see `codec::KeyPrefix`).
     fn prefix(&self, i: usize, v: Version<'_>) -> u64 {
-        let c = self.layout.ordered[i].order[0];
-        if v.is_null(self.layout, c) {
-            return 0;
+        let mut prefix = KeyPrefix::default();
+        for &c in &self.layout.ordered[i].order {
+            let column = &self.layout.columns[c as usize];
+            let value = (!v.is_null(self.layout, c)).then(|| v.column(self.layout, c));
+            prefix.add(column.ty, column.null_bit.is_some(), value);
+            if prefix.is_done() {
+                break;
+            }
         }
-        codec::order_prefix(self.layout.columns[c as usize].ty, v.column(self.layout, c))
+        prefix.value()
     }
 
     /// How `e` lies against a version of a row in index `i`: by their
@@ -554,12 +559,15 @@ impl Fragment {
         let layout = &*self.layout;
         let order = &layout.ordered[i].order;
         let mut chunk = IndexChunk::default();
-        let ty = layout.columns[order[0] as usize].ty;
-        let from_prefix = from.and_then(|b| b.values.first()).map(|v| match v {
-            None => 0,
-            Some(bytes) => codec::order_prefix(ty, bytes),
+        let from_prefix = from.map(|b| {
+            let mut prefix = KeyPrefix::default();
+            for (&c, v) in order.iter().zip(&b.values) {
+                let column = &layout.columns[c as usize];
+                prefix.add(column.ty, column.null_bit.is_some(), v.as_deref());
+            }
+            prefix
         });
-        let start = |e: Entry| match (from, from_prefix.map(|p| e.prefix.cmp(&p))) {
+        let start = |e: Entry| match (from, from_prefix.map(|p| p.bounds(e.prefix))) {
             (None, _) => Ordering::Greater,
             (Some(_), Some(ord @ (Ordering::Less | Ordering::Greater))) => ord,
             (Some(b), _) => match compare_bound(layout, order, rows.version(e), b) {
