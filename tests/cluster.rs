@@ -1913,6 +1913,38 @@ async fn indexes_are_added_and_dropped_while_the_table_serves(backend: Backend) 
         )
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    // An index made on the node itself is left alone: the same name through
+    // the control plane is a clear conflict, and changes nothing.
+    let (status, body) = node
+        .send(
+            Method::POST,
+            "/internal/v1/databases/shop/tables/orders/indexes",
+            Some(json!({"name": "by_id_on_node", "columns": ["id"]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let same = json!({"name": "by_id_on_node", "columns": ["note"]});
+    let (status, _, answer) = cp.call(Method::POST, path, Some(&same), bearer).await;
+    assert_eq!(
+        (status, code(&answer)),
+        (StatusCode::CONFLICT, "INDEX_EXISTS"),
+        "{answer}"
+    );
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("data node"),
+        "{answer}"
+    );
+    let (status, _) = node
+        .send(
+            Method::DELETE,
+            "/internal/v1/databases/shop/tables/orders/indexes/by_id_on_node",
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
     // Another tenant cannot see the table, let alone index it.
     let (status, _, _) = cp
         .call(

@@ -577,8 +577,17 @@ async fn store_definition(app: &App, table: &TableRow, def: &Value) -> Result<bo
 }
 
 /// What a node's refusal to build an index answers.
-fn index_refused(e: nodes::NodeError, db: &DatabaseName) -> ApiError {
+fn index_refused(e: nodes::NodeError, db: &DatabaseName, node: &NodeRow) -> ApiError {
     match e.code() {
+        // The store has no such index: the node's own (made on its internal
+        // API, or left by a drop it missed), which is left alone.
+        Some("INDEX_EXISTS") => ApiError::conflict(
+            "INDEX_EXISTS",
+            format!(
+                "data node {} already holds an index of that name that this table does not have (made on the node itself); drop it there, or choose another name; nothing was changed",
+                node.node_id
+            ),
+        ),
         Some("MEMORY_QUOTA") => ApiError::conflict(
             "QUOTA_EXCEEDED",
             format!(
@@ -642,7 +651,7 @@ pub async fn add_index(
             .await
         {
             undo(done).await;
-            return Err(index_refused(e, &db.name));
+            return Err(index_refused(e, &db.name, node));
         }
     }
     let definition = serde_json::to_value(&def).expect("a table definition serializes");
