@@ -2046,6 +2046,22 @@ fn note_row(written: &mut std::collections::BTreeMap<i64, String>, id: i64) -> V
     json!({"row": {"id": id, "note": note}})
 }
 
+/// Writes rows `ids` of `shop.orders` through the two nodes in turn, each
+/// acknowledged, noted in `written`.
+async fn write_notes(
+    via: [&Shoal; 2],
+    key: &str,
+    written: &mut std::collections::BTreeMap<i64, String>,
+    ids: std::ops::Range<i64>,
+) {
+    for id in ids {
+        let node = via[(id % 2) as usize];
+        let row = note_row(written, id);
+        let (status, body) = data_call(node, key, "shop/orders/pk-write", row).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+}
+
 /// The ids of `written` (id → note) in the order of their notes, then ids.
 fn in_note_order(written: &std::collections::BTreeMap<i64, String>) -> Vec<i64> {
     let mut rows: Vec<(&String, i64)> = written.iter().map(|(id, note)| (note, *id)).collect();
@@ -2067,32 +2083,12 @@ async fn an_index_scans_alike_on_either_replica_and_after_its_primary_dies() {
         ..
     } = g;
     let mut written = std::collections::BTreeMap::new();
-    for id in 0..150 {
-        let via = if id % 2 == 0 { &primary } else { &backup };
-        let (status, body) = data_call(
-            via,
-            &key,
-            "shop/orders/pk-write",
-            note_row(&mut written, id),
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-    }
+    write_notes([&primary, &backup], &key, &mut written, 0..150).await;
     // Added while the table holds rows, on both nodes of the group.
     let index = json!({"name": "by_note", "columns": ["note"]});
     let (status, _, body) = post(&cp, &ada, "/databases/shop/tables/orders/indexes", index).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    for id in 150..300 {
-        let via = if id % 2 == 0 { &primary } else { &backup };
-        let (status, body) = data_call(
-            via,
-            &key,
-            "shop/orders/pk-write",
-            note_row(&mut written, id),
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-    }
+    write_notes([&primary, &backup], &key, &mut written, 150..300).await;
     let want = in_note_order(&written);
     assert_eq!(by_note(&primary, &read_key).await, want);
     assert_eq!(

@@ -20,7 +20,7 @@ struct Workload {
     name: &'static str,
     /// Whether the key has an ordered index to scan.
     scans: bool,
-    table: &'static str,
+    table: String,
     rows: usize,
     key: fn(u64) -> Value,
     row: fn(u64) -> Vec<(&'static str, Value)>,
@@ -47,16 +47,14 @@ fn ycsb_row(i: u64) -> Vec<(&'static str, Value)> {
     row
 }
 
-/// YCSB's table, and the same with its key hashed only.
-const USERTABLE: &str = r#"{"name":"usertable","primary_key":["ycsb_key"],"columns":"#;
-const USERTABLE_HASHED: &str =
-    r#"{"name":"usertable","primary_key":["ycsb_key"],"primary_key_index":"hash","columns":"#;
-
-fn usertable(head: &str) -> String {
+/// YCSB's table: its key ordered (`primary_key_index` "ordered") or
+/// hashed only ("hash").
+fn usertable(key_index: &str) -> String {
     let fields =
         FIELDS.map(|f| format!(r#"{{"name":"{f}","type":"VARCHAR(100)","nullable":true}}"#));
     format!(
-        r#"{head}[{{"name":"ycsb_key","type":"VARCHAR(255)"}},{}]}}"#,
+        r#"{{"name":"usertable","primary_key":["ycsb_key"],"primary_key_index":"{key_index}",
+            "columns":[{{"name":"ycsb_key","type":"VARCHAR(255)"}},{}]}}"#,
         fields.join(",")
     )
 }
@@ -86,52 +84,49 @@ fn status_row(i: u64) -> Vec<(&'static str, Value)> {
     ]
 }
 
+/// The YCSB row, its key ordered (and scanned) or hashed only.
+fn ycsb(name: &'static str, key_index: &str) -> Workload {
+    Workload {
+        name,
+        scans: key_index == "ordered",
+        table: usertable(key_index),
+        rows: 200_000,
+        key: |i| Value::Text(ycsb_key(i)),
+        row: ycsb_row,
+        payload: |i| ycsb_key(i).len() + 1000,
+    }
+}
+
+/// A 16-byte key and a 100-byte value, the key ordered (and scanned) or
+/// hashed only.
+fn kv(name: &'static str, key_index: &str) -> Workload {
+    Workload {
+        name,
+        scans: key_index == "ordered",
+        table: format!(
+            r#"{{"name":"kv","primary_key":["k"],"primary_key_index":"{key_index}","columns":[
+                {{"name":"k","type":"BINARY(16)"}},{{"name":"v","type":"VARBINARY(100)"}}]}}"#
+        ),
+        rows: 1_000_000,
+        key: |i| Value::Bytes(kv_key(i)),
+        row: kv_row,
+        payload: |_| 116,
+    }
+}
+
 fn workloads() -> [Workload; 5] {
     [
-        Workload {
-            name: "(a) YCSB row: VARCHAR(255) key + 10 x VARCHAR(100)",
-            scans: true,
-            table: USERTABLE,
-            rows: 200_000,
-            key: |i| Value::Text(ycsb_key(i)),
-            row: ycsb_row,
-            payload: |i| ycsb_key(i).len() + 1000,
-        },
-        Workload {
-            name: "(a') the same, key hashed only",
-            scans: false,
-            table: USERTABLE_HASHED,
-            rows: 200_000,
-            key: |i| Value::Text(ycsb_key(i)),
-            row: ycsb_row,
-            payload: |i| ycsb_key(i).len() + 1000,
-        },
-        Workload {
-            name: "(b) 16-byte key + 100-byte value: BINARY(16) + VARBINARY(100)",
-            scans: true,
-            table: r#"{"name":"kv","primary_key":["k"],"columns":[
-                {"name":"k","type":"BINARY(16)"},{"name":"v","type":"VARBINARY(100)"}]}"#,
-            rows: 1_000_000,
-            key: |i| Value::Bytes(kv_key(i)),
-            row: kv_row,
-            payload: |_| 116,
-        },
-        Workload {
-            name: "(b') the same, key hashed only",
-            scans: false,
-            table: r#"{"name":"kv","primary_key":["k"],"primary_key_index":"hash","columns":[
-                {"name":"k","type":"BINARY(16)"},{"name":"v","type":"VARBINARY(100)"}]}"#,
-            rows: 1_000_000,
-            key: |i| Value::Bytes(kv_key(i)),
-            row: kv_row,
-            payload: |_| 116,
-        },
+        ycsb("(a) YCSB row: VARCHAR(255) key + 10 x VARCHAR(100)", "ordered"),
+        ycsb("(a') the same, key hashed only", "hash"),
+        kv("(b) 16-byte key + 100-byte value: BINARY(16) + VARBINARY(100)", "ordered"),
+        kv("(b') the same, key hashed only", "hash"),
         Workload {
             name: "(c) an index on a column of 8 values: BIGINT key (hashed only) + TINYINT + VARBINARY(100)",
             scans: false,
             table: r#"{"name":"events","primary_key":["id"],"primary_key_index":"hash","columns":[
                 {"name":"id","type":"BIGINT"},{"name":"status","type":"TINYINT"},{"name":"v","type":"VARBINARY(100)"}],
-                "indexes":[{"name":"by_status","columns":["status"]}]}"#,
+                "indexes":[{"name":"by_status","columns":["status"]}]}"#
+                .to_owned(),
             rows: 1_000_000,
             key: |i| Value::Int(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) as i64 >> 1),
             row: status_row,
@@ -183,11 +178,7 @@ fn run(rt: &tokio::runtime::Runtime, w: &Workload) -> Result {
     let table: Arc<Table> = rt.block_on(async {
         let db = DatabaseName::parse("bench").unwrap();
         engine.create_database(&db, None).await.unwrap();
-        let def: TableDef = if w.table.ends_with(r#""columns":"#) {
-            serde_json::from_str(&usertable(w.table)).unwrap()
-        } else {
-            serde_json::from_str(w.table).unwrap()
-        };
+        let def: TableDef = serde_json::from_str(&w.table).unwrap();
         engine.create_table(&db, def).await.unwrap()
     });
 

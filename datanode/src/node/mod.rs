@@ -513,12 +513,7 @@ impl Engine {
                 }
             }
         }
-        let table = Arc::new(Table {
-            id: old.id,
-            database: Arc::clone(&old.database),
-            layout,
-            fragments: old.fragments.clone(),
-        });
+        let table = old.with_layout(layout);
         // Only now may scans find it.
         self.catalog_mut().replace_table(Arc::clone(&table));
         self.save_catalog().await?;
@@ -545,12 +540,7 @@ impl Engine {
             .ok_or_else(no_such)?;
         def.indexes.remove(at);
         let layout = Arc::new(Layout::new(def));
-        let table = Arc::new(Table {
-            id: old.id,
-            database: Arc::clone(&old.database),
-            layout: Arc::clone(&layout),
-            fragments: old.fragments.clone(),
-        });
+        let table = old.with_layout(Arc::clone(&layout));
         self.catalog_mut().replace_table(Arc::clone(&table));
         let name: Arc<str> = index.into();
         self.workers()

@@ -405,17 +405,10 @@ fn an_index_added_while_rows_change_holds_every_row_once() {
     rt.block_on(async {
         let engine = engine();
         let (t, g) = table_of(&engine, without_index()).await;
-        let mut batch = engine.tc().batch();
-        for id in 0..6000 {
-            batch
-                .insert(&t, &values(&(id, Some((id % 13) as i32), "a".into())))
-                .unwrap();
-        }
-        engine
-            .tc()
-            .execute(&g, &mut batch, Commit::Each)
-            .await
-            .unwrap();
+        let loaded: Vec<Row> = (0..6000)
+            .map(|id| (id, Some((id % 13) as i32), "a".into()))
+            .collect();
+        insert(&engine, &t, &g, &loaded).await;
         // Writes go on while the index is built — updates that move rows,
         // inserts, deletes, and transactions of several rows — and every
         // one of them succeeds.
@@ -507,17 +500,10 @@ fn an_index_the_memory_quota_cannot_hold_leaves_nothing() {
     rt.block_on(async {
         let engine = engine();
         let (t, g) = table_of(&engine, without_index()).await;
-        let mut batch = engine.tc().batch();
-        for id in 0..20_000 {
-            batch
-                .insert(&t, &values(&(id, Some(id as i32), "a".into())))
-                .unwrap();
-        }
-        engine
-            .tc()
-            .execute(&g, &mut batch, Commit::Each)
-            .await
-            .unwrap();
+        let loaded: Vec<Row> = (0..20_000)
+            .map(|id| (id, Some(id as i32), "a".into()))
+            .collect();
+        insert(&engine, &t, &g, &loaded).await;
         let held = t.database.memory_bytes();
         let quota = shoal_quota::Quota {
             in_memory_bytes: Some(held + 2 * PAGE_SIZE as u64),

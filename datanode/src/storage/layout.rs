@@ -250,6 +250,23 @@ impl Layout {
         })
     }
 
+    /// Sets on fixed part `slot` the columns present in `presence` (their
+    /// null bits, and the fixed-size ones' values) from fixed part `new`;
+    /// key columns never change.
+    pub(crate) fn apply_fixed(&self, slot: &mut [u8], new: &[u8], presence: &[u8]) {
+        for (c, col) in self.columns.iter().enumerate() {
+            let c = c as u16;
+            if !super::codec::is_present(presence, c) || self.key.contains(&c) {
+                continue;
+            }
+            self.set_null(slot, c, self.is_null(new, c));
+            if let Place::Fixed { offset, width } = col.place {
+                let range = offset as usize..(offset + width) as usize;
+                slot[range.clone()].copy_from_slice(&new[range]);
+            }
+        }
+    }
+
     /// Builds in `out` the var part of a row whose columns present in
     /// `presence` are those of var part `new`, the others those of `old`.
     pub(crate) fn merge_var(&self, old: &[u8], new: &[u8], presence: &[u8], out: &mut Vec<u8>) {

@@ -135,6 +135,16 @@ impl Table {
         &self.layout.def.name
     }
 
+    /// The same table with `layout`: its indexes changed, its rows not.
+    pub(crate) fn with_layout(&self, layout: Arc<Layout>) -> Arc<Table> {
+        Arc::new(Table {
+            id: self.id,
+            database: Arc::clone(&self.database),
+            layout,
+            fragments: self.fragments.clone(),
+        })
+    }
+
     /// The ordered index with this name (`PRIMARY`: the primary key's).
     pub(crate) fn index_order(&self, name: &str) -> Option<&OrderedLayout> {
         let i = self.layout.ordered_index(name)?;

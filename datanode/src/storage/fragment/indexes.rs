@@ -29,7 +29,7 @@ use crate::storage::fixed::{FixedPart, RowRef};
 use crate::storage::layout::{self, Layout, Place, ROW_HEADER};
 use crate::storage::ordered::{Entry, OrderedTree};
 use crate::storage::page::Page;
-use crate::storage::var::{VarPart, VarRef};
+use crate::storage::var::VarPart;
 use crate::types::AUTOCOMMIT;
 
 /// Values of an index's columns, each as the column stores it (`None`: NULL).
@@ -132,7 +132,7 @@ impl<'a> Version<'a> {
             Place::Var { index } => {
                 let var = match self.var {
                     Var::Bytes(var) => var,
-                    Var::In(part) => part.get(var_ref(self.fixed)),
+                    Var::In(part) => part.get(Fragment::var_ref(self.fixed)),
                 };
                 layout::var_column(var, layout.n_var, index as usize)
             }
@@ -145,7 +145,7 @@ impl<'a> Rows<'a> {
         if self.layout.n_var == 0 {
             &[]
         } else {
-            self.var.get(var_ref(fixed))
+            self.var.get(Fragment::var_ref(fixed))
         }
     }
 
@@ -190,14 +190,6 @@ impl<'a> Rows<'a> {
             ord => ord,
         }
     }
-}
-
-fn var_ref(fixed: &[u8]) -> VarRef {
-    u32::from_le_bytes(
-        fixed[ROW_HEADER..ROW_HEADER + 4]
-            .try_into()
-            .expect("4 bytes"),
-    )
 }
 
 /// Orders two versions of rows by `columns`: NULL before every value.
@@ -333,25 +325,34 @@ impl Fragment {
         self.building[i].is_none_or(|next| r < next)
     }
 
-    /// The indexes that hold row `r`'s entries.
-    fn holding(&self, r: RowRef) -> Vec<usize> {
-        (0..self.ordered.len())
-            .filter(|&i| self.holds(i, r))
-            .collect()
+    /// The first index from `i` on that holds row `r`'s entries. (Index
+    /// positions, not an iterator over `self`: the callers change the
+    /// trees as they go.)
+    fn next_holding(&self, mut i: usize, r: RowRef) -> Option<usize> {
+        while i < self.ordered.len() {
+            if self.holds(i, r) {
+                return Some(i);
+            }
+            i += 1;
+        }
+        None
     }
 
     /// Puts a new row into every ordered index, or into none if a page it
     /// needs cannot be had.
     pub(super) fn index_new(&mut self, r: RowRef) -> Result<(), OpError> {
         let entry = Entry::current(r);
-        let holding = self.holding(r);
-        for (n, &i) in holding.iter().enumerate() {
+        let mut at = self.next_holding(0, r);
+        while let Some(i) = at {
             if let Err(e) = self.put_entry(i, entry) {
-                for &j in &holding[..n] {
+                let mut undo = self.next_holding(0, r);
+                while let Some(j) = undo.filter(|&j| j < i) {
                     self.take_entry(j, entry);
+                    undo = self.next_holding(j + 1, r);
                 }
                 return Err(e);
             }
+            at = self.next_holding(i + 1, r);
         }
         Ok(())
     }
@@ -376,21 +377,25 @@ impl Fragment {
 
     /// Takes row `r`, which is going, out of every index.
     pub(super) fn unindex(&mut self, r: RowRef) {
-        for i in self.holding(r) {
+        let mut at = self.next_holding(0, r);
+        while let Some(i) = at {
             if self.has_committed_entry(i, r) {
                 self.take_entry(i, Entry::committed(r));
             }
             self.take_entry(i, Entry::current(r));
+            at = self.next_holding(i + 1, r);
         }
     }
 
     /// A transaction's change to row `r` becomes the committed one: its
     /// committed entries go. Called while the row's lock is still there.
     pub(super) fn index_commit(&mut self, r: RowRef) {
-        for i in self.holding(r) {
+        let mut at = self.next_holding(0, r);
+        while let Some(i) = at {
             if self.has_committed_entry(i, r) {
                 self.take_entry(i, Entry::committed(r));
             }
+            at = self.next_holding(i + 1, r);
         }
     }
 
@@ -398,11 +403,13 @@ impl Fragment {
     /// stands, the current one goes and the committed one takes its name.
     /// Called while the row still holds the transaction's version.
     pub(super) fn index_abort(&mut self, r: RowRef) {
-        for i in self.holding(r) {
+        let mut at = self.next_holding(0, r);
+        while let Some(i) = at {
             if self.has_committed_entry(i, r) {
                 self.take_entry(i, Entry::current(r));
                 self.relabel_entry(i, Entry::committed(r), Entry::current(r));
             }
+            at = self.next_holding(i + 1, r);
         }
     }
 
@@ -425,17 +432,7 @@ impl Fragment {
         let (new_fixed, new_var) = image.split_at(layout.slot_size);
         // The row as it will be, beside the row as it is.
         let mut fixed = self.fixed.slot(r).to_vec();
-        for (c, col) in layout.columns.iter().enumerate() {
-            let c = c as u16;
-            if !is_present(presence, c) || layout.key.contains(&c) {
-                continue;
-            }
-            layout.set_null(&mut fixed, c, layout.is_null(new_fixed, c));
-            if let Place::Fixed { offset, width } = col.place {
-                let range = offset as usize..(offset + width) as usize;
-                fixed[range.clone()].copy_from_slice(&new_fixed[range]);
-            }
-        }
+        layout.apply_fixed(&mut fixed, new_fixed, presence);
         let var_changes = layout.sets_var(presence);
         let mut var = std::mem::take(&mut self.merged);
         let old_var = self.var_of(self.fixed.slot(r));
@@ -493,7 +490,7 @@ impl Fragment {
             }
         }
         self.reserve(need)?;
-        let old_ref = (self.layout.n_var > 0).then(|| var_ref(self.fixed.slot(r)));
+        let old_ref = (self.layout.n_var > 0).then(|| Fragment::var_ref(self.fixed.slot(r)));
         let new_ref = if var_changes {
             match self.var.insert(&self.pages, var) {
                 Ok(v) => Some(v),
@@ -533,7 +530,7 @@ impl Fragment {
         if let (Some(old), Some(_)) = (old_ref, new_ref) {
             let committed = (self.locks.get(&r))
                 .and_then(|l| l.committed.as_deref())
-                .map(var_ref);
+                .map(Fragment::var_ref);
             if committed != Some(old) {
                 self.var.free(old);
             }

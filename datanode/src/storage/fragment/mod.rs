@@ -22,7 +22,7 @@ use super::codec::{self, is_present};
 use super::fixed::{FixedPart, RowRef};
 use super::image;
 use super::index::{self, HashIndex};
-use super::layout::{LIVE, LOCKED, Layout, Place, ROW_HEADER};
+use super::layout::{LIVE, LOCKED, Layout, ROW_HEADER};
 use super::ordered::{self, OrderedTree};
 use super::page::{PAGE_SIZE, Page, PageSource};
 use super::var::{VarPart, VarRef};
@@ -473,18 +473,7 @@ impl Fragment {
             self.fixed.slot_mut(r)[ROW_HEADER..ROW_HEADER + 4]
                 .copy_from_slice(&new_ref.to_le_bytes());
         }
-        let slot = self.fixed.slot_mut(r);
-        for (c, col) in layout.columns.iter().enumerate() {
-            let c = c as u16;
-            if !is_present(presence, c) || layout.key.contains(&c) {
-                continue;
-            }
-            layout.set_null(slot, c, layout.is_null(new_fixed, c));
-            if let Place::Fixed { offset, width } = col.place {
-                let range = offset as usize..(offset + width) as usize;
-                slot[range.clone()].copy_from_slice(&new_fixed[range]);
-            }
-        }
+        layout.apply_fixed(self.fixed.slot_mut(r), new_fixed, presence);
         Ok(())
     }
 
