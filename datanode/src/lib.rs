@@ -24,6 +24,7 @@ mod ldm;
 mod log;
 mod node;
 mod server;
+mod sql;
 mod storage;
 mod tc;
 mod types;

@@ -48,6 +48,8 @@ pub(crate) use self::workers::{FragmentImage, Workers};
 use crate::log::changes::Buckets;
 use crate::log::redo::RedoLog;
 use crate::log::{ChangeLog, Mark};
+use crate::sql::agg::{Groups, Program};
+use crate::sql::eval::EvalError;
 use crate::storage::fixed::RowRef;
 use crate::storage::fragment::{Bound, FragmentMemory, IndexChunk};
 use crate::storage::layout::Layout;
@@ -164,6 +166,30 @@ pub(crate) struct ScanChunk {
     pub(crate) out: Vec<u8>,
     /// Where the next step starts; `None` when the fragment is done.
     pub(crate) next: Option<RowRef>,
+}
+
+/// Where a step of an aggregation reads its rows.
+#[derive(Debug, Clone)]
+pub(crate) enum Walk {
+    /// The fragment's rows from this position on, in no order.
+    Rows(RowRef),
+    /// The rows of an ordered index from a bound (the start if `None`) up
+    /// to another (the end if `None`), in index order.
+    Index {
+        index: Arc<str>,
+        from: Option<Bound>,
+        to: Option<Arc<Bound>>,
+    },
+}
+
+/// One step of an aggregation over one fragment: its partial groups, the
+/// rows (or index entries) it examined, and where the next step starts
+/// (`None`: the fragment is done).
+#[derive(Debug)]
+pub(crate) struct AggStep {
+    pub(crate) groups: Groups,
+    pub(crate) examined: usize,
+    pub(crate) next: Option<Walk>,
 }
 
 /// One step of a walk over a fragment's rows: what it found and where the
@@ -344,6 +370,16 @@ pub(crate) enum Msg {
         limit: usize,
         max_bytes: usize,
         reply: oneshot::Sender<Option<IndexChunk>>,
+    },
+    /// A step of an aggregation (see `sql`): the fragment's rows along
+    /// `walk` run through `program`. `None` if the fragment or the index
+    /// is gone.
+    Aggregate {
+        table: TableId,
+        slot: u32,
+        program: Arc<Program>,
+        walk: Walk,
+        reply: oneshot::Sender<Option<Result<AggStep, EvalError>>>,
     },
     /// Answers an image of a fragment and where in the redo log replay must
     /// start to bring it up to date: once no transaction holds rows on this

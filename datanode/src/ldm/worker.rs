@@ -13,10 +13,12 @@ use super::waits::Waits;
 const COPY_BYTES: usize = 1 << 20;
 
 use super::{
-    AUTOCOMMIT, CopyStep, FragmentReport, Job, JobOutcome, Mode, Msg, OpBatch, OpKind, OpResult,
-    ScanChunk, Span, TxnId,
+    AUTOCOMMIT, AggStep, CopyStep, FragmentReport, Job, JobOutcome, Mode, Msg, OpBatch, OpKind,
+    OpResult, ScanChunk, Span, TxnId, Walk,
 };
 use crate::log::{ChangeLog, Mark, changes};
+use crate::sql::agg::{Groups, Program};
+use crate::sql::eval::{EvalError, Row};
 use crate::storage::OpError;
 use crate::storage::fixed::RowRef;
 use crate::storage::fragment::Fragment;
@@ -353,6 +355,18 @@ impl Worker {
                     Some(f.scan_index(i, from.as_ref(), to.as_deref(), limit, max_bytes))
                 });
                 let _ = reply.send(chunk);
+            }
+            Msg::Aggregate {
+                table,
+                slot,
+                program,
+                walk,
+                reply,
+            } => {
+                let step = self
+                    .fragment(table, slot)
+                    .and_then(|f| aggregate(f, &program, walk));
+                let _ = reply.send(step);
             }
             #[cfg(test)]
             Msg::Inspect { reply } => {
@@ -710,4 +724,47 @@ pub(crate) mod failpoint {
             panic!("failpoint {PANIC_KEY} reached");
         }
     }
+}
+
+/// A step of an aggregation over fragment `f`: its rows along `walk` run
+/// through `program`. `None` if the index walked is gone.
+fn aggregate(f: &Fragment, program: &Program, walk: Walk) -> Option<Result<AggStep, EvalError>> {
+    let layout = f.layout();
+    let (mut groups, mut key, mut failed) = (Groups::default(), Vec::new(), None);
+    let mut seen = 0;
+    let mut add = |fixed: &[u8], var: &[u8]| {
+        seen += 1;
+        let row = Row { layout, fixed, var };
+        match program.add_row(row, &mut groups, &mut key) {
+            Ok(_) => true,
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        }
+    };
+    let (examined, next) = match walk {
+        Walk::Rows(from) => {
+            let next = f.each_visible(from, &mut add);
+            (None, next.map(Walk::Rows))
+        }
+        Walk::Index { index, from, to } => {
+            let i = f.ordered_index(&index)?;
+            let (examined, next) = f.walk_index(i, from.as_ref(), to.as_deref(), &mut add);
+            let next = next.map(|from| Walk::Index {
+                index,
+                from: Some(from),
+                to,
+            });
+            (Some(examined), next)
+        }
+    };
+    if let Some(e) = failed {
+        return Some(Err(e));
+    }
+    Some(Ok(AggStep {
+        groups,
+        examined: examined.unwrap_or(seen),
+        next,
+    }))
 }

@@ -8,12 +8,14 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::{
-    CopyStep, Failure, FragmentPlace, FragmentReport, Job, JobOutcome, Ldm, Mode, Msg, NodeFailed,
-    Only, OpBatch, ScanChunk,
+    AggStep, CopyStep, Failure, FragmentPlace, FragmentReport, Job, JobOutcome, Ldm, Mode, Msg,
+    NodeFailed, Only, OpBatch, ScanChunk, Walk,
 };
 use crate::log::ChangeLog;
 use crate::log::changes::Buckets;
 use crate::log::redo::Lsn;
+use crate::sql::agg::Program;
+use crate::sql::eval::EvalError;
 use crate::storage::fixed::RowRef;
 use crate::storage::fragment::{Bound, IndexChunk};
 use crate::storage::layout::Layout;
@@ -404,6 +406,33 @@ impl Workers {
             chunks.push(self.answer(wait).await?);
         }
         Ok(chunks)
+    }
+
+    /// A step of an aggregation of table `id` in each of `steps`'
+    /// fragments, along its walk, all at once: each fragment's partial
+    /// groups, `None` where the fragment or the index is gone.
+    pub(crate) async fn aggregate(
+        &self,
+        id: TableId,
+        program: &Arc<Program>,
+        steps: Vec<(FragmentPlace, Walk)>,
+    ) -> Result<Vec<Option<Result<AggStep, EvalError>>>, NodeFailed> {
+        let waits: Vec<_> = (steps.into_iter())
+            .map(|(place, walk)| {
+                self.ask(place.ldm as usize, |reply| Msg::Aggregate {
+                    table: id,
+                    slot: place.slot,
+                    program: Arc::clone(program),
+                    walk,
+                    reply,
+                })
+            })
+            .collect();
+        let mut steps = Vec::with_capacity(waits.len());
+        for wait in waits {
+            steps.push(self.answer(wait).await?);
+        }
+        Ok(steps)
     }
 
     /// Sends the next rows of a fragment, from `from`, to node `to`, which

@@ -534,14 +534,14 @@ fn order_of(ty: ColumnType) -> Order {
 }
 
 /// A little-endian signed integer of up to 16 bytes.
-fn le_signed(b: &[u8]) -> i128 {
+pub(crate) fn le_signed(b: &[u8]) -> i128 {
     let mut buf = [if b[b.len() - 1] & 0x80 != 0 { 0xff } else { 0 }; 16];
     buf[..b.len()].copy_from_slice(b);
     i128::from_le_bytes(buf)
 }
 
 /// A little-endian unsigned integer of up to 16 bytes.
-fn le_unsigned(b: &[u8]) -> u128 {
+pub(crate) fn le_unsigned(b: &[u8]) -> u128 {
     let mut buf = [0; 16];
     buf[..b.len()].copy_from_slice(b);
     u128::from_le_bytes(buf)

@@ -16,6 +16,7 @@
 pub(crate) mod batch;
 mod governance;
 mod range;
+mod ronsql;
 pub(crate) mod schema;
 mod transaction;
 
@@ -30,6 +31,7 @@ use self::batch::{Batch, Cost, OperationError, memory_quota_error};
 use self::governance::Counters;
 pub(crate) use self::governance::LATENCY_BOUNDS_US;
 pub use self::range::{RangePage, RangeScan};
+pub(crate) use self::ronsql::QueryError;
 pub use self::schema::{Database, Table, Tenant};
 use crate::ldm::{AUTOCOMMIT, Mode, NodeFailed, Workers};
 use crate::log::Mark;

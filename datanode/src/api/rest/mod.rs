@@ -26,6 +26,7 @@
 //! answer given back (`forward`); reads are served from the local replica,
 //! which holds every acknowledged write.
 
+mod ronsql;
 mod scan;
 
 use std::collections::HashMap;
@@ -129,6 +130,7 @@ pub(crate) fn router(engine: Engine, cluster: Cluster, limits: Limits) -> Router
         .route(Batched::Writes.path(), batch_route(Batched::Writes))
         .route(Batched::Deletes.path(), batch_route(Batched::Deletes))
         .route("/0.1.0/transaction", post(transaction))
+        .route("/0.1.0/ronsql", post(ronsql::ronsql))
         .route("/0.1.0/{db}/{table}/scan", post(scan::scan))
         .route("/0.1.0/{db}/{table}/{op}", post(single))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route") })

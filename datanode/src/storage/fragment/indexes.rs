@@ -552,10 +552,35 @@ impl Fragment {
         limit: usize,
         max_bytes: usize,
     ) -> IndexChunk {
+        let mut chunk = IndexChunk::default();
+        let (rows, out) = (&mut chunk.rows, &mut chunk.out);
+        let (examined, next) = self.walk_index(i, from, to, |fixed, var| {
+            let begin = out.len();
+            out.extend_from_slice(fixed);
+            out.extend_from_slice(var);
+            rows.push((begin as u32, (out.len() - begin) as u32));
+            rows.len() < limit && out.len() < max_bytes
+        });
+        chunk.examined = examined;
+        chunk.next = next;
+        chunk
+    }
+
+    /// Calls `row` with the fixed and var part of each row of index `i`
+    /// from `from` (the start if `None`) up to `to` (the end if `None`), as
+    /// committed, in index order, until it answers false or a step's worth
+    /// of entries are examined. Answers the entries examined and where the
+    /// next step starts (`None`: the range is done).
+    pub(crate) fn walk_index(
+        &self,
+        i: usize,
+        from: Option<&Bound>,
+        to: Option<&Bound>,
+        mut row: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> (usize, Option<Bound>) {
         let rows = self.rows();
         let layout = &*self.layout;
         let order = &layout.ordered[i].order;
-        let mut chunk = IndexChunk::default();
         let from_prefix = from.map(|b| {
             let mut prefix = KeyPrefix::default();
             for (&c, v) in order.iter().zip(&b.values) {
@@ -580,33 +605,26 @@ impl Fragment {
                 ord => ord.is_gt(),
             },
         };
-        let mut last = None;
+        let (mut examined, mut last, mut more) = (0, None, true);
         for e in self.ordered[i].from(start) {
-            if chunk.examined == INDEX_SCAN_STEP
-                || chunk.rows.len() == limit
-                || chunk.out.len() >= max_bytes
-            {
-                chunk.next = last.map(|row| Bound {
+            if examined == INDEX_SCAN_STEP || !more {
+                let next = last.map(|row| Bound {
                     values: key_of(layout, order, row),
                     inclusive: false,
                 });
-                return chunk;
+                return (examined, next);
             }
             let at = rows.version(e);
             if past_end(at) {
-                return chunk;
+                return (examined, None);
             }
-            chunk.examined += 1;
+            examined += 1;
             last = Some(at);
-            let Some((fixed, var)) = self.shown(i, e) else {
-                continue;
-            };
-            let begin = chunk.out.len();
-            chunk.out.extend_from_slice(fixed);
-            chunk.out.extend_from_slice(var);
-            (chunk.rows).push((begin as u32, (chunk.out.len() - begin) as u32));
+            if let Some((fixed, var)) = self.shown(i, e) {
+                more = row(fixed, var);
+            }
         }
-        chunk
+        (examined, None)
     }
 
     /// The version of its row a reader sees at entry `e` of index `i`: the

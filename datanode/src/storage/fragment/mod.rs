@@ -622,10 +622,6 @@ impl Fragment {
         self.fixed.next_live(at)
     }
 
-    /// Calls `row` with the key, fixed part and var part of each committed
-    /// row from position `from` on, until it answers false or a step's
-    /// worth of rows are examined: where to go on (`None` at the end of the
-    /// fragment).
     /// Where a row's values start in its fixed part: the header and the
     /// reference to its var part before them are this node's own, not the
     /// row's (two nodes holding the same row differ there).
@@ -633,22 +629,39 @@ impl Fragment {
         self.layout.null_offset
     }
 
+    /// Calls `row` with the key, fixed part and var part of each committed
+    /// row from position `from` on, until it answers false or a step's
+    /// worth of rows are examined: where to go on (`None` at the end of the
+    /// fragment).
     pub(crate) fn each_row(
         &self,
         from: RowRef,
         mut row: impl FnMut(&[u8], &[u8], &[u8]) -> bool,
     ) -> Option<RowRef> {
-        let mut at = from;
         let mut key = Vec::new();
+        self.each_visible(from, |fixed, var| {
+            key.clear();
+            self.layout.key_of(fixed, var, &mut key);
+            row(&key, fixed, var)
+        })
+    }
+
+    /// Calls `row` with the fixed and var part of each committed row from
+    /// position `from` on, until it answers false or a step's worth of rows
+    /// are examined: where to go on (`None` at the end of the fragment).
+    pub(crate) fn each_visible(
+        &self,
+        from: RowRef,
+        mut row: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Option<RowRef> {
+        let mut at = from;
         for _ in 0..SCAN_STEP {
             let r = self.fixed.next_live(at)?;
             at = r + 1;
             let Some((fixed, var)) = self.visible(AUTOCOMMIT, r) else {
                 continue;
             };
-            key.clear();
-            self.layout.key_of(fixed, var, &mut key);
-            if !row(&key, fixed, var) {
+            if !row(fixed, var) {
                 break;
             }
         }
@@ -693,6 +706,10 @@ impl Fragment {
     }
 
     /// The position of the ordered index with this name.
+    pub(crate) fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
     pub(crate) fn ordered_index(&self, name: &str) -> Option<usize> {
         self.layout.ordered_index(name)
     }

@@ -1,0 +1,140 @@
+//! RonSQL: one single-table SELECT that aggregates, evaluated where the
+//! rows are.
+//!
+//! The text is parsed by `sqlparser` and planned against the table
+//! (`plan`): a filter, GROUP BY columns and aggregates make a `Program`
+//! that every fragment's LDM worker runs over its own rows, a step at a
+//! time (`agg`, `eval`); the coordinator merges the partial groups and
+//! sorts, cuts and writes the answer (`print`). When the WHERE clause
+//! bounds the leading columns of an ordered index, only that range is
+//! read. Rows are read committed, as scans read them, and each one
+//! examined is charged as a read.
+//!
+//! Everything a query can take is bounded: its text, its tokens and
+//! nesting, its IN lists, its groups (count and bytes) and its time.
+
+pub(crate) mod agg;
+pub(crate) mod eval;
+pub(crate) mod plan;
+pub(crate) mod print;
+
+use std::time::Duration;
+
+/// Most groups a query may make.
+pub(crate) const MAX_GROUPS: usize = 100_000;
+/// Most bytes its groups may hold, about.
+pub(crate) const MAX_GROUP_BYTES: usize = 64 << 20;
+/// Longest a query may run.
+pub(crate) const MAX_TIME: Duration = Duration::from_secs(10);
+
+/// What kind of error a query met (RonDB's error classes): what a client
+/// can do about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Class {
+    /// The text is not SQL.
+    Syntax,
+    /// It is SQL, but names what is not there or mixes types.
+    Semantic,
+    /// It is SQL that RonSQL does not run.
+    Unsupported,
+    /// It asks for more than a query may take.
+    TooLarge,
+    /// It ran out of time.
+    Resource,
+}
+
+impl Class {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Class::Syntax => "syntax",
+            Class::Semantic => "semantic",
+            Class::Unsupported => "unsupported",
+            Class::TooLarge => "too_large",
+            Class::Resource => "resource",
+        }
+    }
+
+    pub(crate) fn code(self) -> &'static str {
+        match self {
+            Class::Syntax => "SQL_SYNTAX",
+            Class::Semantic => "SQL_SEMANTIC",
+            Class::Unsupported => "SQL_UNSUPPORTED",
+            Class::TooLarge => "SQL_TOO_LARGE",
+            Class::Resource => "SQL_RESOURCE",
+        }
+    }
+
+    pub(crate) fn http_status(self) -> u16 {
+        match self {
+            Class::Syntax | Class::Semantic | Class::Unsupported => 400,
+            Class::TooLarge => 413,
+            Class::Resource => 503,
+        }
+    }
+}
+
+/// Why a query was refused or failed; nothing was changed either way.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub(crate) struct SqlError {
+    pub(crate) class: Class,
+    pub(crate) message: String,
+}
+
+impl SqlError {
+    pub(crate) fn new(class: Class, message: impl Into<String>) -> Self {
+        SqlError {
+            class,
+            message: message.into(),
+        }
+    }
+}
+
+/// Whether a query may, must or must not be explained (RonDB's
+/// `explainMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ExplainMode {
+    /// SELECT runs; EXPLAIN SELECT explains.
+    Allow,
+    /// SELECT runs; EXPLAIN SELECT is refused.
+    Forbid,
+    /// SELECT is refused; EXPLAIN SELECT explains.
+    Require,
+    /// Both run: EXPLAIN is ignored.
+    Remove,
+    /// Both explain.
+    Force,
+}
+
+impl ExplainMode {
+    pub(crate) fn parse(name: &str) -> Option<ExplainMode> {
+        Some(match name {
+            "ALLOW" => ExplainMode::Allow,
+            "FORBID" => ExplainMode::Forbid,
+            "REQUIRE" => ExplainMode::Require,
+            "REMOVE" => ExplainMode::Remove,
+            "FORCE" => ExplainMode::Force,
+            _ => return None,
+        })
+    }
+
+    /// Whether a query that does (`explain`) or does not say EXPLAIN is
+    /// explained, or why it is refused.
+    pub(crate) fn explains(self, explain: bool) -> Result<bool, SqlError> {
+        match (self, explain) {
+            (ExplainMode::Allow, e) => Ok(e),
+            (ExplainMode::Forbid, true) => Err(SqlError::new(
+                Class::Unsupported,
+                "EXPLAIN is forbidden by explainMode FORBID",
+            )),
+            (ExplainMode::Forbid, false) => Ok(false),
+            (ExplainMode::Require, false) => Err(SqlError::new(
+                Class::Unsupported,
+                "explainMode REQUIRE takes only EXPLAIN SELECT",
+            )),
+            (ExplainMode::Require, true) => Ok(true),
+            (ExplainMode::Remove, _) => Ok(false),
+            (ExplainMode::Force, _) => Ok(true),
+        }
+    }
+}

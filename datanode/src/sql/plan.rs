@@ -1,0 +1,1049 @@
+//! From SQL text to a plan: the statement parsed by `sqlparser` (MySQL's
+//! dialect), checked against the table, and turned into the program every
+//! fragment runs, how the rows are reached, and what the coordinator does
+//! with the groups at the end.
+//!
+//! What is outside the subset is refused by name, never half-understood:
+//! every part of the parsed statement is either taken or answered with an
+//! `unsupported` error.
+
+use std::sync::Arc;
+
+use sqlparser::ast::{
+    self, BinaryOperator, DuplicateTreatment, FunctionArg, FunctionArgExpr, FunctionArguments,
+    GroupByExpr, LimitClause, ObjectName, ObjectNamePart, OrderByKind, SelectItem, SetExpr,
+    Statement, TableFactor, UnaryOperator,
+};
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::Tokenizer;
+
+use super::agg::{Aggregate, Func, Program};
+use super::eval::{self, Arith, Cmp, Datum, Expr, Pred, Scalar, TimeKind, Ty};
+use super::{Class, SqlError};
+use crate::storage::codec;
+use crate::storage::fragment::Bound;
+use crate::storage::layout::Layout;
+use crate::tc::Table;
+use crate::types::value::{Date, DateTime, Decimal, Timestamp, Value};
+
+/// Longest query text, in bytes.
+pub(crate) const MAX_QUERY_BYTES: usize = 64 << 10;
+/// Most tokens in a query: bounds how deep the parsed tree can be.
+pub(crate) const MAX_TOKENS: usize = 4096;
+/// Deepest nesting of expressions.
+pub(crate) const MAX_DEPTH: usize = 64;
+/// Most values in one IN list.
+pub(crate) const MAX_IN_LIST: usize = 1000;
+/// Most expressions in the SELECT list, GROUP BY or ORDER BY.
+pub(crate) const MAX_ITEMS: usize = 64;
+
+/// How a query's rows are reached.
+#[derive(Debug, Clone)]
+pub(crate) enum Access {
+    /// Every row of every fragment.
+    Full,
+    /// The rows of an ordered index between bounds.
+    Range {
+        name: String,
+        lower: Option<Bound>,
+        upper: Option<Bound>,
+        /// The bounds as SQL, for EXPLAIN.
+        shown: String,
+    },
+}
+
+/// Where an output (or a sort key) comes from in a finished group.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Source {
+    /// The group's value of its `i`th GROUP BY column.
+    Group(usize),
+    /// The `i`th aggregate's value.
+    Aggregate(usize),
+    /// A SUM divided by a COUNT, with the SUM argument's type.
+    Avg { sum: usize, count: usize, ty: Ty },
+}
+
+/// A column of the answer.
+#[derive(Debug, Clone)]
+pub(crate) struct Output {
+    pub(crate) name: String,
+    pub(crate) source: Source,
+}
+
+/// A planned query.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    /// EXPLAIN: describe the plan instead of running it.
+    pub(crate) explain: bool,
+    pub(crate) table: Arc<Table>,
+    pub(crate) program: Arc<Program>,
+    pub(crate) access: Access,
+    pub(crate) outputs: Vec<Output>,
+    /// Sort keys, ascending or not.
+    pub(crate) order: Vec<(Source, bool)>,
+    pub(crate) limit: Option<u64>,
+    pub(crate) offset: u64,
+    /// The WHERE clause as SQL, for EXPLAIN.
+    pub(crate) filter_sql: Option<String>,
+}
+
+fn syntax(message: impl Into<String>) -> SqlError {
+    SqlError::new(Class::Syntax, message)
+}
+
+fn semantic(message: impl Into<String>) -> SqlError {
+    SqlError::new(Class::Semantic, message)
+}
+
+fn unsupported(what: impl std::fmt::Display) -> SqlError {
+    SqlError::new(Class::Unsupported, format!("{what} is not supported"))
+}
+
+fn too_large(message: impl Into<String>) -> SqlError {
+    SqlError::new(Class::TooLarge, message)
+}
+
+/// Parses one statement: a SELECT, or EXPLAIN of one.
+pub(crate) fn parse(text: &str) -> Result<(bool, ast::Query), SqlError> {
+    if text.len() > MAX_QUERY_BYTES {
+        return Err(too_large(format!(
+            "the query is {} bytes; at most {MAX_QUERY_BYTES} are taken",
+            text.len()
+        )));
+    }
+    let dialect = MySqlDialect {};
+    // Counted before parsing: a flat chain of operators parses into a tree
+    // as deep as it is long, which no later check could bound.
+    let tokens = Tokenizer::new(&dialect, text)
+        .tokenize()
+        .map_err(|e| syntax(format!("syntax error: {e}")))?;
+    if tokens.len() > MAX_TOKENS {
+        return Err(too_large(format!(
+            "the query has {} tokens; at most {MAX_TOKENS} are taken",
+            tokens.len()
+        )));
+    }
+    let mut statements = Parser::new(&dialect)
+        .with_recursion_limit(MAX_DEPTH)
+        .with_tokens(tokens)
+        .parse_statements()
+        .map_err(|e| match e {
+            ParserError::RecursionLimitExceeded => too_large(format!(
+                "the query is nested deeper than {MAX_DEPTH} levels"
+            )),
+            ParserError::TokenizerError(m) | ParserError::ParserError(m) => {
+                syntax(format!("syntax error: {m}"))
+            }
+        })?;
+    if statements.len() != 1 {
+        return Err(syntax(format!(
+            "one statement is taken; this has {}",
+            statements.len()
+        )));
+    }
+    match statements.pop().expect("one statement") {
+        Statement::Query(q) => Ok((false, *q)),
+        Statement::Explain {
+            statement,
+            analyze: false,
+            verbose: false,
+            query_plan: false,
+            estimate: false,
+            format: None,
+            options: None,
+            ..
+        } => match *statement {
+            Statement::Query(q) => Ok((true, *q)),
+            _ => Err(unsupported("EXPLAIN of anything but a SELECT")),
+        },
+        Statement::Explain { .. } => Err(unsupported("EXPLAIN with options")),
+        _ => Err(unsupported(
+            "a statement other than SELECT (RonSQL only reads)",
+        )),
+    }
+}
+
+/// The table a query reads, as named in its FROM: `(database, table)`.
+pub(crate) fn table_of(query: &ast::Query) -> Result<(Option<String>, String), SqlError> {
+    let select = select_of(query)?;
+    let [from] = select.from.as_slice() else {
+        return Err(if select.from.is_empty() {
+            semantic("the query reads no table: it needs a FROM")
+        } else {
+            unsupported("reading more than one table")
+        });
+    };
+    if !from.joins.is_empty() {
+        return Err(unsupported("JOIN"));
+    }
+    let TableFactor::Table {
+        name,
+        args: None,
+        with_hints,
+        version: None,
+        with_ordinality: false,
+        partitions,
+        json_path: None,
+        sample: None,
+        index_hints,
+        ..
+    } = &from.relation
+    else {
+        return Err(unsupported(
+            "FROM anything but a table (subqueries, functions)",
+        ));
+    };
+    if !with_hints.is_empty() || !partitions.is_empty() || !index_hints.is_empty() {
+        return Err(unsupported("table hints and partitions"));
+    }
+    let parts = name_parts(name)?;
+    match parts.as_slice() {
+        [table] => Ok((None, table.clone())),
+        [db, table] => Ok((Some(db.clone()), table.clone())),
+        _ => Err(semantic(format!("'{name}' is not a table name"))),
+    }
+}
+
+fn name_parts(name: &ObjectName) -> Result<Vec<String>, SqlError> {
+    (name.0.iter())
+        .map(|p| match p {
+            ObjectNamePart::Identifier(i) => Ok(i.value.clone()),
+            ObjectNamePart::Function(_) => Err(unsupported("a function in a name")),
+        })
+        .collect()
+}
+
+fn select_of(query: &ast::Query) -> Result<&ast::Select, SqlError> {
+    if query.with.is_some() {
+        return Err(unsupported("WITH (common table expressions)"));
+    }
+    if query.fetch.is_some()
+        || !query.locks.is_empty()
+        || query.for_clause.is_some()
+        || query.settings.is_some()
+        || query.format_clause.is_some()
+        || !query.pipe_operators.is_empty()
+    {
+        return Err(unsupported("FETCH, FOR UPDATE and other query modifiers"));
+    }
+    match query.body.as_ref() {
+        SetExpr::Select(select) => Ok(select),
+        SetExpr::Query(_) => Err(unsupported("a parenthesized query")),
+        SetExpr::SetOperation { .. } => Err(unsupported("UNION, EXCEPT and INTERSECT")),
+        _ => Err(unsupported("a query that is not a SELECT")),
+    }
+}
+
+/// What planning one query keeps track of.
+struct Planner<'a> {
+    layout: &'a Layout,
+    /// Names the query may qualify columns with: the table's, its alias.
+    qualifiers: Vec<String>,
+    group_by: Vec<u16>,
+    aggregates: Vec<Aggregate>,
+    /// Each aggregate's function and argument as SQL: the same aggregate
+    /// written twice is computed once.
+    aggregate_keys: Vec<String>,
+}
+
+/// Plans a parsed query over `table`.
+pub(crate) fn plan(explain: bool, query: &ast::Query, table: Arc<Table>) -> Result<Plan, SqlError> {
+    let select = select_of(query)?;
+    let layout = Arc::clone(&table.layout);
+    let mut qualifiers = vec![table.name().to_string()];
+    if let Some([from]) = Some(select.from.as_slice())
+        && let TableFactor::Table {
+            alias: Some(alias), ..
+        } = &from.relation
+    {
+        if !alias.columns.is_empty() {
+            return Err(unsupported("column aliases on a table"));
+        }
+        qualifiers = vec![alias.name.value.clone()];
+    }
+    let mut p = Planner {
+        layout: &layout,
+        qualifiers,
+        group_by: Vec::new(),
+        aggregates: Vec::new(),
+        aggregate_keys: Vec::new(),
+    };
+    if select.distinct.is_some() {
+        return Err(unsupported(
+            "SELECT DISTINCT (GROUP BY the columns instead)",
+        ));
+    }
+    if select.top.is_some()
+        || select.into.is_some()
+        || select.exclude.is_some()
+        || !select.lateral_views.is_empty()
+        || select.prewhere.is_some()
+        || !select.cluster_by.is_empty()
+        || !select.distribute_by.is_empty()
+        || !select.sort_by.is_empty()
+        || !select.named_window.is_empty()
+        || select.qualify.is_some()
+        || select.connect_by.is_some()
+        || select.value_table_mode.is_some()
+    {
+        return Err(unsupported("this SELECT clause"));
+    }
+    if select.having.is_some() {
+        return Err(unsupported("HAVING"));
+    }
+    match &select.group_by {
+        GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => {
+            if exprs.len() > MAX_ITEMS {
+                return Err(too_large(format!(
+                    "GROUP BY has {} columns; at most {MAX_ITEMS}",
+                    exprs.len()
+                )));
+            }
+            for e in exprs {
+                let c = p.column_ref(e)?.ok_or_else(|| {
+                    unsupported(format!("GROUP BY '{e}': only columns can be grouped by"))
+                })?;
+                if !p.group_by.contains(&c) {
+                    p.group_by.push(c);
+                }
+            }
+        }
+        _ => return Err(unsupported("GROUP BY ALL and GROUP BY modifiers")),
+    }
+    let filter = select
+        .selection
+        .as_ref()
+        .map(|w| p.pred(w, 0))
+        .transpose()?;
+    if select.projection.len() > MAX_ITEMS {
+        return Err(too_large(format!(
+            "the SELECT list has {} items; at most {MAX_ITEMS}",
+            select.projection.len()
+        )));
+    }
+    let mut outputs = Vec::with_capacity(select.projection.len());
+    for item in &select.projection {
+        let (expr, name) = match item {
+            SelectItem::UnnamedExpr(e) => (e, e.to_string()),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, alias.value.clone()),
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
+                return Err(unsupported(
+                    "SELECT * (name the GROUP BY columns and aggregates to answer)",
+                ));
+            }
+        };
+        let source = p.output(expr)?;
+        outputs.push(Output { name, source });
+    }
+    if p.aggregates.is_empty() && p.group_by.is_empty() {
+        return Err(unsupported(
+            "a query without aggregates or GROUP BY (RonSQL aggregates rows; use /scan to read them)",
+        ));
+    }
+    let order = match &query.order_by {
+        None => Vec::new(),
+        Some(order_by) => {
+            if order_by.interpolate.is_some() {
+                return Err(unsupported("INTERPOLATE"));
+            }
+            let OrderByKind::Expressions(exprs) = &order_by.kind else {
+                return Err(unsupported("ORDER BY ALL"));
+            };
+            if exprs.len() > MAX_ITEMS {
+                return Err(too_large(format!(
+                    "ORDER BY has {} items; at most {MAX_ITEMS}",
+                    exprs.len()
+                )));
+            }
+            let mut order = Vec::with_capacity(exprs.len());
+            for e in exprs {
+                if e.options.nulls_first.is_some() || e.with_fill.is_some() {
+                    return Err(unsupported("NULLS FIRST/LAST and WITH FILL"));
+                }
+                let source = p.sort_key(&e.expr, &outputs)?;
+                order.push((source, e.options.asc != Some(false)));
+            }
+            order
+        }
+    };
+    let (limit, offset) = limit_of(query.limit_clause.as_ref())?;
+    let access = match &filter {
+        Some(f) => choose_access(&layout, f),
+        None => Access::Full,
+    };
+    let program = Arc::new(Program {
+        filter,
+        group_by: p.group_by,
+        aggregates: p.aggregates,
+    });
+    Ok(Plan {
+        explain,
+        table,
+        program,
+        access,
+        outputs,
+        order,
+        limit,
+        offset,
+        filter_sql: select.selection.as_ref().map(ToString::to_string),
+    })
+}
+
+fn limit_of(clause: Option<&LimitClause>) -> Result<(Option<u64>, u64), SqlError> {
+    let number = |e: &ast::Expr, what: &str| match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => n
+                .parse::<u64>()
+                .map_err(|_| semantic(format!("{what} must be a whole number, not {n}"))),
+            other => Err(semantic(format!(
+                "{what} must be a whole number, not {other}"
+            ))),
+        },
+        other => Err(unsupported(format!("{what} '{other}' (only a number)"))),
+    };
+    match clause {
+        None => Ok((None, 0)),
+        Some(LimitClause::LimitOffset {
+            limit,
+            offset,
+            limit_by,
+        }) => {
+            if !limit_by.is_empty() {
+                return Err(unsupported("LIMIT BY"));
+            }
+            let limit = limit.as_ref().map(|l| number(l, "LIMIT")).transpose()?;
+            let offset = offset
+                .as_ref()
+                .map(|o| number(&o.value, "OFFSET"))
+                .transpose()?
+                .unwrap_or(0);
+            Ok((limit, offset))
+        }
+        Some(LimitClause::OffsetCommaLimit { offset, limit }) => {
+            Ok((Some(number(limit, "LIMIT")?), number(offset, "OFFSET")?))
+        }
+    }
+}
+
+impl Planner<'_> {
+    /// The column an expression names, if it is a column reference.
+    fn column_ref(&self, e: &ast::Expr) -> Result<Option<u16>, SqlError> {
+        let (qualifier, name) = match e {
+            ast::Expr::Identifier(i) => (None, &i.value),
+            ast::Expr::CompoundIdentifier(parts) => match parts.as_slice() {
+                [t, c] => (Some(&t.value), &c.value),
+                _ => return Err(unsupported(format!("the column name '{e}'"))),
+            },
+            ast::Expr::Nested(inner) => return self.column_ref(inner),
+            _ => return Ok(None),
+        };
+        if let Some(q) = qualifier
+            && !self.qualifiers.iter().any(|t| t == q)
+        {
+            return Err(semantic(format!(
+                "'{q}' is not the table the query reads (it reads '{}')",
+                self.qualifiers[0]
+            )));
+        }
+        let c = self
+            .layout
+            .column_index(name)
+            .or_else(|| {
+                (self.layout.def.columns.iter())
+                    .position(|c| c.name.as_str().eq_ignore_ascii_case(name))
+                    .map(|c| c as u16)
+            })
+            .ok_or_else(|| {
+                semantic(format!(
+                    "could not find column '{name}' in table '{}'",
+                    self.layout.def.name
+                ))
+            })?;
+        Ok(Some(c))
+    }
+
+    fn column_ty(&self, c: u16) -> Ty {
+        Ty::of_column(self.layout.columns[c as usize].ty)
+    }
+
+    /// A value expression and its type; constants folded.
+    fn value(&self, e: &ast::Expr, depth: usize) -> Result<(Expr, Ty), SqlError> {
+        if depth > MAX_DEPTH {
+            return Err(too_large(format!(
+                "an expression is nested deeper than {MAX_DEPTH} levels"
+            )));
+        }
+        if let Some(c) = self.column_ref(e)? {
+            return Ok((Expr::Column(c), self.column_ty(c)));
+        }
+        match e {
+            ast::Expr::Value(v) => literal(&v.value),
+            ast::Expr::TypedString(t) => match &t.value.value {
+                // DATE '…' and TIMESTAMP '…' are read as the column they
+                // meet reads a string.
+                ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => Ok((
+                    Expr::Literal(Scalar::Text(s.as_bytes().to_vec().into())),
+                    Ty::Text,
+                )),
+                _ => Err(unsupported(format!("the literal '{e}'"))),
+            },
+            ast::Expr::Nested(inner) => self.value(inner, depth + 1),
+            ast::Expr::UnaryOp { op, expr } => {
+                let (x, ty) = self.value(expr, depth + 1)?;
+                match op {
+                    UnaryOperator::Plus if ty.is_numeric() => Ok((x, ty)),
+                    UnaryOperator::Minus if ty.is_numeric() => match x {
+                        Expr::Literal(v) => {
+                            let v = if v.is_null() {
+                                v
+                            } else {
+                                eval::negate(&v).map_err(|e| semantic(e.0))?
+                            };
+                            Ok((Expr::Literal(v), ty))
+                        }
+                        x => Ok((Expr::Neg(Box::new(x)), ty)),
+                    },
+                    UnaryOperator::Plus | UnaryOperator::Minus => Err(semantic(format!(
+                        "'{e}': {} is not a number",
+                        ty.describe()
+                    ))),
+                    _ => Err(unsupported(format!("the operator {op}"))),
+                }
+            }
+            ast::Expr::BinaryOp { left, op, right } => {
+                let op = match op {
+                    BinaryOperator::Plus => Arith::Add,
+                    BinaryOperator::Minus => Arith::Sub,
+                    BinaryOperator::Multiply => Arith::Mul,
+                    BinaryOperator::Divide => Arith::Div,
+                    BinaryOperator::Modulo => Arith::Mod,
+                    BinaryOperator::Eq
+                    | BinaryOperator::NotEq
+                    | BinaryOperator::Lt
+                    | BinaryOperator::LtEq
+                    | BinaryOperator::Gt
+                    | BinaryOperator::GtEq
+                    | BinaryOperator::And
+                    | BinaryOperator::Or => {
+                        return Err(unsupported(format!("a condition used as a value ('{e}')")));
+                    }
+                    other => return Err(unsupported(format!("the operator {other}"))),
+                };
+                let (a, at) = self.value(left, depth + 1)?;
+                let (b, bt) = self.value(right, depth + 1)?;
+                let ty = op.result(at, bt).ok_or_else(|| {
+                    semantic(format!(
+                        "'{e}': {} {} {} is not arithmetic on numbers",
+                        at.describe(),
+                        op.symbol(),
+                        bt.describe()
+                    ))
+                })?;
+                if let (Expr::Literal(x), Expr::Literal(y)) = (&a, &b) {
+                    let v = if x.is_null() || y.is_null() {
+                        Scalar::Null
+                    } else {
+                        eval::arith(op, x, y)
+                            .map_err(|err| semantic(format!("'{e}': {}", err.0)))?
+                    };
+                    return Ok((Expr::Literal(v), ty));
+                }
+                Ok((Expr::Arith(op, Box::new(a), Box::new(b)), ty))
+            }
+            ast::Expr::Function(f) => {
+                if aggregate_func(f).is_some() {
+                    Err(semantic(format!(
+                        "'{e}': an aggregate is allowed only in the SELECT list and ORDER BY"
+                    )))
+                } else {
+                    Err(unsupported(format!("the function {}", f.name)))
+                }
+            }
+            _ => Err(unsupported(format!("the expression '{e}'"))),
+        }
+    }
+
+    /// A condition.
+    fn pred(&self, e: &ast::Expr, depth: usize) -> Result<Pred, SqlError> {
+        if depth > MAX_DEPTH {
+            return Err(too_large(format!(
+                "a condition is nested deeper than {MAX_DEPTH} levels"
+            )));
+        }
+        let boxed = |p| Ok::<_, SqlError>(Box::new(p));
+        match e {
+            ast::Expr::Nested(inner) => self.pred(inner, depth + 1),
+            ast::Expr::BinaryOp { left, op, right } => {
+                let cmp = match op {
+                    BinaryOperator::And => {
+                        return Ok(Pred::And(
+                            boxed(self.pred(left, depth + 1)?)?,
+                            boxed(self.pred(right, depth + 1)?)?,
+                        ));
+                    }
+                    BinaryOperator::Or => {
+                        return Ok(Pred::Or(
+                            boxed(self.pred(left, depth + 1)?)?,
+                            boxed(self.pred(right, depth + 1)?)?,
+                        ));
+                    }
+                    BinaryOperator::Eq => Cmp::Eq,
+                    BinaryOperator::NotEq => Cmp::Ne,
+                    BinaryOperator::Lt => Cmp::Lt,
+                    BinaryOperator::LtEq => Cmp::Le,
+                    BinaryOperator::Gt => Cmp::Gt,
+                    BinaryOperator::GtEq => Cmp::Ge,
+                    BinaryOperator::Plus
+                    | BinaryOperator::Minus
+                    | BinaryOperator::Multiply
+                    | BinaryOperator::Divide
+                    | BinaryOperator::Modulo => {
+                        return Err(unsupported(format!(
+                            "a number used as a condition ('{e}'); compare it instead"
+                        )));
+                    }
+                    other => return Err(unsupported(format!("the operator {other}"))),
+                };
+                let a = self.value(left, depth + 1)?;
+                let b = self.value(right, depth + 1)?;
+                let (a, b) = comparable(a, b, e)?;
+                Ok(Pred::Cmp(cmp, a, b))
+            }
+            ast::Expr::UnaryOp {
+                op: UnaryOperator::Not,
+                expr,
+            } => Ok(Pred::Not(boxed(self.pred(expr, depth + 1)?)?)),
+            ast::Expr::IsNull(x) => Ok(Pred::IsNull(self.value(x, depth + 1)?.0, false)),
+            ast::Expr::IsNotNull(x) => Ok(Pred::IsNull(self.value(x, depth + 1)?.0, true)),
+            ast::Expr::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
+                let x = self.value(expr, depth + 1)?;
+                let (lo, a) = comparable(self.value(low, depth + 1)?, x.clone(), e)?;
+                let (hi, b) = comparable(self.value(high, depth + 1)?, x, e)?;
+                let within = Pred::And(
+                    Box::new(Pred::Cmp(Cmp::Ge, a, lo)),
+                    Box::new(Pred::Cmp(Cmp::Le, b, hi)),
+                );
+                Ok(if *negated {
+                    Pred::Not(Box::new(within))
+                } else {
+                    within
+                })
+            }
+            ast::Expr::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                if list.len() > MAX_IN_LIST {
+                    return Err(too_large(format!(
+                        "an IN list has {} values; at most {MAX_IN_LIST} are taken",
+                        list.len()
+                    )));
+                }
+                let x = self.value(expr, depth + 1)?;
+                let mut values = Vec::with_capacity(list.len());
+                let mut has_null = false;
+                let mut target = x.0.clone();
+                for item in list {
+                    let v = self.value(item, depth + 1)?;
+                    let (t, v) = comparable(x.clone(), v, e)?;
+                    target = t;
+                    match v {
+                        Expr::Literal(Scalar::Null) => has_null = true,
+                        Expr::Literal(v) => values.push(v),
+                        _ => return Err(unsupported("an IN list of anything but constants")),
+                    }
+                }
+                Ok(Pred::In {
+                    expr: target,
+                    list: values,
+                    has_null,
+                    negated: *negated,
+                })
+            }
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::Boolean(b) => Ok(Pred::Const(Some(*b))),
+                ast::Value::Null => Ok(Pred::Const(None)),
+                _ => Err(unsupported(format!(
+                    "a constant used as a condition ('{e}')"
+                ))),
+            },
+            ast::Expr::IsTrue(_) | ast::Expr::IsFalse(_) | ast::Expr::IsUnknown(_) => {
+                Err(unsupported("IS TRUE, IS FALSE and IS UNKNOWN"))
+            }
+            ast::Expr::Like { .. } | ast::Expr::ILike { .. } => Err(unsupported("LIKE")),
+            ast::Expr::Subquery(_) | ast::Expr::InSubquery { .. } | ast::Expr::Exists { .. } => {
+                Err(unsupported("subqueries"))
+            }
+            other => Err(unsupported(format!(
+                "'{other}' as a condition (compare it with something)"
+            ))),
+        }
+    }
+
+    /// An item of the SELECT list.
+    fn output(&mut self, e: &ast::Expr) -> Result<Source, SqlError> {
+        if let Some(c) = self.column_ref(e)? {
+            return (self.group_by.iter().position(|&g| g == c))
+                .map(Source::Group)
+                .ok_or_else(|| {
+                    semantic(format!(
+                        "the SELECT list names column '{}' outside an aggregate and not in GROUP BY",
+                        self.layout.def.columns[c as usize].name
+                    ))
+                });
+        }
+        match e {
+            ast::Expr::Nested(inner) => self.output(inner),
+            ast::Expr::Function(f) => self.aggregate(f, e),
+            _ => Err(unsupported(format!(
+                "the SELECT item '{e}' (only GROUP BY columns and aggregates are answered)"
+            ))),
+        }
+    }
+
+    /// An aggregate of the SELECT list or ORDER BY.
+    fn aggregate(&mut self, f: &ast::Function, e: &ast::Expr) -> Result<Source, SqlError> {
+        let Some(name) = aggregate_func(f) else {
+            return Err(unsupported(format!("the function {}", f.name)));
+        };
+        if f.filter.is_some()
+            || f.over.is_some()
+            || f.null_treatment.is_some()
+            || !f.within_group.is_empty()
+            || !matches!(f.parameters, FunctionArguments::None)
+        {
+            return Err(unsupported(format!(
+                "'{e}': FILTER, OVER and other aggregate modifiers"
+            )));
+        }
+        let FunctionArguments::List(list) = &f.args else {
+            return Err(semantic(format!("'{e}' needs one argument")));
+        };
+        if matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct)) {
+            return Err(unsupported(format!("'{e}': {name}(DISTINCT …)")));
+        }
+        if !list.clauses.is_empty() {
+            return Err(unsupported(format!("'{e}': clauses inside an aggregate")));
+        }
+        let [FunctionArg::Unnamed(arg)] = list.args.as_slice() else {
+            return Err(semantic(format!("'{e}' takes exactly one argument")));
+        };
+        let arg = match arg {
+            FunctionArgExpr::Wildcard if name == "COUNT" => None,
+            FunctionArgExpr::Wildcard | FunctionArgExpr::QualifiedWildcard(_) => {
+                return Err(semantic(format!("'{e}': only COUNT takes *")));
+            }
+            FunctionArgExpr::Expr(x) => Some(self.value(x, 1)?),
+        };
+        let ty = arg.as_ref().map_or(Ty::Int, |(_, ty)| *ty);
+        if matches!(name, "SUM" | "AVG") && !ty.is_numeric() {
+            return Err(semantic(format!(
+                "'{e}': {name} of {} (it takes numbers)",
+                ty.describe()
+            )));
+        }
+        let arg = arg.map(|(x, _)| x);
+        let mut add = |func: Func| {
+            let key = format!("{}({:?})", func.name(), arg);
+            if let Some(i) = self.aggregate_keys.iter().position(|k| *k == key) {
+                return i;
+            }
+            self.aggregate_keys.push(key);
+            self.aggregates.push(Aggregate {
+                func,
+                arg: arg.clone(),
+                ty,
+            });
+            self.aggregates.len() - 1
+        };
+        Ok(match name {
+            "COUNT" => Source::Aggregate(add(Func::Count)),
+            "SUM" => Source::Aggregate(add(Func::Sum)),
+            "MIN" => Source::Aggregate(add(Func::Min)),
+            "MAX" => Source::Aggregate(add(Func::Max)),
+            _ => Source::Avg {
+                sum: add(Func::Sum),
+                count: add(Func::Count),
+                ty,
+            },
+        })
+    }
+
+    /// An ORDER BY item: a position in the SELECT list, an output's alias,
+    /// a GROUP BY column, or an aggregate.
+    fn sort_key(&mut self, e: &ast::Expr, outputs: &[Output]) -> Result<Source, SqlError> {
+        if let ast::Expr::Value(v) = e
+            && let ast::Value::Number(n, _) = &v.value
+        {
+            return (n.parse::<usize>().ok())
+                .filter(|&i| (1..=outputs.len()).contains(&i))
+                .map(|i| outputs[i - 1].source)
+                .ok_or_else(|| {
+                    semantic(format!(
+                        "ORDER BY {n}: the SELECT list has {} items",
+                        outputs.len()
+                    ))
+                });
+        }
+        if let ast::Expr::Identifier(i) = e
+            && let Some(o) = outputs
+                .iter()
+                .find(|o| o.name.eq_ignore_ascii_case(&i.value))
+        {
+            return Ok(o.source);
+        }
+        if let Some(c) = self.column_ref(e)? {
+            return (self.group_by.iter().position(|&g| g == c))
+                .map(Source::Group)
+                .ok_or_else(|| {
+                    semantic(format!(
+                        "ORDER BY column '{}', which is not in GROUP BY",
+                        self.layout.def.columns[c as usize].name
+                    ))
+                });
+        }
+        match e {
+            ast::Expr::Function(f) => self.aggregate(f, e),
+            _ => Err(unsupported(format!(
+                "ORDER BY '{e}' (only outputs, GROUP BY columns and aggregates)"
+            ))),
+        }
+    }
+}
+
+/// The aggregate a function call is, by its name in capitals.
+fn aggregate_func(f: &ast::Function) -> Option<&'static str> {
+    let [ObjectNamePart::Identifier(name)] = f.name.0.as_slice() else {
+        return None;
+    };
+    ["COUNT", "SUM", "MIN", "MAX", "AVG"]
+        .into_iter()
+        .find(|n| name.value.eq_ignore_ascii_case(n))
+}
+
+/// A literal value and its type.
+fn literal(v: &ast::Value) -> Result<(Expr, Ty), SqlError> {
+    let lit = |v: Datum, ty| Ok((Expr::Literal(v), ty));
+    match v {
+        ast::Value::Number(n, _) => {
+            if n.contains(['e', 'E']) {
+                let x: f64 = n
+                    .parse()
+                    .ok()
+                    .filter(|x: &f64| x.is_finite())
+                    .ok_or_else(|| semantic(format!("{n} is not a finite number")))?;
+                lit(Scalar::Double(x), Ty::Double)
+            } else if let Some(point) = n.find('.') {
+                let scale = (n.len() - point - 1) as u8;
+                if scale > eval::MAX_SCALE {
+                    return Err(semantic(format!(
+                        "{n} has more than {} digits after the point",
+                        eval::MAX_SCALE
+                    )));
+                }
+                let m = Decimal::parse(n, 38, scale).map_err(semantic)?;
+                lit(Scalar::Decimal(m, scale), Ty::Decimal(scale))
+            } else {
+                let v: i128 = n
+                    .parse()
+                    .ok()
+                    .filter(|v| (i128::from(i64::MIN)..=i128::from(u64::MAX)).contains(v))
+                    .ok_or_else(|| semantic(format!("{n} is out of range for an integer")))?;
+                lit(Scalar::Int(v), Ty::Int)
+            }
+        }
+        ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
+            lit(Scalar::Text(s.as_bytes().to_vec().into()), Ty::Text)
+        }
+        ast::Value::Boolean(b) => lit(Scalar::Int(i128::from(*b)), Ty::Int),
+        ast::Value::Null => lit(Scalar::Null, Ty::Null),
+        other => Err(unsupported(format!("the literal {other}"))),
+    }
+}
+
+/// Two operands made comparable: a string constant met by a date or time
+/// becomes one, read as the column's type reads it; other mixes of types
+/// are refused rather than coerced.
+fn comparable(
+    (a, at): (Expr, Ty),
+    (b, bt): (Expr, Ty),
+    whole: &ast::Expr,
+) -> Result<(Expr, Expr), SqlError> {
+    let timed = |kind: TimeKind, e: Expr| -> Result<Expr, SqlError> {
+        let Expr::Literal(Scalar::Text(text)) = &e else {
+            return Ok(e);
+        };
+        let text = String::from_utf8_lossy(text);
+        let v = match kind {
+            TimeKind::Date => Date::parse(&text).map(|d| i64::from(d.0)),
+            TimeKind::DateTime(_) => DateTime::parse(&text)
+                .or_else(|_| Date::parse(&text).map(|d| DateTime(i64::from(d.0) * 86_400_000_000)))
+                .map(|d| d.0),
+            TimeKind::Timestamp(_) => Timestamp::parse(&text)
+                .or_else(|_| Date::parse(&text).map(|d| Timestamp(i64::from(d.0) * 86_400_000_000)))
+                .map(|t| t.0),
+        }
+        .map_err(|m| semantic(format!("'{whole}': {m}")))?;
+        Ok(Expr::Literal(Scalar::Time(kind, v)))
+    };
+    match (at, bt) {
+        (Ty::Null, _) | (_, Ty::Null) => Ok((a, b)),
+        (x, y) if x.is_numeric() && y.is_numeric() => Ok((a, b)),
+        (Ty::Text, Ty::Text) | (Ty::Binary, Ty::Binary) => Ok((a, b)),
+        (Ty::Time(k), Ty::Time(l)) if std::mem::discriminant(&k) == std::mem::discriminant(&l) => {
+            Ok((a, b))
+        }
+        (Ty::Time(k), Ty::Text) if matches!(b, Expr::Literal(_)) => Ok((a, timed(k, b)?)),
+        (Ty::Text, Ty::Time(k)) if matches!(a, Expr::Literal(_)) => Ok((timed(k, a)?, b)),
+        (x, y) => Err(semantic(format!(
+            "'{whole}' compares {} with {}; Shoal does not convert between them",
+            x.describe(),
+            y.describe()
+        ))),
+    }
+}
+
+/// A constant as a column of the layout stores it, if it is exactly one.
+fn stored_as(layout: &Layout, c: u16, v: &Datum) -> Option<Vec<u8>> {
+    let value = match v {
+        Scalar::Null => return None,
+        Scalar::Int(x) => match i64::try_from(*x) {
+            Ok(x) => Value::Int(x),
+            Err(_) => Value::UInt(u64::try_from(*x).ok()?),
+        },
+        Scalar::Decimal(m, s) => Value::Decimal(Decimal {
+            mantissa: *m,
+            scale: *s,
+        }),
+        Scalar::Double(x) => Value::Double(*x),
+        Scalar::Text(b) => Value::Text(String::from_utf8(b.to_vec()).ok()?),
+        Scalar::Binary(b) => Value::Bytes(b.to_vec()),
+        Scalar::Time(TimeKind::Date, d) => Value::Date(Date(i32::try_from(*d).ok()?)),
+        Scalar::Time(TimeKind::DateTime(_), t) => Value::DateTime(DateTime(*t)),
+        Scalar::Time(TimeKind::Timestamp(_), t) => Value::Timestamp(Timestamp(*t)),
+    };
+    let bytes = codec::encode_operand(layout, c, &value).ok()?;
+    // Only a constant the column holds exactly bounds a scan: one it would
+    // round (2.5 for an INT) could shut out rows the filter lets in.
+    let back = eval::stored(layout.columns[c as usize].ty, &bytes);
+    (eval::compare(&back, v) == Some(std::cmp::Ordering::Equal)).then_some(bytes)
+}
+
+/// A bound a condition puts on one column: `column op constant`.
+struct Limit<'a> {
+    column: u16,
+    op: Cmp,
+    value: &'a Datum,
+}
+
+/// The conditions ANDed at the top of a filter that bound a column.
+fn limits<'a>(p: &'a Pred, out: &mut Vec<Limit<'a>>) {
+    match p {
+        Pred::And(a, b) => {
+            limits(a, out);
+            limits(b, out);
+        }
+        Pred::Cmp(op, Expr::Column(c), Expr::Literal(v)) if *op != Cmp::Ne => out.push(Limit {
+            column: *c,
+            op: *op,
+            value: v,
+        }),
+        Pred::Cmp(op, Expr::Literal(v), Expr::Column(c)) if *op != Cmp::Ne => out.push(Limit {
+            column: *c,
+            op: op.flip(),
+            value: v,
+        }),
+        _ => {}
+    }
+}
+
+/// The ordered index whose range lets the fewest rows through that the
+/// filter's top-level conditions allow: the most leading columns fixed by
+/// `=`, then a range on the next; the primary key's index on a tie. A full
+/// scan if no index helps. The filter still checks every row reached.
+fn choose_access(layout: &Layout, filter: &Pred) -> Access {
+    let mut found = Vec::new();
+    limits(filter, &mut found);
+    let mut best: Option<((usize, bool), Access)> = None;
+    for index in &layout.ordered {
+        let mut lower: Vec<Option<Vec<u8>>> = Vec::new();
+        let mut shown = Vec::new();
+        let mut equal = 0;
+        let name = |c: u16| layout.def.columns[c as usize].name.to_string();
+        for &c in &index.order[..index.columns] {
+            let eq = found.iter().find_map(|l| {
+                (l.column == c && l.op == Cmp::Eq)
+                    .then(|| stored_as(layout, c, l.value).map(|b| (b, l.value)))
+                    .flatten()
+            });
+            let Some((bytes, v)) = eq else { break };
+            lower.push(Some(bytes));
+            shown.push(format!("{} = {}", name(c), show(v)));
+            equal += 1;
+        }
+        let mut upper = lower.clone();
+        let (mut lower_inclusive, mut upper_inclusive) = (true, true);
+        let mut ranged = false;
+        if equal < index.columns {
+            let c = index.order[equal];
+            let bound = |ops: &[Cmp]| {
+                found.iter().find_map(|l| {
+                    (l.column == c && ops.contains(&l.op))
+                        .then(|| stored_as(layout, c, l.value).map(|b| (b, l)))
+                        .flatten()
+                })
+            };
+            if let Some((b, l)) = bound(&[Cmp::Gt, Cmp::Ge]) {
+                lower.push(Some(b));
+                lower_inclusive = l.op == Cmp::Ge;
+                shown.push(format!("{} {} {}", name(c), l.op.symbol(), show(l.value)));
+                ranged = true;
+            }
+            if let Some((b, l)) = bound(&[Cmp::Lt, Cmp::Le]) {
+                upper.push(Some(b));
+                upper_inclusive = l.op == Cmp::Le;
+                shown.push(format!("{} {} {}", name(c), l.op.symbol(), show(l.value)));
+                ranged = true;
+            }
+        }
+        if equal == 0 && !ranged {
+            continue;
+        }
+        let score = (equal, ranged);
+        let better = match &best {
+            None => true,
+            Some((s, _)) => score > *s,
+        };
+        if better {
+            let make = |values: Vec<Option<Vec<u8>>>, inclusive| {
+                (!values.is_empty()).then_some(Bound { values, inclusive })
+            };
+            best = Some((
+                score,
+                Access::Range {
+                    name: index.name.clone(),
+                    lower: make(lower, lower_inclusive),
+                    upper: make(upper, upper_inclusive),
+                    shown: shown.join(" AND "),
+                },
+            ));
+        }
+    }
+    best.map_or(Access::Full, |(_, access)| access)
+}
+
+/// A constant as SQL, for EXPLAIN.
+fn show(v: &Datum) -> String {
+    match v {
+        Scalar::Text(b) => format!("'{}'", String::from_utf8_lossy(b).replace('\'', "''")),
+        Scalar::Time(..) => format!("'{}'", super::print::plain(v)),
+        v => super::print::plain(v),
+    }
+}

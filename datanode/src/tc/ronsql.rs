@@ -1,0 +1,125 @@
+//! RonSQL in the coordinator: a planned query's program sent to every
+//! fragment at once, a step at a time, and the partial groups merged.
+//!
+//! A query is admitted as one read; every row (or index entry) a fragment
+//! examines is charged a read unit that the database's next reads pay,
+//! counted step by step so that a long query weighs on its database while
+//! it runs. The groups are bounded in number and bytes and the query in
+//! time; past a bound it fails with a clear error and nothing is answered.
+
+use std::time::Instant;
+
+use super::{Grant, Tc, TcError};
+use crate::ldm::Walk;
+use crate::sql::agg::Groups;
+use crate::sql::eval::Datum;
+use crate::sql::plan::{Access, Plan};
+use crate::sql::{Class, MAX_GROUP_BYTES, MAX_GROUPS, MAX_TIME, SqlError, print};
+
+/// Why a query failed: refused by the coordinator, or by the query's own
+/// bounds and values.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum QueryError {
+    #[error(transparent)]
+    Tc(#[from] TcError),
+    #[error(transparent)]
+    Sql(#[from] SqlError),
+}
+
+impl Tc {
+    /// Runs `plan` for the holder of `grant`: the answer's rows.
+    pub(crate) async fn ronsql(
+        &self,
+        grant: &Grant,
+        plan: &Plan,
+    ) -> Result<Vec<Vec<Datum>>, QueryError> {
+        self.serving()?;
+        let table = &plan.table;
+        let admitted = self.admit_scan(grant, &table.database).await?;
+        let started = Instant::now();
+        let walk = match &plan.access {
+            Access::Full => Walk::Rows(0),
+            Access::Range {
+                name, lower, upper, ..
+            } => Walk::Index {
+                index: name.as_str().into(),
+                from: lower.clone(),
+                to: upper.clone().map(std::sync::Arc::new),
+            },
+        };
+        let mut pending: Vec<_> = (table.fragments.iter())
+            .map(|&place| (place, walk.clone()))
+            .collect();
+        let mut groups = Groups::default();
+        let mut examined = 0u64;
+        let result = loop {
+            if pending.is_empty() {
+                plan.program.ensure_single_group(&mut groups);
+                break Ok(print::rows(plan, &groups));
+            }
+            if started.elapsed() > MAX_TIME {
+                break Err(SqlError::new(
+                    Class::Resource,
+                    format!(
+                        "the query ran longer than its limit of {} s; narrow its WHERE clause",
+                        MAX_TIME.as_secs()
+                    ),
+                )
+                .into());
+            }
+            let places: Vec<_> = pending.iter().map(|(place, _)| *place).collect();
+            let steps = match (self.inner.workers)
+                .aggregate(table.id, &plan.program, std::mem::take(&mut pending))
+                .await
+            {
+                Ok(steps) => steps,
+                Err(e) => break Err(TcError::from(e).into()),
+            };
+            let mut failed = None;
+            let mut step_examined = 0u64;
+            for (place, step) in places.into_iter().zip(steps) {
+                let step = match step {
+                    None => {
+                        failed = Some(SqlError::new(
+                            Class::Semantic,
+                            format!("table '{}' was dropped while the query ran", table.name()),
+                        ));
+                        break;
+                    }
+                    Some(Err(e)) => {
+                        failed = Some(SqlError::new(Class::Semantic, e.0));
+                        break;
+                    }
+                    Some(Ok(step)) => step,
+                };
+                step_examined += step.examined as u64;
+                if let Err(e) = groups.merge(&plan.program, step.groups) {
+                    failed = Some(SqlError::new(Class::Semantic, e.0));
+                    break;
+                }
+                if groups.len() > MAX_GROUPS || groups.bytes > MAX_GROUP_BYTES {
+                    failed = Some(SqlError::new(
+                        Class::TooLarge,
+                        format!(
+                            "the query makes more than {MAX_GROUPS} groups or {} MiB of them; group by fewer distinct values or narrow its WHERE clause",
+                            MAX_GROUP_BYTES >> 20
+                        ),
+                    ));
+                    break;
+                }
+                if let Some(next) = step.next {
+                    pending.push((place, next));
+                }
+            }
+            // The first row was paid for when the query was admitted.
+            let owed = step_examined.saturating_sub(u64::from(examined == 0));
+            examined += step_examined;
+            admitted.owe_reads(owed);
+            if let Some(e) = failed {
+                break Err(e.into());
+            }
+        };
+        self.finished(&admitted.db, started);
+        result
+    }
+}
