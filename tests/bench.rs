@@ -393,3 +393,43 @@ async fn ycsb_runs_against_a_running_shoal_with_a_tenants_key() {
         assert!(stderr.contains(says), "{list}: {stderr}");
     }
 }
+
+#[test]
+fn aggregate_answers_as_sqlite_and_duckdb_do_and_times_all_three() {
+    let out = tempfile::tempdir().unwrap();
+    let stdout = bench(
+        out.path(),
+        "aggregate --start --records 3000 --data-memory 64M",
+    );
+    assert!(stdout.contains("loaded 3000 lineitem rows"), "{stdout}");
+    for query in ["Q1", "Q6"] {
+        let line = (stdout.lines())
+            .find(|l| l.starts_with(query))
+            .unwrap_or_else(|| panic!("no {query} line: {stdout}"));
+        assert!(
+            line.contains("SQLite: equal") && line.contains("DuckDB: equal"),
+            "{line}"
+        );
+    }
+    let results = results(out.path());
+    assert_eq!(results["records"], 3000);
+    for engine in ["shoal", "sqlite", "duckdb"] {
+        for query in ["Q1", "Q6"] {
+            let run = &results[engine][query];
+            assert_eq!(run["ms"].as_array().unwrap().len(), 5, "{engine} {query}");
+            assert!(
+                !run["rows"].as_array().unwrap().is_empty(),
+                "{engine} {query}"
+            );
+        }
+    }
+    // Q1 groups by return flag and line status: A/F, N/O, R/F.
+    let flags: Vec<String> = (results["shoal"]["Q1"]["rows"].as_array().unwrap().iter())
+        .map(|r| format!("{}{}", r[0].as_str().unwrap(), r[1].as_str().unwrap()))
+        .collect();
+    assert_eq!(flags, ["AF", "NO", "RF"]);
+    assert!(
+        !out.path().join("lineitem.csv").exists(),
+        "the CSV is removed"
+    );
+}

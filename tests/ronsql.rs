@@ -504,10 +504,22 @@ async fn explain_names_the_index_range_and_the_modes_hold() {
         .post(
             &s.key,
             "ronsql",
-            explain("EXPLAIN SELECT SUM(b) FROM items WHERE id >= 10", "ALLOW"),
+            explain("EXPLAIN SELECT SUM(b) FROM items WHERE id >= 45", "ALLOW"),
         )
         .await;
     assert!(text.contains("`PRIMARY`"), "{text}");
+    // A range that holds most of the index is not worth walking.
+    let (_, _, text) = s
+        .post(
+            &s.key,
+            "ronsql",
+            explain("EXPLAIN SELECT SUM(b) FROM items WHERE id >= 2", "ALLOW"),
+        )
+        .await;
+    assert!(
+        text.contains("Full scan") && text.contains("narrow enough"),
+        "{text}"
+    );
     let (_, _, text) = s
         .post(
             &s.key,

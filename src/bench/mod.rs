@@ -1,6 +1,7 @@
 //! `shoal bench`: YCSB, batched key lookups and a multi-tenant noisy-neighbour
 //! run against a running Shoal (or a throwaway one, `--start`), over REST or
-//! the Redis protocol, swept over thread counts.
+//! the Redis protocol, swept over thread counts; and pushdown aggregation
+//! (`aggregate`) against SQLite and DuckDB on the same rows.
 //!
 //! A "thread" is one client with its own connection, issuing one request
 //! at a time. Without `--rate` each goes as fast as answers come (a closed
@@ -9,6 +10,7 @@
 //! not from when it was sent, so a server that stalls is charged for the
 //! requests it held back (no coordinated omission).
 
+mod aggregate;
 mod client;
 mod keys;
 mod multitenant;
@@ -52,6 +54,9 @@ pub(crate) enum Bench {
     Ycsb,
     /// `--tenants` databases, one flooding past its rate limit, the others steady within theirs.
     Multitenant,
+    /// TPC-H Q1 and Q6 over `--records` lineitem rows: RonSQL in Shoal, and
+    /// SQLite and DuckDB (through python3) on the same rows; answers compared.
+    Aggregate,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
@@ -208,6 +213,7 @@ pub(crate) async fn run(args: &BenchArgs) -> anyhow::Result<()> {
         (Bench::Multitenant, None) => Err(anyhow::anyhow!(
             "multitenant makes its tenants and sets their limits itself: run it with --start"
         )),
+        (Bench::Aggregate, cluster) => aggregate::run(args, cluster.as_ref()).await,
         (_, cluster) => sweep(args, cluster.as_ref()).await,
     };
     if let Some(cluster) = cluster {
@@ -274,7 +280,8 @@ fn plan_of(args: &BenchArgs) -> Plan {
             batch: args.batch as usize,
             distribution: args.distribution.unwrap_or(Distribution::Uniform),
         },
-        Bench::Ycsb | Bench::Multitenant => Plan::Ycsb(
+        // aggregate runs no operation mix of its own; its --workload is a's.
+        Bench::Ycsb | Bench::Multitenant | Bench::Aggregate => Plan::Ycsb(
             args.ycsb.mix(),
             args.distribution.unwrap_or(args.ycsb.distribution()),
         ),
@@ -286,6 +293,7 @@ fn title(args: &BenchArgs) -> String {
         Bench::Keylookup => format!("keylookup, batch {}", args.batch),
         Bench::Ycsb => format!("ycsb {:?}", args.ycsb).to_lowercase(),
         Bench::Multitenant => format!("multitenant, ycsb {:?}", args.ycsb).to_lowercase(),
+        Bench::Aggregate => "aggregate".into(),
     }
 }
 

@@ -116,6 +116,11 @@ impl Cluster {
     /// Signs up tenant `name` with database `name`, the `usertable` and a
     /// key; neither the tenant nor its database has limits (`set_quota`).
     pub(crate) async fn tenant(&self, name: &str) -> anyhow::Result<Tenant> {
+        self.tenant_with(name, &[usertable_schema()]).await
+    }
+
+    /// `tenant`, with `tables` instead of the `usertable`.
+    pub(crate) async fn tenant_with(&self, name: &str, tables: &[Value]) -> anyhow::Result<Tenant> {
         let url = format!("http://{}", self.control.addr);
         let email = format!("{name}@bench.shoal.local");
         let password = shoal_control_plane::auth::random_hex(12);
@@ -134,10 +139,12 @@ impl Cluster {
             .call(Method::PUT, &path, Some(unlimited()))
             .await?;
         tenant.create_database(name).await?;
-        let tables = format!("/databases/{name}/tables");
-        tenant
-            .call(Method::POST, &tables, Some(usertable_schema()))
-            .await?;
+        let path = format!("/databases/{name}/tables");
+        for table in tables {
+            tenant
+                .call(Method::POST, &path, Some(table.clone()))
+                .await?;
+        }
         let grant = json!({"name": "bench", "grants": [{"database": name, "role": "read_write"}]});
         let made = tenant.call(Method::POST, "/api-keys", Some(grant)).await?;
         let tenant = Tenant {

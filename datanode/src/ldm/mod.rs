@@ -381,6 +381,16 @@ pub(crate) enum Msg {
         walk: Walk,
         reply: oneshot::Sender<Option<Result<AggStep, EvalError>>>,
     },
+    /// About what share of ordered index `index` of a fragment lies between
+    /// two bounds (see `Fragment::range_share`); `None` if it is gone.
+    RangeShare {
+        table: TableId,
+        slot: u32,
+        index: Arc<str>,
+        from: Option<Bound>,
+        to: Option<Bound>,
+        reply: oneshot::Sender<Option<f64>>,
+    },
     /// Answers an image of a fragment and where in the redo log replay must
     /// start to bring it up to date: once no transaction holds rows on this
     /// worker (new transactions wait meanwhile). `None` if it is gone.

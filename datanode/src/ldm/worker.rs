@@ -368,6 +368,20 @@ impl Worker {
                     .and_then(|f| aggregate(f, &program, walk));
                 let _ = reply.send(step);
             }
+            Msg::RangeShare {
+                table,
+                slot,
+                index,
+                from,
+                to,
+                reply,
+            } => {
+                let share = self.fragment(table, slot).and_then(|f| {
+                    let i = f.ordered_index(&index)?;
+                    Some(f.range_share(i, from.as_ref(), to.as_ref()))
+                });
+                let _ = reply.send(share);
+            }
             #[cfg(test)]
             Msg::Inspect { reply } => {
                 let _ = reply.send((self.txns.len(), self.waits.parked()));

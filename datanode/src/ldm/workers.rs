@@ -435,6 +435,28 @@ impl Workers {
         Ok(steps)
     }
 
+    /// About what share of ordered index `index` of a fragment of table
+    /// `id` lies between two bounds; `None` if the fragment or the index is
+    /// gone.
+    pub(crate) async fn range_share(
+        &self,
+        id: TableId,
+        place: FragmentPlace,
+        index: &str,
+        from: Option<Bound>,
+        to: Option<Bound>,
+    ) -> Result<Option<f64>, NodeFailed> {
+        self.call(place.ldm, |reply| Msg::RangeShare {
+            table: id,
+            slot: place.slot,
+            index: index.into(),
+            from,
+            to,
+            reply,
+        })
+        .await
+    }
+
     /// Sends the next rows of a fragment, from `from`, to node `to`, which
     /// is catching up (see `Msg::Copy`).
     pub(crate) async fn copy(

@@ -68,7 +68,7 @@ impl State {
 
     /// Takes one non-null value in.
     fn add(&mut self, v: &Scalar<'_>) -> Result<(), EvalError> {
-        let too_big = || EvalError("a SUM is out of range".into());
+        let too_big = || EvalError::new("a SUM is out of range");
         match (self, v) {
             (State::Count(n), _) => *n += 1,
             (State::SumInt(sum), Scalar::Int(x)) => {
@@ -78,7 +78,7 @@ impl State {
                 let m = match *v {
                     Scalar::Decimal(m, t) if t == *s => m,
                     Scalar::Int(x) if *s == 0 => x,
-                    _ => return Err(EvalError("a SUM of mixed decimal scales".into())),
+                    _ => return Err(EvalError::new("a SUM of mixed decimal scales")),
                 };
                 *sum = Some(sum.unwrap_or(0).checked_add(m).ok_or_else(too_big)?);
             }
@@ -87,7 +87,7 @@ impl State {
                     Scalar::Double(x) => x,
                     Scalar::Int(x) => x as f64,
                     Scalar::Decimal(m, s) => m as f64 / 10f64.powi(i32::from(s)),
-                    _ => return Err(EvalError("a SUM of a value that is not a number".into())),
+                    _ => return Err(EvalError::new("a SUM of a value that is not a number")),
                 };
                 *sum = Some(sum.unwrap_or(0.0) + x);
             }
@@ -102,7 +102,7 @@ impl State {
                 }
             }
             (State::SumInt(_), _) => {
-                return Err(EvalError("a SUM of a value that is not a number".into()));
+                return Err(EvalError::new("a SUM of a value that is not a number"));
             }
         }
         Ok(())
@@ -110,7 +110,7 @@ impl State {
 
     /// Takes in another fragment's state of the same aggregate and group.
     fn merge(&mut self, other: State) -> Result<(), EvalError> {
-        let too_big = || EvalError("a SUM is out of range".into());
+        let too_big = || EvalError::new("a SUM is out of range");
         let sum = |a: Option<i128>, b: Option<i128>| match (a, b) {
             (Some(x), Some(y)) => x.checked_add(y).map(Some).ok_or_else(too_big),
             (x, y) => Ok(x.or(y)),
@@ -136,7 +136,7 @@ impl State {
                     *a = b;
                 }
             }
-            _ => return Err(EvalError("partial results of different queries".into())),
+            _ => return Err(EvalError::new("partial results of different queries")),
         }
         Ok(())
     }

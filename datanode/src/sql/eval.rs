@@ -15,13 +15,21 @@ use shoal_wire::schema::ColumnType;
 
 use crate::storage::codec;
 use crate::storage::layout::Layout;
+use crate::types::value::POW10;
 
 /// Largest scale a decimal result may have (MySQL's).
 pub(crate) const MAX_SCALE: u8 = 30;
 
-/// Why evaluating a row failed; the whole query fails with it.
+/// Why evaluating a row failed; the whole query fails with it. (Boxed:
+/// every value an expression answers travels in a `Result` with it.)
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct EvalError(pub(crate) String);
+pub(crate) struct EvalError(pub(crate) Box<str>);
+
+impl EvalError {
+    pub(crate) fn new(message: impl Into<Box<str>>) -> EvalError {
+        EvalError(message.into())
+    }
+}
 
 /// The kind of a date or time value, and its fractional digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,9 +256,11 @@ fn compare_decimals(m: i128, s: u8, n: i128, t: u8) -> Ordering {
 
 /// Both mantissas at the larger scale, and that scale.
 fn align(m: i128, s: u8, n: i128, t: u8) -> Option<(i128, i128, u8)> {
-    let scale = s.max(t);
-    let up = |v: i128, from: u8| v.checked_mul(10i128.checked_pow(u32::from(scale - from))?);
-    Some((up(m, s)?, up(n, t)?, scale))
+    match s.cmp(&t) {
+        Ordering::Equal => Some((m, n, s)),
+        Ordering::Less => Some((m.checked_mul(*POW10.get(usize::from(t - s))?)?, n, t)),
+        Ordering::Greater => Some((m, n.checked_mul(*POW10.get(usize::from(s - t))?)?, s)),
+    }
 }
 
 /// An arithmetic operator.
@@ -302,14 +312,14 @@ fn int_in_range(v: i128) -> Result<i128, EvalError> {
     if (i128::from(i64::MIN)..=i128::from(u64::MAX)).contains(&v) {
         Ok(v)
     } else {
-        Err(EvalError(format!(
+        Err(EvalError::new(format!(
             "an integer result is out of range ({v} is outside -2^63 to 2^64-1)"
         )))
     }
 }
 
 fn overflow(op: Arith) -> EvalError {
-    EvalError(format!(
+    EvalError::new(format!(
         "a decimal result of '{}' is out of range",
         op.symbol()
     ))
@@ -328,7 +338,7 @@ pub(crate) fn arith<'a>(
         } else if x.is_nan() {
             Ok(Null)
         } else {
-            Err(EvalError(format!(
+            Err(EvalError::new(format!(
                 "a floating-point result of '{}' is out of range",
                 op.symbol()
             )))
@@ -435,16 +445,33 @@ impl Expr {
                 v => negate(&v),
             },
             Expr::Arith(op, a, b) => {
-                let x = a.eval(row)?;
+                let x = match a.leaf(row) {
+                    Some(x) => x,
+                    None => a.eval(row)?,
+                };
                 if x.is_null() {
                     return Ok(Scalar::Null);
                 }
-                let y = b.eval(row)?;
+                let y = match b.leaf(row) {
+                    Some(y) => y,
+                    None => b.eval(row)?,
+                };
                 if y.is_null() {
                     return Ok(Scalar::Null);
                 }
                 arith(*op, &x, &y)
             }
+        }
+    }
+
+    /// The value of a column or a literal, without a call: most operands
+    /// of arithmetic are one.
+    #[inline(always)]
+    fn leaf<'a>(&'a self, row: Row<'a>) -> Option<Scalar<'a>> {
+        match self {
+            Expr::Column(c) => Some(column(row.layout, row.fixed, row.var, *c)),
+            Expr::Literal(v) => Some(v.clone()),
+            _ => None,
         }
     }
 }

@@ -50,6 +50,8 @@ pub(crate) enum Access {
         upper: Option<Bound>,
         /// The bounds as SQL, for EXPLAIN.
         shown: String,
+        /// About what share of the index the range holds, once estimated.
+        share: Option<f64>,
     },
 }
 
@@ -78,7 +80,12 @@ pub(crate) struct Plan {
     pub(crate) explain: bool,
     pub(crate) table: Arc<Table>,
     pub(crate) program: Arc<Program>,
+    /// How the rows are reached: chosen by the coordinator among
+    /// `candidates` and a full scan (`Tc::choose_access`).
     pub(crate) access: Access,
+    /// Ranges of ordered indexes the filter bounds, the most leading
+    /// columns fixed first.
+    pub(crate) candidates: Vec<Access>,
     pub(crate) outputs: Vec<Output>,
     /// Sort keys, ascending or not.
     pub(crate) order: Vec<(Source, bool)>,
@@ -368,9 +375,9 @@ pub(crate) fn plan(explain: bool, query: &ast::Query, table: Arc<Table>) -> Resu
         }
     };
     let (limit, offset) = limit_of(query.limit_clause.as_ref())?;
-    let access = match &filter {
-        Some(f) => choose_access(&layout, f),
-        None => Access::Full,
+    let candidates = match &filter {
+        Some(f) => ranges(&layout, f),
+        None => Vec::new(),
     };
     let program = Arc::new(Program {
         filter,
@@ -381,7 +388,8 @@ pub(crate) fn plan(explain: bool, query: &ast::Query, table: Arc<Table>) -> Resu
         explain,
         table,
         program,
-        access,
+        access: Access::Full,
+        candidates,
         outputs,
         order,
         limit,
@@ -498,7 +506,7 @@ impl Planner<'_> {
                             let v = if v.is_null() {
                                 v
                             } else {
-                                eval::negate(&v).map_err(|e| semantic(e.0))?
+                                eval::negate(&v).map_err(|e| semantic(e.0.to_string()))?
                             };
                             Ok((Expr::Literal(v), ty))
                         }
@@ -964,14 +972,14 @@ fn limits<'a>(p: &'a Pred, out: &mut Vec<Limit<'a>>) {
     }
 }
 
-/// The ordered index whose range lets the fewest rows through that the
-/// filter's top-level conditions allow: the most leading columns fixed by
-/// `=`, then a range on the next; the primary key's index on a tie. A full
-/// scan if no index helps. The filter still checks every row reached.
-fn choose_access(layout: &Layout, filter: &Pred) -> Access {
+/// The ranges of ordered indexes that the filter's top-level conditions
+/// bound: for each index, its leading columns fixed by `=`, then a range on
+/// the next; those fixing the most columns first, the primary key's index
+/// first among equals. The filter still checks every row a range reaches.
+fn ranges(layout: &Layout, filter: &Pred) -> Vec<Access> {
     let mut found = Vec::new();
     limits(filter, &mut found);
-    let mut best: Option<((usize, bool), Access)> = None;
+    let mut ranges: Vec<((usize, bool), Access)> = Vec::new();
     for index in &layout.ordered {
         let mut lower: Vec<Option<Vec<u8>>> = Vec::new();
         let mut shown = Vec::new();
@@ -1016,27 +1024,23 @@ fn choose_access(layout: &Layout, filter: &Pred) -> Access {
         if equal == 0 && !ranged {
             continue;
         }
-        let score = (equal, ranged);
-        let better = match &best {
-            None => true,
-            Some((s, _)) => score > *s,
+        let make = |values: Vec<Option<Vec<u8>>>, inclusive| {
+            (!values.is_empty()).then_some(Bound { values, inclusive })
         };
-        if better {
-            let make = |values: Vec<Option<Vec<u8>>>, inclusive| {
-                (!values.is_empty()).then_some(Bound { values, inclusive })
-            };
-            best = Some((
-                score,
-                Access::Range {
-                    name: index.name.clone(),
-                    lower: make(lower, lower_inclusive),
-                    upper: make(upper, upper_inclusive),
-                    shown: shown.join(" AND "),
-                },
-            ));
-        }
+        ranges.push((
+            (equal, ranged),
+            Access::Range {
+                name: index.name.clone(),
+                lower: make(lower, lower_inclusive),
+                upper: make(upper, upper_inclusive),
+                shown: shown.join(" AND "),
+                share: None,
+            },
+        ));
     }
-    best.map_or(Access::Full, |(_, access)| access)
+    // Stable: among equals, the order of the indexes (the primary key's first).
+    ranges.sort_by_key(|r| std::cmp::Reverse(r.0));
+    ranges.into_iter().map(|(_, access)| access).collect()
 }
 
 /// A constant as SQL, for EXPLAIN.

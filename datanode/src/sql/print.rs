@@ -256,16 +256,28 @@ pub(crate) fn explain(plan: &Plan, format: Format) -> String {
     let mut out = String::new();
     let table = plan.table.name();
     match &plan.access {
-        Access::Full => {
+        Access::Full if plan.candidates.is_empty() => {
             let _ = writeln!(
                 out,
                 "Full scan of table `{table}`, every fragment in parallel."
             );
         }
-        Access::Range { name, shown, .. } => {
+        Access::Full => {
             let _ = writeln!(
                 out,
-                "Range scan of index `{name}` of table `{table}` where {shown}, every fragment in parallel."
+                "Full scan of table `{table}`, every fragment in parallel: no index range the WHERE clause allows is narrow enough to be cheaper."
+            );
+        }
+        Access::Range {
+            name, shown, share, ..
+        } => {
+            let _ = writeln!(
+                out,
+                "Range scan of index `{name}` of table `{table}` where {shown}, every fragment in parallel{}.",
+                share.map_or(String::new(), |s| format!(
+                    " (about {:.0}% of the index)",
+                    s * 100.0
+                ))
             );
         }
     }

@@ -608,6 +608,27 @@ impl OrderedTree {
         }
     }
 
+    /// About what share of the entries lie before the target `cmp`
+    /// compares against: where its descent turns at each level, as if every
+    /// child of a node held as many entries. One descent, no entry counted:
+    /// enough to tell a narrow range from most of the index.
+    pub(crate) fn share_before(&self, cmp: impl Fn(Entry) -> Ordering) -> f64 {
+        if self.root == NIL {
+            return 0.0;
+        }
+        let (mut id, mut share, mut width) = (self.root, 0.0, 1.0);
+        for _ in 0..self.height {
+            let node = self.node(id);
+            let i = self.child_for(id, &cmp);
+            let children = f64::from(node.count.max(1));
+            share += width * i as f64 / children;
+            width /= children;
+            id = node.child(i);
+        }
+        let leaf = self.node(id);
+        share + width * leaf.position(&cmp) as f64 / f64::from(leaf.count.max(1))
+    }
+
     /// Every entry, in order.
     #[cfg(test)]
     pub(crate) fn all(&self) -> Entries<'_> {
@@ -791,6 +812,33 @@ mod tests {
         }
         m.check();
         assert_eq!((m.tree.pages_held(), m.tree.height), (0, 0));
+    }
+
+    #[test]
+    fn the_share_before_a_key_is_about_its_rank() {
+        let mut m = Model::new(4000, 16, 8);
+        let n = 5000;
+        for r in 0..n {
+            m.insert(Entry::current(r));
+        }
+        let sorted: Vec<Entry> = m.set.iter().map(|&(_, e)| e).collect();
+        for at in [
+            0,
+            1,
+            n as usize / 10,
+            n as usize / 2,
+            n as usize * 9 / 10,
+            n as usize - 1,
+        ] {
+            let share = m.tree.share_before(against(sorted[at]));
+            let rank = at as f64 / f64::from(n);
+            assert!(
+                (share - rank).abs() < 0.1,
+                "entry {at}: estimated {share}, is {rank}"
+            );
+        }
+        assert_eq!(m.tree.share_before(|_| Ordering::Greater), 0.0);
+        assert!(m.tree.share_before(|_| Ordering::Less) > 0.99);
     }
 
     #[test]

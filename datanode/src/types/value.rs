@@ -101,7 +101,7 @@ pub struct Decimal {
     pub scale: u8,
 }
 
-const POW10: [i128; 39] = {
+pub(crate) const POW10: [i128; 39] = {
     let mut p = [1i128; 39];
     let mut i = 1;
     while i < 39 {

@@ -117,10 +117,15 @@ pub(super) async fn ronsql(
         })?;
         plan::plan(explain, &query, table)
     })();
-    let plan = match planned {
+    let mut plan = match planned {
         Ok(plan) => plan,
         Err(e) => return Ok(refused(e)),
     };
+    match state.engine.tc().choose_access(&mut plan).await {
+        Ok(()) => {}
+        Err(QueryError::Sql(e)) => return Ok(refused(e)),
+        Err(QueryError::Tc(e)) => return Err(e.into()),
+    }
     if plan.explain {
         return Ok(text(
             StatusCode::OK,

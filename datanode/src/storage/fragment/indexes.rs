@@ -581,23 +581,7 @@ impl Fragment {
         let rows = self.rows();
         let layout = &*self.layout;
         let order = &layout.ordered[i].order;
-        let from_prefix = from.map(|b| {
-            let mut prefix = KeyPrefix::default();
-            for (&c, v) in order.iter().zip(&b.values) {
-                let column = &layout.columns[c as usize];
-                prefix.add(column.ty, column.null_bit.is_some(), v.as_deref());
-            }
-            prefix
-        });
-        let start = |e: Entry| match (from, from_prefix.map(|p| p.bounds(e.prefix))) {
-            (None, _) => Ordering::Greater,
-            (Some(_), Some(ord @ (Ordering::Less | Ordering::Greater))) => ord,
-            (Some(b), _) => match compare_bound(layout, order, rows.version(e), b) {
-                Ordering::Equal if b.inclusive => Ordering::Greater,
-                Ordering::Equal => Ordering::Less,
-                ord => ord,
-            },
-        };
+        let start = self.start_of(i, from);
         let past_end = |row: Version<'_>| match to {
             None => false,
             Some(b) => match compare_bound(layout, order, row, b) {
@@ -625,6 +609,57 @@ impl Fragment {
             }
         }
         (examined, None)
+    }
+
+    /// Orders the entries of index `i` against where a scan from `from`
+    /// starts (the start if `None`): `Less` for those before it.
+    fn start_of<'a>(
+        &'a self,
+        i: usize,
+        from: Option<&'a Bound>,
+    ) -> impl Fn(Entry) -> Ordering + 'a {
+        let rows = self.rows();
+        let layout = &*self.layout;
+        let order = &layout.ordered[i].order;
+        let from_prefix = from.map(|b| {
+            let mut prefix = KeyPrefix::default();
+            for (&c, v) in order.iter().zip(&b.values) {
+                let column = &layout.columns[c as usize];
+                prefix.add(column.ty, column.null_bit.is_some(), v.as_deref());
+            }
+            prefix
+        });
+        move |e: Entry| match (from, from_prefix.map(|p| p.bounds(e.prefix))) {
+            (None, _) => Ordering::Greater,
+            (Some(_), Some(ord @ (Ordering::Less | Ordering::Greater))) => ord,
+            (Some(b), _) => match compare_bound(layout, order, rows.version(e), b) {
+                Ordering::Equal if b.inclusive => Ordering::Greater,
+                Ordering::Equal => Ordering::Less,
+                ord => ord,
+            },
+        }
+    }
+
+    /// About what share of the entries of index `i` lie from `from` (the
+    /// start if `None`) up to `to` (the end if `None`): see
+    /// `OrderedTree::share_before`.
+    pub(crate) fn range_share(&self, i: usize, from: Option<&Bound>, to: Option<&Bound>) -> f64 {
+        let tree = &self.ordered[i];
+        let begin = tree.share_before(self.start_of(i, from));
+        let end = match to {
+            None => 1.0,
+            Some(b) => {
+                let rows = self.rows();
+                let layout = &*self.layout;
+                let order = &layout.ordered[i].order;
+                tree.share_before(|e| match compare_bound(layout, order, rows.version(e), b) {
+                    Ordering::Equal if b.inclusive => Ordering::Less,
+                    Ordering::Equal => Ordering::Greater,
+                    ord => ord,
+                })
+            }
+        };
+        (end - begin).max(0.0)
     }
 
     /// The version of its row a reader sees at entry `e` of index `i`: the
