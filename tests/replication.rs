@@ -2038,6 +2038,40 @@ async fn by_note(node: &Shoal, key: &str) -> Vec<i64> {
     panic!("the scan never ended")
 }
 
+/// Per note from 'note 0100' on, the rows and the sum of their ids, as a
+/// RonSQL query over the `by_note` range answers on `node`.
+async fn ronsql_by_note(node: &Shoal, key: &str) -> Value {
+    let query = "SELECT note, COUNT(*) AS n, SUM(id) AS s FROM orders \
+                 WHERE note >= 'note 0100' GROUP BY note ORDER BY note";
+    let (status, answer) = data_call(
+        node,
+        key,
+        "ronsql",
+        json!({"query": query, "database": "shop"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    answer
+}
+
+/// What `ronsql_by_note` should answer for `written`.
+fn by_note_expected(written: &std::collections::BTreeMap<i64, String>) -> Value {
+    let mut groups: std::collections::BTreeMap<&String, (i64, i64)> = Default::default();
+    for (id, note) in written
+        .iter()
+        .filter(|(_, note)| note.as_str() >= "note 0100")
+    {
+        let g = groups.entry(note).or_default();
+        g.0 += 1;
+        g.1 += id;
+    }
+    Value::Array(
+        (groups.into_iter())
+            .map(|(note, (n, s))| json!({"note": note, "n": n, "s": s}))
+            .collect(),
+    )
+}
+
 /// Row `id` of `shop.orders` with a note that sorts apart from its id,
 /// noted in `written`.
 fn note_row(written: &mut std::collections::BTreeMap<i64, String>, id: i64) -> Value {
@@ -2070,7 +2104,7 @@ fn in_note_order(written: &std::collections::BTreeMap<i64, String>) -> Vec<i64> 
 }
 
 #[tokio::test]
-async fn an_index_scans_alike_on_either_replica_and_after_its_primary_dies() {
+async fn an_index_scans_and_aggregates_alike_on_either_replica_and_after_its_primary_dies() {
     let g = group().await;
     let Group {
         cp,
@@ -2096,6 +2130,10 @@ async fn an_index_scans_alike_on_either_replica_and_after_its_primary_dies() {
         want,
         "the backup keeps the index too"
     );
+    // Aggregated in either node's workers, over the index's range: alike.
+    let groups = by_note_expected(&written);
+    assert_eq!(ronsql_by_note(&primary, &read_key).await, groups);
+    assert_eq!(ronsql_by_note(&backup, &read_key).await, groups);
 
     // The primary dies; the survivor takes writes and scans them in order.
     let dead_id = id_of(&primary, &dirs);
@@ -2112,9 +2150,12 @@ async fn an_index_scans_alike_on_either_replica_and_after_its_primary_dies() {
     }
     let want = in_note_order(&written);
     assert_eq!(by_note(&survivor, &read_key).await, want);
+    let groups = by_note_expected(&written);
+    assert_eq!(ronsql_by_note(&survivor, &read_key).await, groups);
     // Back from its own disk and caught up, the dead node scans the same.
     let back = node(&cp, dead_id, dirs[(dead_id - 1) as usize].path(), &[]);
     settled(&back).await;
     settled(&survivor).await;
     assert_eq!(by_note(&back, &read_key).await, want);
+    assert_eq!(ronsql_by_note(&back, &read_key).await, groups);
 }

@@ -360,6 +360,26 @@ fn random_query(rng: &mut Rng) -> (String, bool) {
     }
     if !group_cols.is_empty() {
         sql += &format!(" GROUP BY {}", group_cols.join(", "));
+        if rng.chance(35) {
+            let last = outputs.len() - 1;
+            sql += &match rng.below(5) {
+                0 => format!(" HAVING COUNT(*) > {}", rng.range(0, 6)),
+                1 => format!(
+                    " HAVING c{last} IS NOT NULL AND COUNT(*) >= {}",
+                    rng.range(1, 3)
+                ),
+                2 => format!(" HAVING SUM(b) < {}", rng.range(-100_000, 100_000)),
+                3 => format!(
+                    " HAVING {} IS NULL OR MAX(a) > {}",
+                    group_cols[0],
+                    rng.range(-20, 40)
+                ),
+                _ => format!(
+                    " HAVING NOT (MIN(b) > {}) AND AVG(a) < 10",
+                    rng.range(-500_000, 500_000)
+                ),
+            };
+        }
     }
     let ordered = !group_cols.is_empty() && rng.chance(60);
     if ordered {
@@ -657,9 +677,14 @@ async fn hostile_and_unsupported_queries_get_a_clear_error() {
             "unsupported",
         ),
         (
-            "SELECT grp, COUNT(*) FROM items GROUP BY grp HAVING COUNT(*) > 1".into(),
+            "SELECT grp, COUNT(*) FROM items GROUP BY grp HAVING a > 1".into(),
             StatusCode::BAD_REQUEST,
-            "unsupported",
+            "semantic",
+        ),
+        (
+            "SELECT COUNT(*) FROM items WHERE SUM(a) > 1".into(),
+            StatusCode::BAD_REQUEST,
+            "semantic",
         ),
         (
             "DELETE FROM items".into(),

@@ -748,7 +748,12 @@ fn aggregate(f: &Fragment, program: &Program, walk: Walk) -> Option<Result<AggSt
     let mut seen = 0;
     let mut add = |fixed: &[u8], var: &[u8]| {
         seen += 1;
-        let row = Row { layout, fixed, var };
+        let row = Row {
+            layout,
+            fixed,
+            var,
+            slots: &[],
+        };
         match program.add_row(row, &mut groups, &mut key) {
             Ok(_) => true,
             Err(e) => {

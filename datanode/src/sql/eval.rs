@@ -422,23 +422,28 @@ pub(crate) fn negate<'a>(a: &Scalar<'_>) -> Result<Scalar<'a>, EvalError> {
 #[derive(Debug, Clone)]
 pub(crate) enum Expr {
     Column(u16),
+    /// A value of the group a HAVING clause judges (see `plan::Plan::having`).
+    Slot(usize),
     Literal(Datum),
     Neg(Box<Expr>),
     Arith(Arith, Box<Expr>, Box<Expr>),
 }
 
-/// A row as expressions read it.
+/// A row as expressions read it: a stored row's columns, or (for HAVING)
+/// a finished group's values.
 #[derive(Clone, Copy)]
 pub(crate) struct Row<'a> {
     pub(crate) layout: &'a Layout,
     pub(crate) fixed: &'a [u8],
     pub(crate) var: &'a [u8],
+    pub(crate) slots: &'a [Datum],
 }
 
 impl Expr {
     pub(crate) fn eval<'a>(&'a self, row: Row<'a>) -> Result<Scalar<'a>, EvalError> {
         match self {
             Expr::Column(c) => Ok(column(row.layout, row.fixed, row.var, *c)),
+            Expr::Slot(i) => Ok(row.slots[*i].clone()),
             Expr::Literal(v) => Ok(v.clone()),
             Expr::Neg(e) => match e.eval(row)? {
                 Scalar::Null => Ok(Scalar::Null),

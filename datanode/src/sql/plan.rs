@@ -91,6 +91,10 @@ pub(crate) struct Plan {
     pub(crate) order: Vec<(Source, bool)>,
     pub(crate) limit: Option<u64>,
     pub(crate) offset: u64,
+    /// HAVING: a condition on each finished group, over the values of
+    /// `having_slots` (its `Expr::Slot`s).
+    pub(crate) having: Option<Pred>,
+    pub(crate) having_slots: Vec<Source>,
     /// The WHERE clause as SQL, for EXPLAIN.
     pub(crate) filter_sql: Option<String>,
 }
@@ -252,6 +256,9 @@ struct Planner<'a> {
     /// Each aggregate's function and argument as SQL: the same aggregate
     /// written twice is computed once.
     aggregate_keys: Vec<String>,
+    /// While the HAVING clause is planned: the outputs its names may
+    /// refer to, and the group values it reads (its slots).
+    having: Option<(Vec<Output>, Vec<Source>)>,
 }
 
 /// Plans a parsed query over `table`.
@@ -275,6 +282,7 @@ pub(crate) fn plan(explain: bool, query: &ast::Query, table: Arc<Table>) -> Resu
         group_by: Vec::new(),
         aggregates: Vec::new(),
         aggregate_keys: Vec::new(),
+        having: None,
     };
     if select.distinct.is_some() {
         return Err(unsupported(
@@ -295,9 +303,6 @@ pub(crate) fn plan(explain: bool, query: &ast::Query, table: Arc<Table>) -> Resu
         || select.value_table_mode.is_some()
     {
         return Err(unsupported("this SELECT clause"));
-    }
-    if select.having.is_some() {
-        return Err(unsupported("HAVING"));
     }
     match &select.group_by {
         GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => {
@@ -374,6 +379,15 @@ pub(crate) fn plan(explain: bool, query: &ast::Query, table: Arc<Table>) -> Resu
             order
         }
     };
+    let (having, having_slots) = match &select.having {
+        None => (None, Vec::new()),
+        Some(h) => {
+            p.having = Some((outputs.clone(), Vec::new()));
+            let pred = p.pred(h, 0)?;
+            let (_, slots) = p.having.take().expect("set above");
+            (Some(pred), slots)
+        }
+    };
     let (limit, offset) = limit_of(query.limit_clause.as_ref())?;
     let candidates = match &filter {
         Some(f) => ranges(&layout, f),
@@ -394,6 +408,8 @@ pub(crate) fn plan(explain: bool, query: &ast::Query, table: Arc<Table>) -> Resu
         order,
         limit,
         offset,
+        having,
+        having_slots,
         filter_sql: select.selection.as_ref().map(ToString::to_string),
     })
 }
@@ -476,11 +492,16 @@ impl Planner<'_> {
     }
 
     /// A value expression and its type; constants folded.
-    fn value(&self, e: &ast::Expr, depth: usize) -> Result<(Expr, Ty), SqlError> {
+    fn value(&mut self, e: &ast::Expr, depth: usize) -> Result<(Expr, Ty), SqlError> {
         if depth > MAX_DEPTH {
             return Err(too_large(format!(
                 "an expression is nested deeper than {MAX_DEPTH} levels"
             )));
+        }
+        if self.having.is_some()
+            && let Some(slot) = self.having_slot(e)?
+        {
+            return Ok(slot);
         }
         if let Some(c) = self.column_ref(e)? {
             return Ok((Expr::Column(c), self.column_ty(c)));
@@ -562,7 +583,7 @@ impl Planner<'_> {
             ast::Expr::Function(f) => {
                 if aggregate_func(f).is_some() {
                     Err(semantic(format!(
-                        "'{e}': an aggregate is allowed only in the SELECT list and ORDER BY"
+                        "'{e}': an aggregate is allowed only in the SELECT list, HAVING and ORDER BY"
                     )))
                 } else {
                     Err(unsupported(format!("the function {}", f.name)))
@@ -572,8 +593,68 @@ impl Planner<'_> {
         }
     }
 
+    /// In a HAVING clause: what a name or an aggregate refers to — an
+    /// output by its alias, a GROUP BY column, an aggregate — as a slot of
+    /// the group's values, and its type; `None` for anything else.
+    fn having_slot(&mut self, e: &ast::Expr) -> Result<Option<(Expr, Ty)>, SqlError> {
+        let (outputs, _) = self.having.as_ref().expect("planning HAVING");
+        let alias = match e {
+            ast::Expr::Identifier(i) => (outputs.iter())
+                .find(|o| o.name.eq_ignore_ascii_case(&i.value))
+                .map(|o| o.source),
+            _ => None,
+        };
+        let source = match (alias, e) {
+            (Some(source), _) => source,
+            (None, ast::Expr::Function(f)) if aggregate_func(f).is_some() => {
+                // Planned outside HAVING mode: its argument reads rows.
+                let having = self.having.take();
+                let source = self.aggregate(f, e);
+                self.having = having;
+                source?
+            }
+            (None, _) => match self.column_ref(e)? {
+                None => return Ok(None),
+                Some(c) => Source::Group((self.group_by.iter().position(|&g| g == c)).ok_or_else(
+                    || {
+                        semantic(format!(
+                            "HAVING names column '{}', which is not in GROUP BY",
+                            self.layout.def.columns[c as usize].name
+                        ))
+                    },
+                )?),
+            },
+        };
+        let ty = self.source_ty(source);
+        let (_, slots) = self.having.as_mut().expect("planning HAVING");
+        let slot = match slots.iter().position(|s| *s == source) {
+            Some(i) => i,
+            None => {
+                slots.push(source);
+                slots.len() - 1
+            }
+        };
+        Ok(Some((Expr::Slot(slot), ty)))
+    }
+
+    /// The type of a finished group's value.
+    fn source_ty(&self, source: Source) -> Ty {
+        match source {
+            Source::Group(i) => self.column_ty(self.group_by[i]),
+            Source::Aggregate(i) => {
+                let a = &self.aggregates[i];
+                match a.func {
+                    Func::Count => Ty::Int,
+                    Func::Sum | Func::Min | Func::Max => a.ty,
+                }
+            }
+            Source::Avg { ty: Ty::Double, .. } => Ty::Double,
+            Source::Avg { ty, .. } => Ty::Decimal((scale(ty) + 4).min(eval::MAX_SCALE)),
+        }
+    }
+
     /// A condition.
-    fn pred(&self, e: &ast::Expr, depth: usize) -> Result<Pred, SqlError> {
+    fn pred(&mut self, e: &ast::Expr, depth: usize) -> Result<Pred, SqlError> {
         if depth > MAX_DEPTH {
             return Err(too_large(format!(
                 "a condition is nested deeper than {MAX_DEPTH} levels"
@@ -1041,6 +1122,13 @@ fn ranges(layout: &Layout, filter: &Pred) -> Vec<Access> {
     // Stable: among equals, the order of the indexes (the primary key's first).
     ranges.sort_by_key(|r| std::cmp::Reverse(r.0));
     ranges.into_iter().map(|(_, access)| access).collect()
+}
+
+fn scale(ty: Ty) -> u8 {
+    match ty {
+        Ty::Decimal(s) => s,
+        _ => 0,
+    }
 }
 
 /// A constant as SQL, for EXPLAIN.

@@ -9,7 +9,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
 use super::agg::Groups;
-use super::eval::{self, Datum, MAX_SCALE, Scalar, TimeKind, Ty};
+use super::eval::{self, Datum, EvalError, MAX_SCALE, Row, Scalar, TimeKind, Ty};
 use super::plan::{Access, Plan, Source};
 use crate::types::value::{Date, Decimal, WithFsp};
 
@@ -87,9 +87,28 @@ fn avg(sum: &Datum, count: i128, ty: Ty) -> Datum {
     Scalar::Decimal(q, scale)
 }
 
-/// The finished rows: one per group, sorted, then cut by OFFSET and LIMIT.
-pub(crate) fn rows(plan: &Plan, groups: &Groups) -> Vec<Vec<Datum>> {
+/// The finished rows: one per group that passes HAVING, sorted, then cut
+/// by OFFSET and LIMIT.
+pub(crate) fn rows(plan: &Plan, groups: &Groups) -> Result<Vec<Vec<Datum>>, EvalError> {
     let mut order: Vec<usize> = (0..groups.len()).collect();
+    if let Some(having) = &plan.having {
+        let mut kept = Vec::with_capacity(order.len());
+        for g in order {
+            let slots: Vec<Datum> = (plan.having_slots.iter())
+                .map(|&s| value_of(s, groups, g))
+                .collect();
+            let row = Row {
+                layout: &plan.table.layout,
+                fixed: &[],
+                var: &[],
+                slots: &slots,
+            };
+            if having.test(row)? == Some(true) {
+                kept.push(g);
+            }
+        }
+        order = kept;
+    }
     if !plan.order.is_empty() {
         let keys: Vec<Vec<Datum>> = (0..groups.len())
             .map(|g| {
@@ -114,14 +133,14 @@ pub(crate) fn rows(plan: &Plan, groups: &Groups) -> Vec<Vec<Datum>> {
     let limit = plan
         .limit
         .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
-    (order.into_iter().skip(offset).take(limit))
+    Ok((order.into_iter().skip(offset).take(limit))
         .map(|g| {
             plan.outputs
                 .iter()
                 .map(|o| value_of(o.source, groups, g))
                 .collect()
         })
-        .collect()
+        .collect())
 }
 
 /// Values in sort order: NULL first, as MySQL sorts ascending.
@@ -308,6 +327,9 @@ pub(crate) fn explain(plan: &Plan, format: Format) -> String {
             "Aggregates computed per fragment and merged in the coordinator: {}.",
             aggregates.join(", ")
         );
+    }
+    if plan.having.is_some() {
+        let _ = writeln!(out, "Groups filtered by HAVING in the coordinator.");
     }
     if !plan.order.is_empty() {
         let _ = writeln!(out, "Result sorted by {} key(s).", plan.order.len());

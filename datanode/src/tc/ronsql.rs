@@ -98,7 +98,8 @@ impl Tc {
         let result = loop {
             if pending.is_empty() {
                 plan.program.ensure_single_group(&mut groups);
-                break Ok(print::rows(plan, &groups));
+                break print::rows(plan, &groups)
+                    .map_err(|e| SqlError::new(Class::Semantic, e.0.to_string()).into());
             }
             if started.elapsed() > MAX_TIME {
                 break Err(SqlError::new(

@@ -745,7 +745,12 @@ fn error_reply(e: &StoreError) -> (&'static str, String) {
         StoreError::Tc(TcError::Operation { error, .. }) | StoreError::Operation(error) => {
             from_operation(error)
         }
-        StoreError::NotWholeHere => ("TRYAGAIN", e.to_string()),
+        // Refused before anything was applied, while the database's
+        // primary moves: the client retries, as after a failover.
+        StoreError::NotWholeHere
+        | StoreError::Tc(TcError::NotPrimary { .. } | TcError::NotServing(_)) => {
+            ("TRYAGAIN", e.to_string())
+        }
         _ => ("ERR", e.to_string()),
     }
 }
