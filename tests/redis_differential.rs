@@ -9,48 +9,8 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
 
-use common::resp::{Setup, setup};
-
-/// A redis-server of its own, stopped when dropped.
-struct RedisServer {
-    child: Child,
-    addr: String,
-    _dir: tempfile::TempDir,
-}
-
-impl RedisServer {
-    fn start() -> RedisServer {
-        let port = common::free_port();
-        let dir = tempfile::tempdir().unwrap();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .current_dir(dir.path())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server (Debian: redis-server) is installed by scripts/test");
-        let addr = format!("127.0.0.1:{port}");
-        let up = (0..200).any(|_| {
-            std::thread::sleep(std::time::Duration::from_millis(25));
-            TcpStream::connect(&addr).is_ok()
-        });
-        assert!(up, "redis-server did not start");
-        RedisServer {
-            child,
-            addr,
-            _dir: dir,
-        }
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::resp::{RedisServer, Setup, setup};
 
 /// A connection that sends commands and reads whole replies.
 struct Client {

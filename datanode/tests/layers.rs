@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&str] = &[
     "types",
     "storage",
+    "sql",
     "log",
     "ldm",
     "tc",

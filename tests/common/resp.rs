@@ -3,7 +3,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 use redis::{Connection, RedisError};
 
@@ -144,3 +144,42 @@ pub fn python(s: &Setup, script: &str) -> String {
 /// The start of a redis-py script: `r`, a client of the `cache` database.
 pub const CONNECT: &str = "import sys, redis\n\
     r = redis.Redis(host=sys.argv[1], port=int(sys.argv[2]), username='cache', password=sys.argv[3])\n";
+
+/// A redis-server of its own, stopped when dropped.
+pub struct RedisServer {
+    child: Child,
+    pub addr: String,
+    _dir: tempfile::TempDir,
+}
+
+impl RedisServer {
+    pub fn start() -> RedisServer {
+        let port = super::free_port();
+        let dir = tempfile::tempdir().unwrap();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server (Debian: redis-server) is installed by scripts/test");
+        let addr = format!("127.0.0.1:{port}");
+        let up = (0..200).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(25));
+            TcpStream::connect(&addr).is_ok()
+        });
+        assert!(up, "redis-server did not start");
+        RedisServer {
+            child,
+            addr,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,11 +1,12 @@
 //! RonSQL: one single-table SELECT that aggregates, evaluated where the
 //! rows are.
 //!
-//! The text is parsed by `sqlparser` and planned against the table
-//! (`plan`): a filter, GROUP BY columns and aggregates make a `Program`
-//! that every fragment's LDM worker runs over its own rows, a step at a
-//! time (`agg`, `eval`); the coordinator merges the partial groups and
-//! sorts, cuts and writes the answer (`print`). When the WHERE clause
+//! The text is parsed by `sqlparser` and planned against the table by the
+//! coordinator (`tc::ronsql`): a filter, GROUP BY columns and aggregates
+//! make a `Program` that every fragment's LDM worker runs over its own
+//! rows, a step at a time (`agg`, `eval`, here, below the workers); the
+//! coordinator merges the partial groups and sorts, cuts and writes the
+//! answer. When the WHERE clause
 //! bounds the leading columns of an ordered index, only that range is
 //! read. Rows are read committed, as scans read them, and each one
 //! examined is charged as a read.
@@ -15,8 +16,6 @@
 
 pub(crate) mod agg;
 pub(crate) mod eval;
-pub(crate) mod plan;
-pub(crate) mod print;
 
 use std::time::Duration;
 

@@ -16,7 +16,7 @@
 pub(crate) mod batch;
 mod governance;
 mod range;
-mod ronsql;
+pub(crate) mod ronsql;
 pub(crate) mod schema;
 mod transaction;
 
@@ -425,9 +425,33 @@ impl Tc {
         batch: &mut Batch,
         commit: Commit,
     ) -> Result<(), TcError> {
+        let mark = self.execute_applied(grant, batch, commit).await?;
+        self.wait_acknowledgeable(mark).await
+    }
+
+    /// Waits until the changes up to `mark` may be acknowledged: durable
+    /// here and held by every replica.
+    pub(crate) async fn wait_acknowledgeable(&self, mark: Mark) -> Result<(), TcError> {
+        let log = self.inner.workers.log();
+        log.wait_durable(mark).await?;
+        Ok(log.wait_replicated(mark).await?)
+    }
+
+    /// `execute`, answered once the changes are applied and ordered in the
+    /// log: where they end there, which the caller waits on
+    /// (`wait_acknowledgeable`) before it acknowledges them. Until then they are
+    /// as visible as any committed change not yet on disk — the caller may
+    /// let go of its own locks first, so that the next writer's changes
+    /// join the same group commit.
+    pub(crate) async fn execute_applied(
+        &self,
+        grant: &Grant,
+        batch: &mut Batch,
+        commit: Commit,
+    ) -> Result<Mark, TcError> {
         let admitted = match self.admit(grant, batch) {
             Ok(Some(admitted)) => admitted,
-            Ok(None) => return Ok(()),
+            Ok(None) => return Ok(Mark::default()),
             Err(refused) => {
                 hold_rate_refusal(&refused).await;
                 return Err(refused);
@@ -437,12 +461,12 @@ impl Tc {
         let (db, cost) = (&admitted.db, admitted.cost);
         let gov = &db.governance;
         let outcome = match commit {
-            Commit::Each => self.run_each(batch).await,
+            Commit::Each => self.apply_each(batch).await,
             // One operation is atomic on its own: no transaction to hold.
-            Commit::Atomic if batch.len() == 1 => match self.run_each(batch).await {
-                Ok(()) => match batch.error(0) {
+            Commit::Atomic if batch.len() == 1 => match self.apply_each(batch).await {
+                Ok(mark) => match batch.error(0) {
                     Some(error) => Err(TcError::Operation { index: 0, error }),
-                    None => Ok(()),
+                    None => Ok(mark),
                 },
                 Err(e) => Err(e),
             },
@@ -462,7 +486,7 @@ impl Tc {
                 ..
             }) => 1,
             Err(_) => 0,
-            Ok(()) => batch.failures(OpError::MemoryQuota),
+            Ok(_) => batch.failures(OpError::MemoryQuota),
         };
         Counters::add(&gov.counters.quota_rejections, refused_by_quota as u64);
         Counters::add(&gov.counters.failed, u64::from(outcome.is_err()));

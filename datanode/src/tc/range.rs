@@ -84,69 +84,10 @@ impl Tc {
         scan: RangeScan<'_>,
     ) -> Result<RangePage, TcError> {
         self.serving()?;
-        let layout = &table.layout;
-        let fail = |error| TcError::Operation { index: 0, error };
-        let name = scan.index.unwrap_or(shoal_wire::schema::PRIMARY_INDEX);
-        let i = layout.ordered_index(name).ok_or_else(|| {
-            fail(OperationError::NoSuchIndex {
-                table: table.name().to_string(),
-                index: name.to_owned(),
-            })
-        })?;
-        let ordered = &layout.ordered[i];
-        let bound = |values: &[Value], inclusive: bool, most: usize| {
-            if values.len() > most {
-                return Err(fail(OperationError::Value(codec::ValueError {
-                    column: ordered.name.clone(),
-                    problem: format!(
-                        "a bound of index '{}' has at most {most} values, one for each of its columns in order; this one has {}",
-                        ordered.name,
-                        values.len()
-                    ),
-                })));
-            }
-            let values = (ordered.order.iter().zip(values))
-                .map(|(&c, v)| match v {
-                    Value::Null => Ok(None),
-                    v => codec::encode_operand(layout, c, v).map(Some),
-                })
-                .collect::<Result<_, _>>()
-                .map_err(|e| fail(OperationError::Value(e)))?;
-            Ok(Bound { values, inclusive })
-        };
-        let lower = (scan.lower)
-            .map(|(v, inclusive)| bound(v, inclusive, ordered.columns))
-            .transpose()?;
-        let upper = (scan.upper)
-            .map(|(v, inclusive)| bound(v, inclusive, ordered.columns))
-            .transpose()?
-            .map(Arc::new);
-        let after = match scan.after {
-            Some(v) if v.len() != ordered.order.len() => {
-                return Err(fail(OperationError::Value(codec::ValueError {
-                    column: ordered.name.clone(),
-                    problem: "the scan's cursor is not one of this index".into(),
-                })));
-            }
-            Some(v) => Some(bound(v, false, ordered.order.len())?),
-            None => None,
-        };
-        let start = match (lower, after) {
-            (Some(lower), Some(after)) => Some(later(layout, &ordered.order, lower, after)),
-            (lower, after) => after.or(lower),
-        };
+        let range = prepare(table, scan)?;
         let admitted = self.admit_scan(grant, &table.database).await?;
         let started = std::time::Instant::now();
-        let page = self
-            .merge(
-                table,
-                i,
-                start,
-                upper.as_ref(),
-                scan.limit.max(1),
-                scan.max_bytes.max(1),
-            )
-            .await;
+        let page = self.merge(table, range).await;
         if let Ok(page) = &page {
             admitted.owe_reads(page.examined.saturating_sub(1));
         }
@@ -154,17 +95,29 @@ impl Tc {
         page
     }
 
-    /// Scans index `i` of every fragment of `table` from `start` up to
-    /// `upper`, merging in index order, until `limit` rows or `max_bytes`.
-    async fn merge(
+    /// A page of a scan for the node's own housekeeping: neither checked
+    /// nor charged to the database.
+    pub(crate) async fn scan_range_housekeeping(
         &self,
         table: &Arc<Table>,
-        i: usize,
-        start: Option<Bound>,
-        upper: Option<&Arc<Bound>>,
-        limit: usize,
-        max_bytes: usize,
+        scan: RangeScan<'_>,
     ) -> Result<RangePage, TcError> {
+        self.serving()?;
+        let range = prepare(table, scan)?;
+        self.merge(table, range).await
+    }
+
+    /// Scans a range of an index on every fragment of `table`, merging in
+    /// index order, until its `limit` rows or `max_bytes`.
+    async fn merge(&self, table: &Arc<Table>, range: Range) -> Result<RangePage, TcError> {
+        let Range {
+            index: i,
+            start,
+            upper,
+            limit,
+            max_bytes,
+        } = range;
+        let upper = upper.as_ref();
         let layout = &table.layout;
         let order = &layout.ordered[i].order;
         let index: Arc<str> = layout.ordered[i].name.as_str().into();
@@ -242,6 +195,77 @@ impl Tc {
             }
         }
     }
+}
+
+/// Checks a scan's bounds against its index and encodes them.
+fn prepare(table: &Arc<Table>, scan: RangeScan<'_>) -> Result<Range, TcError> {
+    let layout = &table.layout;
+    let fail = |error| TcError::Operation { index: 0, error };
+    let name = scan.index.unwrap_or(shoal_wire::schema::PRIMARY_INDEX);
+    let i = layout.ordered_index(name).ok_or_else(|| {
+        fail(OperationError::NoSuchIndex {
+            table: table.name().to_string(),
+            index: name.to_owned(),
+        })
+    })?;
+    let ordered = &layout.ordered[i];
+    let bound = |values: &[Value], inclusive: bool, most: usize| {
+        if values.len() > most {
+            return Err(fail(OperationError::Value(codec::ValueError {
+                column: ordered.name.clone(),
+                problem: format!(
+                    "a bound of index '{}' has at most {most} values, one for each of its columns in order; this one has {}",
+                    ordered.name,
+                    values.len()
+                ),
+            })));
+        }
+        let values = (ordered.order.iter().zip(values))
+            .map(|(&c, v)| match v {
+                Value::Null => Ok(None),
+                v => codec::encode_operand(layout, c, v).map(Some),
+            })
+            .collect::<Result<_, _>>()
+            .map_err(|e| fail(OperationError::Value(e)))?;
+        Ok(Bound { values, inclusive })
+    };
+    let lower = (scan.lower)
+        .map(|(v, inclusive)| bound(v, inclusive, ordered.columns))
+        .transpose()?;
+    let upper = (scan.upper)
+        .map(|(v, inclusive)| bound(v, inclusive, ordered.columns))
+        .transpose()?
+        .map(Arc::new);
+    let after = match scan.after {
+        Some(v) if v.len() != ordered.order.len() => {
+            return Err(fail(OperationError::Value(codec::ValueError {
+                column: ordered.name.clone(),
+                problem: "the scan's cursor is not one of this index".into(),
+            })));
+        }
+        Some(v) => Some(bound(v, false, ordered.order.len())?),
+        None => None,
+    };
+    let start = match (lower, after) {
+        (Some(lower), Some(after)) => Some(later(layout, &ordered.order, lower, after)),
+        (lower, after) => after.or(lower),
+    };
+    Ok(Range {
+        index: i,
+        start,
+        upper,
+        limit: scan.limit.max(1),
+        max_bytes: scan.max_bytes.max(1),
+    })
+}
+
+/// A scan's page, its bounds encoded as the index compares them.
+struct Range {
+    index: usize,
+    start: Option<Bound>,
+    upper: Option<Arc<Bound>>,
+    limit: usize,
+    max_bytes: usize,
 }
 
 /// Where a scan bounded below by `lower` and going on after `after` starts:

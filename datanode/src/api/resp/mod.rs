@@ -134,6 +134,10 @@ async fn purge(store: Arc<Store>, mut stopped: watch::Receiver<bool>) {
             _ = sweep.tick() => true,
             _ = stopped.wait_for(|s| *s) => break,
         };
+        if sweeping {
+            // Rows of deleted hashes a stop left behind.
+            store.drain_trash(PURGE_BATCH).await;
+        }
         // A full round means more are waiting: go on at once, for a while.
         for _ in 0..100 {
             let done = if sweeping {

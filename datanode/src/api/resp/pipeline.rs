@@ -219,12 +219,20 @@ impl Conn {
                     },
                     None => ctx.out.null(),
                 },
-                // A hash: its fields are in the row unless it has parts.
+                // A hash: its fields are in the row unless it has parts
+                // or a row per field.
                 _ => {
                     let fields = match entries.next().flatten() {
                         None => Ok(Vec::new()),
                         Some(e) if e.kind != Kind::Hash => Err(wrong_type()),
-                        Some(e) if e.parts == 0 => Ok(decode_hash(&e.head)),
+                        Some(e) if e.parts == 0 && e.fields.is_none() => Ok(decode_hash(&e.head)),
+                        Some(e) if e.fields.is_some() && command.op == Op::HGet => {
+                            let values = ctx.hash_values(key, &[arg]).await;
+                            values.map(|mut v| match v.pop().flatten() {
+                                Some(value) => vec![(arg.to_vec(), value)],
+                                None => Vec::new(),
+                            })
+                        }
                         Some(_) => ctx.read_hash(key).await,
                     };
                     match fields {

@@ -23,9 +23,10 @@ use super::{AppState, Body, bad_request, elsewhere, key, parse};
 use crate::api::access;
 use crate::api::error::ApiError;
 use crate::node::catalog::CatalogError;
-use crate::sql::print::{self, Format};
-use crate::sql::{Class, ExplainMode, SqlError, plan};
+use crate::sql::{Class, ExplainMode, SqlError};
 use crate::tc::QueryError;
+use crate::tc::ronsql::plan;
+use crate::tc::ronsql::print::{self, Format};
 
 /// Longest `operationId` taken (RonDB's).
 const MAX_OPERATION_ID: usize = 256;

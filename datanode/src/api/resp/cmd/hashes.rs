@@ -1,13 +1,16 @@
 //! Hash keys: `HSET` (`HMSET`), `HSETNX`, `HGET`, `HMGET`, `HGETALL`,
 //! `HKEYS`, `HVALS`, `HLEN`, `HSTRLEN`, `HEXISTS`, `HDEL`, `HINCRBY`,
-//! `HINCRBYFLOAT`, `HRANDFIELD` and `HSCAN`. A hash is one value holding all its fields; a
-//! hash left without fields is deleted, as in Redis.
+//! `HINCRBYFLOAT`, `HRANDFIELD` and `HSCAN`. A small hash is one value
+//! holding all its fields; a large one keeps a row per field (see
+//! `store::fields`), and a command reads and writes only the fields it
+//! names. A hash left without fields is deleted, as in Redis.
 
 use super::{
     Command, Ctx, Data, Refusal, Spec, int, int_arg, keys, option, overflow, store_error, syntax,
     wrong_args, wrong_type,
 };
 use crate::api::resp::long_double::{self, FloatError};
+use crate::api::resp::store::fields::{Edit, stays_whole};
 use crate::api::resp::store::{Item, Kind, decode_hash, encode_hash, random_below};
 
 /// Most fields `HRANDFIELD` answers for a negative count (which may
@@ -138,15 +141,11 @@ impl Cmd<'_> {
         match self {
             Cmd::Set { key, pairs, count } => {
                 let mut added = 0;
-                ctx.modify_hash(key, |fields| {
+                let names: Vec<&[u8]> = pairs.iter().step_by(2).copied().collect();
+                ctx.modify_hash(key, &names, |edit| {
                     for pair in pairs.chunks(2) {
-                        match fields.iter_mut().find(|(f, _)| f == pair[0]) {
-                            Some((_, v)) => *v = pair[1].to_vec(),
-                            None => {
-                                fields.push((pair[0].to_vec(), pair[1].to_vec()));
-                                added += 1;
-                            }
-                        }
+                        added += i64::from(edit.get(pair[0]).is_none());
+                        edit.set(pair[0], pair[1].to_vec());
                     }
                     Ok(())
                 })
@@ -159,9 +158,9 @@ impl Cmd<'_> {
             }
             Cmd::SetNx(key, field, value) => {
                 let mut added = false;
-                ctx.modify_hash(key, |fields| {
-                    if !fields.iter().any(|(f, _)| f == field) {
-                        fields.push((field.to_vec(), value.to_vec()));
+                ctx.modify_hash(key, &[field], |edit| {
+                    if edit.get(field).is_none() {
+                        edit.set(field, value.to_vec());
                         added = true;
                     }
                     Ok(())
@@ -170,8 +169,11 @@ impl Cmd<'_> {
                 ctx.out.int(i64::from(added));
             }
             Cmd::Get(key, field) => {
-                let fields = ctx.read_hash(key).await?;
-                ctx.out.hash_field(&fields, field);
+                let value = ctx.hash_values(key, &[field]).await?.pop().flatten();
+                match value {
+                    Some(v) => ctx.out.bulk(&v),
+                    None => ctx.out.null(),
+                }
             }
             Cmd::Keys(key, values) => {
                 let fields = ctx.read_hash(key).await?;
@@ -181,15 +183,17 @@ impl Cmd<'_> {
                 }
             }
             Cmd::StrLen(key, field) => {
-                let fields = ctx.read_hash(key).await?;
-                let found = fields.iter().find(|(f, _)| f == field);
-                ctx.out.int(found.map_or(0, |(_, v)| v.len() as i64));
+                let value = ctx.hash_values(key, &[field]).await?.pop().flatten();
+                ctx.out.int(value.map_or(0, |v| v.len() as i64));
             }
             Cmd::MGet(key, wanted) => {
-                let fields = ctx.read_hash(key).await?;
+                let values = ctx.hash_values(key, wanted).await?;
                 ctx.out.array(wanted.len());
-                for want in wanted {
-                    ctx.out.hash_field(&fields, want);
+                for value in values {
+                    match value {
+                        Some(v) => ctx.out.bulk(&v),
+                        None => ctx.out.null(),
+                    }
                 }
             }
             Cmd::GetAll(key) => {
@@ -197,20 +201,19 @@ impl Cmd<'_> {
                 ctx.out.hash_all(&fields);
             }
             Cmd::Len(key) => {
-                let len = ctx.read_hash(key).await?.len();
+                let len = ctx.hash_len(key).await?;
                 ctx.out.int(len as i64);
             }
             Cmd::Exists(key, field) => {
-                let fields = ctx.read_hash(key).await?;
-                ctx.out
-                    .int(i64::from(fields.iter().any(|(f, _)| f == field)));
+                let value = ctx.hash_values(key, &[field]).await?.pop().flatten();
+                ctx.out.int(i64::from(value.is_some()));
             }
             Cmd::Del(key, gone) => {
                 let mut removed = 0;
-                ctx.modify_hash(key, |fields| {
-                    let before = fields.len();
-                    fields.retain(|(f, _)| !gone.contains(&f.as_slice()));
-                    removed = (before - fields.len()) as i64;
+                ctx.modify_hash(key, gone, |edit| {
+                    for field in gone {
+                        removed += i64::from(edit.delete(field));
+                    }
                     Ok(())
                 })
                 .await?;
@@ -218,18 +221,14 @@ impl Cmd<'_> {
             }
             Cmd::IncrBy(key, field, by) => {
                 let mut result = 0;
-                ctx.modify_hash(key, |fields| {
-                    let slot = match fields.iter().position(|(f, _)| f == field) {
-                        Some(i) => i,
-                        None => {
-                            fields.push((field.to_vec(), b"0".to_vec()));
-                            fields.len() - 1
-                        }
+                ctx.modify_hash(key, &[field], |edit| {
+                    let old = match edit.get(field) {
+                        None => 0,
+                        Some(v) => int(v)
+                            .ok_or_else(|| ("ERR", "hash value is not an integer".to_owned()))?,
                     };
-                    let old = int(&fields[slot].1)
-                        .ok_or_else(|| ("ERR", "hash value is not an integer".to_owned()))?;
                     result = old.checked_add(by).ok_or_else(overflow)?;
-                    fields[slot].1 = result.to_string().into_bytes();
+                    edit.set(field, result.to_string().into_bytes());
                     Ok(())
                 })
                 .await?;
@@ -237,17 +236,12 @@ impl Cmd<'_> {
             }
             Cmd::IncrByFloat(key, field, by) => {
                 let mut sum = Vec::new();
-                ctx.modify_hash(key, |fields| {
-                    let slot = fields.iter().position(|(f, _)| f == field);
-                    let held = slot.map(|i| fields[i].1.as_slice());
-                    sum = long_double::add(held, by).map_err(|e| match e {
+                ctx.modify_hash(key, &[field], |edit| {
+                    sum = long_double::add(edit.get(field), by).map_err(|e| match e {
                         FloatError::Value => ("ERR", "hash value is not a float".into()),
                         _ => super::strings::float_error(e),
                     })?;
-                    match slot {
-                        Some(i) => fields[i].1.clone_from(&sum),
-                        None => fields.push((field.to_vec(), sum.clone())),
-                    }
+                    edit.set(field, sum.clone());
                     Ok(())
                 })
                 .await?;
@@ -336,15 +330,37 @@ impl Cmd<'_> {
 }
 
 impl Ctx<'_> {
-    /// Changes a hash key's fields (none when absent) under its lock,
-    /// keeping its expiry; a hash left without fields is deleted.
+    /// Changes fields `names` of a hash key (none when absent) under its
+    /// lock, keeping its expiry; a hash left without fields is deleted. A
+    /// hash of rows has only those fields read and written; a whole one is
+    /// rewritten, and moved to rows once it grows past one row's worth.
     async fn modify_hash(
         &mut self,
         key: &[u8],
-        change: impl FnOnce(&mut Vec<(Vec<u8>, Vec<u8>)>) -> Result<(), Refusal>,
+        names: &[&[u8]],
+        change: impl FnOnce(&mut Edit) -> Result<(), Refusal>,
     ) -> Result<(), Refusal> {
         let (store, db, batch, _) = self.parts();
-        let _lock = store.lock_keys(db, &[key]).await;
+        let lock = store.lock_keys(db, &[key]).await;
+        if !db.in_transaction() {
+            let entry = store.lookup(db, batch, key).await.map_err(store_error)?;
+            if let Some(e) = &entry {
+                if e.kind != Kind::Hash {
+                    return Err(wrong_type());
+                }
+                if let Some(f) = e.fields {
+                    let mut edit = (store.read_fields(db, batch, f, names))
+                        .await
+                        .map_err(store_error)?;
+                    change(&mut edit)?;
+                    let mark = (store.write_fields(db, batch, key, e, &edit))
+                        .await
+                        .map_err(store_error)?;
+                    drop(lock);
+                    return store.acknowledgeable(mark).await.map_err(store_error);
+                }
+            }
+        }
         let read = store
             .read(db, batch, key, true)
             .await
@@ -354,21 +370,88 @@ impl Ctx<'_> {
             Some((e, _)) if e.kind != Kind::Hash => return Err(wrong_type()),
             Some((e, v)) => (Some(e), decode_hash(&v)),
         };
-        change(&mut fields)?;
+        let mut edit = Edit::of_whole(names, &fields);
+        change(&mut edit)?;
+        edit.apply(&mut fields);
         match (&entry, fields.is_empty()) {
             (None, true) => {}
             (Some(e), true) => store.delete(db, batch, key, e).await.map_err(store_error)?,
             _ => {
                 let value = encode_hash(&fields);
-                let item = Item {
-                    key,
-                    kind: Kind::Hash,
-                    value: &value,
-                    expires: entry.and_then(|e| e.expires),
-                };
-                store.write(db, batch, &[item]).await.map_err(store_error)?;
+                if db.in_transaction() || stays_whole(&fields, value.len()) {
+                    let item = Item {
+                        key,
+                        kind: Kind::Hash,
+                        value: &value,
+                        expires: entry.and_then(|e| e.expires),
+                        fields: None,
+                    };
+                    store.write(db, batch, &[item]).await.map_err(store_error)?;
+                } else {
+                    (store.to_rows(db, batch, key, entry.as_ref(), &fields))
+                        .await
+                        .map_err(store_error)?;
+                }
             }
         }
         Ok(())
     }
+
+    /// The values of fields `names` of a hash key (none when absent);
+    /// `WRONGTYPE` for a string.
+    pub(in crate::api::resp) async fn hash_values(
+        &mut self,
+        key: &[u8],
+        names: &[&[u8]],
+    ) -> Result<Vec<Option<Vec<u8>>>, Refusal> {
+        let (store, db, batch, _) = self.parts();
+        if !db.in_transaction() {
+            let entry = store.lookup(db, batch, key).await.map_err(store_error)?;
+            match &entry {
+                None => return Ok(vec![None; names.len()]),
+                Some(e) if e.kind != Kind::Hash => return Err(wrong_type()),
+                Some(e) => {
+                    if let Some(f) = e.fields {
+                        let edit = (store.read_fields(db, batch, f, names))
+                            .await
+                            .map_err(store_error)?;
+                        return Ok(names
+                            .iter()
+                            .map(|n| edit.get(n).map(<[u8]>::to_vec))
+                            .collect());
+                    }
+                    if e.parts == 0 {
+                        let fields = decode_hash(&e.head);
+                        return Ok(pick(&fields, names));
+                    }
+                }
+            }
+        }
+        let fields = self.read_hash(key).await?;
+        Ok(pick(&fields, names))
+    }
+
+    /// How many fields a hash key has (0 when absent).
+    async fn hash_len(&mut self, key: &[u8]) -> Result<u64, Refusal> {
+        let (store, db, batch, _) = self.parts();
+        if !db.in_transaction() {
+            match store.lookup(db, batch, key).await.map_err(store_error)? {
+                None => return Ok(0),
+                Some(e) if e.kind != Kind::Hash => return Err(wrong_type()),
+                Some(e) => {
+                    if let Some(f) = e.fields {
+                        return Ok(f.count);
+                    }
+                }
+            }
+        }
+        Ok(self.read_hash(key).await?.len() as u64)
+    }
+}
+
+/// The values of `names` among a whole hash's fields.
+fn pick(fields: &[(Vec<u8>, Vec<u8>)], names: &[&[u8]]) -> Vec<Option<Vec<u8>>> {
+    (names.iter())
+        .map(|n| fields.iter().find(|(f, _)| f == n).map(|(_, v)| v.clone()))
+        .collect()
 }

@@ -461,13 +461,30 @@ impl Cmd<'_> {
             Cmd::Transfer { from, to, how } => {
                 let (store, db, batch, out) = ctx.parts();
                 let _locks = store.lock_keys(db, &[from, to]).await;
-                let read = store.read(db, batch, from, true).await;
-                let Some((entry, value)) = read.map_err(store_error)? else {
-                    if let Transfer::Copy { .. } = how {
-                        out.int(0);
-                        return Ok(());
-                    }
-                    return Err(("ERR", "no such key".into()));
+                // A hash of rows is renamed by its key's row alone; any
+                // other value is read whole.
+                let by_row = match how {
+                    Transfer::Copy { .. } => None,
+                    _ if db.in_transaction() => None,
+                    _ => (store.lookup(db, batch, from).await)
+                        .map_err(store_error)?
+                        .filter(|e| e.fields.is_some()),
+                };
+                let moves_row = by_row.is_some();
+                let (entry, value) = match by_row {
+                    Some(entry) => (entry, Vec::new()),
+                    None => match store
+                        .read(db, batch, from, true)
+                        .await
+                        .map_err(store_error)?
+                    {
+                        Some(read) => read,
+                        None if matches!(how, Transfer::Copy { .. }) => {
+                            out.int(0);
+                            return Ok(());
+                        }
+                        None => return Err(("ERR", "no such key".into())),
+                    },
                 };
                 let replaces = match how {
                     Transfer::Rename => true,
@@ -487,6 +504,7 @@ impl Cmd<'_> {
                         kind: entry.kind,
                         value: &value,
                         expires: entry.expires,
+                        fields: entry.fields.filter(|_| moves_row),
                     };
                     let done = match how {
                         Transfer::Copy { .. } => store.write(db, batch, &[item]).await,

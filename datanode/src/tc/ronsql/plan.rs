@@ -18,9 +18,9 @@ use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::Tokenizer;
 
-use super::agg::{Aggregate, Func, Program};
-use super::eval::{self, Arith, Cmp, Datum, Expr, Pred, Scalar, TimeKind, Ty};
-use super::{Class, SqlError};
+use crate::sql::agg::{Aggregate, Func, Program};
+use crate::sql::eval::{self, Arith, Cmp, Datum, Expr, Pred, Scalar, TimeKind, Ty};
+use crate::sql::{Class, SqlError};
 use crate::storage::codec;
 use crate::storage::fragment::Bound;
 use crate::storage::layout::Layout;

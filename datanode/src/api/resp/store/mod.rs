@@ -7,7 +7,17 @@
 //!   first 26,000 bytes when it has `n` more parts;
 //! - `redis_chunks (k, i, v)`: part `i` (1..=n) of a longer value.
 //!
-//! A hash is one value: its fields and values, encoded. Every request goes
+//! A small hash is one value: its fields and values, encoded (`t` 1). A
+//! hash of more than `WHOLE_FIELDS` fields, or too large for one row, keeps
+//! a row per field (`t` 2; see `fields`): its key's row holds the number of
+//! fields (`n`) and the hash's id (`v`), and `redis_fields (h, f, n, v)`,
+//! ordered by `(h, f)`, a row per field, with `redis_field_parts (h, f, i,
+//! v)` for the parts of a value longer than a row. A field is then written,
+//! read and deleted whatever the hash's size; the whole hash is a range
+//! scan. A hash of rows that is deleted or replaced leaves its id in
+//! `redis_trash`, in the same request, and its rows are deleted after it,
+//! a step at a time (or by the node's purge, after a restart). Both forms
+//! are read; a transaction writes hashes whole. Every request goes
 //! through the transaction coordinator with the connection's grant, so the
 //! database's rates and quotas apply; a value and its parts are written in
 //! one atomic request.
@@ -32,7 +42,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use shoal_wire::schema::{TableDef, TableName};
 
+pub(crate) mod fields;
+
 use super::locks::{KeyGuard, KeyLocks};
+use crate::log::Mark;
 use crate::node::Engine;
 use crate::node::catalog::CatalogError;
 use crate::storage::CmpOp;
@@ -72,6 +85,36 @@ const CHUNKS_DEF: &str = r#"{"name": "redis_chunks", "columns": [
     {"name": "v", "type": "VARBINARY(26000)"}],
   "primary_key": ["k", "i"], "primary_key_index": "hash"}"#;
 
+/// The tables of hashes kept a row per field (see `fields`).
+pub(crate) const FIELDS_TABLE: &str = "redis_fields";
+pub(crate) const FIELD_PARTS_TABLE: &str = "redis_field_parts";
+pub(crate) const TRASH_TABLE: &str = "redis_trash";
+
+const FIELDS_DEF: &str = r#"{"name": "redis_fields", "columns": [
+    {"name": "h", "type": "BIGINT UNSIGNED"},
+    {"name": "f", "type": "VARBINARY(3000)"},
+    {"name": "n", "type": "INT UNSIGNED"},
+    {"name": "v", "type": "VARBINARY(26000)"}],
+  "primary_key": ["h", "f"]}"#;
+
+const FIELD_PARTS_DEF: &str = r#"{"name": "redis_field_parts", "columns": [
+    {"name": "h", "type": "BIGINT UNSIGNED"},
+    {"name": "f", "type": "VARBINARY(3000)"},
+    {"name": "i", "type": "INT UNSIGNED"},
+    {"name": "v", "type": "VARBINARY(26000)"}],
+  "primary_key": ["h", "f", "i"], "primary_key_index": "hash"}"#;
+
+const TRASH_DEF: &str = r#"{"name": "redis_trash", "columns": [
+    {"name": "h", "type": "BIGINT UNSIGNED"}],
+  "primary_key": ["h"], "primary_key_index": "hash"}"#;
+
+static FIELDS: LazyLock<TableDef> =
+    LazyLock::new(|| serde_json::from_str(FIELDS_DEF).expect("a valid table"));
+static FIELD_PARTS: LazyLock<TableDef> =
+    LazyLock::new(|| serde_json::from_str(FIELD_PARTS_DEF).expect("a valid table"));
+static TRASH: LazyLock<TableDef> =
+    LazyLock::new(|| serde_json::from_str(TRASH_DEF).expect("a valid table"));
+
 /// The two tables' definitions, parsed once: a database without them is
 /// looked at on every read until its first write.
 static KEYS: LazyLock<TableDef> =
@@ -96,6 +139,15 @@ pub(crate) struct Entry {
     pub parts: u32,
     /// The value, or its first part.
     pub head: Vec<u8>,
+    /// A hash kept a row per field: its id and how many fields it has.
+    pub fields: Option<FieldsRef>,
+}
+
+/// A hash kept a row per field (`t` 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FieldsRef {
+    pub id: u64,
+    pub count: u64,
 }
 
 /// A value to write to a key.
@@ -106,6 +158,9 @@ pub(crate) struct Item<'a> {
     pub value: &'a [u8],
     /// Unix milliseconds; `None` keeps the key until deleted.
     pub expires: Option<i64>,
+    /// A hash kept a row per field, moved to this key whole: `value` is
+    /// empty and only the key's row is written.
+    pub fields: Option<FieldsRef>,
 }
 
 impl<'a> Item<'a> {
@@ -115,6 +170,7 @@ impl<'a> Item<'a> {
             kind: Kind::String,
             value,
             expires,
+            fields: None,
         }
     }
 }
@@ -133,6 +189,12 @@ pub(crate) enum StoreError {
     #[error("the value is longer than the {0} bytes allowed")]
     TooLarge(usize),
     #[error(
+        "the hash holds more than the {0} bytes one reply may carry; read it by field (HGET, HMGET) or with HSCAN"
+    )]
+    HashTooLarge(usize),
+    #[error("a field name of a hash of more than 128 fields is at most 3000 bytes")]
+    FieldTooLong,
+    #[error(
         "table '{0}' exists in this database with columns Shoal does not use for keys; drop or rename it"
     )]
     ForeignTable(&'static str),
@@ -147,6 +209,16 @@ pub(crate) enum StoreError {
 pub(crate) struct Tables {
     pub keys: Arc<Table>,
     pub chunks: Arc<Table>,
+    /// Those of hashes kept a row per field, once made (a database's
+    /// first write makes them).
+    pub hashes: Option<HashTables>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct HashTables {
+    pub fields: Arc<Table>,
+    pub parts: Arc<Table>,
+    pub trash: Arc<Table>,
 }
 
 /// A connection's database: its grant, its key tables once known, and
@@ -182,6 +254,11 @@ impl Db {
     pub(crate) fn rollback(&mut self) {
         self.tx = None;
     }
+
+    /// Whether a transaction is running: its commands' writes go to it.
+    pub(crate) fn in_transaction(&self) -> bool {
+        self.tx.is_some()
+    }
 }
 
 /// The writes of a transaction not yet committed, by key: what the key
@@ -205,6 +282,7 @@ impl Pending {
             expires: self.expires,
             parts: parts_after_head(self.value.len()),
             head: self.value[..self.value.len().min(PART)].to_vec(),
+            fields: None,
         }
     }
 }
@@ -279,20 +357,48 @@ fn int_value(value: &Value) -> Option<i64> {
 
 /// How many parts after the first the value of a key row has.
 fn parts_of(row: &RowView<'_>) -> u32 {
+    if int_column(row, 1) == Some(FIELDS_FORM) {
+        return 0;
+    }
     int_column(row, 3).unwrap_or(0) as u32
 }
 
 fn decode_entry(row: &RowView<'_>) -> Entry {
+    let t = int_column(row, 1);
+    let head = row.bytes(4).unwrap_or_default().to_vec();
+    if t == Some(FIELDS_FORM) {
+        return Entry {
+            kind: Kind::Hash,
+            expires: int_column(row, 2),
+            parts: 0,
+            fields: Some(FieldsRef {
+                id: fields::id_of(&head),
+                count: int_column(row, 3).unwrap_or(0) as u64,
+            }),
+            head,
+        };
+    }
     Entry {
-        kind: if int_column(row, 1) == Some(1) {
+        kind: if t == Some(1) {
             Kind::Hash
         } else {
             Kind::String
         },
         expires: int_column(row, 2),
         parts: parts_of(row),
-        head: row.bytes(4).unwrap_or_default().to_vec(),
+        head,
+        fields: None,
     }
+}
+
+/// `t` of a hash kept a row per field.
+pub(crate) const FIELDS_FORM: i64 = 2;
+
+/// The hash id a key row (as a scan or a replace answers it) holds, if it
+/// is of a hash kept a row per field.
+fn fields_id_of(row: &RowView<'_>) -> Option<u64> {
+    (int_column(row, 1) == Some(FIELDS_FORM))
+        .then(|| fields::id_of(row.bytes(4).unwrap_or_default()))
 }
 
 impl Entry {
@@ -367,47 +473,98 @@ impl Store {
         db: &mut Db,
         create: bool,
     ) -> Result<Option<Tables>, StoreError> {
-        if let Some(t) = &db.tables {
+        // Known tables are taken as they are once the hash tables are among
+        // them (another connection may make those at any time).
+        if let Some(t) = &db.tables
+            && t.hashes.is_some()
+        {
             return Ok(Some(t.clone()));
         }
-        let engine = &self.engine;
-        let name = db.db.name.clone();
-        let mut found = Vec::with_capacity(2);
-        for (table, want) in [(KEYS_TABLE, &KEYS), (CHUNKS_TABLE, &CHUNKS)] {
-            let want = &**want;
-            let t = match engine.table(name.as_str(), table) {
-                Ok(t) => t,
-                Err(CatalogError::NoSuchTable { .. }) if create => {
-                    match engine.create_table(&name, want.clone()).await {
-                        Ok(t) => t,
-                        // Another connection made it first.
-                        Err(CatalogError::TableExists { .. }) => {
-                            engine.table(name.as_str(), table)?
-                        }
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-                Err(CatalogError::NoSuchTable { .. }) => return Ok(None),
-                Err(e) => return Err(e.into()),
-            };
-            if t.def() != want {
-                return Err(StoreError::ForeignTable(table));
-            }
-            found.push(t);
+        let Some(keys) = self.table(db, KEYS_TABLE, &KEYS, create).await? else {
+            return Ok(None);
+        };
+        let Some(chunks) = self.table(db, CHUNKS_TABLE, &CHUNKS, create).await? else {
+            return Ok(None);
+        };
+        let mut hashes = None;
+        if let Some(fields) = self.table(db, FIELDS_TABLE, &FIELDS, create).await?
+            && let Some(parts) = self
+                .table(db, FIELD_PARTS_TABLE, &FIELD_PARTS, create)
+                .await?
+            && let Some(trash) = self.table(db, TRASH_TABLE, &TRASH, create).await?
+        {
+            hashes = Some(HashTables {
+                fields,
+                parts,
+                trash,
+            });
         }
-        let chunks = found.pop().expect("two tables");
-        let keys = found.pop().expect("two tables");
-        let tables = Tables { keys, chunks };
+        let tables = Tables {
+            keys,
+            chunks,
+            hashes,
+        };
         db.tables = Some(tables.clone());
         Ok(Some(tables))
     }
 
+    /// One of the key tables, made when `create` and missing; refused if a
+    /// table of that name is not Shoal's.
+    async fn table(
+        &self,
+        db: &Db,
+        name: &'static str,
+        want: &TableDef,
+        create: bool,
+    ) -> Result<Option<Arc<Table>>, StoreError> {
+        let engine = &self.engine;
+        let database = db.db.name.clone();
+        let t = match engine.table(database.as_str(), name) {
+            Ok(t) => t,
+            Err(CatalogError::NoSuchTable { .. }) if create => {
+                match engine.create_table(&database, want.clone()).await {
+                    Ok(t) => t,
+                    // Another connection made it first.
+                    Err(CatalogError::TableExists { .. }) => {
+                        engine.table(database.as_str(), name)?
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Err(CatalogError::NoSuchTable { .. }) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        if t.def() != want {
+            return Err(StoreError::ForeignTable(name));
+        }
+        Ok(Some(t))
+    }
+
     async fn run(&self, db: &mut Db, batch: &mut Batch, commit: Commit) -> Result<(), StoreError> {
-        let outcome = self.tc().execute(&db.grant, batch, commit).await;
+        let mark = self.run_applied(db, batch, commit).await?;
+        self.acknowledgeable(mark).await
+    }
+
+    /// Waits until the changes up to `mark` (`run_applied`'s) may be
+    /// acknowledged.
+    pub(crate) async fn acknowledgeable(&self, mark: Mark) -> Result<(), StoreError> {
+        Ok(self.tc().wait_acknowledgeable(mark).await?)
+    }
+
+    /// `run`, answered once the changes are applied: where they end in the
+    /// log, to wait on (`acknowledgeable`) after letting go of the keys'
+    /// locks.
+    async fn run_applied(
+        &self,
+        db: &mut Db,
+        batch: &mut Batch,
+        commit: Commit,
+    ) -> Result<Mark, StoreError> {
+        let outcome = self.tc().execute_applied(&db.grant, batch, commit).await;
         let dropped = |e: &OperationError| matches!(e, OperationError::NoSuchTable { .. });
         let gone = match &outcome {
             Err(TcError::Operation { error, .. }) => dropped(error),
-            Ok(()) => (0..batch.len()).any(|i| batch.error(i).is_some_and(|e| dropped(&e))),
+            Ok(_) => (0..batch.len()).any(|i| batch.error(i).is_some_and(|e| dropped(&e))),
             Err(_) => false,
         };
         if gone {
@@ -488,7 +645,7 @@ impl Store {
         let Some(entry) = self.lookup(db, batch, key).await? else {
             return Ok(None);
         };
-        if entry.parts == 0 {
+        if entry.parts == 0 && entry.fields.is_none() {
             let value = entry.head.clone();
             return Ok(Some((entry, value)));
         }
@@ -503,6 +660,17 @@ impl Store {
         } else {
             Some(self.lock_keys(db, &[key]).await)
         };
+        if entry.fields.is_some() {
+            // Read again under the lock: the hash may have changed.
+            let Some(entry) = self.lookup(db, batch, key).await? else {
+                return Ok(None);
+            };
+            let Some(fields) = entry.fields else {
+                return self.read_parts(db, batch, key).await;
+            };
+            let all = self.all_fields(db, fields).await?;
+            return Ok(Some((entry, encode_hash(&all))));
+        }
         self.read_parts(db, batch, key).await
     }
 
@@ -645,14 +813,21 @@ impl Store {
         written: &[bool],
     ) -> Result<(), StoreError> {
         let mut orphans = Vec::new();
+        let mut trashed = Vec::new();
         for ((item, &read), _) in items.iter().zip(reads).zip(written).filter(|(_, w)| **w) {
             if let Ok(Some(row)) = batch.found(read) {
                 let old = parts_of(&row);
                 let new = parts_after_head(item.value.len());
                 orphans.extend((new + 1..=old).map(|i| (item.key, i)));
+                // The hash of rows the key held, unless it moved here.
+                if let Some(id) = fields_id_of(&row)
+                    && item.fields.is_none_or(|f| f.id != id)
+                {
+                    trashed.push(id);
+                }
             }
         }
-        if orphans.is_empty() {
+        if orphans.is_empty() && trashed.is_empty() {
             return Ok(());
         }
         let t = self.tables(db, false).await?.expect("written to");
@@ -662,7 +837,12 @@ impl Store {
                 .delete(&t.chunks, &[key_value(key)?, Value::Int(i64::from(i))])
                 .map_err(OperationError::from)?;
         }
-        self.run(db, batch, Commit::Atomic).await
+        for &id in &trashed {
+            fields::trash(batch, &t, id)?;
+        }
+        self.run(db, batch, Commit::Atomic).await?;
+        self.drain(&t, &trashed).await;
+        Ok(())
     }
 
     /// Deletes a key and its parts, atomically. The caller holds its lock.
@@ -680,9 +860,10 @@ impl Store {
         }
         let t = self.tables(db, false).await?.expect("a key exists");
         batch.clear();
-        delete_rows(batch, &t.keys, &t.chunks, key_value(key)?, entry.parts)?;
+        delete_key(batch, &t, key_value(key)?, entry)?;
         self.run(db, batch, Commit::Atomic).await?;
         self.touched(db.db.id, [key]);
+        self.drain(&t, entry.fields.map(|f| f.id).as_slice()).await;
         Ok(())
     }
 
@@ -703,6 +884,7 @@ impl Store {
                 kind: entry.kind,
                 value: &value,
                 expires,
+                fields: None,
             };
             return self.write(db, batch, &[item]).await;
         }
@@ -748,7 +930,17 @@ impl Store {
         let old: Vec<Option<u32>> = (0..keys.len())
             .map(|i| Ok(batch.found(i)?.map(|row| parts_of(&row))))
             .collect::<Result<_, StoreError>>()?;
+        // Hashes of rows the transaction replaces or deletes.
+        let trashed: Vec<u64> = (0..keys.len())
+            .map(|i| Ok(batch.found(i)?.and_then(|row| fields_id_of(&row))))
+            .collect::<Result<Vec<_>, StoreError>>()?
+            .into_iter()
+            .flatten()
+            .collect();
         batch.clear();
+        for &id in &trashed {
+            fields::trash(batch, &t, id)?;
+        }
         for (key, old) in keys.iter().zip(&old) {
             let k = key_value(key)?;
             let kept = match &tx.writes[*key] {
@@ -758,6 +950,7 @@ impl Store {
                         kind: p.kind,
                         value: &p.value,
                         expires: p.expires,
+                        fields: None,
                     };
                     add_rows(batch, &t, &item, false)?;
                     parts_after_head(p.value.len())
@@ -786,6 +979,7 @@ impl Store {
                 self.note_expiry(&t, key, at);
             }
         }
+        self.drain(&t, &trashed).await;
         Ok(())
     }
 
@@ -841,7 +1035,7 @@ impl Store {
         };
         let looked = due.len();
         for (tables, key) in due {
-            self.purge_key(&tables.keys, &tables.chunks, key).await;
+            self.purge_key(&tables, key).await;
         }
         looked
     }
@@ -861,12 +1055,12 @@ impl Store {
             let Ok(rows) = engine.tc().scan(&table, &filter, limit - swept).await else {
                 continue;
             };
-            let Ok(chunks) = engine.table(table.database.name.as_str(), CHUNKS_TABLE) else {
+            let Some(tables) = self.tables_of(&table) else {
                 continue;
             };
             for row in rows {
                 if let Value::Bytes(key) = row.values()[0].clone() {
-                    self.purge_key(&table, &chunks, key).await;
+                    self.purge_key(&tables, key).await;
                     swept += 1;
                 }
             }
@@ -876,8 +1070,9 @@ impl Store {
 
     /// Deletes `key` and its parts if it has expired: read again under its
     /// lock, as it may have been set anew since it was found.
-    async fn purge_key(&self, keys: &Arc<Table>, chunks: &Arc<Table>, key: Vec<u8>) {
+    async fn purge_key(&self, t: &Tables, key: Vec<u8>) {
         let tc = self.engine.tc();
+        let keys = &t.keys;
         let _lock = self.lock(keys.database.id, &[&key]).await;
         let k = Value::Bytes(key.clone());
         let mut batch = tc.batch();
@@ -893,9 +1088,17 @@ impl Store {
         if entry.is_live(now_ms()) {
             return;
         }
+        // A hash of rows loses its rows first, under the key's lock: the
+        // purge only deletes, so its id cannot go to the trash, and the key
+        // stays (expired, so found by no one) until they are gone.
+        if let Some(f) = entry.fields {
+            self.drain(t, &[f.id]).await;
+        }
         batch.clear();
         // A key's rows are always valid to delete: only the purge can fail.
-        let _ = delete_rows(&mut batch, keys, chunks, k, entry.parts);
+        if delete_rows(&mut batch, keys, &t.chunks, k, entry.parts).is_err() {
+            return;
+        }
         if tc.purge(&mut batch).await.is_ok() {
             self.touched(keys.database.id, [key.as_slice()]);
         }
@@ -909,6 +1112,8 @@ pub(crate) struct Scanned {
     pub kind: Kind,
     /// Parts of its value after the first.
     pub parts: u32,
+    /// The id of a hash kept a row per field.
+    pub fields: Option<u64>,
     /// Whether it had not expired when it was read.
     pub live: bool,
 }
@@ -968,12 +1173,22 @@ fn scanned(row: &crate::tc::batch::Row, now: i64) -> Option<Scanned> {
     };
     Some(Scanned {
         key: key.clone(),
-        kind: if int_value(&v[1]) == Some(1) {
+        kind: if matches!(int_value(&v[1]), Some(1 | FIELDS_FORM)) {
             Kind::Hash
         } else {
             Kind::String
         },
-        parts: int_value(&v[3]).unwrap_or(0) as u32,
+        parts: if int_value(&v[1]) == Some(FIELDS_FORM) {
+            0
+        } else {
+            int_value(&v[3]).unwrap_or(0) as u32
+        },
+        fields: match (&v[1], &v[4]) {
+            (t, Value::Bytes(head)) if int_value(t) == Some(FIELDS_FORM) => {
+                Some(fields::id_of(head))
+            }
+            _ => None,
+        },
         live: int_value(&v[2]).is_none_or(|at| at > now),
     })
 }
@@ -1081,12 +1296,26 @@ impl Store {
                 let entries = self.lookup_many(db, batch, &keys).await?;
                 let t = self.tables(db, false).await?.expect("keys were found");
                 batch.clear();
+                let mut trashed = Vec::new();
                 for (scanned, entry) in found.iter().zip(&entries) {
-                    let parts = entry.as_ref().map_or(scanned.parts, |e| e.parts);
-                    delete_rows(batch, &t.keys, &t.chunks, key_value(&scanned.key)?, parts)?;
+                    let k = key_value(&scanned.key)?;
+                    match entry {
+                        Some(e) => {
+                            delete_key(batch, &t, k, e)?;
+                            trashed.extend(e.fields.map(|f| f.id));
+                        }
+                        None => {
+                            delete_rows(batch, &t.keys, &t.chunks, k, scanned.parts)?;
+                            if let Some(id) = scanned.fields {
+                                fields::trash(batch, &t, id)?;
+                                trashed.push(id);
+                            }
+                        }
+                    }
                 }
                 self.run(db, batch, Commit::Each).await?;
                 self.touched(db.db.id, keys.iter().copied());
+                self.drain(&t, &trashed).await;
                 deleted += entries.iter().flatten().count() as u64;
             }
             if next == 0 {
@@ -1167,6 +1396,16 @@ fn add_rows(
     item: &Item<'_>,
     replace: bool,
 ) -> Result<(), StoreError> {
+    if let Some(f) = item.fields {
+        let row = fields::key_row(key_value(item.key)?, item.expires, f);
+        return if replace {
+            batch.replace(&t.keys, &row)
+        } else {
+            batch.write(&t.keys, &row)
+        }
+        .map(drop)
+        .map_err(|e| OperationError::from(e).into());
+    }
     let mut parts = item.value.chunks(PART);
     let head = parts.next().unwrap_or_default();
     let row = [
@@ -1210,6 +1449,16 @@ fn delete_rows(
     for i in 1..=parts {
         (batch.delete(chunks, &[k.clone(), Value::Int(i64::from(i))]))
             .map_err(OperationError::from)?;
+    }
+    Ok(())
+}
+
+/// Adds to `batch` the deletes of a key's rows, and for a hash of rows,
+/// its id to the trash (its rows are deleted after).
+fn delete_key(batch: &mut Batch, t: &Tables, k: Value, entry: &Entry) -> Result<(), StoreError> {
+    delete_rows(batch, &t.keys, &t.chunks, k, entry.parts)?;
+    if let Some(f) = entry.fields {
+        fields::trash(batch, t, f.id)?;
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
-//! RonSQL in the coordinator: a planned query's program sent to every
-//! fragment at once, a step at a time, and the partial groups merged.
+//! RonSQL in the coordinator: a query planned against its table (`plan`),
+//! its program sent to every fragment at once, a step at a time, the
+//! partial groups merged, and the answer written (`print`).
 //!
 //! A query is admitted as one read; every row (or index entry) a fragment
 //! examines is charged a read unit that the database's next reads pay,
@@ -9,12 +10,15 @@
 
 use std::time::Instant;
 
+pub(crate) mod plan;
+pub(crate) mod print;
+
+use self::plan::{Access, Plan};
 use super::{Grant, Tc, TcError};
 use crate::ldm::Walk;
 use crate::sql::agg::Groups;
 use crate::sql::eval::Datum;
-use crate::sql::plan::{Access, Plan};
-use crate::sql::{Class, MAX_GROUP_BYTES, MAX_GROUPS, MAX_TIME, SqlError, print};
+use crate::sql::{Class, MAX_GROUP_BYTES, MAX_GROUPS, MAX_TIME, SqlError};
 
 /// Why a query failed: refused by the coordinator, or by the query's own
 /// bounds and values.

@@ -8,9 +8,9 @@ use std::fmt::Write as _;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
-use super::agg::Groups;
-use super::eval::{self, Datum, EvalError, MAX_SCALE, Row, Scalar, TimeKind, Ty};
 use super::plan::{Access, Plan, Source};
+use crate::sql::agg::Groups;
+use crate::sql::eval::{self, Datum, EvalError, MAX_SCALE, Row, Scalar, TimeKind, Ty};
 use crate::types::value::{Date, Decimal, WithFsp};
 
 /// How the answer is written (RonDB's `outputFormat`).
