@@ -1882,11 +1882,6 @@ async fn indexes_are_added_and_dropped_while_the_table_serves(backend: Backend) 
             "INVALID_REQUEST",
         ),
         (
-            json!({"name": "u", "columns": ["note"], "unique": true}),
-            StatusCode::BAD_REQUEST,
-            "INVALID_REQUEST",
-        ),
-        (
             json!({"name": "<b>x</b>", "columns": ["note"]}),
             StatusCode::BAD_REQUEST,
             "INVALID_REQUEST",

@@ -95,10 +95,6 @@ pub enum SchemaError {
     UnknownIndexColumn { index: String, column: String },
     #[error("index '{index}' names column '{column}' twice")]
     DuplicateIndexColumn { index: String, column: String },
-    #[error(
-        "index '{0}': unique ordered indexes are not supported yet; declare it without \"unique\" (the primary key is unique)"
-    )]
-    UniqueIndex(String),
     #[error("index '{index}' can take {bytes} bytes of key, more than the maximum {MAX_KEY_BYTES}")]
     IndexKeyTooLarge { index: String, bytes: usize },
 }
@@ -561,9 +557,6 @@ impl IndexDef {
         if self.columns.is_empty() {
             return Err(SchemaError::NoIndexColumns(index()));
         }
-        if self.unique {
-            return Err(SchemaError::UniqueIndex(index()));
-        }
         if self.columns.len() > MAX_KEY_COLUMNS {
             return Err(SchemaError::TooManyIndexColumns {
                 index: index(),
@@ -774,13 +767,7 @@ mod tests {
         )
         .unwrap();
         assert!(parsed.indexes[0].unique);
-        assert!(
-            parsed
-                .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("not supported yet")
-        );
+        parsed.validate().unwrap();
         // The primary key is ordered unless said otherwise, and only then
         // is the field written.
         let hashed: TableDef = serde_json::from_str(

@@ -116,6 +116,10 @@ impl From<CatalogError> for ApiError {
             CatalogError::IndexNotBuilt { quota: false, .. } => {
                 (StatusCode::INSUFFICIENT_STORAGE, "OUT_OF_DATA_MEMORY")
             }
+            CatalogError::UniqueDuplicates { .. } => (StatusCode::CONFLICT, "DUPLICATE_KEY"),
+            CatalogError::IndexNotChecked { .. } => {
+                (StatusCode::SERVICE_UNAVAILABLE, "NOT_SERVING")
+            }
             CatalogError::TooManyDatabases | CatalogError::TooManyTables => {
                 (StatusCode::CONFLICT, "LIMIT_REACHED")
             }

@@ -45,6 +45,14 @@ pub enum CatalogError {
         /// The memory quota stopped it, not the node's DataMemory.
         quota: bool,
     },
+    #[error(
+        "rows of table '{table}' already share values of the columns of unique index '{index}': it was not added"
+    )]
+    UniqueDuplicates { table: String, index: String },
+    /// The index's rows could not be read to check it: the node stopped
+    /// serving meanwhile.
+    #[error("index '{index}' could not be checked, and is not there: {reason}")]
+    IndexNotChecked { index: String, reason: String },
     #[error("tenant '{0}' has no databases or quota on this data node")]
     NoSuchTenant(String),
     #[error("this data node holds at most {MAX_DATABASES} databases")]

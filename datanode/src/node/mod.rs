@@ -38,7 +38,8 @@ use crate::log::redo::RedoLog;
 use crate::storage::OpError;
 use crate::storage::layout::Layout;
 use crate::storage::page::DataMemory;
-use crate::tc::{Database, Table, Tc, Tenant};
+use crate::tc::{Database, RangeScan, Table, Tc, Tenant};
+use crate::types::value::Value;
 use crate::types::{DatabaseId, TableId};
 pub use shoal_wire::internal::NodeId;
 
@@ -513,11 +514,68 @@ impl Engine {
                 }
             }
         }
+        let unique = layout.ordered.last().is_some_and(|o| o.unique);
         let table = old.with_layout(layout);
-        // Only now may scans find it.
+        // Only now may scans find it, and writes be checked against it.
         self.catalog_mut().replace_table(Arc::clone(&table));
+        if unique {
+            // Writes made while it was built were not checked: its rows are,
+            // now that every write is.
+            let checked = self.has_duplicates(&table, &name).await;
+            if checked != Ok(false) {
+                self.catalog_mut().replace_table(Arc::clone(&old));
+                workers
+                    .drop_index(old.id, &old.fragments, &name, &old.layout)
+                    .await?;
+                return Err(match checked {
+                    Err(reason) => CatalogError::IndexNotChecked {
+                        index: name.to_string(),
+                        reason,
+                    },
+                    _ => CatalogError::UniqueDuplicates {
+                        table: table.name().to_string(),
+                        index: name.to_string(),
+                    },
+                });
+            }
+        }
         self.save_catalog().await?;
         Ok(table)
+    }
+
+    /// Whether two rows of `table` have the same values (none NULL) of
+    /// the columns of its unique index `index`: its entries read in order.
+    async fn has_duplicates(&self, table: &Arc<Table>, index: &str) -> Result<bool, String> {
+        let layout = &table.layout;
+        let i = layout.ordered_index(index).expect("the index just added");
+        let columns = &layout.ordered[i].order[..layout.ordered[i].columns];
+        let (mut after, mut last): (Option<Vec<Value>>, Option<Vec<Value>>) = (None, None);
+        loop {
+            let scan = RangeScan {
+                index: Some(index),
+                lower: None,
+                upper: None,
+                after: after.as_deref(),
+                limit: 1000,
+                max_bytes: 4 << 20,
+            };
+            let page = (self.tc().scan_range_housekeeping(table, scan).await)
+                .map_err(|e| e.to_string())?;
+            for row in &page.rows {
+                let values: Vec<Value> = columns
+                    .iter()
+                    .map(|&c| row.values()[c as usize].clone())
+                    .collect();
+                if !values.contains(&Value::Null) && last.as_ref() == Some(&values) {
+                    return Ok(true);
+                }
+                last = Some(values);
+            }
+            match page.next {
+                Some(next) => after = Some(next),
+                None => return Ok(false),
+            }
+        }
     }
 
     /// Drops ordered index `index` of a table: scans no longer find it,

@@ -61,6 +61,9 @@ pub(crate) struct OrderedLayout {
     pub(crate) columns: usize,
     /// The primary key's index, whose keys an update never changes.
     pub(crate) primary: bool,
+    /// No two rows may have the same values of its own columns (none of
+    /// them NULL): the coordinator checks every write (`tc::unique`).
+    pub(crate) unique: bool,
 }
 
 /// The compiled layout of one table's rows.
@@ -148,6 +151,7 @@ impl Layout {
             order: key.clone(),
             columns: key.len(),
             primary: true,
+            unique: false,
         });
         let own = def.indexes.iter().map(|index| {
             let mut order: Vec<u16> = (index.columns.iter())
@@ -164,6 +168,7 @@ impl Layout {
                 order,
                 columns,
                 primary: false,
+                unique: index.unique,
             }
         });
         let ordered: Vec<OrderedLayout> = primary.into_iter().chain(own).collect();

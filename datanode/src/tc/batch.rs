@@ -17,6 +17,7 @@ use crate::ldm::{NodeFailed, Op, OpBatch, OpKind, OpResult, Span};
 use crate::log::changes::Change;
 use crate::storage::OpError;
 use crate::storage::codec::{self, ValueError};
+use crate::types::TableId;
 use crate::types::value::Value;
 
 /// Why an operation failed; nothing of it was applied.
@@ -26,6 +27,8 @@ pub enum OperationError {
     Value(#[from] ValueError),
     #[error("a row with this primary key already exists in table '{table}'")]
     DuplicateKey { table: String },
+    #[error("a row of table '{table}' already has these values of unique index '{index}'")]
+    DuplicateUnique { table: String, index: String },
     #[error("no row with this primary key in table '{table}'")]
     NotFound { table: String },
     #[error(
@@ -60,7 +63,9 @@ impl OperationError {
     pub fn code(&self) -> &'static str {
         match self {
             OperationError::Value(_) => "INVALID_VALUE",
-            OperationError::DuplicateKey { .. } => "DUPLICATE_KEY",
+            OperationError::DuplicateKey { .. } | OperationError::DuplicateUnique { .. } => {
+                "DUPLICATE_KEY"
+            }
             OperationError::NotFound { .. } => "NOT_FOUND",
             OperationError::MissingColumn { .. } => "MISSING_COLUMN",
             OperationError::OutOfDataMemory { .. } => "OUT_OF_DATA_MEMORY",
@@ -79,6 +84,7 @@ impl OperationError {
         match self {
             OperationError::Value(_) => None,
             OperationError::DuplicateKey { .. } => Some(630),
+            OperationError::DuplicateUnique { .. } => Some(893),
             OperationError::NotFound { .. } => Some(626),
             OperationError::MissingColumn { .. } => Some(839),
             OperationError::OutOfDataMemory { .. } => Some(827),
@@ -103,7 +109,9 @@ impl OperationError {
             OperationError::NotFound { .. }
             | OperationError::NoSuchTable { .. }
             | OperationError::NoSuchIndex { .. } => 404,
-            OperationError::DuplicateKey { .. } | OperationError::LockWaitTimeout { .. } => 409,
+            OperationError::DuplicateKey { .. }
+            | OperationError::DuplicateUnique { .. }
+            | OperationError::LockWaitTimeout { .. } => 409,
             OperationError::OutOfDataMemory { .. } | OperationError::FragmentFull { .. } => 507,
             OperationError::Quota(e) => e.http_status(),
             OperationError::DurabilityFailed | OperationError::NodeFailed(_) => 503,
@@ -227,6 +235,34 @@ pub struct Batch {
     /// The one database of every operation, or `None` when they span more.
     database: Option<Arc<Database>>,
     mixed: bool,
+    /// Writes to tables with unique indexes: what the coordinator checks
+    /// before the batch runs (`tc::unique`).
+    pub(crate) uniques: Vec<UniqueWrite>,
+    /// Primary keys (encoded) the batch deletes from such tables.
+    pub(crate) unique_deletes: Vec<(TableId, Vec<u8>)>,
+}
+
+/// A value an operation gives a column of a unique index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Given {
+    /// Not given: an update keeps the row's.
+    Missing,
+    Null,
+    /// As the column stores it.
+    Bytes(Vec<u8>),
+}
+
+/// A write to a table with a unique index: the operation, its row's
+/// primary key (encoded), and the values it gives the index's columns.
+#[derive(Debug, Clone)]
+pub(crate) struct UniqueWrite {
+    pub(crate) op: usize,
+    pub(crate) kind: OpKind,
+    pub(crate) table: Arc<Table>,
+    /// The index's position among the table's ordered indexes.
+    pub(crate) index: usize,
+    pub(crate) key: Vec<u8>,
+    pub(crate) values: Vec<Given>,
 }
 
 impl std::fmt::Debug for Batch {
@@ -247,6 +283,8 @@ impl Batch {
             cost: Cost::default(),
             database: None,
             mixed: false,
+            uniques: Vec::new(),
+            unique_deletes: Vec::new(),
         }
     }
 
@@ -288,6 +326,8 @@ impl Batch {
         self.cost = Cost::default();
         self.database = None;
         self.mixed = false;
+        self.uniques.clear();
+        self.unique_deletes.clear();
         for b in &mut self.ldms {
             b.ops.clear();
             b.data.clear();
@@ -305,10 +345,20 @@ impl Batch {
         Ok(())
     }
 
+    /// Reads the row with this primary key, encoded as the table stores it.
+    pub(crate) fn read_encoded(&mut self, table: &Arc<Table>, key: &[u8]) {
+        self.scratch.clear();
+        self.scratch.extend_from_slice(key);
+        self.push(table, OpKind::Read, (0, key.len()), (0, 0), (0, 0));
+    }
+
     /// Deletes the row with this primary key (values in key order).
     pub fn delete(&mut self, table: &Arc<Table>, key: &[Value]) -> Result<(), ValueError> {
         self.scratch.clear();
         codec::encode_key(&table.layout, key, &mut self.scratch)?;
+        if table.layout.ordered.iter().any(|o| o.unique) {
+            (self.unique_deletes).push((table.id, self.scratch.clone()));
+        }
         let key = (0, self.scratch.len());
         self.push(table, OpKind::Delete, key, (0, 0), (0, 0));
         Ok(())
@@ -376,7 +426,29 @@ impl Batch {
                 "a value is required: the column is NOT NULL",
             ));
         }
+        let key = self.scratch[encoded.key.0..][..encoded.key.1].to_vec();
         self.push(table, kind, encoded.key, encoded.image, encoded.presence);
+        let op = self.slots.len() - 1;
+        for (index, ordered) in layout.ordered.iter().enumerate() {
+            if !ordered.unique {
+                continue;
+            }
+            let values = (ordered.order[..ordered.columns].iter())
+                .map(|&c| match values[c as usize] {
+                    None => Ok(Given::Missing),
+                    Some(Value::Null) => Ok(Given::Null),
+                    Some(v) => codec::encode_operand(layout, c, v).map(Given::Bytes),
+                })
+                .collect::<Result<_, _>>()?;
+            self.uniques.push(UniqueWrite {
+                op,
+                kind,
+                table: Arc::clone(table),
+                index,
+                key: key.clone(),
+                values,
+            });
+        }
         Ok(())
     }
 

@@ -19,6 +19,7 @@ mod range;
 pub(crate) mod ronsql;
 pub(crate) mod schema;
 mod transaction;
+mod unique;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -171,6 +172,8 @@ struct Inner {
     latency_observer: arc_swap::ArcSwapOption<LatencyObserver>,
     /// Why the node serves no requests now (its group's view), if so.
     not_serving: arc_swap::ArcSwapOption<&'static str>,
+    /// Locks on the values of unique indexes being written.
+    unique_locks: unique::UniqueLocks,
 }
 
 /// Told of every request a database ran and how long it took — an
@@ -198,6 +201,7 @@ impl Tc {
                 next_txn: AtomicU64::new(1),
                 latency_observer: arc_swap::ArcSwapOption::empty(),
                 not_serving: arc_swap::ArcSwapOption::empty(),
+                unique_locks: unique::UniqueLocks::new(),
             }),
         }
     }
@@ -460,17 +464,21 @@ impl Tc {
         let started = std::time::Instant::now();
         let (db, cost) = (&admitted.db, admitted.cost);
         let gov = &db.governance;
-        let outcome = match commit {
-            Commit::Each => self.apply_each(batch).await,
+        // Held until the batch is applied: writers of the same unique
+        // values go one after the other.
+        let unique = self.check_unique(batch).await;
+        let outcome = match (unique, commit) {
+            (Err(e), _) => Err(e),
+            (Ok(_), Commit::Each) => self.apply_each(batch).await,
             // One operation is atomic on its own: no transaction to hold.
-            Commit::Atomic if batch.len() == 1 => match self.apply_each(batch).await {
+            (Ok(_), Commit::Atomic) if batch.len() == 1 => match self.apply_each(batch).await {
                 Ok(mark) => match batch.error(0) {
                     Some(error) => Err(TcError::Operation { index: 0, error }),
                     None => Ok(mark),
                 },
                 Err(e) => Err(e),
             },
-            Commit::Atomic => {
+            (Ok(_), Commit::Atomic) => {
                 let txn = self.inner.next_txn.fetch_add(1, Ordering::Relaxed);
                 transaction::run(&self.inner.workers, txn, batch).await
             }

@@ -1,0 +1,226 @@
+//! Unique ordered indexes on a real node: a duplicate refused with a clear
+//! error and nothing written, by insert, upsert, update (whole or partial),
+//! batch and transaction; NULLs never duplicate; a transaction may swap
+//! values or free one and take it; concurrent writers of one value, one
+//! wins; added online only to a table without duplicates.
+
+mod common;
+
+use common::Shoal;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+const USERS: &str = r#"{"name": "users", "columns": [
+    {"name": "id", "type": "BIGINT"},
+    {"name": "email", "type": "VARCHAR(50)", "nullable": true},
+    {"name": "org", "type": "INT"},
+    {"name": "name", "type": "VARCHAR(20)"}],
+  "primary_key": ["id"],
+  "indexes": [{"name": "by_email", "columns": ["email"], "unique": true},
+              {"name": "by_org_name", "columns": ["org", "name"], "unique": true}]}"#;
+
+struct Setup {
+    shoal: Shoal,
+    key: String,
+}
+
+async fn setup() -> Setup {
+    let shoal = Shoal::start(&["datanode", "--data-memory", "64M"]);
+    shoal.create_database("acme", "app").await;
+    let def: Value = serde_json::from_str(USERS).unwrap();
+    let (status, body) = shoal.post("/internal/v1/databases/app/tables", def).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let key = shoal.create_key("acme", &[("app", "read_write")]).await;
+    Setup { shoal, key }
+}
+
+impl Setup {
+    async fn call(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        common::control::data_call(&self.shoal, &self.key, path, body).await
+    }
+
+    async fn op(&self, op: &str, row: Value) -> (StatusCode, Value) {
+        self.call(&format!("app/users/{op}"), json!({ "row": row }))
+            .await
+    }
+
+    /// Every row, as (id, email, org, name), in id order.
+    async fn rows(&self) -> Vec<Value> {
+        let (status, page) = self.call("app/users/scan", json!({"limit": 1000})).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        page["data"].as_array().unwrap().clone()
+    }
+}
+
+fn user(id: i64, email: Option<&str>, org: i64, name: &str) -> Value {
+    json!({"id": id, "email": email, "org": org, "name": name})
+}
+
+/// A refusal as a duplicate of a unique index.
+fn assert_duplicate(status: StatusCode, body: &Value, index: &str) {
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], "DUPLICATE_KEY", "{body}");
+    assert_eq!(body["error"]["number"], 893, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains(index), "{message}");
+}
+
+#[tokio::test]
+async fn a_duplicate_is_refused_and_nothing_is_written() {
+    let s = setup().await;
+    for (id, email, org, name) in [
+        (1, Some("ann@x"), 1, "ann"),
+        (2, Some("bob@x"), 1, "bob"),
+        (3, None, 2, "cy"),
+        (4, None, 2, "dee"),
+    ] {
+        let (status, body) = s.op("pk-insert", user(id, email, org, name)).await;
+        assert_eq!(status, StatusCode::OK, "NULLs never duplicate: {body}");
+    }
+    let before = s.rows().await;
+
+    // Insert, upsert and update onto another row's values.
+    let (status, body) = s.op("pk-insert", user(5, Some("ann@x"), 9, "eve")).await;
+    assert_duplicate(status, &body, "by_email");
+    let (status, body) = s.op("pk-write", user(5, Some("zed@x"), 1, "bob")).await;
+    assert_duplicate(status, &body, "by_org_name");
+    let (status, body) = s.op("pk-update", json!({"id": 2, "email": "ann@x"})).await;
+    assert_duplicate(status, &body, "by_email");
+    // A partial update: the row's name, with its org as it is, duplicates.
+    let (status, body) = s.op("pk-update", json!({"id": 2, "name": "ann"})).await;
+    assert_duplicate(status, &body, "by_org_name");
+    let (status, body) = s
+        .op("pk-update", json!({"id": 4, "org": 1, "name": "ann"}))
+        .await;
+    assert_duplicate(status, &body, "by_org_name");
+    assert_eq!(s.rows().await, before, "nothing written");
+
+    // A row may keep its own values, and take free ones.
+    let (status, body) = s.op("pk-write", user(1, Some("ann@x"), 1, "ann")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = s.op("pk-update", json!({"id": 2, "email": "bob2@x"})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = s.op("pk-insert", user(5, Some("bob@x"), 3, "eve")).await;
+    assert_eq!(status, StatusCode::OK, "bob@x was freed: {body}");
+
+    // A transaction in which one write would duplicate is refused whole;
+    // so is a batch of operations each on its own (each answers the
+    // refusal, naming the operation that would duplicate).
+    let batch = json!({"operations": [
+        {"method": "POST", "relative-url": "app/users/pk-insert", "body": {"row": user(6, Some("new@x"), 4, "fay")}},
+        {"method": "POST", "relative-url": "app/users/pk-insert", "body": {"row": user(7, Some("ann@x"), 4, "gus")}}]});
+    let before = s.rows().await;
+    let (status, body) = s.call("transaction", batch.clone()).await;
+    assert_duplicate(status, &body, "by_email");
+    assert_eq!(body["error"]["operation"], 1, "{body}");
+    assert_eq!(s.rows().await, before, "nothing written");
+    let (status, body) = s.call("batch", batch).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for result in body["result"].as_array().unwrap() {
+        assert_eq!(result["code"], 409, "{result}");
+        assert_duplicate(StatusCode::CONFLICT, &result["body"], "by_email");
+        assert_eq!(result["body"]["error"]["operation"], 1, "{result}");
+    }
+    assert_eq!(s.rows().await, before, "nothing written");
+    // Two writes of one batch with the same values.
+    let twins = json!({"operations": [
+        {"method": "POST", "relative-url": "app/users/pk-insert", "body": {"row": user(8, Some("twin@x"), 5, "h1")}},
+        {"method": "POST", "relative-url": "app/users/pk-insert", "body": {"row": user(9, Some("twin@x"), 5, "h2")}}]});
+    let (status, body) = s.call("transaction", twins).await;
+    assert_duplicate(status, &body, "by_email");
+    assert_eq!(s.rows().await, before);
+
+    // In one transaction two rows swap emails, and a row deleted gives its
+    // email to a new one.
+    let swap = json!({"operations": [
+        {"method": "POST", "relative-url": "app/users/pk-update", "body": {"row": {"id": 1, "email": "bob2@x"}}},
+        {"method": "POST", "relative-url": "app/users/pk-update", "body": {"row": {"id": 2, "email": "ann@x"}}},
+        {"method": "POST", "relative-url": "app/users/pk-delete", "body": {"filters": [{"column": "id", "value": 5}]}},
+        {"method": "POST", "relative-url": "app/users/pk-insert", "body": {"row": user(10, Some("bob@x"), 3, "eve")}}]});
+    let (status, body) = s.call("transaction", swap).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let emails: Vec<(i64, Value)> = (s.rows().await.iter())
+        .map(|r| (r["id"].as_i64().unwrap(), r["email"].clone()))
+        .collect();
+    assert_eq!(
+        emails,
+        vec![
+            (1, json!("bob2@x")),
+            (2, json!("ann@x")),
+            (3, Value::Null),
+            (4, Value::Null),
+            (10, json!("bob@x")),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn of_many_writers_of_one_value_one_wins() {
+    let s = setup().await;
+    let mut writers = tokio::task::JoinSet::new();
+    for id in 0..24i64 {
+        let (url, key) = (
+            format!("{}/0.1.0/app/users/pk-insert", s.shoal.rest_url),
+            s.key.clone(),
+        );
+        writers.spawn(async move {
+            let row = user(id, Some("same@x"), id, &format!("n{id}"));
+            let r = common::client()
+                .post(url)
+                .header("X-API-KEY", key)
+                .json(&json!({ "row": row }))
+                .send()
+                .await
+                .unwrap();
+            let status = r.status();
+            (status, r.json::<Value>().await.unwrap_or(Value::Null))
+        });
+    }
+    let mut won = 0;
+    while let Some(done) = writers.join_next().await {
+        let (status, body) = done.unwrap();
+        match status {
+            StatusCode::OK => won += 1,
+            _ => assert_duplicate(status, &body, "by_email"),
+        }
+    }
+    assert_eq!(won, 1);
+    assert_eq!(s.rows().await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_unique_index_is_added_online_only_without_duplicates() {
+    let s = setup().await;
+    for id in 0..50 {
+        let row = user(id, Some(&format!("u{id}@x")), id % 3, &format!("n{id}"));
+        assert_eq!(s.op("pk-insert", row).await.0, StatusCode::OK);
+    }
+    // org repeats: a unique index on it cannot be added, and is not there.
+    let path = "/internal/v1/databases/app/tables/users/indexes";
+    let (status, body) = s
+        .shoal
+        .post(
+            path,
+            json!({"name": "by_org", "columns": ["org"], "unique": true}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], "DUPLICATE_KEY", "{body}");
+    let (status, _) = s.call("app/users/scan", json!({"index": "by_org"})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // On (org, id) it can, and holds from then on.
+    let (status, body) = s
+        .shoal
+        .post(
+            path,
+            json!({"name": "by_org_id", "columns": ["name", "org"], "unique": true}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = s
+        .op("pk-update", json!({"id": 1, "name": "n4", "org": 1}))
+        .await;
+    assert_duplicate(status, &body, "by_org_name");
+    let (status, body) = s.op("pk-insert", user(99, Some("new@x"), 2, "n2")).await;
+    assert_duplicate(status, &body, "by_org");
+}
