@@ -599,6 +599,10 @@ fn index_refused(e: nodes::NodeError, db: &DatabaseName, node: &NodeRow) -> ApiE
             "OUT_OF_DATA_MEMORY",
             "a data node has no DataMemory for the index; nothing was changed",
         ),
+        Some("DUPLICATE_KEY") => ApiError::conflict(
+            "DUPLICATE_KEY",
+            "rows of the table already share values of the unique index's columns; nothing was changed",
+        ),
         _ => e.into(),
     }
 }
@@ -608,7 +612,7 @@ fn index_refused(e: nodes::NodeError, db: &DatabaseName, node: &NodeRow) -> ApiE
     params(("db" = String, Path, description = "The database's name"), ("table" = String, Path, description = "The table's name")),
     request_body(content = Object, description = "{name, columns: [..]}: an ordered index, built while the table serves reads and writes"),
     responses((status = 201, description = "The table's definition, with the index", body = Object), (status = 400, description = "Malformed or invalid input; the message names the field", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object), (status = 404, description = "No such thing — or another tenant's", body = Object),
-        (status = 409, description = "INDEX_EXISTS, QUOTA_EXCEEDED (the index's pages would pass the memory quota), or CHANGED (another change to the table came first)", body = Object)))]
+        (status = 409, description = "INDEX_EXISTS, QUOTA_EXCEEDED (the index's pages would pass the memory quota), DUPLICATE_KEY (a unique index, and rows already share its values), or CHANGED (another change to the table came first)", body = Object)))]
 pub async fn add_index(
     State(app): State<Arc<App>>,
     caller: Caller,

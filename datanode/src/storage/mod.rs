@@ -65,6 +65,10 @@ pub(crate) enum OpError {
     LockWaitTimeout,
     /// The redo log has failed: the change cannot be made durable.
     DurabilityFailed,
+    /// The write would give a second row the values of the table's unique
+    /// ordered index at this position (the coordinator's finding, never a
+    /// worker's).
+    DuplicateUnique(u16),
 }
 
 /// How a scan filter compares a column with its operand. (The node's own

@@ -561,6 +561,21 @@ impl Batch {
         (slot, batch, result)
     }
 
+    /// Makes operation `i` change nothing (a read of its key), for the
+    /// coordinator to answer `fail` for it once the batch ran.
+    pub(crate) fn skip(&mut self, i: usize) {
+        let slot = &self.slots[i];
+        self.ldms[slot.ldm as usize].ops[slot.index as usize].kind = OpKind::Read;
+    }
+
+    /// Answers `error` for operation `i`, once the batch ran.
+    pub(crate) fn fail(&mut self, i: usize, error: OpError) {
+        let slot = &self.slots[i];
+        if let Some(result) = (self.ldms[slot.ldm as usize].results).get_mut(slot.index as usize) {
+            *result = OpResult::Failed(error);
+        }
+    }
+
     /// The outcome of operation `i` (in the order added), once executed.
     pub fn result(&self, i: usize) -> Result<Outcome, OperationError> {
         let (slot, batch, result) = self.op_result(i);
@@ -703,6 +718,10 @@ fn operation_error(table: &Arc<Table>, e: OpError) -> OperationError {
             OperationError::LockWaitTimeout { table: name() }
         }
         OpError::DurabilityFailed => OperationError::DurabilityFailed,
+        OpError::DuplicateUnique(i) => OperationError::DuplicateUnique {
+            table: name(),
+            index: table.layout.ordered[i as usize].name.clone(),
+        },
     }
 }
 

@@ -466,10 +466,14 @@ impl Tc {
         let gov = &db.governance;
         // Held until the batch is applied: writers of the same unique
         // values go one after the other.
-        let unique = self.check_unique(batch).await;
+        let unique = (self.check_unique(batch, commit == Commit::Each && batch.len() > 1)).await;
         let outcome = match (unique, commit) {
             (Err(e), _) => Err(e),
-            (Ok(_), Commit::Each) => self.apply_each(batch).await,
+            (Ok(unique), Commit::Each) => {
+                let applied = self.apply_each(batch).await;
+                unique.fail(batch);
+                applied
+            }
             // One operation is atomic on its own: no transaction to hold.
             (Ok(_), Commit::Atomic) if batch.len() == 1 => match self.apply_each(batch).await {
                 Ok(mark) => match batch.error(0) {

@@ -21,6 +21,7 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use super::batch::{Batch, Given, OperationError, UniqueWrite};
 use super::{Tc, TcError};
 use crate::ldm::OpKind;
+use crate::storage::OpError;
 use crate::storage::fragment::Bound;
 use crate::types::TableId;
 
@@ -51,6 +52,23 @@ impl UniqueLocks {
     }
 }
 
+/// What checking a batch's unique values leaves: the locks, held until it
+/// is applied, and the writes refused on their own.
+#[derive(Debug, Default)]
+pub(super) struct Unique {
+    guards: Vec<OwnedMutexGuard<()>>,
+    refused: Vec<(usize, OpError)>,
+}
+
+impl Unique {
+    /// Answers the refused writes' errors, once the batch ran.
+    pub(super) fn fail(&self, batch: &mut Batch) {
+        for &(op, error) in &self.refused {
+            batch.fail(op, error);
+        }
+    }
+}
+
 /// Values of a unique index of a table: (table, index, values).
 type Taken<'a> = (TableId, usize, &'a [Vec<u8>]);
 
@@ -61,15 +79,38 @@ struct Checked<'a> {
 }
 
 impl Tc {
-    /// Checks the batch's writes to unique indexes; the locks to hold until
-    /// it is applied. `Err` names the first write that would duplicate.
+    /// Checks the batch's writes to unique indexes: the locks to hold until
+    /// it is applied. An atomic batch that would duplicate is refused
+    /// (`Err` names the first write); in a batch of operations each on its
+    /// own (`each`), such a write is made to change nothing and answers
+    /// the refusal on its own (`Unique::fail`), the others run.
     pub(super) async fn check_unique(
         &self,
-        batch: &Batch,
-    ) -> Result<Vec<OwnedMutexGuard<()>>, TcError> {
+        batch: &mut Batch,
+        each: bool,
+    ) -> Result<Unique, TcError> {
+        let mut unique = Unique::default();
         if batch.uniques.is_empty() {
-            return Ok(Vec::new());
+            return Ok(unique);
         }
+        let refused = self.find_duplicates(batch, each, &mut unique).await?;
+        for &(op, index) in &refused {
+            batch.skip(op);
+            unique
+                .refused
+                .push((op, OpError::DuplicateUnique(index as u16)));
+        }
+        Ok(unique)
+    }
+
+    /// The writes (operation, index) that would duplicate, all of them when
+    /// `each`; `Err` for the first otherwise. Takes the locks into `held`.
+    async fn find_duplicates(
+        &self,
+        batch: &Batch,
+        each: bool,
+        held: &mut Unique,
+    ) -> Result<Vec<(usize, usize)>, TcError> {
         let mut checked = Vec::with_capacity(batch.uniques.len());
         for write in &batch.uniques {
             if let Some(values) = self.complete(write).await? {
@@ -88,7 +129,8 @@ impl Tc {
                 (h.digest() % STRIPES as u64) as usize
             })
             .collect();
-        let held = self.inner.unique_locks.lock(stripes).await;
+        held.guards = self.inner.unique_locks.lock(stripes).await;
+        let mut refused: Vec<(usize, usize)> = Vec::new();
         // Rows the batch deletes, or gives other values: their old values
         // are free for its other writes.
         let deleted = |table: TableId, key: &[u8]| {
@@ -105,10 +147,22 @@ impl Tc {
                     index: w.table.layout.ordered[w.index].name.clone(),
                 },
             };
-            if let Some(other) = mine.insert((w.table.id, w.index, &c.values), &w.key)
+            if refused.iter().any(|&(op, _)| op == w.op) {
+                continue;
+            }
+            let mut refuse = || {
+                if each {
+                    refused.push((w.op, w.index));
+                    Ok(())
+                } else {
+                    Err(duplicate())
+                }
+            };
+            if let Some(&other) = mine.get(&(w.table.id, w.index, c.values.as_slice()))
                 && other != w.key.as_slice()
             {
-                return Err(duplicate());
+                refuse()?;
+                continue;
             }
             let moved = |key: &[u8]| {
                 (checked.iter()).any(|o| {
@@ -118,13 +172,16 @@ impl Tc {
                         && o.values != c.values
                 })
             };
-            for key in self.holders(w, &c.values).await? {
-                if key != w.key && !deleted(w.table.id, &key) && !moved(&key) {
-                    return Err(duplicate());
-                }
+            let taken = (self.holders(w, &c.values).await?)
+                .into_iter()
+                .any(|key| key != w.key && !deleted(w.table.id, &key) && !moved(&key));
+            if taken {
+                refuse()?;
+                continue;
             }
+            mine.insert((w.table.id, w.index, &c.values), &w.key);
         }
-        Ok(held)
+        Ok(refused)
     }
 
     /// The write's values of its index, those it does not give taken from

@@ -274,7 +274,7 @@ impl Store {
         db: &mut Db,
         f: FieldsRef,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError> {
-        let Some(h) = self.tables(db, false).await?.and_then(|t| t.hashes) else {
+        let Some(h) = (self.tables_with_hashes(db, false).await?).and_then(|t| t.hashes) else {
             return Ok(Vec::new());
         };
         let bound = [Value::UInt(f.id)];
@@ -369,7 +369,7 @@ impl Store {
                 });
             }
         }
-        let Some(h) = self.tables(db, false).await?.and_then(|t| t.hashes) else {
+        let Some(h) = (self.tables_with_hashes(db, false).await?).and_then(|t| t.hashes) else {
             return Ok(edit);
         };
         batch.clear();
@@ -441,7 +441,7 @@ impl Store {
                 }
             }
         }
-        let t = self.tables(db, true).await?.expect("created");
+        let t = (self.tables_with_hashes(db, true).await?).expect("created");
         let h = t.hashes.clone().expect("created");
         let count = (f.count as i64 + edit.growth()).max(0) as u64;
         batch.clear();
@@ -478,7 +478,7 @@ impl Store {
         if fields.iter().any(|(_, v)| v.len() > self.max_value) {
             return Err(StoreError::TooLarge(self.max_value));
         }
-        let t = self.tables(db, true).await?.expect("created");
+        let t = (self.tables_with_hashes(db, true).await?).expect("created");
         let h = t.hashes.clone().expect("created");
         let id = self.new_id(&h).await?;
         batch.clear();

@@ -473,11 +473,7 @@ impl Store {
         db: &mut Db,
         create: bool,
     ) -> Result<Option<Tables>, StoreError> {
-        // Known tables are taken as they are once the hash tables are among
-        // them (another connection may make those at any time).
-        if let Some(t) = &db.tables
-            && t.hashes.is_some()
-        {
+        if let Some(t) = &db.tables {
             return Ok(Some(t.clone()));
         }
         let Some(keys) = self.table(db, KEYS_TABLE, &KEYS, create).await? else {
@@ -486,19 +482,7 @@ impl Store {
         let Some(chunks) = self.table(db, CHUNKS_TABLE, &CHUNKS, create).await? else {
             return Ok(None);
         };
-        let mut hashes = None;
-        if let Some(fields) = self.table(db, FIELDS_TABLE, &FIELDS, create).await?
-            && let Some(parts) = self
-                .table(db, FIELD_PARTS_TABLE, &FIELD_PARTS, create)
-                .await?
-            && let Some(trash) = self.table(db, TRASH_TABLE, &TRASH, create).await?
-        {
-            hashes = Some(HashTables {
-                fields,
-                parts,
-                trash,
-            });
-        }
+        let hashes = self.hash_tables(db, false).await?;
         let tables = Tables {
             keys,
             chunks,
@@ -506,6 +490,45 @@ impl Store {
         };
         db.tables = Some(tables.clone());
         Ok(Some(tables))
+    }
+
+    /// The key tables with those of hashes kept a row per field, all made
+    /// when `create` and missing. A database has the hash tables only once
+    /// a hash grew to rows (a table reaches a backup with its first row);
+    /// `hashes` is `None` without them.
+    pub(crate) async fn tables_with_hashes(
+        &self,
+        db: &mut Db,
+        create: bool,
+    ) -> Result<Option<Tables>, StoreError> {
+        let Some(mut t) = self.tables(db, create).await? else {
+            return Ok(None);
+        };
+        if t.hashes.is_none() {
+            t.hashes = self.hash_tables(db, create).await?;
+            db.tables = Some(t.clone());
+        }
+        Ok(Some(t))
+    }
+
+    async fn hash_tables(&self, db: &Db, create: bool) -> Result<Option<HashTables>, StoreError> {
+        let Some(fields) = self.table(db, FIELDS_TABLE, &FIELDS, create).await? else {
+            return Ok(None);
+        };
+        let Some(parts) = self
+            .table(db, FIELD_PARTS_TABLE, &FIELD_PARTS, create)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let Some(trash) = self.table(db, TRASH_TABLE, &TRASH, create).await? else {
+            return Ok(None);
+        };
+        Ok(Some(HashTables {
+            fields,
+            parts,
+            trash,
+        }))
     }
 
     /// One of the key tables, made when `create` and missing; refused if a
@@ -830,7 +853,7 @@ impl Store {
         if orphans.is_empty() && trashed.is_empty() {
             return Ok(());
         }
-        let t = self.tables(db, false).await?.expect("written to");
+        let t = (self.tables_with_hashes(db, false).await?).expect("written to");
         batch.clear();
         for (key, i) in orphans {
             batch
@@ -858,7 +881,7 @@ impl Store {
             tx.writes.insert(key.to_vec(), None);
             return Ok(());
         }
-        let t = self.tables(db, false).await?.expect("a key exists");
+        let t = (self.tables_with_hashes(db, false).await?).expect("a key exists");
         batch.clear();
         delete_key(batch, &t, key_value(key)?, entry)?;
         self.run(db, batch, Commit::Atomic).await?;
@@ -915,9 +938,10 @@ impl Store {
         }
         let keys: Vec<&[u8]> = tx.writes.keys().map(Vec::as_slice).collect();
         let puts = tx.writes.values().any(Option::is_some);
-        let Some(t) = self.tables(db, puts).await? else {
+        if self.tables(db, puts).await?.is_none() {
             return Ok(()); // deletes of keys in tables that are not there
-        };
+        }
+        let t = (self.tables_with_hashes(db, false).await?).expect("made above");
         // How many parts each key's old value has, to delete those the
         // new value does not overwrite.
         batch.clear();
@@ -1294,7 +1318,7 @@ impl Store {
                 let _locks = self.lock(db.db.id, &keys).await;
                 // Parts as they are now: the value may have been set anew.
                 let entries = self.lookup_many(db, batch, &keys).await?;
-                let t = self.tables(db, false).await?.expect("keys were found");
+                let t = (self.tables_with_hashes(db, false).await?).expect("keys were found");
                 batch.clear();
                 let mut trashed = Vec::new();
                 for (scanned, entry) in found.iter().zip(&entries) {
