@@ -2161,3 +2161,75 @@ async fn an_index_scans_and_aggregates_alike_on_either_replica_and_after_its_pri
     assert_eq!(by_note(&back, &read_key).await, want);
     assert_eq!(ronsql_by_note(&back, &read_key).await, groups);
 }
+
+/// Rows of a table of `shop`, counted by RonSQL on `node`.
+async fn count_rows(node: &Shoal, key: &str, table: &str) -> i64 {
+    let query = format!("SELECT COUNT(*) AS n FROM {table}");
+    let (status, answer) = data_call(
+        node,
+        key,
+        "ronsql",
+        json!({"query": query, "database": "shop"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    answer[0]["n"].as_i64().unwrap()
+}
+
+#[tokio::test]
+async fn a_hash_of_rows_is_written_read_and_deleted_through_either_node() {
+    let g = group().await;
+    let url = |node: &Shoal| format!("redis://shop:{}@{}/", g.key, node.resp_addr);
+    let connect = |node: &Shoal| {
+        redis::Client::open(url(node))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    };
+    let (mut on_primary, mut on_backup) = (connect(&g.primary), connect(&g.backup));
+    // Grown past one value through the backup, a command at a time.
+    for chunk in 0..8 {
+        let mut cmd = redis::cmd("HSET");
+        cmd.arg("big");
+        for i in chunk * 50..(chunk + 1) * 50 {
+            cmd.arg(format!("f{i:03}")).arg(format!("v{i}"));
+        }
+        let added: i64 = cmd.query(&mut on_backup).unwrap();
+        assert_eq!(added, 50);
+    }
+    // Both replicas hold the rows, and either node answers by field and
+    // whole — also the backup, which has never seen the table of values'
+    // parts (no value here needs one), and reads its keys all the same.
+    for node in [&g.primary, &g.backup] {
+        let len: i64 = redis::cmd("HLEN")
+            .arg("big")
+            .query(&mut connect(node))
+            .unwrap();
+        assert_eq!(count_rows(node, &g.key, "redis_fields").await, 400);
+        assert_eq!(len, 400, "a new connection to {}", node.resp_addr);
+    }
+    for (which, c) in [("primary", &mut on_primary), ("backup", &mut on_backup)] {
+        let len: i64 = redis::cmd("HLEN").arg("big").query(c).unwrap();
+        assert_eq!(len, 400, "{which}");
+        let v: String = redis::cmd("HGET").arg("big").arg("f123").query(c).unwrap();
+        assert_eq!(v, "v123");
+        let all: std::collections::HashMap<String, String> =
+            redis::cmd("HGETALL").arg("big").query(c).unwrap();
+        assert_eq!(all.len(), 400);
+        assert_eq!(all["f399"], "v399");
+    }
+    // Deleted through the backup: its rows go on both replicas.
+    let deleted: i64 = redis::cmd("DEL").arg("big").query(&mut on_backup).unwrap();
+    assert_eq!(deleted, 1);
+    for node in [&g.primary, &g.backup] {
+        eventually("the hash's rows are deleted on every replica", || async {
+            (count_rows(node, &g.key, "redis_fields").await == 0).then_some(())
+        })
+        .await;
+    }
+    let len: i64 = redis::cmd("HLEN")
+        .arg("big")
+        .query(&mut on_primary)
+        .unwrap();
+    assert_eq!(len, 0);
+}

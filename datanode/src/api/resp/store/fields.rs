@@ -54,7 +54,7 @@ pub(crate) fn key_row(k: Value, expires: Option<i64>, f: FieldsRef) -> [(&'stati
 pub(crate) fn trash(batch: &mut Batch, t: &Tables, id: u64) -> Result<(), StoreError> {
     let h = t.hashes.as_ref().expect("a hash of rows has its tables");
     batch
-        .write(&h.trash, &[("h", Value::UInt(id))])
+        .write(h.trash()?, &[("h", Value::UInt(id))])
         .map_err(OperationError::from)?;
     Ok(())
 }
@@ -164,21 +164,14 @@ impl Store {
     pub(crate) fn tables_of(&self, table: &Arc<Table>) -> Option<Tables> {
         let db = table.database.name.as_str();
         let get = |name| self.engine.table(db, name).ok();
-        let hashes = match (
-            get(super::FIELDS_TABLE),
-            get(super::FIELD_PARTS_TABLE),
-            get(super::TRASH_TABLE),
-        ) {
-            (Some(fields), Some(parts), Some(trash)) => Some(HashTables {
-                fields,
-                parts,
-                trash,
-            }),
-            _ => None,
-        };
+        let hashes = get(super::FIELDS_TABLE).map(|fields| HashTables {
+            fields,
+            parts: get(super::FIELD_PARTS_TABLE),
+            trash: get(super::TRASH_TABLE),
+        });
         Some(Tables {
             keys: get(super::KEYS_TABLE)?,
-            chunks: get(super::CHUNKS_TABLE)?,
+            chunks: get(super::CHUNKS_TABLE),
             hashes,
         })
     }
@@ -221,7 +214,8 @@ impl Store {
                     }
                     for i in 1..=parts {
                         let part = [v[0].clone(), v[1].clone(), Value::UInt(i)];
-                        if batch.delete(&h.parts, &part).is_err() {
+                        let Ok(parts_table) = h.parts() else { return };
+                        if batch.delete(parts_table, &part).is_err() {
                             return;
                         }
                     }
@@ -233,10 +227,12 @@ impl Store {
             // Out of the trash (where an expired hash never was: then this
             // finds nothing to delete).
             let mut batch = tc.batch();
-            if batch.delete(&h.trash, &bound).is_err() {
-                return;
+            if let Ok(trash) = h.trash() {
+                if batch.delete(trash, &bound).is_err() {
+                    return;
+                }
+                let _ = tc.purge(&mut batch).await;
             }
-            let _ = tc.purge(&mut batch).await;
         }
     }
 
@@ -336,7 +332,7 @@ impl Store {
         batch.clear();
         for i in 1..=parts {
             let key = [Value::UInt(id), Value::Bytes(name.to_vec()), Value::UInt(i)];
-            batch.read(&h.parts, &key).map_err(OperationError::from)?;
+            batch.read(h.parts()?, &key).map_err(OperationError::from)?;
         }
         self.run(db, batch, Commit::Each).await?;
         let mut value = Vec::new();
@@ -494,7 +490,7 @@ impl Store {
         batch.write(&t.keys, &row).map_err(OperationError::from)?;
         for i in 1..=entry.map_or(0, |e| e.parts) {
             batch
-                .delete(&t.chunks, &[k.clone(), Value::Int(i64::from(i))])
+                .delete(t.chunks()?, &[k.clone(), Value::Int(i64::from(i))])
                 .map_err(OperationError::from)?;
         }
         for (name, value) in fields {
@@ -531,7 +527,9 @@ impl Store {
             };
             let page = self.tc().scan_range_housekeeping(&h.fields, scan).await?;
             let mut batch = self.tc().batch();
-            batch.read(&h.trash, &bound).map_err(OperationError::from)?;
+            batch
+                .read(h.trash()?, &bound)
+                .map_err(OperationError::from)?;
             self.tc().purge(&mut batch).await?;
             if page.rows.is_empty() && batch.found(0)?.is_none() {
                 return Ok(id);
@@ -571,7 +569,9 @@ fn field_rows(batch: &mut Batch, h: &HashTables, id: u64, t: &Touched) -> Result
                     ("i", Value::UInt(i as u64 + 1)),
                     ("v", Value::Bytes(part.to_vec())),
                 ];
-                batch.write(&h.parts, &row).map_err(OperationError::from)?;
+                batch
+                    .write(h.parts()?, &row)
+                    .map_err(OperationError::from)?;
             }
             parts_after_head(v.len())
         }
@@ -579,7 +579,7 @@ fn field_rows(batch: &mut Batch, h: &HashTables, id: u64, t: &Touched) -> Result
     for i in new_parts + 1..=t.old_parts {
         batch
             .delete(
-                &h.parts,
+                h.parts()?,
                 &[Value::UInt(id), name.clone(), Value::UInt(u64::from(i))],
             )
             .map_err(OperationError::from)?;

@@ -208,17 +208,39 @@ pub(crate) enum StoreError {
 #[derive(Debug, Clone)]
 pub(crate) struct Tables {
     pub keys: Arc<Table>,
-    pub chunks: Arc<Table>,
+    /// `None` on a node that has not seen the table yet: a backup gets a
+    /// table with its first row, and it holds no part until then.
+    pub chunks: Option<Arc<Table>>,
     /// Those of hashes kept a row per field, once made (a database's
     /// first write makes them).
     pub hashes: Option<HashTables>,
 }
 
+impl Tables {
+    /// The table of values' parts: there wherever a key has parts.
+    fn chunks(&self) -> Result<&Arc<Table>, StoreError> {
+        self.chunks.as_ref().ok_or(StoreError::NotWholeHere)
+    }
+}
+
+impl HashTables {
+    /// The table of fields' parts: there wherever a field has parts.
+    pub(crate) fn parts(&self) -> Result<&Arc<Table>, StoreError> {
+        self.parts.as_ref().ok_or(StoreError::NotWholeHere)
+    }
+
+    /// The trash: made before a hash of rows is first deleted.
+    pub(crate) fn trash(&self) -> Result<&Arc<Table>, StoreError> {
+        self.trash.as_ref().ok_or(StoreError::NotWholeHere)
+    }
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct HashTables {
     pub fields: Arc<Table>,
-    pub parts: Arc<Table>,
-    pub trash: Arc<Table>,
+    /// `None` where not made or not seen yet, as `Tables::chunks`.
+    pub parts: Option<Arc<Table>>,
+    pub trash: Option<Arc<Table>>,
 }
 
 /// A connection's database: its grant, its key tables once known, and
@@ -479,16 +501,16 @@ impl Store {
         let Some(keys) = self.table(db, KEYS_TABLE, &KEYS, create).await? else {
             return Ok(None);
         };
-        let Some(chunks) = self.table(db, CHUNKS_TABLE, &CHUNKS, create).await? else {
-            return Ok(None);
-        };
+        let chunks = self.table(db, CHUNKS_TABLE, &CHUNKS, create).await?;
         let hashes = self.hash_tables(db, false).await?;
         let tables = Tables {
             keys,
             chunks,
             hashes,
         };
-        db.tables = Some(tables.clone());
+        if tables.chunks.is_some() {
+            db.tables = Some(tables.clone());
+        }
         Ok(Some(tables))
     }
 
@@ -504,9 +526,12 @@ impl Store {
         let Some(mut t) = self.tables(db, create).await? else {
             return Ok(None);
         };
-        if t.hashes.is_none() {
+        let whole = |h: &HashTables| h.parts.is_some() && h.trash.is_some();
+        if !t.hashes.as_ref().is_some_and(whole) {
             t.hashes = self.hash_tables(db, create).await?;
-            db.tables = Some(t.clone());
+            if t.chunks.is_some() {
+                db.tables = Some(t.clone());
+            }
         }
         Ok(Some(t))
     }
@@ -515,15 +540,8 @@ impl Store {
         let Some(fields) = self.table(db, FIELDS_TABLE, &FIELDS, create).await? else {
             return Ok(None);
         };
-        let Some(parts) = self
-            .table(db, FIELD_PARTS_TABLE, &FIELD_PARTS, create)
-            .await?
-        else {
-            return Ok(None);
-        };
-        let Some(trash) = self.table(db, TRASH_TABLE, &TRASH, create).await? else {
-            return Ok(None);
-        };
+        let parts = (self.table(db, FIELD_PARTS_TABLE, &FIELD_PARTS, create)).await?;
+        let trash = self.table(db, TRASH_TABLE, &TRASH, create).await?;
         Ok(Some(HashTables {
             fields,
             parts,
@@ -714,7 +732,7 @@ impl Store {
         batch.clear();
         for i in 1..=entry.parts {
             batch
-                .read(&t.chunks, &[key_value(key)?, Value::Int(i64::from(i))])
+                .read(t.chunks()?, &[key_value(key)?, Value::Int(i64::from(i))])
                 .map_err(OperationError::from)?;
         }
         self.run(db, batch, Commit::Each).await?;
@@ -853,11 +871,11 @@ impl Store {
         if orphans.is_empty() && trashed.is_empty() {
             return Ok(());
         }
-        let t = (self.tables_with_hashes(db, false).await?).expect("written to");
+        let t = (self.tables_with_hashes(db, !trashed.is_empty()).await?).expect("written to");
         batch.clear();
         for (key, i) in orphans {
             batch
-                .delete(&t.chunks, &[key_value(key)?, Value::Int(i64::from(i))])
+                .delete(t.chunks()?, &[key_value(key)?, Value::Int(i64::from(i))])
                 .map_err(OperationError::from)?;
         }
         for &id in &trashed {
@@ -881,7 +899,7 @@ impl Store {
             tx.writes.insert(key.to_vec(), None);
             return Ok(());
         }
-        let t = (self.tables_with_hashes(db, false).await?).expect("a key exists");
+        let t = (self.tables_with_hashes(db, entry.fields.is_some()).await?).expect("a key exists");
         batch.clear();
         delete_key(batch, &t, key_value(key)?, entry)?;
         self.run(db, batch, Commit::Atomic).await?;
@@ -961,6 +979,11 @@ impl Store {
             .into_iter()
             .flatten()
             .collect();
+        let t = if trashed.is_empty() {
+            t
+        } else {
+            (self.tables_with_hashes(db, true).await?).expect("made above")
+        };
         batch.clear();
         for &id in &trashed {
             fields::trash(batch, &t, id)?;
@@ -989,7 +1012,7 @@ impl Store {
             };
             for i in kept + 1..=old.unwrap_or(0) {
                 batch
-                    .delete(&t.chunks, &[k.clone(), Value::Int(i64::from(i))])
+                    .delete(t.chunks()?, &[k.clone(), Value::Int(i64::from(i))])
                     .map_err(OperationError::from)?;
             }
         }
@@ -1120,7 +1143,7 @@ impl Store {
         }
         batch.clear();
         // A key's rows are always valid to delete: only the purge can fail.
-        if delete_rows(&mut batch, keys, &t.chunks, k, entry.parts).is_err() {
+        if delete_rows(&mut batch, t, k, entry.parts).is_err() {
             return;
         }
         if tc.purge(&mut batch).await.is_ok() {
@@ -1318,7 +1341,8 @@ impl Store {
                 let _locks = self.lock(db.db.id, &keys).await;
                 // Parts as they are now: the value may have been set anew.
                 let entries = self.lookup_many(db, batch, &keys).await?;
-                let t = (self.tables_with_hashes(db, false).await?).expect("keys were found");
+                let rows = found.iter().any(|k| k.fields.is_some());
+                let t = (self.tables_with_hashes(db, rows).await?).expect("keys were found");
                 batch.clear();
                 let mut trashed = Vec::new();
                 for (scanned, entry) in found.iter().zip(&entries) {
@@ -1329,7 +1353,7 @@ impl Store {
                             trashed.extend(e.fields.map(|f| f.id));
                         }
                         None => {
-                            delete_rows(batch, &t.keys, &t.chunks, k, scanned.parts)?;
+                            delete_rows(batch, &t, k, scanned.parts)?;
                             if let Some(id) = scanned.fields {
                                 fields::trash(batch, &t, id)?;
                                 trashed.push(id);
@@ -1390,7 +1414,7 @@ impl Store {
         let t = self.tables(db, true).await?.expect("created");
         batch.clear();
         add_rows(batch, &t, &item, true)?;
-        delete_rows(batch, &t.keys, &t.chunks, key_value(from)?, entry.parts)?;
+        delete_rows(batch, &t, key_value(from)?, entry.parts)?;
         self.run(db, batch, Commit::Atomic).await?;
         self.touched(db.db.id, [from, item.key]);
         if let Some(at) = item.expires {
@@ -1455,23 +1479,19 @@ fn add_rows(
             ("i", Value::Int(i as i64 + 1)),
             ("v", Value::Bytes(part.to_vec())),
         ];
-        batch.write(&t.chunks, &row).map_err(OperationError::from)?;
+        batch
+            .write(t.chunks()?, &row)
+            .map_err(OperationError::from)?;
     }
     Ok(())
 }
 
 /// Adds to `batch` the deletes of key `k`'s row and of the `parts` of its
 /// value past the first.
-fn delete_rows(
-    batch: &mut Batch,
-    keys: &Arc<Table>,
-    chunks: &Arc<Table>,
-    k: Value,
-    parts: u32,
-) -> Result<(), StoreError> {
-    (batch.delete(keys, std::slice::from_ref(&k))).map_err(OperationError::from)?;
+fn delete_rows(batch: &mut Batch, t: &Tables, k: Value, parts: u32) -> Result<(), StoreError> {
+    (batch.delete(&t.keys, std::slice::from_ref(&k))).map_err(OperationError::from)?;
     for i in 1..=parts {
-        (batch.delete(chunks, &[k.clone(), Value::Int(i64::from(i))]))
+        (batch.delete(t.chunks()?, &[k.clone(), Value::Int(i64::from(i))]))
             .map_err(OperationError::from)?;
     }
     Ok(())
@@ -1480,7 +1500,7 @@ fn delete_rows(
 /// Adds to `batch` the deletes of a key's rows, and for a hash of rows,
 /// its id to the trash (its rows are deleted after).
 fn delete_key(batch: &mut Batch, t: &Tables, k: Value, entry: &Entry) -> Result<(), StoreError> {
-    delete_rows(batch, &t.keys, &t.chunks, k, entry.parts)?;
+    delete_rows(batch, t, k, entry.parts)?;
     if let Some(f) = entry.fields {
         fields::trash(batch, t, f.id)?;
     }
