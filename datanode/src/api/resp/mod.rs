@@ -693,9 +693,15 @@ fn collect_run(
             break;
         };
         // A key set twice in one run of SETs would be written twice in
-        // one request.
+        // one request; a run of HSETs is of one hash.
         let key = &args[1];
         if run == Run::Set && (commands.iter()).any(|c| buf[words[c.words.start].clone()] == **key)
+        {
+            break;
+        }
+        if run == Run::HSet
+            && let Some(first) = commands.first()
+            && buf[words[first.words.start].clone()] != **key
         {
             break;
         }

@@ -1,7 +1,7 @@
 //! Runs of pipelined commands, each done as one request to the transaction
 //! coordinator but with each command answered on its own: reads (`GET`,
-//! `HGET`, `HGETALL`, `MGET`, in any mix), plain `SET`s, `MSET`s, or
-//! increments (`INCR`, `DECR`, `INCRBY`, `DECRBY`). A client that pipelines
+//! `HGET`, `HGETALL`, `MGET`, in any mix), plain `SET`s, `MSET`s,
+//! increments (`INCR`, `DECR`, `INCRBY`, `DECRBY`), or `HSET`s. A client that pipelines
 //! pays one trip to the workers (and, for writes, one redo-log commit) per
 //! run instead of one per command. A value of several rows is read on its
 //! own, as the command alone would.
@@ -11,7 +11,9 @@
 //! `MAX_RUN` commands or `MAX_RUN_WORDS` arguments. The `MSET`s of a run
 //! are written in one atomic request, each key once with its last value;
 //! the increments read their keys in one request and write each key's last
-//! value in another, under the keys' locks. If the database's limits refuse
+//! value in another, under the keys' locks; the `HSET`s of one hash are one
+//! change of it, under its lock (for a hash of rows: its fields read in one
+//! request and written in another). If the database's limits refuse
 //! a run as a whole because of its size (`max_transaction_ops`, a burst) —
 //! or refuse a run of `MSET`s at all — its commands run one at a time
 //! instead, each answered as it would be alone.
@@ -37,6 +39,7 @@ pub(super) enum Run {
     Set,
     MSet,
     Incr,
+    HSet,
 }
 
 /// A command that can be part of a run.
@@ -52,6 +55,7 @@ pub(super) enum Op {
     Decr,
     IncrBy,
     DecrBy,
+    HSet,
 }
 
 impl Op {
@@ -61,6 +65,7 @@ impl Op {
             Op::Set => Run::Set,
             Op::MSet => Run::MSet,
             Op::Incr | Op::Decr | Op::IncrBy | Op::DecrBy => Run::Incr,
+            Op::HSet => Run::HSet,
         }
     }
 
@@ -76,6 +81,7 @@ impl Op {
             Op::Decr => "DECR",
             Op::IncrBy => "INCRBY",
             Op::DecrBy => "DECRBY",
+            Op::HSet => "HSET",
         }
     }
 }
@@ -97,6 +103,15 @@ pub(super) fn op_of(args: &[&[u8]]) -> Option<Op> {
         [key, by] if key_ok(key) && is(Op::IncrBy) && by_ok(by, false) => Op::IncrBy,
         [key, by] if key_ok(key) && is(Op::DecrBy) && by_ok(by, true) => Op::DecrBy,
         _ if is(Op::MGet) && !words.is_empty() && words.iter().all(key_ok) => Op::MGet,
+        [key, pairs @ ..]
+            if is(Op::HSet)
+                && key_ok(key)
+                && !pairs.is_empty()
+                && pairs.len().is_multiple_of(2)
+                && pairs.chunks(2).all(|p| p[1].len() <= PART) =>
+        {
+            Op::HSet
+        }
         _ if is(Op::MSet)
             && !words.is_empty()
             && words.len().is_multiple_of(2)
@@ -147,23 +162,24 @@ impl Conn {
             registered.client.ran(last.op.command());
         }
         let words: Vec<&[u8]> = words.iter().map(|r| &buf[r.clone()]).collect();
-        let args = |c: &Command| &words[c.words.clone()];
         let done = match run {
             Run::Read => self.read_run(commands, &words).await,
             Run::Set => self.set_run(commands, &words).await,
             Run::MSet => self.mset_run(commands, &words).await,
             Run::Incr => self.incr_run(commands, &words).await,
+            Run::HSet => {
+                if !self.hset_run(commands, &words).await {
+                    self.one_at_a_time(commands, &words).await;
+                }
+                Ok(())
+            }
         };
         match done {
             Ok(()) => {}
             // A run of MSETs is written all or nothing: refused, each is
             // tried alone, as it would be without the others.
             Err(e) if too_big(&e) || run == Run::MSet => {
-                for command in commands {
-                    let mut full: Vec<&[u8]> = vec![command.op.command().as_bytes()];
-                    full.extend_from_slice(args(command));
-                    self.execute(&full).await;
-                }
+                self.one_at_a_time(commands, &words).await;
             }
             Err(e) => {
                 let (prefix, message) = error_reply(&e);
@@ -171,6 +187,15 @@ impl Conn {
                     self.out.error(prefix, &message);
                 }
             }
+        }
+    }
+
+    /// Runs each of `commands` on its own, answered as it would be alone.
+    async fn one_at_a_time(&mut self, commands: &[Command], words: &[&[u8]]) {
+        for command in commands {
+            let mut full: Vec<&[u8]> = vec![command.op.command().as_bytes()];
+            full.extend_from_slice(&words[command.words.clone()]);
+            self.execute(&full).await;
         }
     }
 
@@ -365,6 +390,29 @@ impl Conn {
             }
         }
         Ok(())
+    }
+}
+
+impl Conn {
+    /// The run's `HSET`s (all of one hash) as one change of it, each
+    /// answered the fields it added; `false`, having changed nothing, when
+    /// the change was refused — the commands then run one at a time, each
+    /// answered as it would be alone.
+    async fn hset_run(&mut self, commands: &[Command], words: &[&[u8]]) -> bool {
+        let key = words[commands[0].words.start];
+        let pairs: Vec<&[&[u8]]> = (commands.iter())
+            .map(|c| &words[c.words.start + 1..c.words.end])
+            .collect();
+        let mut ctx = self.ctx().expect("a run is of an authenticated connection");
+        match ctx.hset_many(key, &pairs).await {
+            Ok(added) => {
+                for n in added {
+                    ctx.out.int(n);
+                }
+                true
+            }
+            Err(_) => false,
+        }
     }
 }
 

@@ -397,6 +397,32 @@ impl Ctx<'_> {
         Ok(())
     }
 
+    /// `HSET key` with each of `commands`' field-value pairs, in order, as
+    /// one change of the hash: how many fields each added.
+    pub(in crate::api::resp) async fn hset_many(
+        &mut self,
+        key: &[u8],
+        commands: &[&[&[u8]]],
+    ) -> Result<Vec<i64>, Refusal> {
+        let names: Vec<&[u8]> = (commands.iter())
+            .flat_map(|pairs| pairs.iter().step_by(2).copied())
+            .collect();
+        let mut added = Vec::with_capacity(commands.len());
+        self.modify_hash(key, &names, |edit| {
+            for pairs in commands {
+                let mut n = 0;
+                for pair in pairs.chunks(2) {
+                    n += i64::from(edit.get(pair[0]).is_none());
+                    edit.set(pair[0], pair[1].to_vec());
+                }
+                added.push(n);
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(added)
+    }
+
     /// The values of fields `names` of a hash key (none when absent);
     /// `WRONGTYPE` for a string.
     pub(in crate::api::resp) async fn hash_values(
