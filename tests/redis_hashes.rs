@@ -111,9 +111,17 @@ async fn a_large_hash_answers_as_redis_does_field_by_field() {
     let pipelined = |c: &mut Connection| {
         let mut p = redis::pipe();
         for i in 0..100 {
-            p.cmd("HSET").arg("big").arg(field(560 + i % 70)).arg(format!("p{i}"));
+            p.cmd("HSET")
+                .arg("big")
+                .arg(field(560 + i % 70))
+                .arg(format!("p{i}"));
         }
-        p.cmd("HSET").arg("other").arg("a").arg("1").arg("b").arg("2");
+        p.cmd("HSET")
+            .arg("other")
+            .arg("a")
+            .arg("1")
+            .arg("b")
+            .arg("2");
         for i in 0..20 {
             p.cmd("HSET").arg("big").arg(format!("new{}", i % 7)).arg(i);
         }

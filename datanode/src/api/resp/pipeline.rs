@@ -278,11 +278,16 @@ impl Conn {
             .map(|c| (words[c.words.start], words[c.words.start + 1]))
             .collect();
         let keys: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();
-        let _locks = store.lock_keys(db, &keys).await;
+        let locks = store.lock_keys(db, &keys).await;
         let items: Vec<Item<'_>> = (pairs.iter())
             .map(|&(key, value)| Item::string(key, value, None))
             .collect();
-        for outcome in store.write_each(db, batch, &items).await? {
+        // The keys' locks go once the writes are applied, before the wait
+        // for the disk: the next run of them joins the same group commit.
+        let (outcomes, mark) = store.write_each_applied(db, batch, &items).await?;
+        drop(locks);
+        store.acknowledgeable(mark).await?;
+        for outcome in outcomes {
             match outcome {
                 Ok(()) => out.ok(),
                 Err(e) => {
@@ -304,8 +309,10 @@ impl Conn {
             .flat_map(|c| words[c.words.clone()].chunks(2));
         let items = last_values(pairs.map(|p| (p[0], p[1])));
         let keys: Vec<&[u8]> = items.iter().map(|i| i.key).collect();
-        let _locks = store.lock_keys(db, &keys).await;
-        store.write(db, batch, &items).await?;
+        let locks = store.lock_keys(db, &keys).await;
+        let mark = store.write_applied(db, batch, &items).await?;
+        drop(locks);
+        store.acknowledgeable(mark).await?;
         for _ in commands {
             out.ok();
         }
@@ -328,7 +335,7 @@ impl Conn {
                 keys.len() - 1
             });
         }
-        let _locks = store.lock_keys(db, &keys).await;
+        let locks = store.lock_keys(db, &keys).await;
         let entries = store.lookup_many(db, batch, &keys).await?;
         // Each key's value as the commands so far leave it: `Err` for one
         // that is no integer (or a hash), which every command refuses.
@@ -373,7 +380,12 @@ impl Conn {
             .collect();
         let outcomes = match items.is_empty() {
             true => Vec::new(),
-            false => store.write_each(db, batch, &items).await?,
+            false => {
+                let (outcomes, mark) = store.write_each_applied(db, batch, &items).await?;
+                drop(locks);
+                store.acknowledgeable(mark).await?;
+                outcomes
+            }
         };
         let mut written: Vec<Option<StoreError>> = (0..keys.len()).map(|_| None).collect();
         for ((slot, _), outcome) in texts.iter().zip(outcomes) {

@@ -753,6 +753,19 @@ impl Store {
         batch: &mut Batch,
         items: &[Item<'_>],
     ) -> Result<(), StoreError> {
+        let mark = self.write_applied(db, batch, items).await?;
+        self.acknowledgeable(mark).await
+    }
+
+    /// `write`, answered once the items are applied: where they end in the
+    /// log, to wait on (`acknowledgeable`) after letting go of the keys'
+    /// locks, so that the next writers of them share the group commit.
+    pub(crate) async fn write_applied(
+        &self,
+        db: &mut Db,
+        batch: &mut Batch,
+        items: &[Item<'_>],
+    ) -> Result<Mark, StoreError> {
         if let Some(tx) = &mut db.tx {
             self.check_put(&db.db, db.grant, items)?;
             for item in items {
@@ -763,27 +776,30 @@ impl Store {
                 };
                 tx.writes.insert(item.key.to_vec(), Some(pending));
             }
-            return Ok(());
+            return Ok(Mark::default());
         }
-        let reads = self.put(db, batch, items, Commit::Atomic).await?;
+        let (reads, mark) = self.put(db, batch, items, Commit::Atomic).await?;
         let written = vec![true; items.len()];
         self.remove_orphans(db, batch, items, &reads, &written)
-            .await
+            .await?;
+        Ok(mark)
     }
 
     /// Writes each item on its own, in one request: some may fail while the
     /// others succeed. Every value must fit one row (`PART` bytes), so that
     /// none is ever half written. The caller holds the keys' locks, and no
-    /// key is given twice. Answers each item's outcome; `Err` when the
-    /// request as a whole was refused.
-    pub(crate) async fn write_each(
+    /// key is given twice. Answers each item's outcome (`Err` when the
+    /// request as a whole was refused) once they are applied, and where
+    /// they end in the log, to wait on (`acknowledgeable`) after letting go
+    /// of the locks.
+    pub(crate) async fn write_each_applied(
         &self,
         db: &mut Db,
         batch: &mut Batch,
         items: &[Item<'_>],
-    ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+    ) -> Result<(Vec<Result<(), StoreError>>, Mark), StoreError> {
         debug_assert!(items.iter().all(|i| i.value.len() <= PART));
-        let reads = self.put(db, batch, items, Commit::Each).await?;
+        let (reads, mark) = self.put(db, batch, items, Commit::Each).await?;
         let outcomes: Vec<Result<(), StoreError>> = reads
             .iter()
             .map(|&r| batch.result(r).map(drop).map_err(StoreError::from))
@@ -791,7 +807,7 @@ impl Store {
         let written: Vec<bool> = outcomes.iter().map(Result::is_ok).collect();
         self.remove_orphans(db, batch, items, &reads, &written)
             .await?;
-        Ok(outcomes)
+        Ok((outcomes, mark))
     }
 
     /// Runs, for each item, a read of its key's row (to learn how many parts
@@ -803,7 +819,7 @@ impl Store {
         batch: &mut Batch,
         items: &[Item<'_>],
         commit: Commit,
-    ) -> Result<Vec<usize>, StoreError> {
+    ) -> Result<(Vec<usize>, Mark), StoreError> {
         self.check_put(&db.db, db.grant, items)?;
         let t = self.tables(db, true).await?.expect("created");
         batch.clear();
@@ -812,14 +828,14 @@ impl Store {
             reads.push(batch.len());
             add_rows(batch, &t, item, true)?;
         }
-        self.run(db, batch, commit).await?;
+        let mark = self.run_applied(db, batch, commit).await?;
         self.touched(db.db.id, items.iter().map(|i| i.key));
         for item in items {
             if let Some(at) = item.expires {
                 self.note_expiry(&t, item.key, at);
             }
         }
-        Ok(reads)
+        Ok((reads, mark))
     }
 
     /// What every write is checked for before it is made: values within
