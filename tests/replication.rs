@@ -2045,6 +2045,11 @@ async fn by_note(node: &Shoal, key: &str) -> Vec<i64> {
 async fn ronsql_by_note(node: &Shoal, key: &str) -> Value {
     let query = "SELECT note, COUNT(*) AS n, SUM(id) AS s FROM orders \
                  WHERE note >= 'note 0100' GROUP BY note ORDER BY note";
+    ronsql(node, key, query).await
+}
+
+/// A RonSQL query's answer over `shop` on `node`, which must succeed.
+async fn ronsql(node: &Shoal, key: &str, query: &str) -> Value {
     let (status, answer) = data_call(
         node,
         key,
@@ -2164,15 +2169,7 @@ async fn an_index_scans_and_aggregates_alike_on_either_replica_and_after_its_pri
 
 /// Rows of a table of `shop`, counted by RonSQL on `node`.
 async fn count_rows(node: &Shoal, key: &str, table: &str) -> i64 {
-    let query = format!("SELECT COUNT(*) AS n FROM {table}");
-    let (status, answer) = data_call(
-        node,
-        key,
-        "ronsql",
-        json!({"query": query, "database": "shop"}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
+    let answer = ronsql(node, key, &format!("SELECT COUNT(*) AS n FROM {table}")).await;
     answer[0]["n"].as_i64().unwrap()
 }
 

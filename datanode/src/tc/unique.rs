@@ -194,11 +194,13 @@ impl Tc {
         let layout = &write.table.layout;
         let columns = &layout.ordered[write.index].order[..layout.ordered[write.index].columns];
         let missing = write.values.contains(&Given::Missing);
-        let mut read = self.batch();
+        let read;
         let row = match (missing, write.kind) {
             (true, OpKind::Update | OpKind::Write) => {
-                read.read_encoded(&write.table, &write.key);
-                self.run_each(&mut read).await?;
+                let mut batch = self.batch();
+                batch.read_encoded(&write.table, &write.key);
+                self.run_each(&mut batch).await?;
+                read = batch;
                 read.found(0).map_err(|error| TcError::Operation {
                     index: write.op,
                     error,

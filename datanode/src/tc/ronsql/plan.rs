@@ -615,14 +615,9 @@ impl Planner<'_> {
             }
             (None, _) => match self.column_ref(e)? {
                 None => return Ok(None),
-                Some(c) => Source::Group((self.group_by.iter().position(|&g| g == c)).ok_or_else(
-                    || {
-                        semantic(format!(
-                            "HAVING names column '{}', which is not in GROUP BY",
-                            self.layout.def.columns[c as usize].name
-                        ))
-                    },
-                )?),
+                Some(c) => self.grouped(c, |name| {
+                    format!("HAVING names column '{name}', which is not in GROUP BY")
+                })?,
             },
         };
         let ty = self.source_ty(source);
@@ -776,17 +771,22 @@ impl Planner<'_> {
         }
     }
 
+    /// Column `c` as a GROUP BY column of the finished groups; `refused`
+    /// says why not (given the column's name) when it is not one.
+    fn grouped(&self, c: u16, refused: impl FnOnce(&str) -> String) -> Result<Source, SqlError> {
+        (self.group_by.iter().position(|&g| g == c))
+            .map(Source::Group)
+            .ok_or_else(|| semantic(refused(self.layout.def.columns[c as usize].name.as_str())))
+    }
+
     /// An item of the SELECT list.
     fn output(&mut self, e: &ast::Expr) -> Result<Source, SqlError> {
         if let Some(c) = self.column_ref(e)? {
-            return (self.group_by.iter().position(|&g| g == c))
-                .map(Source::Group)
-                .ok_or_else(|| {
-                    semantic(format!(
-                        "the SELECT list names column '{}' outside an aggregate and not in GROUP BY",
-                        self.layout.def.columns[c as usize].name
-                    ))
-                });
+            return self.grouped(c, |name| {
+                format!(
+                    "the SELECT list names column '{name}' outside an aggregate and not in GROUP BY"
+                )
+            });
         }
         match e {
             ast::Expr::Nested(inner) => self.output(inner),
@@ -889,14 +889,9 @@ impl Planner<'_> {
             return Ok(o.source);
         }
         if let Some(c) = self.column_ref(e)? {
-            return (self.group_by.iter().position(|&g| g == c))
-                .map(Source::Group)
-                .ok_or_else(|| {
-                    semantic(format!(
-                        "ORDER BY column '{}', which is not in GROUP BY",
-                        self.layout.def.columns[c as usize].name
-                    ))
-                });
+            return self.grouped(c, |name| {
+                format!("ORDER BY column '{name}', which is not in GROUP BY")
+            });
         }
         match e {
             ast::Expr::Function(f) => self.aggregate(f, e),

@@ -342,29 +342,34 @@ impl Ctx<'_> {
     ) -> Result<(), Refusal> {
         let (store, db, batch, _) = self.parts();
         let lock = store.lock_keys(db, &[key]).await;
-        if !db.in_transaction() {
-            let entry = store.lookup(db, batch, key).await.map_err(store_error)?;
-            if let Some(e) = &entry {
-                if e.kind != Kind::Hash {
-                    return Err(wrong_type());
-                }
-                if let Some(f) = e.fields {
-                    let mut edit = (store.read_fields(db, batch, f, names))
-                        .await
-                        .map_err(store_error)?;
-                    change(&mut edit)?;
-                    let mark = (store.write_fields(db, batch, key, e, &edit))
-                        .await
-                        .map_err(store_error)?;
-                    drop(lock);
-                    return store.acknowledgeable(mark).await.map_err(store_error);
-                }
+        let read = if db.in_transaction() {
+            store.read(db, batch, key, true).await
+        } else {
+            match store.lookup(db, batch, key).await.map_err(store_error)? {
+                None => Ok(None),
+                Some(e) if e.kind != Kind::Hash => return Err(wrong_type()),
+                Some(e) => match e.fields {
+                    Some(f) => {
+                        let mut edit = (store.read_fields(db, batch, f, names))
+                            .await
+                            .map_err(store_error)?;
+                        change(&mut edit)?;
+                        let mark = (store.write_fields(db, batch, key, &e, &edit))
+                            .await
+                            .map_err(store_error)?;
+                        drop(lock);
+                        return store.acknowledgeable(mark).await.map_err(store_error);
+                    }
+                    // A value of one row came with its entry.
+                    None if e.parts == 0 => {
+                        let value = e.head.clone();
+                        Ok(Some((e, value)))
+                    }
+                    None => store.read(db, batch, key, true).await,
+                },
             }
-        }
-        let read = store
-            .read(db, batch, key, true)
-            .await
-            .map_err(store_error)?;
+        };
+        let read = read.map_err(store_error)?;
         let (entry, mut fields) = match read {
             None => (None, Vec::new()),
             Some((e, _)) if e.kind != Kind::Hash => return Err(wrong_type()),
@@ -464,11 +469,11 @@ impl Ctx<'_> {
             match store.lookup(db, batch, key).await.map_err(store_error)? {
                 None => return Ok(0),
                 Some(e) if e.kind != Kind::Hash => return Err(wrong_type()),
-                Some(e) => {
-                    if let Some(f) = e.fields {
-                        return Ok(f.count);
-                    }
-                }
+                Some(e) => match e.fields {
+                    Some(f) => return Ok(f.count),
+                    None if e.parts == 0 => return Ok(decode_hash(&e.head).len() as u64),
+                    None => {}
+                },
             }
         }
         Ok(self.read_hash(key).await?.len() as u64)
