@@ -1209,6 +1209,33 @@ async fn pipelined_increments_and_msets_answer_each_command_alone() {
     let ttl: i64 = query(&mut con, &["TTL", "ttl"]).unwrap();
     assert!((998..=1000).contains(&ttl), "INCR keeps the expiry: {ttl}");
 
+    // A value of several rows that has expired: incremented as an absent
+    // key, and its parts go with it (by the increment, or by the purge if
+    // that came first).
+    let long = "x".repeat(60_000);
+    let _: () = query(&mut con, &["PSETEX", "long", "1", &long]).unwrap();
+    common::control::eventually("the value expires", || async {
+        let pttl: i64 = query(&mut s.connect(), &["PTTL", "long"]).unwrap();
+        (pttl == -2).then_some(())
+    })
+    .await;
+    let replies = pipelined(&mut raw, &[&["INCR", "long"], &["INCRBY", "long", "2"]]);
+    assert_eq!(replies, [":1", ":3"]);
+    assert_eq!(query::<i64>(&mut con, &["TTL", "long"]).unwrap(), -1);
+    let parts = common::client()
+        .post(format!("{}/0.1.0/ronsql", s.shoal.rest_url))
+        .header("X-API-KEY", &s.key)
+        .json(&json!({"database": "cache", "query": "SELECT COUNT(*) AS n FROM redis_chunks"}))
+        .send()
+        .await
+        .unwrap();
+    let parts: serde_json::Value = parts.json().await.unwrap();
+    assert_eq!(
+        parts,
+        json!([{"n": 0}]),
+        "no part of the expired value is left"
+    );
+
     // MSETs in a run: the last value of a key given twice wins, as in order.
     let _: () = redis::pipe()
         .cmd("MSET")

@@ -50,6 +50,7 @@ use crate::log::redo::RedoLog;
 use crate::log::{ChangeLog, Mark};
 use crate::sql::agg::{Groups, Program};
 use crate::sql::eval::EvalError;
+use crate::storage::codec::EncodedRow;
 use crate::storage::fixed::RowRef;
 use crate::storage::fragment::{Bound, FragmentMemory, IndexChunk};
 use crate::storage::layout::Layout;
@@ -103,6 +104,38 @@ pub(crate) enum OpKind {
     /// A write that first reads the row it replaces, in one lookup's time.
     Replace,
     Delete,
+    /// A row changed by its batch's [`RowProgram`] from what it holds, in
+    /// one lookup; the operation's `image` is the program's argument.
+    Interpret,
+}
+
+/// An update a worker works out from the row it changes — RonDB's
+/// interpreted update. The row is read, changed and written in the one
+/// lookup that finds it, so a read-modify-write costs one trip to the
+/// worker and no other writer of the row comes between its read and its
+/// write. The change is logged and replicated as the row it leaves, like
+/// any write; the program runs only on the worker that has the row.
+pub(crate) trait RowProgram: Send + Sync + std::fmt::Debug {
+    /// Runs on the row the operation's key has (`found`: its image, fixed
+    /// part then var part; `None` if there is none) with the operation's
+    /// `arg`. Appends to `out` what the caller is answered, and, to change
+    /// the row, the new row as `codec::encode_row` encodes it — every
+    /// column of a row that was `None`.
+    fn run(
+        &self,
+        layout: &Layout,
+        found: Option<&[u8]>,
+        arg: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Interpreted;
+}
+
+/// What a [`RowProgram`] made of a row: its answer and, if it changes the
+/// row, the new one, as ranges of the buffer it wrote to.
+#[derive(Debug)]
+pub(crate) struct Interpreted {
+    pub(crate) answer: std::ops::Range<usize>,
+    pub(crate) row: Option<EncodedRow>,
 }
 
 /// Where a fragment lives: its worker and its slot there.
@@ -137,6 +170,8 @@ pub(crate) enum OpResult {
     Inserted,
     Updated,
     Deleted,
+    /// A program's answer (`OpKind::Interpret`), this range of `out`.
+    Answered(Span),
     Failed(OpError),
 }
 
@@ -157,6 +192,10 @@ pub(crate) struct OpBatch {
     pub(crate) from_primary: bool,
     /// The log failed while this batch's changes were logged.
     pub(crate) durability_failed: bool,
+    /// What the batch's `Interpret` operations run.
+    pub(crate) program: Option<Arc<dyn RowProgram>>,
+    /// Where a program writes its answer and row.
+    pub(crate) scratch: Vec<u8>,
 }
 
 /// One step of a scan of one fragment.

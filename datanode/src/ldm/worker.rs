@@ -599,6 +599,7 @@ impl Worker {
             };
             let key = op.key.of(&batch.data);
             let mut old = None;
+            let mut answer = Span::default();
             let written = match op.kind {
                 OpKind::Read => {
                     batch
@@ -638,6 +639,40 @@ impl Worker {
                     )
                 }
                 OpKind::Delete => frag.delete(txn, op.tag, key),
+                OpKind::Interpret => {
+                    // The program reads the row as it is now: a job that
+                    // parks on it runs the program anew.
+                    let start = batch.out.len();
+                    let found = read_into(frag, txn, op.tag, key, &mut batch.out);
+                    let program = (batch.program.as_deref())
+                        .expect("a batch with interpreted operations has its program");
+                    batch.scratch.clear();
+                    let ran = program.run(
+                        frag.layout(),
+                        found.map(|span| span.of(&batch.out)),
+                        op.image.of(&batch.data),
+                        &mut batch.scratch,
+                    );
+                    batch.out.truncate(start);
+                    batch.out.extend_from_slice(&batch.scratch[ran.answer]);
+                    answer = Span {
+                        start: start as u32,
+                        len: (batch.out.len() - start) as u32,
+                    };
+                    let Some(row) = ran.row else {
+                        batch.results.push(OpResult::Answered(answer));
+                        job.next = j + 1;
+                        continue;
+                    };
+                    let (image, presence) = (row.image, row.presence);
+                    frag.write(
+                        txn,
+                        op.tag,
+                        key,
+                        &batch.scratch[image.0..][..image.1],
+                        &batch.scratch[presence.0..][..presence.1],
+                    )
+                }
             };
             #[cfg(any(test, feature = "testing"))]
             failpoint::after_write(op.kind, key);
@@ -645,6 +680,7 @@ impl Worker {
                 Ok(w) => {
                     let result = match (op.kind, w.inserted, old) {
                         (OpKind::Delete, _, _) => OpResult::Deleted,
+                        (OpKind::Interpret, _, _) => OpResult::Answered(answer),
                         (_, true, _) => OpResult::Inserted,
                         (OpKind::Replace, false, Some(span)) => OpResult::Replaced(span),
                         (_, false, _) => OpResult::Updated,

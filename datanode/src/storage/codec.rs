@@ -344,6 +344,7 @@ fn push_key_column(
 }
 
 /// A row to be written, encoded: the row image and which columns it sets.
+#[derive(Debug)]
 pub(crate) struct EncodedRow {
     /// Start of the key within the output buffer, and its length.
     pub(crate) key: (usize, usize),

@@ -166,6 +166,35 @@ impl VarPage {
         });
     }
 
+    /// Whether the entry at `offset` can grow from `old_len` to `new_len`
+    /// bytes in this page: into the gap, or into holes enough to be worth
+    /// a compaction (`COMPACT_HOLES`). Compacting a page for the few bytes
+    /// one entry left would copy the page for every entry that grows.
+    fn can_grow(&self, offset: usize, old_len: usize, new_len: usize) -> bool {
+        let (gap, holes) = match offset + old_len == self.data_end as usize {
+            true => (self.gap() + old_len, self.holes as usize),
+            false => (self.gap(), self.holes as usize + old_len),
+        };
+        gap >= new_len || (holes >= COMPACT_HOLES && gap + holes >= new_len)
+    }
+
+    /// Bytes an entry of `old_len` bytes here could grow to once the page
+    /// is compacted.
+    fn room_compacted(&self, old_len: usize) -> usize {
+        self.gap() + self.holes as usize + old_len
+    }
+
+    /// Moves entry `i` (at `offset`, `old_len` bytes) to the end of the
+    /// entry area with its new, longer `bytes`, compacting if need be. The
+    /// caller made sure the page has room.
+    fn grow(&mut self, i: usize, offset: usize, old_len: usize, bytes: &[u8]) {
+        self.release_bytes(offset, old_len);
+        // Out of the way of compaction, but not on the free chain.
+        self.set_dir(i, 0, FREE_LEN);
+        let at = self.place(i, bytes.len());
+        self.page.bytes_mut()[at..at + bytes.len()].copy_from_slice(bytes);
+    }
+
     /// Places `len` bytes at the end of the entry area under directory entry
     /// `i`, compacting first if the gap is too small. The caller made sure the
     /// page has room.
@@ -315,16 +344,23 @@ impl VarPart {
             p.page.bytes_mut()[offset..offset + new_len].copy_from_slice(bytes);
             p.set_dir(i, offset, new_len as u16);
             p.release_bytes(offset + new_len, old_len - new_len);
-        } else if p.gap() + p.holes as usize + old_len >= new_len {
-            p.release_bytes(offset, old_len);
-            // Out of the way of compaction, but not on the free chain.
-            p.set_dir(i, 0, FREE_LEN);
-            let at = p.place(i, new_len);
-            p.page.bytes_mut()[at..at + new_len].copy_from_slice(bytes);
+        } else if p.can_grow(offset, old_len, new_len) {
+            p.grow(i, offset, old_len, bytes);
         } else {
-            let moved = self.insert(pages, bytes)?;
-            self.free(r);
-            return Ok(moved);
+            // Another page — unless none can be had and this one has room
+            // once compacted.
+            match self.insert(pages, bytes) {
+                Ok(moved) => {
+                    self.free(r);
+                    return Ok(moved);
+                }
+                Err(StorageError::OutOfDataMemory(_))
+                    if self.page(pos).room_compacted(old_len) >= new_len =>
+                {
+                    self.page_mut(pos).grow(i, offset, old_len, bytes);
+                }
+                Err(e) => return Err(e),
+            }
         }
         self.live_bytes = self.live_bytes + new_len as u64 - old_len as u64;
         self.reclassify(pos);
@@ -554,6 +590,37 @@ mod tests {
         var.free(filler);
         assert_eq!(pool.used_pages(), 0);
         assert_eq!(var.live_bytes(), 0);
+    }
+
+    #[test]
+    fn a_growing_entry_moves_rather_than_compact_a_page_for_a_few_bytes() {
+        let pool = DataMemory::new(2 * PAGE_SIZE as u64).unwrap();
+        let pages = PageSource::new(pool.clone(), Default::default());
+        let mut var = VarPart::new();
+        // A page full of 12-byte entries (16 with their directory entries).
+        let refs: Vec<VarRef> = (0..PAGE_SIZE / 16)
+            .map(|n| var.insert(&pages, &[n as u8; 12]).unwrap())
+            .collect();
+        assert_eq!(pool.used_pages(), 1);
+        var.free(refs[0]);
+        // 12 bytes of holes: growing an entry by one byte would compact
+        // the whole page; it moves to another one instead.
+        let grown = var.replace(&pages, refs[1], &[1; 13]).unwrap();
+        assert_ne!(split(grown).0, split(refs[1]).0, "moved to another page");
+        assert_eq!(var.get(grown), &[1; 13][..]);
+        assert_eq!(pool.used_pages(), 2);
+        // With no page left to take, the page is compacted after all.
+        let filler = var
+            .insert(&pages, &[9; PAGE_SIZE - 13 - 3 * DIR_ENTRY])
+            .unwrap();
+        let again = var.replace(&pages, refs[2], &[2; 14]).unwrap();
+        assert_eq!(again, refs[2], "grown in its own page");
+        assert_eq!(var.get(again), &[2; 14][..]);
+        for &r in &refs[3..] {
+            assert_eq!(var.get(r), &[split(r).1 as u8; 12][..]);
+        }
+        assert_eq!(var.audit(), var.live_bytes());
+        var.free(filler);
     }
 
     #[test]

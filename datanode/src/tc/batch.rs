@@ -13,7 +13,7 @@ use shoal_quota::QuotaError;
 use shoal_quota::units::{read_units, write_units};
 
 use super::schema::{Database, Table};
-use crate::ldm::{NodeFailed, Op, OpBatch, OpKind, OpResult, Span};
+use crate::ldm::{NodeFailed, Op, OpBatch, OpKind, OpResult, RowProgram, Span};
 use crate::log::changes::Change;
 use crate::storage::OpError;
 use crate::storage::codec::{self, ValueError};
@@ -333,6 +333,7 @@ impl Batch {
             b.data.clear();
             b.results.clear();
             b.out.clear();
+            b.program = None;
         }
     }
 
@@ -386,6 +387,56 @@ impl Batch {
         self.row_op(table, OpKind::Replace, row)
     }
 
+    /// Runs `program` on the row with this primary key (values in key
+    /// order) with `arg`, in the lookup that finds it (`answer` reads what
+    /// it answered). Every interpreted operation of a batch runs the same
+    /// program. Charged a read and the write of a row of `row_bytes`, the
+    /// most the program writes. Not for tables with unique indexes, whose
+    /// values the coordinator must know before the batch runs.
+    pub(crate) fn interpret(
+        &mut self,
+        table: &Arc<Table>,
+        key: &[Value],
+        program: &Arc<dyn RowProgram>,
+        arg: &[u8],
+        row_bytes: usize,
+    ) -> Result<(), ValueError> {
+        let layout = &table.layout;
+        if layout.ordered.iter().any(|o| o.unique) {
+            return Err(ValueError {
+                column: layout.name(layout.key[0]).to_owned(),
+                problem: format!(
+                    "table '{}' has a unique index: its rows are changed by value, not by program",
+                    table.name()
+                ),
+            });
+        }
+        self.scratch.clear();
+        codec::encode_key(layout, key, &mut self.scratch)?;
+        let key_len = self.scratch.len();
+        self.scratch.extend_from_slice(arg);
+        self.cost.reads += 1;
+        self.cost.write_units += write_units(row_bytes as u64);
+        self.cost.grows = true;
+        self.push(
+            table,
+            OpKind::Interpret,
+            (0, key_len),
+            (key_len, arg.len()),
+            (0, 0),
+        );
+        let ldm = self.slots.last().expect("just pushed").ldm as usize;
+        let given = &mut self.ldms[ldm].program;
+        match given {
+            Some(p) => assert!(
+                Arc::ptr_eq(p, program),
+                "one program for the interpreted operations of a batch"
+            ),
+            None => *given = Some(Arc::clone(program)),
+        }
+        Ok(())
+    }
+
     fn row_op(
         &mut self,
         table: &Arc<Table>,
@@ -412,6 +463,38 @@ impl Batch {
                 return Err(ValueError::new(layout, c, "given more than once"));
             }
         }
+        self.values_op(table, kind, values)
+    }
+
+    /// `write`, or `replace` if `replace`, of a row given as a value per
+    /// column in the table's order (`None`: not given): no column is
+    /// looked up by name.
+    pub(crate) fn put_values(
+        &mut self,
+        table: &Arc<Table>,
+        values: &[Option<&Value>],
+        replace: bool,
+    ) -> Result<(), ValueError> {
+        assert_eq!(
+            values.len(),
+            table.layout.columns.len(),
+            "a value per column"
+        );
+        let kind = if replace {
+            OpKind::Replace
+        } else {
+            OpKind::Write
+        };
+        self.values_op(table, kind, values)
+    }
+
+    fn values_op(
+        &mut self,
+        table: &Arc<Table>,
+        kind: OpKind,
+        values: &[Option<&Value>],
+    ) -> Result<(), ValueError> {
+        let layout = &table.layout;
         self.scratch.clear();
         let encoded = codec::encode_row(layout, values, &mut self.scratch)?;
         if kind == OpKind::Insert && !encoded.complete {
@@ -426,7 +509,8 @@ impl Batch {
                 "a value is required: the column is NOT NULL",
             ));
         }
-        let key = self.scratch[encoded.key.0..][..encoded.key.1].to_vec();
+        let has_unique = layout.ordered.iter().any(|o| o.unique);
+        let key = has_unique.then(|| self.scratch[encoded.key.0..][..encoded.key.1].to_vec());
         self.push(table, kind, encoded.key, encoded.image, encoded.presence);
         let op = self.slots.len() - 1;
         for (index, ordered) in layout.ordered.iter().enumerate() {
@@ -445,7 +529,7 @@ impl Batch {
                 kind,
                 table: Arc::clone(table),
                 index,
-                key: key.clone(),
+                key: key.clone().expect("a table with a unique index"),
                 values,
             });
         }
@@ -518,6 +602,8 @@ impl Batch {
                 self.cost.write_units += write_units(table.layout.data_bytes(image.1) as u64);
                 self.cost.grows = true;
             }
+            // Charged by `interpret`: its image is the program's argument.
+            OpKind::Interpret => {}
         }
         match &self.database {
             None => self.database = Some(Arc::clone(&table.database)),
@@ -588,7 +674,17 @@ impl Batch {
             OpResult::Inserted => Ok(Outcome::Inserted),
             OpResult::Updated | OpResult::Replaced(_) => Ok(Outcome::Updated),
             OpResult::Deleted => Ok(Outcome::Deleted),
+            OpResult::Answered(_) => Ok(Outcome::Updated),
             OpResult::Failed(e) => Err(operation_error(&slot.table, e)),
+        }
+    }
+
+    /// What interpreted operation `i`'s program answered, once executed.
+    pub(crate) fn answer(&self, i: usize) -> Result<&[u8], OperationError> {
+        match self.op_result(i) {
+            (_, batch, OpResult::Answered(span)) => Ok(span.of(&batch.out)),
+            (slot, _, OpResult::Failed(e)) => Err(operation_error(&slot.table, e)),
+            (_, _, other) => unreachable!("operation {i} was not interpreted: {other:?}"),
         }
     }
 
@@ -654,13 +750,16 @@ impl Batch {
             .filter_map(|slot| {
                 let b = &self.ldms[slot.ldm as usize];
                 let i = slot.index as usize;
-                matches!(b.ops[i].kind, OpKind::Read | OpKind::Replace).then(|| {
-                    match b.results.get(i) {
-                        Some(OpResult::Found(span) | OpResult::Replaced(span)) => {
-                            read_units(slot.table.layout.data_bytes(span.len as usize) as u64)
-                        }
-                        _ => 1,
+                // An interpreted operation's row is charged one unit.
+                matches!(
+                    b.ops[i].kind,
+                    OpKind::Read | OpKind::Replace | OpKind::Interpret
+                )
+                .then(|| match b.results.get(i) {
+                    Some(OpResult::Found(span) | OpResult::Replaced(span)) => {
+                        read_units(slot.table.layout.data_bytes(span.len as usize) as u64)
                     }
+                    _ => 1,
                 })
             })
             .sum()

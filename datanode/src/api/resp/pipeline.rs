@@ -23,7 +23,7 @@ use std::ops::Range;
 
 use shoal_quota::QuotaError;
 
-use super::cmd::{int, not_integer, overflow, wrong_type};
+use super::cmd::{int, wrong_type};
 use super::store::{Item, Kind, MAX_KEY, PART, StoreError, decode_hash};
 use super::{Conn, error_reply};
 use crate::tc::TcError;
@@ -307,7 +307,7 @@ impl Conn {
         let pairs = commands
             .iter()
             .flat_map(|c| words[c.words.clone()].chunks(2));
-        let items = last_values(pairs.map(|p| (p[0], p[1])));
+        let items = last_values(pairs.map(|p| (p[0], p[1])), words.len() / 2);
         let keys: Vec<&[u8]> = items.iter().map(|i| i.key).collect();
         let locks = store.lock_keys(db, &keys).await;
         let mark = store.write_applied(db, batch, &items).await?;
@@ -319,86 +319,26 @@ impl Conn {
         Ok(())
     }
 
-    /// The run's increments: their keys read in one request, each
-    /// command's new value worked out in order (a key incremented twice
-    /// counts from the first's result), each key's last value written in
-    /// another, its expiry kept.
+    /// The run's increments, each one operation on its key's row, in one
+    /// request (`Ctx::increments`).
     async fn incr_run(&mut self, commands: &[Command], words: &[&[u8]]) -> Result<(), StoreError> {
         let mut ctx = self.ctx().expect("a run is of an authenticated connection");
-        let (store, db, batch, out) = ctx.parts();
-        let mut keys: Vec<&[u8]> = Vec::new();
-        let mut slot_of: HashMap<&[u8], usize> = HashMap::new();
-        for c in commands {
-            let key = words[c.words.start];
-            slot_of.entry(key).or_insert_with(|| {
-                keys.push(key);
-                keys.len() - 1
-            });
-        }
-        let locks = store.lock_keys(db, &keys).await;
-        let entries = store.lookup_many(db, batch, &keys).await?;
-        // Each key's value as the commands so far leave it: `Err` for one
-        // that is no integer (or a hash), which every command refuses.
-        let mut values: Vec<Result<i64, (&'static str, String)>> = (entries.iter())
-            .map(|e| match e {
-                None => Ok(0),
-                Some(e) if e.kind != Kind::String => Err(wrong_type()),
-                Some(e) if e.parts > 0 => Err(not_integer()),
-                Some(e) => int(&e.head).ok_or_else(not_integer),
+        let increments: Vec<(&[u8], i64)> = (commands.iter())
+            .map(|c| {
+                let arg = || int(words[c.words.start + 1]).expect("checked by op_of");
+                let by = match c.op {
+                    Op::Incr => 1,
+                    Op::Decr => -1,
+                    Op::IncrBy => arg(),
+                    _ => -arg(),
+                };
+                (words[c.words.start], by)
             })
             .collect();
-        let mut changed = vec![false; keys.len()];
-        let mut replies = Vec::with_capacity(commands.len());
-        for c in commands {
-            let slot = slot_of[words[c.words.start]];
-            let arg = || int(words[c.words.start + 1]).expect("checked by op_of");
-            let by = match c.op {
-                Op::Incr => 1,
-                Op::Decr => -1,
-                Op::IncrBy => arg(),
-                _ => -arg(),
-            };
-            let reply = match &values[slot] {
-                Ok(v) => v.checked_add(by).ok_or_else(overflow),
-                Err(e) => Err(e.clone()),
-            };
-            if let Ok(v) = reply {
-                values[slot] = Ok(v);
-                changed[slot] = true;
-            }
-            replies.push((slot, reply));
-        }
-        let texts: Vec<(usize, String)> = (values.iter().enumerate())
-            .filter(|&(slot, _)| changed[slot])
-            .filter_map(|(slot, v)| Some((slot, v.as_ref().ok()?.to_string())))
-            .collect();
-        let items: Vec<Item<'_>> = (texts.iter())
-            .map(|(slot, text)| {
-                let expires = entries[*slot].as_ref().and_then(|e| e.expires);
-                Item::string(keys[*slot], text.as_bytes(), expires)
-            })
-            .collect();
-        let outcomes = match items.is_empty() {
-            true => Vec::new(),
-            false => {
-                let (outcomes, mark) = store.write_each_applied(db, batch, &items).await?;
-                drop(locks);
-                store.acknowledgeable(mark).await?;
-                outcomes
-            }
-        };
-        let mut written: Vec<Option<StoreError>> = (0..keys.len()).map(|_| None).collect();
-        for ((slot, _), outcome) in texts.iter().zip(outcomes) {
-            written[*slot] = outcome.err();
-        }
-        for (slot, reply) in replies {
-            match (reply, &written[slot]) {
-                (Ok(_), Some(e)) => {
-                    let (prefix, message) = error_reply(e);
-                    out.error(prefix, &message);
-                }
-                (Ok(v), None) => out.int(v),
-                (Err((prefix, message)), _) => out.error(prefix, &message),
+        for answer in ctx.increments(&increments).await? {
+            match answer {
+                Ok(sum) => ctx.out.int(sum),
+                Err((prefix, message)) => ctx.out.error(prefix, &message),
             }
         }
         Ok(())
@@ -428,11 +368,16 @@ impl Conn {
     }
 }
 
-/// Items for `pairs` of key and value: each key once, with its last value,
-/// in the order keys first come.
-pub(super) fn last_values<'a>(pairs: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> Vec<Item<'a>> {
-    let mut items: Vec<Item<'a>> = Vec::new();
-    let mut at: HashMap<&[u8], usize> = HashMap::new();
+/// Items for the `count` `pairs` of key and value: each key once, with its
+/// last value, in the order keys first come.
+pub(super) fn last_values<'a>(
+    pairs: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    count: usize,
+) -> Vec<Item<'a>> {
+    let mut items: Vec<Item<'a>> = Vec::with_capacity(count);
+    // Sized once: growing the map rehashed every key, a tenth of a run's
+    // time. Keys are the caller's, so the hasher is the keyed default.
+    let mut at: HashMap<&[u8], usize> = HashMap::with_capacity(count);
     for (key, value) in pairs {
         match at.get(key) {
             Some(&i) => items[i].value = value,

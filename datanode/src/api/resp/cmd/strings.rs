@@ -9,7 +9,7 @@ use super::{
 };
 use crate::api::resp::long_double::{self, FloatError};
 use crate::api::resp::pipeline::last_values;
-use crate::api::resp::store::{Entry, Item, Kind, now_ms};
+use crate::api::resp::store::{Entry, Item, Kind, StoreError, Unchanged, now_ms};
 
 pub(in crate::api::resp) enum Cmd<'a> {
     Get(&'a [u8]),
@@ -217,7 +217,7 @@ impl Cmd<'_> {
             Cmd::MSet(args, nx) => {
                 // A key given twice takes its last value, as in Redis; one
                 // request writes each key once.
-                let items = last_values(args.chunks(2).map(|p| (p[0], p[1])));
+                let items = last_values(args.chunks(2).map(|p| (p[0], p[1])), args.len() / 2);
                 let keys: Vec<&[u8]> = items.iter().map(|i| i.key).collect();
                 let (store, db, batch, out) = ctx.parts();
                 let _locks = store.lock_keys(db, &keys).await;
@@ -406,6 +406,47 @@ impl GetEx<'_> {
 impl Ctx<'_> {
     /// Adds `by` to a string key's integer value; answers the new value.
     async fn incr(&mut self, key: &[u8], by: i64) -> Result<i64, Refusal> {
+        if self.session.db.in_transaction() {
+            return self.incr_alone(key, by).await;
+        }
+        let mut answers = self.increments(&[(key, by)]).await.map_err(store_error)?;
+        answers.pop().expect("an answer")
+    }
+
+    /// Adds each increment to its key's integer, each on its own, in one
+    /// request to the workers that hold the keys' rows (`Store::
+    /// increment_applied`): each one's new value, or why not. Outside a
+    /// transaction.
+    pub(in crate::api::resp) async fn increments(
+        &mut self,
+        increments: &[(&[u8], i64)],
+    ) -> Result<Vec<Result<i64, Refusal>>, StoreError> {
+        let (store, db, batch, _) = self.parts();
+        let keys: Vec<&[u8]> = increments.iter().map(|&(key, _)| key).collect();
+        let locks = store.lock_keys(db, &keys).await;
+        let (outcomes, mark) = store.increment_applied(db, batch, increments).await?;
+        // Let go once applied: the next writers of the keys share the
+        // group commit.
+        drop(locks);
+        store.acknowledgeable(mark).await?;
+        let mut answers = Vec::with_capacity(outcomes.len());
+        for (&(key, by), outcome) in increments.iter().zip(outcomes) {
+            answers.push(match outcome {
+                Ok(Ok(sum)) => Ok(sum),
+                Ok(Err(Unchanged::WrongType)) => Err(wrong_type()),
+                Ok(Err(Unchanged::NotInteger)) => Err(not_integer()),
+                Ok(Err(Unchanged::Overflow)) => Err(overflow()),
+                // Nothing of the run changed the key: it comes after.
+                Ok(Err(Unchanged::NotHere)) => self.incr_alone(key, by).await,
+                Err(e) => Err(store_error(e)),
+            });
+        }
+        Ok(answers)
+    }
+
+    /// `incr` as a read and then a write of the key, under its lock: in a
+    /// transaction, or for a key with more rows than its own.
+    async fn incr_alone(&mut self, key: &[u8], by: i64) -> Result<i64, Refusal> {
         let mut result = 0;
         self.modify_string(key, |v, existed| {
             // An absent key counts from 0; an empty string is no integer.

@@ -43,6 +43,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use shoal_wire::schema::{TableDef, TableName};
 
 pub(crate) mod fields;
+mod increment;
+
+pub(crate) use self::increment::Unchanged;
 
 use super::locks::{KeyGuard, KeyLocks};
 use crate::log::Mark;
@@ -1472,32 +1475,21 @@ fn add_rows(
     }
     let mut parts = item.value.chunks(PART);
     let head = parts.next().unwrap_or_default();
-    let row = [
-        ("k", key_value(item.key)?),
-        ("t", Value::Int(item.kind as i64)),
-        ("exp", item.expires.map_or(Value::Null, Value::Int)),
-        (
-            "n",
-            Value::Int(i64::from(parts_after_head(item.value.len()))),
-        ),
-        ("v", Value::Bytes(head.to_vec())),
-    ];
-    if replace {
-        batch.replace(&t.keys, &row)
-    } else {
-        batch.write(&t.keys, &row)
-    }
-    .map_err(OperationError::from)?;
-    let k = &row[0].1;
+    // In `KEYS_DEF`'s order: k, t, exp, n, v.
+    let (k, t_, exp, n, v) = (
+        key_value(item.key)?,
+        Value::Int(item.kind as i64),
+        item.expires.map_or(Value::Null, Value::Int),
+        Value::Int(i64::from(parts_after_head(item.value.len()))),
+        Value::Bytes(head.to_vec()),
+    );
+    let row = [Some(&k), Some(&t_), Some(&exp), Some(&n), Some(&v)];
+    (batch.put_values(&t.keys, &row, replace)).map_err(OperationError::from)?;
     for (i, part) in parts.enumerate() {
-        let row = [
-            ("k", k.clone()),
-            ("i", Value::Int(i as i64 + 1)),
-            ("v", Value::Bytes(part.to_vec())),
-        ];
-        batch
-            .write(t.chunks()?, &row)
-            .map_err(OperationError::from)?;
+        // In `CHUNKS_DEF`'s order: k, i, v.
+        let (i, v) = (Value::Int(i as i64 + 1), Value::Bytes(part.to_vec()));
+        let row = [Some(&k), Some(&i), Some(&v)];
+        (batch.put_values(t.chunks()?, &row, false)).map_err(OperationError::from)?;
     }
     Ok(())
 }
