@@ -760,24 +760,86 @@ async fn rondb_rest_clients_requests_are_answered_as_rondb_answers_them() {
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(s.read(30).await.1["data"]["day"], "1111-11-11");
 
-    // DECIMAL as a JSON number, as RonDB answers it, where a double holds
-    // every value of the column exactly (up to 15 digits); a wider one as
-    // the exact string.
-    let priced = json!({"row": {"id": 31, "name": "priced", "price": "-1234567.89"}});
+    // DECIMAL as a JSON number, as RonDB answers it, with every digit the
+    // column holds — never through a double, which would round a wide one.
+    let priced = json!({"row": {"id": 31, "name": "priced", "price": "-1234567.80"}});
     assert_eq!(s.op("shop/items/pk-write", priced).await.0, StatusCode::OK);
-    assert_eq!(s.read(31).await.1["data"]["price"], json!(-1234567.89));
+    assert_eq!(s.read(31).await.1["data"]["price"], json!(-1234567.8));
     let wide = json!({"name": "wide", "primary_key": ["id"], "columns": [
-        {"name": "id", "type": "BIGINT"}, {"name": "d", "type": "DECIMAL(30,10)"}]});
+        {"name": "id", "type": "BIGINT"}, {"name": "d", "type": "DECIMAL(30,10)"}],
+        "indexes": [{"name": "by_d", "columns": ["d"]}]});
     let (status, body) = s
         .shoal
         .post("/internal/v1/databases/shop/tables", wide)
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    let exact = "12345678901234567890.1234567890";
-    let row = json!({"row": {"id": 1, "d": exact}});
-    assert_eq!(s.op("shop/wide/pk-write", row).await.0, StatusCode::OK);
-    let (_, body) = s.op("shop/wide/pk-read", json!({"filters": key(1)})).await;
-    assert_eq!(body["data"]["d"], exact, "{body}");
+    let exact = "-12345678901234567890.1234567890";
+    for (id, d) in [(1, exact), (2, "0.5000000000")] {
+        let row = json!({"row": {"id": id, "d": d}});
+        assert_eq!(s.op("shop/wide/pk-write", row).await.0, StatusCode::OK);
+    }
+    // Sent as a JSON number, a decimal of more than 15 digits may have
+    // been rounded on its way into a double: refused, nothing written.
+    let (status, body) = (s.raw(
+        Some(&s.key),
+        "shop/wide/pk-write",
+        r#"{"row": {"id": 3, "d": 12345678901234567890.1234567890}}"#.into(),
+    ))
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body.to_string().contains("send the decimal as a string"),
+        "{body}"
+    );
+    let (status, _) = s.op("shop/wide/pk-read", json!({"filters": key(3)})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let as_number = r#"{"row": {"id": 3, "d": 123456789012.345}}"#;
+    let (status, body) = s
+        .raw(Some(&s.key), "shop/wide/pk-write", as_number.into())
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "15 digits are taken exactly: {body}"
+    );
+
+    // The answers' text, as a client's JSON parser meets it.
+    let (rest_url, api_key) = (&s.shoal.rest_url, &s.key);
+    let text = |path: &'static str, body: Value| async move {
+        let r = common::client()
+            .post(format!("{rest_url}/0.1.0/{path}"))
+            .header("X-API-KEY", api_key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        r.text().await.unwrap()
+    };
+    let read = text(
+        "shop/wide/pk-read",
+        json!({"filters": key(1), "operationId": "w"}),
+    )
+    .await;
+    assert_eq!(
+        read,
+        format!(r#"{{"data":{{"d":{exact}}},"operationId":"w"}}"#)
+    );
+    let read = |id| json!({"method": "POST", "relative-url": "shop/wide/pk-read", "body": {"filters": key(id)}});
+    let batch = text("batch", json!({"operations": [read(1), read(2)]})).await;
+    assert_eq!(
+        batch,
+        format!(
+            r#"{{"result":[{{"body":{{"data":{{"d":{exact}}}}},"code":200}},{{"body":{{"data":{{"d":0.5000000000}}}},"code":200}}]}}"#
+        )
+    );
+    let page = text("shop/wide/scan", json!({"index": "by_d"})).await;
+    assert_eq!(
+        page,
+        format!(
+            r#"{{"data":[{{"d":{exact},"id":1}},{{"d":0.5000000000,"id":2}},{{"d":123456789012.3450000000,"id":3}}],"next":null}}"#
+        )
+    );
 
     // health: RonDB's bare number, 1 when the data nodes serve.
     let health = reqwest::get(format!("{}/0.1.0/health", s.shoal.rest_url))

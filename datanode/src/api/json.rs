@@ -4,7 +4,7 @@
 //! | --- | --- |
 //! | integers | a whole number in the column's range (a string of digits is taken too) |
 //! | `FLOAT`, `DOUBLE` | a number (a string holding one is taken too) |
-//! | `DECIMAL` | a string such as `"-12.50"` (a number is taken too), with no more digits than the column holds; the REST data API answers one of up to 15 digits as a number, as RonDB does (`rest_value_to_json`) |
+//! | `DECIMAL` | a string such as `"-12.50"` (a number of up to 15 significant digits is taken too), with no more digits than the column holds; the REST data API answers a number with the column's digits, as RonDB does (`rest_value_to_json`) |
 //! | `CHAR`, `VARCHAR` | a string |
 //! | `BINARY`, `VARBINARY` | a string of standard base64 |
 //! | `DATE`, `DATETIME`, `TIMESTAMP` | a string in MySQL's text form |
@@ -18,7 +18,9 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use serde::Serialize;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value as Json};
 use shoal_wire::schema::{ColumnDef, ColumnType};
 
@@ -134,24 +136,30 @@ pub(crate) fn column_value_to_json(column: &ColumnDef, value: &Value) -> Json {
     }
 }
 
-/// Most digits of a `DECIMAL` the REST data API answers as a JSON number:
-/// every value of up to 15 significant digits is read back exactly from a
-/// double, the number every JSON client parses into.
-pub(crate) const MAX_NUMBER_DIGITS: u8 = 15;
+/// A value as the REST data API answers it: JSON, or a number written as
+/// its exact digits.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum RestValue {
+    Json(Json),
+    /// Written as it is: a `DECIMAL`'s digits, every one of them.
+    Number(Box<RawValue>),
+}
 
 /// `value` of `column` as the REST data API answers it, in RonDB's shape:
-/// as `column_value_to_json`, but a `DECIMAL` of up to
-/// `MAX_NUMBER_DIGITS` digits as a JSON number (`12.50` answers `12.5`,
-/// the same number). A wider one stays a string: a double would round it.
-pub(crate) fn rest_value_to_json(column: &ColumnDef, value: &Value) -> Json {
-    match (&column.column_type, value) {
-        (ColumnType::Decimal { precision, .. }, Value::Decimal(d))
-            if *precision <= MAX_NUMBER_DIGITS =>
-        {
-            let number = d.to_string().parse::<f64>().ok();
-            number.map_or_else(|| value_to_json(value), Json::from)
+/// as `column_value_to_json`, but a `DECIMAL` as a JSON number with the
+/// digits the column holds (`12.50`, `12345678901234567890.1234567890`),
+/// as RonDB writes one — never through a double, which would round a
+/// value of more than 15 digits. (A client that parses numbers into
+/// doubles rounds it then; the digits on the wire are exact.)
+pub(crate) fn rest_value_to_json(column: &ColumnDef, value: &Value) -> RestValue {
+    match value {
+        Value::Decimal(d) => {
+            let digits =
+                RawValue::from_string(d.to_string()).expect("a decimal's text is a JSON number");
+            RestValue::Number(digits)
         }
-        _ => column_value_to_json(column, value),
+        _ => RestValue::Json(column_value_to_json(column, value)),
     }
 }
 

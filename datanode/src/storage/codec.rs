@@ -106,6 +106,15 @@ fn float(ty: ColumnType, v: &Value) -> Result<f64, String> {
     Ok(f)
 }
 
+/// Significant digits a double is sure to hold.
+const DOUBLE_EXACT_DIGITS: usize = 15;
+
+/// Significant digits of a number written without an exponent.
+fn significant_digits(text: &str) -> usize {
+    let digits: String = text.chars().filter(char::is_ascii_digit).collect();
+    digits.trim_start_matches('0').trim_end_matches('0').len()
+}
+
 fn decimal(v: &Value, precision: u8, scale: u8) -> Result<i128, String> {
     let ty = ColumnType::Decimal { precision, scale };
     let out_of_range = || format!("{v} is out of range for {ty}");
@@ -116,7 +125,19 @@ fn decimal(v: &Value, precision: u8, scale: u8) -> Result<i128, String> {
         Value::UInt(u) => {
             Decimal::from_integer(i128::from(*u), precision, scale).ok_or_else(out_of_range)
         }
-        Value::Double(d) if d.is_finite() => Decimal::parse(&d.to_string(), precision, scale),
+        Value::Double(d) if d.is_finite() => {
+            let text = d.to_string();
+            // A double holds every number of up to 15 significant digits
+            // exactly (its shortest form gives them back); past that the
+            // digits sent may have been rounded on their way into it.
+            if significant_digits(&text) > DOUBLE_EXACT_DIGITS {
+                return Err(format!(
+                    "{text} has more than {DOUBLE_EXACT_DIGITS} significant digits and came as a \
+                     double, which may have rounded it: send the decimal as a string"
+                ));
+            }
+            Decimal::parse(&text, precision, scale)
+        }
         Value::Float(f) if f.is_finite() => Decimal::parse(&f.to_string(), precision, scale),
         Value::Decimal(d) => Decimal::parse(&d.to_string(), precision, scale),
         Value::Text(t) => Decimal::parse(t, precision, scale),

@@ -29,7 +29,7 @@
 mod ronsql;
 mod scan;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -40,15 +40,17 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{Map, Value as JsonValue, json};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Value as JsonValue, json};
 use shoal_wire::schema::TableDef;
 
 use super::error::ApiError;
 use super::serve::Limits;
 use super::{AccessError, access};
 use crate::api::json::{
-    JsonError, JsonRow, key_from_json, rest_value_to_json, row_from_json, value_from_json,
+    JsonError, JsonRow, RestValue, key_from_json, rest_value_to_json, row_from_json,
+    value_from_json,
 };
 use crate::cluster::{Answered, Cluster, ForwardError, Forwarded, Handler, ServedElsewhere};
 use crate::node::Engine;
@@ -485,8 +487,24 @@ fn key_of(table: &Table, filters: &[Filter]) -> Result<Vec<Value>, ApiError> {
     Ok(key_from_json(table, &key)?)
 }
 
+/// An answer written out as JSON text: a row's decimals keep every digit
+/// (`RestValue`), which a `serde_json::Value` could not hold.
+type Written = Box<RawValue>;
+
+fn written(answer: &impl Serialize) -> Written {
+    serde_json::value::to_raw_value(answer).expect("an answer is JSON")
+}
+
+/// A row read: its columns (in name order) and the operation's id.
+#[derive(Serialize)]
+struct Found<'a> {
+    data: BTreeMap<&'a str, RestValue>,
+    #[serde(rename = "operationId", skip_serializing_if = "Option::is_none")]
+    operation_id: Option<&'a str>,
+}
+
 /// The answer to operation `i` of `batch`, which ran.
-fn outcome(batch: &Batch, i: usize, answer: &Answer) -> Result<JsonValue, ApiError> {
+fn outcome(batch: &Batch, i: usize, answer: &Answer) -> Result<Written, ApiError> {
     let outcome = batch.result(i)?;
     let word = match outcome {
         Outcome::Found(row) => {
@@ -500,19 +518,14 @@ fn outcome(batch: &Batch, i: usize, answer: &Answer) -> Result<JsonValue, ApiErr
                     &all
                 }
             };
-            let data: Map<String, JsonValue> = (columns.iter())
+            let data = (columns.iter())
                 .map(|&c| {
                     let column = &def.columns[c];
-                    let value = rest_value_to_json(column, &values[c]);
-                    (column.name.to_string(), value)
+                    (column.name.as_str(), rest_value_to_json(column, &values[c]))
                 })
                 .collect();
-            let mut body = Map::new();
-            if let Some(id) = &answer.operation_id {
-                body.insert("operationId".into(), id.clone().into());
-            }
-            body.insert("data".into(), data.into());
-            return Ok(body.into());
+            let operation_id = answer.operation_id.as_deref();
+            return Ok(written(&Found { data, operation_id }));
         }
         Outcome::Absent => {
             return Err(ApiError::new(
@@ -529,7 +542,7 @@ fn outcome(batch: &Batch, i: usize, answer: &Answer) -> Result<JsonValue, ApiErr
     if let Some(id) = &answer.operation_id {
         body["operationId"] = id.clone().into();
     }
-    Ok(body)
+    Ok(written(&body))
 }
 
 /// `POST /0.1.0/{db}/{table}/{op}`.
@@ -869,17 +882,22 @@ fn parse_operations(body: &[u8]) -> Result<Vec<SubOperation>, ApiError> {
     Ok(operations)
 }
 
-fn ok_entry(body: JsonValue) -> JsonValue {
-    json!({"code": 200, "body": body})
+fn ok_entry(body: Written) -> Written {
+    #[derive(Serialize)]
+    struct Ok {
+        body: Written,
+        code: u16,
+    }
+    written(&Ok { body, code: 200 })
 }
 
-fn error_entry(e: &ApiError) -> JsonValue {
+fn error_entry(e: &ApiError) -> Written {
     let body = e.body();
-    json!({
+    written(&json!({
         "code": e.status().as_u16(),
         "message": body["error"]["message"],
         "body": body,
-    })
+    }))
 }
 
 /// `POST /0.1.0/batch` (and `batchwrite`, `batchdelete`): each operation
@@ -967,7 +985,7 @@ async fn batch_once(
     }
     let key = key(state, headers)?;
     let operations = operations?;
-    let mut entries: Vec<Option<JsonValue>> = vec![None; operations.len()];
+    let mut entries: Vec<Option<Written>> = vec![None; operations.len()];
     /// A database's operations: one request to the coordinator.
     struct Group {
         grant: Grant,
@@ -1051,7 +1069,9 @@ async fn batch_once(
             }
         }
     }
-    let entries: Vec<JsonValue> = entries.into_iter().map(Option::unwrap_or_default).collect();
+    let entries: Vec<Written> = (entries.into_iter())
+        .map(|e| e.expect("every operation is answered"))
+        .collect();
     Ok(Sent::Answer(batch_answer(entries)))
 }
 
@@ -1136,6 +1156,10 @@ async fn transaction_once(
 
 /// A batch's or a transaction's answer, as RonDB's REST server gives one:
 /// `{"result": [answer of each operation, in order]}`.
-fn batch_answer(entries: Vec<JsonValue>) -> Response {
-    Json(json!({ "result": entries })).into_response()
+fn batch_answer(entries: Vec<Written>) -> Response {
+    #[derive(Serialize)]
+    struct Results {
+        result: Vec<Written>,
+    }
+    Json(Results { result: entries }).into_response()
 }

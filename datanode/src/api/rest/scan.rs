@@ -13,6 +13,7 @@
 //! the row after the page's last. Rows are read committed, each charged as
 //! a read.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Json;
@@ -22,14 +23,14 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use serde::Deserialize;
-use serde_json::{Map, Value as JsonValue, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value as JsonValue;
 use shoal_wire::schema::{ColumnDef, PRIMARY_INDEX};
 
 use super::{AppState, Body, ReadColumn, bad_request, elsewhere, key, parse};
 use crate::api::access;
 use crate::api::error::ApiError;
-use crate::api::json::{column_value_to_json, rest_value_to_json, value_from_json};
+use crate::api::json::{RestValue, column_value_to_json, rest_value_to_json, value_from_json};
 use crate::tc::batch::OperationError;
 use crate::tc::{RangeScan, Table};
 use crate::types::value::Value;
@@ -142,16 +143,15 @@ pub(super) async fn scan(
         max_bytes: MAX_PAGE_BYTES,
     };
     let page = state.engine.tc().scan_range(&grant, &table, scan).await?;
-    let data: Vec<JsonValue> = (page.rows.iter())
+    let data: Vec<BTreeMap<&str, RestValue>> = (page.rows.iter())
         .map(|row| {
             let values = row.values();
-            let fields: Map<String, JsonValue> = (columns.iter())
+            (columns.iter())
                 .map(|&c| {
                     let col = &def.columns[c];
-                    (col.name.to_string(), rest_value_to_json(col, &values[c]))
+                    (col.name.as_str(), rest_value_to_json(col, &values[c]))
                 })
-                .collect();
-            JsonValue::Object(fields)
+                .collect()
         })
         .collect();
     let next = page.next.map(|key| {
@@ -164,7 +164,13 @@ pub(super) async fn scan(
         };
         URL_SAFE_NO_PAD.encode(serde_json::to_vec(&cursor).expect("a cursor serializes"))
     });
-    Ok(Json(json!({ "data": data, "next": next })).into_response())
+    /// A page of rows, and where the next starts.
+    #[derive(Serialize)]
+    struct Page<'a> {
+        data: Vec<BTreeMap<&'a str, RestValue>>,
+        next: Option<String>,
+    }
+    Ok(Json(Page { data, next }).into_response())
 }
 
 /// The columns to answer, by position: those named, or all.
