@@ -369,6 +369,14 @@ fn definition(row: &TableRow) -> Result<Value, ApiError> {
     })
 }
 
+/// The definition of `db`'s ready table `name` (`NOT_FOUND` if none).
+pub async fn table_definition(app: &App, db: &DatabaseRow, name: &str) -> Result<Value, ApiError> {
+    let table = (tables_of(app, &db.id).await?.into_iter())
+        .find(|t| t.status == "ready" && t.name.as_str() == name)
+        .ok_or_else(|| ApiError::not_found("table"))?;
+    definition(&table)
+}
+
 /// `GET /databases/{db}/memory`: the database's rows of ndbinfo's
 /// `table_memory_usage`, live from its data node.
 #[utoipa::path(get, path = "/databases/{db}/memory", tag = "databases",

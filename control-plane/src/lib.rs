@@ -25,6 +25,7 @@ pub mod metrics;
 pub mod ndbinfo_sql;
 pub mod nodes;
 pub mod quotas;
+pub mod rows;
 pub mod server;
 pub mod store;
 pub mod usage;

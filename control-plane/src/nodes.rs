@@ -565,6 +565,30 @@ impl NodeClient {
         self.send(node, Method::DELETE, &path, None::<&()>).await
     }
 
+    /// A page of `table`'s rows on `node`, as `scan` (a REST scan request)
+    /// asks.
+    pub async fn scan(
+        &self,
+        node: &NodeRow,
+        db: &DatabaseName,
+        table: &TableName,
+        scan: &Value,
+    ) -> Result<Value, NodeError> {
+        let path = route::scan(db.as_str(), table.as_str());
+        self.send(node, Method::POST, &path, Some(scan)).await
+    }
+
+    /// Reads and writes rows of `db` on `node` (the internal transaction).
+    pub async fn transaction(
+        &self,
+        node: &NodeRow,
+        db: &DatabaseName,
+        request: &Value,
+    ) -> Result<Value, NodeError> {
+        let path = route::transaction(db.as_str());
+        self.send(node, Method::POST, &path, Some(request)).await
+    }
+
     /// The rows of an ndbinfo table or view of `node`.
     pub async fn ndbinfo(&self, node: &NodeRow, table: &str) -> Result<Rows, NodeError> {
         let path = route::ndbinfo(table);

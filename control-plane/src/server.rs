@@ -26,7 +26,8 @@ use crate::error::ApiError;
 use crate::nodes::NodeClient;
 use crate::store::{OpenError, Store};
 use crate::{
-    accounts, admin, audit, databases, keys, members, metrics, ndbinfo_sql, nodes, quotas, usage,
+    accounts, admin, audit, databases, keys, members, metrics, ndbinfo_sql, nodes, quotas, rows,
+    usage,
 };
 
 /// The largest request body the API reads.
@@ -354,6 +355,7 @@ pub fn router(app: Arc<App>, console: Arc<shoal_web::Console>) -> Router {
         .routes(routes!(databases::add_index))
         .routes(routes!(databases::drop_index))
         .routes(routes!(databases::memory))
+        .routes(routes!(rows::page, rows::change))
         .routes(routes!(keys::list, keys::create))
         .routes(routes!(keys::revoke))
         .routes(routes!(quotas::get))

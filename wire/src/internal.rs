@@ -58,6 +58,12 @@ pub mod route {
         format!("{DATABASES}/{db}/tables/{table}/indexes")
     }
 
+    /// `POST` a scan request (the REST data API's): a page of the table's
+    /// rows, `{"data": [rows], "next": cursor or null}`.
+    pub fn scan(db: &str, table: &str) -> String {
+        format!("{DATABASES}/{db}/tables/{table}/scan")
+    }
+
     /// `DELETE`: drops an ordered index.
     pub fn index(db: &str, table: &str, index: &str) -> String {
         format!("{DATABASES}/{db}/tables/{table}/indexes/{index}")
@@ -75,7 +81,9 @@ pub mod route {
         format!("/internal/v1/tenants/{tenant}/quota")
     }
 
-    /// `POST`: rows, for operators.
+    /// `POST {"atomic"?, "operations": [{op, table, row | key}]}`: reads
+    /// and writes rows, for operators and the console; answers
+    /// `{"results": [..]}`.
     pub fn transaction(db: &str) -> String {
         format!("{DATABASES}/{db}/transaction")
     }

@@ -1,4 +1,7 @@
-//! Rows, for operators: `POST /internal/v1/databases/{db}/transaction`.
+//! Rows, for operators and the console: `POST
+//! /internal/v1/databases/{db}/transaction`, and a page of a table's rows,
+//! `POST /internal/v1/databases/{db}/tables/{table}/scan` (the body and
+//! answer of the REST data API's scan, values as below).
 //!
 //! ```json
 //! {"atomic": true,
@@ -16,6 +19,7 @@
 //! writes are durable.
 
 use axum::Json;
+use axum::body::Bytes;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -23,7 +27,8 @@ use serde::Deserialize;
 use serde_json::{Value as JsonValue, json};
 
 use super::{ApiError, AppState};
-use crate::api::json::{JsonRow, key_from_json, row_from_json, row_to_json};
+use crate::api::json::{JsonRow, column_value_to_json, key_from_json, row_from_json, row_to_json};
+use crate::api::rest::scan::{Page, page};
 use crate::tc::batch::{Batch, OperationError, Outcome};
 use crate::tc::{Commit, Grant, Role};
 
@@ -102,6 +107,29 @@ pub(super) async fn transaction(
         .await?;
     let results: Vec<JsonValue> = batch.results().iter().map(result_json).collect();
     Ok(Json(json!({ "results": results })))
+}
+
+/// A page of a table's rows, in the order of the index the body names (the
+/// primary key's if none), charged to the database like any scan.
+pub(super) async fn scan(
+    State(state): State<AppState>,
+    Path((db, table)): Path<(String, String)>,
+    body: Bytes,
+) -> Result<Json<Page<JsonValue>>, ApiError> {
+    let database = state.engine.database(&db)?;
+    let table = state.engine.table(&db, &table)?;
+    let grant = Grant {
+        database: database.id,
+        role: Role::Read,
+    };
+    let body = if body.is_empty() {
+        &b"{}"[..]
+    } else {
+        &body[..]
+    };
+    Ok(Json(
+        page(&state.engine, &grant, &table, body, column_value_to_json).await?,
+    ))
 }
 
 fn bad_request(message: impl Into<String>) -> ApiError {

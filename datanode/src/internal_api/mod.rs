@@ -17,6 +17,7 @@
 //! | `GET/PUT/DELETE /internal/v1/databases/{db}/quota` | a database's quota and usage |
 //! | `GET/PUT/DELETE /internal/v1/tenants/{tenant}/quota` | a tenant's quota and usage |
 //! | `POST /internal/v1/databases/{db}/transaction` | read and write rows (see `data`) |
+//! | `POST /internal/v1/databases/{db}/tables/{table}/scan` | a page of a table's rows (see `data`) |
 //! | `POST /internal/v1/checkpoint` | take a checkpoint now; answers what it wrote |
 //! | `GET/PUT /internal/v1/group` | the node group the node is in (see `group`) |
 //! | `GET/POST /internal/v1/api-keys` | tenant API keys; `POST` makes one (see `keys`) |
@@ -117,6 +118,10 @@ pub(crate) fn router(
         .route(
             "/internal/v1/databases/{db}/transaction",
             post(data::transaction),
+        )
+        .route(
+            "/internal/v1/databases/{db}/tables/{table}/scan",
+            post(data::scan),
         )
         .route("/internal/v1/checkpoint", post(checkpoint))
         .route("/internal/v1/api-keys", get(keys::list).post(keys::create))

@@ -27,7 +27,7 @@
 //! which holds every acknowledged write.
 
 mod ronsql;
-mod scan;
+pub(crate) mod scan;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -30,9 +30,10 @@ use shoal_wire::schema::{ColumnDef, PRIMARY_INDEX};
 use super::{AppState, Body, ReadColumn, bad_request, elsewhere, key, parse};
 use crate::api::access;
 use crate::api::error::ApiError;
-use crate::api::json::{RestValue, column_value_to_json, rest_value_to_json, value_from_json};
+use crate::api::json::{column_value_to_json, rest_value_to_json, value_from_json};
+use crate::node::Engine;
 use crate::tc::batch::OperationError;
-use crate::tc::{RangeScan, Table};
+use crate::tc::{Grant, RangeScan, Table};
 use crate::types::value::Value;
 
 /// Rows a page holds unless the request says otherwise.
@@ -87,7 +88,30 @@ pub(super) async fn scan(
     let key = key(&state, &headers)?;
     let (_, grant) = access(&state.engine, &key, &db)?;
     let table = state.engine.table(&db, &table_name)?;
-    let body: ScanBody = parse(&body)?;
+    let page = page(&state.engine, &grant, &table, &body, rest_value_to_json).await?;
+    Ok(Json(page).into_response())
+}
+
+/// A page of rows, each a map of column to value, and the cursor the next
+/// page starts after (`null` at the end).
+#[derive(Serialize)]
+pub(crate) struct Page<V> {
+    pub(crate) data: Vec<BTreeMap<String, V>>,
+    pub(crate) next: Option<String>,
+}
+
+/// The page of `table`'s rows a scan request (`body`, as the REST data API
+/// takes it) asks for, run under `grant` — charged to its database like any
+/// read — each value as `json` writes it.
+pub(crate) async fn page<V>(
+    engine: &Engine,
+    grant: &Grant,
+    table: &Arc<Table>,
+    body: &[u8],
+    json: fn(&ColumnDef, &Value) -> V,
+) -> Result<Page<V>, ApiError> {
+    let body: ScanBody = parse(body)?;
+
     let index = body.index.as_deref().unwrap_or(PRIMARY_INDEX);
     let order = table.index_order(index).ok_or_else(|| {
         let error = OperationError::NoSuchIndex {
@@ -113,7 +137,7 @@ pub(super) async fn scan(
                 ))
             })?,
     };
-    let columns = read_columns(&table, body.read_columns.as_deref())?;
+    let columns = read_columns(table, body.read_columns.as_deref())?;
     let bound = |b: &BoundBody, which: &str| -> Result<(Vec<Value>, bool), ApiError> {
         if b.values.len() > order.columns {
             return Err(bad_request(format!(
@@ -142,14 +166,14 @@ pub(super) async fn scan(
         limit: limit as usize,
         max_bytes: MAX_PAGE_BYTES,
     };
-    let page = state.engine.tc().scan_range(&grant, &table, scan).await?;
-    let data: Vec<BTreeMap<&str, RestValue>> = (page.rows.iter())
+    let page = engine.tc().scan_range(grant, table, scan).await?;
+    let data = (page.rows.iter())
         .map(|row| {
             let values = row.values();
             (columns.iter())
                 .map(|&c| {
                     let col = &def.columns[c];
-                    (col.name.as_str(), rest_value_to_json(col, &values[c]))
+                    (col.name.to_string(), json(col, &values[c]))
                 })
                 .collect()
         })
@@ -164,13 +188,7 @@ pub(super) async fn scan(
         };
         URL_SAFE_NO_PAD.encode(serde_json::to_vec(&cursor).expect("a cursor serializes"))
     });
-    /// A page of rows, and where the next starts.
-    #[derive(Serialize)]
-    struct Page<'a> {
-        data: Vec<BTreeMap<&'a str, RestValue>>,
-        next: Option<String>,
-    }
-    Ok(Json(Page { data, next }).into_response())
+    Ok(Page { data, next })
 }
 
 /// The columns to answer, by position: those named, or all.
