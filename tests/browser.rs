@@ -118,6 +118,24 @@ async fn sign_up(browser: &Client, console: &str, tenant: &str, email: &str) {
     wait_for_text(browser, "Databases").await;
 }
 
+/// Creates database `name` from the dashboard's form: until the node has
+/// registered, the console says so next to the field, and the form is sent
+/// again.
+async fn create_database(browser: &Client, console: &str, name: &str) {
+    let started = Instant::now();
+    loop {
+        fill(browser, "name", name).await;
+        submit(browser, "form[action='/databases']").await;
+        let body = wait_for_any(browser, &[&format!("Database {name}"), "no data node"]).await;
+        if body.contains(&format!("Database {name}")) {
+            return;
+        }
+        assert!(body.contains("no data node"), "{body}");
+        assert!(started.elapsed() < GUARD, "the node never registered");
+        browser.goto(console).await.unwrap();
+    }
+}
+
 #[tokio::test]
 async fn in_a_browser_a_tenant_signs_up_and_creates_a_database_no_one_else_sees() {
     let cp = Control::start_with(Backend::Sqlite, &["--cluster-secret", SECRET]);
@@ -133,20 +151,7 @@ async fn in_a_browser_a_tenant_signs_up_and_creates_a_database_no_one_else_sees(
     shot(&ada, "login").await;
     sign_up(&ada, &console, "analytical", "ada@example.com").await;
 
-    // Create a database from the form: until the node has registered the
-    // console says so next to the field, and the form can be sent again.
-    let started = Instant::now();
-    loop {
-        fill(&ada, "name", "shop").await;
-        submit(&ada, "form[action='/databases']").await;
-        let body = wait_for_any(&ada, &["Database shop", "no data node"]).await;
-        if body.contains("Database shop") {
-            break;
-        }
-        assert!(body.contains("no data node"), "{body}");
-        assert!(started.elapsed() < GUARD, "the node never registered");
-        ada.goto(&console).await.unwrap();
-    }
+    create_database(&ada, &console, "shop").await;
     let page = wait_for_text(&ada, "Connect").await;
     assert!(
         page.contains(&node.rest_url) && page.contains("redis-cli"),
@@ -223,17 +228,7 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
     let driver = driver().await;
     let ada = browser(&driver).await;
     sign_up(&ada, &console, "analytical", "ada@example.com").await;
-    let started = Instant::now();
-    loop {
-        fill(&ada, "name", "shop").await;
-        submit(&ada, "form[action='/databases']").await;
-        let body = wait_for_any(&ada, &["Database shop", "no data node"]).await;
-        if body.contains("Database shop") {
-            break;
-        }
-        assert!(started.elapsed() < GUARD, "the node never registered");
-        ada.goto(&console).await.unwrap();
-    }
+    create_database(&ada, &console, "shop").await;
 
     // A table from the column editor: "Add column" makes a fifth row.
     fill(&ada, "table_name", "events").await;
@@ -386,4 +381,155 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
 
     ada.close().await.unwrap();
     ops.close().await.unwrap();
+}
+
+/// How many rows the data browser's table shows.
+async fn rows_shown(browser: &Client) -> usize {
+    browser
+        .find_all(Locator::Css("#rows tbody tr"))
+        .await
+        .unwrap()
+        .len()
+}
+
+#[tokio::test]
+async fn in_a_browser_a_tenant_inserts_sees_edits_and_deletes_rows() {
+    let cp = Control::start_with(Backend::Sqlite, &["--cluster-secret", SECRET]);
+    let disk = tempfile::tempdir().unwrap();
+    let _node = cp.data_node(disk.path(), &[]);
+    let console = cp.shoal.control_url.clone();
+    let driver = driver().await;
+    let ada = browser(&driver).await;
+    sign_up(&ada, &console, "analytical", "ada@example.com").await;
+    create_database(&ada, &console, "shop").await;
+    fill(&ada, "table_name", "orders").await;
+    for (i, (name, ty)) in [
+        ("id", "BIGINT"),
+        ("note", "VARCHAR(60)"),
+        ("price", "DECIMAL(12,2)"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        fill(&ada, &format!("col{i}_name"), name).await;
+        fill(&ada, &format!("col{i}_type"), ty).await;
+    }
+    for nullable in ["col1_nullable", "col2_nullable"] {
+        let checkbox = ada
+            .find(Locator::Css(&format!("input[name='{nullable}']")))
+            .await;
+        checkbox.unwrap().click().await.unwrap();
+    }
+    fill(&ada, "primary_key", "id").await;
+    submit(&ada, "#new-table").await;
+    wait_for_text(&ada, "orders").await;
+
+    // The table's name on the database page leads to its rows.
+    ada.find(Locator::Css(
+        "#tables a[href='/databases/shop/tables/orders']",
+    ))
+    .await
+    .unwrap()
+    .click()
+    .await
+    .unwrap();
+    wait_for_text(&ada, "No rows yet").await;
+
+    // Rows inserted through the form, out of key order, come back in it;
+    // markup in a value is shown as text, never run.
+    let script = "<script>document.title='owned'</script>";
+    let insert = async |id: &str, note: Option<&str>, price: Option<&str>| {
+        fill(&ada, "c.id", id).await;
+        match note {
+            Some(note) => fill(&ada, "c.note", note).await,
+            None => {
+                let null = ada.find(Locator::Css("input[name='null.note']")).await;
+                null.unwrap().click().await.unwrap();
+            }
+        }
+        match price {
+            Some(price) => fill(&ada, "c.price", price).await,
+            None => {
+                let null = ada.find(Locator::Css("input[name='null.price']")).await;
+                null.unwrap().click().await.unwrap();
+            }
+        }
+        submit(&ada, "#insert-row").await;
+    };
+    insert("2", Some("<b>bold</b>"), Some("12.50")).await;
+    wait_for_text(&ada, "<b>bold</b>").await;
+    insert("3", Some(script), None).await;
+    wait_for_text(&ada, script).await;
+    insert("1", None, Some("0.99")).await;
+    wait_for_text(&ada, "0.99").await;
+    assert_eq!(rows_shown(&ada).await, 3);
+    let first_cells = text_of(&ada, "#rows tbody tr").await;
+    assert!(first_cells.starts_with("1 NULL 0.99"), "{first_cells:?}");
+    assert_ne!(ada.title().await.unwrap(), "owned");
+    let source = ada.source().await.unwrap();
+    assert!(
+        source.contains("&lt;script&gt;") && !source.contains(script),
+        "escaped"
+    );
+    shot(&ada, "data-browser").await;
+
+    // Values the column cannot hold: the data node's reason on the page,
+    // what was typed kept, nothing written.
+    let too_long = "x".repeat(61);
+    for (id, note, problem) in [
+        ("abc", "x", "id"),
+        ("4", too_long.as_str(), "longer than VARCHAR(60)"),
+        ("2", "again", "already exists"),
+    ] {
+        fill(&ada, "c.id", id).await;
+        fill(&ada, "c.note", note).await;
+        fill(&ada, "c.price", "1").await;
+        submit(&ada, "#insert-row").await;
+        let page = wait_for_text(&ada, problem).await;
+        assert!(page.contains(problem), "{page}");
+        let kept = ada
+            .find(Locator::Css("input[name='c.note']"))
+            .await
+            .unwrap();
+        assert_eq!(kept.prop("value").await.unwrap().as_deref(), Some(note));
+        assert_eq!(rows_shown(&ada).await, 3, "nothing written for {id}");
+    }
+
+    // Edit a row: its page, then the table, show the new value.
+    ada.goto(&format!(
+        "{console}/databases/shop/tables/orders/row?k.id=3"
+    ))
+    .await
+    .unwrap();
+    wait_for_text(&ada, "A row of orders").await;
+    fill(&ada, "c.note", "edited").await;
+    // Typing a price unticks its NULL box.
+    fill(&ada, "c.price", "7.25").await;
+    submit(&ada, "#edit-row").await;
+    wait_for_text(&ada, "A row of orders").await;
+    ada.goto(&format!("{console}/databases/shop/tables/orders"))
+        .await
+        .unwrap();
+    let table = wait_for_text(&ada, "edited").await;
+    assert!(table.contains("3 edited 7.25"), "{table}");
+    assert!(!table.contains(script), "{table}");
+
+    // Delete one, after the confirmation page.
+    ada.find(Locator::Css("#rows a[href$='/row/delete?k.id=1']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for_text(&ada, "Delete the row of orders with id = 1?").await;
+    submit(&ada, "main form").await;
+    wait_for_text(&ada, "edited").await;
+    assert_eq!(rows_shown(&ada).await, 2);
+    ada.goto(&format!(
+        "{console}/databases/shop/tables/orders/row?k.id=1"
+    ))
+    .await
+    .unwrap();
+    wait_for_text(&ada, "No such row").await;
+    ada.close().await.unwrap();
 }

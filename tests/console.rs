@@ -239,6 +239,71 @@ async fn a_tenant_signs_up_creates_a_database_and_sees_it_and_no_one_elses() {
     assert!(page.contains("only a SELECT"), "{page}");
     assert!(page.contains("DROP TABLE x"), "the query is kept: {page}");
 
+    // A table's rows without JavaScript: forms post, pages escape.
+    let (status, _, _) = ada
+        .post(
+            "/databases/shop/tables",
+            &[
+                ("table_name", "notes"),
+                ("col0_name", "id"),
+                ("col0_type", "BIGINT"),
+                ("col1_name", "body"),
+                ("col1_type", "VARCHAR(40)"),
+                ("col1_nullable", "1"),
+                ("primary_key", "id"),
+                ("csrf", &csrf),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let hostile = "\"><img src=x onerror=alert(1)>";
+    let (status, location, _) = ada
+        .post(
+            "/databases/shop/tables/notes/rows",
+            &[("c.id", "1"), ("c.body", hostile), ("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(
+        (status, location.as_str()),
+        (StatusCode::SEE_OTHER, "/databases/shop/tables/notes")
+    );
+    let (status, _, page) = ada.get("/databases/shop/tables/notes").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!page.contains(hostile), "escaped: {page}");
+    assert!(
+        page.contains("&lt;img src=x onerror=alert(1)&gt;"),
+        "{page}"
+    );
+    // Refused: no token, a key the column cannot hold, a body too long, a
+    // lookup by a hostile key — each with nothing written.
+    let (status, _, _) = ada
+        .post(
+            "/databases/shop/tables/notes/rows",
+            &[("c.id", "2"), ("c.body", "x")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let long = "y".repeat(41);
+    for (id, body) in [("<script>", "x"), ("3", long.as_str())] {
+        let (status, _, page) = ada
+            .post(
+                "/databases/shop/tables/notes/rows",
+                &[("c.id", id), ("c.body", body), ("csrf", &csrf)],
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
+        assert!(page.contains("role=\"alert\""), "{page}");
+        // The page's own script, and no other.
+        assert_eq!(page.matches("<script>").count(), 1, "{page}");
+    }
+    let (status, _, page) = ada
+        .get("/databases/shop/tables/notes/row?k.id=%3Cscript%3E")
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(!page.contains("<script>"), "{page}");
+    let (_, _, page) = ada.get("/databases/shop/tables/notes").await;
+    assert_eq!(page.matches("/row?k.id=").count(), 1, "one row: {page}");
+
     // Another tenant sees none of it.
     let mut bob = Browser::new(&cp.shoal.control_url);
     let (status, _, _) = bob
@@ -257,6 +322,9 @@ async fn a_tenant_signs_up_creates_a_database_and_sees_it_and_no_one_elses() {
     assert!(!page.contains(&node.rest_url));
     let (_, _, dashboard) = bob.get("/").await;
     assert!(!dashboard.contains("shop"), "{dashboard}");
+    let (status, _, page) = bob.get("/databases/shop/tables/notes").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(!page.contains("onerror"), "{page}");
     let (_, _, keys) = bob.get("/keys").await;
     assert!(
         !keys.contains(&prefix) && !keys.contains("ingest"),

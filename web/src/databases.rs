@@ -286,7 +286,7 @@ async fn database_page(
                             @for table in &db.tables {
                                 @let (used, free) = memory_of(table);
                                 tr {
-                                    td { (table) }
+                                    td { a href=(format!("{path}/tables/{}", url_segment(table))) { (table) } }
                                     td.memory { (format::bytes(used)) }
                                     td { (format::bytes(free)) }
                                     td { a href=(format!("{path}/tables/{}/drop", url_segment(table))) { "Drop" } }

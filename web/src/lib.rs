@@ -11,7 +11,8 @@
 //! - `http`: the handler skeleton: the visitor's session (`Visitor`,
 //!   `Operator`), checked forms (`Posted`), calls to the API.
 //! - `layout`: the page frame, problem and confirmation pages, usage bars.
-//! - `auth`, `databases`, `keys`, `sql`, `operators`: the pages, by area.
+//! - `auth`, `databases`, `rows`, `keys`, `sql`, `operators`: the pages, by
+//!   area (`rows`: a table's data).
 //! - `format`: numbers, times and charts as people read them.
 
 mod auth;
@@ -21,6 +22,7 @@ mod http;
 mod keys;
 mod layout;
 mod operators;
+mod rows;
 mod sql;
 
 use std::sync::Arc;
@@ -61,6 +63,16 @@ pub fn router(console: Arc<Console>) -> Router {
         .route("/databases", post(databases::create_database))
         .route("/databases/{db}", get(databases::database))
         .route("/databases/{db}/tables", post(databases::create_table))
+        .route("/databases/{db}/tables/{table}", get(rows::table))
+        .route("/databases/{db}/tables/{table}/rows", post(rows::insert))
+        .route(
+            "/databases/{db}/tables/{table}/row",
+            get(rows::row).post(rows::update),
+        )
+        .route(
+            "/databases/{db}/tables/{table}/row/delete",
+            get(rows::confirm_delete).post(rows::delete),
+        )
         .route(
             "/databases/{db}/tables/{table}/drop",
             get(databases::confirm_drop_table).post(databases::drop_table),
