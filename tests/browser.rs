@@ -531,5 +531,53 @@ async fn in_a_browser_a_tenant_inserts_sees_edits_and_deletes_rows() {
     .await
     .unwrap();
     wait_for_text(&ada, "No such row").await;
+
+    // The connect page makes a key for the database and fills it into its
+    // lines, which work as they are, run as the user would run them.
+    ada.goto(&format!("{console}/databases/shop/tables/orders"))
+        .await
+        .unwrap();
+    insert("1", Some("hello"), Some("1.00")).await;
+    wait_for_text(&ada, "hello").await;
+    ada.goto(&format!("{console}/databases/shop"))
+        .await
+        .unwrap();
+    ada.find(Locator::Css("#connect-link"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let page = wait_for_text(&ada, "Connect to shop").await;
+    assert!(page.contains("<your key>"), "{page}");
+    submit(&ada, "#connect-key").await;
+    wait_for_text(&ada, "shown once").await;
+    let key = text_of(&ada, "#new-key").await;
+    shot(&ada, "connect").await;
+    let run = |line: String| {
+        let out = Command::new("sh").arg("-c").arg(&line).output().unwrap();
+        assert!(out.status.success(), "{line}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let curl = text_of(&ada, "#snippet-curl").await;
+    assert!(curl.contains(&key), "{curl}");
+    let read: serde_json::Value = serde_json::from_str(&run(curl)).unwrap();
+    assert_eq!(
+        read,
+        serde_json::json!({"data": {"note": "hello", "price": 1.00}})
+    );
+    let redis_cli = text_of(&ada, "#snippet-redis-cli").await;
+    assert_eq!(run(redis_cli).trim(), "PONG");
+    let python = text_of(&ada, "#snippet-redis-py").await;
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(&python)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "b'hello'",
+        "{out:?}"
+    );
     ada.close().await.unwrap();
 }

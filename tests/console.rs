@@ -195,9 +195,41 @@ async fn a_tenant_signs_up_creates_a_database_and_sees_it_and_no_one_elses() {
     assert_eq!(status, StatusCode::OK);
     assert!(page.contains("Database shop"), "{page}");
     assert!(
-        page.contains(&node.rest_url) && page.contains("redis-cli -h"),
+        page.contains(&node.rest_url) && page.contains("href=\"/databases/shop/connect\""),
         "connection help: {page}"
     );
+    let (status, _, page) = ada.get("/databases/shop/connect").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains("redis-cli -h") && page.contains("--pass '&lt;your key&gt;'"),
+        "{page}"
+    );
+    // A key for the lines: only with the form's token, only a real role.
+    let (status, _, _) = ada
+        .post("/databases/shop/connect", &[("role", "read")])
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _, page) = ada
+        .post(
+            "/databases/shop/connect",
+            &[("role", "<b>admin</b>"), ("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
+    assert!(
+        page.contains("role=\"alert\"") && !page.contains("<b>admin"),
+        "{page}"
+    );
+    let (status, _, page) = ada
+        .post(
+            "/databases/shop/connect",
+            &[("role", "read"), ("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{page}");
+    let at = page.find("id=\"new-key\">").expect("the key is shown") + "id=\"new-key\">".len();
+    let made = page[at..].split('<').next().unwrap();
+    assert!(page.contains(&format!("--pass '{made}'")), "{page}");
     let (_, _, dashboard) = ada.get("/").await;
     assert!(
         dashboard.contains("href=\"/databases/shop\""),

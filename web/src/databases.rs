@@ -268,9 +268,6 @@ async fn database_page(
         .map(|p| (p.at, p.memory_bytes))
         .collect();
     let memory_of = |table: &str| memory.as_ref().map_or((0, 0), |m| m.of(table));
-    let rest = db.rest_url.as_deref().unwrap_or("");
-    let resp = db.resp_addr.as_deref().unwrap_or("");
-    let (host, port) = resp.rsplit_once(':').unwrap_or((resp, ""));
     let empty = HashMap::new();
     let (values, error) = table_error.map_or((&empty, None), |(v, e)| (v, Some(e)));
     html_response(
@@ -298,27 +295,8 @@ async fn database_page(
             (format::chart(&memory_over_time, 480, 120, format::bytes))
             (table_form(name, &visitor.csrf, values, error))
                     h2 { "Connect" }
-                    @if db.nodes.len() > 1 {
-                        p { "Every node of its node group serves it: reads are answered by the node reached, writes are made on its primary (node " (db.node_id) ") whichever node they reach." }
-                    }
-                    table #nodes {
-                        thead { tr { th { "Node" } th { "REST" } th { "Redis protocol" } } }
-                        tbody {
-                            @if db.nodes.is_empty() {
-                                tr { td { (db.node_id) } td { code { (rest) } } td { code { (resp) } } }
-                            }
-                            @for node in &db.nodes {
-                                tr {
-                                    td { (node.node_id) @if node.node_id == db.node_id { " (primary)" } }
-                                    td { code { (node.rest_url) } }
-                                    td { code { (node.resp_addr) } }
-                                }
-                            }
-                        }
-                    }
-                    pre { code { "curl -s -H 'X-API-KEY: <key>' -d '{\"filters\":[{\"column\":\"id\",\"value\":1}]}' " (rest) "/0.1.0/" (name) "/<table>/pk-read" } }
-                    pre { code { "redis-cli -h " (host) " -p " (port) " --user " (name) " --pass '<key>' --no-auth-warning PING" } }
-                    p { "Make a key for it on the " a href="/keys" { "API keys" } " page." }
+                    (crate::connect::nodes(&db))
+                    p { a #connect-link href=(format!("{path}/connect")) { "Connect: ready lines for curl, redis-cli, redis-py, node-redis and RonDB REST clients" } ", with a key made for them." }
                 },
         ),
     )

@@ -11,11 +11,13 @@
 //! - `http`: the handler skeleton: the visitor's session (`Visitor`,
 //!   `Operator`), checked forms (`Posted`), calls to the API.
 //! - `layout`: the page frame, problem and confirmation pages, usage bars.
-//! - `auth`, `databases`, `rows`, `keys`, `sql`, `operators`: the pages, by
-//!   area (`rows`: a table's data).
+//! - `auth`, `databases`, `rows`, `connect`, `keys`, `sql`, `operators`: the
+//!   pages, by area (`rows`: a table's data; `connect`: how to reach a
+//!   database, with a key).
 //! - `format`: numbers, times and charts as people read them.
 
 mod auth;
+mod connect;
 mod databases;
 mod format;
 mod http;
@@ -62,6 +64,10 @@ pub fn router(console: Arc<Console>) -> Router {
         .route("/logout", post(auth::logout))
         .route("/databases", post(databases::create_database))
         .route("/databases/{db}", get(databases::database))
+        .route(
+            "/databases/{db}/connect",
+            get(connect::connect).post(connect::create_key),
+        )
         .route("/databases/{db}/tables", post(databases::create_table))
         .route("/databases/{db}/tables/{table}", get(rows::table))
         .route("/databases/{db}/tables/{table}/rows", post(rows::insert))
