@@ -66,6 +66,7 @@ on_both_stores!(
     metrics_are_prometheus_text_with_per_database_series,
     indexes_are_added_and_dropped_while_the_table_serves,
     rows_are_browsed_and_changed_through_the_coordinator,
+    a_tenant_reads_its_own_activity_and_no_one_elses,
 );
 
 /// Parses Prometheus text with a third-party parser; answers the samples.
@@ -2193,4 +2194,92 @@ async fn rows_are_browsed_and_changed_through_the_coordinator(backend: Backend) 
         .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     drop(node);
+}
+
+/// `GET /audit`: a tenant's own changes, newest first; an operator's
+/// change to it shown as the operators'; nothing of another tenant's.
+async fn a_tenant_reads_its_own_activity_and_no_one_elses(backend: Backend) {
+    let (cp, admin) = control_with_admin(backend, "{}").await;
+    let disk = tempfile::tempdir().unwrap();
+    let _node = data_node(&cp, disk.path());
+    let ada = cp.signup("ada@example.com", "analytical").await;
+    let bob = cp.signup("bob@example.com", "builders").await;
+    shop_with_orders(&cp, &ada).await;
+    let (status, _) = create_key(
+        &cp,
+        &ada,
+        json!({"name": "<b>app</b>", "grants": [{"database": "shop", "role": "read"}]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let tenant = ada.user["tenant"]["id"].as_str().unwrap().to_owned();
+    let (status, _, _) = cp
+        .call(
+            Method::PUT,
+            &format!("/admin/tenants/{tenant}/quota"),
+            Some(&json!({"in_memory_bytes": 1073741824})),
+            Auth::Bearer(&admin.token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    let (status, _, log) = cp
+        .call(Method::GET, "/audit", None, Auth::Bearer(&ada.token))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{log}");
+    let entries = log["entries"].as_array().unwrap();
+    let seen: Vec<(&str, &str)> = (entries.iter())
+        .map(|e| {
+            (
+                e["actor"]["email"].as_str().unwrap(),
+                e["action"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    // Newest first: the operator's quota, then Ada's key, table, database.
+    assert_eq!(seen[0].0, "the platform's operators", "{log}");
+    assert_eq!(entries[0]["actor"]["id"], "operator");
+    assert!(
+        !log.to_string().contains("ops@")
+            && !log.to_string().contains(&admin.user["id"].to_string()),
+        "{log}"
+    );
+    let ada_did: Vec<&str> = (seen.iter())
+        .filter(|(who, _)| *who == "ada@example.com")
+        .map(|(_, a)| *a)
+        .collect();
+    assert!(ada_did.len() >= 3, "{log}");
+    let ats: Vec<i64> = entries.iter().map(|e| e["at"].as_i64().unwrap()).collect();
+    assert!(
+        ats.windows(2).all(|w| w[0] >= w[1]),
+        "newest first: {ats:?}"
+    );
+
+    // Bob sees only his own (his tenant made); a bad limit is refused; an
+    // admin is sent to the whole log.
+    let (status, _, log) = cp
+        .call(Method::GET, "/audit", None, Auth::Bearer(&bob.token))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(log["entries"].as_array().map(Vec::len), Some(1), "{log}");
+    assert_eq!(log["entries"][0]["action"], "tenant.create");
+    let text = log.to_string();
+    assert!(!text.contains("ada@") && !text.contains("shop"), "{log}");
+    for query in ["?limit=0", "?limit=1001", "?limit=x", "?tenant=t_other"] {
+        let (status, _, body) = cp
+            .call(
+                Method::GET,
+                &format!("/audit{query}"),
+                None,
+                Auth::Bearer(&ada.token),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {body}");
+    }
+    let (status, _, _) = cp
+        .call(Method::GET, "/audit", None, Auth::Bearer(&admin.token))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _, _) = cp.call(Method::GET, "/audit", None, Auth::None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
 }

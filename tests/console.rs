@@ -256,6 +256,16 @@ async fn a_tenant_signs_up_creates_a_database_and_sees_it_and_no_one_elses() {
     let (_, _, page) = ada.get("/keys").await;
     assert!(page.contains(&prefix) && !page.contains(&key), "{page}");
 
+    // Her tenant's activity: what was made, by whom, newest first.
+    let (status, _, page) = ada.get("/activity").await;
+    assert_eq!(status, StatusCode::OK);
+    let (key_at, db_at) = (page.find("api_key.create"), page.find("database.create"));
+    assert!(
+        key_at.is_some() && db_at.is_some() && key_at < db_at,
+        "{page}"
+    );
+    assert!(page.contains("ada@example.com"), "{page}");
+
     // ndbinfo SQL, over her own databases.
     let (status, _, page) = ada.get("/sql").await;
     assert_eq!(status, StatusCode::OK);
@@ -354,6 +364,11 @@ async fn a_tenant_signs_up_creates_a_database_and_sees_it_and_no_one_elses() {
     assert!(!page.contains(&node.rest_url));
     let (_, _, dashboard) = bob.get("/").await;
     assert!(!dashboard.contains("shop"), "{dashboard}");
+    let (_, _, page) = bob.get("/activity").await;
+    assert!(
+        !page.contains("database.create") && !page.contains("ada@"),
+        "{page}"
+    );
     let (status, _, page) = bob.get("/databases/shop/tables/notes").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(!page.contains("onerror"), "{page}");

@@ -371,6 +371,7 @@ pub fn router(app: Arc<App>, console: Arc<shoal_web::Console>) -> Router {
         .routes(routes!(quotas::set_database))
         .routes(routes!(admin::create_admin))
         .routes(routes!(audit::list))
+        .routes(routes!(audit::tenant_list))
         .split_for_parts();
     // The document is made from the routes themselves, once.
     let doc = Arc::new(serde_json::to_value(&doc).expect("the OpenAPI document serializes"));

@@ -11,11 +11,12 @@
 //! - `http`: the handler skeleton: the visitor's session (`Visitor`,
 //!   `Operator`), checked forms (`Posted`), calls to the API.
 //! - `layout`: the page frame, problem and confirmation pages, usage bars.
-//! - `auth`, `databases`, `rows`, `connect`, `keys`, `sql`, `operators`: the
-//!   pages, by area (`rows`: a table's data; `connect`: how to reach a
+//! - `auth`, `databases`, `rows`, `connect`, `keys`, `activity`, `sql`,
+//!   `operators`: the pages, by area (`rows`: a table's data; `connect`: how to reach a
 //!   database, with a key).
 //! - `format`: numbers, times and charts as people read them.
 
+mod activity;
 mod auth;
 mod connect;
 mod databases;
@@ -89,6 +90,7 @@ pub fn router(console: Arc<Console>) -> Router {
             get(keys::confirm_revoke).post(keys::revoke),
         )
         .route("/sql", get(sql::sql_form).post(sql::run_sql))
+        .route("/activity", get(activity::activity))
         .route("/admin/datanodes", get(operators::datanodes))
         .route("/admin/audit", get(operators::audit))
         .route("/admin/tenants/{id}", get(operators::tenant))

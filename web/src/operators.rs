@@ -128,7 +128,7 @@ pub(crate) async fn audit(
         Ok(audit) => audit,
         Err(page) => return page,
     };
-    let content = html! { h1 { "Audit log" } (audit_table(&audit)) };
+    let content = html! { h1 { "Audit log" } (crate::activity::audit_table(&audit)) };
     html_response(StatusCode::OK, visitor.page("Audit log", content))
 }
 
@@ -281,32 +281,8 @@ async fn tenant_page(
                     (quota_form(&format!("/admin/tenants/{}/databases/{}/quota", url_segment(tenant), url_segment(name)), csrf, &Value::Null, error_for(name)))
                 }
                 h2 { "Audit trail" }
-                (audit_table(&audit))
+                (crate::activity::audit_table(&audit))
             },
         ),
     )
-}
-
-/// Audit entries: when, who, what, before and after.
-fn audit_table(audit: &AuditLog) -> Markup {
-    let state = |s: &Option<Value>| {
-        s.as_ref()
-            .map_or_else(|| "null".to_owned(), Value::to_string)
-    };
-    html! {
-        table.audit {
-            thead { tr { th { "When" } th { "Who" } th { "What" } th { "Before" } th { "After" } } }
-            tbody {
-                @for e in &audit.entries {
-                    tr {
-                        td { (format::when(Some(e.at))) }
-                        td { (e.actor.email) }
-                        td { (e.action) " " (e.target) }
-                        td { code { (state(&e.before)) } }
-                        td { code { (state(&e.after)) } }
-                    }
-                }
-            }
-        }
-    }
 }
