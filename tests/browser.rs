@@ -314,9 +314,32 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
         )))
         .await
         .unwrap();
-    memory_field.send_keys("32768").await.unwrap();
+    // Quotas in people's units: a value that is not a whole number of
+    // bytes is refused, not rounded; 32 KiB is 32768 bytes.
+    memory_field.send_keys("0.1 KiB").await.unwrap();
     submit(&ops, form).await;
-    wait_for_text(&ops, "database.quota.set").await;
+    wait_for_text(&ops, "nothing is rounded").await;
+    let memory_field = ops
+        .find(Locator::Css(&format!(
+            "{form} input[name='in_memory_bytes']"
+        )))
+        .await
+        .unwrap();
+    memory_field.clear().await.unwrap();
+    memory_field.send_keys("32 KiB").await.unwrap();
+    submit(&ops, form).await;
+    let trail = wait_for_text(&ops, "database.quota.set").await;
+    assert!(trail.contains("\"in_memory_bytes\":32768"), "{trail}");
+    let shown = ops
+        .find(Locator::Css(&format!(
+            "{form} input[name='in_memory_bytes']"
+        )))
+        .await
+        .unwrap();
+    assert_eq!(
+        shown.prop("value").await.unwrap().as_deref(),
+        Some("32 KiB")
+    );
     shot(&ops, "operator-tenant").await;
     ops.goto(&format!("{console}/admin/datanodes"))
         .await

@@ -2223,6 +2223,28 @@ async fn a_tenant_reads_its_own_activity_and_no_one_elses(backend: Backend) {
         .await;
     assert_eq!(status, StatusCode::OK);
 
+    // An operator reads a tenant's quotas, its databases' with them.
+    let path = format!("/admin/tenants/{tenant}/quotas");
+    let (status, _, quotas) = cp
+        .call(Method::GET, &path, None, Auth::Bearer(&admin.token))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{quotas}");
+    assert_eq!(quotas["tenant"]["quota"]["in_memory_bytes"], 1073741824);
+    assert_eq!(quotas["databases"][0]["name"], "shop");
+    let (status, _, _) = cp
+        .call(Method::GET, &path, None, Auth::Bearer(&ada.token))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _, _) = cp
+        .call(
+            Method::GET,
+            "/admin/tenants/t_nosuch/quotas",
+            None,
+            Auth::Bearer(&admin.token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
     let (status, _, log) = cp
         .call(Method::GET, "/audit", None, Auth::Bearer(&ada.token))
         .await;

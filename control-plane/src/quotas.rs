@@ -229,6 +229,20 @@ fn check(quota: &Quota) -> Result<(), ApiError> {
         .map_err(|e| ApiError::invalid(e.to_string()))
 }
 
+/// `GET /admin/tenants/{id}/quotas` (platform admins): a tenant's quotas
+/// and usage, and each of its databases', as the tenant's `GET /quotas`.
+#[utoipa::path(get, path = "/admin/tenants/{id}/quotas", tag = "admin", params(("id" = String, Path, description = "The tenant's id")),
+    responses((status = 200, description = "{tenant: {id, name, quota, usage, warnings}, databases: [{name, quota, usage, warnings}]}", body = Object), (status = 400, description = "Not a tenant id", body = Object), (status = 401, description = "No session, or an invalid or expired one", body = Object), (status = 403, description = "Not a platform admin", body = Object), (status = 404, description = "No such tenant", body = Object)))]
+pub async fn get_tenant(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require_admin()?;
+    let tenant = crate::validate::tenant(&tenant)?;
+    Ok(Json(tenant_quotas(&app, &tenant).await?))
+}
+
 /// `PUT /admin/tenants/{id}/quota` (platform admins).
 #[utoipa::path(put, path = "/admin/tenants/{id}/quota", tag = "admin", params(("id" = String, Path, description = "The tenant's id")),
     request_body(content = Object, description = "A quota object; null or missing fields are unlimited"),

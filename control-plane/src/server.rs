@@ -368,6 +368,7 @@ pub fn router(app: Arc<App>, console: Arc<shoal_web::Console>) -> Router {
         .routes(routes!(admin::suspend))
         .routes(routes!(admin::resume))
         .routes(routes!(quotas::set_tenant))
+        .routes(routes!(quotas::get_tenant))
         .routes(routes!(quotas::set_database))
         .routes(routes!(admin::create_admin))
         .routes(routes!(audit::list))

@@ -232,12 +232,14 @@ impl Recent {
 fn limit(quota: &Value) -> String {
     quota
         .as_u64()
-        .map_or_else(String::new, |n| format!(" of {n}/s"))
+        .map_or_else(String::new, |n| format!(" of {}/s", format::count_exact(n)))
 }
 
 fn warning_text(code: &str) -> &str {
     match code {
-        "memory_80" => "memory at 80% of the quota",
+        "memory_80" => {
+            "memory at 80% of the quota: at 100%, writes that need more memory are refused"
+        }
         "memory_100" => "memory quota reached: writes that need memory are refused",
         "throttled" => "throttled in the last interval",
         other => other,

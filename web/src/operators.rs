@@ -182,27 +182,60 @@ pub(crate) async fn tenants_page(
     )
 }
 
-const QUOTA_FIELDS: [(&str, &str); 10] = [
-    ("in_memory_bytes", "Memory (bytes)"),
-    ("on_disk_bytes", "Disk (bytes)"),
-    ("read_units_per_sec", "Read units per second"),
-    ("write_units_per_sec", "Write units per second"),
-    ("burst_seconds", "Burst (seconds)"),
-    ("max_transaction_ops", "Operations per request"),
-    ("max_parallel_transactions", "Requests in flight"),
-    ("max_databases", "Databases"),
-    ("max_tables", "Tables"),
-    ("max_api_keys", "API keys"),
+/// How a quota field is written.
+#[derive(Clone, Copy)]
+enum Unit {
+    /// `512 MiB`, `2 GB`.
+    Bytes,
+    /// `10k`, `2.5M`.
+    Count,
+}
+
+const QUOTA_FIELDS: [(&str, &str, Unit); 10] = [
+    (
+        "in_memory_bytes",
+        "Memory (e.g. 512 MiB, 2 GiB)",
+        Unit::Bytes,
+    ),
+    ("on_disk_bytes", "Disk (e.g. 10 GiB)", Unit::Bytes),
+    (
+        "read_units_per_sec",
+        "Read units per second (e.g. 10k)",
+        Unit::Count,
+    ),
+    (
+        "write_units_per_sec",
+        "Write units per second (e.g. 2k)",
+        Unit::Count,
+    ),
+    ("burst_seconds", "Burst (seconds)", Unit::Count),
+    ("max_transaction_ops", "Operations per request", Unit::Count),
+    (
+        "max_parallel_transactions",
+        "Requests in flight",
+        Unit::Count,
+    ),
+    ("max_databases", "Databases", Unit::Count),
+    ("max_tables", "Tables", Unit::Count),
+    ("max_api_keys", "API keys", Unit::Count),
 ];
+
+/// A quota's value as its field shows it: exact, in people's units.
+fn shown(unit: Unit, n: u64) -> String {
+    match unit {
+        Unit::Bytes => format::bytes_exact(n),
+        Unit::Count => format::count_exact(n),
+    }
+}
 
 fn quota_form(action: &str, csrf: &str, quota: &Value, error: Option<&str>) -> Markup {
     html! {
         form.card.quota method="post" action=(action) {
             input type="hidden" name="csrf" value=(csrf);
-            @for (name, label) in QUOTA_FIELDS {
+            @for (name, label, unit) in QUOTA_FIELDS {
                 label for=(name) { (label) }
-                input id=(name) name=(name) inputmode="numeric" pattern="[0-9]*" placeholder="unlimited"
-                    value=(quota[name].as_u64().map(|n| n.to_string()).unwrap_or_default());
+                input id=(name) name=(name) placeholder="unlimited"
+                    value=(quota[name].as_u64().map(|n| shown(unit, n)).unwrap_or_default());
             }
             @if let Some(error) = error { p.error role="alert" { (error) } }
             button type="submit" { "Save quota" }
@@ -210,18 +243,22 @@ fn quota_form(action: &str, csrf: &str, quota: &Value, error: Option<&str>) -> M
     }
 }
 
-/// The quota a form describes; empty fields are unlimited.
+/// The quota a form describes, as the API takes it (exact numbers); empty
+/// fields are unlimited. Nothing is rounded: a value that is not a whole
+/// number of its unit is refused.
 fn quota_of(form: &HashMap<String, String>) -> Result<Value, String> {
     let mut quota = serde_json::Map::new();
-    for (name, label) in QUOTA_FIELDS {
+    for (name, label, unit) in QUOTA_FIELDS {
         let raw = field(form, name);
         let raw = raw.trim();
         let value = if raw.is_empty() {
             Value::Null
         } else {
-            json!(raw.parse::<u64>().map_err(|_| format!(
-                "{name}: {label} is a whole number, or empty for unlimited"
-            ))?)
+            let parsed = match unit {
+                Unit::Bytes => format::parse_bytes(raw),
+                Unit::Count => format::parse_count(raw),
+            };
+            json!(parsed.map_err(|why| format!("{name}: {label}: {why}"))?)
         };
         quota.insert(name.to_owned(), value);
     }
@@ -244,6 +281,13 @@ async fn tenant_page(
         return problem(StatusCode::NOT_FOUND, "Not found", "no such tenant");
     };
     let active = t.status == "active";
+    // Each database's quota, to fill its form.
+    let quotas = (visitor)
+        .get(
+            console,
+            &format!("/admin/tenants/{}/quotas", url_segment(tenant)),
+        )
+        .await;
     let quota = serde_json::to_value(t.quota).unwrap_or_default();
     let dbs = match visitor.read::<DatabaseList>(console, "/databases").await {
         Ok(dbs) => dbs.databases,
@@ -278,7 +322,8 @@ async fn tenant_page(
                 @for db in dbs.iter().filter(|d| d.tenant_id.as_str() == tenant) {
                     @let name = db.name.as_str();
                     h2 { "Database " (name) }
-                    (quota_form(&format!("/admin/tenants/{}/databases/{}/quota", url_segment(tenant), url_segment(name)), csrf, &Value::Null, error_for(name)))
+                    @let db_quota = (quotas["databases"].as_array().into_iter().flatten()).find(|d| d["name"] == name).map_or(Value::Null, |d| d["quota"].clone());
+                    (quota_form(&format!("/admin/tenants/{}/databases/{}/quota", url_segment(tenant), url_segment(name)), csrf, &db_quota, error_for(name)))
                 }
                 h2 { "Audit trail" }
                 (crate::activity::audit_table(&audit))
