@@ -391,7 +391,7 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
         ada.goto(&format!("{console}/databases/shop"))
             .await
             .unwrap();
-        if ada.find(Locator::Css("svg.chart polyline")).await.is_ok() {
+        if ada.find(Locator::Css(".chart svg polyline")).await.is_ok() {
             shot(&ada, "database-chart").await;
             break;
         }

@@ -198,6 +198,22 @@ async fn a_tenant_signs_up_creates_a_database_and_sees_it_and_no_one_elses() {
         page.contains(&node.rest_url) && page.contains("href=\"/databases/shop/connect\""),
         "connection help: {page}"
     );
+    // Its charts over a range chosen from four; any other is refused.
+    for range in ["1h", "24h", "7d", "30d"] {
+        let (status, _, page) = ada.get(&format!("/databases/shop?range={range}")).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            page.contains(&format!("<strong>{range}</strong>")),
+            "{page}"
+        );
+        assert!(
+            page.contains("Memory against the quota")
+                && page.contains("Read and write units per second"),
+            "{page}"
+        );
+    }
+    let (status, _, _) = ada.get("/databases/shop?range=1y").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
     let (status, _, page) = ada.get("/databases/shop/connect").await;
     assert_eq!(status, StatusCode::OK);
     assert!(

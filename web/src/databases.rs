@@ -52,8 +52,140 @@ pub(crate) async fn database(
     State(console): State<Arc<Console>>,
     visitor: Visitor,
     Path(name): Path<String>,
+    axum::extract::Query(query): axum::extract::Query<HashMap<String, String>>,
 ) -> Response {
-    database_page(&console, &visitor, &name, None, StatusCode::OK).await
+    let range = query.get("range").map_or("1h", String::as_str);
+    let Some(range) = Range::of(range) else {
+        return crate::layout::problem(
+            StatusCode::BAD_REQUEST,
+            "No such range",
+            "the charts show 1h, 24h, 7d or 30d",
+        );
+    };
+    database_page(&console, &visitor, &name, None, StatusCode::OK, range).await
+}
+
+/// The span of time a database's charts show, and the resolution of
+/// metering that draws it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Range {
+    name: &'static str,
+    ms: i64,
+    resolution: &'static str,
+}
+
+impl Range {
+    const ALL: [Range; 4] = [
+        Range {
+            name: "1h",
+            ms: 3_600_000,
+            resolution: "raw",
+        },
+        Range {
+            name: "24h",
+            ms: 86_400_000,
+            resolution: "minute",
+        },
+        Range {
+            name: "7d",
+            ms: 7 * 86_400_000,
+            resolution: "hour",
+        },
+        Range {
+            name: "30d",
+            ms: 30 * 86_400_000,
+            resolution: "hour",
+        },
+    ];
+
+    fn of(name: &str) -> Option<Range> {
+        Range::ALL.into_iter().find(|r| r.name == name)
+    }
+}
+
+/// A database's metered usage over `range` (its tables' with `table`).
+async fn series(
+    console: &Console,
+    visitor: &Visitor,
+    db: &str,
+    table: Option<&str>,
+    range: Range,
+    (from, to): (i64, i64),
+) -> Vec<UsagePoint> {
+    let mut path = format!(
+        "/usage?database={}&resolution={}&from={from}&to={to}",
+        url_segment(db),
+        range.resolution
+    );
+    if let Some(table) = table {
+        path.push_str(&format!("&table={}", url_segment(table)));
+    }
+    (visitor.read::<UsageSeries>(console, &path).await).map_or_else(|_| Vec::new(), |u| u.points)
+}
+
+/// The database's charts over `range`: memory against its quota and by
+/// table, read and write units per second, throttled and refused requests.
+async fn charts(console: &Console, visitor: &Visitor, db: &Database, range: Range) -> Markup {
+    use crate::chart::{Line, Unit, chart};
+    let to = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let from = to - range.ms;
+    let name = db.name.as_str();
+    let points = series(console, visitor, name, None, range, (from, to)).await;
+    // Seconds each point covers: the spacing of the points.
+    let step_s = (points.windows(2))
+        .map(|w| w[1].at - w[0].at)
+        .filter(|d| *d > 0)
+        .min()
+        .map_or(1.0, |ms| ms as f64 / 1000.0);
+    let line = |name: &str, value: &dyn Fn(&UsagePoint) -> f64| Line {
+        name: name.to_owned(),
+        points: points.iter().map(|p| (p.at, value(p))).collect(),
+    };
+    let quotas = visitor.get(console, "/quotas").await;
+    let quota = (quotas["databases"].as_array().into_iter().flatten())
+        .find(|d| d["name"] == name)
+        .and_then(|d| d["quota"]["in_memory_bytes"].as_u64());
+    let mut memory = vec![line("memory", &|p| p.memory_bytes as f64)];
+    if let (Some(quota), Some(first), Some(last)) = (quota, points.first(), points.last()) {
+        memory.push(Line {
+            name: "quota".into(),
+            points: vec![(first.at, quota as f64), (last.at, quota as f64)],
+        });
+    }
+    let mut by_table = Vec::new();
+    for table in db.tables.iter().take(6) {
+        let points = series(console, visitor, name, Some(table), range, (from, to)).await;
+        by_table.push(Line {
+            name: table.clone(),
+            points: points
+                .iter()
+                .map(|p| (p.at, p.memory_bytes as f64))
+                .collect(),
+        });
+    }
+    let units = [
+        line("reads", &|p| p.read_units as f64 / step_s),
+        line("writes", &|p| p.write_units as f64 / step_s),
+    ];
+    let refusals = [
+        line("throttled", &|p| {
+            (p.throttled_reads + p.throttled_writes) as f64
+        }),
+        line("refused by a quota", &|p| p.quota_rejections as f64),
+    ];
+    html! {
+        nav.ranges aria-label="Range" {
+            @for r in Range::ALL {
+                @if r == range { strong { (r.name) } } @else { a href=(format!("/databases/{}?range={}", url_segment(name), r.name)) { (r.name) } }
+            }
+        }
+        (chart("Memory against the quota", Unit::Bytes, &memory, from, to))
+        (chart("Memory by table", Unit::Bytes, &by_table, from, to))
+        (chart("Read and write units per second", Unit::PerSecond, &units, from, to))
+        (chart("Throttled and refused requests", Unit::Requests, &refusals, from, to))
+    }
 }
 
 pub(crate) async fn create_table(
@@ -73,6 +205,7 @@ pub(crate) async fn create_table(
         &db,
         Some((&form, &error)),
         answer.status,
+        Range::ALL[0],
     )
     .await
 }
@@ -253,6 +386,7 @@ async fn database_page(
     name: &str,
     table_error: Option<(&HashMap<String, String>, &str)>,
     status: StatusCode,
+    range: Range,
 ) -> Response {
     let path = format!("/databases/{}", url_segment(name));
     let db = match visitor.read::<Database>(console, &path).await {
@@ -263,12 +397,7 @@ async fn database_page(
         .read::<TableMemory>(console, &format!("{path}/memory"))
         .await
         .ok();
-    let usage_path = format!("/usage?database={}&resolution=raw", url_segment(name));
-    let usage = visitor.read::<UsageSeries>(console, &usage_path).await.ok();
-    let memory_over_time: Vec<(i64, u64)> = (usage.iter())
-        .flat_map(|u| &u.points)
-        .map(|p| (p.at, p.memory_bytes))
-        .collect();
+    let charts = charts(console, visitor, &db, range).await;
     let memory_of = |table: &str| memory.as_ref().map_or((0, 0), |m| m.of(table));
     let empty = HashMap::new();
     let (values, error) = table_error.map_or((&empty, None), |(v, e)| (v, Some(e)));
@@ -293,8 +422,8 @@ async fn database_page(
                             }
                         }
                     }
-                    h2 { "Memory, the last hour" }
-            (format::chart(&memory_over_time, 480, 120, format::bytes))
+                    h2 { "Usage" }
+            (charts)
             (table_form(name, &visitor.csrf, values, error))
                     h2 { "Connect" }
                     (crate::connect::nodes(&db))

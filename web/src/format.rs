@@ -1,4 +1,5 @@
-//! Numbers as people read them.
+//! Numbers and times as people read them, and as people write them in
+//! forms (read back exactly).
 
 /// Bytes in binary units: `512 B`, `1.5 KiB`, `64.0 MiB`, `1.00 GiB`.
 pub(crate) fn bytes(n: u64) -> String {
@@ -44,43 +45,6 @@ pub(crate) fn percent(used: u64, of: u64) -> u64 {
         return 0;
     }
     (u128::from(used) * 100 / u128::from(of)).min(100) as u64
-}
-
-/// A line chart of `points` (time, value) as inline SVG, `width` × `height`
-/// pixels, the value axis from zero, labelled with its largest value.
-pub(crate) fn chart(
-    points: &[(i64, u64)],
-    width: u32,
-    height: u32,
-    label: impl Fn(u64) -> String,
-) -> maud::Markup {
-    if points.len() < 2 {
-        return maud::html! { p.figure { "Not enough samples yet: the chart fills in as usage is metered." } };
-    }
-    let (t0, t1) = (points[0].0, points[points.len() - 1].0);
-    let top = points.iter().map(|p| p.1).max().unwrap_or(0).max(1);
-    let (w, h) = (f64::from(width), f64::from(height));
-    let line: Vec<String> = points
-        .iter()
-        .map(|(t, v)| {
-            let x = (t - t0) as f64 / (t1 - t0).max(1) as f64 * w;
-            let y = h - *v as f64 / top as f64 * (h - 4.0);
-            format!("{x:.1},{y:.1}")
-        })
-        .collect();
-    let summary = format!(
-        "from {} to {}, at most {}",
-        shoal_metering::utc(t0),
-        shoal_metering::utc(t1),
-        label(top)
-    );
-    maud::html! {
-        svg.chart width=(width) height=(height) viewBox=(format!("0 0 {width} {height}")) role="img" aria-label=(summary) {
-            title { (summary) }
-            polyline points=(line.join(" ")) fill="none" stroke="currentColor" stroke-width="2" {}
-        }
-        p.figure { "peak " (label(top)) }
-    }
 }
 
 /// Binary units of bytes, largest first.

@@ -14,10 +14,12 @@
 //! - `auth`, `databases`, `rows`, `connect`, `keys`, `activity`, `sql`,
 //!   `operators`: the pages, by area (`rows`: a table's data; `connect`: how to reach a
 //!   database, with a key).
-//! - `format`: numbers, times and charts as people read them.
+//! - `format`: numbers and times as people read them; `chart`: usage
+//!   over time as SVG charts with axes, units and their values.
 
 mod activity;
 mod auth;
+mod chart;
 mod connect;
 mod databases;
 mod format;
