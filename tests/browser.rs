@@ -495,6 +495,13 @@ async fn in_a_browser_a_tenant_inserts_sees_edits_and_deletes_rows() {
         "escaped"
     );
     shot(&ada, "data-browser").await;
+    // On a phone's width the page still reads: the rows table scrolls on
+    // its own, the forms take the width.
+    ada.set_window_size(390, 844).await.unwrap();
+    ada.refresh().await.unwrap();
+    wait_for_text(&ada, "Insert a row").await;
+    shot(&ada, "data-browser-phone").await;
+    ada.set_window_size(1280, 900).await.unwrap();
 
     // Values the column cannot hold: the data node's reason on the page,
     // what was typed kept, nothing written.
@@ -602,5 +609,32 @@ async fn in_a_browser_a_tenant_inserts_sees_edits_and_deletes_rows() {
         "b'hello'",
         "{out:?}"
     );
+
+    // The writes show on the database's units chart once metered.
+    let started = Instant::now();
+    loop {
+        ada.goto(&format!("{console}/databases/shop"))
+            .await
+            .unwrap();
+        let source = ada.source().await.unwrap();
+        let units = source
+            .split_once("Read and write units per second")
+            .map_or("", |(_, after)| after);
+        let units = units.split("</figure>").next().unwrap_or_default();
+        // A row of its values with writes above zero: `<td>…/s</td>`, twice.
+        let wrote = units.split("<tr>").any(|row| {
+            let rates: Vec<&str> = row
+                .split("<td>")
+                .filter_map(|c| c.split("</td>").next()?.strip_suffix("/s"))
+                .collect();
+            rates.len() == 2 && rates[1] != "0"
+        });
+        if wrote && units.contains("<polyline") {
+            shot(&ada, "database-usage").await;
+            break;
+        }
+        assert!(started.elapsed() < GUARD, "no writes on the chart");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
     ada.close().await.unwrap();
 }
