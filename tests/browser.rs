@@ -99,6 +99,24 @@ async fn fill(browser: &Client, field: &str, value: &str) {
     input.send_keys(value).await.unwrap();
 }
 
+/// Chooses `value` in the list named `field`.
+async fn choose(browser: &Client, field: &str, value: &str) {
+    let list = browser
+        .find(Locator::Css(&format!("select[name='{field}']")))
+        .await
+        .unwrap();
+    list.select_by_value(value).await.unwrap();
+}
+
+/// Ticks the checkbox named `field`.
+async fn tick(browser: &Client, field: &str) {
+    let checkbox = browser
+        .find(Locator::Css(&format!("input[name='{field}']")))
+        .await
+        .unwrap();
+    checkbox.click().await.unwrap();
+}
+
 async fn submit(browser: &Client, form: &str) {
     browser
         .find(Locator::Css(&format!("{form} button[type='submit']")))
@@ -233,9 +251,11 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
     // A table from the column editor: "Add column" makes a fifth row.
     fill(&ada, "table_name", "events").await;
     fill(&ada, "col0_name", "id").await;
-    fill(&ada, "col0_type", "BIGINT").await;
+    choose(&ada, "col0_type", "BIGINT").await;
+    tick(&ada, "col0_key").await;
     fill(&ada, "col1_name", "body").await;
-    fill(&ada, "col1_type", "VARCHAR(1000)").await;
+    choose(&ada, "col1_type", "VARCHAR").await;
+    fill(&ada, "col1_len", "1000").await;
     ada.find(Locator::Css("#add-column"))
         .await
         .unwrap()
@@ -243,15 +263,14 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
         .await
         .unwrap();
     fill(&ada, "col4_name", "note").await;
-    fill(&ada, "col4_type", "VARCHAR(100)").await;
-    ada.find(Locator::Css("input[name='col4_nullable']"))
-        .await
-        .unwrap()
-        .click()
+    choose(&ada, "col4_type", "VARCHAR").await;
+    fill(&ada, "col4_len", "100").await;
+    tick(&ada, "col4_nullable").await;
+    submit(&ada, "#new-table").await;
+    wait_for_text(&ada, "Table events").await;
+    ada.goto(&format!("{console}/databases/shop"))
         .await
         .unwrap();
-    fill(&ada, "primary_key", "id").await;
-    submit(&ada, "#new-table").await;
     wait_for_text(&ada, "events").await;
     shot(&ada, "database").await;
 
@@ -426,28 +445,46 @@ async fn in_a_browser_a_tenant_inserts_sees_edits_and_deletes_rows() {
     sign_up(&ada, &console, "analytical", "ada@example.com").await;
     create_database(&ada, &console, "shop").await;
     fill(&ada, "table_name", "orders").await;
-    for (i, (name, ty)) in [
-        ("id", "BIGINT"),
-        ("note", "VARCHAR(60)"),
-        ("price", "DECIMAL(12,2)"),
+    // The table editor: types from a list, their length, precision and
+    // scale beside it; the key and an index ticked on the columns. A
+    // length that is no number is refused, what was typed kept.
+    for (i, (name, ty, len, scale)) in [
+        ("id", "BIGINT", "", ""),
+        ("note", "VARCHAR", "sixty", ""),
+        ("price", "DECIMAL", "12", "2"),
     ]
     .into_iter()
     .enumerate()
     {
         fill(&ada, &format!("col{i}_name"), name).await;
-        fill(&ada, &format!("col{i}_type"), ty).await;
+        choose(&ada, &format!("col{i}_type"), ty).await;
+        fill(&ada, &format!("col{i}_len"), len).await;
+        fill(&ada, &format!("col{i}_scale"), scale).await;
     }
-    for nullable in ["col1_nullable", "col2_nullable"] {
-        let checkbox = ada
-            .find(Locator::Css(&format!("input[name='{nullable}']")))
-            .await;
-        checkbox.unwrap().click().await.unwrap();
+    for tickbox in ["col0_key", "col1_nullable", "col2_nullable", "col2_index"] {
+        tick(&ada, tickbox).await;
     }
-    fill(&ada, "primary_key", "id").await;
     submit(&ada, "#new-table").await;
-    wait_for_text(&ada, "orders").await;
+    wait_for_text(&ada, "'sixty' is not a whole number").await;
+    fill(&ada, "col1_len", "60").await;
+    submit(&ada, "#new-table").await;
+    wait_for_text(&ada, "Table orders").await;
+    wait_for_text(&ada, "No rows yet").await;
+    // Its definition as SQL and as the API's JSON.
+    let source = ada.source().await.unwrap();
+    assert!(
+        source.contains("`note` VARCHAR(60)")
+            && source.contains("`price` DECIMAL(12,2)")
+            && source.contains("PRIMARY KEY (`id`)")
+            && source.contains("INDEX `by_price` (`price`)"),
+        "{source}"
+    );
+    assert!(source.contains("\"primary_key\": ["), "{source}");
 
     // The table's name on the database page leads to its rows.
+    ada.goto(&format!("{console}/databases/shop"))
+        .await
+        .unwrap();
     ada.find(Locator::Css(
         "#tables a[href='/databases/shop/tables/orders']",
     ))

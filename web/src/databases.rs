@@ -194,17 +194,29 @@ pub(crate) async fn create_table(
     Posted { visitor, form }: Posted,
 ) -> Response {
     let path = format!("/databases/{}/tables", url_segment(&db));
-    let answer = (visitor.api(&console, Method::POST, &path, Some(table_of(&form)))).await;
-    if answer.status == StatusCode::CREATED {
-        return Redirect::to(&format!("/databases/{}", url_segment(&db))).into_response();
-    }
-    let error = answer.message();
+    let (status, error) = match table_of(&form) {
+        Err(why) => (StatusCode::BAD_REQUEST, why),
+        Ok(table) => {
+            let name = table["name"].as_str().unwrap_or_default().to_owned();
+            let answer = (visitor.api(&console, Method::POST, &path, Some(table))).await;
+            if answer.status == StatusCode::CREATED {
+                // The new table's page: its definition as SQL and JSON.
+                let to = format!(
+                    "/databases/{}/tables/{}",
+                    url_segment(&db),
+                    url_segment(&name)
+                );
+                return Redirect::to(&to).into_response();
+            }
+            (answer.status, answer.message())
+        }
+    };
     database_page(
         &console,
         &visitor,
         &db,
         Some((&form, &error)),
-        answer.status,
+        status,
         Range::ALL[0],
     )
     .await
@@ -435,20 +447,41 @@ async fn database_page(
 
 /// Column rows the table form offers (the "Add column" button adds more).
 const COLUMN_ROWS: usize = 4;
-const TYPES: [&str; 12] = [
-    "BIGINT",
-    "INT",
-    "SMALLINT",
-    "DOUBLE",
-    "DECIMAL(12,2)",
-    "VARCHAR(100)",
-    "VARCHAR(1000)",
-    "CHAR(2)",
-    "VARBINARY(1024)",
-    "DATE",
-    "DATETIME(3)",
-    "BOOL",
+
+/// The types a column is chosen from, and what each takes in brackets:
+/// `(name, takes)`; the length, precision or fractional seconds, and a
+/// scale, are fields beside the list.
+const TYPES: [(&str, Takes); 17] = [
+    ("BIGINT", Takes::Nothing),
+    ("BIGINT UNSIGNED", Takes::Nothing),
+    ("INT", Takes::Nothing),
+    ("INT UNSIGNED", Takes::Nothing),
+    ("SMALLINT", Takes::Nothing),
+    ("TINYINT", Takes::Nothing),
+    ("BOOL", Takes::Nothing),
+    ("DOUBLE", Takes::Nothing),
+    ("FLOAT", Takes::Nothing),
+    ("DECIMAL", Takes::PrecisionAndScale),
+    ("VARCHAR", Takes::Length),
+    ("CHAR", Takes::Length),
+    ("VARBINARY", Takes::Length),
+    ("BINARY", Takes::Length),
+    ("DATE", Takes::Nothing),
+    ("DATETIME", Takes::Fraction),
+    ("TIMESTAMP", Takes::Fraction),
 ];
+
+/// What a type takes in brackets.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Takes {
+    Nothing,
+    /// `(n)`, required.
+    Length,
+    /// `(p,s)`, scale optional.
+    PrecisionAndScale,
+    /// `(fsp)`, optional.
+    Fraction,
+}
 
 /// The table form of the database page; `values` refill it after a mistake.
 fn table_form(
@@ -461,28 +494,37 @@ fn table_form(
         .take_while(|i| *i < COLUMN_ROWS || values.contains_key(&format!("col{i}_name")))
         .count()
         .max(COLUMN_ROWS);
+    let value = |key: String| values.get(&key).map_or("", String::as_str).to_owned();
     html! {
-        form.card #new-table method="post" action=(format!("/databases/{}/tables", url_segment(db))) {
+        form.card.wide #new-table method="post" action=(format!("/databases/{}/tables", url_segment(db))) {
             input type="hidden" name="csrf" value=(csrf);
             label for="table_name" { "New table" }
-            input #table_name name="table_name" value=(values.get("table_name").map_or("", String::as_str)) required maxlength="63";
+            input #table_name name="table_name" value=(value("table_name".into())) required maxlength="63";
             fieldset #columns {
                 legend { "Columns" }
+                p.figure { "Length for VARCHAR, CHAR, VARBINARY and BINARY; precision and scale for DECIMAL; fractional seconds (0–6) for DATETIME and TIMESTAMP. Tick " em { "key" } " on the primary key's columns (in this order), " em { "index" } " for an ordered index on a column." }
                 @for i in 0..rows {
+                    @let chosen = value(format!("col{i}_type"));
                     div.column {
                         input name=(format!("col{i}_name")) placeholder="column" aria-label=(format!("column {} name", i + 1))
-                            value=(values.get(&format!("col{i}_name")).map_or("", String::as_str));
-                        input name=(format!("col{i}_type")) list="types" placeholder="type" aria-label=(format!("column {} type", i + 1))
-                            value=(values.get(&format!("col{i}_type")).map_or("", String::as_str));
+                            value=(value(format!("col{i}_name")));
+                        select name=(format!("col{i}_type")) aria-label=(format!("column {} type", i + 1)) {
+                            @for (t, _) in TYPES { option value=(t) selected[chosen == t] { (t) } }
+                        }
+                        input.small name=(format!("col{i}_len")) inputmode="numeric" placeholder="length" aria-label=(format!("column {} length or precision", i + 1))
+                            value=(value(format!("col{i}_len")));
+                        input.small name=(format!("col{i}_scale")) inputmode="numeric" placeholder="scale" aria-label=(format!("column {} scale", i + 1))
+                            value=(value(format!("col{i}_scale")));
                         label { input type="checkbox" name=(format!("col{i}_nullable")) value="1"
                             checked[values.contains_key(&format!("col{i}_nullable"))]; " nullable" }
+                        label { input type="checkbox" name=(format!("col{i}_key")) value="1"
+                            checked[values.contains_key(&format!("col{i}_key"))]; " key" }
+                        label { input type="checkbox" name=(format!("col{i}_index")) value="1"
+                            checked[values.contains_key(&format!("col{i}_index"))]; " index" }
                     }
                 }
-                datalist #types { @for t in TYPES { option value=(t); } }
                 button type="button" #add-column { "Add column" }
             }
-            label for="primary_key" { "Primary key (columns, comma-separated)" }
-            input #primary_key name="primary_key" value=(values.get("primary_key").map_or("", String::as_str)) required;
             @if let Some(error) = error { p.error role="alert" { (error) } }
             button type="submit" { "Create table" }
         }
@@ -495,9 +537,9 @@ const ADD_COLUMN_JS: &str = r#"
 document.getElementById('add-column').addEventListener('click', function () {
   var rows = document.querySelectorAll('#columns .column');
   var last = rows[rows.length - 1], next = last.cloneNode(true), n = rows.length;
-  next.querySelectorAll('input').forEach(function (input) {
+  next.querySelectorAll('input, select').forEach(function (input) {
     input.name = input.name.replace(/^col\d+_/, 'col' + n + '_');
-    if (input.type === 'checkbox') { input.checked = false; } else { input.value = ''; }
+    if (input.type === 'checkbox') { input.checked = false; } else if (input.tagName === 'INPUT') { input.value = ''; } else { input.selectedIndex = 0; }
     if (input.getAttribute('aria-label')) { input.setAttribute('aria-label', input.getAttribute('aria-label').replace(/\d+/, n + 1)); }
   });
   last.after(next);
@@ -505,26 +547,82 @@ document.getElementById('add-column').addEventListener('click', function () {
 });
 "#;
 
+/// A column's type from its row: the type chosen, with its length,
+/// precision and scale or fractional seconds. A type typed in whole (an
+/// older form, or the API's own text) is taken as it is.
+fn column_type(form: &HashMap<String, String>, i: usize) -> Result<String, String> {
+    let base = form.get(&format!("col{i}_type")).map_or("", |t| t.trim());
+    let number = |key: &str| {
+        let text = form.get(&format!("col{i}_{key}")).map_or("", |t| t.trim());
+        match text {
+            "" => Ok(None),
+            t => t
+                .parse::<u32>()
+                .map(Some)
+                .map_err(|_| format!("column {}: {key} '{t}' is not a whole number", i + 1)),
+        }
+    };
+    let (len, scale) = (number("len")?, number("scale")?);
+    let takes = TYPES
+        .iter()
+        .find(|(t, _)| *t == base)
+        .map(|(_, takes)| *takes);
+    let ty = match (takes, len, scale) {
+        (None, None, None) | (Some(Takes::Nothing), None, None) => base.to_owned(),
+        (Some(Takes::Length), Some(n), None) => format!("{base}({n})"),
+        (Some(Takes::Length), None, _) => {
+            return Err(format!("column {}: {base} needs a length", i + 1));
+        }
+        (Some(Takes::PrecisionAndScale), Some(p), s) => format!("{base}({p},{})", s.unwrap_or(0)),
+        (Some(Takes::PrecisionAndScale), None, None) => base.to_owned(),
+        (Some(Takes::Fraction), Some(f), None) => format!("{base}({f})"),
+        (Some(Takes::Fraction), None, None) => base.to_owned(),
+        _ => {
+            return Err(format!(
+                "column {}: {base} takes no {}",
+                i + 1,
+                if scale.is_some() { "scale" } else { "length" }
+            ));
+        }
+    };
+    Ok(ty)
+}
+
 /// The table a form describes, as the API takes it.
-fn table_of(form: &HashMap<String, String>) -> Value {
+fn table_of(form: &HashMap<String, String>) -> Result<Value, String> {
     let mut columns = Vec::new();
+    let (mut key, mut indexes) = (Vec::new(), Vec::new());
     for i in 0..256 {
         let Some(name) = form.get(&format!("col{i}_name")) else {
             break;
         };
-        if name.trim().is_empty() {
+        let name = name.trim();
+        if name.is_empty() {
             continue;
         }
         columns.push(json!({
-            "name": name.trim(),
-            "type": form.get(&format!("col{i}_type")).map_or("", |t| t.trim()),
+            "name": name,
+            "type": column_type(form, i)?,
             "nullable": form.contains_key(&format!("col{i}_nullable")),
         }));
+        if form.contains_key(&format!("col{i}_key")) {
+            key.push(name.to_owned());
+        }
+        if form.contains_key(&format!("col{i}_index")) {
+            indexes.push(json!({"name": format!("by_{name}"), "columns": [name]}));
+        }
     }
-    let key: Vec<String> = field(form, "primary_key")
-        .split(',')
-        .map(|k| k.trim().to_owned())
-        .filter(|k| !k.is_empty())
-        .collect();
-    json!({"name": field(form, "table_name").trim(), "columns": columns, "primary_key": key})
+    // A primary key typed as text (the API's own form of it) is taken too.
+    if key.is_empty() {
+        key = (field(form, "primary_key").split(','))
+            .map(|k| k.trim().to_owned())
+            .filter(|k| !k.is_empty())
+            .collect();
+    }
+    let mut table =
+        json!({"name": field(form, "table_name").trim(), "columns": columns, "primary_key": key});
+    if !indexes.is_empty() {
+        table["indexes"] = Value::Array(indexes);
+    }
+    Ok(table)
 }

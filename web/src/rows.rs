@@ -140,13 +140,13 @@ fn row_of(columns: &[Column], form: &HashMap<String, String>) -> Value {
     Value::Object(row)
 }
 
-/// The table's columns, or the page saying why not.
-async fn columns_of(
+/// The table's definition, or the page saying why not.
+async fn definition_of(
     console: &Console,
     visitor: &Visitor,
     db: &str,
     table: &str,
-) -> Result<Vec<Column>, Response> {
+) -> Result<Value, Response> {
     let path = format!("/databases/{}/tables", url_segment(db));
     let answer = visitor.api(console, Method::GET, &path, None).await;
     if answer.status != StatusCode::OK {
@@ -154,8 +154,66 @@ async fn columns_of(
     }
     (answer.body["tables"].as_array().into_iter().flatten())
         .find(|t| t["name"] == table)
-        .map(columns)
+        .cloned()
         .ok_or_else(|| problem(StatusCode::NOT_FOUND, "Not found", "no such table"))
+}
+
+/// The table's columns, or the page saying why not.
+async fn columns_of(
+    console: &Console,
+    visitor: &Visitor,
+    db: &str,
+    table: &str,
+) -> Result<Vec<Column>, Response> {
+    definition_of(console, visitor, db, table)
+        .await
+        .map(|d| columns(&d))
+}
+
+/// A table's definition as SQL (MySQL's, as RonDB's users write it).
+fn sql_of(definition: &Value) -> String {
+    let list = |v: &Value| {
+        (v.as_array().into_iter().flatten())
+            .filter_map(Value::as_str)
+            .map(|c| format!("`{c}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut lines: Vec<String> = (definition["columns"].as_array().into_iter().flatten())
+        .map(|c| {
+            let null = if c["nullable"].as_bool().unwrap_or(false) {
+                ""
+            } else {
+                " NOT NULL"
+            };
+            format!(
+                "  `{}` {}{null}",
+                c["name"].as_str().unwrap_or(""),
+                c["type"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    lines.push(format!(
+        "  PRIMARY KEY ({})",
+        list(&definition["primary_key"])
+    ));
+    for index in definition["indexes"].as_array().into_iter().flatten() {
+        let unique = if index["unique"].as_bool().unwrap_or(false) {
+            "UNIQUE "
+        } else {
+            ""
+        };
+        lines.push(format!(
+            "  {unique}INDEX `{}` ({})",
+            index["name"].as_str().unwrap_or(""),
+            list(&index["columns"])
+        ));
+    }
+    format!(
+        "CREATE TABLE `{}` (\n{}\n);",
+        definition["name"].as_str().unwrap_or(""),
+        lines.join(",\n")
+    )
 }
 
 /// The page for a row named without every column of its key.
@@ -218,10 +276,11 @@ async fn table_page(
     after: Option<&str>,
     refused: Option<Refused<'_>>,
 ) -> Response {
-    let columns = match columns_of(console, visitor, db, table).await {
-        Ok(c) => c,
+    let definition = match definition_of(console, visitor, db, table).await {
+        Ok(d) => d,
         Err(page) => return page,
     };
+    let columns = columns(&definition);
     let mut path = format!("{}/rows?limit=50", table_url(db, table));
     if let Some(after) = after {
         path.push_str(&format!("&after={}", url_segment(after)));
@@ -288,6 +347,11 @@ async fn table_page(
                 nav.pages {
                     @if after.is_some() { a href=(here) { "First page" } " " }
                     @if let Some(next) = &next { a #next-page href=(format!("{here}?after={}", url_segment(next))) { "Next page" } }
+                }
+                details #definition {
+                    summary { "Definition: as SQL, and as JSON for the API" }
+                    pre { code #definition-sql { (sql_of(&definition)) } }
+                    pre { code #definition-json { (serde_json::to_string_pretty(&definition).unwrap_or_default()) } }
                 }
                 h2 { "Insert a row" }
                 form.card #insert-row method="post" action=(format!("{here}/rows")) {
