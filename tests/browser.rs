@@ -325,7 +325,12 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
         .click()
         .await
         .unwrap();
-    wait_for_text(&ops, "Audit trail").await;
+    let tenant_page = wait_for_text(&ops, "Audit trail").await;
+    assert!(
+        tenant_page.contains("Usage, the last day")
+            && tenant_page.contains("Read and write units per second"),
+        "{tenant_page}"
+    );
     let form = "form[action$='/databases/shop/quota']";
     let memory_field = ops
         .find(Locator::Css(&format!(

@@ -314,6 +314,33 @@ async fn a_tenant_signs_up_creates_a_database_and_sees_it_and_no_one_elses() {
         )
         .await;
     assert_eq!(status, StatusCode::SEE_OTHER);
+    // A column or table named with markup, a length that is no number:
+    // refused, escaped, nothing made.
+    for (field, value) in [
+        ("col0_name", "<b>id</b>"),
+        ("table_name", "<script>x</script>"),
+        ("col0_len", "1e3"),
+    ] {
+        let mut form = vec![
+            ("table_name", "evil"),
+            ("col0_name", "id"),
+            ("col0_type", "VARCHAR"),
+            ("col0_len", "10"),
+            ("col0_key", "1"),
+            ("csrf", csrf.as_str()),
+        ];
+        form.retain(|(k, _)| *k != field);
+        form.push((field, value));
+        let (status, _, page) = ada.post("/databases/shop/tables", &form).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{field}: {page}");
+        assert!(page.contains("role=\"alert\""), "{page}");
+        assert!(
+            !page.contains("<b>id</b>") && !page.contains("<script>x"),
+            "{page}"
+        );
+    }
+    let (_, _, page) = ada.get("/databases/shop").await;
+    assert!(!page.contains("evil"), "{page}");
     let hostile = "\"><img src=x onerror=alert(1)>";
     let (status, location, _) = ada
         .post(

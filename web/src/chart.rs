@@ -6,6 +6,7 @@
 
 use maud::{Markup, PreEscaped, html};
 use plotters::prelude::*;
+use shoal_wire::api::UsagePoint;
 
 use crate::format;
 
@@ -64,7 +65,8 @@ fn time_label(at: i64, span_ms: i64) -> String {
 /// The chart of `lines` from `from` to `to`, `title` its name, with the
 /// table of its values.
 pub(crate) fn chart(title: &str, unit: Unit, lines: &[Line], from: i64, to: i64) -> Markup {
-    let drawn = lines.iter().any(|l| l.points.len() >= 2);
+    // The first line is the data; others (a quota) only go with it.
+    let drawn = lines.first().is_some_and(|l| l.points.len() >= 2);
     if !drawn {
         return html! {
             figure.chart {
@@ -107,6 +109,50 @@ pub(crate) fn chart(title: &str, unit: Unit, lines: &[Line], from: i64, to: i64)
                 }
             }
         }
+    }
+}
+
+/// The charts of a usage series: memory (against `quota`, if any), then
+/// `after_memory`, read and write units per second, and throttled and
+/// refused requests, from `from` to `to`.
+pub(crate) fn usage(
+    points: &[UsagePoint],
+    quota: Option<u64>,
+    (from, to): (i64, i64),
+    after_memory: Option<Markup>,
+) -> Markup {
+    // Seconds each point covers: the spacing of the points.
+    let step_s = (points.windows(2))
+        .map(|w| w[1].at - w[0].at)
+        .filter(|d| *d > 0)
+        .min()
+        .map_or(1.0, |ms| ms as f64 / 1000.0);
+    let line = |name: &str, value: &dyn Fn(&UsagePoint) -> f64| Line {
+        name: name.to_owned(),
+        points: points.iter().map(|p| (p.at, value(p))).collect(),
+    };
+    let mut memory = vec![line("memory", &|p| p.memory_bytes as f64)];
+    if let Some(quota) = quota {
+        memory.push(Line {
+            name: "quota".into(),
+            points: vec![(from, quota as f64), (to, quota as f64)],
+        });
+    }
+    let units = [
+        line("reads", &|p| p.read_units as f64 / step_s),
+        line("writes", &|p| p.write_units as f64 / step_s),
+    ];
+    let refusals = [
+        line("throttled", &|p| {
+            (p.throttled_reads + p.throttled_writes) as f64
+        }),
+        line("refused by a quota", &|p| p.quota_rejections as f64),
+    ];
+    html! {
+        (chart("Memory against the quota", Unit::Bytes, &memory, from, to))
+        @if let Some(after) = after_memory { (after) }
+        (chart("Read and write units per second", Unit::PerSecond, &units, from, to))
+        (chart("Throttled and refused requests", Unit::Requests, &refusals, from, to))
     }
 }
 

@@ -133,27 +133,10 @@ async fn charts(console: &Console, visitor: &Visitor, db: &Database, range: Rang
     let from = to - range.ms;
     let name = db.name.as_str();
     let points = series(console, visitor, name, None, range, (from, to)).await;
-    // Seconds each point covers: the spacing of the points.
-    let step_s = (points.windows(2))
-        .map(|w| w[1].at - w[0].at)
-        .filter(|d| *d > 0)
-        .min()
-        .map_or(1.0, |ms| ms as f64 / 1000.0);
-    let line = |name: &str, value: &dyn Fn(&UsagePoint) -> f64| Line {
-        name: name.to_owned(),
-        points: points.iter().map(|p| (p.at, value(p))).collect(),
-    };
     let quotas = visitor.get(console, "/quotas").await;
     let quota = (quotas["databases"].as_array().into_iter().flatten())
         .find(|d| d["name"] == name)
         .and_then(|d| d["quota"]["in_memory_bytes"].as_u64());
-    let mut memory = vec![line("memory", &|p| p.memory_bytes as f64)];
-    if let (Some(quota), Some(first), Some(last)) = (quota, points.first(), points.last()) {
-        memory.push(Line {
-            name: "quota".into(),
-            points: vec![(first.at, quota as f64), (last.at, quota as f64)],
-        });
-    }
     let mut by_table = Vec::new();
     for table in db.tables.iter().take(6) {
         let points = series(console, visitor, name, Some(table), range, (from, to)).await;
@@ -165,26 +148,14 @@ async fn charts(console: &Console, visitor: &Visitor, db: &Database, range: Rang
                 .collect(),
         });
     }
-    let units = [
-        line("reads", &|p| p.read_units as f64 / step_s),
-        line("writes", &|p| p.write_units as f64 / step_s),
-    ];
-    let refusals = [
-        line("throttled", &|p| {
-            (p.throttled_reads + p.throttled_writes) as f64
-        }),
-        line("refused by a quota", &|p| p.quota_rejections as f64),
-    ];
+    let by_table = chart("Memory by table", Unit::Bytes, &by_table, from, to);
     html! {
         nav.ranges aria-label="Range" {
             @for r in Range::ALL {
                 @if r == range { strong { (r.name) } } @else { a href=(format!("/databases/{}?range={}", url_segment(name), r.name)) { (r.name) } }
             }
         }
-        (chart("Memory against the quota", Unit::Bytes, &memory, from, to))
-        (chart("Memory by table", Unit::Bytes, &by_table, from, to))
-        (chart("Read and write units per second", Unit::PerSecond, &units, from, to))
-        (chart("Throttled and refused requests", Unit::Requests, &refusals, from, to))
+        (crate::chart::usage(&points, quota, (from, to), Some(by_table)))
     }
 }
 

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use reqwest::Method;
 use serde_json::{Value, json};
-use shoal_wire::api::{AuditLog, DataNodeList, DatabaseList, TenantList};
+use shoal_wire::api::{AuditLog, DataNodeList, DatabaseList, TenantList, UsageSeries};
 
 use crate::Console;
 use crate::format;
@@ -288,6 +288,18 @@ async fn tenant_page(
             &format!("/admin/tenants/{}/quotas", url_segment(tenant)),
         )
         .await;
+    // The tenant's last day, per minute.
+    let to = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let from = to - 86_400_000;
+    let usage_path = format!(
+        "/usage?tenant={}&resolution=minute&from={from}&to={to}",
+        url_segment(tenant)
+    );
+    let usage = (visitor.read::<UsageSeries>(console, &usage_path).await)
+        .map_or_else(|_| Vec::new(), |u| u.points);
+    let charts = crate::chart::usage(&usage, t.quota.in_memory_bytes, (from, to), None);
     let quota = serde_json::to_value(t.quota).unwrap_or_default();
     let dbs = match visitor.read::<DatabaseList>(console, "/databases").await {
         Ok(dbs) => dbs.databases,
@@ -317,6 +329,8 @@ async fn tenant_page(
                     input type="hidden" name="csrf" value=(csrf);
                     button.danger type="submit" { @if active { "Suspend" } @else { "Resume" } }
                 }
+                h2 { "Usage, the last day" }
+                (charts)
                 h2 { "Tenant quota" }
                 (quota_form(&format!("/admin/tenants/{}/quota", url_segment(tenant)), csrf, &quota, error_for("tenant")))
                 @for db in dbs.iter().filter(|d| d.tenant_id.as_str() == tenant) {
