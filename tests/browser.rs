@@ -402,6 +402,18 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
         let recent = text_of(&ada, "td.recent").await;
         if recent.contains("1 refused by a quota") {
             shot(&ada, "dashboard").await;
+            // And on a phone's width.
+            ada.set_window_size(390, 844).await.unwrap();
+            shot(&ada, "dashboard-phone").await;
+            ada.goto(&format!("{console}/keys")).await.unwrap();
+            wait_for_text(&ada, "ingest").await;
+            shot(&ada, "keys-phone").await;
+            ada.goto(&format!("{console}/databases/shop"))
+                .await
+                .unwrap();
+            wait_for_text(&ada, "Usage").await;
+            shot(&ada, "database-phone").await;
+            ada.set_window_size(1280, 900).await.unwrap();
             break;
         }
         assert!(
