@@ -19,16 +19,21 @@ fn data_node(cp: &Control, dir: &std::path::Path) -> Shoal {
     cp.data_node(dir, &[])
 }
 
+/// `method path` with `body`, as `who`: the status and the answer.
+async fn call_as(
+    cp: &Control,
+    who: &Session,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+) -> (StatusCode, Value) {
+    let (status, _, answer) = cp.call(method, path, body, Auth::Bearer(&who.token)).await;
+    (status, answer)
+}
+
 async fn create_database(cp: &Control, session: &Session, name: &str) -> (StatusCode, Value) {
-    let (status, _, body) = cp
-        .call(
-            Method::POST,
-            "/databases",
-            Some(&json!({"name": name})),
-            Auth::Bearer(&session.token),
-        )
-        .await;
-    (status, body)
+    let body = json!({"name": name});
+    call_as(cp, session, Method::POST, "/databases", Some(&body)).await
 }
 
 /// The node's databases, as its internal API lists them: name → tables.
@@ -170,15 +175,7 @@ async fn shop_with_orders(cp: &Control, who: &Session) {
 }
 
 async fn create_key(cp: &Control, who: &Session, body: Value) -> (StatusCode, Value) {
-    let (status, _, answer) = cp
-        .call(
-            Method::POST,
-            "/api-keys",
-            Some(&body),
-            Auth::Bearer(&who.token),
-        )
-        .await;
-    (status, answer)
+    call_as(cp, who, Method::POST, "/api-keys", Some(&body)).await
 }
 
 async fn databases_and_tables_are_placed_and_created_on_the_data_node(backend: Backend) {
@@ -1991,24 +1988,14 @@ async fn indexes_are_added_and_dropped_while_the_table_serves(backend: Backend) 
 
 /// A row request of the control plane's API on table `orders` of `shop`.
 async fn row(cp: &Control, who: &Session, body: Value) -> (StatusCode, Value) {
-    let (status, _, body) = cp
-        .call(
-            Method::POST,
-            "/databases/shop/tables/orders/rows",
-            Some(&body),
-            Auth::Bearer(&who.token),
-        )
-        .await;
-    (status, body)
+    let path = "/databases/shop/tables/orders/rows";
+    call_as(cp, who, Method::POST, path, Some(&body)).await
 }
 
 /// A page of `orders` of `shop` (`query` after the `?`).
 async fn rows_page(cp: &Control, who: &Session, query: &str) -> (StatusCode, Value) {
     let path = format!("/databases/shop/tables/orders/rows?{query}");
-    let (status, _, body) = cp
-        .call(Method::GET, &path, None, Auth::Bearer(&who.token))
-        .await;
-    (status, body)
+    call_as(cp, who, Method::GET, &path, None).await
 }
 
 /// The console's data browser API: a table's rows a page at a time in

@@ -369,12 +369,16 @@ fn definition(row: &TableRow) -> Result<Value, ApiError> {
     })
 }
 
-/// The definition of `db`'s ready table `name` (`NOT_FOUND` if none).
-pub async fn table_definition(app: &App, db: &DatabaseRow, name: &str) -> Result<Value, ApiError> {
+/// `db`'s ready table `name` (`NOT_FOUND` if none): its name and definition.
+pub async fn table_definition(
+    app: &App,
+    db: &DatabaseRow,
+    name: &str,
+) -> Result<(TableName, Value), ApiError> {
     let table = (tables_of(app, &db.id).await?.into_iter())
         .find(|t| t.status == "ready" && t.name.as_str() == name)
         .ok_or_else(|| ApiError::not_found("table"))?;
-    definition(&table)
+    Ok((table.name.clone(), definition(&table)?))
 }
 
 /// `GET /databases/{db}/memory`: the database's rows of ndbinfo's

@@ -123,13 +123,11 @@ pub async fn page(
         return Err(invalid("after is not a cursor a page answered"));
     }
     let (db, primary) = reach(&app, &caller, &name).await?;
-    let definition = databases::table_definition(&app, &db, &table).await?;
+    let (table_name, definition) = databases::table_definition(&app, &db, &table).await?;
     let mut scan = json!({ "limit": limit });
     if let Some(after) = query.after {
         scan["after"] = after.into();
     }
-    let table_name =
-        serde_json::from_value(definition["name"].clone()).map_err(|_| ApiError::internal())?;
     let page = (app.nodes.scan(&primary, &db.name, &table_name, &scan).await).map_err(refused)?;
     Ok(Json(json!({
         "table": definition,
@@ -186,7 +184,7 @@ pub async fn change(
     Body(request): Body<RowRequest>,
 ) -> Result<Json<Value>, ApiError> {
     let (db, primary) = reach(&app, &caller, &name).await?;
-    let definition = databases::table_definition(&app, &db, &table).await?;
+    let (table_name, _) = databases::table_definition(&app, &db, &table).await?;
     let object = |v: Option<Value>, what: &str| match v {
         Some(Value::Object(o)) => Ok(Value::Object(o)),
         _ => Err(invalid(format!(
@@ -194,7 +192,7 @@ pub async fn change(
             request.op.name()
         ))),
     };
-    let mut operation = json!({"op": request.op.name(), "table": definition["name"]});
+    let mut operation = json!({"op": request.op.name(), "table": table_name});
     match request.op {
         RowOp::Read | RowOp::Delete if request.row.is_none() => {
             operation["key"] = object(request.key, "key")?;

@@ -276,28 +276,31 @@ async fn table_page(
     after: Option<&str>,
     refused: Option<Refused<'_>>,
 ) -> Response {
-    let definition = match definition_of(console, visitor, db, table).await {
-        Ok(d) => d,
-        Err(page) => return page,
-    };
-    let columns = columns(&definition);
     let mut path = format!("{}/rows?limit=50", table_url(db, table));
     if let Some(after) = after {
         path.push_str(&format!("&after={}", url_segment(after)));
     }
+    // A page answers the table's definition with its rows.
     let page = visitor.api(console, Method::GET, &path, None).await;
-    let (rows, next, unbrowsable) = match page.status {
+    let (definition, rows, next, unbrowsable) = match page.status {
         StatusCode::OK => (
+            page.body["table"].clone(),
             page.body["rows"].as_array().cloned().unwrap_or_default(),
             page.body["next"].as_str().map(str::to_owned),
             None,
         ),
         // A key hashed only has no order: rows are looked up by key.
         StatusCode::BAD_REQUEST if page.body["error"]["code"] == "NO_SUCH_INDEX" => {
-            (Vec::new(), None, Some(page.message()))
+            let definition = match definition_of(console, visitor, db, table).await {
+                Ok(d) => d,
+                Err(page) => return page,
+            };
+            (definition, Vec::new(), None, Some(page.message()))
         }
+        StatusCode::NOT_FOUND => return problem(page.status, "Not found", &page.message()),
         status => return problem(status, "The rows could not be read", &page.message()),
     };
+    let columns = columns(&definition);
     let here = table_url(db, table);
     let status = refused.as_ref().map_or(StatusCode::OK, |r| r.status);
     let empty = HashMap::new();
