@@ -389,6 +389,126 @@ async fn a_tenant_signs_up_creates_a_database_and_sees_it_and_no_one_elses() {
     let (_, _, page) = ada.get("/databases/shop/tables/notes").await;
     assert_eq!(page.matches("/row?k.id=").count(), 1, "one row: {page}");
 
+    // A reader: added by the owner, sees every page and no control that
+    // writes; what she posts anyway is refused and changes nothing.
+    for (email, role) in [
+        ("<b>x</b>@example.com", "reader"),
+        ("rae@example.com", "owner"),
+    ] {
+        let form = [
+            ("email", email),
+            ("password", "rae's password"),
+            ("role", role),
+            ("csrf", &csrf),
+        ];
+        let (status, _, page) = ada.post("/members", &form).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
+        assert!(
+            page.contains("role=\"alert\"") && !page.contains("<b>x</b>"),
+            "{page}"
+        );
+    }
+    let form = [
+        ("email", "rae@example.com"),
+        ("password", "rae's password"),
+        ("role", "reader"),
+        ("csrf", &csrf),
+    ];
+    let (status, location, _) = ada.post("/members", &form).await;
+    assert_eq!(
+        (status, location.as_str()),
+        (StatusCode::SEE_OTHER, "/members")
+    );
+    let (_, _, members) = ada.get("/members").await;
+    assert!(
+        members.contains("rae@example.com") && members.contains("Make member"),
+        "{members}"
+    );
+    let mut rae = Browser::new(&cp.shoal.control_url);
+    let login = [("email", "rae@example.com"), ("password", "rae's password")];
+    let (status, _, _) = rae.post("/login", &login).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let rae_csrf = rae.jar.get("shoal_csrf");
+    for (path, seen, unseen) in [
+        ("/", "href=\"/databases/shop\"", "action=\"/databases\""),
+        (
+            "/databases/shop",
+            "href=\"/databases/shop/tables/notes\"",
+            "id=\"new-table\"",
+        ),
+        ("/databases/shop", "Memory against the quota", "/drop\""),
+        (
+            "/databases/shop/tables/notes",
+            "&lt;img src=x",
+            "id=\"insert-row\"",
+        ),
+        ("/databases/shop/tables/notes", ">View<", ">Edit<"),
+        (
+            "/databases/shop/tables/notes/row?k.id=1",
+            "id=\"row-values\"",
+            "id=\"edit-row\"",
+        ),
+        ("/keys", "ingest", "action=\"/keys\""),
+        (
+            "/databases/shop/connect",
+            "redis-cli -h",
+            "id=\"connect-key\"",
+        ),
+        ("/members", "rae@example.com", "id=\"new-member\""),
+    ] {
+        let (status, _, page) = rae.get(path).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        assert!(
+            page.contains(seen) && !page.contains(unseen),
+            "{path}: {page}"
+        );
+    }
+    for (path, form) in [
+        ("/databases", vec![("name", "mine")]),
+        (
+            "/databases/shop/tables/notes/rows",
+            vec![("c.id", "7"), ("c.body", "x")],
+        ),
+        ("/databases/shop/tables/notes/row/delete?k.id=1", vec![]),
+        ("/databases/shop/connect", vec![("role", "read")]),
+        (
+            "/keys",
+            vec![("name", "mine"), ("database", "shop"), ("role", "read")],
+        ),
+    ] {
+        let mut form = form;
+        form.push(("csrf", &rae_csrf));
+        let (status, _, page) = rae.post(path, &form).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{path}: {page}");
+        assert!(page.contains("a reader changes nothing"), "{path}: {page}");
+    }
+    let (_, _, page) = ada.get("/databases/shop/tables/notes").await;
+    assert_eq!(
+        page.matches("/row?k.id=").count(),
+        1,
+        "still one row: {page}"
+    );
+    // Made a member, she sees the forms again.
+    let rae_id = members
+        .split("/members/")
+        .nth(1)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap();
+    let (status, location, _) = ada
+        .post(
+            &format!("/members/{rae_id}/role"),
+            &[("role", "member"), ("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(
+        (status, location.as_str()),
+        (StatusCode::SEE_OTHER, "/members")
+    );
+    let (_, _, page) = rae.get("/databases/shop/tables/notes").await;
+    assert!(page.contains("id=\"insert-row\""), "{page}");
+
     // Another tenant sees none of it.
     let mut bob = Browser::new(&cp.shoal.control_url);
     let (status, _, _) = bob

@@ -17,6 +17,7 @@ on_both_stores!(
     sessions_and_accounts_survive_a_restart,
     the_openapi_document_describes_exactly_the_routes_served,
     owners_manage_members_and_members_work_but_cannot_manage,
+    readers_read_everything_and_are_refused_every_change,
 );
 
 async fn signup_login_me_and_logout(backend: Backend) {
@@ -333,6 +334,7 @@ async fn the_openapi_document_describes_exactly_the_routes_served(backend: Backe
         ("/members", "get"),
         ("/members", "post"),
         ("/members/{id}", "delete"),
+        ("/members/{id}", "patch"),
     ] {
         assert!(
             paths.get(path).and_then(|p| p.get(method)).is_some(),
@@ -476,4 +478,192 @@ async fn owners_manage_members_and_members_work_but_cannot_manage(backend: Backe
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     let (status, _, _) = cp.login("bo@example.com", "bo's password").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+async fn readers_read_everything_and_are_refused_every_change(backend: Backend) {
+    let cp = Control::start(backend);
+    let ada = cp.signup("ada@example.com", "analytical").await;
+    let carl = cp.signup("carl@example.com", "carpentry").await;
+    let owner = Auth::Bearer(&ada.token);
+    let new_reader =
+        json!({"email": "rae@example.com", "password": "rae's password", "role": "reader"});
+    let (status, _, rae) = cp
+        .call(Method::POST, "/members", Some(&new_reader), owner)
+        .await;
+    assert_eq!(
+        (status, rae["role"].as_str()),
+        (StatusCode::CREATED, Some("reader")),
+        "{rae}"
+    );
+    let rae_id = rae["id"].as_str().unwrap().to_owned();
+    let (_, _, login) = cp.login("rae@example.com", "rae's password").await;
+    let token = login["token"].as_str().unwrap().to_owned();
+    let reader = Auth::Bearer(&token);
+    assert_eq!(login["user"]["role"], "reader");
+
+    // Everything of the tenant's reads.
+    for path in [
+        "/me",
+        "/databases",
+        "/members",
+        "/quotas",
+        "/api-keys",
+        "/audit",
+    ] {
+        let (status, _, body) = cp.call(Method::GET, path, None, reader).await;
+        assert_eq!(status, StatusCode::OK, "GET {path}: {body}");
+    }
+    let (status, _, body) = cp
+        .call(
+            Method::POST,
+            "/ndbinfo/query",
+            Some(&json!({"sql": "SELECT 1"})),
+            reader,
+        )
+        .await;
+    assert_ne!(
+        status,
+        StatusCode::FORBIDDEN,
+        "an ndbinfo query only reads: {body}"
+    );
+
+    // Every route that changes something, as the OpenAPI document lists
+    // them, refuses a reader before it looks at what was sent.
+    let (_, _, doc) = cp
+        .call(Method::GET, "/openapi.json", None, Auth::None)
+        .await;
+    let mut refused = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let rows = path == "/databases/{db}/tables/{table}/rows";
+            if method == Method::GET
+                || [
+                    "/auth/logout",
+                    "/ndbinfo/query",
+                    "/auth/signup",
+                    "/auth/login",
+                ]
+                .contains(&path.as_str())
+            {
+                continue;
+            }
+            let concrete = path
+                .replace("{db}", "shop")
+                .replace("{table}", "orders")
+                .replace("{index}", "by_day")
+                .replace("{id}", &rae_id);
+            // The rows route reads or writes by its `op`: a write is refused.
+            let bodies = if rows {
+                vec![
+                    Some(json!({"op": "insert", "row": {"id": 1}})),
+                    Some(json!({"op": "update", "row": {"id": 1}})),
+                    Some(json!({"op": "delete", "key": {"id": 1}})),
+                ]
+            } else {
+                vec![
+                    None,
+                    Some(json!({})),
+                    Some(json!({"role": "member", "name": "x"})),
+                ]
+            };
+            for body in bodies {
+                let (status, _, answer) = cp
+                    .call(method.clone(), &concrete, body.as_ref(), reader)
+                    .await;
+                assert_eq!(
+                    (status, code(&answer)),
+                    (StatusCode::FORBIDDEN, "FORBIDDEN"),
+                    "{method} {path} {body:?}: {answer}"
+                );
+            }
+            refused += 1;
+        }
+    }
+    let read = json!({"op": "read", "key": {"id": 1}});
+    let (status, _, answer) = cp
+        .call(
+            Method::POST,
+            "/databases/shop/tables/orders/rows",
+            Some(&read),
+            reader,
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "a read is let through: {answer}"
+    );
+    assert!(refused >= 15, "only {refused} routes change anything?");
+    // The reader is still a reader, and nothing was made.
+    let (_, _, members) = cp.call(Method::GET, "/members", None, owner).await;
+    let roles: Vec<&str> = (members["members"].as_array().unwrap().iter())
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["owner", "reader"]);
+
+    // The owner's role changes: only to member or reader, only of a member,
+    // only in their own tenant.
+    let role_of = |role: &str| json!({"role": role});
+    let rae_path = format!("/members/{rae_id}");
+    let ada_path = format!("/members/{}", ada.user["id"].as_str().unwrap());
+    for (path, body, who, status) in [
+        (&rae_path, role_of("owner"), owner, StatusCode::BAD_REQUEST),
+        (&rae_path, role_of("admin"), owner, StatusCode::BAD_REQUEST),
+        (&rae_path, role_of("Member"), owner, StatusCode::BAD_REQUEST),
+        (
+            &rae_path,
+            json!({"role": "member", "extra": 1}),
+            owner,
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            &rae_path,
+            json!({"role": 1}),
+            owner,
+            StatusCode::BAD_REQUEST,
+        ),
+        (&ada_path, role_of("reader"), owner, StatusCode::FORBIDDEN),
+        (
+            &rae_path,
+            role_of("member"),
+            Auth::Bearer(&carl.token),
+            StatusCode::NOT_FOUND,
+        ),
+    ] {
+        let (got, _, answer) = cp.call(Method::PATCH, path, Some(&body), who).await;
+        assert_eq!(got, status, "PATCH {path} {body}: {answer}");
+    }
+    let (_, _, me) = cp.call(Method::GET, "/me", None, reader).await;
+    assert_eq!(me["user"]["role"], "reader", "nothing changed");
+
+    // Made a member, the same session may change things from its next call.
+    let (status, _, answer) = cp
+        .call(Method::PATCH, &rae_path, Some(&role_of("member")), owner)
+        .await;
+    assert_eq!(
+        (status, answer["role"].as_str()),
+        (StatusCode::OK, Some("member"))
+    );
+    let (status, _, body) = cp
+        .call(
+            Method::POST,
+            "/databases",
+            Some(&json!({"name": "shop"})),
+            reader,
+        )
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::SERVICE_UNAVAILABLE, "NO_DATA_NODE"),
+        "allowed now, but no node here"
+    );
+    let (_, _, audit) = cp.call(Method::GET, "/audit", None, owner).await;
+    let change = (audit["entries"].as_array().unwrap().iter())
+        .find(|e| e["action"] == "member.role")
+        .expect("the role change is audited");
+    assert_eq!(
+        (&change["before"]["role"], &change["after"]["role"]),
+        (&json!("reader"), &json!("member"))
+    );
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequestParts, MatchedPath};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use dashmap::DashMap;
@@ -178,6 +178,16 @@ impl Caller {
         }
     }
 
+    /// Refuses a reader, who changes nothing.
+    pub fn require_change(&self) -> Result<(), ApiError> {
+        if self.role == Role::Reader {
+            return Err(ApiError::forbidden(
+                "a reader changes nothing: ask the tenant's owner for a member's role",
+            ));
+        }
+        Ok(())
+    }
+
     /// The caller's tenant: refused for platform admins, who have none.
     pub fn tenant(&self) -> Result<&TenantId, ApiError> {
         self.tenant_id.as_ref().ok_or_else(|| {
@@ -210,8 +220,30 @@ impl FromRequestParts<Arc<App>> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Caller, ApiError> {
-        Caller::authenticate(app, &parts.headers, &parts.method).await
+        let caller = Caller::authenticate(app, &parts.headers, &parts.method).await?;
+        if !reads_only(parts) {
+            caller.require_change()?;
+        }
+        Ok(caller)
     }
+}
+
+/// Whether a request changes nothing: every `GET`, and the few other
+/// routes that only read, only end the caller's own session, or read or
+/// write by what is sent (the rows route: its handler refuses a reader a
+/// write). Any route not named here is a change, and a reader is refused it.
+fn reads_only(parts: &Parts) -> bool {
+    const READS: [&str; 3] = [
+        "/api/v1/auth/logout",
+        "/api/v1/ndbinfo/query",
+        "/api/v1/databases/{db}/tables/{table}/rows",
+    ];
+    let safe = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
+    let route = parts
+        .extensions
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str);
+    safe || route.is_some_and(|route| READS.contains(&route))
 }
 
 impl Caller {

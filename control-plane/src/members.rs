@@ -28,6 +28,28 @@ pub struct NewMember {
     email: String,
     /// The member's first password; they log in with it.
     password: String,
+    /// `member` (the default: works with everything but membership) or
+    /// `reader` (reads everything, changes nothing).
+    #[serde(default)]
+    role: Option<String>,
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewRole {
+    /// `member` or `reader`.
+    role: String,
+}
+
+/// The role an owner may give: `member` or `reader`, nothing else.
+fn given_role(role: Option<&str>) -> Result<Role, ApiError> {
+    match role.map(Role::parse) {
+        None => Ok(Role::Member),
+        Some(Some(role @ (Role::Member | Role::Reader))) => Ok(role),
+        Some(_) => Err(ApiError::invalid(
+            "role: a member's role is \"member\" or \"reader\"",
+        )),
+    }
 }
 
 #[derive(Debug, sqlx::FromRow)]
@@ -80,6 +102,7 @@ pub async fn add(
     Body(req): Body<NewMember>,
 ) -> Result<impl IntoResponse, ApiError> {
     let tenant = owner_only(&caller)?.to_owned();
+    let role = given_role(req.role.as_deref())?;
     let users: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE tenant_id = $1")
         .bind(&tenant)
         .fetch_one(&app.store.pool)
@@ -90,25 +113,76 @@ pub async fn add(
             format!("a tenant has at most {MAX_USERS_PER_TENANT} users"),
         ));
     }
-    let (id, email) = accounts::create_user(
-        &app.store,
-        Some(&tenant),
-        &req.email,
-        &req.password,
-        Role::Member,
-    )
-    .await?;
+    let (id, email) =
+        accounts::create_user(&app.store, Some(&tenant), &req.email, &req.password, role).await?;
     let change = Change {
         tenant_id: Some(&tenant),
         action: "member.add",
         target: format!("user {id}"),
         before: None,
-        after: Some(json!({"email": email, "role": "member"})),
+        after: Some(json!({"email": email, "role": role})),
     };
     audit::record_after(&app, &caller, change).await;
     Ok((
         StatusCode::CREATED,
-        Json(json!({"id": id, "email": email, "role": "member"})),
+        Json(json!({"id": id, "email": email, "role": role})),
+    ))
+}
+
+/// The member `id` of the owner's tenant; never the owner.
+async fn member_of(app: &App, tenant: &TenantId, id: &str) -> Result<MemberRow, ApiError> {
+    if !validate::could_name(id) {
+        return Err(ApiError::not_found("member"));
+    }
+    let row: Option<MemberRow> = sqlx::query_as(
+        "SELECT id, email, role, created_at FROM users WHERE id = $1 AND tenant_id = $2",
+    )
+    .bind(id)
+    .bind(tenant)
+    .fetch_optional(&app.store.pool)
+    .await?;
+    let member = row.ok_or_else(|| ApiError::not_found("member"))?;
+    if member.role == Role::Owner.as_str() {
+        return Err(ApiError::forbidden(
+            "the owner's role is not changed or removed",
+        ));
+    }
+    Ok(member)
+}
+
+/// `PATCH /members/{id} {role}` (the tenant's owner): makes a member a
+/// reader or back; it holds from their next request.
+#[utoipa::path(patch, path = "/members/{id}", tag = "accounts", request_body = NewRole,
+    params(("id" = String, Path, description = "The member's user id")),
+    responses((status = 200, description = "{id, email, role}", body = Object),
+        (status = 400, description = "A role other than member or reader", body = Object),
+        (status = 401, description = "No session, or an invalid or expired one", body = Object),
+        (status = 403, description = "Not the tenant's owner, or the owner themself", body = Object),
+        (status = 404, description = "No such member of this tenant", body = Object)))]
+pub async fn set_role(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(req): Body<NewRole>,
+) -> Result<Json<Value>, ApiError> {
+    let tenant = owner_only(&caller)?.to_owned();
+    let role = given_role(Some(&req.role))?;
+    let member = member_of(&app, &tenant, &id).await?;
+    sqlx::query("UPDATE users SET role = $1 WHERE id = $2")
+        .bind(role.as_str())
+        .bind(&member.id)
+        .execute(&app.store.pool)
+        .await?;
+    let change = Change {
+        tenant_id: Some(&tenant),
+        action: "member.role",
+        target: format!("user {}", member.id),
+        before: Some(json!({"role": member.role})),
+        after: Some(json!({"role": role})),
+    };
+    audit::record_after(&app, &caller, change).await;
+    Ok(Json(
+        json!({"id": member.id, "email": member.email, "role": role}),
     ))
 }
 
@@ -126,20 +200,7 @@ pub async fn remove(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let tenant = owner_only(&caller)?.to_owned();
-    if !validate::could_name(&id) {
-        return Err(ApiError::not_found("member"));
-    }
-    let row: Option<MemberRow> = sqlx::query_as(
-        "SELECT id, email, role, created_at FROM users WHERE id = $1 AND tenant_id = $2",
-    )
-    .bind(&id)
-    .bind(&tenant)
-    .fetch_optional(&app.store.pool)
-    .await?;
-    let member = row.ok_or_else(|| ApiError::not_found("member"))?;
-    if member.role == Role::Owner.as_str() {
-        return Err(ApiError::forbidden("the owner cannot be removed"));
-    }
+    let member = member_of(&app, &tenant, &id).await?;
     sqlx::query("DELETE FROM users WHERE id = $1")
         .bind(&member.id)
         .execute(&app.store.pool)

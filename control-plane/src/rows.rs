@@ -183,6 +183,9 @@ pub async fn change(
     Path((name, table)): Path<(String, String)>,
     Body(request): Body<RowRequest>,
 ) -> Result<Json<Value>, ApiError> {
+    if request.op != RowOp::Read {
+        caller.require_change()?;
+    }
     let (db, primary) = reach(&app, &caller, &name).await?;
     let (table_name, _) = databases::table_definition(&app, &db, &table).await?;
     let object = |v: Option<Value>, what: &str| match v {

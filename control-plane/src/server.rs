@@ -347,7 +347,7 @@ pub fn router(app: Arc<App>, console: Arc<shoal_web::Console>) -> Router {
         .routes(routes!(accounts::logout))
         .routes(routes!(accounts::me))
         .routes(routes!(members::list, members::add))
-        .routes(routes!(members::remove))
+        .routes(routes!(members::remove, members::set_role))
         .routes(routes!(databases::list, databases::create))
         .routes(routes!(databases::get, databases::drop))
         .routes(routes!(databases::list_tables, databases::create_table))

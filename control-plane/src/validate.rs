@@ -4,6 +4,10 @@
 use crate::auth::{MAX_PASSWORD, MIN_PASSWORD};
 use crate::error::ApiError;
 
+/// The signs an address's name may hold besides letters and digits (RFC
+/// 5322's atext, and dots): no quotes, brackets, markup or spaces.
+const LOCAL_SIGNS: &str = "!#$%&'*+-/=?^_`{|}~.";
+
 /// An email address, trimmed and lower-cased.
 pub fn email(raw: &str) -> Result<String, ApiError> {
     let email = raw.trim().to_lowercase();
@@ -20,7 +24,12 @@ pub fn email(raw: &str) -> Result<String, ApiError> {
     match email.split_once('@') {
         Some((local, domain))
             if !local.is_empty()
-                && !domain.contains('@')
+                && local
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || LOCAL_SIGNS.contains(c))
+                && domain
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '-' || c == '.')
                 && domain.contains('.')
                 && !domain.starts_with('.')
                 && !domain.ends_with('.') =>
@@ -109,10 +118,17 @@ mod tests {
             "a b@x.io",
             "a@b@c.io",
             "a@.io",
+            "<b>x</b>@example.com",
+            "a@exa<mple.com",
+            "\"a\"@example.com",
+            "a;b@example.com",
         ] {
             assert!(email(bad).is_err(), "{bad:?}");
         }
         assert!(email(&format!("{}@x.io", "a".repeat(250))).is_err());
+        for good in ["o'brien+shoal@example.com", "zoë@bücher.de", "a.b-c@x-y.io"] {
+            assert!(email(good).is_ok(), "{good:?}");
+        }
     }
 
     #[test]

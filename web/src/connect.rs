@@ -212,6 +212,9 @@ async fn connect_page(console: &Console, visitor: &Visitor, name: &str, made: Ma
                             code #new-key { (made.key) }
                         }
                     }
+                    _ if !visitor.changes() => {
+                        p { "The lines below say " code { "<your key>" } ": paste a key granted this database (a reader cannot make one: ask a member)." }
+                    }
                     _ => {
                         p { "The lines below say " code { "<your key>" } ": paste a key granted this database, or make one here." }
                         form.inline #connect-key method="post" action=(format!("{path}/connect")) {

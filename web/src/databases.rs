@@ -311,7 +311,9 @@ async fn databases_page(
                         }
                     }
                 }
-                (new_database_form(&visitor.csrf, form_error.map_or("", |e| e.0), form_error.map(|e| e.1)))
+                @if visitor.changes() {
+                    (new_database_form(&visitor.csrf, form_error.map_or("", |e| e.0), form_error.map(|e| e.1)))
+                }
             },
         ),
     )
@@ -400,14 +402,14 @@ async fn database_page(
                                     td { a href=(format!("{path}/tables/{}", url_segment(table))) { (table) } }
                                     td.memory { (format::bytes(used)) }
                                     td { (format::bytes(free)) }
-                                    td { a href=(format!("{path}/tables/{}/drop", url_segment(table))) { "Drop" } }
+                                    td { @if visitor.changes() { a href=(format!("{path}/tables/{}/drop", url_segment(table))) { "Drop" } } }
                                 }
                             }
                         }
                     }
                     h2 { "Usage" }
             (charts)
-            (table_form(name, &visitor.csrf, values, error))
+            @if visitor.changes() { (table_form(name, &visitor.csrf, values, error)) }
                     h2 { "Connect" }
                     (crate::connect::nodes(&db))
                     p { a #connect-link href=(format!("{path}/connect")) { "Connect: ready lines for curl, redis-cli, redis-py, node-redis and RonDB REST clients" } ", with a key made for them." }

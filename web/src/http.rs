@@ -169,6 +169,12 @@ impl Visitor {
         })
     }
 
+    /// Whether the visitor may change anything: a reader sees no forms
+    /// that write (the API would refuse them anyway).
+    pub(crate) fn changes(&self) -> bool {
+        self.user.role != shoal_wire::api::Role::Reader
+    }
+
     /// A page in the frame a signed-in visitor sees.
     pub(crate) fn page(&self, title: &str, content: Markup) -> Markup {
         page(title, Some(self), content)
@@ -216,8 +222,9 @@ impl<S: Send + Sync> FromRequest<S> for Fields {
     }
 }
 
-/// A form posted by a signed-in visitor, its CSRF token checked; anyone
-/// else is sent to log in, and a form without the token refused.
+/// A form that changes something, posted by a signed-in visitor who may
+/// change things, its CSRF token checked; anyone else is sent to log in, a
+/// form without the token refused, and a reader refused with a page.
 pub(crate) struct Posted {
     pub(crate) visitor: Visitor,
     pub(crate) form: HashMap<String, String>,
@@ -227,12 +234,41 @@ impl FromRequest<Arc<Console>> for Posted {
     type Rejection = Response;
 
     async fn from_request(request: Request, console: &Arc<Console>) -> Result<Posted, Response> {
+        let Asked { visitor, form } = Asked::from_request(request, console).await?;
+        if !visitor.changes() {
+            return Err(problem(
+                StatusCode::FORBIDDEN,
+                "Refused",
+                "a reader changes nothing: ask the tenant's owner for a member's role.",
+            ));
+        }
+        Ok(Posted { visitor, form })
+    }
+}
+
+/// A form that only asks (a query), posted by a signed-in visitor, its
+/// CSRF token checked.
+pub(crate) struct Asked {
+    pub(crate) visitor: Visitor,
+    pub(crate) form: HashMap<String, String>,
+}
+
+impl FromRequest<Arc<Console>> for Asked {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, console: &Arc<Console>) -> Result<Asked, Response> {
         let visitor = Visitor::of(console, request.headers()).await?;
         let Fields(form) = Fields::from_request(request, console).await?;
         if !csrf_ok(&form, &visitor.csrf) {
             return Err(refused());
         }
-        Ok(Posted { visitor, form })
+        Ok(Asked { visitor, form })
+    }
+}
+
+impl Asked {
+    pub(crate) fn field(&self, name: &str) -> String {
+        field(&self.form, name)
     }
 }
 

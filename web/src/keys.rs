@@ -119,7 +119,8 @@ async fn keys_page(
                                 td { (format::when(k.last_used_at)) }
                                 td {
                                     @match k.revoked_at {
-                                        None => a href=(format!("/keys/{}/revoke", url_segment(&k.id))) { "Revoke" },
+                                        None if visitor.changes() => a href=(format!("/keys/{}/revoke", url_segment(&k.id))) { "Revoke" },
+                                        None => "in use",
                                         Some(at) => { "revoked " (format::when(Some(at))) },
                                     }
                                 }
@@ -127,7 +128,7 @@ async fn keys_page(
                         }
                     }
                 }
-                form.card method="post" action="/keys" {
+                @if visitor.changes() { form.card method="post" action="/keys" {
                     input type="hidden" name="csrf" value=(csrf);
                     h2 { "New key" }
                     label for="key_name" { "Name" }
@@ -142,7 +143,7 @@ async fn keys_page(
                     select #key_role name="role" { option value="read_write" { "read and write" } option value="read" { "read only" } }
                     @if let Some(error) = error { p.error role="alert" { (error) } }
                     button type="submit" { "Create key" }
-                }
+                } }
             },
         ),
     )

@@ -27,7 +27,7 @@ pub(crate) fn page(title: &str, who: Option<&Visitor>, content: Markup) -> Marku
                         @let user = &visitor.user;
                         nav {
                             @if user.is_admin() { a href="/" { "Tenants" } a href="/admin/datanodes" { "Data nodes" } a href="/admin/audit" { "Audit log" } }
-                            @else { a href="/" { "Databases" } a href="/keys" { "API keys" } a href="/activity" { "Activity" } }
+                            @else { a href="/" { "Databases" } a href="/keys" { "API keys" } a href="/activity" { "Activity" } a href="/members" { "Members" } }
                             a href="/sql" { "SQL" }
                             span.who { (user.email) " · " (user.tenant.as_ref().map_or("operator", |t| t.name.as_str())) }
                             form method="post" action="/logout" {

@@ -26,6 +26,7 @@ mod format;
 mod http;
 mod keys;
 mod layout;
+mod members;
 mod operators;
 mod rows;
 mod sql;
@@ -90,6 +91,12 @@ pub fn router(console: Arc<Console>) -> Router {
         .route(
             "/keys/{id}/revoke",
             get(keys::confirm_revoke).post(keys::revoke),
+        )
+        .route("/members", get(members::members).post(members::add))
+        .route("/members/{id}/role", post(members::set_role))
+        .route(
+            "/members/{id}/remove",
+            get(members::confirm_remove).post(members::remove),
         )
         .route("/sql", get(sql::sql_form).post(sql::run_sql))
         .route("/activity", get(activity::activity))

@@ -337,9 +337,13 @@ async fn table_page(
                                 tr {
                                     @for c in &columns { td { (cell(&row[&c.name])) } }
                                     td.actions {
-                                        a href=(format!("{here}/row?{key}")) { "Edit" }
-                                        " "
-                                        a href=(format!("{here}/row/delete?{key}")) { "Delete" }
+                                        @if visitor.changes() {
+                                            a href=(format!("{here}/row?{key}")) { "Edit" }
+                                            " "
+                                            a href=(format!("{here}/row/delete?{key}")) { "Delete" }
+                                        } @else {
+                                            a href=(format!("{here}/row?{key}")) { "View" }
+                                        }
                                     }
                                 }
                             }
@@ -356,12 +360,14 @@ async fn table_page(
                     pre { code #definition-sql { (sql_of(&definition)) } }
                     pre { code #definition-json { (serde_json::to_string_pretty(&definition).unwrap_or_default()) } }
                 }
-                h2 { "Insert a row" }
-                form.card #insert-row method="post" action=(format!("{here}/rows")) {
-                    input type="hidden" name="csrf" value=(visitor.csrf);
-                    (fields(&columns, typed, true))
-                    @if let Some(r) = &refused { p.error role="alert" { (r.message) } }
-                    button type="submit" { "Insert" }
+                @if visitor.changes() {
+                    h2 { "Insert a row" }
+                    form.card #insert-row method="post" action=(format!("{here}/rows")) {
+                        input type="hidden" name="csrf" value=(visitor.csrf);
+                        (fields(&columns, typed, true))
+                        @if let Some(r) = &refused { p.error role="alert" { (r.message) } }
+                        button type="submit" { "Insert" }
+                    }
                 }
             },
         ),
@@ -498,13 +504,20 @@ async fn row_page(
                 dl.key {
                     @for c in columns.iter().filter(|c| c.key) { dt { (c.name) } dd { (cell(&row[&c.name])) } }
                 }
-                form.card #edit-row method="post" action=(format!("{here}/row?{key_text}")) {
-                    input type="hidden" name="csrf" value=(visitor.csrf);
-                    (fields(&columns, &current, false))
-                    @if let Some(r) = &refused { p.error role="alert" { (r.message) } }
-                    button type="submit" { "Save" }
+                @if visitor.changes() {
+                    form.card #edit-row method="post" action=(format!("{here}/row?{key_text}")) {
+                        input type="hidden" name="csrf" value=(visitor.csrf);
+                        (fields(&columns, &current, false))
+                        @if let Some(r) = &refused { p.error role="alert" { (r.message) } }
+                        button type="submit" { "Save" }
+                    }
+                    p { a href=(format!("{here}/row/delete?{key_text}")) { "Delete this row" } " · " a href=(here) { "Back to the table" } }
+                } @else {
+                    dl.row #row-values {
+                        @for c in columns.iter().filter(|c| !c.key) { dt { (c.name) } dd { (cell(&row[&c.name])) } }
+                    }
+                    p { a href=(here) { "Back to the table" } }
                 }
-                p { a href=(format!("{here}/row/delete?{key_text}")) { "Delete this row" } " · " a href=(here) { "Back to the table" } }
             },
         ),
     )

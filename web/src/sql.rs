@@ -11,7 +11,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::Console;
-use crate::http::{Posted, Visitor};
+use crate::http::{Asked, Visitor};
 use crate::layout::html_response;
 
 pub(crate) async fn sql_form(visitor: Visitor) -> Response {
@@ -21,7 +21,7 @@ pub(crate) async fn sql_form(visitor: Visitor) -> Response {
     )
 }
 
-pub(crate) async fn run_sql(State(console): State<Arc<Console>>, posted: Posted) -> Response {
+pub(crate) async fn run_sql(State(console): State<Arc<Console>>, posted: Asked) -> Response {
     let sql = posted.field("sql");
     let visitor = &posted.visitor;
     let body = Some(json!({"sql": sql}));

@@ -32,6 +32,9 @@ pub enum Role {
     Owner,
     /// Works in a tenant: everything but its membership.
     Member,
+    /// Reads a tenant's databases, tables, rows, keys and usage; changes
+    /// nothing.
+    Reader,
     /// Runs the platform: every tenant, quotas, data nodes.
     Admin,
 }
@@ -41,6 +44,7 @@ impl Role {
         match self {
             Role::Owner => "owner",
             Role::Member => "member",
+            Role::Reader => "reader",
             Role::Admin => "admin",
         }
     }
@@ -49,6 +53,7 @@ impl Role {
         match s {
             "owner" => Some(Role::Owner),
             "member" => Some(Role::Member),
+            "reader" => Some(Role::Reader),
             "admin" => Some(Role::Admin),
             _ => None,
         }
@@ -207,6 +212,22 @@ pub struct UsageSeries {
     pub points: Vec<UsagePoint>,
 }
 
+/// A user of a tenant (`GET /members`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    pub id: String,
+    pub email: String,
+    pub role: Role,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: i64,
+}
+
+/// `GET /members`: the oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberList {
+    pub members: Vec<Member>,
+}
+
 /// Who made a change on the platform.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Actor {
@@ -306,6 +327,9 @@ mod tests {
             "email": "a@b.c", "role": "admin", "tenant": null}))
         .unwrap();
         assert!(user.is_admin() && user.tenant.is_none());
-        assert_eq!(Role::parse(Role::Member.as_str()), Some(Role::Member));
+        for role in [Role::Owner, Role::Member, Role::Reader, Role::Admin] {
+            assert_eq!(Role::parse(role.as_str()), Some(role));
+            assert_eq!(serde_json::json!(role), role.as_str());
+        }
     }
 }
