@@ -1362,6 +1362,23 @@ async fn usage(cp: &Control, query: &str, token: &str) -> (StatusCode, Value) {
     (status, body)
 }
 
+/// The write and read units a series (`query`, per minute) counts, once
+/// it counts at least `expected`.
+async fn units_counted(cp: &Control, query: &str, token: &str, expected: (u64, u64)) -> (u64, u64) {
+    let query = format!("{query}&resolution=minute");
+    eventually("the units are counted", || async {
+        let (_, body) = usage(cp, &query, token).await;
+        let sum = |f: &str| {
+            (body["points"].as_array().unwrap().iter())
+                .map(|p| p[f].as_u64().unwrap())
+                .sum::<u64>()
+        };
+        let counted = (sum("write_units"), sum("read_units"));
+        (counted.0 >= expected.0 && counted.1 >= expected.1).then_some(counted)
+    })
+    .await
+}
+
 async fn usage_is_metered_rolled_up_exported_and_kept_bounded(backend: Backend) {
     let (cp, admin) = control_with_admin_and(
         backend,
@@ -1425,20 +1442,7 @@ async fn usage_is_metered_rolled_up_exported_and_kept_bounded(backend: Backend) 
     .await;
     assert!(points.iter().all(|p| p["at"].is_i64()));
     // The units the key spent are counted: 40 writes and 25 reads, once each.
-    let counted = eventually("the units are counted", || async {
-        let (_, body) = usage(&cp, "database=shop&resolution=minute", ada_token).await;
-        let sum = |f: &str| {
-            body["points"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|p| p[f].as_u64().unwrap())
-                .sum::<u64>()
-        };
-        (sum("write_units") >= 40 && sum("read_units") >= 25)
-            .then(|| (sum("write_units"), sum("read_units")))
-    })
-    .await;
+    let counted = units_counted(&cp, "database=shop", ada_token, (40, 25)).await;
     assert_eq!(counted, (40, 25), "each unit counted once");
     // Per table, and the tenant as a whole.
     let (status, table) = usage(&cp, "database=shop&table=orders&resolution=raw", &ada.token).await;
@@ -1458,6 +1462,10 @@ async fn usage_is_metered_rolled_up_exported_and_kept_bounded(backend: Backend) 
         Some(orders_memory),
         "the table's memory as ndbinfo has it"
     );
+    // Its units: the one table's are all the database's, counted once.
+    let query = "database=shop&table=orders";
+    let table_counted = units_counted(&cp, query, ada_token, (40, 25)).await;
+    assert_eq!(table_counted, (40, 25), "each unit counted once, per table");
     let (status, total) = usage(&cp, "resolution=minute", &ada.token).await;
     assert_eq!(
         (status, &total["tenant_id"]),

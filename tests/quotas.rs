@@ -196,6 +196,29 @@ async fn units(shoal: &Shoal, db: &str) -> (u64, u64) {
     (row[3].as_u64().unwrap(), row[4].as_u64().unwrap())
 }
 
+/// `table_usage`'s read and write units of each table of `db`, by name.
+async fn table_units(shoal: &Shoal, db: &str) -> std::collections::BTreeMap<String, (u64, u64)> {
+    let usage = shoal.ndbinfo("table_usage").await;
+    assert_eq!(
+        usage["columns"],
+        json!([
+            "database_name",
+            "table_name",
+            "table_id",
+            "read_units",
+            "write_units",
+            "node_id"
+        ])
+    );
+    (usage["rows"].as_array().unwrap().iter())
+        .filter(|r| r[0] == db)
+        .map(|r| {
+            let name = r[1].as_str().unwrap().to_owned();
+            (name, (r[3].as_u64().unwrap(), r[4].as_u64().unwrap()))
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn units_are_per_started_kib_of_the_values_written_and_4_kib_read() {
     let shoal = Shoal::start(&["datanode", "--data-memory", "64M"]);
@@ -261,4 +284,55 @@ async fn units_are_per_started_kib_of_the_values_written_and_4_kib_read() {
             "a row of {len} bytes"
         );
     }
+
+    // Each table is charged its share: with one table, all of it.
+    let blobs = units(&shoal, "shop").await;
+    assert_eq!(table_units(&shoal, "shop").await["blobs"], blobs);
+    let table = json!({"name": "notes", "columns": [
+        {"name": "k", "type": "BIGINT"}, {"name": "v", "type": "VARCHAR(100)"}],
+      "primary_key": ["k"]});
+    let (status, body) = shoal
+        .post("/internal/v1/databases/shop/tables", table)
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let notes = |op: &str, body: Value| {
+        common::client()
+            .post(format!("{}/0.1.0/shop/notes/{op}", shoal.rest_url))
+            .header("X-API-KEY", &key)
+            .json(&body)
+            .send()
+    };
+    for k in 1..=3 {
+        let r = notes("pk-insert", json!({"row": {"k": k, "v": "x"}}))
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+    }
+    let read = json!({"filters": [{"column": "k", "value": 2}]});
+    assert_eq!(
+        notes("pk-read", read).await.unwrap().status(),
+        StatusCode::OK
+    );
+    let by_table = table_units(&shoal, "shop").await;
+    assert_eq!(
+        by_table["blobs"], blobs,
+        "another table's work is not this one's"
+    );
+    assert_eq!(by_table["notes"], (1, 3));
+    // A query reads every row it examines: charged to its table.
+    let query = json!({"query": "SELECT COUNT(*) AS n FROM notes", "database": "shop"});
+    let r = common::client()
+        .post(format!("{}/0.1.0/ronsql", shoal.rest_url))
+        .header("X-API-KEY", &key)
+        .json(&query)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    let by_table = table_units(&shoal, "shop").await;
+    assert_eq!(by_table["notes"], (1 + 3, 3));
+    // Together, exactly the database's counters.
+    let database = units(&shoal, "shop").await;
+    let summed = (by_table.values()).fold((0, 0), |(r, w), t| (r + t.0, w + t.1));
+    assert_eq!(summed, database);
 }

@@ -395,10 +395,11 @@ async fn visible_rows(
                 out.entry(raw.name).or_default().push(row);
             }
         }
-        let quota = ndbinfo::DATABASE_QUOTA_USAGE;
-        for row in fetch(quota).await? {
-            if visible(row.first()) {
-                out.entry(quota.name).or_default().push(row);
+        for by_database in [ndbinfo::DATABASE_QUOTA_USAGE, ndbinfo::TABLE_USAGE] {
+            for row in fetch(by_database).await? {
+                if visible(row.first()) {
+                    out.entry(by_database.name).or_default().push(row);
+                }
             }
         }
         // Node-wide figures say something of every tenant: admins only.

@@ -1,5 +1,5 @@
 //! Metering: every interval each data node's memory and counters are
-//! sampled per database (and memory per table) into the store, rolled up
+//! sampled per database (and memory and units per table) into the store, rolled up
 //! per minute and per hour, and kept for as long as the retention says;
 //! `GET /usage` answers series from them and `GET /usage/billing` a
 //! per-tenant, per-day export. The arithmetic is in `shoal_metering`.
@@ -174,6 +174,17 @@ pub async fn collect_once(app: &App, now: i64) -> sqlx::Result<()> {
                     .add(memory, 0, Counters::default());
             }
         }
+        // Units per table: a node that does not say them is counted
+        // without them.
+        if let Ok(units) = fetch(ndbinfo::TABLE_USAGE).await {
+            for ((db, table), grown) in table_units_grown(app, node, &units).await? {
+                if tenants.contains_key(&db) {
+                    (tables_found.entry((db, table)))
+                        .or_default()
+                        .add(0, 0, grown);
+                }
+            }
+        }
     }
     // A database on a node group is sampled once, over its nodes.
     for (db, found) in &databases {
@@ -184,11 +195,85 @@ pub async fn collect_once(app: &App, now: i64) -> sqlx::Result<()> {
         let elapsed = databases
             .get(db.as_str())
             .map_or(interval_ms, |d| d.elapsed);
-        let usage = Usage::sample(found.memory, elapsed, Counters::default());
+        let usage = Usage::sample(found.memory, elapsed, found.grown);
         store_sample(app, Resolution::Raw, now, &tenants[db], db, table, &usage).await?;
     }
     roll_up(app, now).await?;
     trim(app, now).await
+}
+
+/// What each table's unit counters on `node` grew by since the last
+/// reading (`growth`'s rules), from the node's `table_usage` rows; the
+/// readings are kept for next time, and those of tables gone forgotten.
+async fn table_units_grown(
+    app: &App,
+    node: &NodeRow,
+    rows: &ndbinfo::Rows,
+) -> sqlx::Result<Vec<((String, String), Counters)>> {
+    let node_id = i64::from(node.node_id);
+    let kept: Vec<(String, String, String, i64, i64)> = sqlx::query_as(
+        "SELECT database_name, table_name, boot_id, read_units, write_units \
+         FROM table_usage_counters WHERE node_id = $1",
+    )
+    .bind(node_id)
+    .fetch_all(&app.store.pool)
+    .await?;
+    let mut before: HashMap<(String, String), (String, Counters)> = (kept.into_iter())
+        .map(|(db, table, boot, reads, writes)| {
+            let c = Counters {
+                read_units: reads as u64,
+                write_units: writes as u64,
+                ..Counters::default()
+            };
+            ((db, table), (boot, c))
+        })
+        .collect();
+    let mut grown = Vec::new();
+    for row in rows.records() {
+        let (Some(db), Some(table)) = (row.text("database_name"), row.text("table_name")) else {
+            continue;
+        };
+        let now = Counters {
+            read_units: row.uint("read_units").unwrap_or(0),
+            write_units: row.uint("write_units").unwrap_or(0),
+            ..Counters::default()
+        };
+        // A table made again is a new table: its counters started anew,
+        // as after a restart.
+        let made = format!("{}/{}", node.boot_id, row.uint("table_id").unwrap_or(0));
+        let key = (db.to_owned(), table.to_owned());
+        let previous = before.remove(&key);
+        let previous = previous.as_ref().map(|(made, c)| (made.as_str(), *c));
+        grown.push((key, growth(previous, (made.as_str(), now))));
+        sqlx::query(
+            "INSERT INTO table_usage_counters (node_id, database_name, table_name, boot_id, \
+             read_units, write_units) VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (node_id, database_name, table_name) DO UPDATE SET \
+             boot_id = excluded.boot_id, read_units = excluded.read_units, \
+             write_units = excluded.write_units",
+        )
+        .bind(node_id)
+        .bind(db)
+        .bind(table)
+        .bind(&made)
+        .bind(clamp(now.read_units))
+        .bind(clamp(now.write_units))
+        .execute(&app.store.pool)
+        .await?;
+    }
+    // Tables the node no longer has.
+    for ((db, table), _) in before {
+        sqlx::query(
+            "DELETE FROM table_usage_counters \
+             WHERE node_id = $1 AND database_name = $2 AND table_name = $3",
+        )
+        .bind(node_id)
+        .bind(db)
+        .bind(table)
+        .execute(&app.store.pool)
+        .await?;
+    }
+    Ok(grown)
 }
 
 fn clamp(n: u64) -> i64 {

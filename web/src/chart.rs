@@ -112,48 +112,68 @@ pub(crate) fn chart(title: &str, unit: Unit, lines: &[Line], from: i64, to: i64)
     }
 }
 
-/// The charts of a usage series: memory (against `quota`, if any), then
-/// `after_memory`, read and write units per second, and throttled and
-/// refused requests, from `from` to `to`.
+/// The charts of a usage series: memory (against `quota`, if any), read
+/// and write units per second, and throttled and refused requests, from
+/// `from` to `to`; with `by_table` (each table's series), each table's
+/// memory, reads and writes beside them.
 pub(crate) fn usage(
     points: &[UsagePoint],
     quota: Option<u64>,
     (from, to): (i64, i64),
-    after_memory: Option<Markup>,
+    by_table: &[(String, Vec<UsagePoint>)],
 ) -> Markup {
-    // Seconds each point covers: the spacing of the points.
-    let step_s = (points.windows(2))
-        .map(|w| w[1].at - w[0].at)
-        .filter(|d| *d > 0)
-        .min()
-        .map_or(1.0, |ms| ms as f64 / 1000.0);
-    let line = |name: &str, value: &dyn Fn(&UsagePoint) -> f64| Line {
-        name: name.to_owned(),
-        points: points.iter().map(|p| (p.at, value(p))).collect(),
-    };
-    let mut memory = vec![line("memory", &|p| p.memory_bytes as f64)];
+    let mut memory = vec![line("memory", points, |p| p.memory_bytes as f64)];
     if let Some(quota) = quota {
         memory.push(Line {
             name: "quota".into(),
             points: vec![(from, quota as f64), (to, quota as f64)],
         });
     }
+    let per_second = |name: &str, points: &[UsagePoint], units: fn(&UsagePoint) -> u64| {
+        let step_s = step_seconds(points);
+        line(name, points, |p| units(p) as f64 / step_s)
+    };
     let units = [
-        line("reads", &|p| p.read_units as f64 / step_s),
-        line("writes", &|p| p.write_units as f64 / step_s),
+        per_second("reads", points, |p| p.read_units),
+        per_second("writes", points, |p| p.write_units),
     ];
     let refusals = [
-        line("throttled", &|p| {
+        line("throttled", points, |p| {
             (p.throttled_reads + p.throttled_writes) as f64
         }),
-        line("refused by a quota", &|p| p.quota_rejections as f64),
+        line("refused by a quota", points, |p| p.quota_rejections as f64),
     ];
+    let tables = |each: &dyn Fn(&str, &[UsagePoint]) -> Line| -> Vec<Line> {
+        by_table.iter().map(|(t, points)| each(t, points)).collect()
+    };
+    let chart_of = |title: &str, unit: Unit, lines: Vec<Line>| {
+        html! { @if !by_table.is_empty() { (chart(title, unit, &lines, from, to)) } }
+    };
     html! {
         (chart("Memory against the quota", Unit::Bytes, &memory, from, to))
-        @if let Some(after) = after_memory { (after) }
+        (chart_of("Memory by table", Unit::Bytes, tables(&|t, p| line(t, p, |p| p.memory_bytes as f64))))
         (chart("Read and write units per second", Unit::PerSecond, &units, from, to))
+        (chart_of("Read units per second by table", Unit::PerSecond, tables(&|t, p| per_second(t, p, |p| p.read_units))))
+        (chart_of("Write units per second by table", Unit::PerSecond, tables(&|t, p| per_second(t, p, |p| p.write_units))))
         (chart("Throttled and refused requests", Unit::Requests, &refusals, from, to))
     }
+}
+
+/// A line of one figure of a series.
+fn line(name: &str, points: &[UsagePoint], value: impl Fn(&UsagePoint) -> f64) -> Line {
+    Line {
+        name: name.to_owned(),
+        points: points.iter().map(|p| (p.at, value(p))).collect(),
+    }
+}
+
+/// Seconds each point of a series covers: the spacing of its points.
+fn step_seconds(points: &[UsagePoint]) -> f64 {
+    (points.windows(2))
+        .map(|w| w[1].at - w[0].at)
+        .filter(|d| *d > 0)
+        .min()
+        .map_or(1.0, |ms| ms as f64 / 1000.0)
 }
 
 fn draw(

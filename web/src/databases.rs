@@ -123,10 +123,13 @@ async fn series(
     (visitor.read::<UsageSeries>(console, &path).await).map_or_else(|_| Vec::new(), |u| u.points)
 }
 
-/// The database's charts over `range`: memory against its quota and by
-/// table, read and write units per second, throttled and refused requests.
+/// Tables a database's page charts one by one (the first, by name).
+const CHARTED_TABLES: usize = 6;
+
+/// The database's charts over `range`: memory against its quota, read and
+/// write units per second, throttled and refused requests — and memory,
+/// reads and writes by table.
 async fn charts(console: &Console, visitor: &Visitor, db: &Database, range: Range) -> Markup {
-    use crate::chart::{Line, Unit, chart};
     let to = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
@@ -138,24 +141,17 @@ async fn charts(console: &Console, visitor: &Visitor, db: &Database, range: Rang
         .find(|d| d["name"] == name)
         .and_then(|d| d["quota"]["in_memory_bytes"].as_u64());
     let mut by_table = Vec::new();
-    for table in db.tables.iter().take(6) {
+    for table in db.tables.iter().take(CHARTED_TABLES) {
         let points = series(console, visitor, name, Some(table), range, (from, to)).await;
-        by_table.push(Line {
-            name: table.clone(),
-            points: points
-                .iter()
-                .map(|p| (p.at, p.memory_bytes as f64))
-                .collect(),
-        });
+        by_table.push((table.clone(), points));
     }
-    let by_table = chart("Memory by table", Unit::Bytes, &by_table, from, to);
     html! {
         nav.ranges aria-label="Range" {
             @for r in Range::ALL {
                 @if r == range { strong { (r.name) } } @else { a href=(format!("/databases/{}?range={}", url_segment(name), r.name)) { (r.name) } }
             }
         }
-        (crate::chart::usage(&points, quota, (from, to), Some(by_table)))
+        (crate::chart::usage(&points, quota, (from, to), &by_table))
     }
 }
 

@@ -299,7 +299,7 @@ async fn tenant_page(
     );
     let usage = (visitor.read::<UsageSeries>(console, &usage_path).await)
         .map_or_else(|_| Vec::new(), |u| u.points);
-    let charts = crate::chart::usage(&usage, t.quota.in_memory_bytes, (from, to), None);
+    let charts = crate::chart::usage(&usage, t.quota.in_memory_bytes, (from, to), &[]);
     let quota = serde_json::to_value(t.quota).unwrap_or_default();
     let dbs = match visitor.read::<DatabaseList>(console, "/databases").await {
         Ok(dbs) => dbs.databases,

@@ -144,6 +144,23 @@ pub const DATABASE_QUOTA_USAGE: NdbinfoTable = NdbinfoTable {
     view: None,
 };
 
+/// Per table: the read and write units requests used of it since the node
+/// `node_id` made it — its share of its database's counters in
+/// `database_quota_usage`, counted by the same rules. `table_id` is the
+/// node's id of the table (a table made again has a new one).
+pub const TABLE_USAGE: NdbinfoTable = NdbinfoTable {
+    name: "table_usage",
+    columns: &[
+        text("database_name"),
+        text("table_name"),
+        int("table_id"),
+        int("read_units"),
+        int("write_units"),
+        int("node_id"),
+    ],
+    view: None,
+};
+
 /// The data nodes: each node's row of itself (`STARTED` once in its
 /// group's view, `STARTING` while it starts or catches up; the control
 /// plane adds `DOWN` for registered nodes it does not hear from), seconds
@@ -161,13 +178,14 @@ pub const NODES: NdbinfoTable = NdbinfoTable {
 };
 
 /// Every ndbinfo table and view a data node serves today.
-pub const ALL: [NdbinfoTable; 7] = [
+pub const ALL: [NdbinfoTable; 8] = [
     TABLE_MAP,
     TABLE_MEMORY_USAGE_RAW,
     TABLE_MEMORY_USAGE,
     DATABASE_MEMORY_USAGE,
     MEMORY_USAGE,
     DATABASE_QUOTA_USAGE,
+    TABLE_USAGE,
     NODES,
 ];
 

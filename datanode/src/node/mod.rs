@@ -344,6 +344,7 @@ impl Engine {
             database: db,
             layout,
             fragments: places,
+            units: Default::default(),
         }))
     }
 

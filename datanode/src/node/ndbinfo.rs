@@ -90,6 +90,21 @@ pub(crate) async fn rows(
                 ]
             })
             .collect(),
+        name if name == ndbinfo::TABLE_USAGE.name => engine
+            .tables()
+            .iter()
+            .map(|t| {
+                let get = crate::tc::counter;
+                vec![
+                    t.database.name.as_str().into(),
+                    t.name().as_str().into(),
+                    t.id.0.into(),
+                    get(&t.units.read_units).into(),
+                    get(&t.units.write_units).into(),
+                    engine.node_id().0.into(),
+                ]
+            })
+            .collect(),
         _ => Vec::new(),
     };
     Ok(rows)

@@ -213,6 +213,8 @@ struct Slot {
     ldm: u16,
     index: u32,
     table: Arc<Table>,
+    /// The write units the operation costs (its table is charged them).
+    write_units: u64,
 }
 
 /// What a batch asks of its database's limits, counted as operations are added.
@@ -416,7 +418,8 @@ impl Batch {
         let key_len = self.scratch.len();
         self.scratch.extend_from_slice(arg);
         self.cost.reads += 1;
-        self.cost.write_units += write_units(row_bytes as u64);
+        let units = write_units(row_bytes as u64);
+        self.cost.write_units += units;
         self.cost.grows = true;
         self.push(
             table,
@@ -425,8 +428,9 @@ impl Batch {
             (key_len, arg.len()),
             (0, 0),
         );
-        let ldm = self.slots.last().expect("just pushed").ldm as usize;
-        let given = &mut self.ldms[ldm].program;
+        let slot = self.slots.last_mut().expect("just pushed");
+        slot.write_units = units;
+        let given = &mut self.ldms[slot.ldm as usize].program;
         match given {
             Some(p) => assert!(
                 Arc::ptr_eq(p, program),
@@ -590,21 +594,20 @@ impl Batch {
         presence: (usize, usize),
     ) {
         let key_bytes = &self.scratch[key.0..key.0 + key.1];
-        match kind {
-            OpKind::Read => self.cost.reads += 1,
-            OpKind::Delete => self.cost.write_units += 1,
-            OpKind::Insert | OpKind::Update | OpKind::Write => {
-                self.cost.write_units += write_units(table.layout.data_bytes(image.1) as u64);
-                self.cost.grows = true;
-            }
-            OpKind::Replace => {
-                self.cost.reads += 1;
-                self.cost.write_units += write_units(table.layout.data_bytes(image.1) as u64);
-                self.cost.grows = true;
-            }
+        let image_units = || write_units(table.layout.data_bytes(image.1) as u64);
+        let units = match kind {
+            OpKind::Read => 0,
+            OpKind::Delete => 1,
+            OpKind::Insert | OpKind::Update | OpKind::Write | OpKind::Replace => image_units(),
             // Charged by `interpret`: its image is the program's argument.
-            OpKind::Interpret => {}
-        }
+            OpKind::Interpret => 0,
+        };
+        self.cost.reads += u64::from(matches!(kind, OpKind::Read | OpKind::Replace));
+        self.cost.write_units += units;
+        self.cost.grows |= matches!(
+            kind,
+            OpKind::Insert | OpKind::Update | OpKind::Write | OpKind::Replace
+        );
         match &self.database {
             None => self.database = Some(Arc::clone(&table.database)),
             Some(db) if db.id != table.database.id => self.mixed = true,
@@ -633,6 +636,7 @@ impl Batch {
             ldm: ldm as u16,
             index: target.ops.len() as u32 - 1,
             table: Arc::clone(table),
+            write_units: units,
         });
     }
 
@@ -744,25 +748,62 @@ impl Batch {
 
     /// Read units the batch's reads really cost, once executed: each row read
     /// per started 4 KiB of its column values, a missing row one.
+    #[cfg(test)]
     pub(crate) fn read_units_used(&self) -> u64 {
         self.slots
             .iter()
-            .filter_map(|slot| {
-                let b = &self.ldms[slot.ldm as usize];
-                let i = slot.index as usize;
-                // An interpreted operation's row is charged one unit.
-                matches!(
-                    b.ops[i].kind,
-                    OpKind::Read | OpKind::Replace | OpKind::Interpret
-                )
-                .then(|| match b.results.get(i) {
-                    Some(OpResult::Found(span) | OpResult::Replaced(span)) => {
-                        read_units(slot.table.layout.data_bytes(span.len as usize) as u64)
-                    }
-                    _ => 1,
-                })
-            })
+            .map(|slot| self.read_units_of(slot, true))
             .sum()
+    }
+
+    /// The read units of a slot's operation: once `executed`, what its row
+    /// cost; before (or when the batch failed), the one it was admitted for.
+    fn read_units_of(&self, slot: &Slot, executed: bool) -> u64 {
+        let b = &self.ldms[slot.ldm as usize];
+        let i = slot.index as usize;
+        // An interpreted operation's row is charged one unit.
+        if !matches!(
+            b.ops[i].kind,
+            OpKind::Read | OpKind::Replace | OpKind::Interpret
+        ) {
+            return 0;
+        }
+        match b.results.get(i) {
+            Some(OpResult::Found(span) | OpResult::Replaced(span)) if executed => {
+                read_units(slot.table.layout.data_bytes(span.len as usize) as u64)
+            }
+            _ => 1,
+        }
+    }
+
+    /// Charges each table the units its operations used — together what
+    /// the database was charged: the write units admitted, and the read
+    /// units `executed` rows cost (or one a read if the batch failed).
+    /// A run of operations on one table is one charge. Answers the read
+    /// units charged.
+    pub(crate) fn charge_tables(&self, executed: bool) -> u64 {
+        let mut run: Option<(&Arc<Table>, u64, u64)> = None;
+        let mut all_reads = 0;
+        for slot in &self.slots {
+            let reads = self.read_units_of(slot, executed);
+            all_reads += reads;
+            match &mut run {
+                Some((table, r, w)) if Arc::ptr_eq(table, &slot.table) => {
+                    *r += reads;
+                    *w += slot.write_units;
+                }
+                _ => {
+                    if let Some((table, r, w)) = run {
+                        table.units.add(r, w);
+                    }
+                    run = Some((&slot.table, reads, slot.write_units));
+                }
+            }
+        }
+        if let Some((table, r, w)) = run {
+            table.units.add(r, w);
+        }
+        all_reads
     }
 
     /// Orders each worker's operations by fragment, index tag and key — one

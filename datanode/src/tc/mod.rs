@@ -33,6 +33,7 @@ use self::governance::Counters;
 pub(crate) use self::governance::LATENCY_BOUNDS_US;
 pub use self::range::{RangePage, RangeScan};
 pub(crate) use self::ronsql::QueryError;
+use self::schema::TableUnits;
 pub use self::schema::{Database, Table, Tenant};
 use crate::ldm::{AUTOCOMMIT, Mode, NodeFailed, Workers};
 use crate::log::Mark;
@@ -349,6 +350,7 @@ impl Tc {
         // From here on, the request counts as in flight until this drops.
         let admitted = Admitted {
             db: Arc::clone(db),
+            scanned: None,
             cost,
             counted,
             _writing: writing,
@@ -487,8 +489,9 @@ impl Tc {
                 transaction::run(&self.inner.workers, txn, batch).await
             }
         };
+        let read_units = batch.charge_tables(outcome.is_ok());
         if cost.reads > 0 && outcome.is_ok() {
-            let extra = batch.read_units_used().saturating_sub(cost.reads);
+            let extra = read_units.saturating_sub(cost.reads);
             Counters::add(&gov.counters.read_units, extra);
             gov.owe_reads(extra);
         }
@@ -708,7 +711,7 @@ impl Tc {
             },
         };
         let place = *table.fragments.get(fragment).ok_or_else(gone)?;
-        let admitted = self.admit_scan(grant, &table.database).await?;
+        let admitted = self.admit_scan(grant, table).await?;
         let started = std::time::Instant::now();
         let no_filter: Arc<[Predicate]> = Arc::new([]);
         let limit = limit.clamp(1, MAX_SCAN_LIMIT);
@@ -731,19 +734,24 @@ impl Tc {
 }
 
 impl Tc {
-    /// Admits a step of a scan of a database as one read.
+    /// Admits a step of a scan of a table as one read, charged to the
+    /// table and its database.
     pub(crate) async fn admit_scan(
         &self,
         grant: &Grant,
-        db: &Arc<Database>,
+        table: &Table,
     ) -> Result<Admitted, TcError> {
         let one_read = Cost {
             reads: 1,
             write_units: 0,
             grows: false,
         };
-        match self.admit_to(grant, db, 1, one_read) {
-            Ok(admitted) => Ok(admitted),
+        match self.admit_to(grant, &table.database, 1, one_read) {
+            Ok(mut admitted) => {
+                table.units.add(1, 0);
+                admitted.scanned = Some(Arc::clone(&table.units));
+                Ok(admitted)
+            }
             Err(refused) => {
                 hold_rate_refusal(&refused).await;
                 Err(refused)
@@ -760,6 +768,9 @@ impl Admitted {
         let gov = &self.db.governance;
         Counters::add(&gov.counters.read_units, units);
         gov.owe_reads(units);
+        if let Some(table) = &self.scanned {
+            table.add(units, 0);
+        }
     }
 }
 
@@ -771,6 +782,8 @@ pub(crate) fn counter(c: &std::sync::atomic::AtomicU64) -> u64 {
 /// A request past every check, in flight until dropped.
 pub(crate) struct Admitted {
     db: Arc<Database>,
+    /// The table a scan reads, charged its rows too.
+    scanned: Option<Arc<TableUnits>>,
     cost: Cost,
     /// Counted in flight (the database has a limit on that).
     counted: bool,

@@ -85,7 +85,7 @@ impl Tc {
     ) -> Result<RangePage, TcError> {
         self.serving()?;
         let range = prepare(table, scan)?;
-        let admitted = self.admit_scan(grant, &table.database).await?;
+        let admitted = self.admit_scan(grant, table).await?;
         let started = std::time::Instant::now();
         let page = self.merge(table, range).await;
         if let Ok(page) = &page {

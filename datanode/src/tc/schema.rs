@@ -124,6 +124,28 @@ pub struct Table {
     pub(crate) layout: Arc<Layout>,
     /// Where each fragment lives, by fragment number.
     pub(crate) fragments: Vec<FragmentPlace>,
+    /// What requests used of it since it was made here (the same through
+    /// every change of its indexes).
+    pub(crate) units: Arc<TableUnits>,
+}
+
+/// The read and write units requests used of one table since the node made
+/// it: its share of its database's counters (`Counters`), the same rules.
+#[derive(Debug, Default)]
+pub(crate) struct TableUnits {
+    pub(crate) read_units: AtomicU64,
+    pub(crate) write_units: AtomicU64,
+}
+
+impl TableUnits {
+    pub(crate) fn add(&self, reads: u64, writes: u64) {
+        if reads > 0 {
+            self.read_units.fetch_add(reads, Ordering::Relaxed);
+        }
+        if writes > 0 {
+            self.write_units.fetch_add(writes, Ordering::Relaxed);
+        }
+    }
 }
 
 impl Table {
@@ -142,6 +164,7 @@ impl Table {
             database: Arc::clone(&self.database),
             layout,
             fragments: self.fragments.clone(),
+            units: Arc::clone(&self.units),
         })
     }
 

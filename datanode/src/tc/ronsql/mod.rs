@@ -82,7 +82,7 @@ impl Tc {
     ) -> Result<Vec<Vec<Datum>>, QueryError> {
         self.serving()?;
         let table = &plan.table;
-        let admitted = self.admit_scan(grant, &table.database).await?;
+        let admitted = self.admit_scan(grant, table).await?;
         let started = Instant::now();
         let walk = match &plan.access {
             Access::Full => Walk::Rows(0),
