@@ -438,6 +438,39 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 
+    // The operator's view of the data node: its DataMemory in use against
+    // its size, and what it admitted, as charts; the same on a phone.
+    ops.goto(&format!("{console}/admin/datanodes"))
+        .await
+        .unwrap();
+    wait_for_text(&ops, "DataMemory in use, the last hour").await;
+    ops.find(Locator::Css("a[href^='/admin/datanodes/']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let page = wait_for_text(&ops, "Memory against DataMemory").await;
+    assert!(
+        page.contains("Read and write units per second") && page.contains(&node.resp_addr),
+        "{page}"
+    );
+    let started = Instant::now();
+    while ops.find(Locator::Css(".chart svg polyline")).await.is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(150),
+            "no chart of the node"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        ops.refresh().await.unwrap();
+    }
+    shot(&ops, "operator-datanode").await;
+    ops.set_window_size(390, 844).await.unwrap();
+    shot(&ops, "operator-datanode-phone").await;
+    ops.goto(&console).await.unwrap();
+    wait_for_text(&ops, "analytical").await;
+    shot(&ops, "operator-tenants-phone").await;
+
     ada.close().await.unwrap();
     ops.close().await.unwrap();
 }

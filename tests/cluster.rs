@@ -1466,6 +1466,50 @@ async fn usage_is_metered_rolled_up_exported_and_kept_bounded(backend: Backend) 
     let query = "database=shop&table=orders";
     let table_counted = units_counted(&cp, query, ada_token, (40, 25)).await;
     assert_eq!(table_counted, (40, 25), "each unit counted once, per table");
+    // The data node's own series, for operators: its DataMemory in use, and
+    // what it admitted for every database on it.
+    let (_, _, listed) = cp
+        .call(
+            Method::GET,
+            "/admin/datanodes",
+            None,
+            Auth::Bearer(&admin.token),
+        )
+        .await;
+    let node_id = listed["datanodes"][0]["node_id"].as_u64().unwrap();
+    let on_node = format!("node={node_id}");
+    let node_counted = units_counted(&cp, &on_node, &admin.token, (40, 25)).await;
+    assert_eq!(node_counted, (40, 25), "each unit counted once, per node");
+    let (_, pool) = node
+        .send(Method::GET, "/internal/v1/ndbinfo/memoryusage", None)
+        .await;
+    let used = pool["rows"][0][2].as_u64().unwrap();
+    let (status, series) = usage(&cp, &format!("{on_node}&resolution=raw"), &admin.token).await;
+    assert_eq!(status, StatusCode::OK, "{series}");
+    assert_eq!(
+        (&series["node_id"], &series["tenant_id"]),
+        (&json!(node_id), &Value::Null)
+    );
+    let latest = series["points"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        latest["memory_bytes"].as_u64(),
+        Some(used),
+        "DataMemory in use, as memoryusage has it"
+    );
+    // Only operators; a node's series alone; only a node that exists.
+    let (status, _) = usage(&cp, &on_node, ada_token).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    for query in [
+        format!("{on_node}&database=shop"),
+        format!("{on_node}&tenant=t_x"),
+        "node=-1".to_owned(),
+        "node=abc".to_owned(),
+    ] {
+        let (status, body) = usage(&cp, &query, &admin.token).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {body}");
+    }
+    let (status, _) = usage(&cp, "node=4000000", &admin.token).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
     let (status, total) = usage(&cp, "resolution=minute", &ada.token).await;
     assert_eq!(
         (status, &total["tenant_id"]),

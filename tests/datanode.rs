@@ -180,6 +180,14 @@ async fn ndbinfo_follows_databases_and_tables_created_over_the_internal_api() {
     assert_eq!(tables["rows"], json!([["shop", "orders", 0, 0, 0, 0]]));
     let dbs = shoal.ndbinfo("database_memory_usage").await;
     assert_eq!(dbs["rows"], json!([["shop", 0, 0, 0, 0]]));
+    let units = shoal.ndbinfo("table_usage").await;
+    let row = units["rows"][0].as_array().unwrap();
+    assert_eq!(units["rows"].as_array().unwrap().len(), 1, "{units}");
+    assert_eq!(
+        (&row[0], &row[1], &row[3], &row[4]),
+        (&json!("shop"), &json!("orders"), &json!(0), &json!(0)),
+        "nothing used yet"
+    );
 
     let list: Value = shoal.get_json("/internal/v1/ndbinfo").await;
     let names: Vec<&str> = list
@@ -197,6 +205,7 @@ async fn ndbinfo_follows_databases_and_tables_created_over_the_internal_api() {
             "ndbinfo.database_memory_usage",
             "ndbinfo.memoryusage",
             "ndbinfo.database_quota_usage",
+            "ndbinfo.table_usage",
             "ndbinfo.nodes"
         ]
     );

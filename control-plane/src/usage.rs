@@ -94,9 +94,10 @@ pub async fn collect_once(app: &App, now: i64) -> sqlx::Result<()> {
     let mut tables_found: BTreeMap<(String, String), Found> = BTreeMap::new();
     for node in &up {
         let fetch = |table: NdbinfoTable| app.nodes.ndbinfo(node, table.name);
-        let (Ok(quota), Ok(tables)) = (
+        let (Ok(quota), Ok(tables), Ok(pool)) = (
             fetch(ndbinfo::DATABASE_QUOTA_USAGE).await,
             fetch(ndbinfo::TABLE_MEMORY_USAGE).await,
+            fetch(ndbinfo::MEMORY_USAGE).await,
         ) else {
             tracing::debug!(
                 node = %node.node_id,
@@ -104,6 +105,9 @@ pub async fn collect_once(app: &App, now: i64) -> sqlx::Result<()> {
             );
             continue;
         };
+        // The node's own series: its DataMemory in use, and what it
+        // admitted for every database on it.
+        let mut on_node = Found::default();
         for row in quota.records() {
             let Some(db) = row.text("database_name") else {
                 continue;
@@ -141,6 +145,7 @@ pub async fn collect_once(app: &App, now: i64) -> sqlx::Result<()> {
                 .entry(db.as_str())
                 .or_default()
                 .add(memory, elapsed, grown);
+            on_node.add(0, elapsed, grown);
             sqlx::query(
                 "INSERT INTO usage_counters (node_id, database_name, boot_id, at, read_units, \
                  write_units, throttled_reads, throttled_writes, quota_rejections) \
@@ -174,6 +179,26 @@ pub async fn collect_once(app: &App, now: i64) -> sqlx::Result<()> {
                     .add(memory, 0, Counters::default());
             }
         }
+        let used = (pool.records())
+            .find(|r| r.text("memory_type") == Some(ndbinfo::DATA_MEMORY))
+            .and_then(|r| r.uint("used"))
+            .unwrap_or(0);
+        let elapsed = if on_node.elapsed > 0 {
+            on_node.elapsed
+        } else {
+            interval_ms
+        };
+        let usage = Usage::sample(used, elapsed, on_node.grown);
+        store_sample(
+            app,
+            Resolution::Raw,
+            now,
+            "",
+            "",
+            &node_series(node.node_id.0),
+            &usage,
+        )
+        .await?;
         // Units per table: a node that does not say them is counted
         // without them.
         if let Ok(units) = fetch(ndbinfo::TABLE_USAGE).await {
@@ -274,6 +299,14 @@ async fn table_units_grown(
         .await?;
     }
     Ok(grown)
+}
+
+/// Where a data node's series is kept among the tenants' (in
+/// `usage_samples`): under no tenant and no database, its node id in place
+/// of a table's name — so rollups and retention treat it as any series, and
+/// no tenant's query or bill can reach it.
+fn node_series(node_id: u32) -> String {
+    node_id.to_string()
 }
 
 fn clamp(n: u64) -> i64 {
@@ -451,10 +484,13 @@ pub async fn throttled_lately(app: &App, tenant: &TenantId) -> sqlx::Result<Vec<
 pub struct SeriesQuery {
     /// One database of the caller's; without it, the tenant's total.
     database: Option<String>,
-    /// One table of that database (memory only).
+    /// One table of that database.
     table: Option<String>,
     /// Platform admins: whose total, without `database`.
     tenant: Option<String>,
+    /// Platform admins: one data node's series (its DataMemory in use and
+    /// what it admitted), instead of a tenant's.
+    node: Option<u32>,
     /// From and to, in ms since the epoch; the last hour by default.
     from: Option<i64>,
     to: Option<i64>,
@@ -508,17 +544,31 @@ pub async fn series(
             resolution.as_str()
         )));
     }
-    // Whose: a database of the caller's, or a tenant as a whole.
-    let (tenant, database) = match &q.database {
-        Some(name) => {
-            let db = crate::databases::find(&app, &caller, name).await?;
-            (db.tenant_id, Some(db.name))
+    // Whose: a database of the caller's, a tenant as a whole, or a node.
+    if q.node.is_some() && (q.database.is_some() || q.table.is_some() || q.tenant.is_some()) {
+        return Err(ApiError::invalid(
+            "node: a node's series takes no database, table or tenant",
+        ));
+    }
+    let (tenant, database) = match (&q.database, q.node) {
+        (_, Some(node)) => {
+            caller.require_admin()?;
+            if !nodes::all(&app).await?.iter().any(|n| n.node_id.0 == node) {
+                return Err(ApiError::not_found("data node"));
+            }
+            (None, None)
         }
-        None if q.table.is_some() => return Err(ApiError::invalid("table: needs database")),
-        None => match (&q.tenant, caller.is_admin()) {
-            (Some(t), true) => (validate::tenant(t)?, None),
+        (Some(name), None) => {
+            let db = crate::databases::find(&app, &caller, name).await?;
+            (Some(db.tenant_id), Some(db.name))
+        }
+        (None, None) if q.table.is_some() => {
+            return Err(ApiError::invalid("table: needs database"));
+        }
+        (None, None) => match (&q.tenant, caller.is_admin()) {
+            (Some(t), true) => (Some(validate::tenant(t)?), None),
             (Some(_), false) => return Err(ApiError::invalid("tenant: platform admins only")),
-            (None, _) => (caller.tenant()?.clone(), None),
+            (None, _) => (Some(caller.tenant()?.clone()), None),
         },
     };
     if let Some(table) = &q.table
@@ -526,15 +576,19 @@ pub async fn series(
     {
         return Err(ApiError::not_found("table"));
     }
+    let series_name = match q.node {
+        Some(node) => node_series(node),
+        None => q.table.clone().unwrap_or_default(),
+    };
     let rows: Vec<SampleRow> = sqlx::query_as(&format!(
         "SELECT {SAMPLE_COLUMNS} FROM usage_samples WHERE resolution = $1 AND tenant_id = $2 \
          AND ($3 = '' OR database_name = $3) AND table_name = $4 AND at >= $5 AND at < $6 \
          ORDER BY at"
     ))
     .bind(resolution.as_str())
-    .bind(&tenant)
+    .bind(tenant.as_ref().map_or("", TenantId::as_str))
     .bind(database.as_ref().map_or("", DatabaseName::as_str))
-    .bind(q.table.as_deref().unwrap_or(""))
+    .bind(&series_name)
     .bind(resolution.bucket(from))
     .bind(to)
     .fetch_all(&app.store.pool)
@@ -552,6 +606,7 @@ pub async fn series(
         from,
         to,
         tenant_id: tenant,
+        node_id: q.node,
         database,
         table: q.table,
         points,

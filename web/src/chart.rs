@@ -112,21 +112,33 @@ pub(crate) fn chart(title: &str, unit: Unit, lines: &[Line], from: i64, to: i64)
     }
 }
 
-/// The charts of a usage series: memory (against `quota`, if any), read
-/// and write units per second, and throttled and refused requests, from
-/// `from` to `to`; with `by_table` (each table's series), each table's
-/// memory, reads and writes beside them.
+/// What a series' memory is drawn against: a quota, or a data node's
+/// DataMemory.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Limit {
+    Quota(Option<u64>),
+    DataMemory(u64),
+}
+
+/// The charts of a usage series: memory (against its `limit`), read and
+/// write units per second, and throttled and refused requests, from `from`
+/// to `to`; with `by_table` (each table's series), each table's memory,
+/// reads and writes beside them.
 pub(crate) fn usage(
     points: &[UsagePoint],
-    quota: Option<u64>,
+    limit: Limit,
     (from, to): (i64, i64),
     by_table: &[(String, Vec<UsagePoint>)],
 ) -> Markup {
     let mut memory = vec![line("memory", points, |p| p.memory_bytes as f64)];
-    if let Some(quota) = quota {
+    let (memory_title, limit) = match limit {
+        Limit::Quota(quota) => ("Memory against the quota", quota.map(|q| ("quota", q))),
+        Limit::DataMemory(total) => ("Memory against DataMemory", Some(("DataMemory", total))),
+    };
+    if let Some((name, bytes)) = limit {
         memory.push(Line {
-            name: "quota".into(),
-            points: vec![(from, quota as f64), (to, quota as f64)],
+            name: name.into(),
+            points: vec![(from, bytes as f64), (to, bytes as f64)],
         });
     }
     let per_second = |name: &str, points: &[UsagePoint], units: fn(&UsagePoint) -> u64| {
@@ -150,7 +162,7 @@ pub(crate) fn usage(
         html! { @if !by_table.is_empty() { (chart(title, unit, &lines, from, to)) } }
     };
     html! {
-        (chart("Memory against the quota", Unit::Bytes, &memory, from, to))
+        (chart(memory_title, Unit::Bytes, &memory, from, to))
         (chart_of("Memory by table", Unit::Bytes, tables(&|t, p| line(t, p, |p| p.memory_bytes as f64))))
         (chart("Read and write units per second", Unit::PerSecond, &units, from, to))
         (chart_of("Read units per second by table", Unit::PerSecond, tables(&|t, p| per_second(t, p, |p| p.read_units))))
@@ -262,5 +274,82 @@ mod tests {
         assert_eq!(Unit::PerSecond.label(0.5), "0.50/s");
         let empty = chart("Memory", Unit::Bytes, &[], from, from + 1).into_string();
         assert!(empty.contains("Not enough samples"), "{empty}");
+    }
+}
+
+/// The span of time a page's charts show, and the resolution of metering
+/// that draws it: one of four.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Range {
+    name: &'static str,
+    ms: i64,
+    resolution: &'static str,
+}
+
+impl Range {
+    const ALL: [Range; 4] = [
+        Range {
+            name: "1h",
+            ms: 3_600_000,
+            resolution: "raw",
+        },
+        Range {
+            name: "24h",
+            ms: 86_400_000,
+            resolution: "minute",
+        },
+        Range {
+            name: "7d",
+            ms: 7 * 86_400_000,
+            resolution: "hour",
+        },
+        Range {
+            name: "30d",
+            ms: 30 * 86_400_000,
+            resolution: "hour",
+        },
+    ];
+
+    pub(crate) const DEFAULT: Range = Range::ALL[0];
+
+    /// The range a page's query asks for (`?range=`; the last hour when
+    /// it asks for none); `None` for any other.
+    pub(crate) fn asked(query: &std::collections::HashMap<String, String>) -> Option<Range> {
+        let name = query
+            .get("range")
+            .map_or(Range::DEFAULT.name, String::as_str);
+        Range::ALL.into_iter().find(|r| r.name == name)
+    }
+
+    /// The page that refuses a range not offered.
+    pub(crate) fn refused() -> axum::response::Response {
+        crate::layout::problem(
+            axum::http::StatusCode::BAD_REQUEST,
+            "No such range",
+            "the charts show 1h, 24h, 7d or 30d",
+        )
+    }
+
+    pub(crate) fn resolution(self) -> &'static str {
+        self.resolution
+    }
+
+    /// From and to, in ms since the epoch: the range up to now.
+    pub(crate) fn until_now(self) -> (i64, i64) {
+        let to = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        (to - self.ms, to)
+    }
+
+    /// The four ranges as links to `page`, this one marked.
+    pub(crate) fn choice(self, page: &str) -> Markup {
+        html! {
+            nav.ranges aria-label="Range" {
+                @for r in Range::ALL {
+                    @if r == self { strong { (r.name) } } @else { a href=(format!("{page}?range={}", r.name)) { (r.name) } }
+                }
+            }
+        }
     }
 }

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use shoal_wire::api::{Database, DatabaseList, TableMemory, UsagePoint, UsageSeries};
 
 use crate::Console;
+use crate::chart::{Limit, Range};
 use crate::format;
 use crate::http::{Posted, Visitor, done_or, field, url_segment};
 use crate::layout::{Confirm, bar, confirm, html_response};
@@ -54,53 +55,10 @@ pub(crate) async fn database(
     Path(name): Path<String>,
     axum::extract::Query(query): axum::extract::Query<HashMap<String, String>>,
 ) -> Response {
-    let range = query.get("range").map_or("1h", String::as_str);
-    let Some(range) = Range::of(range) else {
-        return crate::layout::problem(
-            StatusCode::BAD_REQUEST,
-            "No such range",
-            "the charts show 1h, 24h, 7d or 30d",
-        );
+    let Some(range) = Range::asked(&query) else {
+        return Range::refused();
     };
     database_page(&console, &visitor, &name, None, StatusCode::OK, range).await
-}
-
-/// The span of time a database's charts show, and the resolution of
-/// metering that draws it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Range {
-    name: &'static str,
-    ms: i64,
-    resolution: &'static str,
-}
-
-impl Range {
-    const ALL: [Range; 4] = [
-        Range {
-            name: "1h",
-            ms: 3_600_000,
-            resolution: "raw",
-        },
-        Range {
-            name: "24h",
-            ms: 86_400_000,
-            resolution: "minute",
-        },
-        Range {
-            name: "7d",
-            ms: 7 * 86_400_000,
-            resolution: "hour",
-        },
-        Range {
-            name: "30d",
-            ms: 30 * 86_400_000,
-            resolution: "hour",
-        },
-    ];
-
-    fn of(name: &str) -> Option<Range> {
-        Range::ALL.into_iter().find(|r| r.name == name)
-    }
 }
 
 /// A database's metered usage over `range` (its tables' with `table`).
@@ -115,7 +73,7 @@ async fn series(
     let mut path = format!(
         "/usage?database={}&resolution={}&from={from}&to={to}",
         url_segment(db),
-        range.resolution
+        range.resolution()
     );
     if let Some(table) = table {
         path.push_str(&format!("&table={}", url_segment(table)));
@@ -130,10 +88,7 @@ const CHARTED_TABLES: usize = 6;
 /// write units per second, throttled and refused requests — and memory,
 /// reads and writes by table.
 async fn charts(console: &Console, visitor: &Visitor, db: &Database, range: Range) -> Markup {
-    let to = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
-    let from = to - range.ms;
+    let (from, to) = range.until_now();
     let name = db.name.as_str();
     let points = series(console, visitor, name, None, range, (from, to)).await;
     let quotas = visitor.get(console, "/quotas").await;
@@ -146,12 +101,8 @@ async fn charts(console: &Console, visitor: &Visitor, db: &Database, range: Rang
         by_table.push((table.clone(), points));
     }
     html! {
-        nav.ranges aria-label="Range" {
-            @for r in Range::ALL {
-                @if r == range { strong { (r.name) } } @else { a href=(format!("/databases/{}?range={}", url_segment(name), r.name)) { (r.name) } }
-            }
-        }
-        (crate::chart::usage(&points, quota, (from, to), &by_table))
+        (range.choice(&format!("/databases/{}", url_segment(name))))
+        (crate::chart::usage(&points, Limit::Quota(quota), (from, to), &by_table))
     }
 }
 
@@ -184,7 +135,7 @@ pub(crate) async fn create_table(
         &db,
         Some((&form, &error)),
         status,
-        Range::ALL[0],
+        Range::DEFAULT,
     )
     .await
 }

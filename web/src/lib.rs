@@ -101,6 +101,7 @@ pub fn router(console: Arc<Console>) -> Router {
         .route("/sql", get(sql::sql_form).post(sql::run_sql))
         .route("/activity", get(activity::activity))
         .route("/admin/datanodes", get(operators::datanodes))
+        .route("/admin/datanodes/{id}", get(operators::datanode))
         .route("/admin/audit", get(operators::audit))
         .route("/admin/tenants/{id}", get(operators::tenant))
         .route(

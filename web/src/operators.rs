@@ -1,5 +1,6 @@
 //! What platform admins see: every tenant, a tenant's quotas (and its
-//! databases'), suspension and audit trail, the data nodes, the audit log.
+//! databases'), suspension and audit trail, the data nodes and their
+//! charts, the audit log.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,9 +11,10 @@ use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use reqwest::Method;
 use serde_json::{Value, json};
-use shoal_wire::api::{AuditLog, DataNodeList, DatabaseList, TenantList, UsageSeries};
+use shoal_wire::api::{AuditLog, DataNodeList, DatabaseList, TenantList, UsagePoint, UsageSeries};
 
 use crate::Console;
+use crate::chart::{self, Limit, Line, Range, chart};
 use crate::format;
 use crate::http::{Operator, Posted, Visitor, done_or, field, url_segment};
 use crate::layout::{bar, html_response, problem};
@@ -91,18 +93,38 @@ pub(crate) async fn datanodes(
         Ok(nodes) => nodes.datanodes,
         Err(page) => return page,
     };
+    // Every node's DataMemory in use over the last hour, on one chart.
+    let (from, to) = Range::DEFAULT.until_now();
+    let mut lines = Vec::new();
+    for n in &nodes {
+        let points = node_series(&console, &visitor, n.node_id.0, Range::DEFAULT).await;
+        lines.push(Line {
+            name: format!("node {}", n.node_id),
+            points: (points.iter())
+                .map(|p| (p.at, p.memory_bytes as f64))
+                .collect(),
+        });
+    }
+    let memory = chart(
+        "DataMemory in use, the last hour",
+        chart::Unit::Bytes,
+        &lines,
+        from,
+        to,
+    );
     html_response(
         StatusCode::OK,
         visitor.page(
             "Data nodes",
             html! {
                 h1 { "Data nodes" }
-                table {
-                    thead { tr { th { "Node" } th { "Status" } th { "DataMemory" } th { "Last seen" } th { "REST" } } }
+                div.scroll { table {
+                    thead { tr { th { "Node" } th { "Group" } th { "Status" } th { "DataMemory" } th { "Last seen" } th { "REST" } } }
                     tbody {
                         @for n in &nodes {
                             tr {
-                                td { (n.node_id) }
+                                td { a href=(format!("/admin/datanodes/{}", n.node_id)) { "node " (n.node_id) } }
+                                td { @match n.node_group { Some(g) => (g), None => "none" } }
                                 td { span class=(format!("status {}", n.status)) { (n.status) } }
                                 td { (bar(u64::try_from(n.used_bytes).unwrap_or(0), u64::try_from(n.data_memory_bytes).ok())) }
                                 td { (format::when(Some(n.last_seen))) }
@@ -110,7 +132,70 @@ pub(crate) async fn datanodes(
                             }
                         }
                     }
+                } }
+                (memory)
+            },
+        ),
+    )
+}
+
+/// A node's metered series over `range`: its DataMemory in use and what it
+/// admitted for every database on it.
+async fn node_series(
+    console: &Console,
+    visitor: &Visitor,
+    node: u32,
+    range: Range,
+) -> Vec<UsagePoint> {
+    let (from, to) = range.until_now();
+    let path = format!(
+        "/usage?node={node}&resolution={}&from={from}&to={to}",
+        range.resolution()
+    );
+    (visitor.read::<UsageSeries>(console, &path).await).map_or_else(|_| Vec::new(), |u| u.points)
+}
+
+/// `/admin/datanodes/{id}`: one data node over a range — its DataMemory in
+/// use against its size, read and write units per second, throttled and
+/// refused requests.
+pub(crate) async fn datanode(
+    State(console): State<Arc<Console>>,
+    Operator(visitor): Operator,
+    Path(id): Path<String>,
+    axum::extract::Query(query): axum::extract::Query<HashMap<String, String>>,
+) -> Response {
+    let Some(range) = Range::asked(&query) else {
+        return Range::refused();
+    };
+    let nodes = match visitor
+        .read::<DataNodeList>(&console, "/admin/datanodes")
+        .await
+    {
+        Ok(nodes) => nodes.datanodes,
+        Err(page) => return page,
+    };
+    let Some(node) = nodes.iter().find(|n| n.node_id.to_string() == id) else {
+        return problem(StatusCode::NOT_FOUND, "Not found", "no such data node");
+    };
+    let points = node_series(&console, &visitor, node.node_id.0, range).await;
+    let size = u64::try_from(node.data_memory_bytes).unwrap_or(0);
+    let charts = crate::chart::usage(&points, Limit::DataMemory(size), range.until_now(), &[]);
+    let title = format!("Data node {}", node.node_id);
+    html_response(
+        StatusCode::OK,
+        visitor.page(
+            &title,
+            html! {
+                h1 { (title) }
+                p { "Group " @match node.node_group { Some(g) => (g), None => "none" } " · " span class=(format!("status {}", node.status)) { (node.status) } " · last heard from " (format::when(Some(node.last_seen))) }
+                dl.key {
+                    dt { "REST" } dd { code { (node.rest_url) } }
+                    dt { "Redis" } dd { code { (node.resp_addr) } }
+                    dt { "DataMemory" } dd { (bar(u64::try_from(node.used_bytes).unwrap_or(0), Some(size))) }
                 }
+                (range.choice(&format!("/admin/datanodes/{}", node.node_id)))
+                (charts)
+                p { a href="/admin/datanodes" { "All data nodes" } }
             },
         ),
     )
@@ -299,7 +384,12 @@ async fn tenant_page(
     );
     let usage = (visitor.read::<UsageSeries>(console, &usage_path).await)
         .map_or_else(|_| Vec::new(), |u| u.points);
-    let charts = crate::chart::usage(&usage, t.quota.in_memory_bytes, (from, to), &[]);
+    let charts = crate::chart::usage(
+        &usage,
+        Limit::Quota(t.quota.in_memory_bytes),
+        (from, to),
+        &[],
+    );
     let quota = serde_json::to_value(t.quota).unwrap_or_default();
     let dbs = match visitor.read::<DatabaseList>(console, "/databases").await {
         Ok(dbs) => dbs.databases,

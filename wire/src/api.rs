@@ -199,14 +199,17 @@ pub struct UsagePoint {
     pub quota_rejections: u64,
 }
 
-/// `GET /usage`: a series of a tenant, one of its databases, or one table.
+/// `GET /usage`: a series of a tenant, one of its databases, one table —
+/// or one data node (`node_id`, no tenant).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsageSeries {
     /// `raw`, `minute` or `hour`.
     pub resolution: String,
     pub from: i64,
     pub to: i64,
-    pub tenant_id: TenantId,
+    pub tenant_id: Option<TenantId>,
+    #[serde(default)]
+    pub node_id: Option<u32>,
     pub database: Option<DatabaseName>,
     pub table: Option<String>,
     pub points: Vec<UsagePoint>,

@@ -111,6 +111,9 @@ pub const DATABASE_MEMORY_USAGE: NdbinfoTable = NdbinfoTable {
     }),
 };
 
+/// The `memory_type` of DataMemory's row of `memoryusage`, as RonDB names it.
+pub const DATA_MEMORY: &str = "Data memory";
+
 pub const MEMORY_USAGE: NdbinfoTable = NdbinfoTable {
     name: "memoryusage",
     columns: &[

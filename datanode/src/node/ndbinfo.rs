@@ -14,9 +14,6 @@ use super::{Engine, FragmentUsage};
 use crate::ldm::NodeFailed;
 use crate::types::TableId;
 
-/// The memory type of the DataMemory row of `memoryusage`, as RonDB names it.
-pub(crate) const DATA_MEMORY: &str = "Data memory";
-
 /// The rows of one ndbinfo table, computed now, on a node of node group
 /// `node_group` (0 for a node in none).
 pub(crate) async fn rows(
@@ -45,7 +42,7 @@ pub(crate) async fn rows(
             let pool = engine.data_memory();
             vec![vec![
                 engine.node_id().0.into(),
-                DATA_MEMORY.into(),
+                ndbinfo::DATA_MEMORY.into(),
                 pool.used_bytes().into(),
                 pool.total_bytes().into(),
                 pool.used_pages().into(),
