@@ -761,11 +761,12 @@ impl Batch {
     fn read_units_of(&self, slot: &Slot, executed: bool) -> u64 {
         let b = &self.ldms[slot.ldm as usize];
         let i = slot.index as usize;
-        // An interpreted operation's row is charged one unit.
-        if !matches!(
-            b.ops[i].kind,
-            OpKind::Read | OpKind::Replace | OpKind::Interpret
-        ) {
+        // An interpreted operation's row is charged one unit. (A worker
+        // that failed kept its part of the batch: nothing to charge.)
+        let Some(op) = b.ops.get(i) else {
+            return 0;
+        };
+        if !matches!(op.kind, OpKind::Read | OpKind::Replace | OpKind::Interpret) {
             return 0;
         }
         match b.results.get(i) {
