@@ -341,6 +341,71 @@ async fn a_tenant_signs_up_creates_a_database_and_sees_it_and_no_one_elses() {
     }
     let (_, _, page) = ada.get("/databases/shop").await;
     assert!(!page.contains("evil"), "{page}");
+    // Defaults, a unique index and one on two columns, from the editor;
+    // an index line that does not read is refused, with what was typed kept.
+    let mut jobs = vec![
+        ("table_name", "jobs"),
+        ("col0_name", "id"),
+        ("col0_type", "BIGINT"),
+        ("col0_key", "1"),
+        ("col1_name", "state"),
+        ("col1_type", "VARCHAR"),
+        ("col1_len", "10"),
+        ("col1_default", "it's new"),
+        ("col2_name", "tries"),
+        ("col2_type", "INT"),
+        ("col2_default", "0"),
+        ("col3_name", "slot"),
+        ("col3_type", "INT"),
+        ("col3_nullable", "1"),
+        ("col3_unique", "1"),
+        ("csrf", csrf.as_str()),
+    ];
+    let bad = [("more_indexes", "<b>by_two</b> state, tries")];
+    let (status, _, page) = ada
+        .post("/databases/shop/tables", &[&jobs[..], &bad[..]].concat())
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
+    assert!(
+        page.contains("is not like") && !page.contains("<b>by_two"),
+        "{page}"
+    );
+    assert!(
+        page.contains("&lt;b&gt;by_two&lt;/b&gt; state, tries"),
+        "kept: {page}"
+    );
+    jobs.push(("more_indexes", "by_state_tries (state, tries)"));
+    let (status, location, page) = ada.post("/databases/shop/tables", &jobs).await;
+    assert_eq!(
+        (status, location.as_str()),
+        (StatusCode::SEE_OTHER, "/databases/shop/tables/jobs"),
+        "{page}"
+    );
+    let (_, _, page) = ada.get("/databases/shop/tables/jobs").await;
+    for shown in [
+        "`state` VARCHAR(10) NOT NULL DEFAULT 'it''s new'",
+        "`tries` INT NOT NULL DEFAULT 0",
+        "UNIQUE INDEX `by_slot` (`slot`)",
+        "INDEX `by_state_tries` (`state`, `tries`)",
+        "empty: it's new",
+    ] {
+        assert!(page.contains(shown), "{shown}: {page}");
+    }
+    // A row inserted with those fields empty takes the defaults.
+    let row = [
+        ("c.id", "1"),
+        ("c.state", ""),
+        ("c.tries", ""),
+        ("null.slot", "1"),
+        ("csrf", &csrf),
+    ];
+    let (status, _, page) = ada.post("/databases/shop/tables/jobs/rows", &row).await;
+    assert_eq!(status, StatusCode::SEE_OTHER, "{page}");
+    let (_, _, page) = ada.get("/databases/shop/tables/jobs/row?k.id=1").await;
+    assert!(
+        page.contains("value=\"it's new\"") && page.contains("value=\"0\""),
+        "{page}"
+    );
     let hostile = "\"><img src=x onerror=alert(1)>";
     let (status, location, _) = ada
         .post(

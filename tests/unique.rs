@@ -232,3 +232,85 @@ async fn a_unique_index_is_added_online_only_without_duplicates() {
     let (status, body) = s.op("pk-insert", user(99, Some("new@x"), 2, "n2")).await;
     assert_duplicate(status, &body, "by_org");
 }
+
+#[tokio::test]
+async fn a_default_is_what_an_insert_leaves_out_and_a_unique_index_sees_it() {
+    let shoal = Shoal::start(&["datanode", "--data-memory", "64M"]);
+    shoal.create_database("acme", "app").await;
+    // Defaults a column cannot hold: refused, nothing made.
+    for (column, why) in [
+        (
+            json!({"name": "slot", "type": "VARCHAR(4)", "default": "<b>long</b>"}),
+            "does not fit",
+        ),
+        (
+            json!({"name": "slot", "type": "INT", "default": {"x": 1}}),
+            "must be",
+        ),
+        (
+            json!({"name": "slot", "type": "TINYINT", "default": 1000}),
+            "does not fit",
+        ),
+    ] {
+        let def = json!({"name": "jobs", "primary_key": ["id"],
+            "columns": [{"name": "id", "type": "BIGINT"}, column]});
+        let (status, body) = shoal.post("/internal/v1/databases/app/tables", def).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(body["error"]["code"], "INVALID_SCHEMA", "{body}");
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains(why),
+            "{body}"
+        );
+    }
+    let def = json!({"name": "jobs", "primary_key": ["id"],
+        "columns": [{"name": "id", "type": "BIGINT"},
+                    {"name": "slot", "type": "VARCHAR(10)", "default": "free"},
+                    {"name": "tries", "type": "INT", "default": 0}],
+        "indexes": [{"name": "by_slot", "columns": ["slot"], "unique": true}]});
+    let (status, body) = shoal.post("/internal/v1/databases/app/tables", def).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let key = shoal.create_key("acme", &[("app", "read_write")]).await;
+    let call = |op: &str, body: Value| {
+        let path = format!("app/jobs/{op}");
+        let (shoal, key) = (&shoal, &key);
+        async move { common::control::data_call(shoal, key, &path, body).await }
+    };
+    let (status, body) = call("pk-insert", json!({"row": {"id": 1}})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, row) = call(
+        "pk-read",
+        json!({"filters": [{"column": "id", "value": 1}]}),
+    )
+    .await;
+    assert_eq!(
+        (&row["data"]["slot"], &row["data"]["tries"]),
+        (&json!("free"), &json!(0)),
+        "{row}"
+    );
+    // A second row left to its default would hold the same slot: refused,
+    // by an insert and by a write that inserts; nothing written.
+    for op in ["pk-insert", "pk-write"] {
+        let (status, body) = call(op, json!({"row": {"id": 2}})).await;
+        assert_duplicate(status, &body, "by_slot");
+    }
+    let (status, _) = call(
+        "pk-read",
+        json!({"filters": [{"column": "id", "value": 2}]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // A write of a row that is there keeps what it does not give.
+    let (status, body) = call("pk-write", json!({"row": {"id": 1, "tries": 4}})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = call("pk-insert", json!({"row": {"id": 2, "slot": "taken"}})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, row) = call(
+        "pk-read",
+        json!({"filters": [{"column": "id", "value": 1}]}),
+    )
+    .await;
+    assert_eq!(
+        (&row["data"]["slot"], &row["data"]["tries"]),
+        (&json!("free"), &json!(4))
+    );
+}

@@ -422,7 +422,7 @@ fn table_form(
             input #table_name name="table_name" value=(value("table_name".into())) required maxlength="63";
             fieldset #columns {
                 legend { "Columns" }
-                p.figure { "Length for VARCHAR, CHAR, VARBINARY and BINARY; precision and scale for DECIMAL; fractional seconds (0–6) for DATETIME and TIMESTAMP. Tick " em { "key" } " on the primary key's columns (in this order), " em { "index" } " for an ordered index on a column." }
+                p.figure { "Length for VARCHAR, CHAR, VARBINARY and BINARY; precision and scale for DECIMAL; fractional seconds (0–6) for DATETIME and TIMESTAMP. A default is what a row inserted without the column stores (as you would type it in a row: text, a number, true or false). Tick " em { "key" } " on the primary key's columns (in this order), " em { "index" } " for an ordered index on a column, " em { "unique" } " for one no two rows may share." }
                 @for i in 0..rows {
                     @let chosen = value(format!("col{i}_type"));
                     div.column {
@@ -435,15 +435,23 @@ fn table_form(
                             value=(value(format!("col{i}_len")));
                         input.small name=(format!("col{i}_scale")) inputmode="numeric" placeholder="scale" aria-label=(format!("column {} scale", i + 1))
                             value=(value(format!("col{i}_scale")));
+                        input.small name=(format!("col{i}_default")) placeholder="default" aria-label=(format!("column {} default", i + 1))
+                            value=(value(format!("col{i}_default")));
                         label { input type="checkbox" name=(format!("col{i}_nullable")) value="1"
                             checked[values.contains_key(&format!("col{i}_nullable"))]; " nullable" }
                         label { input type="checkbox" name=(format!("col{i}_key")) value="1"
                             checked[values.contains_key(&format!("col{i}_key"))]; " key" }
                         label { input type="checkbox" name=(format!("col{i}_index")) value="1"
                             checked[values.contains_key(&format!("col{i}_index"))]; " index" }
+                        label { input type="checkbox" name=(format!("col{i}_unique")) value="1"
+                            checked[values.contains_key(&format!("col{i}_unique"))]; " unique" }
                     }
                 }
                 button type="button" #add-column { "Add column" }
+            }
+            label for="more_indexes" { "Indexes on several columns" }
+            textarea #more_indexes name="more_indexes" rows="2" maxlength="2000" placeholder="by_org_name (org, name)\nunique by_day_slot (day, slot)" {
+                (value("more_indexes".into()))
             }
             @if let Some(error) = error { p.error role="alert" { (error) } }
             button type="submit" { "Create table" }
@@ -508,6 +516,61 @@ fn column_type(form: &HashMap<String, String>, i: usize) -> Result<String, Strin
     Ok(ty)
 }
 
+/// A default typed in the editor, as the API takes it: a boolean for a
+/// BOOL, a number for an integer or floating-point column when it reads as
+/// one exactly, else the text (the data node reads decimals, dates and
+/// base64 from text, and refuses what does not fit).
+fn default_of(ty: &str, text: &str) -> Value {
+    let base = ty
+        .split('(')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_uppercase();
+    let base = base.trim_end_matches(" UNSIGNED");
+    let t = text.trim();
+    match base {
+        "BOOL" | "BOOLEAN" if matches!(t, "true" | "1") => json!(true),
+        "BOOL" | "BOOLEAN" if matches!(t, "false" | "0") => json!(false),
+        "TINYINT" | "SMALLINT" | "MEDIUMINT" | "INT" | "INTEGER" | "BIGINT" => {
+            match (t.parse::<i64>(), t.parse::<u64>()) {
+                (Ok(i), _) => json!(i),
+                (_, Ok(u)) => json!(u),
+                _ => json!(text),
+            }
+        }
+        "FLOAT" | "DOUBLE" | "REAL" => match t.parse::<f64>() {
+            Ok(f) if f.is_finite() && f.to_string() == t => json!(f),
+            _ => json!(text),
+        },
+        _ => json!(text),
+    }
+}
+
+/// Indexes on several columns, a line each: `[unique] name (column, …)`.
+fn more_indexes(text: &str) -> Result<Vec<Value>, String> {
+    let mut indexes = Vec::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let bad = || format!("indexes: '{line}' is not like  by_org_name (org, name)");
+        let (unique, rest) = match line.split_once(char::is_whitespace) {
+            Some((first, rest)) if first.eq_ignore_ascii_case("unique") => (true, rest.trim()),
+            _ => (false, line),
+        };
+        let (name, columns) = rest.split_once('(').ok_or_else(bad)?;
+        let columns = columns.trim().strip_suffix(')').ok_or_else(bad)?;
+        let columns: Vec<&str> = columns.split(',').map(str::trim).collect();
+        if name.trim().is_empty() || columns.iter().any(|c| c.is_empty()) {
+            return Err(bad());
+        }
+        let mut index = json!({"name": name.trim(), "columns": columns});
+        if unique {
+            index["unique"] = json!(true);
+        }
+        indexes.push(index);
+    }
+    Ok(indexes)
+}
+
 /// The table a form describes, as the API takes it.
 fn table_of(form: &HashMap<String, String>) -> Result<Value, String> {
     let mut columns = Vec::new();
@@ -520,18 +583,32 @@ fn table_of(form: &HashMap<String, String>) -> Result<Value, String> {
         if name.is_empty() {
             continue;
         }
-        columns.push(json!({
+        let ty = column_type(form, i)?;
+        let mut column = json!({
             "name": name,
-            "type": column_type(form, i)?,
+            "type": ty,
             "nullable": form.contains_key(&format!("col{i}_nullable")),
-        }));
+        });
+        let default = form
+            .get(&format!("col{i}_default"))
+            .map_or("", String::as_str);
+        if !default.is_empty() {
+            column["default"] = default_of(&ty, default);
+        }
+        columns.push(column);
         if form.contains_key(&format!("col{i}_key")) {
             key.push(name.to_owned());
         }
-        if form.contains_key(&format!("col{i}_index")) {
-            indexes.push(json!({"name": format!("by_{name}"), "columns": [name]}));
+        let unique = form.contains_key(&format!("col{i}_unique"));
+        if unique || form.contains_key(&format!("col{i}_index")) {
+            let mut index = json!({"name": format!("by_{name}"), "columns": [name]});
+            if unique {
+                index["unique"] = json!(true);
+            }
+            indexes.push(index);
         }
     }
+    indexes.extend(more_indexes(&field(form, "more_indexes"))?);
     // A primary key typed as text (the API's own form of it) is taken too.
     if key.is_empty() {
         key = (field(form, "primary_key").split(','))

@@ -26,11 +26,21 @@ struct Column {
     ty: String,
     nullable: bool,
     key: bool,
+    /// What an insert leaving the column out stores.
+    default: Option<Value>,
 }
 
 impl Column {
-    /// What the column takes, in a few words, for the form's placeholder.
+    /// What the column takes, in a few words, for the form's placeholder
+    /// (and what an empty field inserts, if it has a default).
     fn hint(&self) -> String {
+        match &self.default {
+            Some(d) => format!("{}; empty: {}", self.takes(), text_of(d)),
+            None => self.takes(),
+        }
+    }
+
+    fn takes(&self) -> String {
         let ty = self.ty.to_ascii_uppercase();
         let base = ty.split('(').next().unwrap_or("").trim();
         match base {
@@ -78,6 +88,7 @@ fn columns(definition: &Value) -> Vec<Column> {
                 key: key.contains(&name.as_str()),
                 ty: c["type"].as_str().unwrap_or_default().to_owned(),
                 nullable: c["nullable"].as_bool().unwrap_or(false),
+                default: c.get("default").cloned().filter(|d| !d.is_null()),
                 name,
             }
         })
@@ -127,13 +138,17 @@ fn key_of(columns: &[Column], fields: &HashMap<String, String>) -> Option<Value>
 }
 
 /// The row a form gives (`c.<column>`, `null.<column>` checked for NULL):
-/// every column it has a field for.
-fn row_of(columns: &[Column], form: &HashMap<String, String>) -> Value {
+/// every column it has a field for — but for an `insert`, not a column with
+/// a default whose field is empty: the data node stores the default.
+fn row_of(columns: &[Column], form: &HashMap<String, String>, insert: bool) -> Value {
     let mut row = Map::new();
     for c in columns {
         if form.contains_key(&format!("null.{}", c.name)) {
             row.insert(c.name.clone(), Value::Null);
         } else if let Some(text) = form.get(&format!("c.{}", c.name)) {
+            if insert && text.is_empty() && c.default.is_some() {
+                continue;
+            }
             row.insert(c.name.clone(), c.value_of(text));
         }
     }
@@ -186,8 +201,13 @@ fn sql_of(definition: &Value) -> String {
             } else {
                 " NOT NULL"
             };
+            let default = match c.get("default") {
+                None | Some(Value::Null) => String::new(),
+                Some(Value::String(s)) => format!(" DEFAULT '{}'", s.replace('\'', "''")),
+                Some(other) => format!(" DEFAULT {other}"),
+            };
             format!(
-                "  `{}` {}{null}",
+                "  `{}` {}{null}{default}",
                 c["name"].as_str().unwrap_or(""),
                 c["type"].as_str().unwrap_or("")
             )
@@ -415,7 +435,7 @@ pub(crate) async fn insert(
         Ok(c) => c,
         Err(page) => return page,
     };
-    let row = row_of(&columns, &form);
+    let row = row_of(&columns, &form, true);
     let answer = row_call(
         &console,
         &visitor,
@@ -537,7 +557,7 @@ pub(crate) async fn update(
     let Some(Value::Object(key)) = key_of(&columns, &query) else {
         return which_row();
     };
-    let Value::Object(mut row) = row_of(&columns, &form) else {
+    let Value::Object(mut row) = row_of(&columns, &form, false) else {
         unreachable!("row_of makes an object")
     };
     // The key names the row; a form cannot move it.

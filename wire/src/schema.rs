@@ -77,6 +77,10 @@ pub enum SchemaError {
     DuplicateKeyColumn(String),
     #[error("primary key column '{0}' cannot be nullable")]
     NullableKeyColumn(String),
+    #[error("primary key column '{0}' takes no default: every row gives its key")]
+    KeyColumnDefault(String),
+    #[error("column '{column}': default {problem}")]
+    BadDefault { column: String, problem: String },
     #[error("the primary key can take {0} bytes, more than the maximum {MAX_KEY_BYTES}")]
     KeyTooLarge(usize),
     #[error("a row can take {0} bytes, more than the maximum {MAX_ROW_BYTES}")]
@@ -533,6 +537,11 @@ pub struct ColumnDef {
     pub column_type: ColumnType,
     #[serde(default)]
     pub nullable: bool,
+    /// What a row inserted without a value for the column stores: a value
+    /// as the data API takes it. None (or `null`): an insert gives the
+    /// column a value, or it is NULL if it is nullable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<serde_json::Value>,
 }
 
 /// An ordered index on one or more columns: `{name, columns, unique?}`. Its
@@ -658,10 +667,22 @@ impl TableDef {
             if col.nullable {
                 return Err(SchemaError::NullableKeyColumn(k.to_string()));
             }
+            if col.default.is_some() {
+                return Err(SchemaError::KeyColumnDefault(k.to_string()));
+            }
             key_bytes += col.column_type.max_size();
         }
         if key_bytes > MAX_KEY_BYTES {
             return Err(SchemaError::KeyTooLarge(key_bytes));
+        }
+        for c in &self.columns {
+            let bad = |problem: &str| SchemaError::BadDefault {
+                column: c.name.to_string(),
+                problem: problem.to_owned(),
+            };
+            if let Some(serde_json::Value::Array(_) | serde_json::Value::Object(_)) = &c.default {
+                return Err(bad("must be a number, a string or a boolean"));
+            }
         }
         let row_bytes: usize = self.columns.iter().map(|c| c.column_type.max_size()).sum();
         if row_bytes > MAX_ROW_BYTES {
@@ -705,6 +726,7 @@ mod tests {
             name: ColumnName::parse(name).unwrap(),
             column_type: ty.parse().unwrap(),
             nullable,
+            default: None,
         }
     }
 

@@ -26,7 +26,7 @@ use shoal_wire::schema::{ColumnDef, ColumnType};
 
 use crate::tc::Table;
 use crate::tc::batch::Row;
-use crate::types::value::{DateTime, Timestamp, Value, WithFsp};
+use crate::types::value::{DateTime, JsonShape, Timestamp, Value, WithFsp};
 
 /// Why a JSON value or row does not fit a table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -57,51 +57,17 @@ pub(crate) enum JsonError {
     },
 }
 
-fn kind(json: &Json) -> &'static str {
-    match json {
-        Json::Null => "null",
-        Json::Bool(_) => "a boolean",
-        Json::Number(_) => "a number",
-        Json::String(_) => "a string",
-        Json::Array(_) => "an array",
-        Json::Object(_) => "an object",
-    }
-}
-
 /// The value `json` gives `column`.
 pub(crate) fn value_from_json(column: &ColumnDef, json: &Json) -> Result<Value, JsonError> {
-    let wrong = |expected| JsonError::WrongType {
-        column: column.name.to_string(),
-        expected,
-        got: kind(json),
-    };
-    let binary = matches!(
-        column.column_type,
-        ColumnType::Binary(_) | ColumnType::VarBinary(_)
-    );
-    Ok(match json {
-        Json::Null => Value::Null,
-        Json::Bool(b) => Value::Bool(*b),
-        Json::String(s) if binary => {
-            Value::Bytes(BASE64.decode(s).map_err(|_| JsonError::NotBase64 {
-                column: column.name.to_string(),
-            })?)
-        }
-        Json::String(s) => Value::Text(s.clone()),
-        Json::Number(_) if binary => return Err(wrong("a base64 string")),
-        Json::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-            (Some(i), _, _) => Value::Int(i),
-            (None, Some(u), _) => Value::UInt(u),
-            (None, None, Some(f)) => Value::Double(f),
-            (None, None, None) => return Err(wrong("a number that fits 64 bits")),
+    Value::from_json(column.column_type, json).map_err(|shape| match shape {
+        JsonShape::Wrong { expected, got } => JsonError::WrongType {
+            column: column.name.to_string(),
+            expected,
+            got,
         },
-        Json::Array(_) | Json::Object(_) => {
-            return Err(wrong(if binary {
-                "a base64 string"
-            } else {
-                "a number, a string, a boolean or null"
-            }));
-        }
+        JsonShape::NotBase64 => JsonError::NotBase64 {
+            column: column.name.to_string(),
+        },
     })
 }
 

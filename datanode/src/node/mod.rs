@@ -305,6 +305,7 @@ impl Engine {
         database: &DatabaseName,
         def: TableDef,
     ) -> Result<Arc<Table>, CatalogError> {
+        crate::storage::codec::check_defaults(&def)?;
         let _ddl = self.inner.ddl.lock().await;
         let (db, id) = {
             let mut catalog = self.catalog_mut();

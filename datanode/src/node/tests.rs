@@ -872,6 +872,118 @@ fn catalog_changes_are_checked() {
 }
 
 #[test]
+fn defaults_fill_what_an_insert_leaves_out_and_nothing_else() {
+    let rt = runtime();
+    let engine = engine(32);
+    rt.block_on(async {
+        let t = create(
+            &engine,
+            "db",
+            r#"{"name":"jobs","primary_key":["id"],"columns":[
+                {"name":"id","type":"INT"},
+                {"name":"state","type":"VARCHAR(10)","default":"pending"},
+                {"name":"tries","type":"INT","default":0},
+                {"name":"note","type":"VARCHAR(10)","nullable":true,"default":"none"},
+                {"name":"blob","type":"VARBINARY(4)","nullable":true,"default":"AQI="},
+                {"name":"due","type":"DATE","nullable":true}]}"#,
+        )
+        .await;
+        let id = |n| ("id", Value::Int(n));
+        let (engine_ref, table) = (&engine, &t);
+        let row = |n| async move { read(engine_ref, table, &[Value::Int(n)]).await.unwrap() };
+        // An insert leaving them out stores the defaults (NULL without one);
+        // an explicit NULL stays NULL.
+        let r = run(&engine, |b| {
+            b.insert(&t, &[id(1)]).unwrap();
+            b.insert(
+                &t,
+                &[
+                    id(2),
+                    ("state", Value::Text("done".into())),
+                    ("note", Value::Null),
+                ],
+            )
+            .unwrap();
+        })
+        .await;
+        assert_eq!(r, [Ok(Outcome::Inserted), Ok(Outcome::Inserted)]);
+        assert_eq!(
+            row(1).await,
+            [
+                Value::Int(1),
+                Value::Text("pending".into()),
+                Value::Int(0),
+                Value::Text("none".into()),
+                Value::Bytes(vec![1, 2]),
+                Value::Null
+            ]
+        );
+        assert_eq!(
+            row(2).await[1..4],
+            [Value::Text("done".into()), Value::Int(0), Value::Null]
+        );
+        // An update, or a write of a row that is there, leaves out what it
+        // does not give: no default replaces a value.
+        let r = run(&engine, |b| {
+            b.update(&t, &[id(2), ("tries", Value::Int(3))]).unwrap();
+            b.write(&t, &[id(1), ("tries", Value::Int(5))]).unwrap();
+        })
+        .await;
+        assert_eq!(r, [Ok(Outcome::Updated), Ok(Outcome::Updated)]);
+        assert_eq!(
+            row(2).await[1..4],
+            [Value::Text("done".into()), Value::Int(3), Value::Null]
+        );
+        assert_eq!(
+            row(1).await[1..3],
+            [Value::Text("pending".into()), Value::Int(5)]
+        );
+        // Defaults a column cannot hold are refused, and nothing is made.
+        let db = DatabaseName::parse("db").unwrap();
+        for (columns, why) in [
+            (
+                r#"{"name":"id","type":"INT","default":1}"#,
+                "takes no default",
+            ),
+            (r#"{"name":"c","type":"INT","default":"x"}"#, "does not fit"),
+            (
+                r#"{"name":"c","type":"TINYINT","default":300}"#,
+                "does not fit",
+            ),
+            (
+                r#"{"name":"c","type":"VARCHAR(3)","default":"four"}"#,
+                "does not fit",
+            ),
+            (
+                r#"{"name":"c","type":"VARBINARY(3)","default":"!!"}"#,
+                "base64",
+            ),
+            (
+                r#"{"name":"c","type":"DATE","default":"2026-13-01"}"#,
+                "does not fit",
+            ),
+            (
+                r#"{"name":"c","type":"INT","default":[1]}"#,
+                "must be a number",
+            ),
+        ] {
+            let id = if columns.contains(r#""id""#) {
+                ""
+            } else {
+                r#"{"name":"id","type":"INT"},"#
+            };
+            let json =
+                format!(r#"{{"name":"bad","primary_key":["id"],"columns":[{id}{columns}]}}"#);
+            let def: TableDef = serde_json::from_str(&json).unwrap();
+            let e = engine.create_table(&db, def).await.expect_err(columns);
+            assert!(matches!(e, CatalogError::Schema(_)), "{columns}: {e:?}");
+            assert!(e.to_string().contains(why), "{columns}: {e}");
+        }
+        assert_eq!(engine.tables().len(), 1);
+    });
+}
+
+#[test]
 fn freed_space_is_reused_before_new_pages_are_taken() {
     let rt = runtime();
     let engine = engine_with(256, 1);

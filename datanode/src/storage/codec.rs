@@ -19,10 +19,10 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-use shoal_wire::schema::ColumnType;
+use shoal_wire::schema::{ColumnType, SchemaError, TableDef};
 
 use super::layout::{Layout, Place};
-use crate::types::value::{self, Date, DateTime, Decimal, Timestamp, Value};
+use crate::types::value::{self, Date, DateTime, Decimal, JsonShape, Timestamp, Value};
 
 /// A value refused for a column: the column's name and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -379,7 +379,9 @@ pub(crate) struct EncodedRow {
 
 /// Appends the key, the row image and the presence bitmap of a row given as
 /// one optional value per column (`None`: not set). Every key column must be
-/// set. Unset nullable columns are stored as NULL if the row is inserted.
+/// set. An unset column is stored as its default if the row is inserted (in
+/// the image, not in the presence bitmap: an update leaves it as it is), a
+/// nullable one without a default as NULL.
 pub(crate) fn encode_row(
     layout: &Layout,
     values: &[Option<&Value>],
@@ -400,8 +402,10 @@ pub(crate) fn encode_row(
     let image_start = out.len();
     out.resize(image_start + layout.slot_size + layout.var_header(), 0);
     let mut var_len = 0usize;
-    for (i, (col, v)) in layout.columns.iter().zip(values).enumerate() {
+    for (i, (col, given)) in layout.columns.iter().zip(values).enumerate() {
         let c = i as u16;
+        let v = given.or(layout.defaults[i].as_ref());
+        let v = &v;
         let null = matches!(v, None | Some(Value::Null));
         if matches!(v, Some(Value::Null)) && col.null_bit.is_none() {
             return Err(ValueError::new(layout, c, "cannot be NULL"));
@@ -442,6 +446,29 @@ pub(crate) fn encode_row(
         presence: (presence_start, out.len() - presence_start),
         complete,
     })
+}
+
+/// Checks that every default of a table's columns is a value its column
+/// holds (its JSON shape, then its range, length or precision).
+pub(crate) fn check_defaults(def: &TableDef) -> Result<(), SchemaError> {
+    for c in &def.columns {
+        let Some(json) = &c.default else { continue };
+        let bad = |problem: String| SchemaError::BadDefault {
+            column: c.name.to_string(),
+            problem,
+        };
+        let value = Value::from_json(c.column_type, json).map_err(|shape| match shape {
+            JsonShape::Wrong { expected, got } => bad(format!("must be {expected}, not {got}")),
+            JsonShape::NotBase64 => bad("must be base64".to_owned()),
+        })?;
+        let fits = match c.column_type.fixed_size() {
+            _ if value == Value::Null => Ok(()),
+            Some(width) => encode_fixed(c.column_type, &value, &mut vec![0; width]),
+            None => encode_var(c.column_type, &value).map(drop),
+        };
+        fits.map_err(|problem| bad(format!("does not fit the column: {problem}")))?;
+    }
+    Ok(())
 }
 
 /// Whether column `c` is set in a presence bitmap.

@@ -21,6 +21,8 @@
 use rustc_hash::FxHashMap;
 use shoal_wire::schema::{ColumnType, PRIMARY_INDEX, PrimaryKeyIndex, TableDef};
 
+use crate::types::value::Value;
+
 /// Bytes of the row header at the start of every fixed-part slot.
 pub(crate) const ROW_HEADER: usize = 4;
 /// Set in the header of a live row.
@@ -84,8 +86,12 @@ pub(crate) struct Layout {
     /// Whether a key column lives in the var part, so that comparing keys
     /// needs the var part.
     pub(crate) key_has_var: bool,
-    /// Columns that are `NOT NULL` and not part of the key.
+    /// Columns that are `NOT NULL`, not part of the key and without a
+    /// default: an insert gives them a value.
     pub(crate) required: Vec<u16>,
+    /// Each column's default, what an inserted row that gives the column
+    /// no value stores (`None`: it has none).
+    pub(crate) defaults: Vec<Option<Value>>,
     /// Ordered indexes: the primary key's first (unless the key is hashed
     /// only), then the table's own.
     pub(crate) ordered: Vec<OrderedLayout>,
@@ -135,7 +141,17 @@ impl Layout {
             .map(|k| index_of(k.as_str()))
             .collect();
         let required = (0..def.columns.len() as u16)
-            .filter(|i| !def.columns[*i as usize].nullable && !key.contains(i))
+            .filter(|i| {
+                let c = &def.columns[*i as usize];
+                !c.nullable && c.default.is_none() && !key.contains(i)
+            })
+            .collect();
+        // Checked when the table was made (`codec::check_defaults`).
+        let defaults = (def.columns.iter())
+            .map(|c| {
+                let json = c.default.as_ref()?;
+                Value::from_json(c.column_type, json).ok()
+            })
             .collect();
         let by_name = def
             .columns
@@ -188,6 +204,7 @@ impl Layout {
             null_offset,
             key,
             required,
+            defaults,
             columns,
             by_name,
             def,

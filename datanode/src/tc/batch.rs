@@ -521,8 +521,13 @@ impl Batch {
             if !ordered.unique {
                 continue;
             }
+            // An insert stores a column's default where it gives none.
+            let given = |c: u16| match (values[c as usize], kind) {
+                (None, OpKind::Insert) => layout.defaults[c as usize].as_ref(),
+                (v, _) => v,
+            };
             let values = (ordered.order[..ordered.columns].iter())
-                .map(|&c| match values[c as usize] {
+                .map(|&c| match given(c) {
                     None => Ok(Given::Missing),
                     Some(Value::Null) => Ok(Given::Null),
                     Some(v) => codec::encode_operand(layout, c, v).map(Given::Bytes),

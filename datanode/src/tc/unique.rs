@@ -22,8 +22,10 @@ use super::batch::{Batch, Given, OperationError, UniqueWrite};
 use super::{Tc, TcError};
 use crate::ldm::OpKind;
 use crate::storage::OpError;
+use crate::storage::codec;
 use crate::storage::fragment::Bound;
 use crate::types::TableId;
+use crate::types::value::Value;
 
 /// Locks on unique values, by hash.
 const STRIPES: usize = 4096;
@@ -188,11 +190,15 @@ impl Tc {
     /// its row as it is; `None` when the row is not compared (a NULL among
     /// them) or the write changes none of them.
     async fn complete(&self, write: &UniqueWrite) -> Result<Option<Vec<Vec<u8>>>, TcError> {
-        if write.values.iter().all(|v| *v == Given::Missing) {
-            return Ok(None);
-        }
         let layout = &write.table.layout;
         let columns = &layout.ordered[write.index].order[..layout.ordered[write.index].columns];
+        // A write that inserts stores the defaults of what it does not give.
+        let defaulted = columns
+            .iter()
+            .any(|&c| layout.defaults[c as usize].is_some());
+        if write.values.iter().all(|v| *v == Given::Missing) && !defaulted {
+            return Ok(None);
+        }
         let missing = write.values.contains(&Given::Missing);
         let read;
         let row = match (missing, write.kind) {
@@ -214,10 +220,20 @@ impl Tc {
                 Given::Null => return Ok(None),
                 Given::Bytes(b) => values.push(b.clone()),
                 // An update of no row fails on its own; a write of none
-                // inserts NULL.
-                Given::Missing => match row.as_ref().and_then(|r| r.bytes(c)) {
-                    Some(b) => values.push(b.to_vec()),
-                    None => return Ok(None),
+                // inserts the column's default, or NULL.
+                Given::Missing => match (&row, &layout.defaults[c as usize]) {
+                    (Some(row), _) => match row.bytes(c) {
+                        Some(b) => values.push(b.to_vec()),
+                        None => return Ok(None),
+                    },
+                    (None, Some(d)) if *d != Value::Null && write.kind == OpKind::Write => values
+                        .push(codec::encode_operand(layout, c, d).map_err(|e| {
+                            TcError::Operation {
+                                index: write.op,
+                                error: OperationError::Value(e),
+                            }
+                        })?),
+                    (None, _) => return Ok(None),
                 },
             }
         }

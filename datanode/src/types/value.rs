@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use shoal_wire::schema::ColumnType;
+
 /// A value for one column.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
@@ -24,7 +26,59 @@ pub enum Value {
     Bool(bool),
 }
 
+/// Why a JSON value cannot be a column's: its shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonShape {
+    Wrong {
+        expected: &'static str,
+        got: &'static str,
+    },
+    NotBase64,
+}
+
 impl Value {
+    /// The value `json` gives a column of type `ty`, as the data APIs take
+    /// it: binary as standard base64, everything else by its JSON shape.
+    /// Only the shape is checked here; range, length and precision are
+    /// checked when the value is encoded for the column.
+    pub fn from_json(ty: ColumnType, json: &serde_json::Value) -> Result<Value, JsonShape> {
+        use serde_json::Value as Json;
+        let got = match json {
+            Json::Null => "null",
+            Json::Bool(_) => "a boolean",
+            Json::Number(_) => "a number",
+            Json::String(_) => "a string",
+            Json::Array(_) => "an array",
+            Json::Object(_) => "an object",
+        };
+        let wrong = |expected| JsonShape::Wrong { expected, got };
+        let binary = matches!(ty, ColumnType::Binary(_) | ColumnType::VarBinary(_));
+        Ok(match json {
+            Json::Null => Value::Null,
+            Json::Bool(b) => Value::Bool(*b),
+            Json::String(s) if binary => {
+                use base64::Engine as _;
+                let bytes = base64::engine::general_purpose::STANDARD.decode(s);
+                Value::Bytes(bytes.map_err(|_| JsonShape::NotBase64)?)
+            }
+            Json::String(s) => Value::Text(s.clone()),
+            Json::Number(_) if binary => return Err(wrong("a base64 string")),
+            Json::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                (Some(i), _, _) => Value::Int(i),
+                (None, Some(u), _) => Value::UInt(u),
+                (None, None, Some(f)) => Value::Double(f),
+                (None, None, None) => return Err(wrong("a number that fits 64 bits")),
+            },
+            Json::Array(_) | Json::Object(_) => {
+                return Err(wrong(if binary {
+                    "a base64 string"
+                } else {
+                    "a number, a string, a boolean or null"
+                }));
+            }
+        })
+    }
+
     /// What kind of value this is, for error messages.
     pub fn kind(&self) -> &'static str {
         match self {
