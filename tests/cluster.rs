@@ -737,6 +737,8 @@ async fn quotas_are_set_by_admins_audited_pushed_and_enforced(backend: Backend) 
     assert_eq!(quotas["tenant"]["usage"]["databases"], 1);
     assert_eq!(quotas["tenant"]["usage"]["tables"], 1);
     assert_eq!(quotas["tenant"]["usage"]["api_keys"], 1);
+    // Its one key of one: warned; one database of two: not yet.
+    assert_eq!(quotas["tenant"]["warnings"], json!(["api_keys_100"]));
     let used = quotas["databases"][0]["usage"]["in_memory_bytes"]
         .as_u64()
         .unwrap();
@@ -754,6 +756,11 @@ async fn quotas_are_set_by_admins_audited_pushed_and_enforced(backend: Backend) 
     assert_eq!(status, StatusCode::CONFLICT);
     let (status, _) = create_database(&cp, &ada, "lab").await;
     assert_eq!(status, StatusCode::CREATED);
+    let (_, _, quotas) = cp.call(Method::GET, "/quotas", None, ada_auth).await;
+    assert_eq!(
+        quotas["tenant"]["warnings"],
+        json!(["databases_100", "api_keys_100"])
+    );
     let (status, body) = create_database(&cp, &ada, "third").await;
     assert_eq!(
         (status, code(&body)),

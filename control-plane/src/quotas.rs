@@ -147,6 +147,7 @@ pub async fn tenant_quotas(app: &App, tenant: &TenantId) -> Result<Value, ApiErr
     if !throttled.is_empty() {
         tenant_flags.push("throttled");
     }
+    tenant_flags.extend(count_warnings(&quota, &counts));
     Ok(json!({
         "tenant": {
             "id": tenant,
@@ -173,6 +174,37 @@ fn warnings(quota: &Quota, used: Option<u64>) -> Vec<&'static str> {
         }
         _ => vec![],
     }
+}
+
+/// `databases_80` / `databases_100` (and `tables_…`, `api_keys_…`) when a
+/// tenant's count reaches 80% / 100% of its quota: at 100% the next one is
+/// refused.
+fn count_warnings(quota: &Quota, counts: &Counts) -> Vec<&'static str> {
+    let levels = [
+        (
+            quota.max_databases,
+            counts.databases,
+            ["databases_80", "databases_100"],
+        ),
+        (quota.max_tables, counts.tables, ["tables_80", "tables_100"]),
+        (
+            quota.max_api_keys,
+            counts.api_keys,
+            ["api_keys_80", "api_keys_100"],
+        ),
+    ];
+    (levels.into_iter())
+        .filter_map(|(limit, used, [near, at])| {
+            let (limit, used) = (u64::from(limit?), u64::try_from(used).unwrap_or(0));
+            if used >= limit {
+                Some(at)
+            } else if used.saturating_mul(10) >= limit.saturating_mul(8) {
+                Some(near)
+            } else {
+                None
+            }
+        })
+        .collect()
 }
 
 /// How many databases, tables and live API keys a tenant has.

@@ -307,6 +307,12 @@ fn warning_text(code: &str) -> &str {
         }
         "memory_100" => "memory quota reached: writes that need memory are refused",
         "throttled" => "throttled in the last interval",
+        "databases_80" => "databases at 80% of the quota: at 100%, new databases are refused",
+        "databases_100" => "database quota reached: a new database is refused",
+        "tables_80" => "tables at 80% of the quota: at 100%, new tables are refused",
+        "tables_100" => "table quota reached: a new table is refused",
+        "api_keys_80" => "API keys at 80% of the quota: at 100%, new keys are refused",
+        "api_keys_100" => "API key quota reached: a new key is refused (revoke one first)",
         other => other,
     }
 }
