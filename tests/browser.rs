@@ -327,10 +327,17 @@ async fn in_a_browser_an_operator_lowers_a_quota_and_the_tenant_is_held_to_it() 
         .unwrap();
     let tenant_page = wait_for_text(&ops, "Audit trail").await;
     assert!(
-        tenant_page.contains("Usage, the last day")
+        tenant_page.contains("Usage")
+            && tenant_page.contains("30d")
             && tenant_page.contains("Read and write units per second"),
         "{tenant_page}"
     );
+    // Over a range chosen from four, as a database's; any other refused.
+    let tenant_url = ops.current_url().await.unwrap().to_string();
+    ops.goto(&format!("{tenant_url}?range=1y")).await.unwrap();
+    wait_for_text(&ops, "No such range").await;
+    ops.goto(&format!("{tenant_url}?range=7d")).await.unwrap();
+    wait_for_text(&ops, "Audit trail").await;
     let form = "form[action$='/databases/shop/quota']";
     let memory_field = ops
         .find(Locator::Css(&format!(

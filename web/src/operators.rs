@@ -23,8 +23,12 @@ pub(crate) async fn tenant(
     State(console): State<Arc<Console>>,
     Operator(visitor): Operator,
     Path(tenant): Path<String>,
+    axum::extract::Query(query): axum::extract::Query<HashMap<String, String>>,
 ) -> Response {
-    tenant_page(&console, &visitor, &tenant, None).await
+    let Some(range) = Range::asked(&query) else {
+        return Range::refused();
+    };
+    tenant_page(&console, &visitor, &tenant, None, range).await
 }
 
 pub(crate) async fn set_tenant_quota(
@@ -49,7 +53,9 @@ async fn save_quota(console: &Console, posted: Posted, tenant: &str, db: Option<
     let which = db.unwrap_or("tenant");
     let quota = match quota_of(&form) {
         Ok(quota) => quota,
-        Err(e) => return tenant_page(console, &visitor, tenant, Some((which, &e))).await,
+        Err(e) => {
+            return tenant_page(console, &visitor, tenant, Some((which, &e)), Range::DEFAULT).await;
+        }
     };
     let tenant_at = url_segment(tenant);
     let path = match db {
@@ -62,7 +68,14 @@ async fn save_quota(console: &Console, posted: Posted, tenant: &str, db: Option<
     let answer = visitor.api(console, Method::PUT, &path, Some(quota)).await;
     if answer.status != StatusCode::OK {
         let refused = answer.message();
-        return tenant_page(console, &visitor, tenant, Some((which, &refused))).await;
+        return tenant_page(
+            console,
+            &visitor,
+            tenant,
+            Some((which, &refused)),
+            Range::DEFAULT,
+        )
+        .await;
     }
     Redirect::to(&format!("/admin/tenants/{tenant_at}")).into_response()
 }
@@ -357,6 +370,7 @@ async fn tenant_page(
     visitor: &Visitor,
     tenant: &str,
     error: Option<(&str, &str)>,
+    range: Range,
 ) -> Response {
     let tenants = match visitor.read::<TenantList>(console, "/admin/tenants").await {
         Ok(list) => list.tenants,
@@ -373,14 +387,12 @@ async fn tenant_page(
             &format!("/admin/tenants/{}/quotas", url_segment(tenant)),
         )
         .await;
-    // The tenant's last day, per minute.
-    let to = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
-    let from = to - 86_400_000;
+    // The tenant's usage over the range asked for.
+    let (from, to) = range.until_now();
     let usage_path = format!(
-        "/usage?tenant={}&resolution=minute&from={from}&to={to}",
-        url_segment(tenant)
+        "/usage?tenant={}&resolution={}&from={from}&to={to}",
+        url_segment(tenant),
+        range.resolution()
     );
     let usage = (visitor.read::<UsageSeries>(console, &usage_path).await)
         .map_or_else(|_| Vec::new(), |u| u.points);
@@ -419,7 +431,8 @@ async fn tenant_page(
                     input type="hidden" name="csrf" value=(csrf);
                     button.danger type="submit" { @if active { "Suspend" } @else { "Resume" } }
                 }
-                h2 { "Usage, the last day" }
+                h2 { "Usage" }
+                (range.choice(&format!("/admin/tenants/{}", url_segment(tenant))))
                 (charts)
                 h2 { "Tenant quota" }
                 (quota_form(&format!("/admin/tenants/{}/quota", url_segment(tenant)), csrf, &quota, error_for("tenant")))
