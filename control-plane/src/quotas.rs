@@ -167,13 +167,9 @@ pub async fn tenant_quotas(app: &App, tenant: &TenantId) -> Result<Value, ApiErr
 
 /// `memory_80` / `memory_100` when memory use reaches 80% / 100% of the quota.
 fn warnings(quota: &Quota, used: Option<u64>) -> Vec<&'static str> {
-    match (quota.in_memory_bytes, used) {
-        (Some(limit), Some(used)) if used >= limit => vec!["memory_100"],
-        (Some(limit), Some(used)) if used.saturating_mul(10) >= limit.saturating_mul(8) => {
-            vec!["memory_80"]
-        }
-        _ => vec![],
-    }
+    let used =
+        used.and_then(|used| reached(used, quota.in_memory_bytes?, ["memory_80", "memory_100"]));
+    used.into_iter().collect()
 }
 
 /// `databases_80` / `databases_100` (and `tables_…`, `api_keys_…`) when a
@@ -194,17 +190,21 @@ fn count_warnings(quota: &Quota, counts: &Counts) -> Vec<&'static str> {
         ),
     ];
     (levels.into_iter())
-        .filter_map(|(limit, used, [near, at])| {
-            let (limit, used) = (u64::from(limit?), u64::try_from(used).unwrap_or(0));
-            if used >= limit {
-                Some(at)
-            } else if used.saturating_mul(10) >= limit.saturating_mul(8) {
-                Some(near)
-            } else {
-                None
-            }
+        .filter_map(|(limit, used, flags)| {
+            reached(u64::try_from(used).unwrap_or(0), u64::from(limit?), flags)
         })
         .collect()
+}
+
+/// Which of `[near, at]` a use of `limit` has reached: 80% of it, or all.
+fn reached(used: u64, limit: u64, [near, at]: [&'static str; 2]) -> Option<&'static str> {
+    if used >= limit {
+        Some(at)
+    } else if used.saturating_mul(10) >= limit.saturating_mul(8) {
+        Some(near)
+    } else {
+        None
+    }
 }
 
 /// How many databases, tables and live API keys a tenant has.

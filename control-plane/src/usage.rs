@@ -268,8 +268,13 @@ async fn table_units_grown(
         let made = format!("{}/{}", node.boot_id, row.uint("table_id").unwrap_or(0));
         let key = (db.to_owned(), table.to_owned());
         let previous = before.remove(&key);
+        let unchanged = (previous.as_ref()).is_some_and(|(m, c)| *m == made && *c == now);
         let previous = previous.as_ref().map(|(made, c)| (made.as_str(), *c));
         grown.push((key, growth(previous, (made.as_str(), now))));
+        // A table nobody used since keeps its reading as it is.
+        if unchanged {
+            continue;
+        }
         sqlx::query(
             "INSERT INTO table_usage_counters (node_id, database_name, table_name, boot_id, \
              read_units, write_units) VALUES ($1, $2, $3, $4, $5, $6) \

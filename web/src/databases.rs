@@ -527,15 +527,9 @@ fn column_type(form: &HashMap<String, String>, i: usize) -> Result<String, Strin
 /// one exactly, else the text (the data node reads decimals, dates and
 /// base64 from text, and refuses what does not fit).
 fn default_of(ty: &str, text: &str) -> Value {
-    let base = ty
-        .split('(')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_uppercase();
-    let base = base.trim_end_matches(" UNSIGNED");
+    let base = crate::rows::base_type(ty);
     let t = text.trim();
-    match base {
+    match base.as_str() {
         "BOOL" | "BOOLEAN" if matches!(t, "true" | "1") => json!(true),
         "BOOL" | "BOOLEAN" if matches!(t, "false" | "0") => json!(false),
         "TINYINT" | "SMALLINT" | "MEDIUMINT" | "INT" | "INTEGER" | "BIGINT" => {

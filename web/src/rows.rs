@@ -42,8 +42,7 @@ impl Column {
 
     fn takes(&self) -> String {
         let ty = self.ty.to_ascii_uppercase();
-        let base = ty.split('(').next().unwrap_or("").trim();
-        match base {
+        match base_type(&self.ty).as_str() {
             "TINYINT" | "SMALLINT" | "MEDIUMINT" | "INT" | "INTEGER" | "BIGINT" => {
                 "a whole number".into()
             }
@@ -61,7 +60,7 @@ impl Column {
     }
 
     fn is_bool(&self) -> bool {
-        matches!(self.ty.to_ascii_uppercase().as_str(), "BOOL" | "BOOLEAN")
+        matches!(base_type(&self.ty).as_str(), "BOOL" | "BOOLEAN")
     }
 
     /// A form's text for this column as the API takes it: a boolean for a
@@ -74,6 +73,15 @@ impl Column {
             _ => Value::String(text.to_owned()),
         }
     }
+}
+
+/// A column type's name without its length, precision or sign, upper-case:
+/// `varchar(20)` → `VARCHAR`, `INT UNSIGNED` → `INT`.
+pub(crate) fn base_type(ty: &str) -> String {
+    let end = ty
+        .find(|c: char| c == '(' || c.is_whitespace())
+        .unwrap_or(ty.len());
+    ty[..end].to_ascii_uppercase()
 }
 
 /// The columns of a table definition, its key's marked.

@@ -404,8 +404,7 @@ pub(crate) fn encode_row(
     let mut var_len = 0usize;
     for (i, (col, given)) in layout.columns.iter().zip(values).enumerate() {
         let c = i as u16;
-        let v = given.or(layout.defaults[i].as_ref());
-        let v = &v;
+        let v = &given.or(layout.defaults[i].as_ref());
         let null = matches!(v, None | Some(Value::Null));
         if matches!(v, Some(Value::Null)) && col.null_bit.is_none() {
             return Err(ValueError::new(layout, c, "cannot be NULL"));
