@@ -160,10 +160,11 @@ pub(crate) async fn run(
     // Every node as the control plane knows it; the first is the one the
     // printed lines use.
     let listed = admin.call(Method::GET, "/admin/datanodes", None).await?;
-    let (rest_url, resp, url, node_id) = match nodes {
+    let (rest_url, resp, mysql, url, node_id) = match nodes {
         Nodes::InProcess(node) => (
             format!("http://{}", node.rest_addr()),
             node.resp_addr(),
+            Some(node.mysql_addr().to_string()),
             format!("http://{}", node.internal_addr()),
             json!(node.engine().node_id()),
         ),
@@ -175,6 +176,7 @@ pub(crate) async fn run(
                 text("resp_addr")
                     .parse()
                     .context("the first node's Redis address")?,
+                first["mysql_addr"].as_str().map(str::to_owned),
                 text("internal_url"),
                 first["node_id"].clone(),
             )
@@ -207,6 +209,17 @@ pub(crate) async fn run(
         resp.ip(),
         resp.port()
     );
+    if let Some(mysql) = &mysql
+        && let Some((host, port)) = mysql.rsplit_once(':')
+    {
+        let (user, password) = api_key.split_once('.').unwrap_or_default();
+        println!(
+            "and over SQL, with the mysql client (user: the key's prefix, password: its secret):"
+        );
+        println!(
+            "  mysql -h {host} -P {port} -u {user} -p'{password}' {DATABASE} -e 'SELECT * FROM users WHERE id = 7'"
+        );
+    }
     let secret_file = data_dir.join(shoal_datanode::SECRET_FILE);
     println!("see the memory it takes, per table and for the whole node, and its quota:");
     println!(
@@ -225,6 +238,7 @@ pub(crate) async fn run(
         "api_url": api_url,
         "rest_url": rest_url,
         "resp_addr": resp.to_string(),
+        "mysql_addr": mysql,
         "internal_url": url,
         "admin": {"email": ADMIN_EMAIL, "password": admin_password},
         "tenant": {
@@ -253,6 +267,7 @@ pub(crate) async fn run(
                     "pid": pid,
                     "rest_url": n["rest_url"],
                     "resp_addr": n["resp_addr"],
+                    "mysql_addr": n["mysql_addr"],
                     "internal_url": n["internal_url"],
                 })
             })

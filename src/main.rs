@@ -270,11 +270,14 @@ struct NodeArgs {
     /// Port of the Redis protocol; 0 picks a free one.
     #[arg(long, default_value_t = 6380)]
     resp_port: u16,
+    /// Port of SQL over the MySQL protocol; 0 picks a free one.
+    #[arg(long, default_value_t = 3306)]
+    mysql_port: u16,
     /// Port of the node-to-node transport (replication within a node
     /// group); 0 picks a free one.
     #[arg(long, default_value_t = 4408)]
     peer_port: u16,
-    /// Most connections each data API front end (REST, RESP) holds.
+    /// Most connections each data API front end (REST, RESP, MySQL) holds.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_connections: u64,
     /// Most connections each front end (REST, RESP, internal API) holds from one client address.
@@ -357,6 +360,7 @@ impl NodeArgs {
             internal_port: self.internal_port,
             rest_port: self.rest_port,
             resp_port: self.resp_port,
+            mysql_port: self.mysql_port,
             peer_port: self.peer_port,
             api_limits: Limits {
                 max_connections: self.max_connections as usize,
@@ -424,11 +428,12 @@ async fn datanode(args: &NodeArgs, telemetry: &telemetry::Telemetry) -> anyhow::
 
 fn print_node(node: &DataNode, config: &DataNodeConfig) {
     println!(
-        "data node {} listening: internal API http://{} REST http://{} RESP {} peer {} (DataMemory {}, {} LDM threads)",
+        "data node {} listening: internal API http://{} REST http://{} RESP {} MySQL {} peer {} (DataMemory {}, {} LDM threads)",
         config.node_id,
         node.internal_addr(),
         node.rest_addr(),
         node.resp_addr(),
+        node.mysql_addr(),
         node.peer_addr(),
         ByteSize(node.engine().data_memory().total_bytes()),
         node.engine().ldm_threads(),
@@ -576,6 +581,7 @@ fn demo_nodes(
                 ("--internal-port", node.internal_port),
                 ("--rest-port", node.rest_port),
                 ("--resp-port", node.resp_port),
+                ("--mysql-port", node.mysql_port),
                 ("--peer-port", node.peer_port),
             ] {
                 argv.extend([flag.to_owned(), port(base, i)?]);

@@ -89,6 +89,7 @@ pub struct KeyRow {
     pub name: String,
     pub salt: String,
     pub hash: String,
+    pub sql_hash: Option<String>,
     pub grants: String,
     pub created_at: i64,
     pub expires_at: Option<i64>,
@@ -96,8 +97,8 @@ pub struct KeyRow {
     pub revoked_at: Option<i64>,
 }
 
-const KEY_COLUMNS: &str = "prefix, tenant_id, name, salt, hash, grants, created_at, expires_at, \
-                           last_used_at, revoked_at";
+const KEY_COLUMNS: &str = "prefix, tenant_id, name, salt, hash, sql_hash, grants, created_at, \
+                           expires_at, last_used_at, revoked_at";
 
 impl KeyRow {
     fn grants(&self) -> Vec<KeyGrant> {
@@ -134,6 +135,7 @@ impl KeyRow {
             hash: self.hash.clone(),
             grants: self.grants(),
             expires_at: self.expires_at.and_then(|e| u64::try_from(e).ok()),
+            sql_hash: self.sql_hash.clone(),
         })
     }
 }
@@ -234,6 +236,7 @@ pub async fn create(
         name: name.to_owned(),
         salt: def.salt.clone(),
         hash: def.hash.clone(),
+        sql_hash: def.sql_hash.clone(),
         grants: serde_json::to_string(&def.grants).expect("grants serialize"),
         created_at: now_ms(),
         expires_at: def.expires_at.map(|e| e as i64),
@@ -242,13 +245,14 @@ pub async fn create(
     };
     sqlx::query(&format!(
         "INSERT INTO api_keys ({KEY_COLUMNS}, created_by) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
     ))
     .bind(&row.prefix)
     .bind(&row.tenant_id)
     .bind(&row.name)
     .bind(&row.salt)
     .bind(&row.hash)
+    .bind(&row.sql_hash)
     .bind(&row.grants)
     .bind(row.created_at)
     .bind(row.expires_at)
@@ -290,6 +294,7 @@ async fn push(app: &App, node: &NodeRow, def: &KeyDef) -> Result<(), NodeError> 
         hash: def.hash.clone(),
         grants: def.grants.clone(),
         expires_at: def.expires_at,
+        sql_hash: def.sql_hash.clone(),
     };
     let prefix = ApiKeyId(def.prefix.clone());
     app.nodes.put_key(node, &prefix, &key).await.map(drop)

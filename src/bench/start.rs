@@ -89,6 +89,7 @@ impl Cluster {
             internal_port: 0,
             rest_port: 0,
             resp_port: 0,
+            mysql_port: 0,
             peer_port: 0,
             // Every client of a benchmark is one address.
             api_limits: Limits {

@@ -45,6 +45,8 @@ pub struct Shoal {
     pub rest_url: String,
     /// `host:port` of the Redis protocol.
     pub resp_addr: String,
+    /// `host:port` of SQL over the MySQL protocol.
+    pub mysql_addr: String,
     /// `host:port` of the node-to-node transport.
     pub peer_addr: String,
     /// `http://host:port` of the control plane.
@@ -77,6 +79,8 @@ impl Shoal {
             "0",
             "--resp-port",
             "0",
+            "--mysql-port",
+            "0",
             "--peer-port",
             "0",
         ];
@@ -92,6 +96,7 @@ impl Shoal {
         shoal.internal_url = after("internal API ");
         shoal.rest_url = after("REST ");
         shoal.resp_addr = after("RESP ");
+        shoal.mysql_addr = after("MySQL ");
         shoal.peer_addr = after("peer ");
         shoal
     }
@@ -169,6 +174,7 @@ impl Shoal {
             internal_url: String::new(),
             rest_url: String::new(),
             resp_addr: String::new(),
+            mysql_addr: String::new(),
             peer_addr: String::new(),
             control_url: String::new(),
             cluster_secret: args

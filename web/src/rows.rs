@@ -195,53 +195,10 @@ async fn columns_of(
 
 /// A table's definition as SQL (MySQL's, as RonDB's users write it).
 fn sql_of(definition: &Value) -> String {
-    let list = |v: &Value| {
-        (v.as_array().into_iter().flatten())
-            .filter_map(Value::as_str)
-            .map(|c| format!("`{c}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let mut lines: Vec<String> = (definition["columns"].as_array().into_iter().flatten())
-        .map(|c| {
-            let null = if c["nullable"].as_bool().unwrap_or(false) {
-                ""
-            } else {
-                " NOT NULL"
-            };
-            let default = match c.get("default") {
-                None | Some(Value::Null) => String::new(),
-                Some(Value::String(s)) => format!(" DEFAULT '{}'", s.replace('\'', "''")),
-                Some(other) => format!(" DEFAULT {other}"),
-            };
-            format!(
-                "  `{}` {}{null}{default}",
-                c["name"].as_str().unwrap_or(""),
-                c["type"].as_str().unwrap_or("")
-            )
-        })
-        .collect();
-    lines.push(format!(
-        "  PRIMARY KEY ({})",
-        list(&definition["primary_key"])
-    ));
-    for index in definition["indexes"].as_array().into_iter().flatten() {
-        let unique = if index["unique"].as_bool().unwrap_or(false) {
-            "UNIQUE "
-        } else {
-            ""
-        };
-        lines.push(format!(
-            "  {unique}INDEX `{}` ({})",
-            index["name"].as_str().unwrap_or(""),
-            list(&index["columns"])
-        ));
+    match serde_json::from_value::<shoal_wire::schema::TableDef>(definition.clone()) {
+        Ok(def) => format!("{};", def.create_sql()),
+        Err(_) => String::new(),
     }
-    format!(
-        "CREATE TABLE `{}` (\n{}\n);",
-        definition["name"].as_str().unwrap_or(""),
-        lines.join(",\n")
-    )
 }
 
 /// The page for a row named without every column of its key.

@@ -3,9 +3,12 @@
 //! key and a secret of 40 random characters that only its owner keeps.
 //! What is stored and pushed is a salted SHA-256 of the secret: the secret
 //! is long and random, so a fast hash is enough — there is no password to
-//! guess.
+//! guess. Beside it, for SQL clients over the MySQL protocol, the form
+//! `mysql_native_password` checks a password by: SHA-1 of the SHA-1 of the
+//! secret (`sql_hash`), from which the secret cannot be had either.
 
 use serde::{Deserialize, Serialize};
+use sha1::Sha1;
 use sha2::{Digest, Sha256};
 
 use crate::schema::{DatabaseName, TenantId};
@@ -62,6 +65,11 @@ pub struct KeyDef {
     /// Seconds since the Unix epoch after which the key no longer works.
     #[serde(default)]
     pub expires_at: Option<u64>,
+    /// SHA-1 of the SHA-1 of the secret, hex (`sql_digest`): what a node
+    /// checks a MySQL client's `mysql_native_password` answer by. Keys
+    /// made before SQL access have none, and cannot be used over SQL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sql_hash: Option<String>,
 }
 
 /// Why a key definition was refused.
@@ -90,6 +98,9 @@ impl KeyDef {
         }
         if decode_hex::<32>(&self.hash).is_none() {
             return Err(KeyDefError::Hex("hash", 64));
+        }
+        if (self.sql_hash.as_deref()).is_some_and(|h| decode_hex::<20>(h).is_none()) {
+            return Err(KeyDefError::Hex("sql_hash", 40));
         }
         if self.grants.len() > MAX_GRANTS {
             return Err(KeyDefError::TooManyGrants);
@@ -126,6 +137,7 @@ pub fn generate(
         hash: hex(&digest(&salt, secret.as_bytes())),
         grants,
         expires_at,
+        sql_hash: Some(hex(&sql_digest(secret.as_bytes()))),
     };
     Ok((format!("{prefix}.{secret}"), def))
 }
@@ -154,6 +166,47 @@ pub fn digest(salt: &[u8], secret: &[u8]) -> [u8; 32] {
     hasher.finalize().into()
 }
 
+/// SHA-1 of the SHA-1 of `secret`: the stored form of a
+/// `mysql_native_password` password.
+pub fn sql_digest(secret: &[u8]) -> [u8; 20] {
+    Sha1::digest(Sha1::digest(secret)).into()
+}
+
+/// Whether `answer` is what a client that knows the secret of `stored`
+/// (`sql_digest`) answers to `scramble` under `mysql_native_password`:
+/// SHA-1(secret) XOR SHA-1(scramble, stored). The XOR with the second
+/// gives SHA-1(secret) back, whose SHA-1 must be `stored`. Compared in
+/// constant time.
+pub fn sql_answer_matches(stored: &[u8; 20], scramble: &[u8], answer: &[u8]) -> bool {
+    use subtle::ConstantTimeEq;
+    if answer.len() != 20 {
+        return false;
+    }
+    let mask: [u8; 20] = Sha1::new()
+        .chain_update(scramble)
+        .chain_update(stored)
+        .finalize()
+        .into();
+    let mut first = [0u8; 20];
+    for (i, b) in first.iter_mut().enumerate() {
+        *b = answer[i] ^ mask[i];
+    }
+    let again: [u8; 20] = Sha1::digest(first).into();
+    bool::from(again[..].ct_eq(&stored[..]))
+}
+
+/// What a client that knows `secret` answers to `scramble` under
+/// `mysql_native_password`: for tests and tools.
+pub fn sql_answer(secret: &[u8], scramble: &[u8]) -> [u8; 20] {
+    let first: [u8; 20] = Sha1::digest(secret).into();
+    let mask: [u8; 20] = Sha1::new()
+        .chain_update(scramble)
+        .chain_update(Sha1::digest(first))
+        .finalize()
+        .into();
+    std::array::from_fn(|i| first[i] ^ mask[i])
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -169,4 +222,40 @@ pub fn decode_hex<const N: usize>(text: &str) -> Option<[u8; N]> {
         out[i] = digit(pair[0])? << 4 | digit(pair[1])?;
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sql_digest_is_mysqls_stored_password() {
+        // MySQL's PASSWORD('password'), as `mysql.user` held it.
+        assert_eq!(
+            hex(&sql_digest(b"password")),
+            "2470c0c06dee42fd1618bb99005adca2ec9d1e19"
+        );
+    }
+
+    #[test]
+    fn only_an_answer_from_the_secret_matches() {
+        let stored = sql_digest(b"the secret");
+        let scramble = *b"0123456789abcdefghij";
+        let answer = sql_answer(b"the secret", &scramble);
+        assert!(sql_answer_matches(&stored, &scramble, &answer));
+        assert!(!sql_answer_matches(
+            &stored,
+            b"another scramble....",
+            &answer
+        ));
+        assert!(!sql_answer_matches(
+            &stored,
+            &scramble,
+            &sql_answer(b"the secreT", &scramble)
+        ));
+        assert!(!sql_answer_matches(&stored, &scramble, &answer[..19]));
+        assert!(!sql_answer_matches(&stored, &scramble, b""));
+        // The stored form itself is no answer.
+        assert!(!sql_answer_matches(&stored, &scramble, &stored));
+    }
 }

@@ -419,6 +419,9 @@ pub struct PushedKey {
     pub grants: Vec<KeyGrant>,
     #[serde(default)]
     pub expires_at: Option<u64>,
+    /// As `KeyDef::sql_hash`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sql_hash: Option<String>,
 }
 
 /// Where every database of the cluster is served: each node group's nodes

@@ -335,6 +335,15 @@ fn decimal_size(precision: u8) -> usize {
     if precision <= 18 { 8 } else { 16 }
 }
 
+/// A column's default as SQL writes it: a quoted string, or a number or
+/// boolean as it is.
+pub fn default_sql(default: &serde_json::Value) -> String {
+    match default {
+        serde_json::Value::String(s) => format!("'{}'", s.replace('\'', "''")),
+        other => other.to_string(),
+    }
+}
+
 impl fmt::Display for ColumnType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use ColumnType::*;
@@ -614,7 +623,7 @@ pub enum PrimaryKeyIndex {
 }
 
 impl PrimaryKeyIndex {
-    fn is_ordered(&self) -> bool {
+    pub fn is_ordered(&self) -> bool {
         *self == PrimaryKeyIndex::Ordered
     }
 }
@@ -635,6 +644,45 @@ pub struct TableDef {
 }
 
 impl TableDef {
+    /// The table as MySQL's `CREATE TABLE` writes it (as RonDB's users
+    /// read it): columns with NOT NULL and DEFAULT, the primary key, and
+    /// the ordered indexes.
+    pub fn create_sql(&self) -> String {
+        let list = |columns: &[ColumnName]| {
+            (columns.iter())
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut lines: Vec<String> = (self.columns.iter())
+            .map(|c| {
+                let null = if c.nullable { "" } else { " NOT NULL" };
+                let default = match &c.default {
+                    None | Some(serde_json::Value::Null) => String::new(),
+                    Some(d) => format!(" DEFAULT {}", default_sql(d)),
+                };
+                format!("  `{}` {}{null}{default}", c.name, c.column_type)
+            })
+            .collect();
+        let using = match self.primary_key_index {
+            PrimaryKeyIndex::Ordered => "",
+            PrimaryKeyIndex::Hash => " USING HASH",
+        };
+        lines.push(format!(
+            "  PRIMARY KEY ({}){using}",
+            list(&self.primary_key)
+        ));
+        for index in &self.indexes {
+            let unique = if index.unique { "UNIQUE " } else { "" };
+            lines.push(format!(
+                "  {unique}INDEX `{}` ({})",
+                index.name,
+                list(&index.columns)
+            ));
+        }
+        format!("CREATE TABLE `{}` (\n{}\n)", self.name, lines.join(",\n"))
+    }
+
     /// Checks everything that names and types alone do not: column count,
     /// unique names, a valid primary key, and the key and row size limits.
     pub fn validate(&self) -> Result<(), SchemaError> {

@@ -2,6 +2,7 @@
 //!
 //! - `rest`: HTTP/JSON in the shapes of RonDB's REST server (port 4406).
 //! - `resp`: the Redis protocol (port 6380).
+//! - `mysql`: SQL over the MySQL protocol (port 3306).
 //! - `serve`: accepting connections within limits, and stopping cleanly.
 //! - `error`: errors as the HTTP APIs answer them.
 //!
@@ -13,6 +14,7 @@
 
 pub(crate) mod error;
 pub(crate) mod json;
+pub(crate) mod mysql;
 pub(crate) mod resp;
 pub(crate) mod rest;
 pub(crate) mod serve;

@@ -56,6 +56,7 @@ pub(super) async fn put(
         hash: pushed.hash,
         grants: pushed.grants,
         expires_at: pushed.expires_at,
+        sql_hash: pushed.sql_hash,
     };
     let answer = view(&def);
     state.engine.put_api_key(def).await?;

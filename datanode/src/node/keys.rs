@@ -27,13 +27,16 @@ use crate::tc::Role;
 pub(crate) use shoal_wire::apikey::{
     KeyDef, KeyDefError, MAX_KEYS, MAX_SECRET_LEN, MIN_SECRET_LEN, PREFIX_LEN, generate,
 };
-use shoal_wire::apikey::{decode_hex, digest};
+use shoal_wire::apikey::{decode_hex, digest, sql_answer_matches};
 
 /// A key the node holds.
 pub struct ApiKey {
     def: KeyDef,
     salt: [u8; 16],
     hash: [u8; 32],
+    /// What an SQL client's `mysql_native_password` answer is checked by,
+    /// if the key may be used over SQL.
+    sql_hash: Option<[u8; 20]>,
     /// By database name.
     grants: HashMap<String, Role>,
     /// Set when the key is removed or replaced.
@@ -58,6 +61,10 @@ impl ApiKey {
         Ok(ApiKey {
             salt: decode_hex(&def.salt).expect("checked"),
             hash: decode_hex(&def.hash).expect("checked"),
+            sql_hash: def
+                .sql_hash
+                .as_deref()
+                .map(|h| decode_hex(h).expect("checked")),
             grants: def
                 .grants
                 .iter()
@@ -157,6 +164,30 @@ impl ApiKeys {
         let prefix = std::str::from_utf8(prefix).map_err(|_| AuthError::Invalid)?;
         let key = self.get(prefix).ok_or(AuthError::Invalid)?;
         if !key.secret_matches(secret) {
+            return Err(AuthError::Invalid);
+        }
+        if !key.use_now() {
+            return Err(AuthError::Expired);
+        }
+        Ok(key)
+    }
+
+    /// Checks an SQL client's login: the key's prefix as its user name,
+    /// and its `mysql_native_password` `answer` to `scramble`. A key made
+    /// before SQL access (no `sql_hash`) is refused, as a wrong secret is.
+    pub fn verify_sql(
+        &self,
+        user: &[u8],
+        scramble: &[u8],
+        answer: &[u8],
+    ) -> Result<Arc<ApiKey>, AuthError> {
+        if answer.is_empty() {
+            return Err(AuthError::Missing);
+        }
+        let prefix = std::str::from_utf8(user).map_err(|_| AuthError::Invalid)?;
+        let key = self.get(prefix).ok_or(AuthError::Invalid)?;
+        let stored = key.sql_hash.as_ref().ok_or(AuthError::Invalid)?;
+        if !sql_answer_matches(stored, scramble, answer) {
             return Err(AuthError::Invalid);
         }
         if !key.use_now() {
@@ -266,6 +297,47 @@ mod tests {
         for bad in [&b"nodot"[..], b".", b"abc.def", &[0xff; 60]] {
             assert_eq!(keys.verify(bad).unwrap_err(), AuthError::Invalid);
         }
+    }
+
+    #[test]
+    fn an_sql_login_verifies_with_the_secret_only() {
+        let keys = ApiKeys::default();
+        let (text, def) = generate(tenant(), vec![grant("shop", Role::Read)], None).unwrap();
+        let (prefix, secret) = text.split_once('.').unwrap();
+        keys.put(def.clone()).unwrap();
+        let scramble = *b"abcdefghij0123456789";
+        let answer = shoal_wire::apikey::sql_answer(secret.as_bytes(), &scramble);
+        let key = keys
+            .verify_sql(prefix.as_bytes(), &scramble, &answer)
+            .unwrap();
+        assert_eq!(key.role("shop"), Some(Role::Read));
+        let wrong = shoal_wire::apikey::sql_answer(b"not it", &scramble);
+        for (user, answer) in [
+            (prefix.as_bytes(), &wrong[..]),
+            (b"AAAAAAAAAAAAAAAA", &answer[..]),
+            (&[0xff; 16], &answer[..]),
+        ] {
+            assert_eq!(
+                keys.verify_sql(user, &scramble, answer).unwrap_err(),
+                AuthError::Invalid
+            );
+        }
+        assert_eq!(
+            keys.verify_sql(prefix.as_bytes(), &scramble, b"")
+                .unwrap_err(),
+            AuthError::Missing
+        );
+        // A key made before SQL access cannot log in over SQL.
+        keys.put(KeyDef {
+            sql_hash: None,
+            ..def
+        })
+        .unwrap();
+        assert_eq!(
+            keys.verify_sql(prefix.as_bytes(), &scramble, &answer)
+                .unwrap_err(),
+            AuthError::Invalid
+        );
     }
 
     #[test]

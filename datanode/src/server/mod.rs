@@ -68,6 +68,8 @@ pub struct DataNodeConfig {
     pub rest_port: u16,
     /// The Redis protocol's port; 0 picks a free one.
     pub resp_port: u16,
+    /// The MySQL protocol's port; 0 picks a free one.
+    pub mysql_port: u16,
     /// The node-to-node transport's port; 0 picks a free one.
     pub peer_port: u16,
     /// Connections, request size and idle time, for each data API front end.
@@ -109,6 +111,7 @@ pub struct DataNode {
     internal_addr: SocketAddr,
     rest_addr: SocketAddr,
     resp_addr: SocketAddr,
+    mysql_addr: SocketAddr,
     peer_addr: SocketAddr,
     /// Its place in its node group.
     cluster: Cluster,
@@ -163,6 +166,7 @@ impl DataNode {
         let (listener, internal_addr) = bind(config.listen, config.internal_port).await?;
         let (rest, rest_addr) = bind(config.listen, config.rest_port).await?;
         let (resp, resp_addr) = bind(config.listen, config.resp_port).await?;
+        let (mysql, mysql_addr) = bind(config.listen, config.mysql_port).await?;
         let (peers, peer_addr) = bind(config.listen, config.peer_port).await?;
         let (stop, stopped) = watch::channel(false);
         let cluster = Cluster::new(
@@ -189,6 +193,13 @@ impl DataNode {
                 store,
                 cluster.clone(),
                 limits,
+                stopped.clone(),
+            )),
+            tokio::spawn(api::mysql::serve(
+                mysql,
+                engine.clone(),
+                limits,
+                config.lock_wait_timeout,
                 stopped.clone(),
             )),
         ];
@@ -233,12 +244,13 @@ impl DataNode {
             (config.checkpoint_every, config.checkpoint_redo_bytes),
             stopped,
         ));
-        tracing::info!(node_id = %config.node_id, %internal_addr, %rest_addr, %resp_addr, durability = %config.durability, "data node started");
+        tracing::info!(node_id = %config.node_id, %internal_addr, %rest_addr, %resp_addr, %mysql_addr, durability = %config.durability, "data node started");
         Ok(DataNode {
             durable,
             internal_addr,
             rest_addr,
             resp_addr,
+            mysql_addr,
             peer_addr,
             cluster,
             front_ends,
@@ -276,6 +288,11 @@ impl DataNode {
     /// Where the Redis protocol listens.
     pub fn resp_addr(&self) -> SocketAddr {
         self.resp_addr
+    }
+
+    /// Where the MySQL protocol listens.
+    pub fn mysql_addr(&self) -> SocketAddr {
+        self.mysql_addr
     }
 
     /// Where the node-to-node transport listens.

@@ -225,7 +225,7 @@ fn name_parts(name: &ObjectName) -> Result<Vec<String>, SqlError> {
         .collect()
 }
 
-fn select_of(query: &ast::Query) -> Result<&ast::Select, SqlError> {
+pub(crate) fn select_of(query: &ast::Query) -> Result<&ast::Select, SqlError> {
     if query.with.is_some() {
         return Err(unsupported("WITH (common table expressions)"));
     }
@@ -414,7 +414,8 @@ pub(crate) fn plan(explain: bool, query: &ast::Query, table: Arc<Table>) -> Resu
     })
 }
 
-fn limit_of(clause: Option<&LimitClause>) -> Result<(Option<u64>, u64), SqlError> {
+/// LIMIT and OFFSET, whole numbers only: `(limit, offset)`.
+pub(crate) fn limit_of(clause: Option<&LimitClause>) -> Result<(Option<u64>, u64), SqlError> {
     let number = |e: &ast::Expr, what: &str| match e {
         ast::Expr::Value(v) => match &v.value {
             ast::Value::Number(n, _) => n

@@ -1,0 +1,75 @@
+//! SQL over the MySQL protocol (port 3306): the `mysql` client, sysbench
+//! and MySQL drivers reach their data as they reach a RonDB SQL node.
+//!
+//! A client logs in with an API key: user = the key's 16-character prefix,
+//! password = its secret, checked by `mysql_native_password` against the
+//! SHA-1 of the SHA-1 of the secret that the control plane pushed (never
+//! the secret). `USE db` and the database given at connect are limited to
+//! the key's grants; a read key cannot write.
+//!
+//! - `proto`: packets, the handshake, result sets in text and binary.
+//! - `session`: one connection: login, commands, prepared statements.
+//! - `query`: statements, planned onto the transaction coordinator.
+//! - `value`: SQL literals and arguments to column values, and back.
+//! - `error`: MySQL's error numbers and SQLSTATEs.
+//!
+//! Connections are capped, timed out and drained on stop as every front
+//! end's are (`serve`).
+
+mod error;
+mod proto;
+mod query;
+mod session;
+mod value;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use self::session::Shared;
+use super::serve::{self, Limits};
+use crate::node::Engine;
+
+/// What the node says it is: a MySQL 8.0 server, and which.
+pub(crate) const VERSION: &str = "8.0.36-shoal";
+/// `@@version_comment`.
+pub(crate) const VERSION_COMMENT: &str = "Shoal, an in-memory database in the lineage of RonDB";
+
+/// What a connection past the caps is answered: MySQL's error 1040 as the
+/// server's first packet.
+const REFUSAL: &[u8] = b"\x17\x00\x00\x00\xff\x10\x04Too many connections";
+
+/// Serves MySQL clients until `stopped`, then lets each finish the
+/// statement it is running.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    engine: Engine,
+    limits: Limits,
+    lock_wait_timeout: Duration,
+    stopped: watch::Receiver<bool>,
+) {
+    let mut workers = serve::Workers::with_spare_cores(engine.tc().clone());
+    let shared = Arc::new(Shared {
+        engine,
+        limits,
+        lock_wait_timeout,
+    });
+    let watching = stopped.clone();
+    let gate = shoal_listen::accept(
+        listener,
+        limits.caps(),
+        REFUSAL,
+        stopped,
+        move |stream, _, permit| {
+            let (shared, stopped) = (Arc::clone(&shared), watching.clone());
+            workers.spawn(stream, move |stream| async move {
+                session::connection(stream, shared, stopped).await;
+                drop(permit);
+            });
+        },
+    )
+    .await;
+    shoal_listen::drained(gate, serve::DRAIN).await;
+}

@@ -1,0 +1,1857 @@
+//! Statements: what a session's SQL asks, planned onto the transaction
+//! coordinator — never around it, so the key's grant, the database's
+//! rates, quotas and accounting apply exactly as for REST and Redis.
+//!
+//! The text is tokenized and parsed by `sqlparser` (MySQL's dialect), in
+//! bounds: its bytes, its tokens and its nesting. A prepared statement's
+//! arguments go in as literal tokens in place of its `?`s, so the
+//! arguments of a statement and its literals are checked alike.
+//!
+//! What is run:
+//!
+//! - `SELECT` of a table by its whole primary key (`=`, or `IN` a list of
+//!   keys, read in one request), with `ORDER BY` and `LIMIT`;
+//! - `SELECT` with aggregates or `GROUP BY`: RonSQL, evaluated in the LDM
+//!   workers fragment by fragment;
+//! - `SELECT` of constants, variables and session functions (no table);
+//! - `INSERT` (many rows, one atomic request), `REPLACE`, and `UPDATE` and
+//!   `DELETE` by whole primary key, affected rows counted as MySQL counts
+//!   them;
+//! - the statements clients send to look around: `SET`, `SHOW`,
+//!   `DESCRIBE`, `USE`, `COMMIT`/`ROLLBACK` with nothing open.
+//!
+//! Everything else is refused with error 1235 naming what it is, never a
+//! wrong answer.
+
+use std::sync::Arc;
+
+use sqlparser::ast::{
+    self, BinaryOperator, Expr, OrderByKind, SelectItem, SetExpr, Statement, UnaryOperator,
+};
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Token, Tokenizer};
+
+use super::error::MyError;
+use super::proto::{ColumnDef, ty};
+use super::session::Session;
+use super::value::{self, Cell, Lit, column_def, computed, to_value};
+use crate::tc::batch::{OperationError, Outcome};
+use crate::tc::{Commit, Grant, Role, Table, TcError};
+use crate::types::value::Value;
+
+/// Longest statement, in bytes.
+pub(crate) const MAX_STATEMENT_BYTES: usize = 4 << 20;
+/// Most tokens in one statement.
+pub(crate) const MAX_TOKENS: usize = 200_000;
+/// Deepest nesting of expressions.
+pub(crate) const MAX_DEPTH: usize = 64;
+/// Most keys one statement looks up, or rows one INSERT gives.
+pub(crate) const MAX_KEYS: usize = 10_000;
+
+/// What a statement answers.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    /// Done: rows affected, and a note.
+    Done { affected: u64, info: String },
+    /// A result set.
+    Rows {
+        columns: Vec<ColumnDef>,
+        rows: Vec<Vec<Cell>>,
+    },
+}
+
+impl Reply {
+    fn done(affected: u64) -> Reply {
+        Reply::Done {
+            affected,
+            info: String::new(),
+        }
+    }
+
+    fn rows(columns: Vec<ColumnDef>, rows: Vec<Vec<Cell>>) -> Reply {
+        Reply::Rows { columns, rows }
+    }
+}
+
+/// A statement's tokens, whitespace and comments dropped.
+pub(crate) fn tokenize(text: &str) -> Result<Vec<Token>, MyError> {
+    if text.len() > MAX_STATEMENT_BYTES {
+        return Err(MyError::new(
+            1105,
+            "HY000",
+            format!(
+                "the statement is {} bytes; at most {} MiB are taken",
+                text.len(),
+                MAX_STATEMENT_BYTES >> 20
+            ),
+        ));
+    }
+    let mut tokens = Tokenizer::new(&MySqlDialect {}, text)
+        .tokenize()
+        .map_err(|e| MyError::syntax(e.message))?;
+    tokens.retain(|t| !matches!(t, Token::Whitespace(_)));
+    if tokens.len() > MAX_TOKENS {
+        return Err(MyError::new(
+            1105,
+            "HY000",
+            format!(
+                "the statement has {} tokens; at most {MAX_TOKENS} are taken",
+                tokens.len()
+            ),
+        ));
+    }
+    // A statement may end in `;` and nothing after it.
+    while tokens.last() == Some(&Token::SemiColon) {
+        tokens.pop();
+    }
+    if tokens.contains(&Token::SemiColon) {
+        return Err(MyError::syntax(
+            "one statement at a time: multi-statements are not taken",
+        ));
+    }
+    Ok(tokens)
+}
+
+/// How many `?`s the statement has.
+pub(crate) fn placeholders(tokens: &[Token]) -> usize {
+    tokens.iter().filter(|t| is_placeholder(t)).count()
+}
+
+fn is_placeholder(t: &Token) -> bool {
+    matches!(t, Token::Placeholder(p) if p == "?")
+}
+
+/// The tokens with each `?` replaced by its argument, as a literal.
+pub(crate) fn bind(tokens: &[Token], args: &[Lit]) -> Vec<Token> {
+    let mut args = args.iter();
+    let mut out = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        if !is_placeholder(t) {
+            out.push(t.clone());
+            continue;
+        }
+        let Some(arg) = args.next() else {
+            out.push(t.clone());
+            continue;
+        };
+        let number = |out: &mut Vec<Token>, text: String| match text.strip_prefix('-') {
+            Some(positive) => {
+                out.push(Token::LParen);
+                out.push(Token::Minus);
+                out.push(Token::Number(positive.to_owned(), false));
+                out.push(Token::RParen);
+            }
+            None => out.push(Token::Number(text, false)),
+        };
+        match arg {
+            Lit::Null => out.push(Token::make_keyword("NULL")),
+            Lit::Bool(b) => out.push(Token::make_keyword(if *b { "TRUE" } else { "FALSE" })),
+            Lit::Int(v) => number(&mut out, v.to_string()),
+            Lit::UInt(v) => number(&mut out, v.to_string()),
+            Lit::Number(n) => number(&mut out, n.clone()),
+            Lit::Double(v) => number(&mut out, format!("{v:e}")),
+            Lit::Str(b) => match std::str::from_utf8(b) {
+                Ok(s) => out.push(Token::SingleQuotedString(s.to_owned())),
+                // Bytes that are not text stay bytes: a text column
+                // refuses them, a binary one takes them.
+                Err(_) => out.push(Token::HexStringLiteral(hex(b))),
+            },
+            Lit::Bytes(b) => out.push(Token::HexStringLiteral(hex(b))),
+        }
+    }
+    out
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Parses the one statement `tokens` hold.
+fn parse(tokens: Vec<Token>) -> Result<Statement, MyError> {
+    let mut statements = Parser::new(&MySqlDialect {})
+        .with_recursion_limit(MAX_DEPTH)
+        .with_tokens(tokens)
+        .parse_statements()
+        .map_err(|e| match e {
+            ParserError::RecursionLimitExceeded => MyError::new(
+                1105,
+                "HY000",
+                format!("the statement is nested deeper than {MAX_DEPTH} levels"),
+            ),
+            ParserError::TokenizerError(m) | ParserError::ParserError(m) => MyError::syntax(m),
+        })?;
+    match statements.len() {
+        1 => Ok(statements.pop().expect("one")),
+        0 => Err(MyError::new(1065, "42000", "Query was empty")),
+        _ => Err(MyError::syntax(
+            "one statement at a time: multi-statements are not taken",
+        )),
+    }
+}
+
+/// The keyword a token is, if it is a word.
+fn keyword(t: Option<&Token>) -> Option<Keyword> {
+    match t {
+        Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.keyword),
+        _ => None,
+    }
+}
+
+/// A word's text, as a name.
+fn word(t: Option<&Token>) -> Option<&str> {
+    match t {
+        Some(Token::Word(w)) => Some(w.value.as_str()),
+        _ => None,
+    }
+}
+
+impl Session {
+    /// Runs one statement.
+    pub(crate) async fn run(&mut self, tokens: Vec<Token>) -> Result<Reply, MyError> {
+        match keyword(tokens.first()) {
+            Some(Keyword::SHOW) => return self.show(&tokens[1..]),
+            Some(Keyword::DESCRIBE | Keyword::DESC)
+                if tokens.len() <= 4
+                    && !matches!(keyword(tokens.get(1)), Some(Keyword::SELECT)) =>
+            {
+                return self.show_columns(&tokens[1..]);
+            }
+            Some(Keyword::SET) => return self.set(&tokens[1..]),
+            Some(Keyword::BEGIN) => return Err(transactions()),
+            Some(Keyword::COMMIT | Keyword::ROLLBACK) if tokens.len() <= 2 => {
+                // Nothing is open: every statement committed on its own.
+                return Ok(Reply::done(0));
+            }
+            _ => {}
+        }
+        let statement = parse(tokens)?;
+        match statement {
+            Statement::Query(q) => self.select(&q).await,
+            Statement::Insert(insert) => self.insert(&insert).await,
+            Statement::Update {
+                table,
+                assignments,
+                from,
+                selection,
+                returning,
+                or,
+                limit,
+            } => {
+                if from.is_some() || returning.is_some() || or.is_some() || limit.is_some() {
+                    return Err(MyError::unsupported("UPDATE with FROM, RETURNING or LIMIT"));
+                }
+                if !table.joins.is_empty() {
+                    return Err(MyError::unsupported("UPDATE of several tables"));
+                }
+                let name = relation_name(&table.relation)?;
+                self.update(&name, &assignments, selection.as_ref()).await
+            }
+            Statement::Delete(delete) => self.delete(&delete).await,
+            Statement::Use(ast::Use::Object(name)) => {
+                let parts = name_parts(&name)?;
+                let [db] = parts.as_slice() else {
+                    return Err(MyError::syntax("USE takes one database name"));
+                };
+                self.use_database(db)?;
+                Ok(Reply::done(0))
+            }
+            Statement::StartTransaction { .. } => Err(transactions()),
+            other => Err(MyError::unsupported(statement_kind(&other))),
+        }
+    }
+
+    /// The columns a statement answers, for a client preparing it: found
+    /// by planning it with NULL for every argument.
+    pub(crate) async fn describe(&mut self, tokens: &[Token]) -> Result<Vec<ColumnDef>, MyError> {
+        let n = placeholders(tokens);
+        let bound = bind(tokens, &vec![Lit::Null; n]);
+        match keyword(bound.first()) {
+            Some(Keyword::SELECT) => {}
+            _ => return Ok(Vec::new()),
+        }
+        let Statement::Query(q) = parse(bound)? else {
+            return Ok(Vec::new());
+        };
+        Ok(self.plan_select(&q)?.columns())
+    }
+
+    async fn select(&mut self, q: &ast::Query) -> Result<Reply, MyError> {
+        match self.plan_select(q)? {
+            Select::Constant { columns, rows } => Ok(Reply::rows(columns, rows)),
+            Select::Keys(lookup) => self.lookup(lookup).await,
+            Select::Aggregate {
+                plan,
+                grant,
+                columns,
+            } => {
+                let mut plan = *plan;
+                let tc = self.engine.tc();
+                tc.choose_access(&mut plan).await.map_err(query_error)?;
+                let rows = tc.ronsql(&grant, &plan).await.map_err(query_error)?;
+                let rows = rows
+                    .into_iter()
+                    .map(|r| r.into_iter().map(Cell::Datum).collect())
+                    .collect();
+                Ok(Reply::rows(columns, rows))
+            }
+        }
+    }
+
+    /// How a SELECT is answered.
+    fn plan_select(&mut self, q: &ast::Query) -> Result<Select, MyError> {
+        let select = crate::tc::ronsql::plan::select_of(q)?;
+        if select.from.is_empty() {
+            return self.constant_select(q, select);
+        }
+        let (db, table_name) = crate::tc::ronsql::plan::table_of(q)?;
+        if let Some(schema) = db.as_deref()
+            && (schema.eq_ignore_ascii_case("ndbinfo")
+                || schema.eq_ignore_ascii_case("information_schema")
+                || schema.eq_ignore_ascii_case("mysql")
+                || schema.eq_ignore_ascii_case("performance_schema"))
+        {
+            return Err(MyError::unsupported(format!("{schema} tables over SQL")));
+        }
+        let (table, grant) = self.table(db.as_deref(), &table_name)?;
+        let aggregates = !matches!(&select.group_by, ast::GroupByExpr::Expressions(e, _) if e.is_empty())
+            || select.projection.iter().any(|item| match item {
+                SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                    has_aggregate(e)
+                }
+                _ => false,
+            });
+        if aggregates {
+            let plan = crate::tc::ronsql::plan::plan(false, q, Arc::clone(&table))?;
+            let columns = ronsql_columns(&plan);
+            return Ok(Select::Aggregate {
+                plan: Box::new(plan),
+                grant,
+                columns,
+            });
+        }
+        if select.distinct.is_some() || select.having.is_some() {
+            return Err(MyError::unsupported(
+                "SELECT DISTINCT or HAVING without GROUP BY",
+            ));
+        }
+        let db_name = table.database.name.to_string();
+        let def = table.def();
+        let mut outputs = Vec::new();
+        for item in &select.projection {
+            match item {
+                SelectItem::Wildcard(_) => outputs.extend(0..def.columns.len()),
+                SelectItem::QualifiedWildcard(..) => {
+                    outputs.extend(0..def.columns.len());
+                }
+                SelectItem::UnnamedExpr(e) => outputs.push(column_of(&table, e, "field list")?),
+                SelectItem::ExprWithAlias { expr, .. } => {
+                    outputs.push(column_of(&table, expr, "field list")?);
+                }
+            }
+        }
+        let mut columns: Vec<ColumnDef> = outputs
+            .iter()
+            .map(|&c| {
+                let column = &def.columns[c];
+                column_def(&db_name, def.name.as_str(), column, is_key(&table, c))
+            })
+            .collect();
+        for (item, column) in select.projection.iter().zip(columns.iter_mut()) {
+            if let SelectItem::ExprWithAlias { alias, .. } = item {
+                column.name = alias.value.clone();
+            }
+        }
+        let Some(filter) = &select.selection else {
+            return Err(scans());
+        };
+        let Some(keys) = key_lookup(&table, filter)? else {
+            return Err(scans());
+        };
+        let mut order = Vec::new();
+        if let Some(order_by) = &q.order_by {
+            let OrderByKind::Expressions(exprs) = &order_by.kind else {
+                return Err(MyError::unsupported("ORDER BY ALL"));
+            };
+            for o in exprs {
+                order.push((
+                    column_of(&table, &o.expr, "order clause")?,
+                    o.options.asc != Some(false),
+                ));
+            }
+        }
+        let (limit, offset) = limit_of(q)?;
+        Ok(Select::Keys(Lookup {
+            table,
+            grant,
+            keys,
+            outputs,
+            columns,
+            order,
+            limit,
+            offset,
+        }))
+    }
+
+    /// A SELECT without a table: constants, variables, session functions.
+    fn constant_select(&self, q: &ast::Query, select: &ast::Select) -> Result<Select, MyError> {
+        if select.selection.is_some() || q.order_by.is_some() {
+            return Err(MyError::unsupported("WHERE or ORDER BY without a table"));
+        }
+        let mut columns = Vec::new();
+        let mut row = Vec::new();
+        for item in &select.projection {
+            let (e, name) = match item {
+                SelectItem::UnnamedExpr(e) => (e, e.to_string()),
+                SelectItem::ExprWithAlias { expr, alias } => (expr, alias.value.clone()),
+                _ => return Err(MyError::new(1096, "HY000", "No tables used")),
+            };
+            let cell = self.constant(e)?;
+            let t = match &cell {
+                Cell::Value(Value::Int(_) | Value::UInt(_)) => ty::LONGLONG,
+                Cell::Value(Value::Double(_)) => ty::DOUBLE,
+                Cell::Value(Value::Null) => ty::NULL,
+                _ => ty::VAR_STRING,
+            };
+            columns.push(computed(&name, t));
+            row.push(cell);
+        }
+        let (limit, offset) = limit_of(q)?;
+        let rows = if limit == Some(0) || offset > 0 {
+            Vec::new()
+        } else {
+            vec![row]
+        };
+        Ok(Select::Constant { columns, rows })
+    }
+
+    /// The value of a constant expression.
+    fn constant(&self, e: &Expr) -> Result<Cell, MyError> {
+        match e {
+            Expr::Nested(inner) => self.constant(inner),
+            Expr::Identifier(i) if i.value.starts_with("@@") => self.variable(&i.value[2..]),
+            Expr::CompoundIdentifier(parts)
+                if parts.first().is_some_and(|p| p.value.starts_with("@@")) =>
+            {
+                let name = parts.last().map_or("", |p| p.value.as_str());
+                self.variable(name)
+            }
+            Expr::Function(f) => {
+                let name = f.name.to_string().to_ascii_uppercase();
+                let no_args = match &f.args {
+                    ast::FunctionArguments::None => true,
+                    ast::FunctionArguments::List(l) => l.args.is_empty(),
+                    ast::FunctionArguments::Subquery(_) => false,
+                };
+                if !no_args {
+                    return Err(MyError::unsupported(format!(
+                        "the function {name} with arguments"
+                    )));
+                }
+                Ok(match name.as_str() {
+                    "DATABASE" | "SCHEMA" => match &self.database {
+                        Some(db) => Cell::from(db.as_str()),
+                        None => Cell::Value(Value::Null),
+                    },
+                    "USER" | "CURRENT_USER" | "SESSION_USER" | "SYSTEM_USER" => {
+                        Cell::from(format!("{}@%", self.user))
+                    }
+                    "VERSION" => Cell::from(super::VERSION),
+                    "CONNECTION_ID" => Cell::from(u64::from(self.id)),
+                    "LAST_INSERT_ID" => Cell::from(0u64),
+                    "FOUND_ROWS" | "ROW_COUNT" => Cell::from(0u64),
+                    _ => return Err(MyError::unsupported(format!("the function {name}"))),
+                })
+            }
+            other => match literal(other)? {
+                Some(Lit::Null) => Ok(Cell::Value(Value::Null)),
+                Some(Lit::Int(v)) => Ok(Cell::from(v)),
+                Some(Lit::UInt(v)) => Ok(Cell::from(v)),
+                Some(Lit::Number(n)) => Ok(Cell::from(n)),
+                Some(Lit::Double(v)) => Ok(Cell::Value(Value::Double(v))),
+                Some(Lit::Str(s) | Lit::Bytes(s)) => Ok(Cell::Value(Value::Bytes(s))),
+                Some(Lit::Bool(b)) => Ok(Cell::from(i64::from(b))),
+                None => Err(MyError::unsupported(format!(
+                    "the expression '{other}' without a table"
+                ))),
+            },
+        }
+    }
+
+    async fn lookup(&mut self, l: Lookup) -> Result<Reply, MyError> {
+        let tc = self.engine.tc();
+        let mut batch = tc.batch();
+        for key in &l.keys {
+            batch
+                .read(&l.table, key)
+                .map_err(|e| MyError::bad_value(&e.column, &e.problem))?;
+        }
+        tc.execute(&l.grant, &mut batch, Commit::Each)
+            .await
+            .map_err(MyError::from)?;
+        let mut found = Vec::with_capacity(l.keys.len());
+        for i in 0..l.keys.len() {
+            match batch.result(i) {
+                Ok(Outcome::Found(row)) => found.push(row.into_values()),
+                Ok(_) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        // As an index would give them: in key order, unless asked otherwise.
+        let key_columns: Vec<usize> = key_positions(&l.table);
+        let order: Vec<(usize, bool)> = if l.order.is_empty() {
+            key_columns.iter().map(|&c| (c, true)).collect()
+        } else {
+            l.order.clone()
+        };
+        found.sort_by(|a, b| {
+            for &(c, ascending) in &order {
+                let o = compare(&a[c], &b[c]);
+                let o = if ascending { o } else { o.reverse() };
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            std::cmp::Ordering::Equal
+        });
+        let rows = found
+            .into_iter()
+            .skip(usize::try_from(l.offset).unwrap_or(usize::MAX))
+            .take(
+                l.limit
+                    .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+            )
+            .map(|values| {
+                l.outputs
+                    .iter()
+                    .map(|&c| Cell::Value(values[c].clone()))
+                    .collect()
+            })
+            .collect();
+        Ok(Reply::rows(l.columns, rows))
+    }
+
+    async fn insert(&mut self, insert: &ast::Insert) -> Result<Reply, MyError> {
+        if insert.ignore {
+            return Err(MyError::unsupported("INSERT IGNORE"));
+        }
+        if insert.on.is_some() {
+            return Err(MyError::unsupported("INSERT … ON DUPLICATE KEY UPDATE"));
+        }
+        if insert.returning.is_some()
+            || insert.partitioned.is_some()
+            || !insert.assignments.is_empty()
+            || insert.or.is_some()
+            || insert.insert_alias.is_some()
+        {
+            return Err(MyError::unsupported("this form of INSERT"));
+        }
+        let ast::TableObject::TableName(name) = &insert.table else {
+            return Err(MyError::unsupported("INSERT into a table function"));
+        };
+        let parts = name_parts(name)?;
+        let (table, grant) = match parts.as_slice() {
+            [t] => self.table(None, t)?,
+            [db, t] => self.table(Some(db), t)?,
+            _ => return Err(MyError::syntax(format!("'{name}' is not a table name"))),
+        };
+        let command = if insert.replace_into {
+            "REPLACE"
+        } else {
+            "INSERT"
+        };
+        self.may_write(&grant, command, &table)?;
+        let def = table.def();
+        let columns: Vec<usize> = if insert.columns.is_empty() {
+            (0..def.columns.len()).collect()
+        } else {
+            let mut columns = Vec::with_capacity(insert.columns.len());
+            for ident in &insert.columns {
+                let c = position(&table, &ident.value)
+                    .ok_or_else(|| MyError::no_column(&ident.value, "field list"))?;
+                if columns.contains(&c) {
+                    return Err(MyError::new(
+                        1110,
+                        "42000",
+                        format!("Column '{}' specified twice", ident.value),
+                    ));
+                }
+                columns.push(c);
+            }
+            columns
+        };
+        let Some(source) = &insert.source else {
+            return Err(MyError::unsupported("INSERT without VALUES"));
+        };
+        let SetExpr::Values(values) = source.body.as_ref() else {
+            return Err(MyError::unsupported("INSERT … SELECT"));
+        };
+        if values.rows.len() > MAX_KEYS {
+            return Err(MyError::new(
+                1105,
+                "HY000",
+                format!(
+                    "an INSERT gives at most {MAX_KEYS} rows; this one gives {}",
+                    values.rows.len()
+                ),
+            ));
+        }
+        let tc = self.engine.tc();
+        let mut batch = tc.batch();
+        for (r, row) in values.rows.iter().enumerate() {
+            if row.len() != columns.len() {
+                return Err(MyError::new(
+                    1136,
+                    "21S01",
+                    format!("Column count doesn't match value count at row {}", r + 1),
+                ));
+            }
+            let mut given = Vec::with_capacity(columns.len());
+            for (&c, e) in columns.iter().zip(row) {
+                let column = &def.columns[c];
+                let lit = match e {
+                    Expr::Identifier(i)
+                        if i.value.eq_ignore_ascii_case("DEFAULT") && i.quote_style.is_none() =>
+                    {
+                        continue;
+                    }
+                    other => literal(other)?.ok_or_else(|| {
+                        MyError::unsupported(format!("the value '{other}' (only constants)"))
+                    })?,
+                };
+                given.push((column.name.as_str(), to_value(&lit, column)?));
+            }
+            let put = if insert.replace_into {
+                // MySQL's REPLACE writes a new row: what it leaves out is
+                // the column's default, or NULL, not the old row's value.
+                for (c, column) in def.columns.iter().enumerate() {
+                    if columns.contains(&c) {
+                        continue;
+                    }
+                    let value = match &column.default {
+                        Some(d) if !d.is_null() => Value::from_json(column.column_type, d)
+                            .map_err(|_| MyError::bad_value(column.name.as_str(), "its default"))?,
+                        _ if column.nullable => Value::Null,
+                        _ => {
+                            return Err(MyError::new(
+                                1364,
+                                "HY000",
+                                format!("Field '{}' doesn't have a default value", column.name),
+                            ));
+                        }
+                    };
+                    given.push((column.name.as_str(), value));
+                }
+                batch.replace(&table, &given)
+            } else {
+                batch.insert(&table, &given)
+            };
+            put.map_err(|e| MyError::bad_value(&e.column, &e.problem))?;
+        }
+        let n = values.rows.len();
+        tc.execute(&grant, &mut batch, Commit::Atomic)
+            .await
+            .map_err(MyError::from)?;
+        let mut affected = 0;
+        for i in 0..n {
+            affected += match batch.result(i) {
+                Ok(Outcome::Updated) => 2,
+                _ => 1,
+            };
+        }
+        let info = if n > 1 {
+            format!(
+                "Records: {n}  Duplicates: {}  Warnings: 0",
+                affected - n as u64
+            )
+        } else {
+            String::new()
+        };
+        Ok(Reply::Done { affected, info })
+    }
+
+    async fn update(
+        &mut self,
+        name: &[String],
+        assignments: &[ast::Assignment],
+        selection: Option<&Expr>,
+    ) -> Result<Reply, MyError> {
+        let (table, grant) = self.table_named(name)?;
+        self.may_write(&grant, "UPDATE", &table)?;
+        let def = table.def();
+        let keys = selection
+            .map(|w| key_lookup(&table, w))
+            .transpose()?
+            .flatten()
+            .ok_or_else(|| {
+                MyError::unsupported(
+                    "UPDATE by anything but the whole primary key (a scanning UPDATE)",
+                )
+            })?;
+        let mut set = Vec::with_capacity(assignments.len());
+        for a in assignments {
+            let ast::AssignmentTarget::ColumnName(target) = &a.target else {
+                return Err(MyError::unsupported("UPDATE of a tuple"));
+            };
+            let parts = name_parts(target)?;
+            let column_name = parts.last().map_or("", String::as_str);
+            let c = position(&table, column_name)
+                .ok_or_else(|| MyError::no_column(column_name, "field list"))?;
+            if is_key(&table, c) {
+                return Err(MyError::unsupported("UPDATE of a primary key column"));
+            }
+            let lit = literal(&a.value)?.ok_or_else(|| {
+                MyError::unsupported(format!(
+                    "SET {column_name} = {} (only constants, for now)",
+                    a.value
+                ))
+            })?;
+            set.push((c, to_value(&lit, &def.columns[c])?));
+        }
+        let key_columns = key_positions(&table);
+        let rows: Vec<Vec<(&str, Value)>> = keys
+            .into_iter()
+            .map(|key| {
+                let mut row: Vec<(&str, Value)> = key_columns
+                    .iter()
+                    .zip(key)
+                    .map(|(&c, v)| (def.columns[c].name.as_str(), v))
+                    .collect();
+                row.extend(
+                    set.iter()
+                        .map(|(c, v)| (def.columns[*c].name.as_str(), v.clone())),
+                );
+                row
+            })
+            .collect();
+        let affected = self
+            .change_existing(&table, &grant, rows.len(), |batch, i| {
+                batch.update(&table, &rows[i])
+            })
+            .await?;
+        Ok(Reply::Done {
+            affected,
+            info: format!("Rows matched: {affected}  Changed: {affected}  Warnings: 0"),
+        })
+    }
+
+    async fn delete(&mut self, delete: &ast::Delete) -> Result<Reply, MyError> {
+        if delete.using.is_some()
+            || delete.returning.is_some()
+            || !delete.order_by.is_empty()
+            || delete.limit.is_some()
+            || !delete.tables.is_empty()
+        {
+            return Err(MyError::unsupported(
+                "DELETE with USING, ORDER BY, LIMIT or several tables",
+            ));
+        }
+        let (ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from)) =
+            &delete.from;
+        let [from] = from.as_slice() else {
+            return Err(MyError::unsupported("DELETE from several tables"));
+        };
+        if !from.joins.is_empty() {
+            return Err(MyError::unsupported("DELETE with a JOIN"));
+        }
+        let name = relation_name(&from.relation)?;
+        let (table, grant) = self.table_named(&name)?;
+        self.may_write(&grant, "DELETE", &table)?;
+        let keys = delete
+            .selection
+            .as_ref()
+            .map(|w| key_lookup(&table, w))
+            .transpose()?
+            .flatten()
+            .ok_or_else(|| {
+                MyError::unsupported(
+                    "DELETE by anything but the whole primary key (a scanning DELETE)",
+                )
+            })?;
+        let affected = self
+            .change_existing(&table, &grant, keys.len(), |batch, i| {
+                batch.delete(&table, &keys[i])
+            })
+            .await?;
+        Ok(Reply::done(affected))
+    }
+
+    /// Runs `n` changes of rows that may not exist as one atomic request
+    /// of those that do: a change whose row is not there is dropped and
+    /// the rest tried again, so the statement changes every row it finds,
+    /// or none. Answers how many it changed.
+    async fn change_existing<F>(
+        &mut self,
+        table: &Arc<Table>,
+        grant: &Grant,
+        n: usize,
+        add: F,
+    ) -> Result<u64, MyError>
+    where
+        F: Fn(&mut crate::tc::batch::Batch, usize) -> Result<(), crate::storage::codec::ValueError>,
+    {
+        let _ = table;
+        let tc = self.engine.tc();
+        let mut wanted: Vec<usize> = (0..n).collect();
+        loop {
+            if wanted.is_empty() {
+                return Ok(0);
+            }
+            let mut batch = tc.batch();
+            for &i in &wanted {
+                add(&mut batch, i).map_err(|e| MyError::bad_value(&e.column, &e.problem))?;
+            }
+            match tc.execute(grant, &mut batch, Commit::Atomic).await {
+                Ok(()) => return Ok(wanted.len() as u64),
+                Err(TcError::Operation {
+                    index,
+                    error: OperationError::NotFound { .. },
+                }) => {
+                    wanted.remove(index);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Refuses a write by a key that may only read.
+    fn may_write(&self, grant: &Grant, command: &str, table: &Table) -> Result<(), MyError> {
+        if grant.role == Role::Read {
+            return Err(MyError::denied_command(
+                command,
+                &self.user,
+                table.name().as_str(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The table `name` (`[db.]table`) names, and the key's grant on its
+    /// database.
+    fn table_named(&self, name: &[String]) -> Result<(Arc<Table>, Grant), MyError> {
+        match name {
+            [t] => self.table(None, t),
+            [db, t] => self.table(Some(db), t),
+            _ => Err(MyError::syntax(
+                "a table is named `table` or `database.table`",
+            )),
+        }
+    }
+
+    // --- SHOW, DESCRIBE and SET -------------------------------------
+
+    fn show(&mut self, rest: &[Token]) -> Result<Reply, MyError> {
+        let mut i = 0;
+        let full = keyword(rest.first()) == Some(Keyword::FULL);
+        if full {
+            i += 1;
+        }
+        let scope = matches!(
+            keyword(rest.get(i)),
+            Some(Keyword::SESSION | Keyword::GLOBAL | Keyword::LOCAL)
+        );
+        if scope {
+            i += 1;
+        }
+        match (keyword(rest.get(i)), word(rest.get(i))) {
+            (Some(Keyword::DATABASES | Keyword::SCHEMAS), _) => {
+                let like = like_of(&rest[i + 1..])?;
+                let mut names: Vec<String> = self
+                    .key()?
+                    .def()
+                    .grants
+                    .iter()
+                    .map(|g| g.database.to_string())
+                    .filter(|d| self.engine.database(d).is_ok())
+                    .filter(|d| like.as_ref().is_none_or(|p| matches_like(p, d)))
+                    .collect();
+                names.sort();
+                let columns = vec![computed("Database", ty::VAR_STRING)];
+                Ok(Reply::rows(
+                    columns,
+                    names.into_iter().map(|n| vec![Cell::from(n)]).collect(),
+                ))
+            }
+            (Some(Keyword::TABLES), _) => {
+                let mut j = i + 1;
+                let db = if matches!(keyword(rest.get(j)), Some(Keyword::FROM | Keyword::IN)) {
+                    j += 2;
+                    word(rest.get(j - 1)).map(str::to_owned)
+                } else {
+                    None
+                };
+                let db = match db {
+                    Some(db) => db,
+                    None => self.database.clone().ok_or_else(MyError::no_database)?,
+                };
+                let like = like_of(&rest[j..])?;
+                self.grant(&db)?;
+                let mut names: Vec<String> = self
+                    .engine
+                    .tables()
+                    .iter()
+                    .filter(|t| t.database.name.as_str() == db)
+                    .map(|t| t.name().to_string())
+                    .filter(|t| like.as_ref().is_none_or(|p| matches_like(p, t)))
+                    .collect();
+                names.sort();
+                let mut columns = vec![computed(&format!("Tables_in_{db}"), ty::VAR_STRING)];
+                if full {
+                    columns.push(computed("Table_type", ty::VAR_STRING));
+                }
+                let rows = names
+                    .into_iter()
+                    .map(|n| {
+                        let mut row = vec![Cell::from(n)];
+                        if full {
+                            row.push(Cell::from("BASE TABLE"));
+                        }
+                        row
+                    })
+                    .collect();
+                Ok(Reply::rows(columns, rows))
+            }
+            (Some(Keyword::CREATE), _) if keyword(rest.get(i + 1)) == Some(Keyword::TABLE) => {
+                let name = object_name(&rest[i + 2..])?;
+                let (table, _) = self.table_named(&name)?;
+                let columns = vec![
+                    computed("Table", ty::VAR_STRING),
+                    computed("Create Table", ty::VAR_STRING),
+                ];
+                let sql = table.def().create_sql();
+                Ok(Reply::rows(
+                    columns,
+                    vec![vec![Cell::from(table.name().to_string()), Cell::from(sql)]],
+                ))
+            }
+            (Some(Keyword::COLUMNS | Keyword::FIELDS), _) => self.show_columns(&rest[i + 1..]),
+            (_, Some(w))
+                if ["INDEX", "INDEXES", "KEYS"]
+                    .iter()
+                    .any(|k| w.eq_ignore_ascii_case(k)) =>
+            {
+                self.show_index(&rest[i + 1..])
+            }
+            (Some(Keyword::VARIABLES), _) => {
+                let like = like_of(&rest[i + 1..])?;
+                let columns = vec![
+                    computed("Variable_name", ty::VAR_STRING),
+                    computed("Value", ty::VAR_STRING),
+                ];
+                let rows = self
+                    .variables()
+                    .into_iter()
+                    .filter(|(n, _)| like.as_ref().is_none_or(|p| matches_like(p, n)))
+                    .map(|(n, v)| vec![Cell::from(n), v])
+                    .collect();
+                Ok(Reply::rows(columns, rows))
+            }
+            (_, Some(w))
+                if w.eq_ignore_ascii_case("WARNINGS") || w.eq_ignore_ascii_case("ERRORS") =>
+            {
+                Ok(Reply::rows(
+                    vec![
+                        computed("Level", ty::VAR_STRING),
+                        computed("Code", ty::LONGLONG),
+                        computed("Message", ty::VAR_STRING),
+                    ],
+                    Vec::new(),
+                ))
+            }
+            _ => Err(MyError::unsupported(format!(
+                "SHOW {}",
+                rest.iter()
+                    .take(3)
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ))),
+        }
+    }
+
+    /// `SHOW COLUMNS FROM t [FROM db]`, `DESCRIBE t`.
+    fn show_columns(&mut self, rest: &[Token]) -> Result<Reply, MyError> {
+        let rest = match keyword(rest.first()) {
+            Some(Keyword::FROM | Keyword::IN) => &rest[1..],
+            _ => rest,
+        };
+        let mut name = object_name(rest)?;
+        let consumed = if name.len() == 2 { 3 } else { 1 };
+        if let Some(Keyword::FROM | Keyword::IN) = keyword(rest.get(consumed))
+            && let Some(db) = word(rest.get(consumed + 1))
+        {
+            name.insert(0, db.to_owned());
+        }
+        let (table, _) = self.table_named(&name)?;
+        let def = table.def();
+        let columns = ["Field", "Type", "Null", "Key", "Default", "Extra"]
+            .iter()
+            .map(|n| computed(n, ty::VAR_STRING))
+            .collect();
+        let rows = def
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let key = if is_key(&table, i) {
+                    "PRI"
+                } else if def
+                    .indexes
+                    .iter()
+                    .any(|x| x.unique && x.columns.first() == Some(&c.name))
+                {
+                    "UNI"
+                } else if def
+                    .indexes
+                    .iter()
+                    .any(|x| x.columns.first() == Some(&c.name))
+                {
+                    "MUL"
+                } else {
+                    ""
+                };
+                vec![
+                    Cell::from(c.name.to_string()),
+                    Cell::from(c.column_type.to_string()),
+                    Cell::from(if c.nullable { "YES" } else { "NO" }),
+                    Cell::from(key),
+                    match &c.default {
+                        Some(serde_json::Value::String(d)) => Cell::from(d.as_str()),
+                        Some(serde_json::Value::Null) | None => Cell::Value(Value::Null),
+                        Some(d) => Cell::from(d.to_string()),
+                    },
+                    Cell::from(""),
+                ]
+            })
+            .collect();
+        Ok(Reply::rows(columns, rows))
+    }
+
+    /// `SHOW INDEX FROM t`: MySQL's columns.
+    fn show_index(&mut self, rest: &[Token]) -> Result<Reply, MyError> {
+        let rest = match keyword(rest.first()) {
+            Some(Keyword::FROM | Keyword::IN) => &rest[1..],
+            _ => rest,
+        };
+        let name = object_name(rest)?;
+        let (table, _) = self.table_named(&name)?;
+        let def = table.def();
+        let names = [
+            "Table",
+            "Non_unique",
+            "Key_name",
+            "Seq_in_index",
+            "Column_name",
+            "Collation",
+            "Cardinality",
+            "Sub_part",
+            "Packed",
+            "Null",
+            "Index_type",
+            "Comment",
+            "Index_comment",
+            "Visible",
+            "Expression",
+        ];
+        let columns = names
+            .iter()
+            .map(|n| {
+                let t = if matches!(
+                    *n,
+                    "Non_unique" | "Seq_in_index" | "Cardinality" | "Sub_part"
+                ) {
+                    ty::LONGLONG
+                } else {
+                    ty::VAR_STRING
+                };
+                computed(n, t)
+            })
+            .collect();
+        let mut rows = Vec::new();
+        let mut add =
+            |key: &str, unique: bool, cols: &[shoal_wire::schema::ColumnName], kind: &str| {
+                for (seq, c) in cols.iter().enumerate() {
+                    let nullable = def.columns.iter().any(|d| &d.name == c && d.nullable);
+                    rows.push(vec![
+                        Cell::from(def.name.to_string()),
+                        Cell::from(i64::from(!unique)),
+                        Cell::from(key),
+                        Cell::from(seq as i64 + 1),
+                        Cell::from(c.to_string()),
+                        Cell::from("A"),
+                        Cell::Value(Value::Null),
+                        Cell::Value(Value::Null),
+                        Cell::Value(Value::Null),
+                        Cell::from(if nullable { "YES" } else { "" }),
+                        Cell::from(kind),
+                        Cell::from(""),
+                        Cell::from(""),
+                        Cell::from("YES"),
+                        Cell::Value(Value::Null),
+                    ]);
+                }
+            };
+        let pk_kind = if def.primary_key_index.is_ordered() {
+            "BTREE"
+        } else {
+            "HASH"
+        };
+        add("PRIMARY", true, &def.primary_key, pk_kind);
+        for index in &def.indexes {
+            add(index.name.as_str(), index.unique, &index.columns, "BTREE");
+        }
+        Ok(Reply::rows(columns, rows))
+    }
+
+    /// `SET …`: the session's settings that clients send. Each is taken
+    /// as it is; one that Shoal cannot honour is refused.
+    fn set(&mut self, rest: &[Token]) -> Result<Reply, MyError> {
+        for part in top_level_parts(rest) {
+            let mut p = part;
+            // NAMES and CHARACTER SET: the connection speaks utf8mb4.
+            match keyword(p.first()) {
+                Some(Keyword::NAMES) => {
+                    charset(word(p.get(1)).or(match p.get(1) {
+                        Some(Token::SingleQuotedString(s)) => Some(s.as_str()),
+                        _ => None,
+                    }))?;
+                    continue;
+                }
+                Some(Keyword::CHARACTER) if keyword(p.get(1)) == Some(Keyword::SET) => {
+                    charset(word(p.get(2)))?;
+                    continue;
+                }
+                Some(Keyword::TRANSACTION) => {
+                    return set_transaction(&p[1..]).map(|()| Reply::done(0));
+                }
+                Some(Keyword::SESSION | Keyword::LOCAL) => p = &p[1..],
+                _ if keyword(p.first()) == Some(Keyword::GLOBAL)
+                    || word(p.first()).is_some_and(|w| w.eq_ignore_ascii_case("PERSIST")) =>
+                {
+                    return Err(MyError::new(
+                        1227,
+                        "42000",
+                        "Access denied; you need (at least one of) the SUPER or SYSTEM_VARIABLES_ADMIN privilege(s) for this operation",
+                    ));
+                }
+                _ => {}
+            }
+            if keyword(p.first()) == Some(Keyword::TRANSACTION) {
+                return set_transaction(&p[1..]).map(|()| Reply::done(0));
+            }
+            let Some(name) = word(p.first()) else {
+                return Err(MyError::syntax("SET takes name = value"));
+            };
+            let name = name
+                .trim_start_matches("@@")
+                .trim_start_matches("session.")
+                .trim_start_matches("SESSION.")
+                .trim_start_matches("local.")
+                .to_ascii_lowercase();
+            if name.starts_with('@') {
+                return Err(MyError::unsupported("user variables"));
+            }
+            if !matches!(p.get(1), Some(Token::Eq) | Some(Token::Assignment)) {
+                return Err(MyError::syntax(format!("SET {name} needs = and a value")));
+            }
+            let value = &p[2..];
+            self.set_variable(&name, value)?;
+        }
+        Ok(Reply::done(0))
+    }
+
+    fn set_variable(&mut self, name: &str, value: &[Token]) -> Result<(), MyError> {
+        let text = value.iter().map(ToString::to_string).collect::<String>();
+        let plain = text.trim_matches('\'').to_ascii_lowercase();
+        match name {
+            "autocommit" => match plain.as_str() {
+                "1" | "on" | "true" => Ok(()),
+                "0" | "off" | "false" => Err(transactions()),
+                _ => Err(wrong_value(name, &text)),
+            },
+            "character_set_client" | "character_set_connection" | "character_set_results" => {
+                if plain == "null" || plain == "binary" {
+                    return Ok(());
+                }
+                charset(Some(&plain))
+            }
+            "collation_connection" if plain.starts_with("utf8") => Ok(()),
+            "sql_mode" => Ok(()),
+            "time_zone" if plain == "+00:00" || plain == "utc" || plain == "system" => Ok(()),
+            "transaction_isolation" | "tx_isolation" => match plain.as_str() {
+                "read-committed" => Ok(()),
+                _ => Err(MyError::unsupported(format!(
+                    "isolation level {text}: Shoal reads committed, as NDB does"
+                ))),
+            },
+            "sql_select_limit"
+            | "net_write_timeout"
+            | "net_read_timeout"
+            | "wait_timeout"
+            | "interactive_timeout"
+            | "max_execution_time"
+            | "sql_safe_updates"
+            | "unique_checks"
+            | "foreign_key_checks"
+            | "sql_auto_is_null"
+            | "session_track_schema"
+            | "session_track_state_change"
+            | "session_track_system_variables"
+            | "session_track_transaction_info" => Ok(()),
+            _ if self.variables().iter().any(|(n, _)| n == name) => Err(MyError::new(
+                1238,
+                "HY000",
+                format!("Variable '{name}' is a read only variable"),
+            )),
+            _ => Err(MyError::new(
+                1193,
+                "HY000",
+                format!(
+                    "Unknown system variable '{}'",
+                    name.chars().take(64).collect::<String>()
+                ),
+            )),
+        }
+    }
+
+    fn variable(&self, name: &str) -> Result<Cell, MyError> {
+        let name = name
+            .trim_start_matches("session.")
+            .trim_start_matches("SESSION.")
+            .trim_start_matches("global.")
+            .trim_start_matches("GLOBAL.")
+            .to_ascii_lowercase();
+        self.variables()
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v)
+            .ok_or_else(|| {
+                MyError::new(
+                    1193,
+                    "HY000",
+                    format!(
+                        "Unknown system variable '{}'",
+                        name.chars().take(64).collect::<String>()
+                    ),
+                )
+            })
+    }
+
+    /// The system variables a client may read, in name order.
+    fn variables(&self) -> Vec<(String, Cell)> {
+        let limits = &self.shared.limits;
+        let mut v: Vec<(String, Cell)> = vec![
+            ("auto_increment_increment", Cell::from(1u64)),
+            ("auto_increment_offset", Cell::from(1u64)),
+            ("autocommit", Cell::from(1u64)),
+            ("character_set_client", Cell::from("utf8mb4")),
+            ("character_set_connection", Cell::from("utf8mb4")),
+            ("character_set_database", Cell::from("utf8mb4")),
+            ("character_set_results", Cell::from("utf8mb4")),
+            ("character_set_server", Cell::from("utf8mb4")),
+            ("collation_connection", Cell::from("utf8mb4_general_ci")),
+            ("collation_database", Cell::from("utf8mb4_general_ci")),
+            ("collation_server", Cell::from("utf8mb4_general_ci")),
+            ("default_storage_engine", Cell::from("ndbcluster")),
+            ("have_ssl", Cell::from("DISABLED")),
+            ("init_connect", Cell::from("")),
+            (
+                "innodb_lock_wait_timeout",
+                Cell::from(self.shared.lock_wait_timeout.as_secs().max(1)),
+            ),
+            (
+                "interactive_timeout",
+                Cell::from(limits.idle_timeout.as_secs()),
+            ),
+            ("license", Cell::from("Apache-2.0")),
+            (
+                "lock_wait_timeout",
+                Cell::from(self.shared.lock_wait_timeout.as_secs().max(1)),
+            ),
+            ("lower_case_table_names", Cell::from(0u64)),
+            (
+                "max_allowed_packet",
+                Cell::from(limits.max_request_bytes as u64),
+            ),
+            ("max_connections", Cell::from(limits.max_connections as u64)),
+            ("net_buffer_length", Cell::from(16384u64)),
+            (
+                "net_read_timeout",
+                Cell::from(limits.idle_timeout.as_secs()),
+            ),
+            (
+                "net_write_timeout",
+                Cell::from(limits.idle_timeout.as_secs()),
+            ),
+            ("performance_schema", Cell::from(0u64)),
+            ("protocol_version", Cell::from(10u64)),
+            ("query_cache_size", Cell::from(0u64)),
+            ("query_cache_type", Cell::from("OFF")),
+            (
+                "sql_mode",
+                Cell::from("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION"),
+            ),
+            ("sql_select_limit", Cell::from(u64::MAX)),
+            ("system_time_zone", Cell::from("UTC")),
+            ("time_zone", Cell::from("+00:00")),
+            ("transaction_isolation", Cell::from("READ-COMMITTED")),
+            ("transaction_read_only", Cell::from(0u64)),
+            ("tx_isolation", Cell::from("READ-COMMITTED")),
+            ("tx_read_only", Cell::from(0u64)),
+            ("version", Cell::from(super::VERSION)),
+            ("version_comment", Cell::from(super::VERSION_COMMENT)),
+            ("wait_timeout", Cell::from(limits.idle_timeout.as_secs())),
+        ]
+        .into_iter()
+        .map(|(n, c)| (n.to_owned(), c))
+        .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+}
+
+/// How a SELECT is answered.
+enum Select {
+    Constant {
+        columns: Vec<ColumnDef>,
+        rows: Vec<Vec<Cell>>,
+    },
+    Keys(Lookup),
+    Aggregate {
+        plan: Box<crate::tc::ronsql::plan::Plan>,
+        grant: Grant,
+        columns: Vec<ColumnDef>,
+    },
+}
+
+impl Select {
+    fn columns(self) -> Vec<ColumnDef> {
+        match self {
+            Select::Constant { columns, .. } | Select::Aggregate { columns, .. } => columns,
+            Select::Keys(l) => l.columns,
+        }
+    }
+}
+
+/// Rows read by their primary keys.
+struct Lookup {
+    table: Arc<Table>,
+    grant: Grant,
+    keys: Vec<Vec<Value>>,
+    /// The table's columns answered, in order.
+    outputs: Vec<usize>,
+    columns: Vec<ColumnDef>,
+    order: Vec<(usize, bool)>,
+    limit: Option<u64>,
+    offset: u64,
+}
+
+fn transactions() -> MyError {
+    MyError::unsupported(
+        "transactions over SQL (BEGIN, autocommit=0) yet: each statement commits on its own",
+    )
+}
+
+fn scans() -> MyError {
+    MyError::unsupported(
+        "a SELECT that scans (a WHERE that is not on the whole primary key) yet; aggregate it, or read it by key",
+    )
+}
+
+/// `tokens` split at the commas outside parentheses.
+fn top_level_parts(tokens: &[Token]) -> Vec<&[Token]> {
+    let (mut parts, mut depth, mut start) = (Vec::new(), 0usize, 0);
+    for (i, t) in tokens.iter().enumerate() {
+        match t {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            Token::Comma if depth == 0 => {
+                parts.push(&tokens[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&tokens[start..]);
+    parts
+}
+
+fn wrong_value(name: &str, value: &str) -> MyError {
+    MyError::new(
+        1231,
+        "42000",
+        format!(
+            "Variable '{name}' can't be set to the value of '{}'",
+            value.chars().take(64).collect::<String>()
+        ),
+    )
+}
+
+fn charset(name: Option<&str>) -> Result<(), MyError> {
+    match name.map(|n| n.trim_matches(['\'', '"']).to_ascii_lowercase()) {
+        Some(n) if n == "utf8mb4" || n == "utf8" || n == "utf8mb3" || n == "default" => Ok(()),
+        Some(n) => Err(MyError::unsupported(format!(
+            "the character set {} (Shoal speaks utf8mb4)",
+            n.chars().take(32).collect::<String>()
+        ))),
+        None => Err(MyError::syntax("SET NAMES takes a character set")),
+    }
+}
+
+fn set_transaction(rest: &[Token]) -> Result<(), MyError> {
+    let words: Vec<String> = rest
+        .iter()
+        .map(|t| t.to_string().to_ascii_uppercase())
+        .collect();
+    let text = words.join(" ");
+    if text == "ISOLATION LEVEL READ COMMITTED" || text == "READ WRITE" {
+        return Ok(());
+    }
+    Err(MyError::unsupported(format!(
+        "SET TRANSACTION {}: Shoal reads committed, as NDB does",
+        text.chars().take(64).collect::<String>()
+    )))
+}
+
+/// `LIKE 'pattern'` after a SHOW, if any.
+fn like_of(rest: &[Token]) -> Result<Option<String>, MyError> {
+    match (keyword(rest.first()), rest.get(1)) {
+        (None, None) => Ok(None),
+        (
+            Some(Keyword::LIKE),
+            Some(Token::SingleQuotedString(p) | Token::DoubleQuotedString(p)),
+        ) if rest.len() == 2 => Ok(Some(p.clone())),
+        _ => Err(MyError::unsupported(
+            "SHOW with anything but LIKE 'pattern'",
+        )),
+    }
+}
+
+/// SQL's LIKE: `%` any run, `_` any one character, `\` escapes; as
+/// MySQL's default collation, without regard to case.
+pub(crate) fn matches_like(pattern: &str, text: &str) -> bool {
+    fn go(p: &[char], t: &[char]) -> bool {
+        match p.first() {
+            None => t.is_empty(),
+            Some('%') => (0..=t.len()).any(|i| go(&p[1..], &t[i..])),
+            Some('_') => !t.is_empty() && go(&p[1..], &t[1..]),
+            Some('\\') if p.len() > 1 => {
+                !t.is_empty() && t[0].eq_ignore_ascii_case(&p[1]) && go(&p[2..], &t[1..])
+            }
+            Some(c) => !t.is_empty() && t[0].eq_ignore_ascii_case(c) && go(&p[1..], &t[1..]),
+        }
+    }
+    let p: Vec<char> = pattern.chars().take(256).collect();
+    let t: Vec<char> = text.chars().collect();
+    go(&p, &t)
+}
+
+/// A `[db.]table` name at the start of `tokens`.
+fn object_name(tokens: &[Token]) -> Result<Vec<String>, MyError> {
+    let first = word(tokens.first()).ok_or_else(|| MyError::syntax("a table name is needed"))?;
+    if tokens.get(1) == Some(&Token::Period)
+        && let Some(second) = word(tokens.get(2))
+    {
+        return Ok(vec![first.to_owned(), second.to_owned()]);
+    }
+    Ok(vec![first.to_owned()])
+}
+
+fn name_parts(name: &ast::ObjectName) -> Result<Vec<String>, MyError> {
+    name.0
+        .iter()
+        .map(|p| match p {
+            ast::ObjectNamePart::Identifier(i) => Ok(i.value.clone()),
+            ast::ObjectNamePart::Function(_) => Err(MyError::unsupported("a function in a name")),
+        })
+        .collect()
+}
+
+fn relation_name(relation: &ast::TableFactor) -> Result<Vec<String>, MyError> {
+    match relation {
+        ast::TableFactor::Table {
+            name,
+            alias: None,
+            args: None,
+            ..
+        } => name_parts(name),
+        ast::TableFactor::Table { .. } => Err(MyError::unsupported("a table alias or hint here")),
+        _ => Err(MyError::unsupported("anything but a table here")),
+    }
+}
+
+fn statement_kind(s: &Statement) -> String {
+    let text = s.to_string();
+    let words: Vec<&str> = text.split_whitespace().take(2).collect();
+    words.join(" ")
+}
+
+/// A literal, if `e` is one (a number, string, NULL, boolean, hex, or a
+/// negated number).
+pub(crate) fn literal(e: &Expr) -> Result<Option<Lit>, MyError> {
+    match e {
+        Expr::Nested(inner) => literal(inner),
+        Expr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr,
+        } => match literal(expr)? {
+            Some(Lit::Int(v)) => Ok(Some(Lit::Int(-v))),
+            Some(Lit::UInt(v)) => Ok(Some(match i64::try_from(v) {
+                Ok(v) => Lit::Int(-v),
+                Err(_) if v == 1 << 63 => Lit::Int(i64::MIN),
+                Err(_) => Lit::Number(format!("-{v}")),
+            })),
+            Some(Lit::Number(n)) => Ok(Some(Lit::Number(match n.strip_prefix('-') {
+                Some(p) => p.to_owned(),
+                None => format!("-{n}"),
+            }))),
+            Some(Lit::Double(v)) => Ok(Some(Lit::Double(-v))),
+            _ => Ok(None),
+        },
+        Expr::UnaryOp {
+            op: UnaryOperator::Plus,
+            expr,
+        } => literal(expr),
+        Expr::Value(v) => Ok(Some(match &v.value {
+            ast::Value::Null => Lit::Null,
+            ast::Value::Boolean(b) => Lit::Bool(*b),
+            ast::Value::Number(n, _) => {
+                if let Ok(i) = n.parse::<i64>() {
+                    Lit::Int(i)
+                } else if let Ok(u) = n.parse::<u64>() {
+                    Lit::UInt(u)
+                } else if n.contains(['e', 'E']) {
+                    Lit::Double(
+                        n.parse()
+                            .map_err(|_| MyError::syntax(format!("the number {n}")))?,
+                    )
+                } else {
+                    Lit::Number(n.clone())
+                }
+            }
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
+                Lit::Str(s.clone().into_bytes())
+            }
+            ast::Value::HexStringLiteral(h) => {
+                Lit::Bytes(unhex(h).ok_or_else(|| MyError::syntax(format!("X'{h}' is not hex")))?)
+            }
+            ast::Value::Placeholder(_) => {
+                return Err(MyError::bad_arguments("a ? was given no value"));
+            }
+            _ => return Ok(None),
+        })),
+        _ => Ok(None),
+    }
+}
+
+fn unhex(h: &str) -> Option<Vec<u8>> {
+    if !h.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..h.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Whether an expression holds an aggregate function.
+fn has_aggregate(e: &Expr) -> bool {
+    match e {
+        Expr::Function(f) => {
+            let name = f.name.to_string().to_ascii_uppercase();
+            matches!(name.as_str(), "COUNT" | "SUM" | "MIN" | "MAX" | "AVG")
+        }
+        Expr::BinaryOp { left, right, .. } => has_aggregate(left) || has_aggregate(right),
+        Expr::UnaryOp { expr, .. } | Expr::Nested(expr) | Expr::Cast { expr, .. } => {
+            has_aggregate(expr)
+        }
+        _ => false,
+    }
+}
+
+/// The position of a table's column, by name without regard to case (as
+/// MySQL's column names are).
+fn position(table: &Table, name: &str) -> Option<usize> {
+    (table.def().columns.iter()).position(|c| c.name.as_str().eq_ignore_ascii_case(name))
+}
+
+fn is_key(table: &Table, c: usize) -> bool {
+    let def = table.def();
+    def.primary_key.contains(&def.columns[c].name)
+}
+
+/// The positions of the primary key's columns, in key order.
+fn key_positions(table: &Table) -> Vec<usize> {
+    let def = table.def();
+    (def.primary_key.iter())
+        .map(|k| {
+            (def.columns.iter())
+                .position(|c| &c.name == k)
+                .expect("a key column")
+        })
+        .collect()
+}
+
+/// The column an expression names: `c`, `t.c` or `db.t.c`.
+fn column_of(table: &Table, e: &Expr, place: &str) -> Result<usize, MyError> {
+    let name = match e {
+        Expr::Identifier(i) => i.value.as_str(),
+        Expr::CompoundIdentifier(parts) => {
+            let n = parts.len();
+            if n >= 2
+                && !parts[n - 2]
+                    .value
+                    .eq_ignore_ascii_case(table.name().as_str())
+            {
+                return Err(MyError::no_column(&e.to_string(), place));
+            }
+            parts.last().map_or("", |p| p.value.as_str())
+        }
+        other => {
+            return Err(MyError::unsupported(format!(
+                "the expression '{other}' in a SELECT that is not aggregated (columns only)"
+            )));
+        }
+    };
+    position(table, name).ok_or_else(|| MyError::no_column(name, place))
+}
+
+/// The keys a WHERE clause pins: every primary key column equal to a
+/// constant, or (one of them) in a list of constants. `None`: the clause
+/// is anything else, and rows would be scanned.
+fn key_lookup(table: &Table, filter: &Expr) -> Result<Option<Vec<Vec<Value>>>, MyError> {
+    let key = key_positions(table);
+    let def = table.def();
+    let mut per_column: Vec<Option<Vec<Lit>>> = vec![None; key.len()];
+    let mut conjuncts = Vec::new();
+    flatten_and(filter, &mut conjuncts);
+    for c in conjuncts {
+        let (column, lits) = match c {
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Eq,
+                right,
+            } => match (column_of(table, left, "where clause"), literal(right)?) {
+                (Ok(col), Some(lit)) => (col, vec![lit]),
+                _ => match (literal(left)?, column_of(table, right, "where clause")) {
+                    (Some(lit), Ok(col)) => (col, vec![lit]),
+                    _ => return Ok(None),
+                },
+            },
+            Expr::InList {
+                expr,
+                list,
+                negated: false,
+            } => {
+                let Ok(col) = column_of(table, expr, "where clause") else {
+                    return Ok(None);
+                };
+                if list.len() > MAX_KEYS {
+                    return Err(MyError::new(
+                        1105,
+                        "HY000",
+                        format!(
+                            "an IN list of keys has at most {MAX_KEYS} values; this one has {}",
+                            list.len()
+                        ),
+                    ));
+                }
+                let mut lits = Vec::with_capacity(list.len());
+                for e in list {
+                    match literal(e)? {
+                        Some(l) => lits.push(l),
+                        None => return Ok(None),
+                    }
+                }
+                (col, lits)
+            }
+            _ => return Ok(None),
+        };
+        let Some(k) = key.iter().position(|&p| p == column) else {
+            return Ok(None);
+        };
+        if per_column[k].is_some() {
+            return Ok(None);
+        }
+        per_column[k] = Some(lits);
+    }
+    let mut keys: Vec<Vec<Value>> = vec![Vec::new()];
+    for (k, lits) in per_column.into_iter().enumerate() {
+        let Some(lits) = lits else {
+            return Ok(None);
+        };
+        let column = &def.columns[key[k]];
+        let mut values = Vec::with_capacity(lits.len());
+        for lit in &lits {
+            // A key is never NULL: `= NULL` finds nothing.
+            if *lit == Lit::Null {
+                continue;
+            }
+            let v = to_value(lit, column)?;
+            if !values.contains(&v) {
+                values.push(v);
+            }
+        }
+        if keys.len() * values.len() > MAX_KEYS {
+            return Err(MyError::new(
+                1105,
+                "HY000",
+                format!("the WHERE clause names more than {MAX_KEYS} keys"),
+            ));
+        }
+        keys = keys
+            .into_iter()
+            .flat_map(|prefix| {
+                values.iter().map(move |v| {
+                    let mut key = prefix.clone();
+                    key.push(v.clone());
+                    key
+                })
+            })
+            .collect();
+    }
+    Ok(Some(keys))
+}
+
+fn flatten_and<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match e {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            flatten_and(left, out);
+            flatten_and(right, out);
+        }
+        Expr::Nested(inner) => flatten_and(inner, out),
+        other => out.push(other),
+    }
+}
+
+/// LIMIT and OFFSET, whole numbers only.
+fn limit_of(q: &ast::Query) -> Result<(Option<u64>, u64), MyError> {
+    Ok(crate::tc::ronsql::plan::limit_of(q.limit_clause.as_ref())?)
+}
+
+/// Two values of one column, in the order an index keeps them.
+fn compare(a: &Value, b: &Value) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    match (a, b) {
+        (Value::Null, Value::Null) => Ordering::Equal,
+        (Value::Null, _) => Ordering::Less,
+        (_, Value::Null) => Ordering::Greater,
+        (Value::Int(x), Value::Int(y)) => x.cmp(y),
+        (Value::UInt(x), Value::UInt(y)) => x.cmp(y),
+        (Value::Int(x), Value::UInt(y)) => i128::from(*x).cmp(&i128::from(*y)),
+        (Value::UInt(x), Value::Int(y)) => i128::from(*x).cmp(&i128::from(*y)),
+        (Value::Float(x), Value::Float(y)) => x.total_cmp(y),
+        (Value::Double(x), Value::Double(y)) => x.total_cmp(y),
+        (Value::Text(x), Value::Text(y)) => x.to_lowercase().cmp(&y.to_lowercase()),
+        (Value::Bytes(x), Value::Bytes(y)) => x.cmp(y),
+        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        (Value::Decimal(x), Value::Decimal(y)) => x.to_string().cmp(&y.to_string()),
+        _ => a.to_string().cmp(&b.to_string()),
+    }
+}
+
+/// What the columns of a RonSQL answer are.
+fn ronsql_columns(plan: &crate::tc::ronsql::plan::Plan) -> Vec<ColumnDef> {
+    use crate::sql::agg::Func;
+    use crate::sql::eval::Ty;
+    use crate::tc::ronsql::plan::Source;
+    let layout = &plan.table.layout;
+    plan.outputs
+        .iter()
+        .map(|o| {
+            let t = match o.source {
+                Source::Group(i) => {
+                    let c = plan.program.group_by[i];
+                    let def = &plan.table.def().columns[usize::from(c)];
+                    let mut column = column_def(
+                        &plan.table.database.name.to_string(),
+                        plan.table.name().as_str(),
+                        def,
+                        false,
+                    );
+                    column.name = o.name.clone();
+                    let _ = layout;
+                    return column;
+                }
+                Source::Aggregate(i) => {
+                    let a = &plan.program.aggregates[i];
+                    match (a.func, a.ty) {
+                        (Func::Count, _) => ty::LONGLONG,
+                        (Func::Sum, Ty::Double) => ty::DOUBLE,
+                        (Func::Sum, _) => ty::NEWDECIMAL,
+                        (_, t) => value::datum_type(t),
+                    }
+                }
+                Source::Avg { ty: Ty::Double, .. } => ty::DOUBLE,
+                Source::Avg { .. } => ty::NEWDECIMAL,
+            };
+            computed(&o.name, t)
+        })
+        .collect()
+}
+
+fn query_error(e: crate::tc::QueryError) -> MyError {
+    match e {
+        crate::tc::QueryError::Tc(e) => e.into(),
+        crate::tc::QueryError::Sql(e) => e.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_matches_as_mysql_does() {
+        assert!(matches_like("ver%", "version"));
+        assert!(matches_like("VERSION", "version"));
+        assert!(matches_like("v_rsion", "version"));
+        assert!(!matches_like("v_rsion", "vrsion"));
+        assert!(matches_like("%", ""));
+        assert!(matches_like("a\\%", "a%"));
+        assert!(!matches_like("a\\%", "ab"));
+    }
+
+    #[test]
+    fn arguments_go_in_as_literals_never_as_sql() {
+        let tokens = tokenize("SELECT c FROM t WHERE id = ? AND k IN (?, ?)").unwrap();
+        assert_eq!(placeholders(&tokens), 3);
+        let hostile = Lit::Str(b"1' OR '1'='1".to_vec());
+        let bound = bind(
+            &tokens,
+            &[Lit::Int(-5), hostile.clone(), Lit::Str(vec![0xff, 0])],
+        );
+        let Statement::Query(q) = parse(bound).unwrap() else {
+            panic!("a query")
+        };
+        let SetExpr::Select(s) = q.body.as_ref() else {
+            panic!("a select")
+        };
+        let mut conj = Vec::new();
+        flatten_and(s.selection.as_ref().unwrap(), &mut conj);
+        assert_eq!(conj.len(), 2);
+        let Expr::BinaryOp { right, .. } = conj[0] else {
+            panic!("id = -5")
+        };
+        assert_eq!(literal(right).unwrap(), Some(Lit::Int(-5)));
+        let Expr::InList { list, .. } = conj[1] else {
+            panic!("k IN (..)")
+        };
+        assert_eq!(literal(&list[0]).unwrap(), Some(hostile));
+        assert_eq!(literal(&list[1]).unwrap(), Some(Lit::Bytes(vec![0xff, 0])));
+    }
+
+    #[test]
+    fn one_statement_at_a_time() {
+        assert!(tokenize("SELECT 1;").is_ok());
+        assert_eq!(tokenize("SELECT 1; DROP TABLE t").unwrap_err().code, 1064);
+        let deep = format!("SELECT {}1{}", "(".repeat(500), ")".repeat(500));
+        let err = parse(tokenize(&deep).unwrap()).unwrap_err();
+        assert_eq!(err.code, 1105, "{err:?}");
+    }
+}

@@ -1,0 +1,629 @@
+//! One client connection: the handshake and login with an API key, then
+//! its commands one at a time — text queries, prepared statements, and
+//! the small commands clients send (`USE`, ping, statistics).
+//!
+//! The login must arrive within the front end's `head_timeout`, and be at
+//! most `MAX_LOGIN_BYTES`; after it a connection idle for `idle_timeout`
+//! is closed, and a packet longer than `max_request_bytes` is answered
+//! error 1153 and the connection closed. The key is looked at before
+//! every command: once it is revoked or expires, the connection's next
+//! command is refused and the connection closed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tracing::Instrument;
+
+use super::error::MyError;
+use super::proto::{self, Out, ReadError, cap, com, status};
+use super::query::{self, Reply};
+use super::value::{self, Lit};
+use crate::api::serve::Limits;
+use crate::api::{AccessError, access};
+use crate::node::Engine;
+use crate::node::keys::{ApiKey, AuthError};
+use crate::tc::{Grant, Table};
+
+/// Largest login packet read.
+const MAX_LOGIN_BYTES: usize = 64 << 10;
+/// Most prepared statements one connection holds open.
+pub(crate) const MAX_STATEMENTS: usize = 1024;
+/// Replies are sent once this many bytes wait, even mid-result.
+const FLUSH_AT: usize = 1 << 20;
+
+/// What every connection of the front end shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) engine: Engine,
+    pub(crate) limits: Limits,
+    pub(crate) lock_wait_timeout: Duration,
+}
+
+static NEXT_CONNECTION: AtomicU32 = AtomicU32::new(1);
+
+/// A prepared statement: its tokens and its `?`s.
+#[derive(Debug)]
+struct Prepared {
+    tokens: Vec<sqlparser::tokenizer::Token>,
+    params: usize,
+    /// The argument types last bound (type, unsigned).
+    types: Vec<(u8, bool)>,
+    /// Arguments sent in parts (COM_STMT_SEND_LONG_DATA), by position.
+    long_data: HashMap<u16, Vec<u8>>,
+}
+
+/// A logged-in connection's state.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub(crate) engine: Engine,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) id: u32,
+    /// The key's prefix: the user name the client logged in with.
+    pub(crate) user: String,
+    key: Arc<ApiKey>,
+    /// The database chosen (`USE`, or at connect).
+    pub(crate) database: Option<String>,
+    capabilities: u32,
+    statements: HashMap<u32, Prepared>,
+    next_statement: u32,
+}
+
+impl Session {
+    /// The key, if it still works.
+    pub(crate) fn key(&self) -> Result<&Arc<ApiKey>, MyError> {
+        if !self.key.is_live() {
+            return Err(revoked());
+        }
+        Ok(&self.key)
+    }
+
+    /// The key's grant on database `db`.
+    pub(crate) fn grant(&self, db: &str) -> Result<Grant, MyError> {
+        let key = self.key()?;
+        access(&self.engine, key, db)
+            .map(|(_, grant)| grant)
+            .map_err(|e| match e {
+                AccessError::NotGranted(_) => MyError::denied_database(&self.user, db),
+                AccessError::NoSuchDatabase(_) => MyError::unknown_database(db),
+                AccessError::Unauthenticated(_) => revoked(),
+            })
+    }
+
+    /// Table `name` of database `db` (or the session's), and the key's
+    /// grant on that database.
+    pub(crate) fn table(
+        &self,
+        db: Option<&str>,
+        name: &str,
+    ) -> Result<(Arc<Table>, Grant), MyError> {
+        let db = match db {
+            Some(db) => db.to_owned(),
+            None => self.database.clone().ok_or_else(MyError::no_database)?,
+        };
+        let grant = self.grant(&db)?;
+        let table = (self.engine.table(&db, name)).map_err(|_| MyError::no_table(&db, name))?;
+        Ok((table, grant))
+    }
+
+    /// Makes `db` the session's database, if the key is granted it.
+    pub(crate) fn use_database(&mut self, db: &str) -> Result<(), MyError> {
+        self.grant(db)?;
+        self.database = Some(db.to_owned());
+        tracing::Span::current().record("database", db);
+        Ok(())
+    }
+
+    fn status(&self) -> u16 {
+        status::AUTOCOMMIT
+    }
+}
+
+fn revoked() -> MyError {
+    MyError::new(1045, "28000", "the API key has expired or was revoked")
+}
+
+/// Serves one client until it quits, breaks off, idles past its limit, or
+/// the node stops.
+pub(crate) async fn connection(
+    stream: TcpStream,
+    shared: Arc<Shared>,
+    stopped: watch::Receiver<bool>,
+) {
+    let id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
+    let span = tracing::debug_span!(
+        target: "shoal::request",
+        "mysql connection",
+        connection = id,
+        tenant = tracing::field::Empty,
+        database = tracing::field::Empty,
+    );
+    let _ = stream.set_nodelay(true);
+    let (read, mut write) = stream.into_split();
+    let mut read = BufReader::with_capacity(16 << 10, read);
+    serve(&mut read, &mut write, shared, id, stopped)
+        .instrument(span)
+        .await;
+}
+
+async fn serve<R, W>(
+    read: &mut R,
+    write: &mut W,
+    shared: Arc<Shared>,
+    id: u32,
+    mut stopped: watch::Receiver<bool>,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let limits = shared.limits;
+    let mut out = Out::default();
+    let Some(mut session) = login(read, write, &mut out, &shared, id).await else {
+        return;
+    };
+    let mut packet = Vec::new();
+    loop {
+        let next = tokio::select! {
+            read = tokio::time::timeout(
+                limits.idle_timeout,
+                proto::read_packet(read, limits.max_request_bytes, &mut packet),
+            ) => read,
+            _ = stopped.wait_for(|s| *s) => return,
+        };
+        let seq = match next {
+            Err(_) | Ok(Err(ReadError::Closed | ReadError::Io(_))) => return,
+            Ok(Err(ReadError::TooLarge(max))) => {
+                out.seq = 1;
+                proto::err(
+                    &mut out,
+                    1153,
+                    "08S01",
+                    &format!("Got a packet bigger than 'max_allowed_packet' bytes ({max})"),
+                );
+                let _ = out.flush(write).await;
+                return;
+            }
+            Ok(Ok(seq)) => seq,
+        };
+        out.seq = seq.wrapping_add(1);
+        if session.key().is_err() {
+            proto::err(&mut out, 1045, "28000", &revoked().message);
+            let _ = out.flush(write).await;
+            return;
+        }
+        let Some((&command, body)) = packet.split_first() else {
+            proto::err(&mut out, 1047, "08S01", "Unknown command");
+            if out.flush(write).await.is_err() {
+                return;
+            }
+            continue;
+        };
+        let go_on = match command {
+            com::QUIT => return,
+            com::QUERY => {
+                query_command(&mut session, &mut out, write, body).await;
+                true
+            }
+            com::INIT_DB => {
+                match std::str::from_utf8(body) {
+                    Ok(db) => match session.use_database(db) {
+                        Ok(()) => ok(&mut out, &session, 0, String::new()),
+                        Err(e) => error(&mut out, &e),
+                    },
+                    Err(_) => error(&mut out, &not_utf8(body)),
+                }
+                true
+            }
+            com::PING | com::RESET_CONNECTION => {
+                if command == com::RESET_CONNECTION {
+                    session.statements.clear();
+                }
+                ok(&mut out, &session, 0, String::new());
+                true
+            }
+            com::FIELD_LIST => {
+                proto::eof(&mut out, session.capabilities, session.status(), true);
+                true
+            }
+            com::STATISTICS => {
+                out.begin();
+                let uptime = crate::api::resp::started().elapsed().as_secs();
+                out.put(format!("Uptime: {uptime}").as_bytes());
+                out.end();
+                true
+            }
+            com::SET_OPTION => {
+                match proto::Reader::new(body).u16() {
+                    // Multi-statements off: as they are.
+                    Ok(1) => proto::eof(&mut out, session.capabilities, session.status(), true),
+                    _ => error(&mut out, &MyError::unsupported("multi-statements")),
+                }
+                true
+            }
+            com::STMT_PREPARE => {
+                prepare(&mut session, &mut out, body).await;
+                true
+            }
+            com::STMT_EXECUTE => {
+                execute(&mut session, &mut out, write, body).await;
+                true
+            }
+            com::STMT_SEND_LONG_DATA => {
+                // No answer, even to an error: the execute that follows says it.
+                long_data(&mut session, body, limits.max_request_bytes);
+                continue;
+            }
+            com::STMT_CLOSE => {
+                if let Ok(stmt) = proto::Reader::new(body).u32() {
+                    session.statements.remove(&stmt);
+                }
+                continue;
+            }
+            com::STMT_RESET => {
+                match proto::Reader::new(body)
+                    .u32()
+                    .ok()
+                    .and_then(|s| session.statements.get_mut(&s))
+                {
+                    Some(p) => {
+                        p.long_data.clear();
+                        ok(&mut out, &session, 0, String::new());
+                    }
+                    None => error(&mut out, &unknown_statement("mysqld_stmt_reset")),
+                }
+                true
+            }
+            _ => {
+                proto::err(&mut out, 1047, "08S01", "Unknown command");
+                true
+            }
+        };
+        if go_on && out.flush(write).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The greeting, the login and the connect-time database: the session, or
+/// `None` once the client was told why not.
+async fn login<R, W>(
+    read: &mut R,
+    write: &mut W,
+    out: &mut Out,
+    shared: &Arc<Shared>,
+    id: u32,
+) -> Option<Session>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let scramble = scramble();
+    proto::greeting(out, super::VERSION, id, &scramble);
+    out.flush(write).await.ok()?;
+    let deadline = tokio::time::Instant::now() + shared.limits.head_timeout;
+    let mut packet = Vec::new();
+    read_login_packet(read, deadline, out, &mut packet).await?;
+    let login = match proto::login(&packet) {
+        Ok(Some(login)) => login,
+        Ok(None) => {
+            proto::err(
+                out,
+                1043,
+                "08S01",
+                "Bad handshake: this node does not offer TLS",
+            );
+            let _ = out.flush(write).await;
+            return None;
+        }
+        Err(_) => {
+            proto::err(out, 1043, "08S01", "Bad handshake");
+            let _ = out.flush(write).await;
+            return None;
+        }
+    };
+    let mut answer = login.auth;
+    if login
+        .plugin
+        .as_deref()
+        .is_some_and(|p| p != proto::NATIVE_PASSWORD.as_bytes())
+    {
+        // A client that answered another way is asked for this one.
+        proto::auth_switch(out, &scramble);
+        out.flush(write).await.ok()?;
+        read_login_packet(read, deadline, out, &mut packet).await?;
+        answer = packet.clone();
+    }
+    let user: String = String::from_utf8_lossy(&login.user)
+        .chars()
+        .take(64)
+        .collect();
+    let key = match shared
+        .engine
+        .api_keys()
+        .verify_sql(&login.user, &scramble, &answer)
+    {
+        Ok(key) => key,
+        Err(e) => {
+            let using = if answer.is_empty() { "NO" } else { "YES" };
+            let why = match e {
+                AuthError::Expired => "; the API key has expired or was revoked",
+                _ => "",
+            };
+            proto::err(
+                out,
+                1045,
+                "28000",
+                &format!("Access denied for user '{user}' (using password: {using}){why}"),
+            );
+            let _ = out.flush(write).await;
+            return None;
+        }
+    };
+    tracing::Span::current().record("tenant", key.tenant().as_str());
+    let mut session = Session {
+        engine: shared.engine.clone(),
+        shared: Arc::clone(shared),
+        id,
+        user,
+        key,
+        database: None,
+        capabilities: login.capabilities & cap::SERVER,
+        statements: HashMap::new(),
+        next_statement: 1,
+    };
+    if let Some(db) = login.database {
+        let chosen = match std::str::from_utf8(&db) {
+            Ok(db) => session.use_database(db),
+            Err(_) => Err(not_utf8(&db)),
+        };
+        if let Err(e) = chosen {
+            error(out, &e);
+            let _ = out.flush(write).await;
+            return None;
+        }
+    }
+    ok(out, &session, 0, String::new());
+    out.flush(write).await.ok()?;
+    Some(session)
+}
+
+/// Reads a packet of the login before `deadline`; the answer to it
+/// follows in sequence. `None`: it did not come.
+async fn read_login_packet<R: AsyncRead + Unpin>(
+    read: &mut R,
+    deadline: tokio::time::Instant,
+    out: &mut Out,
+    packet: &mut Vec<u8>,
+) -> Option<()> {
+    let read = proto::read_packet(read, MAX_LOGIN_BYTES, packet);
+    let seq = tokio::time::timeout_at(deadline, read).await.ok()?.ok()?;
+    out.seq = seq.wrapping_add(1);
+    Some(())
+}
+
+/// 20 random printable characters: what a client proves it knows the
+/// secret with, new for every connection.
+fn scramble() -> [u8; 20] {
+    let mut bytes = [0u8; 20];
+    getrandom::fill(&mut bytes).expect("the OS random source works");
+    bytes.map(|b| 0x21 + b % 94)
+}
+
+fn ok(out: &mut Out, session: &Session, affected: u64, info: String) {
+    let ok = proto::Ok {
+        affected_rows: affected,
+        status: session.status(),
+        info,
+        ..proto::Ok::default()
+    };
+    proto::ok(out, &ok);
+}
+
+fn error(out: &mut Out, e: &MyError) {
+    proto::err(out, e.code, e.state, &e.message);
+}
+
+fn not_utf8(bytes: &[u8]) -> MyError {
+    let shown: String = bytes.iter().take(16).map(|b| format!("{b:02X}")).collect();
+    MyError::new(
+        1300,
+        "HY000",
+        format!("Invalid utf8mb4 character string: '{shown}'"),
+    )
+}
+
+fn unknown_statement(command: &str) -> MyError {
+    MyError::new(
+        1243,
+        "HY000",
+        format!("Unknown prepared statement handler given to {command}"),
+    )
+}
+
+/// COM_QUERY: one statement, answered in the text protocol.
+async fn query_command<W: AsyncWrite + Unpin>(
+    session: &mut Session,
+    out: &mut Out,
+    write: &mut W,
+    body: &[u8],
+) {
+    let text = match std::str::from_utf8(body) {
+        Ok(text) => text,
+        Err(_) => return error(out, &not_utf8(body)),
+    };
+    let reply = match query::tokenize(text) {
+        Ok(tokens) => session.run(tokens).await,
+        Err(e) => Err(e),
+    };
+    answer(session, out, write, reply, false).await;
+}
+
+/// Writes a statement's answer: OK, a result set, or the error.
+async fn answer<W: AsyncWrite + Unpin>(
+    session: &Session,
+    out: &mut Out,
+    write: &mut W,
+    reply: Result<Reply, MyError>,
+    binary: bool,
+) {
+    match reply {
+        Ok(Reply::Done { affected, info }) => ok(out, session, affected, info),
+        Ok(Reply::Rows { columns, rows }) => {
+            let status = session.status();
+            proto::columns(out, session.capabilities, status, &columns);
+            for row in &rows {
+                if binary {
+                    value::binary_row(out, &columns, row);
+                } else {
+                    value::text_row(out, row);
+                }
+                if out.pending() >= FLUSH_AT && out.flush(write).await.is_err() {
+                    return;
+                }
+            }
+            proto::eof(out, session.capabilities, status, true);
+        }
+        Err(e) => error(out, &e),
+    }
+}
+
+/// COM_STMT_PREPARE: the statement's id, its `?`s and its columns.
+async fn prepare(session: &mut Session, out: &mut Out, body: &[u8]) {
+    let text = match std::str::from_utf8(body) {
+        Ok(text) => text,
+        Err(_) => return error(out, &not_utf8(body)),
+    };
+    if session.statements.len() >= MAX_STATEMENTS {
+        return error(
+            out,
+            &MyError::new(
+                1461,
+                "42000",
+                format!(
+                    "Can't create more than max_prepared_stmt_count statements (current value: {MAX_STATEMENTS})"
+                ),
+            ),
+        );
+    }
+    let tokens = match query::tokenize(text) {
+        Ok(tokens) => tokens,
+        Err(e) => return error(out, &e),
+    };
+    let params = query::placeholders(&tokens);
+    if params > usize::from(u16::MAX) {
+        return error(
+            out,
+            &MyError::new(
+                1390,
+                "HY000",
+                "Prepared statement contains too many placeholders",
+            ),
+        );
+    }
+    let columns = match session.describe(&tokens).await {
+        Ok(columns) => columns,
+        Err(e) => return error(out, &e),
+    };
+    let id = session.next_statement;
+    session.next_statement = session.next_statement.wrapping_add(1).max(1);
+    proto::prepared(out, session.capabilities, id, params as u16, &columns);
+    session.statements.insert(
+        id,
+        Prepared {
+            tokens,
+            params,
+            types: Vec::new(),
+            long_data: HashMap::new(),
+        },
+    );
+}
+
+/// COM_STMT_SEND_LONG_DATA: a part of an argument, kept for the next
+/// execute, at most `max` bytes in all per statement.
+fn long_data(session: &mut Session, body: &[u8], max: usize) {
+    let mut r = proto::Reader::new(body);
+    let (Ok(stmt), Ok(param)) = (r.u32(), r.u16()) else {
+        return;
+    };
+    if let Some(p) = session.statements.get_mut(&stmt)
+        && usize::from(param) < p.params
+    {
+        let held: usize = p.long_data.values().map(Vec::len).sum();
+        if held + r.rest().len() <= max {
+            p.long_data
+                .entry(param)
+                .or_default()
+                .extend_from_slice(r.rest());
+        }
+    }
+}
+
+/// COM_STMT_EXECUTE: the statement run with its arguments, answered in
+/// the binary protocol.
+async fn execute<W: AsyncWrite + Unpin>(
+    session: &mut Session,
+    out: &mut Out,
+    write: &mut W,
+    body: &[u8],
+) {
+    let mut r = proto::Reader::new(body);
+    let Ok(stmt) = r.u32() else {
+        return error(out, &MyError::bad_arguments("the packet is malformed"));
+    };
+    let Some(prepared) = session.statements.get_mut(&stmt) else {
+        return error(out, &unknown_statement("mysqld_stmt_execute"));
+    };
+    let args = match arguments(prepared, &mut r) {
+        Ok(args) => args,
+        Err(e) => return error(out, &e),
+    };
+    prepared.long_data.clear();
+    let tokens = query::bind(&prepared.tokens, &args);
+    let reply = session.run(tokens).await;
+    answer(session, out, write, reply, true).await;
+}
+
+/// The arguments of an execute: NULLs from the bitmap, types as bound now
+/// or last time, values as their types say.
+fn arguments(p: &mut Prepared, r: &mut proto::Reader<'_>) -> Result<Vec<Lit>, MyError> {
+    let malformed = |_| MyError::bad_arguments("the packet is malformed");
+    let _flags = r.u8().map_err(malformed)?;
+    let _iterations = r.u32().map_err(malformed)?;
+    if p.params == 0 {
+        return Ok(Vec::new());
+    }
+    let nulls = r.take(p.params.div_ceil(8)).map_err(malformed)?.to_vec();
+    if r.u8().map_err(malformed)? == 1 {
+        p.types.clear();
+        for _ in 0..p.params {
+            let t = r.u8().map_err(malformed)?;
+            let unsigned = r.u8().map_err(malformed)? & 0x80 != 0;
+            p.types.push((t, unsigned));
+        }
+    }
+    if p.types.len() != p.params {
+        return Err(MyError::bad_arguments(
+            "the arguments' types were never sent",
+        ));
+    }
+    let mut args = Vec::with_capacity(p.params);
+    for i in 0..p.params {
+        if nulls[i / 8] & (1 << (i % 8)) != 0 {
+            args.push(Lit::Null);
+            continue;
+        }
+        if let Some(data) = p.long_data.get(&(i as u16)) {
+            args.push(Lit::Str(data.clone()));
+            continue;
+        }
+        let (t, unsigned) = p.types[i];
+        args.push(value::read_param(r, t, unsigned).map_err(|_| {
+            MyError::bad_arguments(format!("argument {} is malformed for its type {t}", i + 1))
+        })?);
+    }
+    Ok(args)
+}

@@ -1,0 +1,527 @@
+//! Values between SQL and Shoal's columns: literals (and a prepared
+//! statement's arguments) to a column's value, checked as MySQL's strict
+//! mode checks them — never clamped, rounded or coerced silently — and
+//! values back to the text and binary forms a client reads.
+
+use std::borrow::Cow;
+
+use shoal_wire::schema::{ColumnDef as SchemaColumn, ColumnType};
+
+use super::error::MyError;
+use super::proto::{self, BINARY, ColumnDef, UTF8MB4, flag, ty};
+use crate::sql::eval::{Datum, Scalar, TimeKind};
+use crate::types::value::Value;
+
+/// A value as SQL wrote it, or as a prepared statement was given it,
+/// before it is known what column it is for.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Lit {
+    Null,
+    Int(i64),
+    UInt(u64),
+    /// A number with a point or an exponent, as written.
+    Number(String),
+    Double(f64),
+    /// A quoted string: text for a text column, its bytes for a binary one.
+    Str(Vec<u8>),
+    /// `X'…'` or `0x…`.
+    Bytes(Vec<u8>),
+    Bool(bool),
+}
+
+/// The value `lit` gives `column`, or the error MySQL's strict mode gives.
+pub(crate) fn to_value(lit: &Lit, column: &SchemaColumn) -> Result<Value, MyError> {
+    let name = column.name.as_str();
+    let bad = |what: &str| MyError::bad_value(name, what);
+    let text = |b: &[u8]| -> Result<String, MyError> {
+        String::from_utf8(b.to_vec()).map_err(|_| {
+            MyError::new(
+                1366,
+                "HY000",
+                format!("Incorrect string value for column '{name}': not valid UTF-8"),
+            )
+        })
+    };
+    Ok(match (lit, column.column_type) {
+        (Lit::Null, _) => Value::Null,
+        (
+            _,
+            ColumnType::TinyInt { .. }
+            | ColumnType::SmallInt { .. }
+            | ColumnType::MediumInt { .. }
+            | ColumnType::Int { .. }
+            | ColumnType::BigInt { .. },
+        ) => match lit {
+            Lit::Int(v) => Value::Int(*v),
+            Lit::UInt(v) => Value::UInt(*v),
+            Lit::Bool(b) => Value::Int(i64::from(*b)),
+            Lit::Str(s) => integer(&text(s)?).ok_or_else(|| bad("not an integer"))?,
+            Lit::Number(n) => integer(n).ok_or_else(|| bad("not an integer"))?,
+            Lit::Double(d) if d.fract() == 0.0 && d.abs() < 9.0e15 => Value::Int(*d as i64),
+            _ => return Err(bad("not an integer")),
+        },
+        (_, ColumnType::Bool) => match lit {
+            Lit::Bool(b) => Value::Bool(*b),
+            Lit::Int(0) | Lit::UInt(0) => Value::Bool(false),
+            Lit::Int(1) | Lit::UInt(1) => Value::Bool(true),
+            Lit::Str(s) if s == b"0" => Value::Bool(false),
+            Lit::Str(s) if s == b"1" => Value::Bool(true),
+            _ => return Err(bad("a BOOL takes 0, 1, TRUE or FALSE")),
+        },
+        (_, ColumnType::Float | ColumnType::Double) => match lit {
+            Lit::Int(v) => Value::Double(*v as f64),
+            Lit::UInt(v) => Value::Double(*v as f64),
+            Lit::Double(v) => Value::Double(*v),
+            Lit::Number(n) => Value::Double(n.parse().map_err(|_| bad("not a number"))?),
+            Lit::Str(s) => Value::Double(text(s)?.trim().parse().map_err(|_| bad("not a number"))?),
+            _ => return Err(bad("not a number")),
+        },
+        (_, ColumnType::Decimal { .. }) => match lit {
+            Lit::Int(v) => Value::Text(v.to_string()),
+            Lit::UInt(v) => Value::Text(v.to_string()),
+            Lit::Number(n) => Value::Text(n.clone()),
+            Lit::Str(s) => Value::Text(text(s)?.trim().to_owned()),
+            // A double's digits are not a decimal's: refused rather than
+            // rounded.
+            _ => return Err(bad("a decimal takes an exact number")),
+        },
+        (_, ColumnType::Char(_) | ColumnType::VarChar(_)) => match lit {
+            Lit::Str(s) => Value::Text(text(s)?),
+            Lit::Bytes(b) => Value::Text(text(b)?),
+            Lit::Int(v) => Value::Text(v.to_string()),
+            Lit::UInt(v) => Value::Text(v.to_string()),
+            Lit::Number(n) => Value::Text(n.clone()),
+            _ => return Err(bad("a string column takes a string")),
+        },
+        (_, ColumnType::Binary(_) | ColumnType::VarBinary(_)) => match lit {
+            Lit::Str(b) | Lit::Bytes(b) => Value::Bytes(b.clone()),
+            _ => return Err(bad("a binary column takes a string or X'…'")),
+        },
+        (_, ColumnType::Date | ColumnType::DateTime { .. } | ColumnType::Timestamp { .. }) => {
+            match lit {
+                Lit::Str(s) => Value::Text(text(s)?),
+                _ => return Err(bad("a date or time is written as a string")),
+            }
+        }
+    })
+}
+
+/// An integer written as text: digits with an optional sign, nothing else.
+fn integer(text: &str) -> Option<Value> {
+    let t = text.trim();
+    if let Ok(v) = t.parse::<i64>() {
+        return Some(Value::Int(v));
+    }
+    t.parse::<u64>().ok().map(Value::UInt)
+}
+
+/// How a client is told of a table's column.
+pub(crate) fn column_def(database: &str, table: &str, c: &SchemaColumn, key: bool) -> ColumnDef {
+    let (t, length, mut flags, decimals, charset) = shape(c.column_type);
+    if !c.nullable {
+        flags |= flag::NOT_NULL;
+    }
+    if key {
+        flags |= flag::PRI_KEY;
+    }
+    ColumnDef {
+        schema: database.to_owned(),
+        table: table.to_owned(),
+        name: c.name.to_string(),
+        charset,
+        length,
+        ty: t,
+        flags,
+        decimals,
+    }
+}
+
+/// Type, length, flags, decimals and character set of a column type.
+fn shape(t: ColumnType) -> (u8, u32, u16, u8, u16) {
+    let int = |ty, len, unsigned: bool| {
+        let flags = flag::NUM | if unsigned { flag::UNSIGNED } else { 0 };
+        (ty, len, flags, 0, BINARY)
+    };
+    match t {
+        ColumnType::TinyInt { unsigned } => int(ty::TINY, 4, unsigned),
+        ColumnType::SmallInt { unsigned } => int(ty::SHORT, 6, unsigned),
+        ColumnType::MediumInt { unsigned } => int(ty::INT24, 9, unsigned),
+        ColumnType::Int { unsigned } => int(ty::LONG, 11, unsigned),
+        ColumnType::BigInt { unsigned } => int(ty::LONGLONG, 20, unsigned),
+        ColumnType::Bool => int(ty::TINY, 1, false),
+        ColumnType::Float => (ty::FLOAT, 12, flag::NUM, 31, BINARY),
+        ColumnType::Double => (ty::DOUBLE, 22, flag::NUM, 31, BINARY),
+        ColumnType::Decimal { precision, scale } => (
+            ty::NEWDECIMAL,
+            u32::from(precision) + 2,
+            flag::NUM,
+            scale,
+            BINARY,
+        ),
+        ColumnType::Char(n) => (ty::STRING, u32::from(n) * 4, 0, 0, UTF8MB4),
+        ColumnType::VarChar(n) => (ty::VAR_STRING, u32::from(n) * 4, 0, 0, UTF8MB4),
+        ColumnType::Binary(n) => (ty::STRING, u32::from(n), flag::BINARY, 0, BINARY),
+        ColumnType::VarBinary(n) => (ty::VAR_STRING, u32::from(n), flag::BINARY, 0, BINARY),
+        ColumnType::Date => (ty::DATE, 10, flag::BINARY, 0, BINARY),
+        ColumnType::DateTime { fsp } => {
+            (ty::DATETIME, 19 + fsp_len(fsp), flag::BINARY, fsp, BINARY)
+        }
+        ColumnType::Timestamp { fsp } => {
+            (ty::TIMESTAMP, 19 + fsp_len(fsp), flag::BINARY, fsp, BINARY)
+        }
+    }
+}
+
+fn fsp_len(fsp: u8) -> u32 {
+    if fsp == 0 { 0 } else { 1 + u32::from(fsp) }
+}
+
+/// A computed column (a variable, a function, an aggregate).
+pub(crate) fn computed(name: &str, t: u8) -> ColumnDef {
+    let (length, flags, decimals, charset) = match t {
+        ty::LONGLONG => (21, flag::NUM | flag::BINARY, 0, BINARY),
+        ty::DOUBLE => (22, flag::NUM | flag::BINARY, 31, BINARY),
+        ty::NEWDECIMAL => (67, flag::NUM | flag::BINARY, 4, BINARY),
+        _ => (1024, 0, 31, UTF8MB4),
+    };
+    ColumnDef {
+        schema: String::new(),
+        table: String::new(),
+        name: name.to_owned(),
+        charset,
+        length,
+        ty: t,
+        flags,
+        decimals,
+    }
+}
+
+/// A cell of a result: a stored value, or a computed one.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Cell {
+    Value(Value),
+    Datum(Datum),
+}
+
+impl From<Value> for Cell {
+    fn from(v: Value) -> Cell {
+        Cell::Value(v)
+    }
+}
+
+impl From<&str> for Cell {
+    fn from(v: &str) -> Cell {
+        Cell::Value(Value::Text(v.to_owned()))
+    }
+}
+
+impl From<String> for Cell {
+    fn from(v: String) -> Cell {
+        Cell::Value(Value::Text(v))
+    }
+}
+
+impl From<i64> for Cell {
+    fn from(v: i64) -> Cell {
+        Cell::Value(Value::Int(v))
+    }
+}
+
+impl From<u64> for Cell {
+    fn from(v: u64) -> Cell {
+        Cell::Value(Value::UInt(v))
+    }
+}
+
+impl Cell {
+    fn is_null(&self) -> bool {
+        matches!(self, Cell::Value(Value::Null) | Cell::Datum(Scalar::Null))
+    }
+
+    /// The value as the text protocol sends it.
+    fn text(&self) -> Cow<'_, [u8]> {
+        match self {
+            Cell::Value(v) => match v {
+                Value::Text(s) => Cow::Borrowed(s.as_bytes()),
+                Value::Bytes(b) => Cow::Borrowed(b),
+                Value::Bool(b) => Cow::Borrowed(if *b { b"1" } else { b"0" }),
+                other => Cow::Owned(other.to_string().into_bytes()),
+            },
+            Cell::Datum(d) => match d {
+                Scalar::Text(b) | Scalar::Binary(b) => Cow::Borrowed(b),
+                Scalar::Int(v) => Cow::Owned(v.to_string().into_bytes()),
+                Scalar::Double(v) => Cow::Owned(v.to_string().into_bytes()),
+                other => Cow::Owned(crate::tc::ronsql::print::plain(other).into_bytes()),
+            },
+        }
+    }
+
+    /// The value as a whole number, if it is one.
+    fn as_i128(&self) -> Option<i128> {
+        match self {
+            Cell::Value(Value::Int(v)) => Some(i128::from(*v)),
+            Cell::Value(Value::UInt(v)) => Some(i128::from(*v)),
+            Cell::Value(Value::Bool(b)) => Some(i128::from(*b)),
+            Cell::Datum(Scalar::Int(v)) => Some(*v),
+            _ => None,
+        }
+    }
+
+    fn as_f64(&self) -> Option<f64> {
+        match self {
+            Cell::Value(Value::Float(v)) => Some(f64::from(*v)),
+            Cell::Value(Value::Double(v)) | Cell::Datum(Scalar::Double(v)) => Some(*v),
+            other => other.as_i128().map(|v| v as f64),
+        }
+    }
+}
+
+/// A row in the text protocol.
+pub(crate) fn text_row(out: &mut proto::Out, cells: &[Cell]) {
+    out.begin();
+    for cell in cells {
+        if cell.is_null() {
+            out.put_u8(0xfb);
+        } else {
+            out.put_lenenc_bytes(&cell.text());
+        }
+    }
+    out.end();
+}
+
+/// A row in the binary protocol: each value in its column's declared type.
+pub(crate) fn binary_row(out: &mut proto::Out, columns: &[ColumnDef], cells: &[Cell]) {
+    out.begin();
+    out.put_u8(0);
+    let bitmap_at = out.buf().len();
+    let bitmap_len = (cells.len() + 7 + 2) / 8;
+    out.buf().resize(bitmap_at + bitmap_len, 0);
+    for (i, cell) in cells.iter().enumerate() {
+        if cell.is_null() {
+            let bit = i + 2;
+            out.buf()[bitmap_at + bit / 8] |= 1 << (bit % 8);
+            continue;
+        }
+        let declared = columns.get(i).map_or(ty::VAR_STRING, |c| c.ty);
+        let whole = cell.as_i128();
+        match (declared, whole) {
+            (ty::TINY, Some(v)) => out.put_u8(v as u8),
+            (ty::SHORT | ty::YEAR, Some(v)) => out.put_u16(v as u16),
+            (ty::LONG | ty::INT24, Some(v)) => out.put_u32(v as u32),
+            (ty::LONGLONG, Some(v)) => out.put(&(v as i64).to_le_bytes()),
+            (ty::FLOAT, _) => {
+                let v = cell.as_f64().unwrap_or(f64::NAN) as f32;
+                out.put(&v.to_le_bytes());
+            }
+            (ty::DOUBLE, _) => out.put(&cell.as_f64().unwrap_or(f64::NAN).to_le_bytes()),
+            (ty::DATE | ty::DATETIME | ty::TIMESTAMP, _) => time(out, cell),
+            _ => out.put_lenenc_bytes(&cell.text()),
+        }
+    }
+    out.end();
+}
+
+/// A date or time in the binary protocol: its length, then year, month,
+/// day, hour, minute, second, microsecond, as far as they are not zero.
+fn time(out: &mut proto::Out, cell: &Cell) {
+    let text = cell.text();
+    let text = std::str::from_utf8(&text).unwrap_or("");
+    let (date, clock) = text.split_once([' ', 'T']).unwrap_or((text, ""));
+    let mut d = date.split('-').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (y, mo, da) = (
+        d.next().unwrap_or(0),
+        d.next().unwrap_or(0),
+        d.next().unwrap_or(0),
+    );
+    let (hms, micro) = clock.split_once('.').unwrap_or((clock, ""));
+    let mut t = hms.split(':').map(|p| p.parse::<u8>().unwrap_or(0));
+    let (h, mi, s) = (
+        t.next().unwrap_or(0),
+        t.next().unwrap_or(0),
+        t.next().unwrap_or(0),
+    );
+    let micro: u32 = format!("{micro:0<6}")[..6].parse().unwrap_or(0);
+    let len = if micro != 0 {
+        11
+    } else if (h, mi, s) != (0, 0, 0) {
+        7
+    } else {
+        4
+    };
+    out.put_u8(len);
+    out.put_u16(y as u16);
+    out.put_u8(mo as u8);
+    out.put_u8(da as u8);
+    if len >= 7 {
+        out.put_u8(h);
+        out.put_u8(mi);
+        out.put_u8(s);
+    }
+    if len == 11 {
+        out.put_u32(micro);
+    }
+}
+
+/// The declared type of a RonSQL answer's column of type `t`.
+pub(crate) fn datum_type(t: crate::sql::eval::Ty) -> u8 {
+    use crate::sql::eval::Ty;
+    match t {
+        Ty::Int => ty::LONGLONG,
+        Ty::Decimal(_) => ty::NEWDECIMAL,
+        Ty::Double => ty::DOUBLE,
+        Ty::Time(TimeKind::Date) => ty::DATE,
+        Ty::Time(TimeKind::DateTime(_)) => ty::DATETIME,
+        Ty::Time(TimeKind::Timestamp(_)) => ty::TIMESTAMP,
+        Ty::Text | Ty::Binary | Ty::Null => ty::VAR_STRING,
+    }
+}
+
+/// A prepared statement's argument, read from COM_STMT_EXECUTE as its
+/// type says.
+pub(crate) fn read_param(
+    r: &mut proto::Reader<'_>,
+    t: u8,
+    unsigned: bool,
+) -> Result<Lit, proto::Malformed> {
+    Ok(match t {
+        ty::NULL => Lit::Null,
+        ty::TINY => {
+            let b = r.u8()?;
+            if unsigned {
+                Lit::UInt(u64::from(b))
+            } else {
+                Lit::Int(i64::from(b as i8))
+            }
+        }
+        ty::SHORT | ty::YEAR => {
+            let v = r.u16()?;
+            if unsigned {
+                Lit::UInt(u64::from(v))
+            } else {
+                Lit::Int(i64::from(v as i16))
+            }
+        }
+        ty::LONG | ty::INT24 => {
+            let v = r.u32()?;
+            if unsigned {
+                Lit::UInt(u64::from(v))
+            } else {
+                Lit::Int(i64::from(v as i32))
+            }
+        }
+        ty::LONGLONG => {
+            let v = r.u64()?;
+            if unsigned {
+                Lit::UInt(v)
+            } else {
+                Lit::Int(v as i64)
+            }
+        }
+        ty::FLOAT => Lit::Double(f64::from(f32::from_le_bytes(
+            r.take(4)?.try_into().expect("4"),
+        ))),
+        ty::DOUBLE => Lit::Double(f64::from_le_bytes(r.take(8)?.try_into().expect("8"))),
+        ty::DATE | ty::DATETIME | ty::TIMESTAMP => {
+            let len = r.u8()?;
+            let b = r.take(usize::from(len))?;
+            let field = |i: usize| b.get(i).copied().unwrap_or(0);
+            let year = u16::from_le_bytes([field(0), field(1)]);
+            let mut s = format!("{year:04}-{:02}-{:02}", field(2), field(3));
+            if t != ty::DATE || len > 4 {
+                s.push_str(&format!(" {:02}:{:02}:{:02}", field(4), field(5), field(6)));
+            }
+            if len >= 11 {
+                let micro = u32::from_le_bytes([field(7), field(8), field(9), field(10)]);
+                s.push_str(&format!(".{micro:06}"));
+            }
+            Lit::Str(s.into_bytes())
+        }
+        ty::TIME => {
+            let len = r.u8()?;
+            let b = r.take(usize::from(len))?;
+            let field = |i: usize| b.get(i).copied().unwrap_or(0);
+            let days = u32::from_le_bytes([field(1), field(2), field(3), field(4)]);
+            let sign = if field(0) == 1 { "-" } else { "" };
+            let hours = days * 24 + u32::from(field(5));
+            Lit::Str(format!("{sign}{hours:02}:{:02}:{:02}", field(6), field(7)).into_bytes())
+        }
+        ty::DECIMAL | ty::NEWDECIMAL => {
+            let b = r.lenenc_bytes()?;
+            Lit::Number(String::from_utf8_lossy(b).into_owned())
+        }
+        ty::VARCHAR
+        | ty::BIT
+        | ty::JSON
+        | ty::ENUM
+        | ty::SET
+        | ty::TINY_BLOB
+        | ty::MEDIUM_BLOB
+        | ty::LONG_BLOB
+        | ty::BLOB
+        | ty::VAR_STRING
+        | ty::STRING => Lit::Str(r.lenenc_bytes()?.to_vec()),
+        _ => return Err(proto::Malformed),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shoal_wire::schema::ColumnName;
+
+    fn col(t: ColumnType) -> SchemaColumn {
+        SchemaColumn {
+            name: ColumnName::parse("c").unwrap(),
+            column_type: t,
+            nullable: true,
+            default: None,
+        }
+    }
+
+    #[test]
+    fn strings_become_numbers_only_when_they_are_numbers() {
+        let int = col(ColumnType::Int { unsigned: false });
+        assert_eq!(
+            to_value(&Lit::Str(b"42".to_vec()), &int),
+            Ok(Value::Int(42))
+        );
+        assert_eq!(
+            to_value(&Lit::Str(b" -7 ".to_vec()), &int),
+            Ok(Value::Int(-7))
+        );
+        for bad in [&b"4x"[..], b"", b"1.5", b"0x10"] {
+            assert_eq!(
+                to_value(&Lit::Str(bad.to_vec()), &int).unwrap_err().code,
+                1366
+            );
+        }
+        assert_eq!(
+            to_value(&Lit::Number("1.5".into()), &int).unwrap_err().code,
+            1366
+        );
+        assert_eq!(to_value(&Lit::Double(1.5), &int).unwrap_err().code, 1366);
+        assert_eq!(to_value(&Lit::Double(2.0), &int), Ok(Value::Int(2)));
+        let dec = col(ColumnType::Decimal {
+            precision: 10,
+            scale: 2,
+        });
+        assert_eq!(to_value(&Lit::Double(0.1), &dec).unwrap_err().code, 1366);
+        let text = col(ColumnType::VarChar(10));
+        assert_eq!(
+            to_value(&Lit::Str(vec![0xff, 0xfe]), &text)
+                .unwrap_err()
+                .code,
+            1366
+        );
+        assert_eq!(
+            to_value(&Lit::Str(vec![0xff]), &col(ColumnType::VarBinary(4))),
+            Ok(Value::Bytes(vec![0xff]))
+        );
+        assert_eq!(
+            to_value(&Lit::Int(2), &col(ColumnType::Bool))
+                .unwrap_err()
+                .code,
+            1366
+        );
+    }
+}

@@ -1,0 +1,541 @@
+//! SQL over the MySQL protocol on a real data node, with real clients: the
+//! `mysql` client (Debian's mariadb-client), Python's PyMySQL, and sqlx's
+//! MySQL driver (prepared statements, the binary protocol). A key logs in
+//! with its prefix and secret; what SQL writes, REST reads; a read key,
+//! another tenant's key and hostile SQL get clear errors and change
+//! nothing.
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use common::Shoal;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use sqlx::{Connection, Row};
+
+const ITEMS: &str = r#"{"name": "items", "columns": [
+    {"name": "id", "type": "BIGINT"},
+    {"name": "name", "type": "VARCHAR(40)"},
+    {"name": "qty", "type": "INT UNSIGNED", "default": 0},
+    {"name": "price", "type": "DECIMAL(8,2)", "nullable": true},
+    {"name": "weight", "type": "DOUBLE", "nullable": true},
+    {"name": "tag", "type": "VARBINARY(16)", "nullable": true}],
+  "primary_key": ["id"]}"#;
+
+struct Setup {
+    shoal: Shoal,
+    /// Read and write on `app`.
+    key: String,
+    /// Read only on `app`.
+    reader: String,
+    /// Another tenant's, on its `theirs`.
+    other: String,
+}
+
+async fn setup(extra: &[&str]) -> Setup {
+    let args = [&["datanode", "--data-memory", "64M"], extra].concat();
+    let shoal = Shoal::start(&args);
+    shoal.create_database("acme", "app").await;
+    shoal.create_database("globex", "theirs").await;
+    for db in ["app", "theirs"] {
+        let def: Value = serde_json::from_str(ITEMS).unwrap();
+        let (status, body) = shoal
+            .post(&format!("/internal/v1/databases/{db}/tables"), def)
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let key = shoal.create_key("acme", &[("app", "read_write")]).await;
+    let reader = shoal.create_key("acme", &[("app", "read")]).await;
+    let other = shoal
+        .create_key("globex", &[("theirs", "read_write")])
+        .await;
+    Setup {
+        shoal,
+        key,
+        reader,
+        other,
+    }
+}
+
+/// What the `mysql` client did: whether it succeeded, its output, its errors.
+struct Ran {
+    ok: bool,
+    out: String,
+    err: String,
+}
+
+impl Setup {
+    fn host_port(&self) -> (&str, &str) {
+        self.shoal.mysql_addr.rsplit_once(':').unwrap()
+    }
+
+    /// Runs `sql` (bytes, as given) through `mysql` with `key` on `db`:
+    /// batch mode, no column names, `-vv` for rows affected.
+    fn mysql_with(&self, key: &str, db: Option<&str>, sql: &[u8]) -> Ran {
+        let (host, port) = self.host_port();
+        let (user, secret) = key.split_once('.').unwrap();
+        let mut cmd = Command::new("mysql");
+        cmd.args(["-h", host, "-P", port, "-u", user, "--batch", "-N", "-vv"])
+            .arg(format!("-p{secret}"));
+        if let Some(db) = db {
+            cmd.arg(db);
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the mysql client runs (apt: mariadb-client)");
+        let mut stdin = child.stdin.take().unwrap();
+        let sql = sql.to_vec();
+        let writer = std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = stdin.write_all(&sql);
+        });
+        let output = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        Ran {
+            ok: output.status.success(),
+            out: String::from_utf8_lossy(&output.stdout).into_owned(),
+            err: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    fn mysql(&self, sql: &str) -> Ran {
+        self.mysql_with(&self.key, Some("app"), sql.as_bytes())
+    }
+
+    /// `sql`, which must succeed: its output.
+    fn ok(&self, sql: &str) -> String {
+        let ran = self.mysql(sql);
+        assert!(ran.ok, "{sql}: {}", ran.err);
+        ran.out
+    }
+
+    /// `sql` through `key` on `db`, which must fail with MySQL error `code`.
+    fn refused_with(&self, key: &str, db: Option<&str>, sql: &[u8], code: &str) -> String {
+        let ran = self.mysql_with(key, db, sql);
+        assert!(!ran.ok, "{}: {}", String::from_utf8_lossy(sql), ran.out);
+        assert!(
+            ran.err.contains(&format!("ERROR {code}")),
+            "{}: expected error {code}, got {}",
+            String::from_utf8_lossy(&sql[..sql.len().min(200)]),
+            ran.err
+        );
+        ran.err
+    }
+
+    fn refused(&self, sql: &str, code: &str) -> String {
+        self.refused_with(&self.key, Some("app"), sql.as_bytes(), code)
+    }
+
+    /// Every row of `app.items` over REST, as JSON, in id order.
+    async fn rest_rows(&self) -> Vec<Value> {
+        let (status, page) = common::control::data_call(
+            &self.shoal,
+            &self.key,
+            "app/items/scan",
+            json!({"limit": 1000}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        page["data"].as_array().unwrap().clone()
+    }
+}
+
+/// The data lines of `-vv` output: those with a tab, or the one value of a
+/// single-column answer (not the echoed statement nor the summaries).
+fn lines(out: &str) -> Vec<&str> {
+    out.lines()
+        .filter(|l| {
+            !l.is_empty()
+                && !l.starts_with("---")
+                && !l.starts_with("Query OK")
+                && !l.contains("row in set")
+                && !l.contains("rows in set")
+                && !l.starts_with("Bye")
+                && !l.starts_with("Records:")
+                && !l.starts_with("Rows matched:")
+                && !l.starts_with("Empty set")
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_mysql_client_writes_and_reads_what_rest_sees() {
+    let s = setup(&[]).await;
+    let out = s.ok(
+        "INSERT INTO items (id, name, qty, price, weight, tag) VALUES \
+         (1, 'bolt', 10, 0.25, 1.5, X'00ff'), (2, 'nut''s', 20, 0.10, NULL, NULL), (3, 'washer', 30, NULL, 2.5e-1, 'ab')",
+    );
+    assert!(out.contains("Query OK, 3 rows affected"), "{out}");
+    assert!(out.contains("Records: 3  Duplicates: 0"), "{out}");
+    // A column left out takes its default.
+    let out = s.ok("INSERT INTO items (id, name) VALUES (4, 'gear')");
+    assert!(out.contains("Query OK, 1 row affected"), "{out}");
+
+    // By key, by a list of keys (in key order), with a projection.
+    let out = s.ok("SELECT id, name, qty, price, weight FROM items WHERE id = 1");
+    assert_eq!(lines(&out)[1..], ["1\tbolt\t10\t0.25\t1.5"], "{out}");
+    let out = s.ok("SELECT name FROM items WHERE id IN (4, 2, 99, 1)");
+    assert_eq!(lines(&out)[1..], ["bolt", "nut's", "gear"], "{out}");
+    let out = s.ok("SELECT id, qty FROM items WHERE id IN (1, 2, 3) ORDER BY qty DESC LIMIT 2");
+    assert_eq!(lines(&out)[1..], ["3\t30", "2\t20"], "{out}");
+    let out = s.ok("SELECT * FROM items WHERE id = 4");
+    assert_eq!(lines(&out)[1..], ["4\tgear\t0\tNULL\tNULL\tNULL"], "{out}");
+    // Aggregates run through RonSQL, in the workers.
+    let out = s.ok("SELECT COUNT(*), SUM(qty), MAX(name) FROM items WHERE qty >= 10");
+    assert_eq!(lines(&out)[1..], ["3\t60\twasher"], "{out}");
+
+    // Affected rows as MySQL counts them.
+    let out = s.ok("UPDATE items SET qty = 11, name = 'bolt!' WHERE id IN (1, 77)");
+    assert!(out.contains("Query OK, 1 row affected"), "{out}");
+    let out = s.ok("DELETE FROM items WHERE id = 77");
+    assert!(out.contains("Query OK, 0 rows affected"), "{out}");
+    let out = s.ok("REPLACE INTO items (id, name) VALUES (3, 'washer2')");
+    assert!(out.contains("Query OK, 2 rows affected"), "{out}");
+    let out = s.ok("DELETE FROM items WHERE id = 2");
+    assert!(out.contains("Query OK, 1 row affected"), "{out}");
+
+    // REST reads what SQL wrote, values exactly.
+    let rows = s.rest_rows().await;
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert_eq!(rows[0]["name"], "bolt!");
+    assert_eq!(rows[0]["qty"], 11);
+    assert_eq!(rows[0]["price"], json!(0.25));
+    assert_eq!(rows[0]["tag"], "AP8=");
+    assert_eq!(rows[1]["name"], "washer2");
+    assert_eq!(rows[1]["qty"], 0, "a REPLACE is a new row: its default");
+    assert_eq!(rows[2]["name"], "gear");
+
+    // What a client looks at.
+    let out = s.ok("SHOW TABLES");
+    assert_eq!(lines(&out)[1..], ["items"], "{out}");
+    let out = s.ok("SHOW DATABASES");
+    assert_eq!(lines(&out)[1..], ["app"], "only the key's databases: {out}");
+    let out = s.ok("DESCRIBE items");
+    assert!(out.contains("id\tBIGINT\tNO\tPRI\tNULL"), "{out}");
+    assert!(out.contains("qty\tINT UNSIGNED\tNO\t\t0"), "{out}");
+    let out = s.ok("SHOW CREATE TABLE items");
+    assert!(
+        out.contains("`qty` INT UNSIGNED NOT NULL DEFAULT 0"),
+        "{out}"
+    );
+    let out = s.ok("SHOW INDEX FROM items");
+    assert!(out.contains("items\t0\tPRIMARY\t1\tid"), "{out}");
+    let out = s.ok("SELECT @@version_comment LIMIT 1; SELECT DATABASE(), @@autocommit");
+    assert!(out.contains("Shoal"), "{out}");
+    assert!(out.contains("app\t1"), "{out}");
+    let out = s.ok("SHOW VARIABLES LIKE 'max_allowed%'");
+    assert!(out.contains("max_allowed_packet\t67108864"), "{out}");
+    let out = s.ok("SET NAMES utf8mb4; SET autocommit = 1; SET SESSION sql_mode = 'STRICT_TRANS_TABLES'; USE app; SELECT 1");
+    assert!(out.contains("\n1\n"), "{out}");
+}
+
+#[tokio::test]
+async fn errors_have_mysqls_numbers_and_change_nothing() {
+    let s = setup(&[]).await;
+    s.ok("INSERT INTO items (id, name) VALUES (1, 'one'), (2, 'two')");
+    let before = s.rest_rows().await;
+
+    // A duplicate key fails the whole statement: row 3 is not written.
+    s.refused(
+        "INSERT INTO items (id, name) VALUES (3, 'three'), (1, 'again')",
+        "1062 (23000)",
+    );
+    s.refused("SELECT * FROM nope", "1146 (42S02)");
+    s.refused("SELEC 1", "1064 (42000)");
+    s.refused("SELECT nope FROM items WHERE id = 1", "1054 (42S22)");
+    s.refused(
+        "INSERT INTO items (id, name) VALUES (5, 'x', 3)",
+        "1136 (21S01)",
+    );
+    s.refused(
+        "INSERT INTO items (id, name, nope) VALUES (5, 'x', 3)",
+        "1054 (42S22)",
+    );
+    // Values are checked, never coerced.
+    s.refused("INSERT INTO items (id, name) VALUES ('five', 'x')", "1366");
+    s.refused(
+        "INSERT INTO items (id, name, qty) VALUES (5, 'x', -1)",
+        "1366",
+    );
+    s.refused(
+        "INSERT INTO items (id, name, price) VALUES (5, 'x', 1.234)",
+        "1366",
+    );
+    s.refused(
+        &format!(
+            "INSERT INTO items (id, name) VALUES (5, '{}')",
+            "x".repeat(41)
+        ),
+        "1366",
+    );
+    // What Shoal does not run is named, never answered wrongly.
+    let err = s.refused("SELECT * FROM items a JOIN items b ON a.id = b.id", "1235");
+    assert!(err.contains("JOIN"), "{err}");
+    s.refused("SELECT * FROM items WHERE id = (SELECT 1)", "1235");
+    s.refused("BEGIN", "1235");
+    s.refused("SET autocommit = 0", "1235");
+    s.refused("CREATE VIEW v AS SELECT 1", "1235");
+    s.refused("SELECT * FROM items WHERE name = 'one'", "1235");
+    s.refused("SET GLOBAL max_connections = 1", "1227");
+    s.refused("SET nope = 1", "1193");
+    s.refused("SELECT @@nope", "1193");
+    assert_eq!(s.rest_rows().await, before);
+}
+
+#[tokio::test]
+async fn keys_log_in_and_are_held_to_their_grants() {
+    let s = setup(&[]).await;
+    s.ok("INSERT INTO items (id, name) VALUES (1, 'one')");
+    let (prefix, _) = s.key.split_once('.').unwrap();
+    // A wrong secret, an unknown prefix, no password at all.
+    let wrong = format!("{prefix}.{}", "x".repeat(40));
+    s.refused_with(&wrong, Some("app"), b"SELECT 1", "1045 (28000)");
+    s.refused_with("AAAAAAAAAAAAAAAA.secret", Some("app"), b"SELECT 1", "1045");
+    // Another tenant's database reads as not granted, at connect and by USE.
+    let err = s.refused_with(&s.key, Some("theirs"), b"SELECT 1", "1044 (42000)");
+    assert!(err.contains("theirs"), "{err}");
+    s.refused_with(&s.key, None, b"USE theirs", "1044");
+    s.refused_with(
+        &s.key,
+        Some("app"),
+        b"SELECT * FROM theirs.items WHERE id = 1",
+        "1044",
+    );
+    s.refused_with(
+        &s.other,
+        Some("theirs"),
+        b"SELECT * FROM app.items WHERE id = 1",
+        "1044",
+    );
+    s.refused_with(&s.key, None, b"USE nowhere", "1044");
+    // No database chosen.
+    s.refused_with(
+        &s.key,
+        None,
+        b"SELECT * FROM items WHERE id = 1",
+        "1046 (3D000)",
+    );
+    // A read key reads, and is refused every write.
+    let ran = s.mysql_with(
+        &s.reader,
+        Some("app"),
+        b"SELECT name FROM items WHERE id = 1",
+    );
+    assert!(ran.ok && ran.out.contains("one"), "{}", ran.err);
+    for write in [
+        "INSERT INTO items (id, name) VALUES (2, 'two')",
+        "UPDATE items SET name = 'x' WHERE id = 1",
+        "DELETE FROM items WHERE id = 1",
+        "REPLACE INTO items (id, name) VALUES (1, 'x')",
+    ] {
+        let err = s.refused_with(&s.reader, Some("app"), write.as_bytes(), "1142 (42000)");
+        assert!(err.contains("items"), "{err}");
+    }
+    let rows = s.rest_rows().await;
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["name"], "one");
+    // The other tenant's table is untouched by all of it.
+    let ran = s.mysql_with(&s.other, Some("theirs"), b"SELECT COUNT(*) FROM items");
+    assert!(
+        ran.ok && lines(&ran.out)[1..] == ["0"],
+        "{} {}",
+        ran.out,
+        ran.err
+    );
+}
+
+#[tokio::test]
+async fn hostile_sql_gets_a_clear_error_and_changes_nothing() {
+    let s = setup(&["--max-request-size", "2M"]).await;
+    s.ok("INSERT INTO items (id, name) VALUES (1, 'one')");
+    // A statement of 1 MB of tokens.
+    let long = format!("SELECT {}1", "1+".repeat(500_000));
+    s.refused(&long, "1105");
+    // Nesting deeper than the parser goes.
+    let deep = format!("SELECT {}1{}", "(".repeat(200), ")".repeat(200));
+    s.refused(&deep, "1105");
+    let deep_where = format!(
+        "SELECT * FROM items WHERE {}id = 1{}",
+        "(".repeat(200),
+        ")".repeat(200)
+    );
+    s.refused(&deep_where, "1105");
+    // An IN list past the bound.
+    let ids: Vec<String> = (0..20_000).map(|i| i.to_string()).collect();
+    let err = s.refused(
+        &format!("SELECT * FROM items WHERE id IN ({})", ids.join(",")),
+        "1105",
+    );
+    assert!(err.contains("10000"), "{err}");
+    // More rows than one INSERT takes.
+    let rows: Vec<String> = (10..10_020).map(|i| format!("({i},'r')")).collect();
+    s.refused(
+        &format!("INSERT INTO items (id, name) VALUES {}", rows.join(",")),
+        "1105",
+    );
+    // Text that is not UTF-8.
+    let mut bad = b"INSERT INTO items (id, name) VALUES (9, '".to_vec();
+    bad.extend_from_slice(&[0xff, 0xfe]);
+    bad.extend_from_slice(b"')");
+    s.refused_with(&s.key, Some("app"), &bad, "1300");
+    // A packet past max_allowed_packet closes the connection, after the error.
+    let huge = format!("SELECT '{}'", "x".repeat(3 << 20));
+    s.refused(&huge, "1153");
+    // An injection through a string is a string.
+    s.ok("INSERT INTO items (id, name) VALUES (2, 'x''); DROP TABLE items; --')");
+    let rows = s.rest_rows().await;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[1]["name"], "x'); DROP TABLE items; --");
+    // The connection limits hold: the node still serves.
+    let out = s.ok("SELECT COUNT(*) FROM items");
+    assert_eq!(lines(&out)[1..], ["2"], "{out}");
+}
+
+#[tokio::test]
+async fn pymysql_works_unchanged() {
+    let s = setup(&[]).await;
+    let (host, port) = s.host_port();
+    let (user, secret) = s.key.split_once('.').unwrap();
+    let script = r#"
+import json, sys, pymysql
+host, port, user, password = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+out = {}
+c = pymysql.connect(host=host, port=port, user=user, password=password, database="app", autocommit=True)
+with c.cursor() as cur:
+    out["inserted"] = cur.executemany(
+        "INSERT INTO items (id, name, qty, price) VALUES (%s, %s, %s, %s)",
+        [(1, "O'Brien \u00e9\u6f22", 5, "1.50"), (2, "plain", 6, None)])
+    cur.execute("SELECT id, name, qty, price FROM items WHERE id IN (%s, %s)", (2, 1))
+    out["rows"] = [[r[0], r[1], r[2], None if r[3] is None else str(r[3])] for r in cur.fetchall()]
+    out["types"] = [d[1] for d in cur.description]
+    try:
+        cur.execute("INSERT INTO items (id, name) VALUES (%s, %s)", (1, "again"))
+    except pymysql.err.IntegrityError as e:
+        out["duplicate"] = e.args[0]
+    cur.execute("SELECT COUNT(*) FROM items")
+    out["count"] = cur.fetchone()[0]
+c.close()
+try:
+    pymysql.connect(host=host, port=port, user=user, password="wrong", database="app")
+except pymysql.err.OperationalError as e:
+    out["denied"] = e.args[0]
+print(json.dumps(out))
+"#;
+    // Debian's Python, which python3-pymysql is for.
+    let output = Command::new("/usr/bin/python3")
+        .args(["-c", script, host, port, user, secret])
+        .output()
+        .expect("python3 runs (apt: python3-pymysql)");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let out: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(out["inserted"], 2);
+    assert_eq!(
+        out["rows"],
+        json!([[1, "O'Brien é漢", 5, "1.50"], [2, "plain", 6, null]])
+    );
+    // BIGINT, VARCHAR, INT, DECIMAL as MySQL's type codes.
+    assert_eq!(out["types"], json!([8, 253, 3, 246]));
+    assert_eq!(out["duplicate"], 1062);
+    assert_eq!(out["count"], 2);
+    assert_eq!(out["denied"], 1045);
+}
+
+#[tokio::test]
+async fn a_driver_prepares_and_executes_in_the_binary_protocol() {
+    let s = setup(&[]).await;
+    let (host, port) = s.host_port();
+    let (user, secret) = s.key.split_once('.').unwrap();
+    // sqlx's defaults: it sets sql_mode, time_zone and NAMES at connect,
+    // and prepares every statement that has arguments.
+    let options = sqlx::mysql::MySqlConnectOptions::new()
+        .host(host)
+        .port(port.parse().unwrap())
+        .username(user)
+        .password(secret)
+        .database("app");
+    let mut conn = sqlx::mysql::MySqlConnection::connect_with(&options)
+        .await
+        .unwrap();
+    for (id, name, qty, weight, tag) in [
+        (1i64, "ann", 7u32, Some(0.5f64), Some(vec![0u8, 1, 255])),
+        (2, "bob", 8, None, None),
+        (-3, "cy", 0, Some(-1e10), Some(Vec::new())),
+    ] {
+        let done =
+            sqlx::query("INSERT INTO items (id, name, qty, weight, tag) VALUES (?, ?, ?, ?, ?)")
+                .bind(id)
+                .bind(name)
+                .bind(qty)
+                .bind(weight)
+                .bind(tag)
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        assert_eq!(done.rows_affected(), 1);
+    }
+    for (id, name, qty, weight, tag) in [
+        (1i64, "ann", 7u32, Some(0.5f64), Some(vec![0u8, 1, 255])),
+        (2, "bob", 8, None, None),
+        (-3, "cy", 0, Some(-1e10), Some(Vec::new())),
+    ] {
+        let row = sqlx::query("SELECT id, name, qty, weight, tag FROM items WHERE id = ?")
+            .bind(id)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(row.get::<i64, _>("id"), id);
+        assert_eq!(row.get::<String, _>("name"), name);
+        assert_eq!(row.get::<u32, _>("qty"), qty);
+        assert_eq!(row.get::<Option<f64>, _>("weight"), weight);
+        assert_eq!(row.get::<Option<Vec<u8>>, _>("tag"), tag);
+    }
+    // A list of keys in one request, as arguments.
+    let names: Vec<String> = sqlx::query_scalar("SELECT name FROM items WHERE id IN (?, ?, ?)")
+        .bind(2i64)
+        .bind(1i64)
+        .bind(404i64)
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(names, ["ann", "bob"]);
+    // An argument is a value, never SQL.
+    let none: Option<String> = sqlx::query_scalar("SELECT name FROM items WHERE id = ?")
+        .bind("1 OR 1=1")
+        .fetch_optional(&mut conn)
+        .await
+        .map_or(None, |v| v);
+    assert_eq!(none, None);
+    let done = sqlx::query("UPDATE items SET name = ? WHERE id = ?")
+        .bind("ann2")
+        .bind(1i64)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(done.rows_affected(), 1);
+    let err = sqlx::query("INSERT INTO items (id, name) VALUES (?, ?)")
+        .bind(1i64)
+        .bind("dup")
+        .execute(&mut conn)
+        .await
+        .unwrap_err();
+    let db = err.as_database_error().expect("a server error");
+    assert_eq!(db.code().as_deref(), Some("23000"), "{err}");
+    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM items WHERE qty < ?")
+        .bind(100)
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(count, 3);
+    conn.close().await.unwrap();
+    let rows = s.rest_rows().await;
+    assert_eq!(rows[1]["name"], "ann2");
+    assert_eq!(rows[1]["tag"], "AAH/");
+}
