@@ -375,8 +375,15 @@ impl NodeArgs {
     }
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(shoal_datanode::THREAD_STACK)
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     files::private_umask();
     let cli = Cli::parse();
     // A descriptor per connection: as many as the process may have. (A

@@ -58,6 +58,38 @@ async fn setup(extra: &[&str]) -> Setup {
     }
 }
 
+/// Runs `sql` (bytes, as given) through the `mysql` client at `addr` with
+/// `key` on `db`: batch mode, no column names, `-vv` for rows affected.
+fn mysql_at(addr: &str, key: &str, db: Option<&str>, sql: &[u8]) -> Ran {
+    let (host, port) = addr.rsplit_once(':').unwrap();
+    let (user, secret) = key.split_once('.').unwrap();
+    let mut cmd = Command::new("mysql");
+    cmd.args(["-h", host, "-P", port, "-u", user, "--batch", "-N", "-vv"])
+        .arg(format!("-p{secret}"));
+    if let Some(db) = db {
+        cmd.arg(db);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the mysql client runs (apt: mariadb-client)");
+    let mut stdin = child.stdin.take().unwrap();
+    let sql = sql.to_vec();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(&sql);
+    });
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    Ran {
+        ok: output.status.success(),
+        out: String::from_utf8_lossy(&output.stdout).into_owned(),
+        err: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
 /// What the `mysql` client did: whether it succeeded, its output, its errors.
 struct Ran {
     ok: bool,
@@ -70,36 +102,8 @@ impl Setup {
         self.shoal.mysql_addr.rsplit_once(':').unwrap()
     }
 
-    /// Runs `sql` (bytes, as given) through `mysql` with `key` on `db`:
-    /// batch mode, no column names, `-vv` for rows affected.
     fn mysql_with(&self, key: &str, db: Option<&str>, sql: &[u8]) -> Ran {
-        let (host, port) = self.host_port();
-        let (user, secret) = key.split_once('.').unwrap();
-        let mut cmd = Command::new("mysql");
-        cmd.args(["-h", host, "-P", port, "-u", user, "--batch", "-N", "-vv"])
-            .arg(format!("-p{secret}"));
-        if let Some(db) = db {
-            cmd.arg(db);
-        }
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the mysql client runs (apt: mariadb-client)");
-        let mut stdin = child.stdin.take().unwrap();
-        let sql = sql.to_vec();
-        let writer = std::thread::spawn(move || {
-            use std::io::Write;
-            let _ = stdin.write_all(&sql);
-        });
-        let output = child.wait_with_output().unwrap();
-        writer.join().unwrap();
-        Ran {
-            ok: output.status.success(),
-            out: String::from_utf8_lossy(&output.stdout).into_owned(),
-            err: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        mysql_at(&self.shoal.mysql_addr, key, db, sql)
     }
 
     fn mysql(&self, sql: &str) -> Ran {
@@ -144,13 +148,18 @@ impl Setup {
     }
 }
 
-/// The data lines of `-vv` output: those with a tab, or the one value of a
-/// single-column answer (not the echoed statement nor the summaries).
+/// The data lines of `-vv` output: not the statements it echoes (between
+/// lines of dashes) nor its summaries.
 fn lines(out: &str) -> Vec<&str> {
+    let mut echoing = false;
     out.lines()
         .filter(|l| {
-            !l.is_empty()
-                && !l.starts_with("---")
+            if l.starts_with("--------------") {
+                echoing = !echoing;
+                return false;
+            }
+            !echoing
+                && !l.is_empty()
                 && !l.starts_with("Query OK")
                 && !l.contains("row in set")
                 && !l.contains("rows in set")
@@ -177,16 +186,16 @@ async fn the_mysql_client_writes_and_reads_what_rest_sees() {
 
     // By key, by a list of keys (in key order), with a projection.
     let out = s.ok("SELECT id, name, qty, price, weight FROM items WHERE id = 1");
-    assert_eq!(lines(&out)[1..], ["1\tbolt\t10\t0.25\t1.5"], "{out}");
+    assert_eq!(lines(&out)[..], ["1\tbolt\t10\t0.25\t1.5"], "{out}");
     let out = s.ok("SELECT name FROM items WHERE id IN (4, 2, 99, 1)");
-    assert_eq!(lines(&out)[1..], ["bolt", "nut's", "gear"], "{out}");
+    assert_eq!(lines(&out)[..], ["bolt", "nut's", "gear"], "{out}");
     let out = s.ok("SELECT id, qty FROM items WHERE id IN (1, 2, 3) ORDER BY qty DESC LIMIT 2");
-    assert_eq!(lines(&out)[1..], ["3\t30", "2\t20"], "{out}");
+    assert_eq!(lines(&out)[..], ["3\t30", "2\t20"], "{out}");
     let out = s.ok("SELECT * FROM items WHERE id = 4");
-    assert_eq!(lines(&out)[1..], ["4\tgear\t0\tNULL\tNULL\tNULL"], "{out}");
+    assert_eq!(lines(&out)[..], ["4\tgear\t0\tNULL\tNULL\tNULL"], "{out}");
     // Aggregates run through RonSQL, in the workers.
     let out = s.ok("SELECT COUNT(*), SUM(qty), MAX(name) FROM items WHERE qty >= 10");
-    assert_eq!(lines(&out)[1..], ["3\t60\twasher"], "{out}");
+    assert_eq!(lines(&out)[..], ["3\t60\twasher"], "{out}");
 
     // Affected rows as MySQL counts them.
     let out = s.ok("UPDATE items SET qty = 11, name = 'bolt!' WHERE id IN (1, 77)");
@@ -211,9 +220,9 @@ async fn the_mysql_client_writes_and_reads_what_rest_sees() {
 
     // What a client looks at.
     let out = s.ok("SHOW TABLES");
-    assert_eq!(lines(&out)[1..], ["items"], "{out}");
+    assert_eq!(lines(&out)[..], ["items"], "{out}");
     let out = s.ok("SHOW DATABASES");
-    assert_eq!(lines(&out)[1..], ["app"], "only the key's databases: {out}");
+    assert_eq!(lines(&out)[..], ["app"], "only the key's databases: {out}");
     let out = s.ok("DESCRIBE items");
     assert!(out.contains("id\tBIGINT\tNO\tPRI\tNULL"), "{out}");
     assert!(out.contains("qty\tINT UNSIGNED\tNO\t\t0"), "{out}");
@@ -341,7 +350,7 @@ async fn keys_log_in_and_are_held_to_their_grants() {
     // The other tenant's table is untouched by all of it.
     let ran = s.mysql_with(&s.other, Some("theirs"), b"SELECT COUNT(*) FROM items");
     assert!(
-        ran.ok && lines(&ran.out)[1..] == ["0"],
+        ran.ok && lines(&ran.out)[..] == ["0"],
         "{} {}",
         ran.out,
         ran.err
@@ -392,7 +401,7 @@ async fn hostile_sql_gets_a_clear_error_and_changes_nothing() {
     assert_eq!(rows[1]["name"], "x'); DROP TABLE items; --");
     // The connection limits hold: the node still serves.
     let out = s.ok("SELECT COUNT(*) FROM items");
-    assert_eq!(lines(&out)[1..], ["2"], "{out}");
+    assert_eq!(lines(&out)[..], ["2"], "{out}");
 }
 
 #[tokio::test]
@@ -538,4 +547,287 @@ async fn a_driver_prepares_and_executes_in_the_binary_protocol() {
     let rows = s.rest_rows().await;
     assert_eq!(rows[1]["name"], "ann2");
     assert_eq!(rows[1]["tag"], "AAH/");
+}
+
+#[tokio::test]
+async fn tables_are_made_changed_and_dropped_in_sql() {
+    let s = setup(&[]).await;
+    let out = s.ok("CREATE TABLE orders (
+           id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+           customer INT NOT NULL DEFAULT '7',
+           note VARCHAR(100) DEFAULT 'none',
+           total DECIMAL(10,2),
+           code CHAR(8) NOT NULL,
+           flag BOOLEAN NOT NULL DEFAULT FALSE,
+           PRIMARY KEY (id),
+           UNIQUE KEY by_code (code),
+           KEY by_customer (customer, total)
+         ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4");
+    assert!(out.contains("Query OK, 0 rows affected"), "{out}");
+    let out = s.ok("SHOW CREATE TABLE orders");
+    for part in [
+        "`id` BIGINT UNSIGNED NOT NULL AUTO_INCREMENT",
+        "`customer` INT NOT NULL DEFAULT 7",
+        "`note` VARCHAR(100) DEFAULT 'none'",
+        "`flag` BOOL NOT NULL DEFAULT false",
+        "PRIMARY KEY (`id`)",
+        "UNIQUE INDEX `by_code` (`code`)",
+        "INDEX `by_customer` (`customer`, `total`)",
+    ] {
+        assert!(out.contains(part), "{part} in {out}");
+    }
+    // AUTO_INCREMENT: one past the largest, in row order, NULL and 0 too;
+    // an explicit value moves it on.
+    let out = s.ok(
+        "INSERT INTO orders (code) VALUES ('a'), ('b'); SELECT LAST_INSERT_ID();
+         INSERT INTO orders (id, code) VALUES (NULL, 'c'), (0, 'd'), (10, 'e');
+         INSERT INTO orders (code) VALUES ('f');
+         SELECT id, code, customer, note, flag FROM orders WHERE id IN (1, 2, 3, 4, 10, 11)",
+    );
+    assert_eq!(
+        lines(&out)[..],
+        [
+            "1",
+            "1\ta\t7\tnone\t0",
+            "2\tb\t7\tnone\t0",
+            "3\tc\t7\tnone\t0",
+            "4\td\t7\tnone\t0",
+            "10\te\t7\tnone\t0",
+            "11\tf\t7\tnone\t0",
+        ],
+        "{out}"
+    );
+    // The unique index holds.
+    s.refused("INSERT INTO orders (code) VALUES ('a')", "1062 (23000)");
+    // Indexes made and dropped online.
+    s.ok("CREATE INDEX by_note ON orders (note)");
+    s.refused("CREATE INDEX by_note ON orders (code)", "1061 (42000)");
+    s.refused(
+        "CREATE UNIQUE INDEX by_customer2 ON orders (customer)",
+        "1062",
+    );
+    let out = s.ok("SHOW INDEX FROM orders");
+    assert!(out.contains("\tby_note\t1\tnote"), "{out}");
+    s.ok("DROP INDEX by_note ON orders");
+    s.refused("DROP INDEX by_note ON orders", "1091 (42000)");
+    // TRUNCATE empties the table and starts AUTO_INCREMENT over.
+    s.ok("TRUNCATE TABLE orders");
+    let out = s.ok("SELECT COUNT(*) FROM orders; INSERT INTO orders (code) VALUES ('z'); SELECT LAST_INSERT_ID()");
+    assert_eq!(lines(&out)[..], ["0", "1"], "{out}");
+    // What cannot be made is refused, and nothing is made.
+    s.refused("CREATE TABLE orders (id INT PRIMARY KEY)", "1050 (42S01)");
+    s.ok("CREATE TABLE IF NOT EXISTS orders (id INT PRIMARY KEY)");
+    s.refused("CREATE TABLE nokey (a INT)", "1173");
+    s.refused("CREATE TABLE t2 (id INT PRIMARY KEY, b TEXT)", "1235");
+    s.refused(
+        "CREATE TABLE t2 (id INT PRIMARY KEY, b INT DEFAULT 'x')",
+        "1067",
+    );
+    s.refused(
+        "CREATE TABLE t2 (id INT PRIMARY KEY, b INT, FOREIGN KEY (b) REFERENCES orders (id))",
+        "1235",
+    );
+    s.refused(
+        "CREATE TABLE t2 (id INT PRIMARY KEY) ENGINE = MyISAM",
+        "1235",
+    );
+    s.refused(
+        "CREATE TABLE t2 (id VARCHAR(10) AUTO_INCREMENT PRIMARY KEY)",
+        "1105",
+    );
+    s.refused("CREATE TEMPORARY TABLE t2 (id INT PRIMARY KEY)", "1235");
+    s.refused("CREATE TABLE t2 AS SELECT 1", "1235");
+    // A read key changes no schema.
+    s.refused_with(
+        &s.reader,
+        Some("app"),
+        b"CREATE TABLE t3 (id INT PRIMARY KEY)",
+        "1142",
+    );
+    s.refused_with(&s.reader, Some("app"), b"DROP TABLE orders", "1142");
+    s.refused_with(&s.key, Some("app"), b"DROP TABLE theirs.items", "1044");
+    let out = s.ok("SHOW TABLES");
+    assert_eq!(lines(&out)[..], ["items", "orders"], "{out}");
+    s.ok("DROP TABLE orders");
+    s.refused("DROP TABLE orders", "1051 (42S02)");
+    s.ok("DROP TABLE IF EXISTS orders");
+    let out = s.ok("SHOW TABLES");
+    assert_eq!(lines(&out)[..], ["items"], "{out}");
+}
+
+/// sysbench's own `prepare` (CREATE TABLE, bulk INSERT, CREATE INDEX) and
+/// `oltp_point_select` (prepared statements), unchanged, a fixed number
+/// of events: every one succeeds.
+#[tokio::test]
+async fn sysbench_prepares_and_runs_point_selects_unchanged() {
+    let s = setup(&[]).await;
+    let (host, port) = s.host_port();
+    let (user, secret) = s.key.split_once('.').unwrap();
+    let sysbench = |command: &str, threads: &str| {
+        let output = Command::new("sysbench")
+            .args([
+                "oltp_point_select",
+                "--db-driver=mysql",
+                &format!("--mysql-host={host}"),
+                &format!("--mysql-port={port}"),
+                &format!("--mysql-user={user}"),
+                &format!("--mysql-password={secret}"),
+                "--mysql-db=app",
+                "--tables=2",
+                "--table-size=2000",
+                &format!("--threads={threads}"),
+                "--events=4000",
+                "--time=0",
+                command,
+            ])
+            .output()
+            .expect("sysbench runs (apt: sysbench)");
+        let out = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(
+            output.status.success(),
+            "{out} {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        out
+    };
+    sysbench("prepare", "1");
+    let out = s.ok("SELECT COUNT(*), MIN(id), MAX(id) FROM sbtest2; SHOW INDEX FROM sbtest1");
+    assert!(out.contains("2000\t1\t2000"), "{out}");
+    assert!(out.contains("\tk_1\t1\tk"), "{out}");
+    for threads in ["1", "4"] {
+        let out = sysbench("run", threads);
+        assert!(
+            out.contains("transactions:                        4000 "),
+            "{out}"
+        );
+        assert!(
+            out.contains("ignored errors:                      0 "),
+            "{out}"
+        );
+    }
+    sysbench("cleanup", "1");
+    let out = s.ok("SHOW TABLES");
+    assert_eq!(lines(&out)[..], ["items"], "{out}");
+}
+
+/// With a control plane, SQL's changes of schema are made there, on the
+/// key: the console's API sees a table made in SQL and SQL sees one made
+/// in the console, the tenant's table quota holds, and the audit log
+/// names the key.
+#[tokio::test]
+async fn schema_changes_in_sql_are_the_control_planes() {
+    use common::control::{Auth, Backend, CLUSTER_SECRET, Control, eventually};
+    use reqwest::Method;
+    let cp = Control::start_with(
+        Backend::Sqlite,
+        &[
+            "--cluster-secret",
+            CLUSTER_SECRET,
+            "--plan-quota",
+            r#"{"max_tables": 2}"#,
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let node = cp.data_node(dir.path(), &[]);
+    let ada = cp.signup("ada@example.com", "analytical").await;
+    let bearer = Auth::Bearer(&ada.token);
+    eventually("the node registers", || async {
+        let (status, _, _) = cp
+            .call(
+                Method::POST,
+                "/databases",
+                Some(&json!({"name": "shop"})),
+                bearer,
+            )
+            .await;
+        (status == StatusCode::CREATED).then_some(())
+    })
+    .await;
+    let (status, _, _) = cp
+        .call(
+            Method::POST,
+            "/databases/shop/tables",
+            Some(&common::control::orders()),
+            bearer,
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let grants = json!({"name": "sql", "grants": [{"database": "shop", "role": "read_write"}]});
+    let (status, _, made) = cp
+        .call(Method::POST, "/api-keys", Some(&grants), bearer)
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let key = made["key"].as_str().unwrap().to_owned();
+    let run = |sql: &str| mysql_at(&node.mysql_addr, &key, Some("shop"), sql.as_bytes());
+
+    // The console's table, in SQL.
+    let ran = run("SHOW TABLES; INSERT INTO orders (id, note) VALUES (1, 'from sql')");
+    assert!(ran.ok, "{}", ran.err);
+    assert_eq!(lines(&ran.out), ["orders"], "{}", ran.out);
+    // SQL's table, in the console's API.
+    let ran = run(
+        "CREATE TABLE items (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, name VARCHAR(20) NOT NULL DEFAULT 'x')",
+    );
+    assert!(ran.ok, "{}", ran.err);
+    let (status, _, tables) = cp
+        .call(Method::GET, "/databases/shop/tables", None, bearer)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let names: Vec<&str> = (tables["tables"].as_array().unwrap().iter())
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["items", "orders"], "{tables}");
+    let items = &tables["tables"][0];
+    assert_eq!(items["columns"][0]["auto_increment"], true, "{items}");
+    assert_eq!(items["columns"][1]["default"], "x", "{items}");
+    // Made on the node too: rows go in.
+    let ran = run(
+        "INSERT INTO items (name) VALUES ('a'), ('b'); SELECT id, name FROM items WHERE id IN (1, 2)",
+    );
+    assert!(ran.ok, "{}", ran.err);
+    assert_eq!(lines(&ran.out), ["1\ta", "2\tb"], "{}", ran.out);
+    // The tenant's quota: two tables.
+    let ran = run("CREATE TABLE third (id INT PRIMARY KEY)");
+    assert!(!ran.ok && ran.err.contains("ERROR 1296"), "{}", ran.err);
+    assert!(ran.err.contains("tables"), "{}", ran.err);
+    // An index made in SQL is in the definition.
+    let ran = run("CREATE INDEX by_name ON items (name)");
+    assert!(ran.ok, "{}", ran.err);
+    let (_, _, tables) = cp
+        .call(Method::GET, "/databases/shop/tables", None, bearer)
+        .await;
+    assert_eq!(
+        tables["tables"][0]["indexes"][0]["name"], "by_name",
+        "{tables}"
+    );
+    // Dropped in SQL, gone from the console.
+    let ran = run("DROP TABLE items");
+    assert!(ran.ok, "{}", ran.err);
+    let (_, _, tables) = cp
+        .call(Method::GET, "/databases/shop/tables", None, bearer)
+        .await;
+    assert_eq!(tables["tables"].as_array().unwrap().len(), 1, "{tables}");
+    // The tenant's audit log names the key.
+    let (status, _, audit) = cp.call(Method::GET, "/audit", None, bearer).await;
+    assert_eq!(status, StatusCode::OK);
+    let prefix = key.split_once('.').unwrap().0;
+    let by_key: Vec<&str> = (audit["entries"].as_array().unwrap().iter())
+        .filter(|e| e["actor"]["id"] == format!("api_key:{prefix}"))
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        by_key,
+        ["table.drop", "index.create", "table.create"],
+        "{audit}"
+    );
+    // A revoked key changes nothing more: the node refuses it at once.
+    let (status, _, _) = cp
+        .call(Method::DELETE, &format!("/api-keys/{prefix}"), None, bearer)
+        .await;
+    assert!(status.is_success());
+    eventually("the node drops the key", || async {
+        let ran = run("SELECT 1");
+        (!ran.ok && ran.err.contains("ERROR 1045")).then_some(())
+    })
+    .await;
 }

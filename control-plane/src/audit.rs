@@ -178,7 +178,12 @@ struct TenantEntry {
 /// Who made a change, as a tenant sees it: their own people by email, a
 /// platform admin as the operator, never by name.
 fn seen_by_tenant(e: &TenantEntry, tenant: &TenantId) -> Actor {
+    // A change an SQL client made with one of the tenant's API keys (the
+    // only changes keys make are to their own tenant's schema).
+    let by_own_key = e.entry.actor_id.starts_with(crate::keys::SQL_ACTOR)
+        && e.entry.tenant_id.as_deref() == Some(tenant.as_str());
     match &e.actor_tenant {
+        _ if by_own_key => e.entry.actor(),
         Some(t) if t == tenant.as_str() => e.entry.actor(),
         _ => Actor {
             id: "operator".into(),

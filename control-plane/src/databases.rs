@@ -560,6 +560,15 @@ pub async fn drop_table(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// The definition of the ready table `name` of database `db`.
+pub(crate) async fn definition_of(
+    app: &App,
+    db: &DatabaseRow,
+    name: &str,
+) -> Result<TableDef, ApiError> {
+    ready_table(app, db, name).await.map(|(_, def)| def)
+}
+
 /// The ready table `name` of database `db`, and its definition.
 async fn ready_table(
     app: &App,

@@ -140,6 +140,54 @@ impl KeyRow {
     }
 }
 
+/// How the audit log names an API key that changed a schema over SQL:
+/// this, then its prefix.
+pub const SQL_ACTOR: &str = "api_key:";
+
+/// Who changes the schema of `database` for an SQL client logged in with
+/// the key `prefix` (the data node checked its secret): the key, acting as
+/// a member of its tenant — if it is live, its tenant is not suspended,
+/// and it may write `database`. Audited as `api_key:<prefix>`.
+pub async fn sql_caller(
+    app: &App,
+    prefix: &str,
+    database: &DatabaseName,
+) -> Result<Caller, ApiError> {
+    let row: Option<KeyRow> = sqlx::query_as(&format!(
+        "SELECT {KEY_COLUMNS} FROM api_keys WHERE prefix = $1"
+    ))
+    .bind(prefix)
+    .fetch_optional(&app.store.pool)
+    .await?;
+    let now_secs = now_ms() / 1000;
+    let row = row
+        .filter(|k| k.revoked_at.is_none() && k.expires_at.is_none_or(|at| at > now_secs))
+        .ok_or_else(|| ApiError::forbidden("the API key is not valid, or was revoked"))?;
+    let writes =
+        (row.grants().iter()).any(|g| &g.database == database && g.role == Role::ReadWrite);
+    if !writes {
+        return Err(ApiError::forbidden(format!(
+            "the API key may not change database '{database}'"
+        )));
+    }
+    let tenant: Option<(String, String)> =
+        sqlx::query_as("SELECT name, status FROM tenants WHERE id = $1")
+            .bind(&row.tenant_id)
+            .fetch_optional(&app.store.pool)
+            .await?;
+    let Some((name, status)) = tenant.filter(|(_, status)| status != "suspended") else {
+        return Err(ApiError::forbidden("the tenant is suspended"));
+    };
+    let _ = status;
+    Ok(Caller {
+        user_id: format!("{SQL_ACTOR}{prefix}"),
+        email: format!("API key {prefix} (SQL)"),
+        role: shoal_wire::api::Role::Member,
+        tenant_id: Some(row.tenant_id),
+        tenant_name: Some(name),
+    })
+}
+
 /// `GET /api-keys`: the caller's tenant's keys (a platform admin's: all),
 /// never a secret or its hash.
 #[utoipa::path(get, path = "/api-keys", tag = "api-keys",

@@ -27,6 +27,7 @@ pub mod nodes;
 pub mod quotas;
 pub mod rows;
 pub mod server;
+pub mod sql_schema;
 pub mod store;
 pub mod usage;
 pub mod validate;

@@ -393,6 +393,7 @@ pub fn router(app: Arc<App>, console: Arc<shoal_web::Console>) -> Router {
         .layer(axum::middleware::map_response(no_store));
     let internal = Router::new()
         .route("/datanodes/heartbeat", post(nodes::heartbeat))
+        .route("/sql/schema", post(crate::sql_schema::change))
         .route(
             "/groups/{group}/view",
             axum::routing::get(crate::views::get).post(crate::views::change),

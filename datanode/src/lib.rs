@@ -58,6 +58,12 @@ pub mod testing {
     pub use crate::node::durable::{Durable, open};
 }
 
+/// The stack of every thread that serves requests (the runtime's and the
+/// LDM workers'): parsing SQL recurses once per level of nesting, up to
+/// the parsers' limits, and a level can take tens of KiB (most in a debug
+/// build). Stacks are reserved, not used: pages are touched as needed.
+pub const THREAD_STACK: usize = 16 << 20;
+
 /// A runtime like the data node's, for tests: two worker threads.
 #[cfg(test)]
 fn test_runtime() -> tokio::runtime::Runtime {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use shoal_quota::Quota;
 
 use crate::apikey::KeyGrant;
-use crate::schema::{TableDef, TenantId};
+use crate::schema::{DatabaseName, IndexDef, IndexName, TableDef, TableName, TenantId};
 
 /// The routes, as paths.
 pub mod route {
@@ -25,6 +25,10 @@ pub mod route {
     pub const CHECKPOINT: &str = "/internal/v1/checkpoint";
     /// `POST` on the control plane [`super::Heartbeat`]: a node reports itself.
     pub const HEARTBEAT: &str = "/internal/v1/datanodes/heartbeat";
+    /// `POST` on the control plane a [`super::SqlSchemaChange`]: a change of
+    /// schema an SQL client asked a node for, made as the console's are.
+    /// Answers as the control plane's API answers the same change.
+    pub const SQL_SCHEMA_CHANGE: &str = "/internal/v1/sql/schema";
     /// `GET`, `PUT` a [`super::Group`]: the node group the node is in.
     pub const GROUP: &str = "/internal/v1/group";
     /// `GET`, `PUT` a [`super::Directory`]: where the cluster's databases
@@ -487,6 +491,44 @@ pub struct Heartbeat {
 pub struct KeyUse {
     pub prefix: String,
     pub at: u64,
+}
+
+/// A change of schema an SQL client asked a data node for (`CREATE TABLE`
+/// and the rest over the MySQL protocol): the node asks the control plane
+/// on the client's API key, so that the change is checked, counted against
+/// the tenant's quotas, audited and made on every node of the group as the
+/// console's are.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SqlSchemaChange {
+    /// The prefix of the key the client logged in with.
+    pub key: String,
+    pub database: DatabaseName,
+    pub change: SchemaChange,
+}
+
+/// What an SQL client changes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "op", deny_unknown_fields)]
+pub enum SchemaChange {
+    CreateTable {
+        table: TableDef,
+    },
+    DropTable {
+        table: TableName,
+    },
+    /// Every row removed: the table made again as it was.
+    Truncate {
+        table: TableName,
+    },
+    AddIndex {
+        table: TableName,
+        index: IndexDef,
+    },
+    DropIndex {
+        table: TableName,
+        index: IndexName,
+    },
 }
 
 #[cfg(test)]

@@ -101,6 +101,10 @@ pub enum SchemaError {
     DuplicateIndexColumn { index: String, column: String },
     #[error("index '{index}' can take {bytes} bytes of key, more than the maximum {MAX_KEY_BYTES}")]
     IndexKeyTooLarge { index: String, bytes: usize },
+    #[error(
+        "column '{0}': AUTO_INCREMENT is for one integer column per table, the first of its primary key, without a default"
+    )]
+    BadAutoIncrement(String),
 }
 
 /// Checks an identifier: 1 to [`MAX_NAME_LEN`] bytes of `[A-Za-z0-9_]`, not
@@ -551,6 +555,12 @@ pub struct ColumnDef {
     /// column a value, or it is NULL if it is nullable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<serde_json::Value>,
+    /// MySQL's AUTO_INCREMENT: a row inserted without a value (or with
+    /// NULL or 0) for the column gets one more than the largest the table
+    /// has held. An integer column, the first of the primary key; one per
+    /// table.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub auto_increment: bool,
 }
 
 /// An ordered index on one or more columns: `{name, columns, unique?}`. Its
@@ -661,7 +671,12 @@ impl TableDef {
                     None | Some(serde_json::Value::Null) => String::new(),
                     Some(d) => format!(" DEFAULT {}", default_sql(d)),
                 };
-                format!("  `{}` {}{null}{default}", c.name, c.column_type)
+                let auto = if c.auto_increment {
+                    " AUTO_INCREMENT"
+                } else {
+                    ""
+                };
+                format!("  `{}` {}{null}{default}{auto}", c.name, c.column_type)
             })
             .collect();
         let using = match self.primary_key_index {
@@ -732,6 +747,24 @@ impl TableDef {
                 return Err(bad("must be a number, a string or a boolean"));
             }
         }
+        let mut autos = self.columns.iter().filter(|c| c.auto_increment);
+        if let Some(auto) = autos.next() {
+            let integer = matches!(
+                auto.column_type,
+                ColumnType::TinyInt { .. }
+                    | ColumnType::SmallInt { .. }
+                    | ColumnType::MediumInt { .. }
+                    | ColumnType::Int { .. }
+                    | ColumnType::BigInt { .. }
+            );
+            if !integer
+                || auto.default.is_some()
+                || self.primary_key.first() != Some(&auto.name)
+                || autos.next().is_some()
+            {
+                return Err(SchemaError::BadAutoIncrement(auto.name.to_string()));
+            }
+        }
         let row_bytes: usize = self.columns.iter().map(|c| c.column_type.max_size()).sum();
         if row_bytes > MAX_ROW_BYTES {
             return Err(SchemaError::RowTooLarge(row_bytes));
@@ -775,6 +808,7 @@ mod tests {
             column_type: ty.parse().unwrap(),
             nullable,
             default: None,
+            auto_increment: false,
         }
     }
 

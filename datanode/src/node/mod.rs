@@ -346,6 +346,7 @@ impl Engine {
             layout,
             fragments: places,
             units: Default::default(),
+            auto_increment: Default::default(),
         }))
     }
 

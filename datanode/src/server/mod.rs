@@ -200,6 +200,7 @@ impl DataNode {
                 engine.clone(),
                 limits,
                 config.lock_wait_timeout,
+                (config.control_plane.as_ref()).map(|link| (link.url.clone(), secret.clone())),
                 stopped.clone(),
             )),
         ];

@@ -127,6 +127,40 @@ pub struct Table {
     /// What requests used of it since it was made here (the same through
     /// every change of its indexes).
     pub(crate) units: Arc<TableUnits>,
+    /// The next value of its AUTO_INCREMENT column, if it has one.
+    pub(crate) auto_increment: Arc<AutoIncrement>,
+}
+
+/// The next value of a table's AUTO_INCREMENT column, counted by the node
+/// that takes its writes. It is not stored: the first time a node needs
+/// it, it is found as one past the largest value the table holds (every
+/// acknowledged row, after a restart or a failover alike), then counted up
+/// in memory, and pushed past every value a row is given explicitly.
+#[derive(Debug, Default)]
+pub(crate) struct AutoIncrement {
+    next: tokio::sync::OnceCell<AtomicU64>,
+}
+
+impl AutoIncrement {
+    /// Takes `n` values in a row, answering the first; `largest` finds the
+    /// largest value stored (0: none) the first time.
+    pub(crate) async fn take<E, F>(&self, n: u64, largest: F) -> Result<u64, E>
+    where
+        F: std::future::Future<Output = Result<u64, E>>,
+    {
+        let next = self
+            .next
+            .get_or_try_init(|| async { Ok(AtomicU64::new(largest.await?.saturating_add(1))) })
+            .await?;
+        Ok(next.fetch_add(n, Ordering::Relaxed))
+    }
+
+    /// A row was given `value` explicitly: later values are past it.
+    pub(crate) fn saw(&self, value: u64) {
+        if let Some(next) = self.next.get() {
+            next.fetch_max(value.saturating_add(1), Ordering::Relaxed);
+        }
+    }
 }
 
 /// The read and write units requests used of one table since the node made
@@ -165,6 +199,7 @@ impl Table {
             layout,
             fragments: self.fragments.clone(),
             units: Arc::clone(&self.units),
+            auto_increment: Arc::clone(&self.auto_increment),
         })
     }
 

@@ -10,12 +10,14 @@
 //! - `proto`: packets, the handshake, result sets in text and binary.
 //! - `session`: one connection: login, commands, prepared statements.
 //! - `query`: statements, planned onto the transaction coordinator.
+//! - `ddl`: changes of schema, made by the control plane (or a node alone).
 //! - `value`: SQL literals and arguments to column values, and back.
 //! - `error`: MySQL's error numbers and SQLSTATEs.
 //!
 //! Connections are capped, timed out and drained on stop as every front
 //! end's are (`serve`).
 
+mod ddl;
 mod error;
 mod proto;
 mod query;
@@ -48,13 +50,34 @@ pub(crate) async fn serve(
     engine: Engine,
     limits: Limits,
     lock_wait_timeout: Duration,
+    control_plane: Option<(String, shoal_wire::secret::ClusterSecret)>,
     stopped: watch::Receiver<bool>,
 ) {
+    let schema = match control_plane {
+        Some((url, secret)) => match reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(2))
+            .timeout(Duration::from_secs(60))
+            .pool_idle_timeout(shoal_listen::CLIENT_POOL_IDLE)
+            .build()
+        {
+            Ok(http) => ddl::Schema::ControlPlane { url, secret, http },
+            Err(e) => {
+                tracing::error!(error = %e, "cannot make an HTTP client to reach the control plane; SQL cannot change schemas");
+                ddl::Schema::ControlPlane {
+                    url,
+                    secret,
+                    http: reqwest::Client::new(),
+                }
+            }
+        },
+        None => ddl::Schema::Local,
+    };
     let mut workers = serve::Workers::with_spare_cores(engine.tc().clone());
     let shared = Arc::new(Shared {
         engine,
         limits,
         lock_wait_timeout,
+        schema,
     });
     let watching = stopped.clone();
     let gate = shoal_listen::accept(

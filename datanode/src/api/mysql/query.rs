@@ -33,6 +33,7 @@ use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, Tokenizer};
 
+use super::ddl;
 use super::error::MyError;
 use super::proto::{ColumnDef, ty};
 use super::session::Session;
@@ -45,16 +46,23 @@ use crate::types::value::Value;
 pub(crate) const MAX_STATEMENT_BYTES: usize = 4 << 20;
 /// Most tokens in one statement.
 pub(crate) const MAX_TOKENS: usize = 200_000;
-/// Deepest nesting of expressions.
-pub(crate) const MAX_DEPTH: usize = 64;
+/// Deepest nesting of expressions, and of parentheses and of prefix
+/// operators in a row (counted on the tokens, before the recursive parser
+/// sees them: each level costs it stack).
+pub(crate) const MAX_DEPTH: usize = 32;
 /// Most keys one statement looks up, or rows one INSERT gives.
 pub(crate) const MAX_KEYS: usize = 10_000;
 
 /// What a statement answers.
 #[derive(Debug)]
 pub(crate) enum Reply {
-    /// Done: rows affected, and a note.
-    Done { affected: u64, info: String },
+    /// Done: rows affected, a note, and the first AUTO_INCREMENT value
+    /// made (0: none).
+    Done {
+        affected: u64,
+        info: String,
+        last_insert_id: u64,
+    },
     /// A result set.
     Rows {
         columns: Vec<ColumnDef>,
@@ -67,6 +75,7 @@ impl Reply {
         Reply::Done {
             affected,
             info: String::new(),
+            last_insert_id: 0,
         }
     }
 
@@ -100,6 +109,28 @@ pub(crate) fn tokenize(text: &str) -> Result<Vec<Token>, MyError> {
                 "the statement has {} tokens; at most {MAX_TOKENS} are taken",
                 tokens.len()
             ),
+        ));
+    }
+    let (mut depth, mut deepest, mut prefixes, mut most_prefixes) = (0usize, 0, 0usize, 0);
+    for t in &tokens {
+        match t {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        deepest = deepest.max(depth);
+        let prefix = matches!(
+            t,
+            Token::Minus | Token::Plus | Token::Tilde | Token::ExclamationMark
+        ) || matches!(t, Token::Word(w) if w.keyword == Keyword::NOT && w.quote_style.is_none());
+        prefixes = if prefix { prefixes + 1 } else { 0 };
+        most_prefixes = most_prefixes.max(prefixes);
+    }
+    if deepest > MAX_DEPTH || most_prefixes > MAX_DEPTH {
+        return Err(MyError::new(
+            1105,
+            "HY000",
+            format!("the statement is nested deeper than {MAX_DEPTH} levels"),
         ));
     }
     // A statement may end in `;` and nothing after it.
@@ -258,6 +289,32 @@ impl Session {
                 Ok(Reply::done(0))
             }
             Statement::StartTransaction { .. } => Err(transactions()),
+            Statement::CreateTable(ct) => {
+                self.change_schema(ddl::create_table(&ct)?).await?;
+                Ok(Reply::done(0))
+            }
+            Statement::CreateIndex(ci) => {
+                self.change_schema(ddl::create_index(&ci)?).await?;
+                Ok(Reply::done(0))
+            }
+            Statement::Drop {
+                object_type,
+                if_exists,
+                names,
+                table,
+                cascade: false,
+                temporary: false,
+                ..
+            } => {
+                for change in ddl::drop_objects(object_type, if_exists, &names, table.as_ref())? {
+                    self.change_schema(change).await?;
+                }
+                Ok(Reply::done(0))
+            }
+            Statement::Truncate { table_names, .. } => {
+                self.change_schema(ddl::truncate(&table_names)?).await?;
+                Ok(Reply::done(0))
+            }
             other => Err(MyError::unsupported(statement_kind(&other))),
         }
     }
@@ -459,7 +516,7 @@ impl Session {
                     }
                     "VERSION" => Cell::from(super::VERSION),
                     "CONNECTION_ID" => Cell::from(u64::from(self.id)),
-                    "LAST_INSERT_ID" => Cell::from(0u64),
+                    "LAST_INSERT_ID" => Cell::from(self.last_insert_id),
                     "FOUND_ROWS" | "ROW_COUNT" => Cell::from(0u64),
                     _ => return Err(MyError::unsupported(format!("the function {name}"))),
                 })
@@ -597,8 +654,8 @@ impl Session {
                 ),
             ));
         }
-        let tc = self.engine.tc();
-        let mut batch = tc.batch();
+        // Each row's values by column; `None`: not given.
+        let mut rows: Vec<Vec<Option<Value>>> = Vec::with_capacity(values.rows.len());
         for (r, row) in values.rows.iter().enumerate() {
             if row.len() != columns.len() {
                 return Err(MyError::new(
@@ -607,29 +664,45 @@ impl Session {
                     format!("Column count doesn't match value count at row {}", r + 1),
                 ));
             }
-            let mut given = Vec::with_capacity(columns.len());
+            let mut given = vec![None; def.columns.len()];
             for (&c, e) in columns.iter().zip(row) {
                 let column = &def.columns[c];
-                let lit = match e {
+                given[c] = match e {
                     Expr::Identifier(i)
                         if i.value.eq_ignore_ascii_case("DEFAULT") && i.quote_style.is_none() =>
                     {
-                        continue;
+                        None
                     }
-                    other => literal(other)?.ok_or_else(|| {
-                        MyError::unsupported(format!("the value '{other}' (only constants)"))
-                    })?,
+                    other => {
+                        let lit = literal(other)?.ok_or_else(|| {
+                            MyError::unsupported(format!("the value '{other}' (only constants)"))
+                        })?;
+                        // NULL or 0 for an AUTO_INCREMENT column asks for
+                        // the next value, as MySQL takes it.
+                        if column.auto_increment
+                            && matches!(lit, Lit::Null | Lit::Int(0) | Lit::UInt(0))
+                        {
+                            None
+                        } else {
+                            Some(to_value(&lit, column)?)
+                        }
+                    }
                 };
-                given.push((column.name.as_str(), to_value(&lit, column)?));
             }
-            let put = if insert.replace_into {
+            rows.push(given);
+        }
+        let first_generated = self.auto_increment(&table, &grant, &mut rows).await?;
+        let tc = self.engine.tc();
+        let mut batch = tc.batch();
+        for given in &mut rows {
+            if insert.replace_into {
                 // MySQL's REPLACE writes a new row: what it leaves out is
                 // the column's default, or NULL, not the old row's value.
                 for (c, column) in def.columns.iter().enumerate() {
-                    if columns.contains(&c) {
+                    if given[c].is_some() {
                         continue;
                     }
-                    let value = match &column.default {
+                    given[c] = Some(match &column.default {
                         Some(d) if !d.is_null() => Value::from_json(column.column_type, d)
                             .map_err(|_| MyError::bad_value(column.name.as_str(), "its default"))?,
                         _ if column.nullable => Value::Null,
@@ -640,12 +713,16 @@ impl Session {
                                 format!("Field '{}' doesn't have a default value", column.name),
                             ));
                         }
-                    };
-                    given.push((column.name.as_str(), value));
+                    });
                 }
-                batch.replace(&table, &given)
+            }
+            let named: Vec<(&str, Value)> = (def.columns.iter().zip(given.iter()))
+                .filter_map(|(column, v)| Some((column.name.as_str(), v.clone()?)))
+                .collect();
+            let put = if insert.replace_into {
+                batch.replace(&table, &named)
             } else {
-                batch.insert(&table, &given)
+                batch.insert(&table, &named)
             };
             put.map_err(|e| MyError::bad_value(&e.column, &e.problem))?;
         }
@@ -660,6 +737,18 @@ impl Session {
                 _ => 1,
             };
         }
+        if let Some(auto) = def.columns.iter().position(|c| c.auto_increment) {
+            for given in &rows {
+                match &given[auto] {
+                    Some(Value::Int(v)) if *v > 0 => table.auto_increment.saw(*v as u64),
+                    Some(Value::UInt(v)) => table.auto_increment.saw(*v),
+                    _ => {}
+                }
+            }
+        }
+        if let Some(first) = first_generated {
+            self.last_insert_id = first;
+        }
         let info = if n > 1 {
             format!(
                 "Records: {n}  Duplicates: {}  Warnings: 0",
@@ -668,7 +757,53 @@ impl Session {
         } else {
             String::new()
         };
-        Ok(Reply::Done { affected, info })
+        Ok(Reply::Done {
+            affected,
+            info,
+            last_insert_id: first_generated.unwrap_or(0),
+        })
+    }
+
+    /// Gives every row that leaves its AUTO_INCREMENT column out the next
+    /// value, in row order: the first value given, if any.
+    async fn auto_increment(
+        &self,
+        table: &Arc<Table>,
+        grant: &Grant,
+        rows: &mut [Vec<Option<Value>>],
+    ) -> Result<Option<u64>, MyError> {
+        let def = table.def();
+        let Some(auto) = def.columns.iter().position(|c| c.auto_increment) else {
+            return Ok(None);
+        };
+        let wanted = rows.iter().filter(|r| r[auto].is_none()).count() as u64;
+        if wanted == 0 {
+            return Ok(None);
+        }
+        let column = &def.columns[auto];
+        let largest = async {
+            // Once per table on this node: one past the largest value held.
+            let text = format!("SELECT MAX(`{}`) FROM `{}`", column.name, def.name);
+            let (_, q) = crate::tc::ronsql::plan::parse(&text)?;
+            let mut plan = crate::tc::ronsql::plan::plan(false, &q, Arc::clone(table))?;
+            let tc = self.engine.tc();
+            tc.choose_access(&mut plan).await.map_err(query_error)?;
+            let answer = tc.ronsql(grant, &plan).await.map_err(query_error)?;
+            Ok::<u64, MyError>(match answer.first().and_then(|r| r.first()) {
+                Some(crate::sql::eval::Scalar::Int(v)) if *v > 0 => {
+                    u64::try_from(*v).unwrap_or(u64::MAX)
+                }
+                _ => 0,
+            })
+        };
+        let first = table.auto_increment.take(wanted, largest).await?;
+        // A value past the column's type is refused when the row is
+        // encoded, as any value is.
+        let wanting = rows.iter_mut().filter(|r| r[auto].is_none());
+        for (next, row) in (first..).zip(wanting) {
+            row[auto] = Some(Value::UInt(next));
+        }
+        Ok(Some(first))
     }
 
     async fn update(
@@ -733,6 +868,7 @@ impl Session {
         Ok(Reply::Done {
             affected,
             info: format!("Rows matched: {affected}  Changed: {affected}  Warnings: 0"),
+            last_insert_id: 0,
         })
     }
 
@@ -1850,8 +1986,57 @@ mod tests {
     fn one_statement_at_a_time() {
         assert!(tokenize("SELECT 1;").is_ok());
         assert_eq!(tokenize("SELECT 1; DROP TABLE t").unwrap_err().code, 1064);
-        let deep = format!("SELECT {}1{}", "(".repeat(500), ")".repeat(500));
-        let err = parse(tokenize(&deep).unwrap()).unwrap_err();
-        assert_eq!(err.code, 1105, "{err:?}");
+    }
+
+    #[test]
+    fn nesting_is_bounded_before_it_costs_stack() {
+        let n = MAX_DEPTH;
+        let deepest = [
+            format!("SELECT {}1{}", "(".repeat(n), ")".repeat(n)),
+            format!(
+                "SELECT * FROM t WHERE {}id = 1{}",
+                "(".repeat(n),
+                ")".repeat(n)
+            ),
+            format!("SELECT {}1", "- ".repeat(n)),
+            format!("SELECT * FROM t WHERE {} id = 1", "NOT ".repeat(n)),
+            format!(
+                "INSERT INTO t VALUES ({}1{})",
+                "(".repeat(n - 1),
+                ")".repeat(n - 1)
+            ),
+        ];
+        // Parentheses and prefix operators in turn: each level is both.
+        let alternating = format!(
+            "SELECT * FROM t WHERE {}id = 1{}",
+            "(NOT - ".repeat(n),
+            ")".repeat(n)
+        );
+        std::thread::Builder::new()
+            .stack_size(crate::THREAD_STACK)
+            .spawn(move || {
+                let _ = tokenize(&alternating).map(parse);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        for text in &deepest {
+            let deeper = text
+                .replacen('1', "(1)", 1)
+                .replacen("- ", "- - ", 1)
+                .replacen("NOT ", "NOT NOT ", 1);
+            assert_eq!(tokenize(&deeper).unwrap_err().code, 1105, "{deeper}");
+            // The deepest taken parses within the stack of a thread that
+            // serves requests (in a debug build, whose frames are largest).
+            let text = text.clone();
+            std::thread::Builder::new()
+                .stack_size(crate::THREAD_STACK)
+                .spawn(move || {
+                    let _ = parse(tokenize(&text).unwrap());
+                })
+                .unwrap()
+                .join()
+                .unwrap();
+        }
     }
 }

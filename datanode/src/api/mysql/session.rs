@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     pub(crate) engine: Engine,
     pub(crate) limits: Limits,
     pub(crate) lock_wait_timeout: Duration,
+    /// Where changes of schema are made.
+    pub(crate) schema: super::ddl::Schema,
 }
 
 static NEXT_CONNECTION: AtomicU32 = AtomicU32::new(1);
@@ -68,6 +70,8 @@ pub(crate) struct Session {
     key: Arc<ApiKey>,
     /// The database chosen (`USE`, or at connect).
     pub(crate) database: Option<String>,
+    /// The first AUTO_INCREMENT value the last INSERT made (`LAST_INSERT_ID()`).
+    pub(crate) last_insert_id: u64,
     capabilities: u32,
     statements: HashMap<u32, Prepared>,
     next_statement: u32,
@@ -371,6 +375,7 @@ where
         user,
         key,
         database: None,
+        last_insert_id: 0,
         capabilities: login.capabilities & cap::SERVER,
         statements: HashMap::new(),
         next_statement: 1,
@@ -471,7 +476,20 @@ async fn answer<W: AsyncWrite + Unpin>(
     binary: bool,
 ) {
     match reply {
-        Ok(Reply::Done { affected, info }) => ok(out, session, affected, info),
+        Ok(Reply::Done {
+            affected,
+            info,
+            last_insert_id,
+        }) => {
+            let ok = proto::Ok {
+                affected_rows: affected,
+                last_insert_id,
+                status: session.status(),
+                info,
+                ..proto::Ok::default()
+            };
+            proto::ok(out, &ok);
+        }
         Ok(Reply::Rows { columns, rows }) => {
             let status = session.status();
             proto::columns(out, session.capabilities, status, &columns);

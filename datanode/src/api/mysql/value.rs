@@ -475,6 +475,7 @@ mod tests {
             column_type: t,
             nullable: true,
             default: None,
+            auto_increment: false,
         }
     }
 

@@ -1,0 +1,641 @@
+//! Changes of schema in SQL: `CREATE TABLE` read into the table
+//! definition the control plane's API takes, and `CREATE INDEX`, `DROP
+//! INDEX`, `DROP TABLE` and `TRUNCATE` into the changes it makes.
+//!
+//! On a node that reports to a control plane the change is asked of it,
+//! on the client's key, so that it is checked, counted against the quotas,
+//! audited and made on every node of the group — and the console shows
+//! the table. A node alone makes it in its own catalog, as its internal API
+//! does.
+
+use serde_json::Value as Json;
+use shoal_wire::internal::{SchemaChange, SqlSchemaChange, route};
+use shoal_wire::schema::{
+    ColumnDef, ColumnName, ColumnType, DatabaseName, IndexDef, IndexName, PrimaryKeyIndex,
+    TableDef, TableName,
+};
+use sqlparser::ast::{self, ColumnOption, Expr, TableConstraint};
+
+use super::error::MyError;
+use super::query::literal;
+use super::session::Session;
+use super::value::{Lit, to_value};
+use crate::node::catalog::CatalogError;
+use crate::types::value::Value;
+
+/// Where a node's changes of schema are made.
+#[derive(Debug, Clone)]
+pub(crate) enum Schema {
+    /// Asked of the control plane at this URL, with the cluster secret.
+    ControlPlane {
+        url: String,
+        secret: shoal_wire::secret::ClusterSecret,
+        http: reqwest::Client,
+    },
+    /// In this node's own catalog: a node without a control plane.
+    Local,
+}
+
+/// A change read from SQL, and in which database.
+#[derive(Debug)]
+pub(crate) struct Change {
+    pub(crate) database: Option<String>,
+    pub(crate) change: SchemaChange,
+    /// `IF NOT EXISTS` / `IF EXISTS`: a change already made is not an error.
+    pub(crate) tolerant: bool,
+}
+
+fn name_of(name: &ast::ObjectName) -> Result<(Option<String>, String), MyError> {
+    let parts: Vec<String> = (name.0.iter())
+        .map(|p| match p {
+            ast::ObjectNamePart::Identifier(i) => Ok(i.value.clone()),
+            ast::ObjectNamePart::Function(_) => Err(MyError::unsupported("a function in a name")),
+        })
+        .collect::<Result<_, _>>()?;
+    match parts.as_slice() {
+        [t] => Ok((None, t.clone())),
+        [db, t] => Ok((Some(db.clone()), t.clone())),
+        _ => Err(MyError::syntax(format!("'{name}' is not a table name"))),
+    }
+}
+
+fn table_name(name: &str) -> Result<TableName, MyError> {
+    TableName::parse(name).map_err(|e| {
+        MyError::new(
+            1103,
+            "42000",
+            format!("Incorrect table name '{}': {e}", shown(name)),
+        )
+    })
+}
+
+fn column_name(name: &str) -> Result<ColumnName, MyError> {
+    ColumnName::parse(name).map_err(|e| {
+        MyError::new(
+            1166,
+            "42000",
+            format!("Incorrect column name '{}': {e}", shown(name)),
+        )
+    })
+}
+
+fn index_name(name: &str) -> Result<IndexName, MyError> {
+    IndexName::parse(name).map_err(|e| {
+        MyError::new(
+            1280,
+            "42000",
+            format!("Incorrect index name '{}': {e}", shown(name)),
+        )
+    })
+}
+
+fn shown(name: &str) -> String {
+    name.chars().take(64).collect()
+}
+
+/// The columns an index names, in order.
+fn index_columns(columns: &[ast::IndexColumn]) -> Result<Vec<ColumnName>, MyError> {
+    columns
+        .iter()
+        .map(|c| match &c.column.expr {
+            Expr::Identifier(i) if c.column.options.asc != Some(false) => column_name(&i.value),
+            other => Err(MyError::unsupported(format!(
+                "an index on '{other}' (only columns, ascending)"
+            ))),
+        })
+        .collect()
+}
+
+/// `CREATE TABLE` as a table definition.
+pub(crate) fn create_table(ct: &ast::CreateTable) -> Result<Change, MyError> {
+    if ct.or_replace
+        || ct.temporary
+        || ct.external
+        || ct.query.is_some()
+        || ct.like.is_some()
+        || ct.clone.is_some()
+        || ct.partition_by.is_some()
+        || ct.cluster_by.is_some()
+        || ct.primary_key.is_some()
+        || ct.order_by.is_some()
+    {
+        return Err(MyError::unsupported(
+            "this form of CREATE TABLE (TEMPORARY, OR REPLACE, AS SELECT, LIKE, PARTITION BY)",
+        ));
+    }
+    table_options(&ct.table_options)?;
+    let (database, name) = name_of(&ct.name)?;
+    let mut columns = Vec::with_capacity(ct.columns.len());
+    let mut primary_key: Vec<ColumnName> = Vec::new();
+    let mut primary_key_index = PrimaryKeyIndex::Ordered;
+    let mut indexes: Vec<IndexDef> = Vec::new();
+    for c in &ct.columns {
+        let name = column_name(&c.name.value)?;
+        let type_text = c.data_type.to_string();
+        let column_type: ColumnType = match type_text.to_ascii_uppercase().as_str() {
+            "BOOLEAN" | "BOOL" => ColumnType::Bool,
+            _ => type_text
+                .parse()
+                .map_err(|e| MyError::unsupported(format!("the column type {type_text} ({e})")))?,
+        };
+        let mut column = ColumnDef {
+            name: name.clone(),
+            column_type,
+            nullable: true,
+            default: None,
+            auto_increment: false,
+        };
+        let mut default = None;
+        for option in &c.options {
+            match &option.option {
+                ColumnOption::Null => column.nullable = true,
+                ColumnOption::NotNull => column.nullable = false,
+                ColumnOption::Default(e) => default = Some(e.clone()),
+                ColumnOption::Unique {
+                    is_primary: true, ..
+                } => {
+                    if !primary_key.is_empty() {
+                        return Err(multiple_primary_keys());
+                    }
+                    column.nullable = false;
+                    primary_key.push(name.clone());
+                }
+                ColumnOption::Unique {
+                    is_primary: false, ..
+                } => indexes.push(IndexDef {
+                    name: index_name(name.as_str())?,
+                    columns: vec![name.clone()],
+                    unique: true,
+                }),
+                ColumnOption::DialectSpecific(tokens)
+                    if tokens.len() == 1
+                        && tokens[0].to_string().eq_ignore_ascii_case("AUTO_INCREMENT") =>
+                {
+                    column.auto_increment = true;
+                }
+                ColumnOption::CharacterSet(cs) => charset_ok(&cs.to_string())?,
+                ColumnOption::Collation(c) => charset_ok(&c.to_string())?,
+                ColumnOption::Comment(_) => {}
+                other => {
+                    return Err(MyError::unsupported(format!("the column option {other}")));
+                }
+            }
+        }
+        if let Some(e) = default {
+            column.default = default_json(&e, &column)?;
+        }
+        columns.push(column);
+    }
+    for constraint in &ct.constraints {
+        match constraint {
+            TableConstraint::PrimaryKey {
+                columns: cols,
+                index_type,
+                ..
+            } => {
+                if !primary_key.is_empty() {
+                    return Err(multiple_primary_keys());
+                }
+                primary_key = index_columns(cols)?;
+                if matches!(index_type, Some(ast::IndexType::Hash)) {
+                    primary_key_index = PrimaryKeyIndex::Hash;
+                }
+            }
+            TableConstraint::Unique {
+                name,
+                index_name: named,
+                columns: cols,
+                ..
+            } => {
+                let cols = index_columns(cols)?;
+                let name = named.as_ref().or(name.as_ref()).map(|i| i.value.clone());
+                indexes.push(IndexDef {
+                    name: index_name(&name.unwrap_or_else(|| cols[0].to_string()))?,
+                    columns: cols,
+                    unique: true,
+                });
+            }
+            TableConstraint::Index {
+                name,
+                columns: cols,
+                ..
+            } => {
+                let cols = index_columns(cols)?;
+                let name = name.as_ref().map(|i| i.value.clone());
+                indexes.push(IndexDef {
+                    name: index_name(&name.unwrap_or_else(|| cols[0].to_string()))?,
+                    columns: cols,
+                    unique: false,
+                });
+            }
+            other => {
+                return Err(MyError::unsupported(format!(
+                    "the constraint {} (foreign keys, checks, full-text)",
+                    other.to_string().chars().take(40).collect::<String>()
+                )));
+            }
+        }
+    }
+    if primary_key.is_empty() {
+        return Err(MyError::new(
+            1173,
+            "42000",
+            "This table type requires a primary key",
+        ));
+    }
+    // A key column is never NULL, as MySQL makes it.
+    for c in &mut columns {
+        if primary_key.contains(&c.name) {
+            c.nullable = false;
+        }
+    }
+    let def = TableDef {
+        name: table_name(&name)?,
+        columns,
+        primary_key,
+        primary_key_index,
+        indexes,
+    };
+    def.validate()
+        .map_err(|e| MyError::new(1105, "HY000", format!("Invalid table: {e}")))?;
+    Ok(Change {
+        database,
+        change: SchemaChange::CreateTable { table: def },
+        tolerant: ct.if_not_exists,
+    })
+}
+
+fn multiple_primary_keys() -> MyError {
+    MyError::new(1068, "42000", "Multiple primary key defined")
+}
+
+fn charset_ok(name: &str) -> Result<(), MyError> {
+    let n = name.to_ascii_lowercase();
+    if n.starts_with("utf8") || n == "binary" || n == "default" {
+        return Ok(());
+    }
+    Err(MyError::unsupported(format!(
+        "the character set or collation {} (Shoal stores utf8mb4)",
+        shown(name)
+    )))
+}
+
+/// Table options: the storage engines and character sets MySQL dumps
+/// name are taken (Shoal has one engine and stores utf8mb4); others are
+/// refused.
+fn table_options(options: &ast::CreateTableOptions) -> Result<(), MyError> {
+    let list = match options {
+        ast::CreateTableOptions::None => return Ok(()),
+        ast::CreateTableOptions::Plain(list)
+        | ast::CreateTableOptions::With(list)
+        | ast::CreateTableOptions::Options(list)
+        | ast::CreateTableOptions::TableProperties(list) => list,
+    };
+    for option in list {
+        let (key, value) = match option {
+            ast::SqlOption::KeyValue { key, value } => (key.value.clone(), value.to_string()),
+            ast::SqlOption::NamedParenthesizedList(l) if l.values.is_empty() => (
+                l.key.value.clone(),
+                l.name.as_ref().map(|n| n.value.clone()).unwrap_or_default(),
+            ),
+            ast::SqlOption::Comment(_) => continue,
+            other => {
+                return Err(MyError::unsupported(format!("the table option {other}")));
+            }
+        };
+        let key = key.to_ascii_uppercase();
+        let value = value.trim_matches(['\'', '"', '`']).to_ascii_lowercase();
+        match key.as_str() {
+            "ENGINE" if ["innodb", "ndb", "ndbcluster", "memory"].contains(&value.as_str()) => {}
+            "CHARSET"
+            | "CHARACTER SET"
+            | "DEFAULT CHARSET"
+            | "DEFAULT CHARACTER SET"
+            | "COLLATE"
+            | "DEFAULT COLLATE" => charset_ok(&value)?,
+            "ROW_FORMAT" | "STATS_PERSISTENT" => {}
+            _ => {
+                return Err(MyError::unsupported(format!(
+                    "the table option {key} = {}",
+                    shown(&value)
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A column's DEFAULT as the table definition keeps it: a JSON value of
+/// the column's kind, checked against the column (`DEFAULT '0'` on an
+/// integer column is 0). `DEFAULT NULL` is no default.
+fn default_json(e: &Expr, column: &ColumnDef) -> Result<Option<Json>, MyError> {
+    let lit = literal(e)?
+        .ok_or_else(|| MyError::unsupported(format!("the default '{e}' (only constants)")))?;
+    if lit == Lit::Null {
+        return Ok(None);
+    }
+    let value = to_value(&lit, column).map_err(|_| {
+        MyError::new(
+            1067,
+            "42000",
+            format!("Invalid default value for '{}'", column.name),
+        )
+    })?;
+    Ok(Some(match value {
+        Value::Int(v) => Json::from(v),
+        Value::UInt(v) => Json::from(v),
+        Value::Double(v) => Json::from(v),
+        Value::Float(v) => Json::from(f64::from(v)),
+        Value::Bool(b) => Json::from(b),
+        Value::Bytes(b) => {
+            use base64::Engine as _;
+            Json::from(base64::engine::general_purpose::STANDARD.encode(b))
+        }
+        other => Json::from(other.to_string()),
+    }))
+}
+
+/// `CREATE [UNIQUE] INDEX name ON t (cols)`.
+pub(crate) fn create_index(ci: &ast::CreateIndex) -> Result<Change, MyError> {
+    if ci.concurrently
+        || !ci.include.is_empty()
+        || ci.predicate.is_some()
+        || !ci.with.is_empty()
+        || matches!(ci.using, Some(ast::IndexType::Hash))
+    {
+        return Err(MyError::unsupported("this form of CREATE INDEX"));
+    }
+    let Some(name) = &ci.name else {
+        return Err(MyError::syntax("CREATE INDEX needs a name"));
+    };
+    let (_, index) = name_of(name)?;
+    let (database, table) = name_of(&ci.table_name)?;
+    Ok(Change {
+        database,
+        change: SchemaChange::AddIndex {
+            table: table_name(&table)?,
+            index: IndexDef {
+                name: index_name(&index)?,
+                columns: index_columns(&ci.columns)?,
+                unique: ci.unique,
+            },
+        },
+        tolerant: ci.if_not_exists,
+    })
+}
+
+/// `DROP TABLE t, …` and `DROP INDEX name ON t`.
+pub(crate) fn drop_objects(
+    object_type: ast::ObjectType,
+    if_exists: bool,
+    names: &[ast::ObjectName],
+    table: Option<&ast::ObjectName>,
+) -> Result<Vec<Change>, MyError> {
+    match (object_type, table) {
+        (ast::ObjectType::Table, None) => names
+            .iter()
+            .map(|n| {
+                let (database, table) = name_of(n)?;
+                Ok(Change {
+                    database,
+                    change: SchemaChange::DropTable {
+                        table: table_name(&table)?,
+                    },
+                    tolerant: if_exists,
+                })
+            })
+            .collect(),
+        (ast::ObjectType::Index, Some(on)) => {
+            let [name] = names else {
+                return Err(MyError::syntax("DROP INDEX names one index"));
+            };
+            let (_, index) = name_of(name)?;
+            let (database, table) = name_of(on)?;
+            Ok(vec![Change {
+                database,
+                change: SchemaChange::DropIndex {
+                    table: table_name(&table)?,
+                    index: index_name(&index)?,
+                },
+                tolerant: if_exists,
+            }])
+        }
+        (ast::ObjectType::Index, None) => Err(MyError::syntax("DROP INDEX name ON table")),
+        (other, _) => Err(MyError::unsupported(format!("DROP {other}"))),
+    }
+}
+
+/// `TRUNCATE [TABLE] t`.
+pub(crate) fn truncate(names: &[ast::TruncateTableTarget]) -> Result<Change, MyError> {
+    let [target] = names else {
+        return Err(MyError::unsupported("TRUNCATE of several tables"));
+    };
+    let (database, table) = name_of(&target.name)?;
+    Ok(Change {
+        database,
+        change: SchemaChange::Truncate {
+            table: table_name(&table)?,
+        },
+        tolerant: false,
+    })
+}
+
+impl Session {
+    /// Makes a change of schema (see the module's docs): nothing, or all
+    /// of it, is done.
+    pub(crate) async fn change_schema(&mut self, change: Change) -> Result<(), MyError> {
+        let db = match change.database {
+            Some(db) => db,
+            None => self.database.clone().ok_or_else(MyError::no_database)?,
+        };
+        let grant = self.grant(&db)?;
+        if grant.role == crate::tc::Role::Read {
+            let what = match &change.change {
+                SchemaChange::CreateTable { .. } => "CREATE",
+                SchemaChange::DropTable { .. } => "DROP",
+                SchemaChange::Truncate { .. } => "DROP",
+                SchemaChange::AddIndex { .. } | SchemaChange::DropIndex { .. } => "INDEX",
+            };
+            return Err(MyError::new(
+                1142,
+                "42000",
+                format!(
+                    "{what} command denied to user '{}' on database '{db}'",
+                    self.user
+                ),
+            ));
+        }
+        let database = DatabaseName::parse(&db).map_err(|_| MyError::unknown_database(&db))?;
+        let made = match &self.shared.schema {
+            Schema::ControlPlane { url, secret, http } => {
+                let asked = SqlSchemaChange {
+                    key: self.user.clone(),
+                    database,
+                    change: change.change.clone(),
+                };
+                ask(http, url, secret, &asked).await
+            }
+            Schema::Local => self.change_locally(&database, &change.change).await,
+        };
+        match made {
+            Err(e) if change.tolerant && matches!(e.code, 1050 | 1051 | 1061 | 1091) => Ok(()),
+            other => other,
+        }
+    }
+
+    async fn change_locally(
+        &self,
+        db: &DatabaseName,
+        change: &SchemaChange,
+    ) -> Result<(), MyError> {
+        let engine = &self.engine;
+        let done = match change {
+            SchemaChange::CreateTable { table } => {
+                engine.create_table(db, table.clone()).await.map(|_| ())
+            }
+            SchemaChange::DropTable { table } => {
+                engine.drop_table(db.as_str(), table.as_str()).await
+            }
+            SchemaChange::AddIndex { table, index } => engine
+                .add_index(db.as_str(), table.as_str(), index.clone())
+                .await
+                .map(|_| ()),
+            SchemaChange::DropIndex { table, index } => engine
+                .drop_index(db.as_str(), table.as_str(), index.as_str())
+                .await
+                .map(|_| ()),
+            SchemaChange::Truncate { table } => {
+                let def = engine
+                    .table(db.as_str(), table.as_str())
+                    .map_err(|e| catalog_error(db.as_str(), e))?
+                    .def()
+                    .clone();
+                engine
+                    .drop_table(db.as_str(), table.as_str())
+                    .await
+                    .map_err(|e| catalog_error(db.as_str(), e))?;
+                engine.create_table(db, def).await.map(|_| ())
+            }
+        };
+        done.map_err(|e| catalog_error(db.as_str(), e))
+    }
+}
+
+/// A node's refusal of a change, as MySQL's error.
+fn catalog_error(db: &str, e: CatalogError) -> MyError {
+    match e {
+        CatalogError::TableExists { table, .. } => table_exists(table.as_str()),
+        CatalogError::NoSuchTable { table, .. } => unknown_table(db, &table),
+        CatalogError::IndexExists { index, .. } => duplicate_index(&index),
+        CatalogError::NoSuchIndex { index, .. } => no_index(&index),
+        CatalogError::UniqueDuplicates { index, .. } => MyError::new(
+            1062,
+            "23000",
+            format!("Duplicate entry for key '{index}': rows already share its values"),
+        ),
+        other => MyError::new(1105, "HY000", other.to_string()),
+    }
+}
+
+fn table_exists(table: &str) -> MyError {
+    MyError::new(
+        1050,
+        "42S01",
+        format!("Table '{}' already exists", shown(table)),
+    )
+}
+
+fn unknown_table(db: &str, table: &str) -> MyError {
+    MyError::new(
+        1051,
+        "42S02",
+        format!("Unknown table '{db}.{}'", shown(table)),
+    )
+}
+
+fn duplicate_index(index: &str) -> MyError {
+    MyError::new(
+        1061,
+        "42000",
+        format!("Duplicate key name '{}'", shown(index)),
+    )
+}
+
+fn no_index(index: &str) -> MyError {
+    MyError::new(
+        1091,
+        "42000",
+        format!(
+            "Can't DROP '{}'; check that column/key exists",
+            shown(index)
+        ),
+    )
+}
+
+/// Asks the control plane for a change: its answer as MySQL's error.
+async fn ask(
+    http: &reqwest::Client,
+    url: &str,
+    secret: &shoal_wire::secret::ClusterSecret,
+    asked: &SqlSchemaChange,
+) -> Result<(), MyError> {
+    let unreachable = |e: &dyn std::fmt::Display| {
+        MyError::new(
+            1105,
+            "HY000",
+            format!(
+                "a change of schema is made by the control plane, which this node cannot reach now ({e}); nothing was changed"
+            ),
+        )
+    };
+    let answer = http
+        .post(format!("{url}{}", route::SQL_SCHEMA_CHANGE))
+        .bearer_auth(secret.expose())
+        .json(asked)
+        .send()
+        .await
+        .map_err(|e| unreachable(&e))?;
+    let status = answer.status();
+    if status.is_success() {
+        return Ok(());
+    }
+    let body: Json = answer.json().await.unwrap_or(Json::Null);
+    let code = body["error"]["code"].as_str().unwrap_or("");
+    let message = body["error"]["message"].as_str().unwrap_or("").to_owned();
+    let (db, table, index) = match &asked.change {
+        SchemaChange::CreateTable { table } => (
+            asked.database.as_str(),
+            table.name.to_string(),
+            String::new(),
+        ),
+        SchemaChange::DropTable { table } | SchemaChange::Truncate { table } => {
+            (asked.database.as_str(), table.to_string(), String::new())
+        }
+        SchemaChange::AddIndex { table, index } => (
+            asked.database.as_str(),
+            table.to_string(),
+            index.name.to_string(),
+        ),
+        SchemaChange::DropIndex { table, index } => (
+            asked.database.as_str(),
+            table.to_string(),
+            index.to_string(),
+        ),
+    };
+    Err(match (status.as_u16(), code) {
+        (409, "TABLE_EXISTS") => table_exists(&table),
+        (409, "INDEX_EXISTS") => duplicate_index(&index),
+        (409, "DUPLICATE_KEY") => MyError::new(1062, "23000", message),
+        (409, "QUOTA_EXCEEDED") => MyError::new(
+            1296,
+            "HY000",
+            format!("Got error '{message}' from NDBCLUSTER"),
+        ),
+        (404, _) if !index.is_empty() && message.contains("index") => no_index(&index),
+        (404, _) => unknown_table(db, &table),
+        (403, _) => MyError::new(1142, "42000", message),
+        (400, _) => MyError::new(1105, "HY000", format!("Invalid table: {message}")),
+        _ if status.is_server_error() => unreachable(&message),
+        _ => MyError::new(1105, "HY000", message),
+    })
+}
