@@ -543,10 +543,48 @@ async fn a_driver_prepares_and_executes_in_the_binary_protocol() {
         .await
         .unwrap();
     assert_eq!(count, 3);
-    conn.close().await.unwrap();
     let rows = s.rest_rows().await;
     assert_eq!(rows[1]["name"], "ann2");
     assert_eq!(rows[1]["tag"], "AAH/");
+    // A statement prepared once follows its table: emptied (made again),
+    // the same statement reads the new table.
+    let by_id = "SELECT name FROM items WHERE id = ?";
+    let name: Option<String> = sqlx::query_scalar(by_id)
+        .bind(1i64)
+        .fetch_optional(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(name.as_deref(), Some("ann2"));
+    sqlx::raw_sql("TRUNCATE TABLE items")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let name: Option<String> = sqlx::query_scalar(by_id)
+        .bind(1i64)
+        .fetch_optional(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(name, None);
+    sqlx::query("INSERT INTO items (id, name) VALUES (?, ?)")
+        .bind(1i64)
+        .bind("again")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let name: Option<String> = sqlx::query_scalar(by_id)
+        .bind(1i64)
+        .fetch_optional(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(name.as_deref(), Some("again"));
+    // An argument of the wrong kind is refused, not read as another key.
+    let err = sqlx::query_scalar::<_, String>(by_id)
+        .bind("1x")
+        .fetch_optional(&mut conn)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("1366"), "{err}");
+    conn.close().await.unwrap();
 }
 
 #[tokio::test]

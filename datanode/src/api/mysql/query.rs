@@ -177,7 +177,8 @@ pub(crate) fn bind(tokens: &[Token], args: &[Lit]) -> Vec<Token> {
             None => out.push(Token::Number(text, false)),
         };
         match arg {
-            Lit::Null => out.push(Token::make_keyword("NULL")),
+            // An argument is a value: never a `?` again.
+            Lit::Null | Lit::Param(_) => out.push(Token::make_keyword("NULL")),
             Lit::Bool(b) => out.push(Token::make_keyword(if *b { "TRUE" } else { "FALSE" })),
             Lit::Int(v) => number(&mut out, v.to_string()),
             Lit::UInt(v) => number(&mut out, v.to_string()),
@@ -197,6 +198,23 @@ pub(crate) fn bind(tokens: &[Token], args: &[Lit]) -> Vec<Token> {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The tokens with each `?` numbered in order (`?0`, `?1`, …), so that a
+/// statement parsed once keeps its `?`s apart (`Lit::Param`).
+fn numbered(tokens: &[Token]) -> Vec<Token> {
+    let mut n = 0;
+    tokens
+        .iter()
+        .map(|t| {
+            if is_placeholder(t) {
+                n += 1;
+                Token::Placeholder(format!("?{}", n - 1))
+            } else {
+                t.clone()
+            }
+        })
+        .collect()
 }
 
 /// Parses the one statement `tokens` hold.
@@ -319,6 +337,29 @@ impl Session {
         }
     }
 
+    /// The plan a prepared statement keeps and runs with each execute's
+    /// arguments, parsed and planned once: reads by key. `None`: the
+    /// statement is bound and planned again at each execute.
+    pub(crate) fn plan_once(&mut self, tokens: &[Token]) -> Option<Arc<Lookup>> {
+        if keyword(tokens.first()) != Some(Keyword::SELECT) {
+            return None;
+        }
+        let Ok(Statement::Query(q)) = parse(numbered(tokens)) else {
+            return None;
+        };
+        match self.plan_select(&q) {
+            Ok(Select::Keys(lookup)) => Some(Arc::new(lookup)),
+            _ => None,
+        }
+    }
+
+    /// Whether a kept plan still holds: its table is the catalog's now
+    /// (not dropped, made again, nor given or stripped of an index since).
+    pub(crate) fn plan_holds(&self, l: &Lookup) -> bool {
+        let (db, name) = (l.table.database.name.as_str(), l.table.name().as_str());
+        (self.engine.table(db, name)).is_ok_and(|now| Arc::ptr_eq(&now, &l.table))
+    }
+
     /// The columns a statement answers, for a client preparing it: found
     /// by planning it with NULL for every argument.
     pub(crate) async fn describe(&mut self, tokens: &[Token]) -> Result<Vec<ColumnDef>, MyError> {
@@ -337,7 +378,7 @@ impl Session {
     async fn select(&mut self, q: &ast::Query) -> Result<Reply, MyError> {
         match self.plan_select(q)? {
             Select::Constant { columns, rows } => Ok(Reply::rows(columns, rows)),
-            Select::Keys(lookup) => self.lookup(lookup).await,
+            Select::Keys(lookup) => self.lookup(&lookup, &[]).await,
             Select::Aggregate {
                 plan,
                 grant,
@@ -423,7 +464,7 @@ impl Session {
         let Some(filter) = &select.selection else {
             return Err(scans());
         };
-        let Some(keys) = key_lookup(&table, filter)? else {
+        let Some(keys) = key_lits(&table, filter)? else {
             return Err(scans());
         };
         let mut order = Vec::new();
@@ -439,9 +480,9 @@ impl Session {
             }
         }
         let (limit, offset) = limit_of(q)?;
+        let _ = grant;
         Ok(Select::Keys(Lookup {
             table,
-            grant,
             keys,
             outputs,
             columns,
@@ -529,6 +570,7 @@ impl Session {
                 Some(Lit::Double(v)) => Ok(Cell::Value(Value::Double(v))),
                 Some(Lit::Str(s) | Lit::Bytes(s)) => Ok(Cell::Value(Value::Bytes(s))),
                 Some(Lit::Bool(b)) => Ok(Cell::from(i64::from(b))),
+                Some(Lit::Param(_)) => Err(MyError::bad_arguments("a ? was given no value")),
                 None => Err(MyError::unsupported(format!(
                     "the expression '{other}' without a table"
                 ))),
@@ -536,19 +578,23 @@ impl Session {
         }
     }
 
-    async fn lookup(&mut self, l: Lookup) -> Result<Reply, MyError> {
+    /// Reads the rows of `l`'s keys, with `args` for its `?`s.
+    pub(crate) async fn lookup(&mut self, l: &Lookup, args: &[Lit]) -> Result<Reply, MyError> {
+        let keys = expand_keys(&l.table, &l.keys, args)?;
+        // The key's grant now: it may have changed since `l` was planned.
+        let grant = self.grant(l.table.database.name.as_str())?;
         let tc = self.engine.tc();
         let mut batch = tc.batch();
-        for key in &l.keys {
+        for key in &keys {
             batch
                 .read(&l.table, key)
                 .map_err(|e| MyError::bad_value(&e.column, &e.problem))?;
         }
-        tc.execute(&l.grant, &mut batch, Commit::Each)
+        tc.execute(&grant, &mut batch, Commit::Each)
             .await
             .map_err(MyError::from)?;
-        let mut found = Vec::with_capacity(l.keys.len());
-        for i in 0..l.keys.len() {
+        let mut found = Vec::with_capacity(keys.len());
+        for i in 0..keys.len() {
             match batch.result(i) {
                 Ok(Outcome::Found(row)) => found.push(row.into_values()),
                 Ok(_) => {}
@@ -586,7 +632,7 @@ impl Session {
                     .collect()
             })
             .collect();
-        Ok(Reply::rows(l.columns, rows))
+        Ok(Reply::rows(l.columns.clone(), rows))
     }
 
     async fn insert(&mut self, insert: &ast::Insert) -> Result<Reply, MyError> {
@@ -1471,10 +1517,11 @@ impl Select {
 }
 
 /// Rows read by their primary keys.
-struct Lookup {
+#[derive(Debug)]
+pub(crate) struct Lookup {
     table: Arc<Table>,
-    grant: Grant,
-    keys: Vec<Vec<Value>>,
+    /// Each key column's values, as written (`?`s among them).
+    keys: Vec<Vec<Lit>>,
     /// The table's columns answered, in order.
     outputs: Vec<usize>,
     columns: Vec<ColumnDef>,
@@ -1672,9 +1719,11 @@ pub(crate) fn literal(e: &Expr) -> Result<Option<Lit>, MyError> {
             ast::Value::HexStringLiteral(h) => {
                 Lit::Bytes(unhex(h).ok_or_else(|| MyError::syntax(format!("X'{h}' is not hex")))?)
             }
-            ast::Value::Placeholder(_) => {
-                return Err(MyError::bad_arguments("a ? was given no value"));
-            }
+            // A prepared statement's `?`, numbered when it was prepared.
+            ast::Value::Placeholder(p) => match p.strip_prefix('?').and_then(|n| n.parse().ok()) {
+                Some(n) => Lit::Param(n),
+                None => return Err(MyError::bad_arguments("a ? was given no value")),
+            },
             _ => return Ok(None),
         })),
         _ => Ok(None),
@@ -1757,8 +1806,15 @@ fn column_of(table: &Table, e: &Expr, place: &str) -> Result<usize, MyError> {
 /// constant, or (one of them) in a list of constants. `None`: the clause
 /// is anything else, and rows would be scanned.
 fn key_lookup(table: &Table, filter: &Expr) -> Result<Option<Vec<Vec<Value>>>, MyError> {
+    key_lits(table, filter)?
+        .map(|per_column| expand_keys(table, &per_column, &[]))
+        .transpose()
+}
+
+/// `key_lookup`'s values as written, per key column (a prepared
+/// statement's `?`s among them), before they are read for their columns.
+fn key_lits(table: &Table, filter: &Expr) -> Result<Option<Vec<Vec<Lit>>>, MyError> {
     let key = key_positions(table);
-    let def = table.def();
     let mut per_column: Vec<Option<Vec<Lit>>> = vec![None; key.len()];
     let mut conjuncts = Vec::new();
     flatten_and(filter, &mut conjuncts);
@@ -1812,14 +1868,24 @@ fn key_lookup(table: &Table, filter: &Expr) -> Result<Option<Vec<Vec<Value>>>, M
         }
         per_column[k] = Some(lits);
     }
+    Ok(per_column.into_iter().collect())
+}
+
+/// The keys `per_column`'s values make (each column's values in turn,
+/// with `args` for the `?`s), each read for its column, without repeats.
+fn expand_keys(
+    table: &Table,
+    per_column: &[Vec<Lit>],
+    args: &[Lit],
+) -> Result<Vec<Vec<Value>>, MyError> {
+    let key = key_positions(table);
+    let def = table.def();
     let mut keys: Vec<Vec<Value>> = vec![Vec::new()];
-    for (k, lits) in per_column.into_iter().enumerate() {
-        let Some(lits) = lits else {
-            return Ok(None);
-        };
+    for (k, lits) in per_column.iter().enumerate() {
         let column = &def.columns[key[k]];
         let mut values = Vec::with_capacity(lits.len());
-        for lit in &lits {
+        for lit in lits {
+            let lit = lit.bound(args)?;
             // A key is never NULL: `= NULL` finds nothing.
             if *lit == Lit::Null {
                 continue;
@@ -1847,7 +1913,7 @@ fn key_lookup(table: &Table, filter: &Expr) -> Result<Option<Vec<Vec<Value>>>, M
             })
             .collect();
     }
-    Ok(Some(keys))
+    Ok(keys)
 }
 
 fn flatten_and<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {

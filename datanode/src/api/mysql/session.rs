@@ -48,11 +48,13 @@ pub(crate) struct Shared {
 
 static NEXT_CONNECTION: AtomicU32 = AtomicU32::new(1);
 
-/// A prepared statement: its tokens and its `?`s.
+/// A prepared statement: its tokens and its `?`s, and its plan if it
+/// keeps one.
 #[derive(Debug)]
 struct Prepared {
     tokens: Vec<sqlparser::tokenizer::Token>,
     params: usize,
+    plan: Option<Arc<query::Lookup>>,
     /// The argument types last bound (type, unsigned).
     types: Vec<(u8, bool)>,
     /// Arguments sent in parts (COM_STMT_SEND_LONG_DATA), by position.
@@ -546,6 +548,7 @@ async fn prepare(session: &mut Session, out: &mut Out, body: &[u8]) {
         Ok(columns) => columns,
         Err(e) => return error(out, &e),
     };
+    let plan = session.plan_once(&tokens);
     let id = session.next_statement;
     session.next_statement = session.next_statement.wrapping_add(1).max(1);
     proto::prepared(out, session.capabilities, id, params as u16, &columns);
@@ -554,6 +557,7 @@ async fn prepare(session: &mut Session, out: &mut Out, body: &[u8]) {
         Prepared {
             tokens,
             params,
+            plan,
             types: Vec::new(),
             long_data: HashMap::new(),
         },
@@ -600,6 +604,16 @@ async fn execute<W: AsyncWrite + Unpin>(
         Err(e) => return error(out, &e),
     };
     prepared.long_data.clear();
+    // A kept plan runs as it is; any other statement is bound and planned.
+    if let Some(plan) = prepared.plan.clone()
+        && session.plan_holds(&plan)
+    {
+        let reply = session.lookup(&plan, &args).await;
+        return answer(session, out, write, reply, true).await;
+    }
+    let Some(prepared) = session.statements.get(&stmt) else {
+        return error(out, &unknown_statement("mysqld_stmt_execute"));
+    };
     let tokens = query::bind(&prepared.tokens, &args);
     let reply = session.run(tokens).await;
     answer(session, out, write, reply, true).await;

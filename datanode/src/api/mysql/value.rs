@@ -27,6 +27,20 @@ pub(crate) enum Lit {
     /// `X'…'` or `0x…`.
     Bytes(Vec<u8>),
     Bool(bool),
+    /// A prepared statement's `?`, the `n`th, not yet given its argument.
+    Param(usize),
+}
+
+impl Lit {
+    /// The literal with its argument in place of a `?`.
+    pub(crate) fn bound<'a>(&'a self, args: &'a [Lit]) -> Result<&'a Lit, MyError> {
+        match self {
+            Lit::Param(n) => args
+                .get(*n)
+                .ok_or_else(|| MyError::bad_arguments(format!("argument {} was not given", n + 1))),
+            other => Ok(other),
+        }
+    }
 }
 
 /// The value `lit` gives `column`, or the error MySQL's strict mode gives.
@@ -44,6 +58,7 @@ pub(crate) fn to_value(lit: &Lit, column: &SchemaColumn) -> Result<Value, MyErro
     };
     Ok(match (lit, column.column_type) {
         (Lit::Null, _) => Value::Null,
+        (Lit::Param(_), _) => return Err(MyError::bad_arguments("a ? was given no value")),
         (
             _,
             ColumnType::TinyInt { .. }
