@@ -176,7 +176,9 @@ pub(crate) async fn run(
                 text("resp_addr")
                     .parse()
                     .context("the first node's Redis address")?,
-                first["mysql_addr"].as_str().map(str::to_owned),
+                (first["mysql_addr"].as_str())
+                    .filter(|a| !a.is_empty())
+                    .map(str::to_owned),
                 text("internal_url"),
                 first["node_id"].clone(),
             )

@@ -246,6 +246,14 @@ async fn a_tenant_signs_up_creates_a_database_and_sees_it_and_no_one_elses() {
     let at = page.find("id=\"new-key\">").expect("the key is shown") + "id=\"new-key\">".len();
     let made = page[at..].split('<').next().unwrap();
     assert!(page.contains(&format!("--pass '{made}'")), "{page}");
+    // And over SQL: the key's prefix and secret, as the mysql client takes them.
+    let (made_prefix, made_secret) = made.split_once('.').unwrap();
+    assert!(
+        page.contains(&format!(
+            "-u {made_prefix} -p'{made_secret}' shop -e 'SELECT * FROM "
+        )),
+        "{page}"
+    );
     let (_, _, dashboard) = ada.get("/").await;
     assert!(
         dashboard.contains("href=\"/databases/shop\""),

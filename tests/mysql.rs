@@ -796,6 +796,9 @@ async fn schema_changes_in_sql_are_the_control_planes() {
         .await;
     assert_eq!(status, StatusCode::CREATED, "{made}");
     let key = made["key"].as_str().unwrap().to_owned();
+    // Where SQL is served, as the API tells the tenant.
+    let (_, _, db) = cp.call(Method::GET, "/databases/shop", None, bearer).await;
+    assert_eq!(db["mysql_addr"], node.mysql_addr.as_str(), "{db}");
     let run = |sql: &str| mysql_at(&node.mysql_addr, &key, Some("shop"), sql.as_bytes());
 
     // The console's table, in SQL.

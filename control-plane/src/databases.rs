@@ -78,6 +78,9 @@ fn database_json(db: &DatabaseRow, nodes: &[NodeRow], tables: Vec<String>) -> Da
         node_group: db.node_group.and_then(|g| u32::try_from(g).ok()),
         rest_url: primary.map(|n| n.rest_url.clone()),
         resp_addr: primary.map(|n| n.resp_addr.clone()),
+        mysql_addr: primary
+            .map(|n| n.mysql_addr.clone())
+            .filter(|a| !a.is_empty()),
         nodes: nodes.iter().map(NodeRow::endpoint).collect(),
         created_at: db.created_at,
         tables,

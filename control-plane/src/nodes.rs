@@ -63,6 +63,9 @@ fn check(beat: &Heartbeat) -> Result<(), ApiError> {
     if !beat.peer_addr.is_empty() && !addr_ok(&beat.peer_addr) {
         return Err(ApiError::invalid("peer_addr: not host:port"));
     }
+    if !beat.mysql_addr.is_empty() && !addr_ok(&beat.mysql_addr) {
+        return Err(ApiError::invalid("mysql_addr: not host:port"));
+    }
     if beat.boot_id.is_empty() || beat.boot_id.len() > 64 {
         return Err(ApiError::invalid("boot_id: 1 to 64 characters"));
     }
@@ -91,13 +94,14 @@ pub async fn heartbeat(
     let (memory, used) = (clamp(beat.data_memory_bytes), clamp(beat.used_bytes));
     sqlx::query(
         "INSERT INTO datanodes (node_id, internal_url, rest_url, resp_addr, \
-         data_memory_bytes, used_bytes, boot_id, registered_at, last_seen, peer_addr) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9) \
+         data_memory_bytes, used_bytes, boot_id, registered_at, last_seen, peer_addr, \
+         mysql_addr) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10) \
          ON CONFLICT (node_id) DO UPDATE SET internal_url = excluded.internal_url, \
          rest_url = excluded.rest_url, resp_addr = excluded.resp_addr, \
          data_memory_bytes = excluded.data_memory_bytes, used_bytes = excluded.used_bytes, \
          boot_id = excluded.boot_id, last_seen = excluded.last_seen, \
-         peer_addr = excluded.peer_addr",
+         peer_addr = excluded.peer_addr, mysql_addr = excluded.mysql_addr",
     )
     .bind(i64::from(beat.node_id))
     .bind(&beat.internal_url)
@@ -108,6 +112,7 @@ pub async fn heartbeat(
     .bind(&beat.boot_id)
     .bind(now)
     .bind(&beat.peer_addr)
+    .bind(&beat.mysql_addr)
     .execute(&app.store.pool)
     .await?;
     if known.is_none() {
@@ -181,6 +186,7 @@ pub struct NodeRow {
     pub rest_url: String,
     pub resp_addr: String,
     pub peer_addr: String,
+    pub mysql_addr: String,
     pub data_memory_bytes: i64,
     pub used_bytes: i64,
     pub last_seen: i64,
@@ -205,6 +211,7 @@ impl NodeRow {
             rest_url: self.rest_url.clone(),
             resp_addr: self.resp_addr.clone(),
             peer_addr: self.peer_addr.clone(),
+            mysql_addr: self.mysql_addr.clone(),
             data_memory_bytes: self.data_memory_bytes,
             used_bytes: self.used_bytes,
             last_seen: self.last_seen,
@@ -236,7 +243,7 @@ impl NodeRow {
     }
 }
 
-const NODE_COLUMNS: &str = "node_id, internal_url, rest_url, resp_addr, peer_addr, \
+const NODE_COLUMNS: &str = "node_id, internal_url, rest_url, resp_addr, peer_addr, mysql_addr, \
                             data_memory_bytes, used_bytes, last_seen, boot_id, \
                             quotas_synced_boot, node_group";
 

@@ -24,6 +24,8 @@ struct Target {
     rest: String,
     host: String,
     port: String,
+    /// Where SQL is served, if the node has said.
+    mysql: Option<(String, String)>,
     table: String,
     /// `{"column": …, "value": …}` for each column of the table's key.
     filters: Value,
@@ -45,11 +47,15 @@ impl Target {
                 json!([{"column": "<key column>", "value": 1}]),
             ),
         };
+        let mysql = (db.mysql_addr.as_deref())
+            .and_then(|a| a.rsplit_once(':'))
+            .map(|(h, p)| (h.to_owned(), p.to_owned()));
         Target {
             db: db.name.to_string(),
             rest,
             host: host.to_owned(),
             port: port.to_owned(),
+            mysql,
             table,
             filters,
         }
@@ -62,6 +68,7 @@ impl Target {
             rest,
             host,
             port,
+            mysql,
             table,
             filters,
         } = self;
@@ -69,7 +76,7 @@ impl Target {
         let batch = json!({"operations": [
             {"method": "POST", "relative-url": format!("{db}/{table}/pk-read"), "body": {"filters": filters}}
         ]});
-        vec![
+        let mut lines = vec![
             (
                 "curl (REST: read a row by its key)",
                 "curl",
@@ -105,7 +112,34 @@ impl Target {
                     "import requests\n\nreply = requests.post(\"{rest}/0.1.0/batch\", headers={{\"X-API-KEY\": \"{key}\"}},\n    json={batch})\nprint(reply.json()[\"result\"])"
                 ),
             ),
-        ]
+        ];
+        if let Some((mysql_host, mysql_port)) = mysql {
+            // The user is the key's prefix, the password its secret.
+            let (user, secret) = key
+                .split_once('.')
+                .unwrap_or(("<key prefix>", "<key secret>"));
+            let by_key = (filters.as_array().into_iter().flatten())
+                .map(|f| {
+                    let value = match &f["value"] {
+                        Value::String(v) => format!("\"{v}\""),
+                        other => other.to_string(),
+                    };
+                    format!("{} = {value}", f["column"].as_str().unwrap_or(""))
+                })
+                .collect::<Vec<_>>()
+                .join(" AND ");
+            lines.insert(
+                2,
+                (
+                    "mysql (SQL: user = the key's prefix, password = its secret)",
+                    "mysql",
+                    format!(
+                        "mysql -h {mysql_host} -P {mysql_port} -u {user} -p'{secret}' {db} -e 'SELECT * FROM {table} WHERE {by_key}'"
+                    ),
+                ),
+            );
+        }
+        lines
     }
 }
 

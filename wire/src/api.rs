@@ -135,6 +135,9 @@ pub struct Database {
     pub rest_url: Option<String>,
     /// The Redis protocol of its primary node.
     pub resp_addr: Option<String>,
+    /// SQL over the MySQL protocol on its primary node.
+    #[serde(default)]
+    pub mysql_addr: Option<String>,
     /// Every node of its group, each serving the database (primary first).
     #[serde(default)]
     pub nodes: Vec<Endpoint>,
@@ -170,6 +173,9 @@ pub struct DataNode {
     /// Its node-to-node transport.
     #[serde(default)]
     pub peer_addr: String,
+    /// SQL over the MySQL protocol ('' until the node reports it).
+    #[serde(default)]
+    pub mysql_addr: String,
     pub data_memory_bytes: i64,
     pub used_bytes: i64,
     /// When it last reported, in milliseconds since the Unix epoch.

@@ -476,6 +476,9 @@ pub struct Heartbeat {
     /// `host:port` of its node-to-node transport.
     #[serde(default)]
     pub peer_addr: String,
+    /// `host:port` of SQL over the MySQL protocol ('' from a node before it).
+    #[serde(default)]
+    pub mysql_addr: String,
     pub data_memory_bytes: u64,
     pub used_bytes: u64,
     /// New each time the node starts.

@@ -210,6 +210,7 @@ impl DataNode {
                 internal_port: internal_addr.port(),
                 rest_port: rest_addr.port(),
                 resp_port: resp_addr.port(),
+                mysql_port: mysql_addr.port(),
                 peer_port: peer_addr.port(),
             };
             tokio::spawn(register::heartbeats(

@@ -32,6 +32,7 @@ pub(crate) struct Identity {
     pub internal_port: u16,
     pub rest_port: u16,
     pub resp_port: u16,
+    pub mysql_port: u16,
     pub peer_port: u16,
 }
 
@@ -85,6 +86,7 @@ pub(crate) async fn heartbeats(
             rest_url: format!("http://{host}:{}", me.rest_port),
             resp_addr: format!("{host}:{}", me.resp_port),
             peer_addr: format!("{host}:{}", me.peer_port),
+            mysql_addr: format!("{host}:{}", me.mysql_port),
             data_memory_bytes: pool.total_bytes(),
             used_bytes: pool.used_bytes(),
             boot_id: boot_id.clone(),
