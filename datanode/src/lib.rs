@@ -46,6 +46,7 @@ pub use tc::{
     Commit, Database, Grant, LatencyObserver, RangePage, RangeScan, Role, Table, Tc, TcError,
     Tenant,
 };
+pub use types::THREAD_STACK;
 pub use types::value::{Date, DateTime, Decimal, Timestamp, Value};
 pub use types::{DatabaseId, TableId};
 
@@ -57,12 +58,6 @@ pub mod testing {
     pub use crate::log::io::FileSystem;
     pub use crate::node::durable::{Durable, open};
 }
-
-/// The stack of every thread that serves requests (the runtime's and the
-/// LDM workers'): parsing SQL recurses once per level of nesting, up to
-/// the parsers' limits, and a level can take tens of KiB (most in a debug
-/// build). Stacks are reserved, not used: pages are touched as needed.
-pub const THREAD_STACK: usize = 16 << 20;
 
 /// A runtime like the data node's, for tests: two worker threads.
 #[cfg(test)]

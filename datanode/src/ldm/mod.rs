@@ -514,7 +514,7 @@ impl Ldm {
         let handle = runtime.handle().clone();
         let thread = thread::Builder::new()
             .name(format!("ldm-{number}"))
-            .stack_size(crate::THREAD_STACK)
+            .stack_size(crate::types::THREAD_STACK)
             .spawn(move || {
                 let worker = Rc::new(RefCell::new(worker::Worker::new(pool, log, lock_wait)));
                 let local = Local {

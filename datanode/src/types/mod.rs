@@ -30,3 +30,9 @@ impl fmt::Display for DatabaseId {
 pub(crate) type TxnId = u64;
 /// The "transaction" of operations that stand alone.
 pub(crate) const AUTOCOMMIT: TxnId = 0;
+
+/// The stack of every thread that serves requests (the runtime's and the
+/// LDM workers'): parsing SQL recurses once per level of nesting, up to
+/// the parsers' limits, and a level can take tens of KiB (most in a debug
+/// build). Stacks are reserved, not used: pages are touched as needed.
+pub const THREAD_STACK: usize = 16 << 20;

@@ -2079,7 +2079,7 @@ mod tests {
             ")".repeat(n)
         );
         std::thread::Builder::new()
-            .stack_size(crate::THREAD_STACK)
+            .stack_size(crate::types::THREAD_STACK)
             .spawn(move || {
                 let _ = tokenize(&alternating).map(parse);
             })
@@ -2096,7 +2096,7 @@ mod tests {
             // serves requests (in a debug build, whose frames are largest).
             let text = text.clone();
             std::thread::Builder::new()
-                .stack_size(crate::THREAD_STACK)
+                .stack_size(crate::types::THREAD_STACK)
                 .spawn(move || {
                     let _ = parse(tokenize(&text).unwrap());
                 })
