@@ -175,10 +175,9 @@ pub async fn sql_caller(
             .bind(&row.tenant_id)
             .fetch_optional(&app.store.pool)
             .await?;
-    let Some((name, status)) = tenant.filter(|(_, status)| status != "suspended") else {
+    let Some((name, _)) = tenant.filter(|(_, status)| status != "suspended") else {
         return Err(ApiError::forbidden("the tenant is suspended"));
     };
-    let _ = status;
     Ok(Caller {
         user_id: format!("{SQL_ACTOR}{prefix}"),
         email: format!("API key {prefix} (SQL)"),

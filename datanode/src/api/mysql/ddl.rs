@@ -46,13 +46,7 @@ pub(crate) struct Change {
 }
 
 fn name_of(name: &ast::ObjectName) -> Result<(Option<String>, String), MyError> {
-    let parts: Vec<String> = (name.0.iter())
-        .map(|p| match p {
-            ast::ObjectNamePart::Identifier(i) => Ok(i.value.clone()),
-            ast::ObjectNamePart::Function(_) => Err(MyError::unsupported("a function in a name")),
-        })
-        .collect::<Result<_, _>>()?;
-    match parts.as_slice() {
+    match super::query::name_parts(name)?.as_slice() {
         [t] => Ok((None, t.clone())),
         [db, t] => Ok((Some(db.clone()), t.clone())),
         _ => Err(MyError::syntax(format!("'{name}' is not a table name"))),

@@ -480,7 +480,6 @@ impl Session {
             }
         }
         let (limit, offset) = limit_of(q)?;
-        let _ = grant;
         Ok(Select::Keys(Lookup {
             table,
             keys,
@@ -602,9 +601,8 @@ impl Session {
             }
         }
         // As an index would give them: in key order, unless asked otherwise.
-        let key_columns: Vec<usize> = key_positions(&l.table);
         let order: Vec<(usize, bool)> = if l.order.is_empty() {
-            key_columns.iter().map(|&c| (c, true)).collect()
+            key_positions(&l.table).map(|c| (c, true)).collect()
         } else {
             l.order.clone()
         };
@@ -890,14 +888,12 @@ impl Session {
             })?;
             set.push((c, to_value(&lit, &def.columns[c])?));
         }
-        let key_columns = key_positions(&table);
         let rows: Vec<Vec<(&str, Value)>> = keys
             .into_iter()
             .map(|key| {
-                let mut row: Vec<(&str, Value)> = key_columns
-                    .iter()
+                let mut row: Vec<(&str, Value)> = key_positions(&table)
                     .zip(key)
-                    .map(|(&c, v)| (def.columns[c].name.as_str(), v))
+                    .map(|(c, v)| (def.columns[c].name.as_str(), v))
                     .collect();
                 row.extend(
                     set.iter()
@@ -907,7 +903,7 @@ impl Session {
             })
             .collect();
         let affected = self
-            .change_existing(&table, &grant, rows.len(), |batch, i| {
+            .change_existing(&grant, rows.len(), |batch, i| {
                 batch.update(&table, &rows[i])
             })
             .await?;
@@ -952,7 +948,7 @@ impl Session {
                 )
             })?;
         let affected = self
-            .change_existing(&table, &grant, keys.len(), |batch, i| {
+            .change_existing(&grant, keys.len(), |batch, i| {
                 batch.delete(&table, &keys[i])
             })
             .await?;
@@ -963,17 +959,10 @@ impl Session {
     /// of those that do: a change whose row is not there is dropped and
     /// the rest tried again, so the statement changes every row it finds,
     /// or none. Answers how many it changed.
-    async fn change_existing<F>(
-        &mut self,
-        table: &Arc<Table>,
-        grant: &Grant,
-        n: usize,
-        add: F,
-    ) -> Result<u64, MyError>
+    async fn change_existing<F>(&mut self, grant: &Grant, n: usize, add: F) -> Result<u64, MyError>
     where
         F: Fn(&mut crate::tc::batch::Batch, usize) -> Result<(), crate::storage::codec::ValueError>,
     {
-        let _ = table;
         let tc = self.engine.tc();
         let mut wanted: Vec<usize> = (0..n).collect();
         loop {
@@ -1641,7 +1630,7 @@ fn object_name(tokens: &[Token]) -> Result<Vec<String>, MyError> {
     Ok(vec![first.to_owned()])
 }
 
-fn name_parts(name: &ast::ObjectName) -> Result<Vec<String>, MyError> {
+pub(crate) fn name_parts(name: &ast::ObjectName) -> Result<Vec<String>, MyError> {
     name.0
         .iter()
         .map(|p| match p {
@@ -1762,20 +1751,13 @@ fn position(table: &Table, name: &str) -> Option<usize> {
 }
 
 fn is_key(table: &Table, c: usize) -> bool {
-    let def = table.def();
-    def.primary_key.contains(&def.columns[c].name)
+    key_positions(table).any(|k| k == c)
 }
 
-/// The positions of the primary key's columns, in key order.
-fn key_positions(table: &Table) -> Vec<usize> {
-    let def = table.def();
-    (def.primary_key.iter())
-        .map(|k| {
-            (def.columns.iter())
-                .position(|c| &c.name == k)
-                .expect("a key column")
-        })
-        .collect()
+/// The positions of the primary key's columns, in key order (as the
+/// table's layout keeps them).
+fn key_positions(table: &Table) -> impl ExactSizeIterator<Item = usize> + Clone + '_ {
+    table.layout.key.iter().map(|&c| usize::from(c))
 }
 
 /// The column an expression names: `c`, `t.c` or `db.t.c`.
@@ -1814,7 +1796,7 @@ fn key_lookup(table: &Table, filter: &Expr) -> Result<Option<Vec<Vec<Value>>>, M
 /// `key_lookup`'s values as written, per key column (a prepared
 /// statement's `?`s among them), before they are read for their columns.
 fn key_lits(table: &Table, filter: &Expr) -> Result<Option<Vec<Vec<Lit>>>, MyError> {
-    let key = key_positions(table);
+    let key = &table.layout.key;
     let mut per_column: Vec<Option<Vec<Lit>>> = vec![None; key.len()];
     let mut conjuncts = Vec::new();
     flatten_and(filter, &mut conjuncts);
@@ -1860,7 +1842,7 @@ fn key_lits(table: &Table, filter: &Expr) -> Result<Option<Vec<Vec<Lit>>>, MyErr
             }
             _ => return Ok(None),
         };
-        let Some(k) = key.iter().position(|&p| p == column) else {
+        let Some(k) = key.iter().position(|&p| usize::from(p) == column) else {
             return Ok(None);
         };
         if per_column[k].is_some() {
@@ -1878,11 +1860,10 @@ fn expand_keys(
     per_column: &[Vec<Lit>],
     args: &[Lit],
 ) -> Result<Vec<Vec<Value>>, MyError> {
-    let key = key_positions(table);
     let def = table.def();
     let mut keys: Vec<Vec<Value>> = vec![Vec::new()];
-    for (k, lits) in per_column.iter().enumerate() {
-        let column = &def.columns[key[k]];
+    for (c, lits) in key_positions(table).zip(per_column) {
+        let column = &def.columns[c];
         let mut values = Vec::with_capacity(lits.len());
         for lit in lits {
             let lit = lit.bound(args)?;
@@ -1962,7 +1943,6 @@ fn ronsql_columns(plan: &crate::tc::ronsql::plan::Plan) -> Vec<ColumnDef> {
     use crate::sql::agg::Func;
     use crate::sql::eval::Ty;
     use crate::tc::ronsql::plan::Source;
-    let layout = &plan.table.layout;
     plan.outputs
         .iter()
         .map(|o| {
@@ -1977,7 +1957,6 @@ fn ronsql_columns(plan: &crate::tc::ronsql::plan::Plan) -> Vec<ColumnDef> {
                         false,
                     );
                     column.name = o.name.clone();
-                    let _ = layout;
                     return column;
                 }
                 Source::Aggregate(i) => {
