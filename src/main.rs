@@ -245,6 +245,10 @@ struct NodeArgs {
     /// Longest a write waits for a row another transaction holds, in milliseconds.
     #[arg(long = "lock-wait-timeout", default_value_t = 1200, value_parser = clap::value_parser!(u64).range(1..=600_000))]
     lock_wait_timeout_ms: u64,
+    /// Longest a SQL transaction that holds rows waits for its client's next
+    /// statement before it is rolled back, in milliseconds.
+    #[arg(long = "transaction-inactive-timeout", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    transaction_inactive_timeout_ms: u64,
     /// Directory for this node's files: its redo log, checkpoints and catalog.
     #[arg(long, default_value = "shoal-data")]
     data_dir: PathBuf,
@@ -352,6 +356,9 @@ impl NodeArgs {
                 .ldm_threads
                 .unwrap_or_else(shoal_datanode::default_ldm_threads),
             lock_wait_timeout: Duration::from_millis(self.lock_wait_timeout_ms),
+            transaction_inactive_timeout: Duration::from_millis(
+                self.transaction_inactive_timeout_ms,
+            ),
             data_dir: self.data_dir.clone(),
             durability: self.durability,
             checkpoint_every: Duration::from_secs(self.checkpoint_every_secs),

@@ -218,6 +218,17 @@ async fn the_mysql_client_writes_and_reads_what_rest_sees() {
     assert_eq!(rows[1]["qty"], 0, "a REPLACE is a new row: its default");
     assert_eq!(rows[2]["name"], "gear");
 
+    // A transaction in one session: its reads by key see its own writes;
+    // ROLLBACK undoes them, COMMIT keeps them.
+    let out = s.ok(
+        "BEGIN; UPDATE items SET qty = 12 WHERE id = 1; SELECT qty FROM items WHERE id = 1; \
+         ROLLBACK; SELECT qty FROM items WHERE id = 1; \
+         SET autocommit = 0; DELETE FROM items WHERE id = 4; SELECT name FROM items WHERE id IN (3, 4); \
+         COMMIT; SET autocommit = 1",
+    );
+    assert_eq!(lines(&out)[..], ["12", "11", "washer2"], "{out}");
+    assert_eq!(s.rest_rows().await.len(), 2);
+
     // What a client looks at.
     let out = s.ok("SHOW TABLES");
     assert_eq!(lines(&out)[..], ["items"], "{out}");
@@ -285,8 +296,18 @@ async fn errors_have_mysqls_numbers_and_change_nothing() {
     let err = s.refused("SELECT * FROM items a JOIN items b ON a.id = b.id", "1235");
     assert!(err.contains("JOIN"), "{err}");
     s.refused("SELECT * FROM items WHERE id = (SELECT 1)", "1235");
-    s.refused("BEGIN", "1235");
-    s.refused("SET autocommit = 0", "1235");
+    s.refused("SAVEPOINT s1", "1235");
+    s.refused("COMMIT AND CHAIN", "1235");
+    s.refused("START TRANSACTION ISOLATION LEVEL SERIALIZABLE", "1064");
+    s.refused("SET autocommit = 2", "1231");
+    s.refused("SELECT * FROM items WHERE id = 1 FOR UPDATE NOWAIT", "1235");
+    s.refused("SELECT COUNT(*) FROM items FOR UPDATE", "1235");
+    // A statement that fails inside a transaction rolls it back whole.
+    s.refused(
+        "BEGIN; INSERT INTO items (id, name) VALUES (7, 'seven'); \
+         INSERT INTO items (id, name) VALUES (1, 'again'); COMMIT",
+        "1062 (23000)",
+    );
     s.refused("CREATE VIEW v AS SELECT 1", "1235");
     s.refused("SELECT * FROM items WHERE name = 'one'", "1235");
     s.refused("SET GLOBAL max_connections = 1", "1227");
@@ -407,8 +428,6 @@ async fn hostile_sql_gets_a_clear_error_and_changes_nothing() {
 #[tokio::test]
 async fn pymysql_works_unchanged() {
     let s = setup(&[]).await;
-    let (host, port) = s.host_port();
-    let (user, secret) = s.key.split_once('.').unwrap();
     let script = r#"
 import json, sys, pymysql
 host, port, user, password = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
@@ -434,17 +453,7 @@ except pymysql.err.OperationalError as e:
     out["denied"] = e.args[0]
 print(json.dumps(out))
 "#;
-    // Debian's Python, which python3-pymysql is for.
-    let output = Command::new("/usr/bin/python3")
-        .args(["-c", script, host, port, user, secret])
-        .output()
-        .expect("python3 runs (apt: python3-pymysql)");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let out: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let out = pymysql(&s, script);
     assert_eq!(out["inserted"], 2);
     assert_eq!(
         out["rows"],
@@ -871,4 +880,201 @@ async fn schema_changes_in_sql_are_the_control_planes() {
         (!ran.ok && ran.err.contains("ERROR 1045")).then_some(())
     })
     .await;
+}
+
+/// Runs a Python script with Debian's Python, which python3-pymysql is
+/// for, given the
+/// node's host and port and the key's prefix and secret: its JSON output.
+fn pymysql(s: &Setup, script: &str) -> Value {
+    let (host, port) = s.host_port();
+    let (user, secret) = s.key.split_once('.').unwrap();
+    let output = Command::new("/usr/bin/python3")
+        .args(["-c", script, host, port, user, secret])
+        .output()
+        .expect("python3 runs (apt: python3-pymysql)");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn transactions_commit_roll_back_lock_and_end_with_their_connection() {
+    // Lock waits end in 300 ms; a transaction holding rows is rolled back
+    // after 3 s without a statement.
+    let s = setup(&[
+        "--lock-wait-timeout",
+        "300",
+        "--transaction-inactive-timeout",
+        "3000",
+    ])
+    .await;
+    s.ok("INSERT INTO items (id, name, qty) VALUES (1, 'one', 1), (2, 'two', 2)");
+    let script = r#"
+import json, socket, sys, pymysql
+host, port, user, password = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+def connect(**kw):
+    return pymysql.connect(host=host, port=port, user=user, password=password, database="app", **kw)
+def code(f):
+    try:
+        f()
+        return None
+    except pymysql.err.MySQLError as e:
+        return [e.args[0], e.args[1]]
+out = {}
+# PyMySQL's default: autocommit off, every statement in a transaction.
+a, b = connect(), connect(autocommit=True)
+ca, cb = a.cursor(), b.cursor()
+ca.execute("SELECT @@autocommit")
+out["autocommit"] = ca.fetchone()[0]
+ca.execute("INSERT INTO items (id, name, qty) VALUES (10, 'ten', 10)")
+ca.execute("UPDATE items SET qty = 11 WHERE id = 1")
+ca.execute("SELECT id, qty FROM items WHERE id IN (1, 10)")
+out["own_view"] = [list(r) for r in ca.fetchall()]
+cb.execute("SELECT id, qty FROM items WHERE id IN (1, 10)")
+out["others_view"] = [list(r) for r in cb.fetchall()]
+# A row the transaction holds: another writer waits, then times out.
+out["blocked"] = code(lambda: cb.execute("UPDATE items SET qty = 99 WHERE id = 1"))
+out["scan_after_write"] = code(lambda: ca.execute("SELECT SUM(qty) FROM items"))
+a.rollback()
+cb.execute("SELECT id, qty FROM items WHERE id IN (1, 10)")
+out["after_rollback"] = [list(r) for r in cb.fetchall()]
+ca.execute("INSERT INTO items (id, name, qty) VALUES (10, 'ten', 10)")
+ca.execute("DELETE FROM items WHERE id = 2")
+a.commit()
+cb.execute("SELECT id, qty FROM items WHERE id IN (1, 2, 10)")
+out["after_commit"] = [list(r) for r in cb.fetchall()]
+# An error from an operation rolls the whole transaction back (as NDB).
+ca.execute("INSERT INTO items (id, name) VALUES (20, 'twenty')")
+out["duplicate"] = code(lambda: ca.execute("INSERT INTO items (id, name) VALUES (1, 'again')"))
+a.commit()
+cb.execute("SELECT COUNT(*) FROM items WHERE id = 20")
+out["after_failed"] = cb.fetchone()[0]
+# Locking reads: FOR UPDATE and LOCK IN SHARE MODE hold the row.
+ca.execute("SELECT qty FROM items WHERE id = 1 FOR UPDATE")
+out["locked_read"] = ca.fetchone()[0]
+out["blocked_by_read"] = code(lambda: cb.execute("UPDATE items SET qty = 98 WHERE id = 1"))
+a.rollback()
+ca.execute("SELECT qty FROM items WHERE id = 10 LOCK IN SHARE MODE")
+out["blocked_by_share"] = code(lambda: cb.execute("DELETE FROM items WHERE id = 10"))
+a.commit()
+# Without a transaction a locking read just reads.
+cb.execute("SELECT qty FROM items WHERE id = 1 FOR UPDATE")
+out["autocommit_lock"] = cb.fetchone()[0]
+# BEGIN in autocommit mode; ROLLBACK undoes; READ ONLY refuses writes.
+cb.execute("BEGIN")
+cb.execute("UPDATE items SET qty = 50 WHERE id = 1")
+cb.execute("ROLLBACK")
+cb.execute("SELECT qty FROM items WHERE id = 1")
+out["begin_rollback"] = cb.fetchone()[0]
+cb.execute("START TRANSACTION READ ONLY")
+out["read_only"] = code(lambda: cb.execute("UPDATE items SET qty = 51 WHERE id = 1"))
+cb.execute("COMMIT")
+out["savepoint"] = code(lambda: cb.execute("SAVEPOINT s1"))
+# A connection that goes away mid-transaction rolls back: its row is
+# free for the next writer at once.
+c = connect()
+c.cursor().execute("INSERT INTO items (id, name) VALUES (30, 'thirty')")
+c.cursor().execute("UPDATE items SET qty = 7 WHERE id = 1")
+c._sock.shutdown(socket.SHUT_RDWR)
+for attempt in range(100):
+    if code(lambda: cb.execute("UPDATE items SET qty = 8 WHERE id = 1")) is None:
+        break
+cb.execute("SELECT COUNT(*) FROM items WHERE id = 30")
+out["after_disconnect"] = cb.fetchone()[0]
+# A transaction that holds rows and idles past the inactive timeout is
+# rolled back: the waiting writer goes on, and its next statement is told.
+ca.execute("UPDATE items SET qty = 70 WHERE id = 1")
+for attempt in range(100):
+    if code(lambda: cb.execute("UPDATE items SET qty = 9 WHERE id = 1")) is None:
+        break
+out["waited_out"] = attempt > 0
+out["inactive"] = code(lambda: ca.execute("UPDATE items SET qty = 71 WHERE id = 1"))
+ca.execute("SELECT qty FROM items WHERE id = 1")
+out["after_inactive"] = ca.fetchone()[0]
+a.commit()
+print(json.dumps(out))
+"#;
+    let out = pymysql(&s, script);
+    assert_eq!(out["autocommit"], 0);
+    assert_eq!(out["own_view"], json!([[1, 11], [10, 10]]));
+    assert_eq!(out["others_view"], json!([[1, 1]]));
+    assert_eq!(out["blocked"][0], 1205, "{}", out["blocked"]);
+    assert_eq!(out["scan_after_write"][0], 1235);
+    assert_eq!(out["after_rollback"], json!([[1, 1]]));
+    assert_eq!(out["after_commit"], json!([[1, 1], [10, 10]]));
+    assert_eq!(out["duplicate"][0], 1062);
+    assert!(
+        out["duplicate"][1]
+            .as_str()
+            .unwrap()
+            .contains("rolled back"),
+        "{}",
+        out["duplicate"]
+    );
+    assert_eq!(out["after_failed"], 0);
+    assert_eq!(out["locked_read"], 1);
+    assert_eq!(out["blocked_by_read"][0], 1205);
+    assert_eq!(out["blocked_by_share"][0], 1205);
+    assert_eq!(out["autocommit_lock"], 1);
+    assert_eq!(out["begin_rollback"], 1);
+    assert_eq!(out["read_only"][0], 1792);
+    assert_eq!(out["savepoint"][0], 1235);
+    assert_eq!(out["after_disconnect"], 0);
+    assert_eq!(out["waited_out"], true);
+    assert_eq!(out["inactive"][0], 1205, "{}", out["inactive"]);
+    assert!(
+        out["inactive"][1]
+            .as_str()
+            .unwrap()
+            .contains("transaction-inactive timeout"),
+        "{}",
+        out["inactive"]
+    );
+    assert_eq!(out["after_inactive"], 9);
+    // What REST reads is what was committed.
+    let rows = s.rest_rows().await;
+    let ids: Vec<(i64, i64)> = rows
+        .iter()
+        .map(|r| (r["id"].as_i64().unwrap(), r["qty"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(ids, vec![(1, 9), (10, 10)]);
+
+    // A transaction holding rows counts against max_parallel_transactions
+    // until it ends; one over the limit is refused with RonDB's number.
+    s.shoal
+        .set_quota("app", json!({"max_parallel_transactions": 1}))
+        .await;
+    let script = r#"
+import json, sys, pymysql
+host, port, user, password = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+def connect():
+    return pymysql.connect(host=host, port=port, user=user, password=password, database="app")
+out = {}
+a, b = connect(), connect()
+a.cursor().execute("UPDATE items SET qty = 1 WHERE id = 1")
+try:
+    b.cursor().execute("UPDATE items SET qty = 2 WHERE id = 10")
+except pymysql.err.MySQLError as e:
+    out["refused"] = [e.args[0], e.args[1]]
+a.commit()
+b.cursor().execute("UPDATE items SET qty = 2 WHERE id = 10")
+b.commit()
+print(json.dumps(out))
+"#;
+    let out = pymysql(&s, script);
+    assert_eq!(out["refused"][0], 1296, "{}", out["refused"]);
+    assert!(
+        out["refused"][1]
+            .as_str()
+            .unwrap()
+            .contains("Got error 248"),
+        "{}",
+        out["refused"]
+    );
+    let rows = s.rest_rows().await;
+    assert_eq!(rows[0]["qty"], 1);
+    assert_eq!(rows[1]["qty"], 2);
 }

@@ -81,6 +81,7 @@ impl Cluster {
             data_memory,
             ldm_threads: shoal_datanode::default_ldm_threads(),
             lock_wait_timeout: Duration::from_millis(1200),
+            transaction_inactive_timeout: Duration::from_secs(10),
             data_dir: dir.join("node"),
             durability,
             checkpoint_every: Duration::from_secs(300),

@@ -98,6 +98,9 @@ impl Span {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum OpKind {
     Read,
+    /// A read that locks the row as a write does until its transaction
+    /// ends (`SELECT … FOR UPDATE`); a row another transaction holds waits.
+    Lock,
     Insert,
     Update,
     Write,
@@ -277,6 +280,11 @@ pub(crate) enum Mode {
     /// A transaction that touches only this worker: prepared and, if every
     /// operation succeeds, committed at once.
     PrepareAndCommit,
+    /// A statement of a transaction that stays open (a SQL session's): its
+    /// operations prepared and held like `Prepare`'s, its changes not yet
+    /// asked for — the transaction's last job here, `Prepare` or
+    /// `PrepareAndCommit` (with no operations, at COMMIT), gives them all.
+    Hold,
 }
 
 /// How a job ended.

@@ -21,7 +21,7 @@ use crate::sql::agg::{Groups, Program};
 use crate::sql::eval::{EvalError, Row};
 use crate::storage::OpError;
 use crate::storage::fixed::RowRef;
-use crate::storage::fragment::Fragment;
+use crate::storage::fragment::{Fragment, HeldChange};
 use crate::storage::page::{DataMemory, PageSource};
 use crate::types::TableId;
 
@@ -140,7 +140,7 @@ impl Worker {
         match msg {
             // While an image waits for transactions to finish, new ones wait
             // for the image, so that it cannot wait for ever.
-            Msg::Run(job) if !self.images.is_empty() && job.mode != Mode::Autocommit => {
+            Msg::Run(job) if !self.images.is_empty() && self.would_start(&job) => {
                 self.held_back.push_back(job)
             }
             Msg::Run(job) => self.run_job(job),
@@ -412,6 +412,15 @@ impl Worker {
         }
     }
 
+    /// Whether `job` would start holding rows here: a transaction's job
+    /// that may lock and whose transaction holds none here yet. (One that
+    /// holds rows goes on, or the images would wait for it, and it for them.)
+    fn would_start(&self, job: &Job) -> bool {
+        job.mode != Mode::Autocommit
+            && !self.txns.contains_key(&job.txn)
+            && job.batch.ops.iter().any(|op| op.kind != OpKind::Read)
+    }
+
     /// Runs a job from its next operation until it is done, fails or parks.
     fn run_job(&mut self, mut job: Job) {
         match self.execute(&mut job) {
@@ -424,6 +433,9 @@ impl Worker {
                     // The coordinator logs the transaction once every worker
                     // has prepared: it gets this worker's part.
                     self.after_images(job.txn, &mut job.batch.redo);
+                    let _ = job.reply.send((job.batch, JobOutcome::Prepared));
+                }
+                Mode::Hold => {
                     let _ = job.reply.send((job.batch, JobOutcome::Prepared));
                 }
                 Mode::PrepareAndCommit => {
@@ -473,12 +485,14 @@ impl Worker {
         for held in self.txns.get(&txn).into_iter().flatten() {
             if let Some(frag) = self.fragment(held.table, held.slot) {
                 key.clear();
-                if frag.held_key(held.row, &mut key) {
-                    changes::delete(redo, held.table, &key);
-                } else {
-                    let start = changes::begin_put(redo, held.table, &key);
-                    frag.append_image(held.row, redo);
-                    changes::finish_put(redo, start);
+                match frag.held_change(held.row, &mut key) {
+                    HeldChange::Unchanged => {}
+                    HeldChange::Deleted => changes::delete(redo, held.table, &key),
+                    HeldChange::Written => {
+                        let start = changes::begin_put(redo, held.table, &key);
+                        frag.append_image(held.row, redo);
+                        changes::finish_put(redo, start);
+                    }
                 }
             }
         }
@@ -611,6 +625,32 @@ impl Worker {
                     job.next = j + 1;
                     continue;
                 }
+                OpKind::Lock => {
+                    let start = batch.out.len();
+                    let result = match frag.read_locking(txn, op.tag, key, &mut batch.out) {
+                        Ok(Some(w)) => {
+                            if w.locked {
+                                hold(&mut self.txns, txn, &op, w.row);
+                            }
+                            OpResult::Found(Span {
+                                start: start as u32,
+                                len: (batch.out.len() - start) as u32,
+                            })
+                        }
+                        Ok(None) => OpResult::Absent,
+                        Err(OpError::Busy(row)) => return Stop::Blocked(op.slot, row),
+                        Err(error) => match Self::failed(autocommit, batch, error) {
+                            Some(stop) => return stop,
+                            None => {
+                                job.next = j + 1;
+                                continue;
+                            }
+                        },
+                    };
+                    batch.results.push(result);
+                    job.next = j + 1;
+                    continue;
+                }
                 OpKind::Insert => frag.insert(txn, op.tag, key, op.image.of(&batch.data)),
                 OpKind::Update => frag.update(
                     txn,
@@ -696,12 +736,7 @@ impl Worker {
                         }
                     }
                     if w.locked {
-                        let held = Held {
-                            table: op.table,
-                            slot: op.slot,
-                            row: w.row,
-                        };
-                        self.txns.entry(txn).or_default().push(held);
+                        hold(&mut self.txns, txn, &op, w.row);
                     }
                     job.batch.results.push(result);
                 }
@@ -739,6 +774,16 @@ impl Worker {
             }
         }
     }
+}
+
+/// Records that transaction `txn` holds `row`, which operation `op` locked.
+fn hold(txns: &mut FxHashMap<TxnId, Vec<Held>>, txn: TxnId, op: &super::Op, row: RowRef) {
+    let held = Held {
+        table: op.table,
+        slot: op.slot,
+        row,
+    };
+    txns.entry(txn).or_default().push(held);
 }
 
 /// Reads the row with `key` into `out`: where its image is, if there is one.

@@ -602,3 +602,44 @@ proptest! {
         })?;
     }
 }
+
+#[test]
+fn an_open_transactions_commit_is_logged_whole_and_its_rollback_not_at_all() {
+    on_fresh_disk(async |fs| {
+        let node = start(fs).await.unwrap();
+        let t = kv(&node).await;
+        run(&node, Commit::Each, |b| {
+            (0..20).for_each(|k| put(b, &t, k, "before"))
+        })
+        .await
+        .unwrap();
+        let tc = node.engine.tc();
+        let g = grant(&t);
+        let mut txn = tc.begin();
+        // Rows only locked are not logged; rows locked and then changed
+        // are, as changed; statements on several workers commit as one.
+        let mut locked = tc.batch();
+        (0..10).for_each(|k| locked.read_locking(&t, &[Value::Int(k)]).unwrap());
+        tc.execute_in(&g, &mut txn, &mut locked).await.unwrap();
+        let mut changed = tc.batch();
+        (0..5).for_each(|k| put(&mut changed, &t, k, "in txn"));
+        changed.delete(&t, &[Value::Int(19)]).unwrap();
+        put(&mut changed, &t, 100, "new");
+        tc.execute_in(&g, &mut txn, &mut changed).await.unwrap();
+        tc.commit(txn).await.unwrap();
+        let mut undone = tc.begin();
+        let mut changes = tc.batch();
+        (5..15).for_each(|k| put(&mut changes, &t, k, "rolled back"));
+        tc.execute_in(&g, &mut undone, &mut changes).await.unwrap();
+        tc.rollback(undone).await.unwrap();
+        let before = rows(&node).await;
+        assert_eq!(before.get(&0).map(String::as_str), Some("in txn"));
+        assert_eq!(before.get(&5).map(String::as_str), Some("before"));
+        assert_eq!(before.len(), 20);
+        crash(node, fs, 0);
+
+        let node = start(fs).await.unwrap();
+        assert_eq!(rows(&node).await, before);
+        node.engine.audit().await;
+    });
+}

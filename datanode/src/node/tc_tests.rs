@@ -942,3 +942,106 @@ fn units_other_nodes_admitted_are_taken_first_a_burst_at_a_time() {
         assert!(write(11).await.is_err());
     });
 }
+
+#[test]
+fn an_open_transaction_holds_its_rows_across_statements_and_commits_as_one() {
+    let rt = crate::test_runtime();
+    let s = setup(64, Duration::from_millis(200));
+    rt.block_on(async {
+        let (t, g, a, b) = rows_on_two_workers(&s.tc).await;
+        let quota = Quota {
+            max_parallel_transactions: Some(10),
+            ..Quota::UNLIMITED
+        };
+        let db = s.tc.engine().set_database_quota("db", quota).await.unwrap();
+        let statement = |add: &dyn Fn(&mut Batch)| {
+            let mut batch = s.tc.batch();
+            add(&mut batch);
+            batch
+        };
+        let mut txn = s.tc.begin();
+        let mut first = statement(&|b| b.update(&t, &row(a, "A")).unwrap());
+        s.tc.execute_in(&g, &mut txn, &mut first).await.unwrap();
+        assert_eq!(db.governance.in_flight(), 1, "counted while it is open");
+
+        // Its own reads see its change; everyone else's see what is committed.
+        let mut read = statement(&|batch| batch.read(&t, &[Value::Int(a)]).unwrap());
+        s.tc.execute_in(&g, &mut txn, &mut read).await.unwrap();
+        let Ok(Outcome::Found(own)) = read.result(0) else {
+            panic!()
+        };
+        assert_eq!(own.get("v"), Some(&Value::Text("A".into())));
+        assert_eq!(value(&s.tc, &t, a).await.as_deref(), Some("a"));
+
+        // Images asked for now wait for the transaction, and its next
+        // statements on the workers it holds rows on are not held back
+        // behind them.
+        let images: Vec<_> = (t.fragments.iter())
+            .map(|&place| {
+                let (tc, id) = (s.tc.clone(), t.id);
+                tokio::spawn(async move { tc.workers().image(id, place).await.unwrap() })
+            })
+            .collect();
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        let mut second = statement(&|batch| {
+            batch.read_locking(&t, &[Value::Int(b)]).unwrap();
+            batch.update(&t, &row(a, "A2")).unwrap();
+        });
+        s.tc.execute_in(&g, &mut txn, &mut second).await.unwrap();
+
+        // A writer of a row it locked waits for it, and times out.
+        let (r, _) = run(&s.tc, &g, Commit::Atomic, |batch| {
+            batch.update(&t, &row(b, "B")).unwrap()
+        })
+        .await;
+        assert_eq!(r.unwrap_err().code(), "LOCK_WAIT_TIMEOUT");
+
+        s.tc.commit(txn).await.unwrap();
+        for image in images {
+            assert!(image.await.unwrap().is_some());
+        }
+        assert_eq!(value(&s.tc, &t, a).await.as_deref(), Some("A2"));
+        assert_eq!(value(&s.tc, &t, b).await.as_deref(), Some("b"));
+        assert_eq!(db.governance.in_flight(), 0);
+
+        // Rolled back, everything it did is undone; a failed operation
+        // rolls the whole transaction back.
+        let mut txn = s.tc.begin();
+        let mut changes = statement(&|batch| {
+            batch.delete(&t, &[Value::Int(a)]).unwrap();
+            batch.insert(&t, &row(1_000_001, "new")).unwrap();
+        });
+        s.tc.execute_in(&g, &mut txn, &mut changes).await.unwrap();
+        s.tc.rollback(txn).await.unwrap();
+        assert_eq!(value(&s.tc, &t, a).await.as_deref(), Some("A2"));
+        assert_eq!(value(&s.tc, &t, 1_000_001).await, None);
+
+        let mut txn = s.tc.begin();
+        let mut fine = statement(&|batch| batch.update(&t, &row(b, "B")).unwrap());
+        s.tc.execute_in(&g, &mut txn, &mut fine).await.unwrap();
+        let mut duplicate = statement(&|batch| batch.insert(&t, &row(a, "again")).unwrap());
+        let e =
+            s.tc.execute_in(&g, &mut txn, &mut duplicate)
+                .await
+                .unwrap_err();
+        assert_eq!(e.code(), "DUPLICATE_KEY");
+        assert!(txn.is_over());
+        assert!(s.tc.commit(txn).await.is_err(), "nothing left to commit");
+        assert_eq!(value(&s.tc, &t, b).await.as_deref(), Some("b"));
+        assert_eq!(db.governance.in_flight(), 0);
+
+        // Dropped while open (its client went away), it lets go at once.
+        let mut txn = s.tc.begin();
+        let mut held = statement(&|batch| batch.update(&t, &row(b, "gone")).unwrap());
+        s.tc.execute_in(&g, &mut txn, &mut held).await.unwrap();
+        drop(txn);
+        let (r, _) = run(&s.tc, &g, Commit::Atomic, |batch| {
+            batch.update(&t, &row(b, "next")).unwrap()
+        })
+        .await;
+        r.unwrap();
+        assert_eq!(value(&s.tc, &t, b).await.as_deref(), Some("next"));
+    });
+}

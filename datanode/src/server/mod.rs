@@ -54,6 +54,9 @@ pub struct DataNodeConfig {
     pub ldm_threads: usize,
     /// Longest a write waits for a row another transaction holds.
     pub lock_wait_timeout: Duration,
+    /// Longest a SQL transaction holding rows waits for its client's next
+    /// statement before it is rolled back.
+    pub transaction_inactive_timeout: Duration,
     pub data_dir: PathBuf,
     /// When a commit is acknowledged: after its redo is on disk, or at once.
     pub durability: Durability,
@@ -200,6 +203,7 @@ impl DataNode {
                 engine.clone(),
                 limits,
                 config.lock_wait_timeout,
+                config.transaction_inactive_timeout,
                 (config.control_plane.as_ref()).map(|link| (link.url.clone(), secret.clone())),
                 stopped.clone(),
             )),

@@ -225,6 +225,8 @@ pub(crate) struct Cost {
     pub(crate) write_units: u64,
     /// Operations that can take more memory: inserts, updates, writes.
     pub(crate) grows: bool,
+    /// Locking reads: they hold rows as writes do.
+    pub(crate) locks: bool,
 }
 
 /// Operations to run together. Reusable: `clear` keeps the buffers.
@@ -318,6 +320,14 @@ impl Batch {
         self.slots.len()
     }
 
+    /// The tables the operations are on, each once.
+    pub(crate) fn tables(&self) -> Vec<crate::types::TableId> {
+        let mut tables: Vec<_> = self.slots.iter().map(|s| s.table.id).collect();
+        tables.sort_unstable_by_key(|t| t.0);
+        tables.dedup();
+        tables
+    }
+
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }
@@ -345,6 +355,20 @@ impl Batch {
         codec::encode_key(&table.layout, key, &mut self.scratch)?;
         let key = (0, self.scratch.len());
         self.push(table, OpKind::Read, key, (0, 0), (0, 0));
+        Ok(())
+    }
+
+    /// Reads the row with this primary key and, in a transaction, locks it
+    /// until the transaction ends (`SELECT … FOR UPDATE`).
+    pub(crate) fn read_locking(
+        &mut self,
+        table: &Arc<Table>,
+        key: &[Value],
+    ) -> Result<(), ValueError> {
+        self.scratch.clear();
+        codec::encode_key(&table.layout, key, &mut self.scratch)?;
+        let key = (0, self.scratch.len());
+        self.push(table, OpKind::Lock, key, (0, 0), (0, 0));
         Ok(())
     }
 
@@ -601,13 +625,17 @@ impl Batch {
         let key_bytes = &self.scratch[key.0..key.0 + key.1];
         let image_units = || write_units(table.layout.data_bytes(image.1) as u64);
         let units = match kind {
-            OpKind::Read => 0,
+            OpKind::Read | OpKind::Lock => 0,
             OpKind::Delete => 1,
             OpKind::Insert | OpKind::Update | OpKind::Write | OpKind::Replace => image_units(),
             // Charged by `interpret`: its image is the program's argument.
             OpKind::Interpret => 0,
         };
-        self.cost.reads += u64::from(matches!(kind, OpKind::Read | OpKind::Replace));
+        self.cost.reads += u64::from(matches!(
+            kind,
+            OpKind::Read | OpKind::Lock | OpKind::Replace
+        ));
+        self.cost.locks |= kind == OpKind::Lock;
         self.cost.write_units += units;
         self.cost.grows |= matches!(
             kind,
@@ -771,7 +799,10 @@ impl Batch {
         let Some(op) = b.ops.get(i) else {
             return 0;
         };
-        if !matches!(op.kind, OpKind::Read | OpKind::Replace | OpKind::Interpret) {
+        if !matches!(
+            op.kind,
+            OpKind::Read | OpKind::Lock | OpKind::Replace | OpKind::Interpret
+        ) {
             return 0;
         }
         match b.results.get(i) {

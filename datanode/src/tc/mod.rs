@@ -19,6 +19,7 @@ mod range;
 pub(crate) mod ronsql;
 pub(crate) mod schema;
 mod transaction;
+pub(crate) use self::transaction::Transaction;
 mod unique;
 
 use std::sync::Arc;
@@ -273,7 +274,7 @@ impl Tc {
         let Some(db) = database else {
             return Ok(None);
         };
-        self.admit_to(grant, db, batch.len(), batch.cost())
+        self.admit_to(grant, db, batch.len(), batch.cost(), false)
             .map(Some)
     }
 
@@ -289,13 +290,15 @@ impl Tc {
     }
 
     /// The checks of `admit` for a request of `ops` operations costing
-    /// `cost` on database `db`.
+    /// `cost` on database `db`; one of a transaction that is `counted`
+    /// already among the database's parallel transactions is not again.
     fn admit_to(
         &self,
         grant: &Grant,
         db: &Arc<Database>,
         ops: usize,
         cost: Cost,
+        counted: bool,
     ) -> Result<Admitted, TcError> {
         if db.id != grant.database {
             return Err(TcError::Forbidden {
@@ -304,7 +307,9 @@ impl Tc {
             });
         }
         let writes = cost.write_units > 0;
-        if grant.role == Role::Read && writes {
+        // Locking reads hold rows as writes do: a writer's, on the primary.
+        let holds = writes || cost.locks;
+        if grant.role == Role::Read && holds {
             return Err(TcError::Forbidden {
                 database: db.name.to_string(),
                 reason: "the key may only read".into(),
@@ -313,7 +318,7 @@ impl Tc {
         // A backup takes its database's changes from the primary alone.
         // The write counts as in flight before the look, so that a primary
         // handing the database on sees it (`Database::writes_in_flight`).
-        let writing = writes.then(|| WriteInFlight::new(db));
+        let writing = holds.then(|| WriteInFlight::new(db));
         if writing.is_some() && !db.is_primary_here() {
             return Err(TcError::NotPrimary {
                 database: db.name.to_string(),
@@ -341,7 +346,12 @@ impl Tc {
                 ops,
             }));
         }
-        let Some(counted) = gov.enter(quota.max_parallel_transactions) else {
+        let entered = if counted {
+            Some(false)
+        } else {
+            gov.enter(quota.max_parallel_transactions)
+        };
+        let Some(counted) = entered else {
             return Err(reject(QuotaError::TooManyTransactions {
                 database: db.name.to_string(),
                 limit: quota.max_parallel_transactions.unwrap_or(u32::MAX),
@@ -745,8 +755,9 @@ impl Tc {
             reads: 1,
             write_units: 0,
             grows: false,
+            locks: false,
         };
-        match self.admit_to(grant, &table.database, 1, one_read) {
+        match self.admit_to(grant, &table.database, 1, one_read, false) {
             Ok(mut admitted) => {
                 table.units.add(1, 0);
                 admitted.scanned = Some(Arc::clone(&table.units));

@@ -10,6 +10,7 @@
 //! - `proto`: packets, the handshake, result sets in text and binary.
 //! - `session`: one connection: login, commands, prepared statements.
 //! - `query`: statements, planned onto the transaction coordinator.
+//! - `transaction`: BEGIN, COMMIT, ROLLBACK and autocommit.
 //! - `ddl`: changes of schema, made by the control plane (or a node alone).
 //! - `value`: SQL literals and arguments to column values, and back.
 //! - `error`: MySQL's error numbers and SQLSTATEs.
@@ -22,6 +23,7 @@ mod error;
 mod proto;
 mod query;
 mod session;
+mod transaction;
 mod value;
 
 use std::sync::Arc;
@@ -50,6 +52,7 @@ pub(crate) async fn serve(
     engine: Engine,
     limits: Limits,
     lock_wait_timeout: Duration,
+    transaction_inactive_timeout: Duration,
     control_plane: Option<(String, shoal_wire::secret::ClusterSecret)>,
     stopped: watch::Receiver<bool>,
 ) {
@@ -77,6 +80,7 @@ pub(crate) async fn serve(
         engine,
         limits,
         lock_wait_timeout,
+        transaction_inactive_timeout,
         schema,
     });
     let watching = stopped.clone();

@@ -48,6 +48,7 @@ pub(super) mod cap {
 
 /// Server status flags.
 pub(super) mod status {
+    pub(crate) const IN_TRANS: u16 = 1;
     pub(crate) const AUTOCOMMIT: u16 = 2;
 }
 

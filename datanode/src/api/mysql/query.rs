@@ -142,6 +142,17 @@ pub(crate) fn tokenize(text: &str) -> Result<Vec<Token>, MyError> {
             "one statement at a time: multi-statements are not taken",
         ));
     }
+    // MySQL's older spelling of FOR SHARE, which the parser knows.
+    let n = tokens.len();
+    if n >= 4
+        && (tokens[n - 4..].iter().map(|t| word(Some(t))))
+            .zip(["LOCK", "IN", "SHARE", "MODE"])
+            .all(|(w, k)| w.is_some_and(|w| w.eq_ignore_ascii_case(k)))
+    {
+        tokens.truncate(n - 4);
+        tokens.push(Token::make_keyword("FOR"));
+        tokens.push(Token::make_keyword("SHARE"));
+    }
     Ok(tokens)
 }
 
@@ -267,10 +278,25 @@ impl Session {
             {
                 return self.show_columns(&tokens[1..]);
             }
-            Some(Keyword::SET) => return self.set(&tokens[1..]),
-            Some(Keyword::BEGIN) => return Err(transactions()),
-            Some(Keyword::COMMIT | Keyword::ROLLBACK) if tokens.len() <= 2 => {
-                // Nothing is open: every statement committed on its own.
+            Some(Keyword::SET) => return self.set(&tokens[1..]).await,
+            Some(Keyword::BEGIN) => {
+                work_only(&tokens[1..], "BEGIN")?;
+                self.begin(false).await?;
+                return Ok(Reply::done(0));
+            }
+            Some(Keyword::START) if keyword(tokens.get(1)) == Some(Keyword::TRANSACTION) => {
+                let read_only = start_characteristics(&tokens[2..])?;
+                self.begin(read_only).await?;
+                return Ok(Reply::done(0));
+            }
+            Some(Keyword::COMMIT) => {
+                work_only(&tokens[1..], "COMMIT")?;
+                self.commit().await?;
+                return Ok(Reply::done(0));
+            }
+            Some(Keyword::ROLLBACK) => {
+                work_only(&tokens[1..], "ROLLBACK")?;
+                self.rollback().await?;
                 return Ok(Reply::done(0));
             }
             _ => {}
@@ -306,13 +332,17 @@ impl Session {
                 self.use_database(db)?;
                 Ok(Reply::done(0))
             }
-            Statement::StartTransaction { .. } => Err(transactions()),
+            // A change of schema commits the transaction open first, as in MySQL.
             Statement::CreateTable(ct) => {
-                self.change_schema(ddl::create_table(&ct)?).await?;
+                let change = ddl::create_table(&ct)?;
+                self.commit().await?;
+                self.change_schema(change).await?;
                 Ok(Reply::done(0))
             }
             Statement::CreateIndex(ci) => {
-                self.change_schema(ddl::create_index(&ci)?).await?;
+                let change = ddl::create_index(&ci)?;
+                self.commit().await?;
+                self.change_schema(change).await?;
                 Ok(Reply::done(0))
             }
             Statement::Drop {
@@ -324,13 +354,17 @@ impl Session {
                 temporary: false,
                 ..
             } => {
-                for change in ddl::drop_objects(object_type, if_exists, &names, table.as_ref())? {
+                let changes = ddl::drop_objects(object_type, if_exists, &names, table.as_ref())?;
+                self.commit().await?;
+                for change in changes {
                     self.change_schema(change).await?;
                 }
                 Ok(Reply::done(0))
             }
             Statement::Truncate { table_names, .. } => {
-                self.change_schema(ddl::truncate(&table_names)?).await?;
+                let change = ddl::truncate(&table_names)?;
+                self.commit().await?;
+                self.change_schema(change).await?;
                 Ok(Reply::done(0))
             }
             other => Err(MyError::unsupported(statement_kind(&other))),
@@ -383,7 +417,9 @@ impl Session {
                 plan,
                 grant,
                 columns,
+                table,
             } => {
+                self.may_scan(&table)?;
                 let mut plan = *plan;
                 let tc = self.engine.tc();
                 tc.choose_access(&mut plan).await.map_err(query_error)?;
@@ -420,13 +456,18 @@ impl Session {
                 }
                 _ => false,
             });
+        let lock = lock_of(q)?;
         if aggregates {
+            if lock {
+                return Err(MyError::unsupported("a locking read of an aggregate"));
+            }
             let plan = crate::tc::ronsql::plan::plan(false, q, Arc::clone(&table))?;
             let columns = ronsql_columns(&plan);
             return Ok(Select::Aggregate {
                 plan: Box::new(plan),
                 grant,
                 columns,
+                table,
             });
         }
         if select.distinct.is_some() || select.having.is_some() {
@@ -483,6 +524,7 @@ impl Session {
         Ok(Select::Keys(Lookup {
             table,
             keys,
+            lock,
             outputs,
             columns,
             order,
@@ -582,16 +624,21 @@ impl Session {
         let keys = expand_keys(&l.table, &l.keys, args)?;
         // The key's grant now: it may have changed since `l` was planned.
         let grant = self.grant(l.table.database.name.as_str())?;
-        let tc = self.engine.tc();
-        let mut batch = tc.batch();
-        for key in &keys {
-            batch
-                .read(&l.table, key)
-                .map_err(|e| MyError::bad_value(&e.column, &e.problem))?;
+        // Outside a transaction a locking read locks nothing: it reads.
+        let locking = l.lock && self.can_lock();
+        if locking {
+            self.may_write(&grant, "SELECT … FOR UPDATE", &l.table)?;
         }
-        tc.execute(&grant, &mut batch, Commit::Each)
-            .await
-            .map_err(MyError::from)?;
+        let mut batch = self.engine.tc().batch();
+        for key in &keys {
+            let read = if locking {
+                batch.read_locking(&l.table, key)
+            } else {
+                batch.read(&l.table, key)
+            };
+            read.map_err(|e| MyError::bad_value(&e.column, &e.problem))?;
+        }
+        self.execute(&grant, &mut batch, Commit::Each).await?;
         let mut found = Vec::with_capacity(keys.len());
         for i in 0..keys.len() {
             match batch.result(i) {
@@ -771,9 +818,7 @@ impl Session {
             put.map_err(|e| MyError::bad_value(&e.column, &e.problem))?;
         }
         let n = values.rows.len();
-        tc.execute(&grant, &mut batch, Commit::Atomic)
-            .await
-            .map_err(MyError::from)?;
+        self.execute(&grant, &mut batch, Commit::Atomic).await?;
         let mut affected = 0;
         for i in 0..n {
             affected += match batch.result(i) {
@@ -889,7 +934,8 @@ impl Session {
             set.push((c, to_value(&lit, &def.columns[c])?));
         }
         let rows: Vec<Vec<(&str, Value)>> = keys
-            .into_iter()
+            .iter()
+            .cloned()
             .map(|key| {
                 let mut row: Vec<(&str, Value)> = key_positions(&table)
                     .zip(key)
@@ -903,7 +949,7 @@ impl Session {
             })
             .collect();
         let affected = self
-            .change_existing(&grant, rows.len(), |batch, i| {
+            .change_existing(&grant, &table, &keys, |batch, i| {
                 batch.update(&table, &rows[i])
             })
             .await?;
@@ -948,30 +994,59 @@ impl Session {
                 )
             })?;
         let affected = self
-            .change_existing(&grant, keys.len(), |batch, i| {
+            .change_existing(&grant, &table, &keys, |batch, i| {
                 batch.delete(&table, &keys[i])
             })
             .await?;
         Ok(Reply::done(affected))
     }
 
-    /// Runs `n` changes of rows that may not exist as one atomic request
-    /// of those that do: a change whose row is not there is dropped and
-    /// the rest tried again, so the statement changes every row it finds,
-    /// or none. Answers how many it changed.
-    async fn change_existing<F>(&mut self, grant: &Grant, n: usize, add: F) -> Result<u64, MyError>
+    /// Changes the rows of `table` with `keys` that exist (`add` puts the
+    /// change of the `i`th in a batch), all or none. Answers how many it
+    /// changed. On their own, a change whose row is not there is dropped
+    /// and the rest tried again; in a transaction, the rows are locked
+    /// first, and those found changed.
+    async fn change_existing<F>(
+        &mut self,
+        grant: &Grant,
+        table: &Arc<Table>,
+        keys: &[Vec<Value>],
+        add: F,
+    ) -> Result<u64, MyError>
     where
         F: Fn(&mut crate::tc::batch::Batch, usize) -> Result<(), crate::storage::codec::ValueError>,
     {
-        let tc = self.engine.tc();
-        let mut wanted: Vec<usize> = (0..n).collect();
+        let bad_value =
+            |e: crate::storage::codec::ValueError| MyError::bad_value(&e.column, &e.problem);
+        let tc = self.engine.tc().clone();
+        if self.in_transaction() {
+            self.may_change_rows()?;
+            let mut batch = tc.batch();
+            for key in keys {
+                batch.read_locking(table, key).map_err(bad_value)?;
+            }
+            self.execute(grant, &mut batch, Commit::Atomic).await?;
+            let found: Vec<usize> = (0..keys.len())
+                .filter(|&i| matches!(batch.result(i), Ok(Outcome::Found(_))))
+                .collect();
+            if found.is_empty() {
+                return Ok(0);
+            }
+            let mut batch = tc.batch();
+            for &i in &found {
+                add(&mut batch, i).map_err(bad_value)?;
+            }
+            self.execute(grant, &mut batch, Commit::Atomic).await?;
+            return Ok(found.len() as u64);
+        }
+        let mut wanted: Vec<usize> = (0..keys.len()).collect();
         loop {
             if wanted.is_empty() {
                 return Ok(0);
             }
             let mut batch = tc.batch();
             for &i in &wanted {
-                add(&mut batch, i).map_err(|e| MyError::bad_value(&e.column, &e.problem))?;
+                add(&mut batch, i).map_err(bad_value)?;
             }
             match tc.execute(grant, &mut batch, Commit::Atomic).await {
                 Ok(()) => return Ok(wanted.len() as u64),
@@ -995,7 +1070,7 @@ impl Session {
                 table.name().as_str(),
             ));
         }
-        Ok(())
+        self.may_change_rows()
     }
 
     /// The table `name` (`[db.]table`) names, and the key's grant on its
@@ -1277,7 +1352,8 @@ impl Session {
 
     /// `SET …`: the session's settings that clients send. Each is taken
     /// as it is; one that Shoal cannot honour is refused.
-    fn set(&mut self, rest: &[Token]) -> Result<Reply, MyError> {
+    async fn set(&mut self, rest: &[Token]) -> Result<Reply, MyError> {
+        let mut autocommit = None;
         for part in top_level_parts(rest) {
             let mut p = part;
             // NAMES and CHARACTER SET: the connection speaks utf8mb4.
@@ -1327,7 +1403,14 @@ impl Session {
                 return Err(MyError::syntax(format!("SET {name} needs = and a value")));
             }
             let value = &p[2..];
+            if name == "autocommit" {
+                autocommit = Some(on_or_off(&name, value)?);
+                continue;
+            }
             self.set_variable(&name, value)?;
+        }
+        if let Some(on) = autocommit {
+            self.set_autocommit(on).await?;
         }
         Ok(Reply::done(0))
     }
@@ -1336,11 +1419,6 @@ impl Session {
         let text = value.iter().map(ToString::to_string).collect::<String>();
         let plain = text.trim_matches('\'').to_ascii_lowercase();
         match name {
-            "autocommit" => match plain.as_str() {
-                "1" | "on" | "true" => Ok(()),
-                "0" | "off" | "false" => Err(transactions()),
-                _ => Err(wrong_value(name, &text)),
-            },
             "character_set_client" | "character_set_connection" | "character_set_results" => {
                 if plain == "null" || plain == "binary" {
                     return Ok(());
@@ -1415,7 +1493,7 @@ impl Session {
         let mut v: Vec<(String, Cell)> = vec![
             ("auto_increment_increment", Cell::from(1u64)),
             ("auto_increment_offset", Cell::from(1u64)),
-            ("autocommit", Cell::from(1u64)),
+            ("autocommit", Cell::from(u64::from(self.autocommit))),
             ("character_set_client", Cell::from("utf8mb4")),
             ("character_set_connection", Cell::from("utf8mb4")),
             ("character_set_database", Cell::from("utf8mb4")),
@@ -1493,6 +1571,8 @@ enum Select {
         plan: Box<crate::tc::ronsql::plan::Plan>,
         grant: Grant,
         columns: Vec<ColumnDef>,
+        /// The table aggregated.
+        table: Arc<Table>,
     },
 }
 
@@ -1511,6 +1591,9 @@ pub(crate) struct Lookup {
     table: Arc<Table>,
     /// Each key column's values, as written (`?`s among them).
     keys: Vec<Vec<Lit>>,
+    /// FOR UPDATE or FOR SHARE: in a transaction, the rows found are
+    /// locked until it ends (exclusively, both: a row has one kind of lock).
+    lock: bool,
     /// The table's columns answered, in order.
     outputs: Vec<usize>,
     columns: Vec<ColumnDef>,
@@ -1519,10 +1602,63 @@ pub(crate) struct Lookup {
     offset: u64,
 }
 
-fn transactions() -> MyError {
-    MyError::unsupported(
-        "transactions over SQL (BEGIN, autocommit=0) yet: each statement commits on its own",
-    )
+/// BEGIN, COMMIT and ROLLBACK take WORK and nothing else here.
+fn work_only(rest: &[Token], statement: &str) -> Result<(), MyError> {
+    match rest {
+        [] => Ok(()),
+        [t] if word(Some(t)).is_some_and(|w| w.eq_ignore_ascii_case("WORK")) => Ok(()),
+        [t, ..] if keyword(Some(t)) == Some(Keyword::TO) => Err(MyError::unsupported("savepoints")),
+        _ => Err(MyError::unsupported(format!(
+            "{statement} {}",
+            rest.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" ")
+                .chars()
+                .take(64)
+                .collect::<String>()
+        ))),
+    }
+}
+
+/// START TRANSACTION's characteristics: whether READ ONLY.
+fn start_characteristics(rest: &[Token]) -> Result<bool, MyError> {
+    let mut read_only = false;
+    if rest.is_empty() {
+        return Ok(false);
+    }
+    for part in top_level_parts(rest) {
+        let words: Vec<String> = (part.iter())
+            .map(|t| t.to_string().to_ascii_uppercase())
+            .collect();
+        match words.join(" ").as_str() {
+            "READ ONLY" => read_only = true,
+            "READ WRITE" => read_only = false,
+            // Shoal reads committed: a snapshot is what each read sees, as
+            // MySQL's READ COMMITTED takes it.
+            "WITH CONSISTENT SNAPSHOT" => {}
+            other => {
+                return Err(MyError::syntax(format!(
+                    "START TRANSACTION takes READ ONLY, READ WRITE or WITH CONSISTENT SNAPSHOT, not '{}'",
+                    other.chars().take(64).collect::<String>()
+                )));
+            }
+        }
+    }
+    Ok(read_only)
+}
+
+/// Whether a SELECT locks what it reads (FOR UPDATE, FOR SHARE).
+fn lock_of(q: &ast::Query) -> Result<bool, MyError> {
+    if q.locks
+        .iter()
+        .any(|l| l.nonblock.is_some() || l.of.is_some())
+    {
+        return Err(MyError::unsupported(
+            "NOWAIT, SKIP LOCKED or OF in a locking read",
+        ));
+    }
+    Ok(!q.locks.is_empty())
 }
 
 fn scans() -> MyError {
@@ -1547,6 +1683,16 @@ fn top_level_parts(tokens: &[Token]) -> Vec<&[Token]> {
     }
     parts.push(&tokens[start..]);
     parts
+}
+
+/// A boolean setting's value: 1/0, ON/OFF, TRUE/FALSE.
+fn on_or_off(name: &str, value: &[Token]) -> Result<bool, MyError> {
+    let text = value.iter().map(ToString::to_string).collect::<String>();
+    match text.trim_matches('\'').to_ascii_lowercase().as_str() {
+        "1" | "on" | "true" => Ok(true),
+        "0" | "off" | "false" => Ok(false),
+        _ => Err(wrong_value(name, &text)),
+    }
 }
 
 fn wrong_value(name: &str, value: &str) -> MyError {

@@ -14,14 +14,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tracing::Instrument;
 
 use super::error::MyError;
-use super::proto::{self, Out, ReadError, cap, com, status};
+use super::proto::{self, Out, ReadError, cap, com};
 use super::query::{self, Reply};
+use super::transaction::Txn;
 use super::value::{self, Lit};
 use crate::api::serve::Limits;
 use crate::api::{AccessError, access};
@@ -42,6 +43,8 @@ pub(crate) struct Shared {
     pub(crate) engine: Engine,
     pub(crate) limits: Limits,
     pub(crate) lock_wait_timeout: Duration,
+    /// How long a transaction that holds rows may wait for its client.
+    pub(crate) transaction_inactive_timeout: Duration,
     /// Where changes of schema are made.
     pub(crate) schema: super::ddl::Schema,
 }
@@ -74,6 +77,10 @@ pub(crate) struct Session {
     pub(crate) database: Option<String>,
     /// The first AUTO_INCREMENT value the last INSERT made (`LAST_INSERT_ID()`).
     pub(crate) last_insert_id: u64,
+    /// `@@autocommit`.
+    pub(crate) autocommit: bool,
+    /// The transaction, if one is open.
+    pub(crate) txn: Txn,
     capabilities: u32,
     statements: HashMap<u32, Prepared>,
     next_statement: u32,
@@ -123,10 +130,6 @@ impl Session {
         tracing::Span::current().record("database", db);
         Ok(())
     }
-
-    fn status(&self) -> u16 {
-        status::AUTOCOMMIT
-    }
 }
 
 fn revoked() -> MyError {
@@ -163,7 +166,7 @@ async fn serve<R, W>(
     id: u32,
     mut stopped: watch::Receiver<bool>,
 ) where
-    R: AsyncRead + Unpin,
+    R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
 {
     let limits = shared.limits;
@@ -173,6 +176,23 @@ async fn serve<R, W>(
     };
     let mut packet = Vec::new();
     loop {
+        if session.holds_transaction() {
+            // Waiting for the next packet to begin (nothing is read): a
+            // transaction holding rows waits for its client only so long.
+            let inactive = shared.transaction_inactive_timeout.min(limits.idle_timeout);
+            let waited = tokio::select! {
+                waited = tokio::time::timeout(inactive, read.fill_buf()) => waited,
+                _ = stopped.wait_for(|s| *s) => return,
+            };
+            match waited {
+                Err(_) => {
+                    session.inactive().await;
+                    continue;
+                }
+                Ok(Ok(bytes)) if !bytes.is_empty() => {}
+                Ok(_) => return,
+            }
+        }
         let next = tokio::select! {
             read = tokio::time::timeout(
                 limits.idle_timeout,
@@ -227,6 +247,8 @@ async fn serve<R, W>(
             com::PING | com::RESET_CONNECTION => {
                 if command == com::RESET_CONNECTION {
                     session.statements.clear();
+                    let _ = session.rollback().await;
+                    session.autocommit = true;
                 }
                 ok(&mut out, &session, 0, String::new());
                 true
@@ -378,6 +400,8 @@ where
         key,
         database: None,
         last_insert_id: 0,
+        autocommit: true,
+        txn: Txn::default(),
         capabilities: login.capabilities & cap::SERVER,
         statements: HashMap::new(),
         next_statement: 1,

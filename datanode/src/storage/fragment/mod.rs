@@ -77,6 +77,15 @@ pub(crate) struct Written {
     pub(crate) locked: bool,
 }
 
+/// What a transaction made of a row it holds, for the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HeldChange {
+    /// Nothing: the row is as committed.
+    Unchanged,
+    Written,
+    Deleted,
+}
+
 /// Where a key stands for a transaction.
 enum Found {
     Absent,
@@ -255,6 +264,37 @@ impl Fragment {
         out.extend_from_slice(fixed);
         out.extend_from_slice(var);
         true
+    }
+
+    /// Reads the row with this key for `txn`, locking it as a write would
+    /// (a locking read: `SELECT … FOR UPDATE`), so that no other transaction
+    /// changes it before `txn` ends. Appends its image to `out`; `None` if
+    /// there is no row (nothing is locked then). A row another transaction
+    /// holds is `Busy`.
+    pub(crate) fn read_locking(
+        &mut self,
+        txn: TxnId,
+        tag: u32,
+        key: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<Option<Written>, OpError> {
+        let (r, locked) = match self.locate(txn, tag, key) {
+            Found::Absent | Found::Mine(_, true) => return Ok(None),
+            Found::Theirs(r) => return Err(OpError::Busy(r)),
+            Found::Mine(r, false) => (r, false),
+            Found::Free(r) => {
+                if txn != AUTOCOMMIT {
+                    self.lock(txn, tag, r);
+                }
+                (r, txn != AUTOCOMMIT)
+            }
+        };
+        self.append_image(r, out);
+        Ok(Some(Written {
+            inserted: false,
+            row: r,
+            locked,
+        }))
     }
 
     /// Inserts a row image; the key must be new.
@@ -533,12 +573,25 @@ impl Fragment {
         out.extend_from_slice(self.var_of(fixed));
     }
 
-    /// The key of row `r`, which a transaction holds, appended to `key`;
-    /// whether the transaction deleted it.
-    pub(crate) fn held_key(&self, r: RowRef, key: &mut Vec<u8>) -> bool {
+    /// What the transaction holding row `r` made of it; the row's key is
+    /// appended to `key` unless it is unchanged.
+    pub(crate) fn held_change(&self, r: RowRef, key: &mut Vec<u8>) -> HeldChange {
+        let lock = &self.locks[&r];
         let fixed = self.fixed.slot(r);
+        // Only locked (a locking read), or written back as it was: a new var
+        // part always has a new place, so equal fixed parts are equal rows.
+        if !lock.deleted
+            && let Some(committed) = lock.committed.as_deref()
+            && committed[ROW_HEADER..] == fixed[ROW_HEADER..]
+        {
+            return HeldChange::Unchanged;
+        }
         self.layout.key_of(fixed, self.var_of(fixed), key);
-        self.locks[&r].deleted
+        if lock.deleted {
+            HeldChange::Deleted
+        } else {
+            HeldChange::Written
+        }
     }
 
     /// Makes a transaction's change to row `r` the committed one.

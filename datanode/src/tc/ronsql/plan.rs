@@ -225,12 +225,13 @@ fn name_parts(name: &ObjectName) -> Result<Vec<String>, SqlError> {
         .collect()
 }
 
+/// The SELECT of a query, refusing what no Shoal SQL runs; locking
+/// clauses (FOR UPDATE) are left to the caller.
 pub(crate) fn select_of(query: &ast::Query) -> Result<&ast::Select, SqlError> {
     if query.with.is_some() {
         return Err(unsupported("WITH (common table expressions)"));
     }
     if query.fetch.is_some()
-        || !query.locks.is_empty()
         || query.for_clause.is_some()
         || query.settings.is_some()
         || query.format_clause.is_some()
@@ -263,6 +264,9 @@ struct Planner<'a> {
 
 /// Plans a parsed query over `table`.
 pub(crate) fn plan(explain: bool, query: &ast::Query, table: Arc<Table>) -> Result<Plan, SqlError> {
+    if !query.locks.is_empty() {
+        return Err(unsupported("FOR UPDATE and FOR SHARE in an aggregate"));
+    }
     let select = select_of(query)?;
     let layout = Arc::clone(&table.layout);
     let mut qualifiers = vec![table.name().to_string()];
