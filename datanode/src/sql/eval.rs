@@ -504,6 +504,20 @@ impl Cmp {
         }
     }
 
+    /// SQL's comparison operator as a `Cmp`, if it is one.
+    pub(crate) fn of(op: &sqlparser::ast::BinaryOperator) -> Option<Cmp> {
+        use sqlparser::ast::BinaryOperator as Op;
+        Some(match op {
+            Op::Eq => Cmp::Eq,
+            Op::NotEq => Cmp::Ne,
+            Op::Lt => Cmp::Lt,
+            Op::LtEq => Cmp::Le,
+            Op::Gt => Cmp::Gt,
+            Op::GtEq => Cmp::Ge,
+            _ => return None,
+        })
+    }
+
     /// The operator with its operands swapped: `a < b` is `b > a`.
     pub(crate) fn flip(self) -> Cmp {
         match self {

@@ -10,6 +10,8 @@
 //! - `proto`: packets, the handshake, result sets in text and binary.
 //! - `session`: one connection: login, commands, prepared statements.
 //! - `query`: statements, planned onto the transaction coordinator.
+//! - `filter`: WHERE clauses and SET expressions over rows.
+//! - `scan`: rows found by a WHERE clause: index ranges, full scans.
 //! - `transaction`: BEGIN, COMMIT, ROLLBACK and autocommit.
 //! - `ddl`: changes of schema, made by the control plane (or a node alone).
 //! - `value`: SQL literals and arguments to column values, and back.
@@ -20,8 +22,10 @@
 
 mod ddl;
 mod error;
+mod filter;
 mod proto;
 mod query;
+mod scan;
 mod session;
 mod transaction;
 mod value;

@@ -35,7 +35,9 @@ use sqlparser::tokenizer::{Token, Tokenizer};
 
 use super::ddl;
 use super::error::MyError;
+use super::filter::{Cond, Expression};
 use super::proto::{ColumnDef, ty};
+use super::scan::Scan;
 use super::session::Session;
 use super::value::{self, Cell, Lit, column_def, computed, to_value};
 use crate::tc::batch::{OperationError, Outcome};
@@ -413,6 +415,10 @@ impl Session {
         match self.plan_select(q)? {
             Select::Constant { columns, rows } => Ok(Reply::rows(columns, rows)),
             Select::Keys(lookup) => self.lookup(&lookup, &[]).await,
+            Select::Scan { scan, grant, shape } => {
+                let found = self.scan_rows(&grant, &scan, shape.enough()).await?;
+                Ok(shape.answer(found, &[]))
+            }
             Select::Aggregate {
                 plan,
                 grant,
@@ -470,11 +476,14 @@ impl Session {
                 table,
             });
         }
-        if select.distinct.is_some() || select.having.is_some() {
-            return Err(MyError::unsupported(
-                "SELECT DISTINCT or HAVING without GROUP BY",
-            ));
+        if select.having.is_some() {
+            return Err(MyError::unsupported("HAVING without GROUP BY"));
         }
+        let distinct = match &select.distinct {
+            None => false,
+            Some(ast::Distinct::Distinct) => true,
+            Some(ast::Distinct::On(_)) => return Err(MyError::unsupported("DISTINCT ON")),
+        };
         let db_name = table.database.name.to_string();
         let def = table.def();
         let mut outputs = Vec::new();
@@ -502,12 +511,6 @@ impl Session {
                 column.name = alias.value.clone();
             }
         }
-        let Some(filter) = &select.selection else {
-            return Err(scans());
-        };
-        let Some(keys) = key_lits(&table, filter)? else {
-            return Err(scans());
-        };
         let mut order = Vec::new();
         if let Some(order_by) = &q.order_by {
             let OrderByKind::Expressions(exprs) = &order_by.kind else {
@@ -521,16 +524,41 @@ impl Session {
             }
         }
         let (limit, offset) = limit_of(q)?;
-        Ok(Select::Keys(Lookup {
-            table,
-            keys,
-            lock,
+        let shape = Shape {
             outputs,
             columns,
             order,
+            distinct,
             limit,
             offset,
-        }))
+        };
+        let keys = match &select.selection {
+            Some(filter) => key_lits(&table, filter)?,
+            None => None,
+        };
+        if let Some(keys) = keys {
+            return Ok(Select::Keys(Lookup {
+                table,
+                keys,
+                lock,
+                shape,
+            }));
+        }
+        if lock {
+            return Err(MyError::unsupported(
+                "a locking read of rows found by a scan (lock them by key)",
+            ));
+        }
+        let cond = select
+            .selection
+            .as_ref()
+            .map(|w| Cond::of(&table, w))
+            .transpose()?;
+        Ok(Select::Scan {
+            scan: Scan::plan(&table, cond),
+            grant,
+            shape,
+        })
     }
 
     /// A SELECT without a table: constants, variables, session functions.
@@ -648,36 +676,8 @@ impl Session {
             }
         }
         // As an index would give them: in key order, unless asked otherwise.
-        let order: Vec<(usize, bool)> = if l.order.is_empty() {
-            key_positions(&l.table).map(|c| (c, true)).collect()
-        } else {
-            l.order.clone()
-        };
-        found.sort_by(|a, b| {
-            for &(c, ascending) in &order {
-                let o = compare(&a[c], &b[c]);
-                let o = if ascending { o } else { o.reverse() };
-                if o.is_ne() {
-                    return o;
-                }
-            }
-            std::cmp::Ordering::Equal
-        });
-        let rows = found
-            .into_iter()
-            .skip(usize::try_from(l.offset).unwrap_or(usize::MAX))
-            .take(
-                l.limit
-                    .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX)),
-            )
-            .map(|values| {
-                l.outputs
-                    .iter()
-                    .map(|&c| Cell::Value(values[c].clone()))
-                    .collect()
-            })
-            .collect();
-        Ok(Reply::rows(l.columns.clone(), rows))
+        let key_order: Vec<(usize, bool)> = key_positions(&l.table).map(|c| (c, true)).collect();
+        Ok(l.shape.answer(found, &key_order))
     }
 
     async fn insert(&mut self, insert: &ast::Insert) -> Result<Reply, MyError> {
@@ -903,16 +903,6 @@ impl Session {
     ) -> Result<Reply, MyError> {
         let (table, grant) = self.table_named(name)?;
         self.may_write(&grant, "UPDATE", &table)?;
-        let def = table.def();
-        let keys = selection
-            .map(|w| key_lookup(&table, w))
-            .transpose()?
-            .flatten()
-            .ok_or_else(|| {
-                MyError::unsupported(
-                    "UPDATE by anything but the whole primary key (a scanning UPDATE)",
-                )
-            })?;
         let mut set = Vec::with_capacity(assignments.len());
         for a in assignments {
             let ast::AssignmentTarget::ColumnName(target) = &a.target else {
@@ -925,37 +915,21 @@ impl Session {
             if is_key(&table, c) {
                 return Err(MyError::unsupported("UPDATE of a primary key column"));
             }
-            let lit = literal(&a.value)?.ok_or_else(|| {
-                MyError::unsupported(format!(
-                    "SET {column_name} = {} (only constants, for now)",
-                    a.value
-                ))
-            })?;
-            set.push((c, to_value(&lit, &def.columns[c])?));
+            set.push((c, Expression::of(&table, c, &a.value)?));
         }
-        let rows: Vec<Vec<(&str, Value)>> = keys
-            .iter()
-            .cloned()
-            .map(|key| {
-                let mut row: Vec<(&str, Value)> = key_positions(&table)
-                    .zip(key)
-                    .map(|(c, v)| (def.columns[c].name.as_str(), v))
-                    .collect();
-                row.extend(
-                    set.iter()
-                        .map(|(c, v)| (def.columns[*c].name.as_str(), v.clone())),
-                );
-                row
-            })
-            .collect();
-        let affected = self
-            .change_existing(&grant, &table, &keys, |batch, i| {
-                batch.update(&table, &rows[i])
-            })
+        let keys = selection
+            .map(|w| key_lookup(&table, w))
+            .transpose()?
+            .flatten();
+        // Each row is locked and read first: the new values may come from
+        // it, and MySQL counts the rows whose values changed.
+        let (keys, scan) = self.rows_to_change(&grant, &table, keys, selection).await?;
+        let (matched, changed) = self
+            .change_locked(&grant, &table, &keys, scan.as_ref(), Some(&set))
             .await?;
         Ok(Reply::Done {
-            affected,
-            info: format!("Rows matched: {affected}  Changed: {affected}  Warnings: 0"),
+            affected: if self.found_rows() { matched } else { changed },
+            info: format!("Rows matched: {matched}  Changed: {changed}  Warnings: 0"),
             last_insert_id: 0,
         })
     }
@@ -982,71 +956,154 @@ impl Session {
         let name = relation_name(&from.relation)?;
         let (table, grant) = self.table_named(&name)?;
         self.may_write(&grant, "DELETE", &table)?;
-        let keys = delete
-            .selection
-            .as_ref()
+        let selection = delete.selection.as_ref();
+        let keys = selection
             .map(|w| key_lookup(&table, w))
             .transpose()?
-            .flatten()
-            .ok_or_else(|| {
-                MyError::unsupported(
-                    "DELETE by anything but the whole primary key (a scanning DELETE)",
-                )
-            })?;
-        let affected = self
-            .change_existing(&grant, &table, &keys, |batch, i| {
-                batch.delete(&table, &keys[i])
-            })
-            .await?;
+            .flatten();
+        let affected = match keys {
+            Some(keys) if !self.in_transaction() => {
+                self.change_existing(&grant, keys.len(), |batch, i| {
+                    batch.delete(&table, &keys[i])
+                })
+                .await?
+            }
+            keys => {
+                let (keys, scan) = self.rows_to_change(&grant, &table, keys, selection).await?;
+                self.change_locked(&grant, &table, &keys, scan.as_ref(), None)
+                    .await?
+                    .0
+            }
+        };
         Ok(Reply::done(affected))
     }
 
-    /// Changes the rows of `table` with `keys` that exist (`add` puts the
-    /// change of the `i`th in a batch), all or none. Answers how many it
-    /// changed. On their own, a change whose row is not there is dropped
-    /// and the rest tried again; in a transaction, the rows are locked
-    /// first, and those found changed.
-    async fn change_existing<F>(
+    /// The keys of the rows an UPDATE or DELETE may change: `keys` if its
+    /// WHERE names them, else those of the rows a scan finds passing it
+    /// (and the scan, to check each row again once it is locked).
+    async fn rows_to_change(
+        &mut self,
+        grant: &Grant,
+        table: &Arc<Table>,
+        keys: Option<Vec<Vec<Value>>>,
+        selection: Option<&Expr>,
+    ) -> Result<(Vec<Vec<Value>>, Option<Scan>), MyError> {
+        if let Some(keys) = keys {
+            return Ok((keys, None));
+        }
+        let cond = selection.map(|w| Cond::of(table, w)).transpose()?;
+        let scan = Scan::plan(table, cond);
+        let rows = self.scan_rows(grant, &scan, None).await?;
+        let keys = rows
+            .into_iter()
+            .map(|row| key_positions(table).map(|c| row[c].clone()).collect())
+            .collect();
+        Ok((keys, Some(scan)))
+    }
+
+    /// Changes the rows of `table` with `keys` in one transaction — the
+    /// session's, or the statement's own: each row is locked and read,
+    /// checked again against `scan`'s WHERE if it was found by one, and
+    /// then updated by `set` (its new values worked out from the row as
+    /// locked) or, without `set`, deleted. Answers the rows matched and
+    /// the rows changed (an update that leaves a row as it was matched it).
+    async fn change_locked(
         &mut self,
         grant: &Grant,
         table: &Arc<Table>,
         keys: &[Vec<Value>],
-        add: F,
-    ) -> Result<u64, MyError>
-    where
-        F: Fn(&mut crate::tc::batch::Batch, usize) -> Result<(), crate::storage::codec::ValueError>,
-    {
+        scan: Option<&Scan>,
+        set: Option<&[(usize, Expression)]>,
+    ) -> Result<(u64, u64), MyError> {
+        if table.layout.ordered.iter().any(|o| o.unique) {
+            return Err(MyError::unsupported(
+                "an UPDATE or DELETE by a scan, computed from the row, or in a transaction, of a table with a UNIQUE index (change its rows by key, each statement on its own)",
+            ));
+        }
+        if keys.is_empty() {
+            return Ok((0, 0));
+        }
         let bad_value =
             |e: crate::storage::codec::ValueError| MyError::bad_value(&e.column, &e.problem);
         let tc = self.engine.tc().clone();
-        if self.in_transaction() {
-            self.may_change_rows()?;
-            let mut batch = tc.batch();
-            for key in keys {
-                batch.read_locking(table, key).map_err(bad_value)?;
-            }
-            self.execute(grant, &mut batch, Commit::Atomic).await?;
-            let found: Vec<usize> = (0..keys.len())
-                .filter(|&i| matches!(batch.result(i), Ok(Outcome::Found(_))))
-                .collect();
-            if found.is_empty() {
-                return Ok(0);
-            }
-            let mut batch = tc.batch();
-            for &i in &found {
-                add(&mut batch, i).map_err(bad_value)?;
-            }
-            self.execute(grant, &mut batch, Commit::Atomic).await?;
-            return Ok(found.len() as u64);
+        let mut own = (!self.in_transaction()).then(|| tc.begin());
+        let mut locked = tc.batch();
+        for key in keys {
+            locked.read_locking(table, key).map_err(bad_value)?;
         }
-        let mut wanted: Vec<usize> = (0..keys.len()).collect();
+        self.run_within(&mut own, grant, &mut locked).await?;
+        let def = table.def();
+        let (mut matched, mut changes) = (0, tc.batch());
+        for (i, key) in keys.iter().enumerate() {
+            let Ok(Outcome::Found(row)) = locked.result(i) else {
+                continue;
+            };
+            let values = row.into_values();
+            if scan.is_some_and(|s| !s.passes(&values)) {
+                continue;
+            }
+            matched += 1;
+            let Some(set) = set else {
+                changes.delete(table, key).map_err(bad_value)?;
+                continue;
+            };
+            let mut row: Vec<(&str, Value)> = key_positions(table)
+                .map(|c| (def.columns[c].name.as_str(), values[c].clone()))
+                .collect();
+            let mut differs = false;
+            for (c, e) in set {
+                let new = e.eval(table, *c, &values)?;
+                differs |= compare(&new, &values[*c]).is_ne();
+                row.push((def.columns[*c].name.as_str(), new));
+            }
+            if differs {
+                changes.update(table, &row).map_err(bad_value)?;
+            }
+        }
+        let changed = changes.len() as u64;
+        if !changes.is_empty() {
+            self.run_within(&mut own, grant, &mut changes).await?;
+        }
+        if let Some(t) = own {
+            tc.commit(t).await.map_err(MyError::from)?;
+        }
+        Ok((matched, changed))
+    }
+
+    /// Runs `batch` in the statement's own transaction if it has one,
+    /// else in the session's.
+    async fn run_within(
+        &mut self,
+        own: &mut Option<crate::tc::Transaction>,
+        grant: &Grant,
+        batch: &mut crate::tc::batch::Batch,
+    ) -> Result<(), MyError> {
+        match own {
+            Some(t) => {
+                let tc = self.engine.tc().clone();
+                tc.execute_in(grant, t, batch).await.map_err(MyError::from)
+            }
+            None => self.execute(grant, batch, Commit::Atomic).await,
+        }
+    }
+
+    /// Runs `n` changes of rows that may not exist as one atomic request
+    /// of those that do: a change whose row is not there is dropped and
+    /// the rest tried again, so the statement changes every row it finds,
+    /// or none. Answers how many it changed.
+    async fn change_existing<F>(&mut self, grant: &Grant, n: usize, add: F) -> Result<u64, MyError>
+    where
+        F: Fn(&mut crate::tc::batch::Batch, usize) -> Result<(), crate::storage::codec::ValueError>,
+    {
+        let tc = self.engine.tc().clone();
+        let mut wanted: Vec<usize> = (0..n).collect();
         loop {
             if wanted.is_empty() {
                 return Ok(0);
             }
             let mut batch = tc.batch();
             for &i in &wanted {
-                add(&mut batch, i).map_err(bad_value)?;
+                add(&mut batch, i).map_err(|e| MyError::bad_value(&e.column, &e.problem))?;
             }
             match tc.execute(grant, &mut batch, Commit::Atomic).await {
                 Ok(()) => return Ok(wanted.len() as u64),
@@ -1567,6 +1624,12 @@ enum Select {
         rows: Vec<Vec<Cell>>,
     },
     Keys(Lookup),
+    /// Rows found by the WHERE clause.
+    Scan {
+        scan: Scan,
+        grant: Grant,
+        shape: Shape,
+    },
     Aggregate {
         plan: Box<crate::tc::ronsql::plan::Plan>,
         grant: Grant,
@@ -1580,9 +1643,84 @@ impl Select {
     fn columns(self) -> Vec<ColumnDef> {
         match self {
             Select::Constant { columns, .. } | Select::Aggregate { columns, .. } => columns,
-            Select::Keys(l) => l.columns,
+            Select::Keys(l) => l.shape.columns,
+            Select::Scan { shape, .. } => shape.columns,
         }
     }
+}
+
+/// What a SELECT answers of the rows it finds: which columns, in which
+/// order, how many.
+#[derive(Debug)]
+pub(crate) struct Shape {
+    /// The table's columns answered, in order.
+    outputs: Vec<usize>,
+    columns: Vec<ColumnDef>,
+    order: Vec<(usize, bool)>,
+    distinct: bool,
+    limit: Option<u64>,
+    offset: u64,
+}
+
+impl Shape {
+    /// The answer made of `found` (every column of each row), sorted by
+    /// its ORDER BY, else by `natural` (empty: as found).
+    fn answer(&self, mut found: Vec<Vec<Value>>, natural: &[(usize, bool)]) -> Reply {
+        let order = if self.order.is_empty() {
+            natural
+        } else {
+            &self.order
+        };
+        if !order.is_empty() {
+            found.sort_by(|a, b| {
+                for &(c, ascending) in order {
+                    let o = compare(&a[c], &b[c]);
+                    let o = if ascending { o } else { o.reverse() };
+                    if o.is_ne() {
+                        return o;
+                    }
+                }
+                std::cmp::Ordering::Equal
+            });
+        }
+        let mut rows: Vec<Vec<Value>> = found
+            .into_iter()
+            .map(|values| self.outputs.iter().map(|&c| values[c].clone()).collect())
+            .collect();
+        if self.distinct {
+            let mut seen: Vec<Vec<Value>> = Vec::new();
+            rows.retain(|r| {
+                let new = !seen.iter().any(|s| same_row(s, r));
+                if new {
+                    seen.push(r.clone());
+                }
+                new
+            });
+        }
+        let rows = rows
+            .into_iter()
+            .skip(usize::try_from(self.offset).unwrap_or(usize::MAX))
+            .take(
+                self.limit
+                    .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+            )
+            .map(|values| values.into_iter().map(Cell::Value).collect())
+            .collect();
+        Reply::rows(self.columns.clone(), rows)
+    }
+
+    /// How many rows found are enough, when neither an order nor DISTINCT
+    /// needs them all.
+    fn enough(&self) -> Option<usize> {
+        let limit = usize::try_from(self.limit?).ok()?;
+        (self.order.is_empty() && !self.distinct)
+            .then(|| limit.saturating_add(usize::try_from(self.offset).unwrap_or(usize::MAX)))
+    }
+}
+
+/// Whether two answered rows are the same for DISTINCT.
+fn same_row(a: &[Value], b: &[Value]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| compare(x, y).is_eq())
 }
 
 /// Rows read by their primary keys.
@@ -1594,12 +1732,7 @@ pub(crate) struct Lookup {
     /// FOR UPDATE or FOR SHARE: in a transaction, the rows found are
     /// locked until it ends (exclusively, both: a row has one kind of lock).
     lock: bool,
-    /// The table's columns answered, in order.
-    outputs: Vec<usize>,
-    columns: Vec<ColumnDef>,
-    order: Vec<(usize, bool)>,
-    limit: Option<u64>,
-    offset: u64,
+    shape: Shape,
 }
 
 /// BEGIN, COMMIT and ROLLBACK take WORK and nothing else here.
@@ -1659,12 +1792,6 @@ fn lock_of(q: &ast::Query) -> Result<bool, MyError> {
         ));
     }
     Ok(!q.locks.is_empty())
-}
-
-fn scans() -> MyError {
-    MyError::unsupported(
-        "a SELECT that scans (a WHERE that is not on the whole primary key) yet; aggregate it, or read it by key",
-    )
 }
 
 /// `tokens` split at the commas outside parentheses.
@@ -1907,7 +2034,7 @@ fn key_positions(table: &Table) -> impl ExactSizeIterator<Item = usize> + Clone 
 }
 
 /// The column an expression names: `c`, `t.c` or `db.t.c`.
-fn column_of(table: &Table, e: &Expr, place: &str) -> Result<usize, MyError> {
+pub(crate) fn column_of(table: &Table, e: &Expr, place: &str) -> Result<usize, MyError> {
     let name = match e {
         Expr::Identifier(i) => i.value.as_str(),
         Expr::CompoundIdentifier(parts) => {
@@ -2064,7 +2191,7 @@ fn limit_of(q: &ast::Query) -> Result<(Option<u64>, u64), MyError> {
 }
 
 /// Two values of one column, in the order an index keeps them.
-fn compare(a: &Value, b: &Value) -> std::cmp::Ordering {
+pub(crate) fn compare(a: &Value, b: &Value) -> std::cmp::Ordering {
     use std::cmp::Ordering;
     match (a, b) {
         (Value::Null, Value::Null) => Ordering::Equal,
@@ -2079,7 +2206,21 @@ fn compare(a: &Value, b: &Value) -> std::cmp::Ordering {
         (Value::Text(x), Value::Text(y)) => x.to_lowercase().cmp(&y.to_lowercase()),
         (Value::Bytes(x), Value::Bytes(y)) => x.cmp(y),
         (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
-        (Value::Decimal(x), Value::Decimal(y)) => x.to_string().cmp(&y.to_string()),
+        (Value::Decimal(x), Value::Decimal(y)) => {
+            // At one scale: the larger scale's, exactly (i128 holds 38 digits).
+            let scale = x.scale.max(y.scale);
+            let at = |d: &crate::types::value::Decimal| {
+                d.mantissa
+                    .checked_mul(crate::types::value::POW10[usize::from(scale - d.scale)])
+            };
+            match (at(x), at(y)) {
+                (Some(a), Some(b)) => a.cmp(&b),
+                _ => x.to_string().cmp(&y.to_string()),
+            }
+        }
+        (Value::Date(x), Value::Date(y)) => x.cmp(y),
+        (Value::DateTime(x), Value::DateTime(y)) => x.cmp(y),
+        (Value::Timestamp(x), Value::Timestamp(y)) => x.cmp(y),
         _ => a.to_string().cmp(&b.to_string()),
     }
 }

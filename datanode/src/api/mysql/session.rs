@@ -87,6 +87,12 @@ pub(crate) struct Session {
 }
 
 impl Session {
+    /// Whether the client asked UPDATE to answer the rows it matched
+    /// rather than those it changed (`CLIENT_FOUND_ROWS`).
+    pub(crate) fn found_rows(&self) -> bool {
+        self.capabilities & cap::FOUND_ROWS != 0
+    }
+
     /// The key, if it still works.
     pub(crate) fn key(&self) -> Result<&Arc<ApiKey>, MyError> {
         if !self.key.is_live() {

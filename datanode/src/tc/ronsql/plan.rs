@@ -677,12 +677,7 @@ impl Planner<'_> {
                             boxed(self.pred(right, depth + 1)?)?,
                         ));
                     }
-                    BinaryOperator::Eq => Cmp::Eq,
-                    BinaryOperator::NotEq => Cmp::Ne,
-                    BinaryOperator::Lt => Cmp::Lt,
-                    BinaryOperator::LtEq => Cmp::Le,
-                    BinaryOperator::Gt => Cmp::Gt,
-                    BinaryOperator::GtEq => Cmp::Ge,
+                    op if Cmp::of(op).is_some() => Cmp::of(op).expect("a comparison"),
                     BinaryOperator::Plus
                     | BinaryOperator::Minus
                     | BinaryOperator::Multiply

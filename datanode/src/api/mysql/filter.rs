@@ -1,0 +1,503 @@
+//! WHERE clauses and UPDATE's SET expressions over a table's rows, as the
+//! front end evaluates them on rows a scan or a lookup brought back.
+//!
+//! A condition compares a column with constants (`=`, `<>`, `<`, `<=`,
+//! `>`, `>=`, `BETWEEN`, `IN`, `IS [NOT] NULL`), joined by AND, OR and
+//! NOT, with SQL's three values: a comparison with NULL is unknown, and a
+//! row passes only when its condition is true. The constants are the
+//! column's values, checked as any value written to it is. From a
+//! condition, `bounds` finds the range of an ordered index its rows lie
+//! in; the condition is still checked on every row the range gives.
+//!
+//! A SET expression is a column's new value from constants and the row's
+//! own columns with `+`, `-` and `*` (`k = k + 1`); integer arithmetic is
+//! checked, never wrapped, and the result must fit the column.
+
+use std::cmp::Ordering;
+
+use sqlparser::ast::{BinaryOperator, Expr, UnaryOperator};
+
+use super::error::MyError;
+use super::query::{column_of, compare, literal};
+use super::value::{Lit, to_value};
+use crate::sql::eval::Cmp;
+use crate::storage::codec;
+use crate::tc::Table;
+use crate::types::value::Value;
+
+/// Most values an IN list of a condition holds.
+const MAX_IN_LIST: usize = 10_000;
+
+/// A WHERE clause, its constants converted to their columns' values.
+#[derive(Debug, Clone)]
+pub(crate) enum Cond {
+    Compare(usize, Cmp, Value),
+    Null(usize),
+    In(usize, Vec<Value>),
+    And(Vec<Cond>),
+    Or(Vec<Cond>),
+    Not(Box<Cond>),
+}
+
+impl Cond {
+    /// The condition `e` over `table`'s rows.
+    pub(crate) fn of(table: &Table, e: &Expr) -> Result<Cond, MyError> {
+        let value = |column: usize, e: &Expr| -> Result<Value, MyError> {
+            let lit = literal(e)?.ok_or_else(|| {
+                MyError::unsupported(format!(
+                    "comparing a column with '{e}' (only with constants)"
+                ))
+            })?;
+            if matches!(lit, Lit::Param(_)) {
+                return Err(MyError::bad_arguments("a ? was given no value"));
+            }
+            to_value(&lit, &table.def().columns[column])
+        };
+        Ok(match e {
+            Expr::Nested(inner) => Cond::of(table, inner)?,
+            Expr::BinaryOp { left, op, right } => {
+                if matches!(op, BinaryOperator::And | BinaryOperator::Or) {
+                    let (l, r) = (Cond::of(table, left)?, Cond::of(table, right)?);
+                    return Ok(if *op == BinaryOperator::And {
+                        Cond::And(vec![l, r])
+                    } else {
+                        Cond::Or(vec![l, r])
+                    });
+                }
+                let cmp = Cmp::of(op).ok_or_else(|| {
+                    MyError::unsupported(format!("the operator {op} in a WHERE clause"))
+                })?;
+                match column_of(table, left, "where clause") {
+                    Ok(c) => Cond::Compare(c, cmp, value(c, right)?),
+                    Err(_) => {
+                        let c = column_of(table, right, "where clause")?;
+                        Cond::Compare(c, cmp.flip(), value(c, left)?)
+                    }
+                }
+            }
+            Expr::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
+                let c = column_of(table, expr, "where clause")?;
+                let between = Cond::And(vec![
+                    Cond::Compare(c, Cmp::Ge, value(c, low)?),
+                    Cond::Compare(c, Cmp::Le, value(c, high)?),
+                ]);
+                if *negated {
+                    Cond::Not(Box::new(between))
+                } else {
+                    between
+                }
+            }
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                let c = column_of(table, expr, "where clause")?;
+                if list.len() > MAX_IN_LIST {
+                    return Err(MyError::new(
+                        1105,
+                        "HY000",
+                        format!(
+                            "an IN list has at most {MAX_IN_LIST} values; this one has {}",
+                            list.len()
+                        ),
+                    ));
+                }
+                let values = (list.iter().map(|e| value(c, e))).collect::<Result<_, _>>()?;
+                let within = Cond::In(c, values);
+                if *negated {
+                    Cond::Not(Box::new(within))
+                } else {
+                    within
+                }
+            }
+            Expr::IsNull(e) => Cond::Null(column_of(table, e, "where clause")?),
+            Expr::IsNotNull(e) => {
+                Cond::Not(Box::new(Cond::Null(column_of(table, e, "where clause")?)))
+            }
+            Expr::UnaryOp {
+                op: UnaryOperator::Not,
+                expr,
+            } => Cond::Not(Box::new(Cond::of(table, expr)?)),
+            other => {
+                return Err(MyError::unsupported(format!(
+                    "the condition '{}' (comparisons of columns with constants only)",
+                    other.to_string().chars().take(64).collect::<String>()
+                )));
+            }
+        })
+    }
+
+    /// Whether `row` (every column's value) passes: `None` for unknown.
+    pub(crate) fn eval(&self, row: &[Value]) -> Option<bool> {
+        match self {
+            Cond::Compare(c, cmp, v) => {
+                let x = &row[*c];
+                if matches!(x, Value::Null) || matches!(v, Value::Null) {
+                    return None;
+                }
+                Some(cmp.holds(compare(x, v)))
+            }
+            Cond::Null(c) => Some(matches!(row[*c], Value::Null)),
+            Cond::In(c, values) => {
+                let x = &row[*c];
+                if matches!(x, Value::Null) {
+                    return None;
+                }
+                let mut unknown = false;
+                for v in values {
+                    if matches!(v, Value::Null) {
+                        unknown = true;
+                    } else if compare(x, v).is_eq() {
+                        return Some(true);
+                    }
+                }
+                if unknown { None } else { Some(false) }
+            }
+            Cond::And(parts) => {
+                let mut unknown = false;
+                for p in parts {
+                    match p.eval(row) {
+                        Some(false) => return Some(false),
+                        None => unknown = true,
+                        Some(true) => {}
+                    }
+                }
+                if unknown { None } else { Some(true) }
+            }
+            Cond::Or(parts) => {
+                let mut unknown = false;
+                for p in parts {
+                    match p.eval(row) {
+                        Some(true) => return Some(true),
+                        None => unknown = true,
+                        Some(false) => {}
+                    }
+                }
+                if unknown { None } else { Some(false) }
+            }
+            Cond::Not(p) => p.eval(row).map(|b| !b),
+        }
+    }
+
+    /// Whether `row` passes.
+    pub(crate) fn passes(&self, row: &[Value]) -> bool {
+        self.eval(row) == Some(true)
+    }
+
+    /// The conditions that must all hold: the parts of top-level ANDs.
+    fn conjuncts(&self) -> Vec<&Cond> {
+        match self {
+            Cond::And(parts) => parts.iter().flat_map(Cond::conjuncts).collect(),
+            other => vec![other],
+        }
+    }
+}
+
+/// The range of an ordered index (its columns, in order) that every row
+/// passing `cond` lies in: values of its first columns at each end, and
+/// whether the ends are in. `None`: nothing bounds its first column.
+#[derive(Debug)]
+pub(crate) struct Bounds {
+    pub(crate) lower: Option<(Vec<Value>, bool)>,
+    pub(crate) upper: Option<(Vec<Value>, bool)>,
+}
+
+impl Bounds {
+    /// How many columns the range pins or bounds: the better the index.
+    pub(crate) fn width(&self) -> usize {
+        let len = |b: &Option<(Vec<Value>, bool)>| b.as_ref().map_or(0, |(v, _)| v.len());
+        len(&self.lower).max(len(&self.upper))
+    }
+}
+
+/// The bounds `cond` puts on an index over `columns`: equal values for its
+/// first columns, then a range of the next.
+pub(crate) fn bounds(cond: &Cond, columns: &[u16]) -> Option<Bounds> {
+    let conjuncts = cond.conjuncts();
+    let mut prefix = Vec::new();
+    for &column in columns {
+        let equal = conjuncts.iter().find_map(|c| match c {
+            Cond::Compare(col, Cmp::Eq, v)
+                if *col == usize::from(column) && !matches!(v, Value::Null) =>
+            {
+                Some(v.clone())
+            }
+            _ => None,
+        });
+        match equal {
+            Some(v) => prefix.push(v),
+            None => {
+                // A range of this column: the tightest of each end given.
+                let mut lower: Option<(Value, bool)> = None;
+                let mut upper: Option<(Value, bool)> = None;
+                for c in &conjuncts {
+                    let Cond::Compare(col, cmp, v) = c else {
+                        continue;
+                    };
+                    if *col != usize::from(column) || matches!(v, Value::Null) {
+                        continue;
+                    }
+                    let tighter = |end: &Option<(Value, bool)>, want: Ordering| {
+                        end.as_ref().is_none_or(|(e, _)| compare(v, e) == want)
+                    };
+                    match cmp {
+                        Cmp::Gt | Cmp::Ge if tighter(&lower, Ordering::Greater) => {
+                            lower = Some((v.clone(), *cmp == Cmp::Ge));
+                        }
+                        Cmp::Lt | Cmp::Le if tighter(&upper, Ordering::Less) => {
+                            upper = Some((v.clone(), *cmp == Cmp::Le));
+                        }
+                        _ => {}
+                    }
+                }
+                let end = |end: Option<(Value, bool)>| {
+                    end.map(|(v, inclusive)| {
+                        let mut values = prefix.clone();
+                        values.push(v);
+                        (values, inclusive)
+                    })
+                };
+                let (lower, upper) = (end(lower), end(upper));
+                if prefix.is_empty() && lower.is_none() && upper.is_none() {
+                    return None;
+                }
+                let pinned = || Some((prefix.clone(), true));
+                return Some(Bounds {
+                    lower: lower.or_else(pinned),
+                    upper: upper.or_else(pinned),
+                });
+            }
+        }
+    }
+    // Every column pinned.
+    Some(Bounds {
+        lower: Some((prefix.clone(), true)),
+        upper: Some((prefix, true)),
+    })
+}
+
+/// A column's new value in an UPDATE: from constants and the row's columns.
+#[derive(Debug, Clone)]
+pub(crate) enum Expression {
+    Value(Value),
+    Column(usize),
+    Arith(Box<Expression>, Arith, Box<Expression>),
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Arith {
+    Add,
+    Sub,
+    Mul,
+}
+
+impl Expression {
+    /// The expression `e` setting column `target` of `table`.
+    pub(crate) fn of(table: &Table, target: usize, e: &Expr) -> Result<Expression, MyError> {
+        if let Some(lit) = literal(e)? {
+            return Ok(Expression::Value(to_value(
+                &lit,
+                &table.def().columns[target],
+            )?));
+        }
+        Ok(match e {
+            Expr::Nested(inner) => Expression::of(table, target, inner)?,
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
+                Expression::Column(column_of(table, e, "field list")?)
+            }
+            Expr::BinaryOp { left, op, right } => {
+                let op = match op {
+                    BinaryOperator::Plus => Arith::Add,
+                    BinaryOperator::Minus => Arith::Sub,
+                    BinaryOperator::Multiply => Arith::Mul,
+                    other => {
+                        return Err(MyError::unsupported(format!(
+                            "the operator {other} in SET (only +, - and *)"
+                        )));
+                    }
+                };
+                let operand = |e: &Expr| -> Result<Expression, MyError> {
+                    match literal(e)? {
+                        // A constant operand keeps its own type: `k + 1`.
+                        Some(Lit::Int(v)) => Ok(Expression::Value(Value::Int(v))),
+                        Some(Lit::UInt(v)) => Ok(Expression::Value(Value::UInt(v))),
+                        Some(_) => Err(MyError::unsupported(
+                            "arithmetic on anything but integers in SET",
+                        )),
+                        None => Expression::of(table, target, e),
+                    }
+                };
+                Expression::Arith(Box::new(operand(left)?), op, Box::new(operand(right)?))
+            }
+            other => {
+                return Err(MyError::unsupported(format!(
+                    "SET {} = {} (constants, columns, + - *)",
+                    table.def().columns[target].name,
+                    other.to_string().chars().take(64).collect::<String>()
+                )));
+            }
+        })
+    }
+
+    /// Its value on `row`, for column `target` of `table`: checked to fit.
+    pub(crate) fn eval(
+        &self,
+        table: &Table,
+        target: usize,
+        row: &[Value],
+    ) -> Result<Value, MyError> {
+        let column = &table.def().columns[target];
+        match self {
+            Expression::Value(v) => Ok(v.clone()),
+            Expression::Column(c) => {
+                let v = &row[*c];
+                // Through the target column's checks, as a literal would be.
+                to_value(&lit_of(v), column)
+            }
+            Expression::Arith(..) => {
+                let v = self.integer(row, column.name.as_str())?;
+                let lit = match v {
+                    None => Lit::Null,
+                    Some(v) => match i64::try_from(v) {
+                        Ok(v) => Lit::Int(v),
+                        Err(_) => match u64::try_from(v) {
+                            Ok(v) => Lit::UInt(v),
+                            Err(_) => return Err(out_of_range(column.name.as_str())),
+                        },
+                    },
+                };
+                let v = to_value(&lit, column).map_err(|_| out_of_range(column.name.as_str()))?;
+                // The column's own range (an INT's, an UNSIGNED's), as it
+                // would be checked when the row is written.
+                codec::encode_operand(&table.layout, target as u16, &v)
+                    .map_err(|_| out_of_range(column.name.as_str()))?;
+                Ok(v)
+            }
+        }
+    }
+
+    /// Its value as an integer (`None` for NULL), exactly.
+    fn integer(&self, row: &[Value], name: &str) -> Result<Option<i128>, MyError> {
+        Ok(match self {
+            Expression::Value(v) => integer_of(v, name)?,
+            Expression::Column(c) => integer_of(&row[*c], name)?,
+            Expression::Arith(l, op, r) => {
+                let (Some(l), Some(r)) = (l.integer(row, name)?, r.integer(row, name)?) else {
+                    return Ok(None);
+                };
+                let v = match op {
+                    Arith::Add => l.checked_add(r),
+                    Arith::Sub => l.checked_sub(r),
+                    Arith::Mul => l.checked_mul(r),
+                };
+                Some(v.ok_or_else(|| out_of_range(name))?)
+            }
+        })
+    }
+}
+
+fn integer_of(v: &Value, name: &str) -> Result<Option<i128>, MyError> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Int(i) => Ok(Some(i128::from(*i))),
+        Value::UInt(u) => Ok(Some(i128::from(*u))),
+        _ => Err(not_integer(name)),
+    }
+}
+
+/// A stored value as the literal that writes it again.
+fn lit_of(v: &Value) -> Lit {
+    match v {
+        Value::Null => Lit::Null,
+        Value::Int(i) => Lit::Int(*i),
+        Value::UInt(u) => Lit::UInt(*u),
+        Value::Double(d) => Lit::Double(*d),
+        Value::Float(f) => Lit::Double(f64::from(*f)),
+        Value::Decimal(d) => Lit::Number(d.to_string()),
+        Value::Text(t) => Lit::Str(t.clone().into_bytes()),
+        Value::Bytes(b) => Lit::Bytes(b.clone()),
+        Value::Bool(b) => Lit::Bool(*b),
+        Value::Date(_) | Value::DateTime(_) | Value::Timestamp(_) => {
+            Lit::Str(v.to_string().into_bytes())
+        }
+    }
+}
+
+fn not_integer(column: &str) -> MyError {
+    MyError::unsupported(format!(
+        "arithmetic on a column that is not an integer ('{column}')"
+    ))
+}
+
+/// 1690: the result does not fit.
+fn out_of_range(column: &str) -> MyError {
+    MyError::new(
+        1690,
+        "22003",
+        format!("Out of range value: the result does not fit column '{column}'"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int(v: i64) -> Value {
+        Value::Int(v)
+    }
+
+    #[test]
+    fn comparisons_with_null_are_unknown_and_never_pass() {
+        let row = [int(1), Value::Null];
+        let unknown = Cond::Compare(1, Cmp::Eq, int(1));
+        assert_eq!(unknown.eval(&row), None);
+        assert_eq!(Cond::Not(Box::new(unknown.clone())).eval(&row), None);
+        assert!(!Cond::Not(Box::new(unknown.clone())).passes(&row));
+        let yes = Cond::Compare(0, Cmp::Le, int(1));
+        assert_eq!(
+            Cond::Or(vec![unknown.clone(), yes.clone()]).eval(&row),
+            Some(true)
+        );
+        assert_eq!(Cond::And(vec![unknown.clone(), yes]).eval(&row), None);
+        let no = Cond::Compare(0, Cmp::Gt, int(1));
+        assert_eq!(Cond::And(vec![unknown, no]).eval(&row), Some(false));
+        assert_eq!(Cond::In(0, vec![int(2), Value::Null]).eval(&row), None);
+        assert_eq!(
+            Cond::In(0, vec![Value::Null, int(1)]).eval(&row),
+            Some(true)
+        );
+        assert_eq!(Cond::Null(1).eval(&row), Some(true));
+    }
+
+    #[test]
+    fn bounds_take_the_tightest_ends_after_an_equal_prefix() {
+        let a = |cmp, v| Cond::Compare(0, cmp, int(v));
+        let cond = Cond::And(vec![
+            a(Cmp::Ge, 5),
+            a(Cmp::Gt, 7),
+            a(Cmp::Lt, 10),
+            a(Cmp::Le, 20),
+            Cond::Compare(2, Cmp::Eq, int(3)),
+        ]);
+        let b = bounds(&cond, &[0]).unwrap();
+        assert_eq!(b.lower, Some((vec![int(7)], false)));
+        assert_eq!(b.upper, Some((vec![int(10)], false)));
+        // An index on (c, a): c pinned, then a's range.
+        let b = bounds(&cond, &[2, 0]).unwrap();
+        assert_eq!(b.lower, Some((vec![int(3), int(7)], false)));
+        assert_eq!(b.width(), 2);
+        // An index on (c, b): only c pinned.
+        let b = bounds(&cond, &[2, 1]).unwrap();
+        assert_eq!(b.lower, Some((vec![int(3)], true)));
+        assert_eq!(b.upper, Some((vec![int(3)], true)));
+        // Nothing bounds b; an OR bounds nothing.
+        assert!(bounds(&cond, &[1]).is_none());
+        assert!(bounds(&Cond::Or(vec![a(Cmp::Eq, 1), a(Cmp::Eq, 2)]), &[0]).is_none());
+    }
+}

@@ -1,0 +1,157 @@
+//! Statements that find their rows by a WHERE clause rather than by whole
+//! keys: a range of an ordered index where the clause bounds one (the
+//! primary key's, or the table's own), else every fragment's rows. Each
+//! page of rows comes through the coordinator, read committed and charged
+//! a read unit per index entry or row examined, and the clause is checked
+//! on every row it gives.
+//!
+//! A statement takes at most `MAX_SCAN_ROWS` rows that pass: past them it
+//! is refused (1105, nothing changed), never cut short, unless a LIMIT
+//! without ORDER BY or DISTINCT says how many it needs.
+
+use std::sync::Arc;
+
+use super::error::MyError;
+use super::filter::{Bounds, Cond, bounds};
+use super::session::Session;
+use crate::tc::{Grant, RangeScan, Table};
+use crate::types::value::Value;
+
+/// Most rows that pass a scanning statement's WHERE.
+pub(crate) const MAX_SCAN_ROWS: usize = 100_000;
+/// Rows asked for per page of a scan.
+const PAGE_ROWS: usize = 1000;
+/// Bytes of rows per page, about.
+const PAGE_BYTES: usize = 1 << 20;
+
+/// How a statement's rows are found.
+#[derive(Debug)]
+pub(crate) struct Scan {
+    pub(crate) table: Arc<Table>,
+    /// The WHERE clause; `None`: every row.
+    cond: Option<Cond>,
+    /// The ordered index whose range holds the rows, and the range; `None`:
+    /// every fragment is scanned.
+    range: Option<(String, Bounds)>,
+}
+
+impl Scan {
+    /// The scan of `table` for `cond`: the ordered index it bounds most
+    /// columns of (the primary key's on a tie), if any.
+    pub(crate) fn plan(table: &Arc<Table>, cond: Option<Cond>) -> Scan {
+        let range = cond.as_ref().and_then(|cond| {
+            let mut best: Option<(String, Bounds)> = None;
+            for index in &table.layout.ordered {
+                let Some(b) = bounds(cond, &index.order[..index.columns]) else {
+                    continue;
+                };
+                if best
+                    .as_ref()
+                    .is_none_or(|(_, other)| b.width() > other.width())
+                {
+                    best = Some((index.name.clone(), b));
+                }
+            }
+            best
+        });
+        Scan {
+            table: Arc::clone(table),
+            cond,
+            range,
+        }
+    }
+
+    /// Whether `row` passes the WHERE.
+    pub(crate) fn passes(&self, row: &[Value]) -> bool {
+        self.cond.as_ref().is_none_or(|c| c.passes(row))
+    }
+}
+
+impl Session {
+    /// The rows of `scan` that pass its WHERE (every column's value), in
+    /// its index's order if it has one: `enough` of them if given, else
+    /// all, refused past `MAX_SCAN_ROWS`.
+    pub(crate) async fn scan_rows(
+        &self,
+        grant: &Grant,
+        scan: &Scan,
+        enough: Option<usize>,
+    ) -> Result<Vec<Vec<Value>>, MyError> {
+        self.may_scan(&scan.table)?;
+        let want = enough.unwrap_or(MAX_SCAN_ROWS + 1);
+        let mut rows = Vec::new();
+        if want == 0 {
+            return Ok(rows);
+        }
+        let tc = self.engine.tc();
+        let table = &scan.table;
+        let take = |values: Vec<Value>, rows: &mut Vec<Vec<Value>>| {
+            if scan.passes(&values) {
+                rows.push(values);
+            }
+            rows.len() >= want
+        };
+        'scan: {
+            match &scan.range {
+                Some((index, b)) => {
+                    let mut after: Option<Vec<Value>> = None;
+                    loop {
+                        let page = tc
+                            .scan_range(
+                                grant,
+                                table,
+                                RangeScan {
+                                    index: Some(index),
+                                    lower: b.lower.as_ref().map(|(v, i)| (v.as_slice(), *i)),
+                                    upper: b.upper.as_ref().map(|(v, i)| (v.as_slice(), *i)),
+                                    after: after.as_deref(),
+                                    limit: PAGE_ROWS,
+                                    max_bytes: PAGE_BYTES,
+                                },
+                            )
+                            .await?;
+                        for row in page.rows {
+                            if take(row.into_values(), &mut rows) {
+                                break 'scan;
+                            }
+                        }
+                        match page.next {
+                            Some(next) => after = Some(next),
+                            None => break 'scan,
+                        }
+                    }
+                }
+                None => {
+                    for fragment in 0..table.fragments.len() {
+                        let mut from = 0;
+                        loop {
+                            let step = tc
+                                .scan_step(grant, table, fragment, from, PAGE_ROWS)
+                                .await?;
+                            for row in step.rows {
+                                if take(row.into_values(), &mut rows) {
+                                    break 'scan;
+                                }
+                            }
+                            match step.next {
+                                Some(next) => from = next,
+                                None => break,
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if enough.is_none() && rows.len() > MAX_SCAN_ROWS {
+            return Err(MyError::new(
+                1105,
+                "HY000",
+                format!(
+                    "more than {MAX_SCAN_ROWS} rows of table '{}' pass this WHERE; a statement takes at most that many (narrow the WHERE, or add LIMIT)",
+                    table.name()
+                ),
+            ));
+        }
+        Ok(rows)
+    }
+}
