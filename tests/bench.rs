@@ -141,7 +141,9 @@ fn multitenant_holds_the_flooder_to_its_limit_and_runs_the_others_on_schedule() 
     let out = tempfile::tempdir().unwrap();
     let stdout = bench(
         out.path(),
-        "multitenant --start --tenants 3 --tenant-limit 200 --threads 4 --time 1 --records 200 --workload c",
+        // A limit low enough that the flooder passes it and its burst
+        // within the second even on a loaded machine.
+        "multitenant --start --tenants 3 --tenant-limit 60 --threads 4 --time 1 --records 200 --workload c",
     );
     assert!(stdout.contains("phase with-flooder") && stdout.contains("phase without-flooder"));
     let results = results(out.path());
@@ -161,13 +163,13 @@ fn multitenant_holds_the_flooder_to_its_limit_and_runs_the_others_on_schedule() 
                 // most ~100 refusals each in a second, not one a round trip.
                 assert!(throttled <= 4 * 101, "{t}");
                 // Its limit and one second of burst, in a one-second run.
-                assert!(t["ops"].as_u64().unwrap() <= 2 * 200 + 10, "{t}");
+                assert!(t["ops"].as_u64().unwrap() <= 2 * 60 + 10, "{t}");
             } else {
                 assert_eq!(t["throttled"], 0, "{t}");
-                assert_eq!(t["target_ops_per_sec"], 100.0);
-                // A fixed rate of 100/s for one second: 100 operations due, all done.
+                assert_eq!(t["target_ops_per_sec"], 30.0);
+                // A fixed rate of 30/s for one second: 30 operations due, all done.
                 let done = t["ops"].as_u64().unwrap();
-                assert!((99..=101).contains(&done), "{t}");
+                assert!((29..=31).contains(&done), "{t}");
             }
         }
     }

@@ -788,6 +788,57 @@ async fn rows_are_found_by_ranges_and_scans_and_changed_by_where() {
     );
 }
 
+#[tokio::test]
+async fn ndbinfo_is_queried_in_sql_and_shows_only_the_keys_databases() {
+    let s = setup(&[]).await;
+    s.ok("INSERT INTO items (id, name) VALUES (1, 'one'), (2, 'two')");
+    let out = s
+        .ok("SELECT database_name, table_name FROM ndbinfo.table_memory_usage ORDER BY table_name");
+    assert_eq!(
+        lines(&out)[..],
+        ["app\titems"],
+        "only the key's database: {out}"
+    );
+    let out = s.ok(
+        "SELECT database_name FROM ndbinfo.database_memory_usage WHERE database_name = 'theirs'",
+    );
+    assert!(
+        lines(&out).is_empty(),
+        "another tenant's rows are not shown: {out}"
+    );
+    // The same figure the node reports to its operators.
+    let out = s.ok(
+        "SELECT in_memory_bytes FROM ndbinfo.database_memory_usage WHERE database_name = 'app'",
+    );
+    let all = s.shoal.ndbinfo("database_memory_usage").await;
+    let app = all["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r[0] == "app")
+        .unwrap();
+    assert_eq!(lines(&out)[..], [app[1].to_string().as_str()], "{out}");
+    let out = s.ok("SELECT database_name, in_memory_quota FROM ndbinfo.database_quota_usage");
+    assert_eq!(lines(&out)[..], ["app\tNULL"], "{out}");
+    let out = s.ok("SELECT DISTINCT database_name FROM ndbinfo.table_usage WHERE write_units >= 1");
+    assert_eq!(lines(&out)[..], ["app"], "{out}");
+    // A read key reads them too; node-wide tables are the operators'.
+    let ran = s.mysql_with(
+        &s.reader,
+        Some("app"),
+        b"SELECT COUNT(*) FROM items; SELECT table_name FROM ndbinfo.table_usage",
+    );
+    assert!(ran.ok, "{}", ran.err);
+    s.refused("SELECT * FROM ndbinfo.memoryusage", "1142");
+    s.refused("SELECT * FROM ndbinfo.nodes", "1142");
+    s.refused("SELECT * FROM ndbinfo.nope", "1146");
+    s.refused("SELECT nope FROM ndbinfo.table_usage", "1054");
+    s.refused(
+        "SELECT SUM(in_memory_bytes) FROM ndbinfo.table_memory_usage",
+        "1235",
+    );
+}
+
 /// sysbench's own `prepare` (CREATE TABLE, bulk INSERT, CREATE INDEX) and
 /// its OLTP tests (prepared statements, transactions, range scans, updates
 /// computed from the row), unchanged, a fixed number of events at 1, 4

@@ -28,6 +28,25 @@ use crate::types::value::Value;
 /// Most values an IN list of a condition holds.
 const MAX_IN_LIST: usize = 10_000;
 
+/// What a condition is over: columns by name, and how a constant becomes
+/// a column's value.
+pub(crate) trait Columns {
+    /// The column `e` names.
+    fn column(&self, e: &Expr) -> Result<usize, MyError>;
+    /// Constant `lit` as column `column`'s value, checked.
+    fn value(&self, column: usize, lit: &Lit) -> Result<Value, MyError>;
+}
+
+impl Columns for Table {
+    fn column(&self, e: &Expr) -> Result<usize, MyError> {
+        column_of(self, e, "where clause")
+    }
+
+    fn value(&self, column: usize, lit: &Lit) -> Result<Value, MyError> {
+        to_value(lit, &self.def().columns[column])
+    }
+}
+
 /// A WHERE clause, its constants converted to their columns' values.
 #[derive(Debug, Clone)]
 pub(crate) enum Cond {
@@ -40,8 +59,9 @@ pub(crate) enum Cond {
 }
 
 impl Cond {
-    /// The condition `e` over `table`'s rows.
-    pub(crate) fn of(table: &Table, e: &Expr) -> Result<Cond, MyError> {
+    /// The condition `e` over the rows of `table` (a table's, or any
+    /// other relation's).
+    pub(crate) fn of(table: &impl Columns, e: &Expr) -> Result<Cond, MyError> {
         let value = |column: usize, e: &Expr| -> Result<Value, MyError> {
             let lit = literal(e)?.ok_or_else(|| {
                 MyError::unsupported(format!(
@@ -51,7 +71,7 @@ impl Cond {
             if matches!(lit, Lit::Param(_)) {
                 return Err(MyError::bad_arguments("a ? was given no value"));
             }
-            to_value(&lit, &table.def().columns[column])
+            table.value(column, &lit)
         };
         Ok(match e {
             Expr::Nested(inner) => Cond::of(table, inner)?,
@@ -67,10 +87,10 @@ impl Cond {
                 let cmp = Cmp::of(op).ok_or_else(|| {
                     MyError::unsupported(format!("the operator {op} in a WHERE clause"))
                 })?;
-                match column_of(table, left, "where clause") {
+                match table.column(left) {
                     Ok(c) => Cond::Compare(c, cmp, value(c, right)?),
                     Err(_) => {
-                        let c = column_of(table, right, "where clause")?;
+                        let c = table.column(right)?;
                         Cond::Compare(c, cmp.flip(), value(c, left)?)
                     }
                 }
@@ -81,7 +101,7 @@ impl Cond {
                 low,
                 high,
             } => {
-                let c = column_of(table, expr, "where clause")?;
+                let c = table.column(expr)?;
                 let between = Cond::And(vec![
                     Cond::Compare(c, Cmp::Ge, value(c, low)?),
                     Cond::Compare(c, Cmp::Le, value(c, high)?),
@@ -97,7 +117,7 @@ impl Cond {
                 list,
                 negated,
             } => {
-                let c = column_of(table, expr, "where clause")?;
+                let c = table.column(expr)?;
                 if list.len() > MAX_IN_LIST {
                     return Err(MyError::new(
                         1105,
@@ -116,10 +136,8 @@ impl Cond {
                     within
                 }
             }
-            Expr::IsNull(e) => Cond::Null(column_of(table, e, "where clause")?),
-            Expr::IsNotNull(e) => {
-                Cond::Not(Box::new(Cond::Null(column_of(table, e, "where clause")?)))
-            }
+            Expr::IsNull(e) => Cond::Null(table.column(e)?),
+            Expr::IsNotNull(e) => Cond::Not(Box::new(Cond::Null(table.column(e)?))),
             Expr::UnaryOp {
                 op: UnaryOperator::Not,
                 expr,

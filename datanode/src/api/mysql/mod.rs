@@ -12,6 +12,7 @@
 //! - `query`: statements, planned onto the transaction coordinator.
 //! - `filter`: WHERE clauses and SET expressions over rows.
 //! - `scan`: rows found by a WHERE clause: index ranges, full scans.
+//! - `ndbinfo`: RonDB's ndbinfo tables, scoped to the caller's databases.
 //! - `transaction`: BEGIN, COMMIT, ROLLBACK and autocommit.
 //! - `ddl`: changes of schema, made by the control plane (or a node alone).
 //! - `value`: SQL literals and arguments to column values, and back.
@@ -23,6 +24,7 @@
 mod ddl;
 mod error;
 mod filter;
+mod ndbinfo;
 mod proto;
 mod query;
 mod scan;

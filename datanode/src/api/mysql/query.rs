@@ -415,6 +415,7 @@ impl Session {
         match self.plan_select(q)? {
             Select::Constant { columns, rows } => Ok(Reply::rows(columns, rows)),
             Select::Keys(lookup) => self.lookup(&lookup, &[]).await,
+            Select::Ndbinfo(n) => self.ndbinfo(&n).await,
             Select::Scan { scan, grant, shape } => {
                 let found = self.scan_rows(&grant, &scan, shape.enough()).await?;
                 Ok(shape.answer(found, &[]))
@@ -446,9 +447,21 @@ impl Session {
             return self.constant_select(q, select);
         }
         let (db, table_name) = crate::tc::ronsql::plan::table_of(q)?;
+        if db
+            .as_deref()
+            .is_some_and(|s| s.eq_ignore_ascii_case("ndbinfo"))
+        {
+            if lock_of(q)? {
+                return Err(MyError::unsupported("a locking read of an ndbinfo table"));
+            }
+            return Ok(Select::Ndbinfo(self.plan_ndbinfo(
+                &table_name,
+                q,
+                select,
+            )?));
+        }
         if let Some(schema) = db.as_deref()
-            && (schema.eq_ignore_ascii_case("ndbinfo")
-                || schema.eq_ignore_ascii_case("information_schema")
+            && (schema.eq_ignore_ascii_case("information_schema")
                 || schema.eq_ignore_ascii_case("mysql")
                 || schema.eq_ignore_ascii_case("performance_schema"))
         {
@@ -511,18 +524,7 @@ impl Session {
                 column.name = alias.value.clone();
             }
         }
-        let mut order = Vec::new();
-        if let Some(order_by) = &q.order_by {
-            let OrderByKind::Expressions(exprs) = &order_by.kind else {
-                return Err(MyError::unsupported("ORDER BY ALL"));
-            };
-            for o in exprs {
-                order.push((
-                    column_of(&table, &o.expr, "order clause")?,
-                    o.options.asc != Some(false),
-                ));
-            }
-        }
+        let order = order_of(q, |e| column_of(&table, e, "order clause"))?;
         let (limit, offset) = limit_of(q)?;
         let shape = Shape {
             outputs,
@@ -552,7 +554,7 @@ impl Session {
         let cond = select
             .selection
             .as_ref()
-            .map(|w| Cond::of(&table, w))
+            .map(|w| Cond::of(table.as_ref(), w))
             .transpose()?;
         Ok(Select::Scan {
             scan: Scan::plan(&table, cond),
@@ -991,7 +993,7 @@ impl Session {
         if let Some(keys) = keys {
             return Ok((keys, None));
         }
-        let cond = selection.map(|w| Cond::of(table, w)).transpose()?;
+        let cond = selection.map(|w| Cond::of(table.as_ref(), w)).transpose()?;
         let scan = Scan::plan(table, cond);
         let rows = self.scan_rows(grant, &scan, None).await?;
         let keys = rows
@@ -1624,6 +1626,8 @@ enum Select {
         rows: Vec<Vec<Cell>>,
     },
     Keys(Lookup),
+    /// Rows of an ndbinfo table.
+    Ndbinfo(super::ndbinfo::NdbinfoSelect),
     /// Rows found by the WHERE clause.
     Scan {
         scan: Scan,
@@ -1645,6 +1649,7 @@ impl Select {
             Select::Constant { columns, .. } | Select::Aggregate { columns, .. } => columns,
             Select::Keys(l) => l.shape.columns,
             Select::Scan { shape, .. } => shape.columns,
+            Select::Ndbinfo(n) => n.columns(),
         }
     }
 }
@@ -1654,18 +1659,18 @@ impl Select {
 #[derive(Debug)]
 pub(crate) struct Shape {
     /// The table's columns answered, in order.
-    outputs: Vec<usize>,
-    columns: Vec<ColumnDef>,
-    order: Vec<(usize, bool)>,
-    distinct: bool,
-    limit: Option<u64>,
-    offset: u64,
+    pub(super) outputs: Vec<usize>,
+    pub(super) columns: Vec<ColumnDef>,
+    pub(super) order: Vec<(usize, bool)>,
+    pub(super) distinct: bool,
+    pub(super) limit: Option<u64>,
+    pub(super) offset: u64,
 }
 
 impl Shape {
     /// The answer made of `found` (every column of each row), sorted by
     /// its ORDER BY, else by `natural` (empty: as found).
-    fn answer(&self, mut found: Vec<Vec<Value>>, natural: &[(usize, bool)]) -> Reply {
+    pub(super) fn answer(&self, mut found: Vec<Vec<Value>>, natural: &[(usize, bool)]) -> Reply {
         let order = if self.order.is_empty() {
             natural
         } else {
@@ -2186,8 +2191,24 @@ fn flatten_and<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
 }
 
 /// LIMIT and OFFSET, whole numbers only.
-fn limit_of(q: &ast::Query) -> Result<(Option<u64>, u64), MyError> {
+pub(crate) fn limit_of(q: &ast::Query) -> Result<(Option<u64>, u64), MyError> {
     Ok(crate::tc::ronsql::plan::limit_of(q.limit_clause.as_ref())?)
+}
+
+/// A query's ORDER BY: each column (`column` finds it) and whether ascending.
+pub(crate) fn order_of(
+    q: &ast::Query,
+    column: impl Fn(&Expr) -> Result<usize, MyError>,
+) -> Result<Vec<(usize, bool)>, MyError> {
+    let Some(order_by) = &q.order_by else {
+        return Ok(Vec::new());
+    };
+    let OrderByKind::Expressions(exprs) = &order_by.kind else {
+        return Err(MyError::unsupported("ORDER BY ALL"));
+    };
+    (exprs.iter())
+        .map(|o| Ok((column(&o.expr)?, o.options.asc != Some(false))))
+        .collect()
 }
 
 /// Two values of one column, in the order an index keeps them.
