@@ -182,6 +182,35 @@ fn multitenant_holds_the_flooder_to_its_limit_and_runs_the_others_on_schedule() 
 }
 
 #[test]
+fn oltp_runs_sysbench_transactions_over_the_mysql_protocol() {
+    let out = tempfile::tempdir().unwrap();
+    let stdout = bench(
+        out.path(),
+        "oltp --start --tables 2 --threads 1,3 --time 1 --records 400",
+    );
+    assert!(stdout.contains("loaded 2 tables of 400 rows"), "{stdout}");
+    assert_final_result(out.path(), &[1, 3]);
+    let results = results(out.path());
+    assert_eq!(results["benchmark"], "oltp");
+    assert_eq!(results["tables"], 2);
+    let runs = results["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for (run, threads) in runs.iter().zip([1, 3]) {
+        assert_eq!(run["threads"], threads);
+        let done = run["by_kind"]["transaction"]["ops"].as_u64().unwrap();
+        assert!(done > 0, "{run}");
+        // Three clients on 800 rows may meet each other's locks (sysbench
+        // retries those); one client never does, and nothing else fails.
+        if threads == 1 {
+            assert_eq!(run["failed"], 0, "{run}");
+        }
+        for kind in run["failures"].as_object().unwrap().keys() {
+            assert!(kind == "1205" || kind == "1213", "{run}");
+        }
+    }
+}
+
+#[test]
 fn ycsb_e_over_rest_scans_ranges_and_inserts() {
     let out = tempfile::tempdir().unwrap();
     bench(
@@ -292,6 +321,9 @@ fn bad_options_are_refused_with_a_reason() {
         ),
         (vec!["multitenant", "--out", out], "run it with --start"),
         (vec!["multitenant", "--tenants", "1"], "--tenants"),
+        (vec!["oltp", "--rate", "100"], "--rate is for ycsb"),
+        (vec!["oltp", "--tables", "0"], "--tables"),
+        (vec!["oltp", "--out", out], "give --database and --api-key"),
     ] {
         let mut full = vec!["bench"];
         full.extend(args.iter());

@@ -1,7 +1,8 @@
 //! `shoal bench`: YCSB, batched key lookups and a multi-tenant noisy-neighbour
 //! run against a running Shoal (or a throwaway one, `--start`), over REST or
-//! the Redis protocol, swept over thread counts; and pushdown aggregation
-//! (`aggregate`) against SQLite and DuckDB on the same rows.
+//! the Redis protocol, swept over thread counts; sysbench's OLTP transaction
+//! over the MySQL protocol (`oltp`); and pushdown aggregation (`aggregate`)
+//! against SQLite and DuckDB on the same rows.
 //!
 //! A "thread" is one client with its own connection, issuing one request
 //! at a time. Without `--rate` each goes as fast as answers come (a closed
@@ -14,6 +15,8 @@ mod aggregate;
 mod client;
 mod keys;
 mod multitenant;
+mod mysql;
+mod oltp;
 mod report;
 mod run;
 mod start;
@@ -57,6 +60,9 @@ pub(crate) enum Bench {
     /// TPC-H Q1 and Q6 over `--records` lineitem rows: RonSQL in Shoal, and
     /// SQLite and DuckDB (through python3) on the same rows; answers compared.
     Aggregate,
+    /// sysbench's OLTP read-write transaction over the MySQL protocol
+    /// (`--tables` tables of `--records` rows), as RonDB's sysbench runs.
+    Oltp,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
@@ -93,6 +99,12 @@ pub(crate) struct BenchArgs {
     /// redis-server), comma-separated, as `--rest-url`.
     #[arg(long, default_value = "127.0.0.1:6380", value_delimiter = ',', value_parser = parse_address)]
     resp_addr: Vec<String>,
+    /// oltp: the MySQL-protocol address of a running data node.
+    #[arg(long, default_value = "127.0.0.1:3306", value_parser = parse_address)]
+    mysql_addr: String,
+    /// oltp: tables, each of `--records` rows.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=64))]
+    tables: u64,
     /// The database to use (it must hold `usertable` for REST).
     #[arg(long)]
     database: Option<String>,
@@ -196,13 +208,16 @@ pub(crate) async fn run(args: &BenchArgs) -> anyhow::Result<()> {
             "--workload e scans; over RESP it keeps YCSB's sorted set (ZADD, ZRANGEBYSCORE), which Shoal does not have: run it over REST against Shoal, or over RESP against a redis-server (--resp-addr)"
         );
     }
+    if args.bench == Bench::Oltp && args.rate.is_some() {
+        bail!("oltp runs each client as fast as answers come; --rate is for ycsb and keylookup");
+    }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let cluster = if args.start {
         let cluster = start::Cluster::start(args.durability, args.data_memory.0).await?;
         println!(
-            "started a throwaway cluster: REST {} RESP {} (--durability {})",
-            cluster.rest_url, cluster.resp_addr, args.durability
+            "started a throwaway cluster: REST {} RESP {} MySQL {} (--durability {})",
+            cluster.rest_url, cluster.resp_addr, cluster.mysql_addr, args.durability
         );
         Some(cluster)
     } else {
@@ -214,6 +229,7 @@ pub(crate) async fn run(args: &BenchArgs) -> anyhow::Result<()> {
             "multitenant makes its tenants and sets their limits itself: run it with --start"
         )),
         (Bench::Aggregate, cluster) => aggregate::run(args, cluster.as_ref()).await,
+        (Bench::Oltp, cluster) => oltp::run(args, cluster.as_ref()).await,
         (_, cluster) => sweep(args, cluster.as_ref()).await,
     };
     if let Some(cluster) = cluster {
@@ -280,8 +296,8 @@ fn plan_of(args: &BenchArgs) -> Plan {
             batch: args.batch as usize,
             distribution: args.distribution.unwrap_or(Distribution::Uniform),
         },
-        // aggregate runs no operation mix of its own; its --workload is a's.
-        Bench::Ycsb | Bench::Multitenant | Bench::Aggregate => Plan::Ycsb(
+        // aggregate and oltp run no operation mix of their own.
+        Bench::Ycsb | Bench::Multitenant | Bench::Aggregate | Bench::Oltp => Plan::Ycsb(
             args.ycsb.mix(),
             args.distribution.unwrap_or(args.ycsb.distribution()),
         ),
@@ -294,6 +310,7 @@ fn title(args: &BenchArgs) -> String {
         Bench::Ycsb => format!("ycsb {:?}", args.ycsb).to_lowercase(),
         Bench::Multitenant => format!("multitenant, ycsb {:?}", args.ycsb).to_lowercase(),
         Bench::Aggregate => "aggregate".into(),
+        Bench::Oltp => "oltp".into(),
     }
 }
 
@@ -344,15 +361,7 @@ async fn sweep(args: &BenchArgs, cluster: Option<&start::Cluster>) -> anyhow::Re
         "machine": machine(),
         "runs": runs,
     });
-    write_out(args, &report::final_result(&runs), &results)?;
-    let chart = args.out.join("chart.svg");
-    std::fs::write(&chart, report::chart(&title, &runs))
-        .with_context(|| format!("writing {}", chart.display()))?;
-    println!(
-        "wrote final_result.txt, results.json and chart.svg to {}",
-        args.out.display()
-    );
-    Ok(())
+    write_sweep(args, &title, &runs, &results)
 }
 
 fn print_run(r: &RunResult) {
@@ -384,6 +393,24 @@ fn print_run(r: &RunResult) {
             None => String::new(),
         },
     );
+}
+
+/// A thread sweep's files: final_result.txt, results.json and chart.svg.
+fn write_sweep(
+    args: &BenchArgs,
+    title: &str,
+    runs: &[RunResult],
+    results: &serde_json::Value,
+) -> anyhow::Result<()> {
+    write_out(args, &report::final_result(runs), results)?;
+    let chart = args.out.join("chart.svg");
+    std::fs::write(&chart, report::chart(title, runs))
+        .with_context(|| format!("writing {}", chart.display()))?;
+    println!(
+        "wrote final_result.txt, results.json and chart.svg to {}",
+        args.out.display()
+    );
+    Ok(())
 }
 
 fn write_out(

@@ -28,6 +28,7 @@ pub(crate) struct Cluster {
     admin: Client,
     pub(crate) rest_url: String,
     pub(crate) resp_addr: String,
+    pub(crate) mysql_addr: String,
 }
 
 /// A tenant made for the benchmark: its database (holding `usertable`) and
@@ -108,6 +109,7 @@ impl Cluster {
         Ok(Cluster {
             rest_url: format!("http://{}", node.rest_addr()),
             resp_addr: node.resp_addr().to_string(),
+            mysql_addr: node.mysql_addr().to_string(),
             control,
             node,
             dir,

@@ -84,6 +84,8 @@ pub(crate) enum Kind {
     Lookup,
     /// Records from a key on, in key order.
     Scan,
+    /// An OLTP transaction, BEGIN to COMMIT.
+    Transaction,
 }
 
 /// An operation to run: on record `key`; `field` for an update.

@@ -477,6 +477,21 @@ pub(crate) fn is_present(presence: &[u8], c: u16) -> bool {
 }
 
 /// Reads column `c` of a stored row back as a value.
+/// A CHAR column's bytes without the spaces that pad it to its width: most
+/// of a utf8mb4 CHAR(n)'s 4n bytes are padding, so it is skipped eight
+/// bytes at a time.
+fn trim_padding(b: &[u8]) -> &[u8] {
+    const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
+    let mut end = b.len();
+    while end >= 8 && u64::from_ne_bytes(b[end - 8..end].try_into().expect("8 bytes")) == SPACES {
+        end -= 8;
+    }
+    while end > 0 && b[end - 1] == b' ' {
+        end -= 1;
+    }
+    &b[..end]
+}
+
 pub(crate) fn decode(layout: &Layout, fixed: &[u8], var: &[u8], c: u16) -> Value {
     if layout.is_null(fixed, c) {
         return Value::Null;
@@ -515,13 +530,7 @@ pub(crate) fn decode(layout: &Layout, fixed: &[u8], var: &[u8], c: u16) -> Value
                 scale,
             })
         }
-        ColumnType::Char(_) => {
-            let trimmed = b
-                .iter()
-                .rposition(|&x| x != b' ')
-                .map_or(&b[..0], |p| &b[..=p]);
-            Value::Text(String::from_utf8_lossy(trimmed).into_owned())
-        }
+        ColumnType::Char(_) => Value::Text(String::from_utf8_lossy(trim_padding(b)).into_owned()),
         ColumnType::VarChar(_) => Value::Text(String::from_utf8_lossy(b).into_owned()),
         ColumnType::Binary(_) | ColumnType::VarBinary(_) => Value::Bytes(b.to_vec()),
         ColumnType::Date => Value::Date(Date(signed(b) as i32)),
@@ -722,6 +731,16 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    proptest! {
+        #[test]
+        fn padding_is_trimmed_as_byte_by_byte_would(text in "[a-z ]{0,40}", pad in 0usize..70) {
+            let mut b = text.clone().into_bytes();
+            b.extend(std::iter::repeat_n(b' ', pad));
+            let slow = b.iter().rposition(|&x| x != b' ').map_or(&b[..0], |p| &b[..=p]);
+            prop_assert_eq!(trim_padding(&b), slow);
+        }
+    }
 
     /// Column types by the width of their stored bytes (0: variable).
     fn types() -> Vec<(ColumnType, usize)> {

@@ -1690,17 +1690,32 @@ impl Shape {
         }
         let mut rows: Vec<Vec<Value>> = found
             .into_iter()
-            .map(|values| self.outputs.iter().map(|&c| values[c].clone()).collect())
+            .map(|mut values| {
+                (self.outputs.iter().enumerate())
+                    .map(|(at, &c)| {
+                        // A column answered once more later is copied; else moved.
+                        if self.outputs[at + 1..].contains(&c) {
+                            values[c].clone()
+                        } else {
+                            std::mem::replace(&mut values[c], Value::Null)
+                        }
+                    })
+                    .collect()
+            })
             .collect();
         if self.distinct {
-            let mut seen: Vec<Vec<Value>> = Vec::new();
-            rows.retain(|r| {
-                let new = !seen.iter().any(|s| same_row(s, r));
-                if new {
-                    seen.push(r.clone());
+            // Sorted (ties by position), equal rows sit together: each
+            // after the first of its kind goes. The rest keep their order.
+            let mut by_value: Vec<usize> = (0..rows.len()).collect();
+            by_value.sort_by(|&a, &b| compare_rows(&rows[a], &rows[b]).then(a.cmp(&b)));
+            let mut keep = vec![true; rows.len()];
+            for pair in by_value.windows(2) {
+                if compare_rows(&rows[pair[0]], &rows[pair[1]]).is_eq() {
+                    keep[pair[1]] = false;
                 }
-                new
-            });
+            }
+            let mut keep = keep.into_iter();
+            rows.retain(|_| keep.next().unwrap_or(true));
         }
         let rows = rows
             .into_iter()
@@ -1723,9 +1738,12 @@ impl Shape {
     }
 }
 
-/// Whether two answered rows are the same for DISTINCT.
-fn same_row(a: &[Value], b: &[Value]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| compare(x, y).is_eq())
+/// Two answered rows, column by column: equal ones are the same for DISTINCT.
+fn compare_rows(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+    (a.iter().zip(b))
+        .map(|(x, y)| compare(x, y))
+        .find(|o| o.is_ne())
+        .unwrap_or(a.len().cmp(&b.len()))
 }
 
 /// Rows read by their primary keys.
@@ -2211,6 +2229,16 @@ pub(crate) fn order_of(
         .collect()
 }
 
+/// Two texts as a case-insensitive collation orders them, without copying
+/// either.
+fn compare_text(x: &str, y: &str) -> std::cmp::Ordering {
+    if x.is_ascii() && y.is_ascii() {
+        return (x.bytes().map(|b| b.to_ascii_lowercase()))
+            .cmp(y.bytes().map(|b| b.to_ascii_lowercase()));
+    }
+    (x.chars().flat_map(char::to_lowercase)).cmp(y.chars().flat_map(char::to_lowercase))
+}
+
 /// Two values of one column, in the order an index keeps them.
 pub(crate) fn compare(a: &Value, b: &Value) -> std::cmp::Ordering {
     use std::cmp::Ordering;
@@ -2224,7 +2252,7 @@ pub(crate) fn compare(a: &Value, b: &Value) -> std::cmp::Ordering {
         (Value::UInt(x), Value::Int(y)) => i128::from(*x).cmp(&i128::from(*y)),
         (Value::Float(x), Value::Float(y)) => x.total_cmp(y),
         (Value::Double(x), Value::Double(y)) => x.total_cmp(y),
-        (Value::Text(x), Value::Text(y)) => x.to_lowercase().cmp(&y.to_lowercase()),
+        (Value::Text(x), Value::Text(y)) => compare_text(x, y),
         (Value::Bytes(x), Value::Bytes(y)) => x.cmp(y),
         (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
         (Value::Decimal(x), Value::Decimal(y)) => {
