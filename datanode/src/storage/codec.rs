@@ -492,6 +492,16 @@ fn trim_padding(b: &[u8]) -> &[u8] {
     &b[..end]
 }
 
+/// Stored text as a `String`. Text is checked when written, so the
+/// replacement of bad bytes is never expected; `from_utf8` checks ASCII
+/// many bytes at a time where `from_utf8_lossy` goes a chunk at a time.
+fn text(b: &[u8]) -> String {
+    match std::str::from_utf8(b) {
+        Ok(s) => s.to_owned(),
+        Err(_) => String::from_utf8_lossy(b).into_owned(),
+    }
+}
+
 pub(crate) fn decode(layout: &Layout, fixed: &[u8], var: &[u8], c: u16) -> Value {
     if layout.is_null(fixed, c) {
         return Value::Null;
@@ -530,8 +540,8 @@ pub(crate) fn decode(layout: &Layout, fixed: &[u8], var: &[u8], c: u16) -> Value
                 scale,
             })
         }
-        ColumnType::Char(_) => Value::Text(String::from_utf8_lossy(trim_padding(b)).into_owned()),
-        ColumnType::VarChar(_) => Value::Text(String::from_utf8_lossy(b).into_owned()),
+        ColumnType::Char(_) => Value::Text(text(trim_padding(b))),
+        ColumnType::VarChar(_) => Value::Text(text(b)),
         ColumnType::Binary(_) | ColumnType::VarBinary(_) => Value::Bytes(b.to_vec()),
         ColumnType::Date => Value::Date(Date(signed(b) as i32)),
         ColumnType::DateTime { .. } => Value::DateTime(DateTime(signed(b))),

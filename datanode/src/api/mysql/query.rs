@@ -2230,13 +2230,28 @@ pub(crate) fn order_of(
 }
 
 /// Two texts as a case-insensitive collation orders them, without copying
-/// either.
+/// either. Equal bytes are skipped as they are; the first that differ
+/// decide when both are ASCII (they are then at a character boundary of
+/// both texts), else the texts are compared by their lowercase characters.
 fn compare_text(x: &str, y: &str) -> std::cmp::Ordering {
-    if x.is_ascii() && y.is_ascii() {
-        return (x.bytes().map(|b| b.to_ascii_lowercase()))
-            .cmp(y.bytes().map(|b| b.to_ascii_lowercase()));
+    let (a, b) = (x.as_bytes(), y.as_bytes());
+    let mut at = 0;
+    loop {
+        let Some(skip) = (a[at..].iter().zip(&b[at..])).position(|(p, q)| p != q) else {
+            // One is the other's prefix: the longer has more characters.
+            return a.len().cmp(&b.len());
+        };
+        at += skip;
+        let (p, q) = (a[at], b[at]);
+        if !p.is_ascii() || !q.is_ascii() {
+            return (x.chars().flat_map(char::to_lowercase))
+                .cmp(y.chars().flat_map(char::to_lowercase));
+        }
+        match p.to_ascii_lowercase().cmp(&q.to_ascii_lowercase()) {
+            std::cmp::Ordering::Equal => at += 1,
+            decided => return decided,
+        }
     }
-    (x.chars().flat_map(char::to_lowercase)).cmp(y.chars().flat_map(char::to_lowercase))
 }
 
 /// Two values of one column, in the order an index keeps them.
@@ -2322,6 +2337,20 @@ fn query_error(e: crate::tc::QueryError) -> MyError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Texts are ordered as their lowercase characters are, whatever
+        /// mix of ASCII, case and other characters they hold.
+        #[test]
+        fn text_is_ordered_as_its_lowercase_characters(
+            x in "[aAbB0-9 éÉßİ-]{0,12}",
+            y in "[aAbB0-9 éÉßİ-]{0,12}",
+        ) {
+            let lower = |s: &str| s.chars().flat_map(char::to_lowercase).collect::<String>();
+            prop_assert_eq!(compare_text(&x, &y), lower(&x).cmp(&lower(&y)));
+        }
+    }
 
     #[test]
     fn like_matches_as_mysql_does() {
