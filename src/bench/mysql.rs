@@ -9,6 +9,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
+use shoal_wire::mysql::{lenenc, put_lenenc};
+
 const LONG_PASSWORD: u32 = 1;
 const CONNECT_WITH_DB: u32 = 1 << 3;
 const PROTOCOL_41: u32 = 1 << 9;
@@ -209,7 +211,7 @@ impl Client {
             None => bail!("an empty answer"),
             _ => {}
         }
-        let columns = lenenc(&self.packet).context("a result set's column count")?;
+        let (columns, _) = lenenc(&self.packet).context("a result set's column count")?;
         for _ in 0..columns {
             self.read_packet().await?;
         }
@@ -303,36 +305,4 @@ fn greeting_scramble(p: &[u8]) -> anyhow::Result<Vec<u8>> {
 fn put_cstr(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
     out.push(0);
-}
-
-fn put_lenenc(out: &mut Vec<u8>, n: u64) {
-    match n {
-        0..=250 => out.push(n as u8),
-        251..=0xffff => {
-            out.push(0xfc);
-            out.extend_from_slice(&(n as u16).to_le_bytes());
-        }
-        0x1_0000..=0xff_ffff => {
-            out.push(0xfd);
-            out.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
-        }
-        _ => {
-            out.push(0xfe);
-            out.extend_from_slice(&n.to_le_bytes());
-        }
-    }
-}
-
-/// A length-encoded integer at the start of `p`.
-fn lenenc(p: &[u8]) -> Option<u64> {
-    Some(match *p.first()? {
-        n @ 0..=250 => u64::from(n),
-        0xfc => u64::from(u16::from_le_bytes(p.get(1..3)?.try_into().ok()?)),
-        0xfd => {
-            let b = p.get(1..4)?;
-            u64::from(b[0]) | u64::from(b[1]) << 8 | u64::from(b[2]) << 16
-        }
-        0xfe => u64::from_le_bytes(p.get(1..9)?.try_into().ok()?),
-        _ => return None,
-    })
 }

@@ -11,10 +11,12 @@
 //! - [`api`]: the control plane's REST API as the console and CLI read it.
 //! - [`prometheus`]: the Prometheus text format both sides serve.
 //! - [`internal`]: the internal API's routes and the bodies they carry.
+//! - [`mysql`]: the MySQL protocol's length-encoded integers.
 
 pub mod api;
 pub mod apikey;
 pub mod internal;
+pub mod mysql;
 pub mod ndbinfo;
 pub mod prometheus;
 pub mod schema;

@@ -476,7 +476,6 @@ pub(crate) fn is_present(presence: &[u8], c: u16) -> bool {
     presence[c as usize / 8] & (1 << (c % 8)) != 0
 }
 
-/// Reads column `c` of a stored row back as a value.
 /// A CHAR column's bytes without the spaces that pad it to its width: most
 /// of a utf8mb4 CHAR(n)'s 4n bytes are padding, so it is skipped eight
 /// bytes at a time.
@@ -502,6 +501,7 @@ fn text(b: &[u8]) -> String {
     }
 }
 
+/// Reads column `c` of a stored row back as a value.
 pub(crate) fn decode(layout: &Layout, fixed: &[u8], var: &[u8], c: u16) -> Value {
     if layout.is_null(fixed, c) {
         return Value::Null;
