@@ -1233,3 +1233,163 @@ print(json.dumps(out))
     assert_eq!(rows[0]["qty"], 1);
     assert_eq!(rows[1]["qty"], 2);
 }
+
+#[tokio::test]
+async fn inserts_that_meet_rows_there_skip_or_update_them() {
+    let s = setup(&[]).await;
+    s.ok("INSERT INTO items (id, name, qty) VALUES (1, 'one', 1), (2, 'two', 2)");
+    let qty_of = |ids: &str| {
+        let out = s.ok(&format!(
+            "SELECT id, name, qty, price FROM items WHERE id IN ({ids}) ORDER BY id"
+        ));
+        lines(&out).join("|")
+    };
+
+    // A taken key updates the row there: its columns by name, the row the
+    // INSERT gave by VALUES(); 2 affected per row changed, 1 per insert.
+    let out = s.ok("INSERT INTO items (id, name, qty) VALUES (1, 'uno', 5), (3, 'three', 3) ON DUPLICATE KEY UPDATE qty = qty + VALUES(qty)");
+    assert!(out.contains("3 rows affected"), "{out}");
+    assert!(
+        out.contains("Records: 2  Duplicates: 1  Warnings: 0"),
+        "{out}"
+    );
+    assert_eq!(qty_of("1, 3"), "1\tone\t6\tNULL|3\tthree\t3\tNULL");
+    // Rows in order: a later row updates the one an earlier row inserted.
+    let out = s.ok("INSERT INTO items (id, name) VALUES (4, 'four'), (4, 'again') ON DUPLICATE KEY UPDATE qty = qty + 1, name = VALUES(name)");
+    assert!(out.contains("3 rows affected"), "{out}");
+    assert_eq!(qty_of("4"), "4\tagain\t1\tNULL");
+    // An update that leaves the row as it was affects nothing.
+    let out = s.ok("INSERT INTO items (id, name, qty) VALUES (1, 'x', 6) ON DUPLICATE KEY UPDATE qty = VALUES(qty)");
+    assert!(out.contains("0 rows affected"), "{out}");
+    // Assignments apply in order, each reading what those before it left;
+    // the row alias of MySQL 8 reads the inserted row too.
+    let out = s.ok("INSERT INTO items (id, name, qty) VALUES (2, 'dos', 10) AS new ON DUPLICATE KEY UPDATE qty = qty + new.qty, price = qty, name = new.name");
+    assert!(out.contains("2 rows affected"), "{out}");
+    assert_eq!(qty_of("2"), "2\tdos\t12\t12.00");
+    let out = s.ok("UPDATE items SET qty = qty + 1, price = qty WHERE id = 3");
+    assert!(out.contains("1 row affected"), "{out}");
+    assert_eq!(qty_of("3"), "3\tthree\t4\t4.00");
+
+    // Refused before anything changes: a key column, an unknown column, a
+    // result past the column (and the row the statement would insert with
+    // it is not inserted), a read key.
+    let before = s.rest_rows().await;
+    s.refused(
+        "INSERT INTO items (id, name) VALUES (1, 'x') ON DUPLICATE KEY UPDATE id = 9",
+        "1235",
+    );
+    s.refused(
+        "INSERT INTO items (id, name) VALUES (1, 'x') ON DUPLICATE KEY UPDATE nope = 1",
+        "1054",
+    );
+    s.refused(
+        "INSERT INTO items (id, name) VALUES (1, 'x') ON DUPLICATE KEY UPDATE qty = VALUES(nope)",
+        "1054",
+    );
+    s.refused(
+        "INSERT INTO items (id, name) VALUES (9, 'nine'), (1, 'x') ON DUPLICATE KEY UPDATE qty = qty - 100",
+        "1690",
+    );
+    s.refused_with(
+        &s.reader,
+        Some("app"),
+        b"INSERT INTO items (id, name) VALUES (1, 'x') ON DUPLICATE KEY UPDATE qty = 1",
+        "1142",
+    );
+    s.refused_with(
+        &s.reader,
+        Some("app"),
+        b"INSERT IGNORE INTO items (id, name) VALUES (50, 'x')",
+        "1142",
+    );
+    // INSERT IGNORE skips a taken key, and only that: a value the column
+    // cannot hold is still an error, never clamped.
+    s.refused(
+        "INSERT IGNORE INTO items (id, name, qty) VALUES (60, 'sixty', -1)",
+        "1366",
+    );
+    assert_eq!(s.rest_rows().await, before);
+    let out =
+        s.ok("INSERT IGNORE INTO items (id, name) VALUES (1, 'dup'), (5, 'five'), (5, 'again')");
+    assert!(out.contains("1 row affected"), "{out}");
+    assert!(
+        out.contains("Records: 3  Duplicates: 2  Warnings: 0"),
+        "{out}"
+    );
+    assert_eq!(qty_of("1, 5"), "1\tone\t6\tNULL|5\tfive\t0\tNULL");
+
+    // A UNIQUE index: INSERT IGNORE skips a row whose value is taken;
+    // ON DUPLICATE KEY UPDATE is not taken for such a table yet.
+    s.ok("CREATE TABLE people (id INT PRIMARY KEY, email VARCHAR(40) NOT NULL, UNIQUE KEY by_email (email))");
+    s.ok("INSERT INTO people VALUES (1, 'a@example.com')");
+    let out = s.ok("INSERT IGNORE INTO people VALUES (2, 'a@example.com'), (3, 'b@example.com')");
+    assert!(out.contains("1 row affected"), "{out}");
+    let out = s.ok("SELECT id, email FROM people ORDER BY id");
+    assert_eq!(
+        lines(&out)[..],
+        ["1\ta@example.com", "3\tb@example.com"],
+        "{out}"
+    );
+    s.refused(
+        "INSERT INTO people VALUES (1, 'c@example.com') ON DUPLICATE KEY UPDATE email = VALUES(email)",
+        "1235",
+    );
+
+    // In a transaction, and PyMySQL's executemany, which folds an
+    // INSERT … ON DUPLICATE KEY UPDATE into one statement of many rows.
+    let script = r#"
+import json, sys, pymysql
+host, port, user, password = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+c = pymysql.connect(host=host, port=port, user=user, password=password, database="app")
+cur = c.cursor()
+out = {}
+cur.execute("INSERT INTO items (id, name, qty) VALUES (1, 'x', 100) ON DUPLICATE KEY UPDATE qty = qty + VALUES(qty)")
+cur.execute("INSERT IGNORE INTO items (id, name) VALUES (7, 'seven')")
+cur.execute("SELECT qty FROM items WHERE id = 1")
+out["own_view"] = cur.fetchone()[0]
+c.rollback()
+cur.execute("SELECT COUNT(*) FROM items WHERE id = 7 OR qty > 100")
+out["after_rollback"] = cur.fetchone()[0]
+out["affected"] = cur.executemany(
+    "INSERT INTO items (id, name, qty) VALUES (%s, %s, %s) ON DUPLICATE KEY UPDATE qty = qty + VALUES(qty)",
+    [(1, "a", 1), (8, "eight", 8), (8, "b", 2)])
+c.commit()
+cur.execute("SELECT id, qty FROM items WHERE id IN (1, 8)")
+out["after_commit"] = [list(r) for r in cur.fetchall()]
+# Four clients count into three absent keys at once: each statement
+# inserts or adds, none is lost and none fails on a key another took.
+import threading
+errors = []
+def count(t):
+    d = pymysql.connect(host=host, port=port, user=user, password=password, database="app", autocommit=True)
+    for i in range(30):
+        try:
+            d.cursor().execute("INSERT INTO items (id, name, qty) VALUES (%s, 'c', 1) ON DUPLICATE KEY UPDATE qty = qty + 1", (100 + (i + t) % 3,))
+        except pymysql.err.MySQLError as e:
+            errors.append([e.args[0], e.args[1]])
+    d.close()
+threads = [threading.Thread(target=count, args=(t,)) for t in range(4)]
+for t in threads: t.start()
+for t in threads: t.join(60)
+out["errors"] = errors
+cur.execute("SELECT id, qty FROM items WHERE id >= 100 ORDER BY id")
+out["counted"] = [list(r) for r in cur.fetchall()]
+cur.execute("DELETE FROM items WHERE id >= 100")
+c.commit()
+print(json.dumps(out))
+"#;
+    let out = pymysql(&s, script);
+    assert_eq!(out["own_view"], 106);
+    assert_eq!(out["errors"], json!([]));
+    assert_eq!(out["counted"], json!([[100, 40], [101, 40], [102, 40]]));
+    assert_eq!(out["after_rollback"], 0);
+    assert_eq!(out["affected"], 2 + 1 + 2);
+    assert_eq!(out["after_commit"], json!([[1, 7], [8, 10]]));
+    // What REST reads is what SQL wrote.
+    let rows = s.rest_rows().await;
+    let got: Vec<(i64, i64)> = rows
+        .iter()
+        .map(|r| (r["id"].as_i64().unwrap(), r["qty"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(got, [(1, 7), (2, 12), (3, 4), (4, 1), (5, 0), (8, 10)]);
+}

@@ -11,11 +11,12 @@
 //!
 //! A SET expression is a column's new value from constants and the row's
 //! own columns with `+`, `-` and `*` (`k = k + 1`); integer arithmetic is
-//! checked, never wrapped, and the result must fit the column.
+//! checked, never wrapped, and the result must fit the column. In an
+//! ON DUPLICATE KEY UPDATE it may also read the row the INSERT gave.
 
 use std::cmp::Ordering;
 
-use sqlparser::ast::{BinaryOperator, Expr, UnaryOperator};
+use sqlparser::ast::{self, BinaryOperator, Expr, UnaryOperator};
 
 use super::error::MyError;
 use super::query::{column_of, compare, literal};
@@ -304,8 +305,18 @@ pub(crate) fn bounds(cond: &Cond, columns: &[u16]) -> Option<Bounds> {
 #[derive(Debug, Clone)]
 pub(crate) enum Expression {
     Value(Value),
+    /// Column `c` of the row it is evaluated on: of the row there for
+    /// `c` below the table's width, else of the row an INSERT gave.
     Column(usize),
     Arith(Box<Expression>, Arith, Box<Expression>),
+}
+
+/// What the names of an ON DUPLICATE KEY UPDATE read besides the row
+/// there: the row the INSERT gave, as `VALUES(c)` and, under the INSERT's
+/// row alias, as `alias.c`. Its column `c` is read at `width + c`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Inserted<'a> {
+    pub(crate) alias: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -318,6 +329,31 @@ pub(crate) enum Arith {
 impl Expression {
     /// The expression `e` setting column `target` of `table`.
     pub(crate) fn of(table: &Table, target: usize, e: &Expr) -> Result<Expression, MyError> {
+        Expression::within(table, target, e, None)
+    }
+
+    /// The expression `e` of an ON DUPLICATE KEY UPDATE setting column
+    /// `target` of `table`: it may read the row the INSERT gave.
+    pub(crate) fn on_duplicate(
+        table: &Table,
+        target: usize,
+        e: &Expr,
+        inserted: Inserted<'_>,
+    ) -> Result<Expression, MyError> {
+        Expression::within(table, target, e, Some(inserted))
+    }
+
+    fn within(
+        table: &Table,
+        target: usize,
+        e: &Expr,
+        inserted: Option<Inserted<'_>>,
+    ) -> Result<Expression, MyError> {
+        if let Some(i) = inserted
+            && let Some(c) = inserted_column(table, e, i)?
+        {
+            return Ok(Expression::Column(table.def().columns.len() + c));
+        }
         if let Some(lit) = literal(e)? {
             return Ok(Expression::Value(to_value(
                 &lit,
@@ -325,7 +361,7 @@ impl Expression {
             )?));
         }
         Ok(match e {
-            Expr::Nested(inner) => Expression::of(table, target, inner)?,
+            Expr::Nested(inner) => Expression::within(table, target, inner, inserted)?,
             Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
                 Expression::Column(column_of(table, e, "field list")?)
             }
@@ -348,7 +384,7 @@ impl Expression {
                         Some(_) => Err(MyError::unsupported(
                             "arithmetic on anything but integers in SET",
                         )),
-                        None => Expression::of(table, target, e),
+                        None => Expression::within(table, target, e, inserted),
                     }
                 };
                 Expression::Arith(Box::new(operand(left)?), op, Box::new(operand(right)?))
@@ -417,6 +453,49 @@ impl Expression {
                 Some(v.ok_or_else(|| out_of_range(name))?)
             }
         })
+    }
+}
+
+/// The column of the inserted row `e` names, if it names one: as
+/// `VALUES(c)`, or as `alias.c` under the INSERT's row alias.
+fn inserted_column(
+    table: &Table,
+    e: &Expr,
+    inserted: Inserted<'_>,
+) -> Result<Option<usize>, MyError> {
+    match e {
+        Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("VALUES") => {
+            let arg = match &f.args {
+                ast::FunctionArguments::List(l)
+                    if l.args.len() == 1
+                        && l.duplicate_treatment.is_none()
+                        && l.clauses.is_empty() =>
+                {
+                    match &l.args[0] {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg)) => Some(arg),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            let Some(arg @ (Expr::Identifier(_) | Expr::CompoundIdentifier(_))) = arg else {
+                return Err(MyError::syntax(format!("VALUES() takes one column: '{e}'")));
+            };
+            column_of(table, arg, "field list").map(Some)
+        }
+        Expr::CompoundIdentifier(parts)
+            if parts.len() == 2
+                && inserted
+                    .alias
+                    .is_some_and(|a| parts[0].value.eq_ignore_ascii_case(a)) =>
+        {
+            let name = parts[1].value.as_str();
+            let c = (table.def().columns.iter())
+                .position(|c| c.name.as_str().eq_ignore_ascii_case(name))
+                .ok_or_else(|| MyError::no_column(&e.to_string(), "field list"))?;
+            Ok(Some(c))
+        }
+        _ => Ok(None),
     }
 }
 

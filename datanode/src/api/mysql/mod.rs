@@ -14,6 +14,7 @@
 //! - `scan`: rows found by a WHERE clause: index ranges, full scans.
 //! - `ndbinfo`: RonDB's ndbinfo tables, scoped to the caller's databases.
 //! - `transaction`: BEGIN, COMMIT, ROLLBACK and autocommit.
+//! - `upsert`: INSERT IGNORE and INSERT … ON DUPLICATE KEY UPDATE.
 //! - `ddl`: changes of schema, made by the control plane (or a node alone).
 //! - `value`: SQL literals and arguments to column values, and back.
 //! - `error`: MySQL's error numbers and SQLSTATEs.
@@ -30,6 +31,7 @@ mod query;
 mod scan;
 mod session;
 mod transaction;
+mod upsert;
 mod value;
 
 use std::sync::Arc;

@@ -14,8 +14,9 @@
 //! - `SELECT` with aggregates or `GROUP BY`: RonSQL, evaluated in the LDM
 //!   workers fragment by fragment;
 //! - `SELECT` of constants, variables and session functions (no table);
-//! - `INSERT` (many rows, one atomic request), `REPLACE`, and `UPDATE` and
-//!   `DELETE` by whole primary key, affected rows counted as MySQL counts
+//! - `INSERT` (many rows, one atomic request), `REPLACE`, `INSERT IGNORE`
+//!   and `INSERT … ON DUPLICATE KEY UPDATE` (`upsert`), and `UPDATE` and
+//!   `DELETE` by key or by a scan, affected rows counted as MySQL counts
 //!   them;
 //! - the statements clients send to look around: `SET`, `SHOW`,
 //!   `DESCRIBE`, `USE`, `COMMIT`/`ROLLBACK` with nothing open.
@@ -35,10 +36,11 @@ use sqlparser::tokenizer::{Token, Tokenizer};
 
 use super::ddl;
 use super::error::MyError;
-use super::filter::{Cond, Expression};
+use super::filter::{Cond, Expression, Inserted};
 use super::proto::{ColumnDef, ty};
 use super::scan::Scan;
 use super::session::Session;
+use super::upsert::{OnDuplicate, apply};
 use super::value::{self, Cell, Lit, column_def, computed, to_value};
 use crate::tc::batch::{OperationError, Outcome};
 use crate::tc::{Commit, Grant, Role, Table, TcError};
@@ -683,17 +685,12 @@ impl Session {
     }
 
     async fn insert(&mut self, insert: &ast::Insert) -> Result<Reply, MyError> {
-        if insert.ignore {
-            return Err(MyError::unsupported("INSERT IGNORE"));
-        }
-        if insert.on.is_some() {
-            return Err(MyError::unsupported("INSERT … ON DUPLICATE KEY UPDATE"));
-        }
         if insert.returning.is_some()
             || insert.partitioned.is_some()
             || !insert.assignments.is_empty()
             || insert.or.is_some()
-            || insert.insert_alias.is_some()
+            || (insert.insert_alias.is_some() && insert.on.is_none())
+            || (insert.replace_into && (insert.ignore || insert.on.is_some()))
         {
             return Err(MyError::unsupported("this form of INSERT"));
         }
@@ -713,6 +710,14 @@ impl Session {
         };
         self.may_write(&grant, command, &table)?;
         let def = table.def();
+        let on_duplicate = match &insert.on {
+            None if insert.ignore => Some(OnDuplicate::Skip),
+            None => None,
+            Some(ast::OnInsert::DuplicateKeyUpdate(set)) => {
+                Some(OnDuplicate::Update(on_duplicate_set(&table, insert, set)?))
+            }
+            Some(_) => return Err(MyError::unsupported("INSERT … ON CONFLICT")),
+        };
         let columns: Vec<usize> = if insert.columns.is_empty() {
             (0..def.columns.len()).collect()
         } else {
@@ -785,49 +790,44 @@ impl Session {
             rows.push(given);
         }
         let first_generated = self.auto_increment(&table, &grant, &mut rows).await?;
-        let tc = self.engine.tc();
-        let mut batch = tc.batch();
-        for given in &mut rows {
-            if insert.replace_into {
+        let n = values.rows.len();
+        let (affected, duplicates) = if let Some(on) = &on_duplicate {
+            let whole = (rows.iter().cloned())
+                .map(|given| whole_row(&table, given))
+                .collect::<Result<Vec<_>, _>>()?;
+            let met = self.insert_meeting(&table, &grant, &whole, on).await?;
+            (met.affected, met.duplicates)
+        } else {
+            let tc = self.engine.tc();
+            let mut batch = tc.batch();
+            for given in &rows {
                 // MySQL's REPLACE writes a new row: what it leaves out is
                 // the column's default, or NULL, not the old row's value.
-                for (c, column) in def.columns.iter().enumerate() {
-                    if given[c].is_some() {
-                        continue;
-                    }
-                    given[c] = Some(match &column.default {
-                        Some(d) if !d.is_null() => Value::from_json(column.column_type, d)
-                            .map_err(|_| MyError::bad_value(column.name.as_str(), "its default"))?,
-                        _ if column.nullable => Value::Null,
-                        _ => {
-                            return Err(MyError::new(
-                                1364,
-                                "HY000",
-                                format!("Field '{}' doesn't have a default value", column.name),
-                            ));
-                        }
-                    });
-                }
+                let given = if insert.replace_into {
+                    whole_row(&table, given.clone())?
+                        .into_iter()
+                        .map(Some)
+                        .collect()
+                } else {
+                    given.clone()
+                };
+                let named: Vec<(&str, Value)> = (def.columns.iter().zip(given))
+                    .filter_map(|(column, v)| Some((column.name.as_str(), v?)))
+                    .collect();
+                let put = if insert.replace_into {
+                    batch.replace(&table, &named)
+                } else {
+                    batch.insert(&table, &named)
+                };
+                put.map_err(|e| MyError::bad_value(&e.column, &e.problem))?;
             }
-            let named: Vec<(&str, Value)> = (def.columns.iter().zip(given.iter()))
-                .filter_map(|(column, v)| Some((column.name.as_str(), v.clone()?)))
-                .collect();
-            let put = if insert.replace_into {
-                batch.replace(&table, &named)
-            } else {
-                batch.insert(&table, &named)
-            };
-            put.map_err(|e| MyError::bad_value(&e.column, &e.problem))?;
-        }
-        let n = values.rows.len();
-        self.execute(&grant, &mut batch, Commit::Atomic).await?;
-        let mut affected = 0;
-        for i in 0..n {
-            affected += match batch.result(i) {
-                Ok(Outcome::Updated) => 2,
-                _ => 1,
-            };
-        }
+            self.execute(&grant, &mut batch, Commit::Atomic).await?;
+            let replaced = (0..n)
+                .filter(|&i| matches!(batch.result(i), Ok(Outcome::Updated)))
+                .count() as u64;
+            // A replaced row counts twice: deleted, then inserted.
+            (n as u64 + replaced, replaced)
+        };
         if let Some(auto) = def.columns.iter().position(|c| c.auto_increment) {
             for given in &rows {
                 match &given[auto] {
@@ -841,10 +841,7 @@ impl Session {
             self.last_insert_id = first;
         }
         let info = if n > 1 {
-            format!(
-                "Records: {n}  Duplicates: {}  Warnings: 0",
-                affected - n as u64
-            )
+            format!("Records: {n}  Duplicates: {duplicates}  Warnings: 0")
         } else {
             String::new()
         };
@@ -1049,18 +1046,20 @@ impl Session {
                 changes.delete(table, key).map_err(bad_value)?;
                 continue;
             };
-            let mut row: Vec<(&str, Value)> = key_positions(table)
+            let mut values = values;
+            if !apply(table, set, &mut values)? {
+                continue;
+            }
+            let mut columns: Vec<usize> = key_positions(table).collect();
+            for (c, _) in set {
+                if !columns.contains(c) {
+                    columns.push(*c);
+                }
+            }
+            let row: Vec<(&str, Value)> = (columns.into_iter())
                 .map(|c| (def.columns[c].name.as_str(), values[c].clone()))
                 .collect();
-            let mut differs = false;
-            for (c, e) in set {
-                let new = e.eval(table, *c, &values)?;
-                differs |= compare(&new, &values[*c]).is_ne();
-                row.push((def.columns[*c].name.as_str(), new));
-            }
-            if differs {
-                changes.update(table, &row).map_err(bad_value)?;
-            }
+            changes.update(table, &row).map_err(bad_value)?;
         }
         let changed = changes.len() as u64;
         if !changes.is_empty() {
@@ -1074,7 +1073,7 @@ impl Session {
 
     /// Runs `batch` in the statement's own transaction if it has one,
     /// else in the session's.
-    async fn run_within(
+    pub(super) async fn run_within(
         &mut self,
         own: &mut Option<crate::tc::Transaction>,
         grant: &Grant,
@@ -2042,6 +2041,64 @@ fn has_aggregate(e: &Expr) -> bool {
 
 /// The position of a table's column, by name without regard to case (as
 /// MySQL's column names are).
+/// The assignments of an INSERT's ON DUPLICATE KEY UPDATE, in order.
+fn on_duplicate_set(
+    table: &Table,
+    insert: &ast::Insert,
+    set: &[ast::Assignment],
+) -> Result<Vec<(usize, Expression)>, MyError> {
+    let alias = match &insert.insert_alias {
+        None => None,
+        Some(a) if a.col_aliases.as_ref().is_some_and(|c| !c.is_empty()) => {
+            return Err(MyError::unsupported(
+                "an INSERT's row alias with column aliases",
+            ));
+        }
+        Some(a) => Some(a.row_alias.to_string()),
+    };
+    let inserted = Inserted {
+        alias: alias.as_deref(),
+    };
+    set.iter()
+        .map(|a| {
+            let ast::AssignmentTarget::ColumnName(target) = &a.target else {
+                return Err(MyError::unsupported("ON DUPLICATE KEY UPDATE of a tuple"));
+            };
+            let parts = name_parts(target)?;
+            let name = parts.last().map_or("", String::as_str);
+            let c = position(table, name).ok_or_else(|| MyError::no_column(name, "field list"))?;
+            if is_key(table, c) {
+                return Err(MyError::unsupported(
+                    "ON DUPLICATE KEY UPDATE of a primary key column",
+                ));
+            }
+            Ok((c, Expression::on_duplicate(table, c, &a.value, inserted)?))
+        })
+        .collect()
+}
+
+/// The whole row an INSERT of `given` writes: each column's value, else
+/// its default, else NULL; error 1364 for a NOT NULL column with no
+/// default.
+fn whole_row(table: &Table, given: Vec<Option<Value>>) -> Result<Vec<Value>, MyError> {
+    let def = table.def();
+    (given.into_iter().enumerate())
+        .map(|(c, v)| match (v, &table.layout.defaults[c]) {
+            (Some(v), _) => Ok(v),
+            (None, Some(default)) => Ok(default.clone()),
+            (None, None) if def.columns[c].nullable => Ok(Value::Null),
+            (None, None) => Err(MyError::new(
+                1364,
+                "HY000",
+                format!(
+                    "Field '{}' doesn't have a default value",
+                    def.columns[c].name
+                ),
+            )),
+        })
+        .collect()
+}
+
 fn position(table: &Table, name: &str) -> Option<usize> {
     (table.def().columns.iter()).position(|c| c.name.as_str().eq_ignore_ascii_case(name))
 }
@@ -2052,7 +2109,7 @@ fn is_key(table: &Table, c: usize) -> bool {
 
 /// The positions of the primary key's columns, in key order (as the
 /// table's layout keeps them).
-fn key_positions(table: &Table) -> impl ExactSizeIterator<Item = usize> + Clone + '_ {
+pub(super) fn key_positions(table: &Table) -> impl ExactSizeIterator<Item = usize> + Clone + '_ {
     table.layout.key.iter().map(|&c| usize::from(c))
 }
 

@@ -1,0 +1,282 @@
+//! INSERTs whose rows may meet rows already there: `INSERT IGNORE` skips
+//! a row whose key is taken, `INSERT … ON DUPLICATE KEY UPDATE` updates
+//! the row there instead. Rows are taken in the order given, so a row may
+//! meet one an earlier row of the same statement inserted.
+//!
+//! Both are one atomic change. An ON DUPLICATE KEY UPDATE locks and reads
+//! every key its rows name, works out each key's final row, and writes
+//! them in the same transaction — the session's, or its own. A row that
+//! was absent holds no lock: if another client inserts it in between, the
+//! insert meets a duplicate and a statement of its own is run again (at
+//! most `TRIES` times); in the session's transaction it fails as MySQL's
+//! 1062 would.
+//!
+//! INSERT IGNORE outside a transaction needs no locks: it reads which
+//! keys are there, inserts the rest in one atomic request, and drops a row
+//! the request finds taken after all — by its primary key or by a UNIQUE
+//! index — trying the rest again. Only a taken key is ignored: a value
+//! that does not fit its column is an error, as everywhere in Shoal (MySQL
+//! would store it clamped, with a warning).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::error::MyError;
+use super::filter::Expression;
+use super::query::{compare, key_positions};
+use super::session::Session;
+use crate::storage::codec;
+use crate::tc::batch::{Batch, OperationError, Outcome};
+use crate::tc::{Commit, Grant, Table, TcError};
+use crate::types::value::Value;
+
+/// How many times a statement of its own is run when a row it found
+/// absent was inserted by another client before it.
+const TRIES: usize = 8;
+
+/// What an INSERT does with a row whose primary key is taken.
+pub(super) enum OnDuplicate {
+    /// INSERT IGNORE: the row is skipped.
+    Skip,
+    /// ON DUPLICATE KEY UPDATE: the row there is changed by these
+    /// assignments, in order (their expressions may read the row the
+    /// INSERT gave, at the table's width and on).
+    Update(Vec<(usize, Expression)>),
+}
+
+/// What an INSERT of rows that met others did.
+pub(super) struct Met {
+    /// Rows affected as MySQL counts them: 1 per row inserted, 2 per row
+    /// updated to new values, 0 per row left as it was (1 if the client
+    /// asked for rows found).
+    pub(super) affected: u64,
+    /// Rows that met a row there.
+    pub(super) duplicates: u64,
+}
+
+impl Session {
+    /// Inserts `rows` (whole rows, each column's value or default) into
+    /// `table`, doing `on` with those that meet a row already there.
+    pub(super) async fn insert_meeting(
+        &mut self,
+        table: &Arc<Table>,
+        grant: &Grant,
+        rows: &[Vec<Value>],
+        on: &OnDuplicate,
+    ) -> Result<Met, MyError> {
+        if matches!(on, OnDuplicate::Skip) && !self.in_transaction() {
+            return self.insert_skipping(table, grant, rows).await;
+        }
+        if table.layout.ordered.iter().any(|o| o.unique) {
+            return Err(MyError::unsupported(
+                "INSERT … ON DUPLICATE KEY UPDATE, or INSERT IGNORE in a transaction, of a table with a UNIQUE index",
+            ));
+        }
+        let tc = self.engine.tc().clone();
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let mut own = (!self.in_transaction()).then(|| tc.begin());
+            let done = self.merge(&mut own, table, grant, rows, on).await;
+            let Some(t) = own else {
+                return done;
+            };
+            match done {
+                Ok(met) => {
+                    tc.commit(t).await.map_err(MyError::from)?;
+                    return Ok(met);
+                }
+                Err(e) => {
+                    tc.rollback(t).await.map_err(MyError::from)?;
+                    if e.code != 1062 || tries == TRIES {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// One try of an ON DUPLICATE KEY UPDATE in transaction `own`, or the
+    /// session's: every key locked and read, each key's final row worked
+    /// out from its rows in order, and the rows that changed written.
+    async fn merge(
+        &mut self,
+        own: &mut Option<crate::tc::Transaction>,
+        table: &Arc<Table>,
+        grant: &Grant,
+        rows: &[Vec<Value>],
+        on: &OnDuplicate,
+    ) -> Result<Met, MyError> {
+        let bad_value = |e: codec::ValueError| MyError::bad_value(&e.column, &e.problem);
+        let tc = self.engine.tc().clone();
+        let (keys, key_of) = distinct_keys(table, rows)?;
+        let mut locked = tc.batch();
+        for &r in &keys {
+            locked
+                .read_locking(table, &key(table, &rows[r]))
+                .map_err(bad_value)?;
+        }
+        self.run_within(own, grant, &mut locked).await?;
+        // Each key's row as it is, and as the statement leaves it.
+        let mut there = Vec::with_capacity(keys.len());
+        for i in 0..keys.len() {
+            there.push(match locked.result(i) {
+                Ok(Outcome::Found(row)) => Some(row.into_values()),
+                Ok(_) => None,
+                Err(e) => return Err(e.into()),
+            });
+        }
+        let mut after = there.clone();
+        let width = table.def().columns.len();
+        let mut met = Met {
+            affected: 0,
+            duplicates: 0,
+        };
+        for (row, &k) in rows.iter().zip(&key_of) {
+            let Some(old) = &after[k] else {
+                after[k] = Some(row.clone());
+                met.affected += 1;
+                continue;
+            };
+            met.duplicates += 1;
+            let OnDuplicate::Update(set) = on else {
+                continue;
+            };
+            let mut both = Vec::with_capacity(2 * width);
+            both.extend_from_slice(old);
+            both.extend_from_slice(row);
+            let changed = apply(table, set, &mut both)?;
+            both.truncate(width);
+            if changed {
+                met.affected += 2;
+                after[k] = Some(both);
+            } else if self.found_rows() {
+                met.affected += 1;
+            }
+        }
+        let def = table.def();
+        let named =
+            |row: &[Value], columns: &mut dyn Iterator<Item = usize>| -> Vec<(&str, Value)> {
+                columns
+                    .map(|c| (def.columns[c].name.as_str(), row[c].clone()))
+                    .collect()
+            };
+        let mut changes = tc.batch();
+        for (old, new) in there.iter().zip(&after) {
+            match (old, new) {
+                (None, Some(new)) => changes.insert(table, &named(new, &mut (0..width))),
+                (Some(old), Some(new)) => {
+                    let mut differing = (0..width).filter(|&c| compare(&old[c], &new[c]).is_ne());
+                    let Some(first) = differing.next() else {
+                        continue;
+                    };
+                    let mut columns = key_positions(table)
+                        .chain(std::iter::once(first))
+                        .chain(differing);
+                    changes.update(table, &named(new, &mut columns))
+                }
+                _ => continue,
+            }
+            .map_err(bad_value)?;
+        }
+        if !changes.is_empty() {
+            self.run_within(own, grant, &mut changes).await?;
+        }
+        Ok(met)
+    }
+
+    /// INSERT IGNORE outside a transaction: the keys there are read, and
+    /// the other rows inserted in one atomic request, each row a request
+    /// finds taken (by another client since, or by a UNIQUE index)
+    /// dropped and the rest tried again.
+    async fn insert_skipping(
+        &mut self,
+        table: &Arc<Table>,
+        grant: &Grant,
+        rows: &[Vec<Value>],
+    ) -> Result<Met, MyError> {
+        let bad_value = |e: codec::ValueError| MyError::bad_value(&e.column, &e.problem);
+        let tc = self.engine.tc().clone();
+        let (keys, _) = distinct_keys(table, rows)?;
+        let mut read = tc.batch();
+        for &r in &keys {
+            read.read(table, &key(table, &rows[r])).map_err(bad_value)?;
+        }
+        tc.execute(grant, &mut read, Commit::Each)
+            .await
+            .map_err(MyError::from)?;
+        let mut wanted = Vec::with_capacity(keys.len());
+        for (i, &r) in keys.iter().enumerate() {
+            match read.result(i) {
+                Ok(Outcome::Found(_)) => {}
+                Ok(_) => wanted.push(r),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let def = table.def();
+        // Each try drops one row or ends.
+        while !wanted.is_empty() {
+            let mut batch: Batch = tc.batch();
+            for &r in &wanted {
+                let named: Vec<(&str, Value)> = (def.columns.iter().zip(&rows[r]))
+                    .map(|(column, v)| (column.name.as_str(), v.clone()))
+                    .collect();
+                batch.insert(table, &named).map_err(bad_value)?;
+            }
+            match tc.execute(grant, &mut batch, Commit::Atomic).await {
+                Ok(()) => break,
+                Err(TcError::Operation {
+                    index,
+                    error:
+                        OperationError::DuplicateKey { .. } | OperationError::DuplicateUnique { .. },
+                }) => {
+                    wanted.remove(index);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let inserted = wanted.len() as u64;
+        Ok(Met {
+            affected: inserted,
+            duplicates: rows.len() as u64 - inserted,
+        })
+    }
+}
+
+/// Applies `set` to `row` in order, as MySQL does: each assignment reads
+/// the row as those before it left it. Answers whether a value changed.
+pub(super) fn apply(
+    table: &Table,
+    set: &[(usize, Expression)],
+    row: &mut [Value],
+) -> Result<bool, MyError> {
+    let before: Vec<Value> = set.iter().map(|(c, _)| row[*c].clone()).collect();
+    for (c, e) in set {
+        row[*c] = e.eval(table, *c, row)?;
+    }
+    Ok((set.iter().zip(&before)).any(|((c, _), old)| compare(&row[*c], old).is_ne()))
+}
+
+/// The primary key of whole row `row`.
+fn key(table: &Table, row: &[Value]) -> Vec<Value> {
+    key_positions(table).map(|c| row[c].clone()).collect()
+}
+
+/// The rows of `rows` that name each key first, and each row's key as an
+/// index into them.
+fn distinct_keys(table: &Table, rows: &[Vec<Value>]) -> Result<(Vec<usize>, Vec<usize>), MyError> {
+    let mut first: HashMap<Vec<u8>, usize> = HashMap::with_capacity(rows.len());
+    let mut keys = Vec::new();
+    let mut key_of = Vec::with_capacity(rows.len());
+    for (r, row) in rows.iter().enumerate() {
+        let mut encoded = Vec::new();
+        codec::encode_key(&table.layout, &key(table, row), &mut encoded)
+            .map_err(|e| MyError::bad_value(&e.column, &e.problem))?;
+        let k = *first.entry(encoded).or_insert_with(|| {
+            keys.push(r);
+            keys.len() - 1
+        });
+        key_of.push(k);
+    }
+    Ok((keys, key_of))
+}
