@@ -1393,3 +1393,83 @@ print(json.dumps(out))
         .collect();
     assert_eq!(got, [(1, 7), (2, 12), (3, 4), (4, 1), (5, 0), (8, 10)]);
 }
+
+#[tokio::test]
+async fn information_schema_shows_the_keys_databases_and_no_one_elses() {
+    let s = setup(&[]).await;
+    s.ok("CREATE TABLE people (id INT AUTO_INCREMENT PRIMARY KEY, email VARCHAR(40) NOT NULL, age TINYINT UNSIGNED DEFAULT 7, born DATETIME(3) NULL, UNIQUE KEY by_email (email), KEY by_age (age, id))");
+    let out =
+        s.ok("SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME FROM information_schema.SCHEMATA");
+    assert_eq!(lines(&out)[..], ["app\tutf8mb4"], "{out}");
+    let out = s.ok("SELECT table_name, table_type, engine FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY table_name");
+    assert_eq!(
+        lines(&out)[..],
+        [
+            "items\tBASE TABLE\tndbcluster",
+            "people\tBASE TABLE\tndbcluster"
+        ],
+        "{out}"
+    );
+    let out = s.ok("SELECT COLUMN_NAME, ORDINAL_POSITION, COLUMN_DEFAULT, IS_NULLABLE, DATA_TYPE, CHARACTER_MAXIMUM_LENGTH, NUMERIC_PRECISION, DATETIME_PRECISION, COLUMN_TYPE, COLUMN_KEY, EXTRA FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'app' AND TABLE_NAME = 'people' ORDER BY ORDINAL_POSITION");
+    assert_eq!(
+        lines(&out)[..],
+        [
+            "id\t1\tNULL\tNO\tint\tNULL\t10\tNULL\tint\tPRI\tauto_increment",
+            "email\t2\tNULL\tNO\tvarchar\t40\tNULL\tNULL\tvarchar(40)\tUNI\t",
+            "age\t3\t7\tYES\ttinyint\tNULL\t3\tNULL\ttinyint unsigned\tMUL\t",
+            "born\t4\tNULL\tYES\tdatetime\tNULL\tNULL\t3\tdatetime(3)\t\t",
+        ],
+        "{out}"
+    );
+    let out = s.ok("SELECT INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME, NON_UNIQUE FROM information_schema.STATISTICS WHERE TABLE_NAME = 'people' ORDER BY INDEX_NAME, SEQ_IN_INDEX");
+    assert_eq!(
+        lines(&out)[..],
+        [
+            "by_age\t1\tage\t1",
+            "by_age\t2\tid\t1",
+            "by_email\t1\temail\t0",
+            "PRIMARY\t1\tid\t0",
+        ],
+        "{out}"
+    );
+    let out = s.ok("SELECT CONSTRAINT_NAME, COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_NAME = 'people'");
+    assert_eq!(lines(&out)[..], ["PRIMARY\tid", "by_email\temail"], "{out}");
+    // SHOW says the same.
+    let out = s.ok("SHOW COLUMNS FROM people");
+    assert_eq!(
+        lines(&out)[0],
+        "id\tINT\tNO\tPRI\tNULL\tauto_increment",
+        "{out}"
+    );
+
+    // Another tenant's key sees its own database and nothing of this one.
+    let other = s.mysql_with(
+        &s.other,
+        Some("theirs"),
+        b"SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES; SELECT SCHEMA_NAME FROM information_schema.SCHEMATA; SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_NAME = 'people'",
+    );
+    assert!(other.ok, "{}", other.err);
+    assert_eq!(
+        lines(&other.out)[..],
+        ["theirs\titems", "theirs"],
+        "{}",
+        other.out
+    );
+
+    // What is not served is a clear error.
+    s.refused("SELECT * FROM information_schema.ROUTINES", "1235");
+    s.refused("SELECT * FROM information_schema.NO_SUCH_TABLE", "1109");
+    s.refused("SELECT nope FROM information_schema.TABLES", "1054");
+    s.refused(
+        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE LENGTH(TABLE_NAME) > 3",
+        "1235",
+    );
+    s.refused(
+        "SELECT COUNT(*) FROM information_schema.TABLES GROUP BY TABLE_SCHEMA",
+        "1235",
+    );
+    let ran = s.mysql("DELETE FROM information_schema.TABLES");
+    assert!(!ran.ok && ran.err.contains("ERROR 10"), "{}", ran.err);
+    let out = s.ok("SELECT COUNT(*) FROM people");
+    assert_eq!(lines(&out)[..], ["0"], "{out}");
+}

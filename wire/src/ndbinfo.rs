@@ -38,14 +38,16 @@ pub struct MemoryView {
     pub group_by: &'static [&'static str],
 }
 
-const fn int(name: &'static str) -> Column {
+/// An integer column.
+pub const fn int(name: &'static str) -> Column {
     Column {
         name,
         ty: ColumnType::Integer,
     }
 }
 
-const fn text(name: &'static str) -> Column {
+/// A text column.
+pub const fn text(name: &'static str) -> Column {
     Column {
         name,
         ty: ColumnType::Text,

@@ -12,7 +12,8 @@
 //! - `query`: statements, planned onto the transaction coordinator.
 //! - `filter`: WHERE clauses and SET expressions over rows.
 //! - `scan`: rows found by a WHERE clause: index ranges, full scans.
-//! - `ndbinfo`: RonDB's ndbinfo tables, scoped to the caller's databases.
+//! - `system`: tables computed when asked, scoped to the caller's databases:
+//!   `ndbinfo` (RonDB's memory and usage tables) and `information_schema`.
 //! - `transaction`: BEGIN, COMMIT, ROLLBACK and autocommit.
 //! - `upsert`: INSERT IGNORE and INSERT … ON DUPLICATE KEY UPDATE.
 //! - `ddl`: changes of schema, made by the control plane (or a node alone).
@@ -25,11 +26,13 @@
 mod ddl;
 mod error;
 mod filter;
+mod information_schema;
 mod ndbinfo;
 mod proto;
 mod query;
 mod scan;
 mod session;
+mod system;
 mod transaction;
 mod upsert;
 mod value;

@@ -37,6 +37,7 @@ use sqlparser::tokenizer::{Token, Tokenizer};
 use super::ddl;
 use super::error::MyError;
 use super::filter::{Cond, Expression, Inserted};
+use super::information_schema::{column_key, default_text, indexes};
 use super::proto::{ColumnDef, ty};
 use super::scan::Scan;
 use super::session::Session;
@@ -417,7 +418,7 @@ impl Session {
         match self.plan_select(q)? {
             Select::Constant { columns, rows } => Ok(Reply::rows(columns, rows)),
             Select::Keys(lookup) => self.lookup(&lookup, &[]).await,
-            Select::Ndbinfo(n) => self.ndbinfo(&n).await,
+            Select::System(n) => self.system(&n).await,
             Select::Scan { scan, grant, shape } => {
                 let found = self.scan_rows(&grant, &scan, shape.enough()).await?;
                 Ok(shape.answer(found, &[]))
@@ -456,15 +457,23 @@ impl Session {
             if lock_of(q)? {
                 return Err(MyError::unsupported("a locking read of an ndbinfo table"));
             }
-            return Ok(Select::Ndbinfo(self.plan_ndbinfo(
-                &table_name,
-                q,
-                select,
-            )?));
+            let table = self.ndbinfo_table(&table_name)?;
+            return Ok(Select::System(self.plan_system(table, q, select)?));
+        }
+        if db
+            .as_deref()
+            .is_some_and(|s| s.eq_ignore_ascii_case("information_schema"))
+        {
+            if lock_of(q)? {
+                return Err(MyError::unsupported(
+                    "a locking read of an information_schema table",
+                ));
+            }
+            let table = self.information_table(&table_name)?;
+            return Ok(Select::System(self.plan_system(table, q, select)?));
         }
         if let Some(schema) = db.as_deref()
-            && (schema.eq_ignore_ascii_case("information_schema")
-                || schema.eq_ignore_ascii_case("mysql")
+            && (schema.eq_ignore_ascii_case("mysql")
                 || schema.eq_ignore_ascii_case("performance_schema"))
         {
             return Err(MyError::unsupported(format!("{schema} tables over SQL")));
@@ -1161,20 +1170,12 @@ impl Session {
         match (keyword(rest.get(i)), word(rest.get(i))) {
             (Some(Keyword::DATABASES | Keyword::SCHEMAS), _) => {
                 let like = like_of(&rest[i + 1..])?;
-                let mut names: Vec<String> = self
-                    .key()?
-                    .def()
-                    .grants
-                    .iter()
-                    .map(|g| g.database.to_string())
-                    .filter(|d| self.engine.database(d).is_ok())
-                    .filter(|d| like.as_ref().is_none_or(|p| matches_like(p, d)))
-                    .collect();
-                names.sort();
+                let names = (self.granted_databases()?.into_iter())
+                    .filter(|d| like.as_ref().is_none_or(|p| matches_like(p, d)));
                 let columns = vec![computed("Database", ty::VAR_STRING)];
                 Ok(Reply::rows(
                     columns,
-                    names.into_iter().map(|n| vec![Cell::from(n)]).collect(),
+                    names.map(|n| vec![Cell::from(n)]).collect(),
                 ))
             }
             (Some(Keyword::TABLES), _) => {
@@ -1298,34 +1299,17 @@ impl Session {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let key = if is_key(&table, i) {
-                    "PRI"
-                } else if def
-                    .indexes
-                    .iter()
-                    .any(|x| x.unique && x.columns.first() == Some(&c.name))
-                {
-                    "UNI"
-                } else if def
-                    .indexes
-                    .iter()
-                    .any(|x| x.columns.first() == Some(&c.name))
-                {
-                    "MUL"
-                } else {
-                    ""
-                };
                 vec![
                     Cell::from(c.name.to_string()),
                     Cell::from(c.column_type.to_string()),
                     Cell::from(if c.nullable { "YES" } else { "NO" }),
-                    Cell::from(key),
-                    match &c.default {
-                        Some(serde_json::Value::String(d)) => Cell::from(d.as_str()),
-                        Some(serde_json::Value::Null) | None => Cell::Value(Value::Null),
-                        Some(d) => Cell::from(d.to_string()),
-                    },
-                    Cell::from(""),
+                    Cell::from(column_key(def, i)),
+                    default_text(c).map_or(Cell::Value(Value::Null), Cell::from),
+                    Cell::from(if c.auto_increment {
+                        "auto_increment"
+                    } else {
+                        ""
+                    }),
                 ]
             })
             .collect();
@@ -1373,37 +1357,27 @@ impl Session {
             })
             .collect();
         let mut rows = Vec::new();
-        let mut add =
-            |key: &str, unique: bool, cols: &[shoal_wire::schema::ColumnName], kind: &str| {
-                for (seq, c) in cols.iter().enumerate() {
-                    let nullable = def.columns.iter().any(|d| &d.name == c && d.nullable);
-                    rows.push(vec![
-                        Cell::from(def.name.to_string()),
-                        Cell::from(i64::from(!unique)),
-                        Cell::from(key),
-                        Cell::from(seq as i64 + 1),
-                        Cell::from(c.to_string()),
-                        Cell::from("A"),
-                        Cell::Value(Value::Null),
-                        Cell::Value(Value::Null),
-                        Cell::Value(Value::Null),
-                        Cell::from(if nullable { "YES" } else { "" }),
-                        Cell::from(kind),
-                        Cell::from(""),
-                        Cell::from(""),
-                        Cell::from("YES"),
-                        Cell::Value(Value::Null),
-                    ]);
-                }
-            };
-        let pk_kind = if def.primary_key_index.is_ordered() {
-            "BTREE"
-        } else {
-            "HASH"
-        };
-        add("PRIMARY", true, &def.primary_key, pk_kind);
-        for index in &def.indexes {
-            add(index.name.as_str(), index.unique, &index.columns, "BTREE");
+        for index in indexes(def) {
+            for (seq, c) in index.columns.iter().enumerate() {
+                let nullable = def.columns.iter().any(|d| &d.name == c && d.nullable);
+                rows.push(vec![
+                    Cell::from(def.name.to_string()),
+                    Cell::from(i64::from(!index.unique)),
+                    Cell::from(index.name),
+                    Cell::from(seq as i64 + 1),
+                    Cell::from(c.to_string()),
+                    Cell::from("A"),
+                    Cell::Value(Value::Null),
+                    Cell::Value(Value::Null),
+                    Cell::Value(Value::Null),
+                    Cell::from(if nullable { "YES" } else { "" }),
+                    Cell::from(index.kind),
+                    Cell::from(""),
+                    Cell::from(""),
+                    Cell::from("YES"),
+                    Cell::Value(Value::Null),
+                ]);
+            }
         }
         Ok(Reply::rows(columns, rows))
     }
@@ -1625,8 +1599,8 @@ enum Select {
         rows: Vec<Vec<Cell>>,
     },
     Keys(Lookup),
-    /// Rows of an ndbinfo table.
-    Ndbinfo(super::ndbinfo::NdbinfoSelect),
+    /// Rows of an ndbinfo or information_schema table.
+    System(super::system::SystemSelect),
     /// Rows found by the WHERE clause.
     Scan {
         scan: Scan,
@@ -1648,7 +1622,7 @@ impl Select {
             Select::Constant { columns, .. } | Select::Aggregate { columns, .. } => columns,
             Select::Keys(l) => l.shape.columns,
             Select::Scan { shape, .. } => shape.columns,
-            Select::Ndbinfo(n) => n.columns(),
+            Select::System(n) => n.columns(),
         }
     }
 }

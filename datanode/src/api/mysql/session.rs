@@ -113,6 +113,17 @@ impl Session {
             })
     }
 
+    /// The databases the key is granted that exist, by name.
+    pub(crate) fn granted_databases(&self) -> Result<Vec<String>, MyError> {
+        let mut names: Vec<String> = (self.key()?.def().grants.iter())
+            .map(|g| g.database.to_string())
+            .filter(|d| self.engine.database(d).is_ok())
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
     /// Table `name` of database `db` (or the session's), and the key's
     /// grant on that database.
     pub(crate) fn table(

@@ -1,0 +1,424 @@
+//! `information_schema` over SQL: the catalog tables drivers, ORMs and
+//! SQL tools read to find databases, tables, columns and indexes, for
+//! the key's databases only — another tenant's schema is not there, as it
+//! is not in `SHOW DATABASES`. Served: `SCHEMATA`, `TABLES`, `COLUMNS`,
+//! `STATISTICS` and `KEY_COLUMN_USAGE`, with MySQL's column names (the
+//! columns that mean something for Shoal; row counts and sizes are in
+//! `ndbinfo`, so `TABLE_ROWS` and `DATA_LENGTH` are NULL). Another
+//! `information_schema` table is refused, 1235; a name MySQL does not
+//! have, 1109. Queries are planned and answered as every computed
+//! table's are (`system`).
+
+use shoal_wire::ndbinfo::{Column, int, text};
+use shoal_wire::schema::{ColumnDef, ColumnName, ColumnType as Type, TableDef};
+
+use super::error::MyError;
+use super::session::Session;
+use super::system::System;
+use crate::types::value::Value;
+
+/// An `information_schema` table: its name and columns.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct InformationTable {
+    pub(crate) name: &'static str,
+    pub(crate) columns: &'static [Column],
+}
+
+const SCHEMATA: InformationTable = InformationTable {
+    name: "SCHEMATA",
+    columns: &[
+        text("CATALOG_NAME"),
+        text("SCHEMA_NAME"),
+        text("DEFAULT_CHARACTER_SET_NAME"),
+        text("DEFAULT_COLLATION_NAME"),
+        text("SQL_PATH"),
+    ],
+};
+
+const TABLES: InformationTable = InformationTable {
+    name: "TABLES",
+    columns: &[
+        text("TABLE_CATALOG"),
+        text("TABLE_SCHEMA"),
+        text("TABLE_NAME"),
+        text("TABLE_TYPE"),
+        text("ENGINE"),
+        int("TABLE_ROWS"),
+        int("DATA_LENGTH"),
+        int("AUTO_INCREMENT"),
+        text("TABLE_COLLATION"),
+        text("TABLE_COMMENT"),
+    ],
+};
+
+const COLUMNS: InformationTable = InformationTable {
+    name: "COLUMNS",
+    columns: &[
+        text("TABLE_CATALOG"),
+        text("TABLE_SCHEMA"),
+        text("TABLE_NAME"),
+        text("COLUMN_NAME"),
+        int("ORDINAL_POSITION"),
+        text("COLUMN_DEFAULT"),
+        text("IS_NULLABLE"),
+        text("DATA_TYPE"),
+        int("CHARACTER_MAXIMUM_LENGTH"),
+        int("CHARACTER_OCTET_LENGTH"),
+        int("NUMERIC_PRECISION"),
+        int("NUMERIC_SCALE"),
+        int("DATETIME_PRECISION"),
+        text("CHARACTER_SET_NAME"),
+        text("COLLATION_NAME"),
+        text("COLUMN_TYPE"),
+        text("COLUMN_KEY"),
+        text("EXTRA"),
+        text("COLUMN_COMMENT"),
+    ],
+};
+
+const STATISTICS: InformationTable = InformationTable {
+    name: "STATISTICS",
+    columns: &[
+        text("TABLE_CATALOG"),
+        text("TABLE_SCHEMA"),
+        text("TABLE_NAME"),
+        int("NON_UNIQUE"),
+        text("INDEX_SCHEMA"),
+        text("INDEX_NAME"),
+        int("SEQ_IN_INDEX"),
+        text("COLUMN_NAME"),
+        text("COLLATION"),
+        int("CARDINALITY"),
+        text("NULLABLE"),
+        text("INDEX_TYPE"),
+        text("COMMENT"),
+    ],
+};
+
+const KEY_COLUMN_USAGE: InformationTable = InformationTable {
+    name: "KEY_COLUMN_USAGE",
+    columns: &[
+        text("CONSTRAINT_CATALOG"),
+        text("CONSTRAINT_SCHEMA"),
+        text("CONSTRAINT_NAME"),
+        text("TABLE_CATALOG"),
+        text("TABLE_SCHEMA"),
+        text("TABLE_NAME"),
+        text("COLUMN_NAME"),
+        int("ORDINAL_POSITION"),
+        int("POSITION_IN_UNIQUE_CONSTRAINT"),
+        text("REFERENCED_TABLE_SCHEMA"),
+        text("REFERENCED_TABLE_NAME"),
+        text("REFERENCED_COLUMN_NAME"),
+    ],
+};
+
+const SERVED: [&InformationTable; 5] =
+    [&SCHEMATA, &TABLES, &COLUMNS, &STATISTICS, &KEY_COLUMN_USAGE];
+
+/// MySQL's other `information_schema` tables: named, but not served.
+const OTHERS: &[&str] = &[
+    "CHARACTER_SETS",
+    "CHECK_CONSTRAINTS",
+    "COLLATIONS",
+    "COLLATION_CHARACTER_SET_APPLICABILITY",
+    "COLUMN_PRIVILEGES",
+    "ENGINES",
+    "EVENTS",
+    "FILES",
+    "GLOBAL_STATUS",
+    "GLOBAL_VARIABLES",
+    "INNODB_TRX",
+    "PARAMETERS",
+    "PARTITIONS",
+    "PLUGINS",
+    "PROCESSLIST",
+    "PROFILING",
+    "REFERENTIAL_CONSTRAINTS",
+    "ROUTINES",
+    "SCHEMA_PRIVILEGES",
+    "SESSION_STATUS",
+    "SESSION_VARIABLES",
+    "TABLE_CONSTRAINTS",
+    "TABLE_PRIVILEGES",
+    "TRIGGERS",
+    "USER_PRIVILEGES",
+    "VIEWS",
+];
+
+const CATALOG: &str = "def";
+const CHARSET: &str = "utf8mb4";
+const COLLATION: &str = "utf8mb4_general_ci";
+
+impl Session {
+    /// The `information_schema` table `name`.
+    pub(crate) fn information_table(&self, name: &str) -> Result<System, MyError> {
+        if let Some(t) = SERVED.iter().find(|t| t.name.eq_ignore_ascii_case(name)) {
+            return Ok(System::Information(t));
+        }
+        if OTHERS.iter().any(|t| t.eq_ignore_ascii_case(name)) {
+            return Err(MyError::unsupported(format!(
+                "information_schema.{} (served: SCHEMATA, TABLES, COLUMNS, STATISTICS, KEY_COLUMN_USAGE)",
+                name.to_ascii_uppercase()
+            )));
+        }
+        Err(MyError::new(
+            1109,
+            "42S02",
+            format!("Unknown table '{name}' in information_schema"),
+        ))
+    }
+
+    /// The rows of `table` for the key's databases, as they are now.
+    pub(crate) fn information_rows(
+        &self,
+        table: &InformationTable,
+    ) -> Result<Vec<Vec<Value>>, MyError> {
+        let databases = self.granted_databases()?;
+        if *table == SCHEMATA {
+            return Ok((databases.into_iter())
+                .map(|db| {
+                    vec![
+                        text_of(CATALOG),
+                        Value::Text(db),
+                        text_of(CHARSET),
+                        text_of(COLLATION),
+                        Value::Null,
+                    ]
+                })
+                .collect());
+        }
+        let mut tables: Vec<_> = (self.engine.tables().into_iter())
+            .filter(|t| databases.iter().any(|d| d == t.database.name.as_str()))
+            .collect();
+        tables.sort_by(|a, b| {
+            (a.database.name.as_str(), a.name().as_str())
+                .cmp(&(b.database.name.as_str(), b.name().as_str()))
+        });
+        let mut rows = Vec::new();
+        for t in &tables {
+            let db = t.database.name.as_str();
+            let def = t.def();
+            let name = def.name.as_str();
+            if *table == TABLES {
+                rows.push(vec![
+                    text_of(CATALOG),
+                    text_of(db),
+                    text_of(name),
+                    text_of("BASE TABLE"),
+                    text_of("ndbcluster"),
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    text_of(COLLATION),
+                    text_of(""),
+                ]);
+            } else if *table == COLUMNS {
+                for (i, c) in def.columns.iter().enumerate() {
+                    rows.push(column_row(db, def, i, c));
+                }
+            } else if *table == STATISTICS {
+                for index in indexes(def) {
+                    for (seq, c) in index.columns.iter().enumerate() {
+                        rows.push(vec![
+                            text_of(CATALOG),
+                            text_of(db),
+                            text_of(name),
+                            Value::UInt(u64::from(!index.unique)),
+                            text_of(db),
+                            text_of(index.name),
+                            Value::UInt(seq as u64 + 1),
+                            text_of(c.as_str()),
+                            text_of("A"),
+                            Value::Null,
+                            text_of(if nullable(def, c) { "YES" } else { "" }),
+                            text_of(index.kind),
+                            text_of(""),
+                        ]);
+                    }
+                }
+            } else if *table == KEY_COLUMN_USAGE {
+                for index in indexes(def).filter(|x| x.unique) {
+                    for (seq, c) in index.columns.iter().enumerate() {
+                        rows.push(vec![
+                            text_of(CATALOG),
+                            text_of(db),
+                            text_of(index.name),
+                            text_of(CATALOG),
+                            text_of(db),
+                            text_of(name),
+                            text_of(c.as_str()),
+                            Value::UInt(seq as u64 + 1),
+                            Value::Null,
+                            Value::Null,
+                            Value::Null,
+                            Value::Null,
+                        ]);
+                    }
+                }
+            }
+        }
+        Ok(rows)
+    }
+}
+
+fn text_of(s: &str) -> Value {
+    Value::Text(s.to_owned())
+}
+
+/// An index of a table as MySQL lists them: the primary key first.
+pub(crate) struct Index<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) unique: bool,
+    pub(crate) columns: &'a [ColumnName],
+    /// `BTREE`, or `HASH` for a primary key that is hashed only.
+    pub(crate) kind: &'static str,
+}
+
+/// The indexes of `def`, the primary key first.
+pub(crate) fn indexes(def: &TableDef) -> impl Iterator<Item = Index<'_>> {
+    let primary = Index {
+        name: "PRIMARY",
+        unique: true,
+        columns: &def.primary_key,
+        kind: if def.primary_key_index.is_ordered() {
+            "BTREE"
+        } else {
+            "HASH"
+        },
+    };
+    std::iter::once(primary).chain(def.indexes.iter().map(|x| Index {
+        name: x.name.as_str(),
+        unique: x.unique,
+        columns: &x.columns,
+        kind: "BTREE",
+    }))
+}
+
+fn nullable(def: &TableDef, c: &ColumnName) -> bool {
+    def.columns.iter().any(|d| &d.name == c && d.nullable)
+}
+
+/// MySQL's `COLUMN_KEY` of column `i`: `PRI` in the primary key, `UNI`
+/// the one column of a unique index, `MUL` first in another index.
+pub(crate) fn column_key(def: &TableDef, i: usize) -> &'static str {
+    let name = &def.columns[i].name;
+    let mut first = def
+        .indexes
+        .iter()
+        .filter(|x| x.columns.first() == Some(name));
+    if def.primary_key.contains(name) {
+        "PRI"
+    } else if first.clone().any(|x| x.unique && x.columns.len() == 1) {
+        "UNI"
+    } else if first.next().is_some() {
+        "MUL"
+    } else {
+        ""
+    }
+}
+
+/// A column's default as MySQL shows it: text, or NULL for none.
+pub(crate) fn default_text(c: &ColumnDef) -> Option<String> {
+    match &c.default {
+        Some(serde_json::Value::String(d)) => Some(d.clone()),
+        Some(serde_json::Value::Null) | None => None,
+        Some(d) => Some(d.to_string()),
+    }
+}
+
+fn column_row(db: &str, def: &TableDef, i: usize, c: &ColumnDef) -> Vec<Value> {
+    let num = |v: Option<u64>| v.map_or(Value::Null, Value::UInt);
+    let t = c.column_type;
+    let (data_type, characters, octets, precision, scale, fsp) = match t {
+        Type::TinyInt { .. } => ("tinyint", None, None, Some(3), Some(0), None),
+        Type::Bool => ("tinyint", None, None, Some(3), Some(0), None),
+        Type::SmallInt { .. } => ("smallint", None, None, Some(5), Some(0), None),
+        Type::MediumInt { .. } => ("mediumint", None, None, Some(7), Some(0), None),
+        Type::Int { .. } => ("int", None, None, Some(10), Some(0), None),
+        Type::BigInt { unsigned } => (
+            "bigint",
+            None,
+            None,
+            Some(if unsigned { 20 } else { 19 }),
+            Some(0),
+            None,
+        ),
+        Type::Float => ("float", None, None, Some(12), None, None),
+        Type::Double => ("double", None, None, Some(22), None, None),
+        Type::Decimal { precision, scale } => (
+            "decimal",
+            None,
+            None,
+            Some(u64::from(precision)),
+            Some(u64::from(scale)),
+            None,
+        ),
+        Type::Char(n) => (
+            "char",
+            Some(u64::from(n)),
+            Some(4 * u64::from(n)),
+            None,
+            None,
+            None,
+        ),
+        Type::VarChar(n) => (
+            "varchar",
+            Some(u64::from(n)),
+            Some(4 * u64::from(n)),
+            None,
+            None,
+            None,
+        ),
+        Type::Binary(n) => (
+            "binary",
+            Some(u64::from(n)),
+            Some(u64::from(n)),
+            None,
+            None,
+            None,
+        ),
+        Type::VarBinary(n) => (
+            "varbinary",
+            Some(u64::from(n)),
+            Some(u64::from(n)),
+            None,
+            None,
+            None,
+        ),
+        Type::Date => ("date", None, None, None, None, None),
+        Type::DateTime { fsp } => ("datetime", None, None, None, None, Some(u64::from(fsp))),
+        Type::Timestamp { fsp } => ("timestamp", None, None, None, None, Some(u64::from(fsp))),
+    };
+    let is_text = matches!(t, Type::Char(_) | Type::VarChar(_));
+    let column_type = match t {
+        Type::Bool => "tinyint(1)".to_owned(),
+        t => t.to_string().to_ascii_lowercase(),
+    };
+    let text_or_null = |s: &str| if is_text { text_of(s) } else { Value::Null };
+    vec![
+        text_of(CATALOG),
+        text_of(db),
+        text_of(def.name.as_str()),
+        text_of(c.name.as_str()),
+        Value::UInt(i as u64 + 1),
+        default_text(c).map_or(Value::Null, Value::Text),
+        text_of(if c.nullable { "YES" } else { "NO" }),
+        text_of(data_type),
+        num(characters),
+        num(octets),
+        num(precision),
+        num(scale),
+        num(fsp),
+        text_or_null(CHARSET),
+        text_or_null(COLLATION),
+        Value::Text(column_type),
+        text_of(column_key(def, i)),
+        text_of(if c.auto_increment {
+            "auto_increment"
+        } else {
+            ""
+        }),
+        text_of(""),
+    ]
+}
