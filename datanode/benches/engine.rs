@@ -363,6 +363,7 @@ fn scan_rows(
             after: None,
             limit: SCAN_ROWS,
             max_bytes: 1 << 20,
+            columns: None,
         };
         let t = Instant::now();
         let page = rt

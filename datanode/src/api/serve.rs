@@ -10,6 +10,8 @@
 //! are closed.
 
 use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -56,47 +58,67 @@ impl Default for Limits {
     }
 }
 
-/// Deals connections to the LDM worker threads in turn: what a connection
-/// asks of that worker's fragments is done there without a thread hop. It
-/// may also deal some to the runtime the front end runs on, whose threads
-/// use the cores no worker runs on.
+/// Deals each new connection to the place serving the fewest live
+/// connections: an LDM worker thread, where what a connection asks of that
+/// worker's fragments is done without a thread hop, or a place on the
+/// runtime the front end runs on, one per core no worker runs on. A worker
+/// wins a tie, so a lone connection is never handed off.
 pub(crate) struct Workers {
     tc: Tc,
-    next: usize,
-    /// Turns: one per worker thread, then the front end's runtime's.
-    turns: usize,
+    /// Live connections per place: one per worker thread, then the front
+    /// end's runtime's (if it takes any).
+    live: Vec<Arc<AtomicUsize>>,
+}
+
+/// A connection's place in `Workers::live`, given back when it ends
+/// (however it ends).
+struct Dealt(Arc<AtomicUsize>);
+
+impl Drop for Dealt {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Workers {
     /// Deals connections to the worker threads only: the Redis front end,
     /// whose commands cost less than a hand-off between threads.
     pub(crate) fn new(tc: Tc) -> Workers {
-        let turns = tc.ldm_threads();
-        Workers { tc, next: 0, turns }
+        let places = tc.ldm_threads();
+        Workers::with_places(tc, places)
     }
 
-    /// Deals connections to the worker threads and, one turn per core no
-    /// worker runs on, to the calling runtime: the REST front end, whose
-    /// HTTP and JSON cost many times a request's hand-off to a worker, and
-    /// would otherwise have only the workers' cores.
+    /// Deals connections to the worker threads and, one place per core no
+    /// worker runs on, to the calling runtime: the REST and MySQL front
+    /// ends, whose parsing and encoding cost more than a request's
+    /// hand-off to a worker, and would otherwise have only the workers'
+    /// cores.
     pub(crate) fn with_spare_cores(tc: Tc) -> Workers {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Workers {
-            turns: tc.ldm_threads().max(cores),
-            ..Workers::new(tc)
-        }
+        let places = tc.ldm_threads().max(cores);
+        Workers::with_places(tc, places)
     }
 
-    /// Runs `serve` with `stream` on the next worker's thread, or on the
-    /// calling runtime when its turn comes.
+    fn with_places(tc: Tc, places: usize) -> Workers {
+        let live = (0..places.max(1)).map(|_| Arc::default()).collect();
+        Workers { tc, live }
+    }
+
+    /// Runs `serve` with `stream` on the worker thread (or the calling
+    /// runtime) serving the fewest connections.
     pub(crate) fn spawn<F, Fut>(&mut self, stream: TcpStream, serve: F)
     where
         F: FnOnce(TcpStream) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.next = (self.next + 1) % self.turns;
-        if self.next >= self.tc.ldm_threads() {
-            drop(tokio::spawn(serve(stream)));
+        let place = fewest(&self.live);
+        self.live[place].fetch_add(1, Ordering::Relaxed);
+        let dealt = Dealt(Arc::clone(&self.live[place]));
+        if place >= self.tc.ldm_threads() {
+            drop(tokio::spawn(async move {
+                serve(stream).await;
+                drop(dealt);
+            }));
             return;
         }
         // A stream belongs to the runtime it was made in: it moves as the
@@ -104,12 +126,20 @@ impl Workers {
         let Ok(stream) = stream.into_std() else {
             return;
         };
-        self.tc.spawn_on_worker(self.next, async move {
+        self.tc.spawn_on_worker(place, async move {
             if let Ok(stream) = TcpStream::from_std(stream) {
                 serve(stream).await;
             }
+            drop(dealt);
         });
     }
+}
+
+/// The place with the fewest live connections, the first on a tie.
+fn fewest(live: &[Arc<AtomicUsize>]) -> usize {
+    (0..live.len())
+        .min_by_key(|&p| live[p].load(Ordering::Relaxed))
+        .unwrap_or(0)
 }
 
 /// How long a stopping front end lets requests in flight finish.
@@ -151,4 +181,29 @@ pub(crate) async fn http(
     )
     .await;
     shoal_listen::finish(graceful, gate, DRAIN).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_goes_where_fewest_are_and_a_worker_wins_a_tie() {
+        let live = |counts: &[usize]| -> Vec<Arc<AtomicUsize>> {
+            counts
+                .iter()
+                .map(|&n| Arc::new(AtomicUsize::new(n)))
+                .collect()
+        };
+        assert_eq!(fewest(&live(&[0, 0])), 0);
+        assert_eq!(fewest(&live(&[1, 0])), 1);
+        assert_eq!(fewest(&live(&[1, 1])), 0);
+        assert_eq!(fewest(&live(&[2, 1, 1])), 1);
+        // A connection that ends gives its place back.
+        let places = live(&[1, 0]);
+        let dealt = Dealt(Arc::clone(&places[0]));
+        places[1].fetch_add(1, Ordering::Relaxed);
+        drop(dealt);
+        assert_eq!(fewest(&places), 0);
+    }
 }

@@ -561,6 +561,7 @@ impl Engine {
                 after: after.as_deref(),
                 limit: 1000,
                 max_bytes: 4 << 20,
+                columns: None,
             };
             let page = (self.tc().scan_range_housekeeping(table, scan).await)
                 .map_err(|e| e.to_string())?;

@@ -602,6 +602,13 @@ fn order_of(ty: ColumnType) -> Order {
 
 /// A little-endian signed integer of up to 16 bytes.
 pub(crate) fn le_signed(b: &[u8]) -> i128 {
+    // The widths of INT and BIGINT, without a copy of unknown length.
+    if let Ok(b) = <[u8; 8]>::try_from(b) {
+        return i128::from(i64::from_le_bytes(b));
+    }
+    if let Ok(b) = <[u8; 4]>::try_from(b) {
+        return i128::from(i32::from_le_bytes(b));
+    }
     let mut buf = [if b[b.len() - 1] & 0x80 != 0 { 0xff } else { 0 }; 16];
     buf[..b.len()].copy_from_slice(b);
     i128::from_le_bytes(buf)
@@ -609,6 +616,12 @@ pub(crate) fn le_signed(b: &[u8]) -> i128 {
 
 /// A little-endian unsigned integer of up to 16 bytes.
 pub(crate) fn le_unsigned(b: &[u8]) -> u128 {
+    if let Ok(b) = <[u8; 8]>::try_from(b) {
+        return u128::from(u64::from_le_bytes(b));
+    }
+    if let Ok(b) = <[u8; 4]>::try_from(b) {
+        return u128::from(u32::from_le_bytes(b));
+    }
     let mut buf = [0; 16];
     buf[..b.len()].copy_from_slice(b);
     u128::from_le_bytes(buf)
@@ -743,6 +756,16 @@ mod tests {
     use super::*;
 
     proptest! {
+        #[test]
+        fn integers_of_every_width_read_as_sign_or_zero_extended(b in proptest::collection::vec(any::<u8>(), 1..=16)) {
+            let mut signed = [if b[b.len() - 1] & 0x80 != 0 { 0xff } else { 0 }; 16];
+            signed[..b.len()].copy_from_slice(&b);
+            prop_assert_eq!(le_signed(&b), i128::from_le_bytes(signed));
+            let mut unsigned = [0; 16];
+            unsigned[..b.len()].copy_from_slice(&b);
+            prop_assert_eq!(le_unsigned(&b), u128::from_le_bytes(unsigned));
+        }
+
         #[test]
         fn padding_is_trimmed_as_byte_by_byte_would(text in "[a-z ]{0,40}", pad in 0usize..70) {
             let mut b = text.clone().into_bytes();

@@ -140,10 +140,23 @@ pub struct Row {
 
 impl Row {
     pub(crate) fn decode(table: &Arc<Table>, image: &[u8]) -> Row {
+        Row::decode_columns(table, image, None)
+    }
+
+    /// The row of `image` with only the columns `decoded` marks (all if
+    /// `None`) decoded, the others NULL.
+    pub(crate) fn decode_columns(
+        table: &Arc<Table>,
+        image: &[u8],
+        decoded: Option<&[bool]>,
+    ) -> Row {
         let layout = &table.layout;
         let (fixed, var) = image.split_at(layout.slot_size);
         let values = (0..layout.columns.len() as u16)
-            .map(|c| codec::decode(layout, fixed, var, c))
+            .map(|c| match decoded {
+                Some(d) if !d[usize::from(c)] => Value::Null,
+                _ => codec::decode(layout, fixed, var, c),
+            })
             .collect();
         Row {
             table: Arc::clone(table),

@@ -38,6 +38,10 @@ pub struct RangeScan<'a> {
     /// Bytes of rows in the page, about: the page ends after the row that
     /// passes this.
     pub max_bytes: usize,
+    /// The columns the caller reads of each row: only these (and the
+    /// index's, which end a page) are decoded, the others answered NULL.
+    /// `None`: every column.
+    pub columns: Option<&'a [u16]>,
 }
 
 /// A page of a scan.
@@ -116,6 +120,7 @@ impl Tc {
             upper,
             limit,
             max_bytes,
+            decoded,
         } = range;
         let upper = upper.as_ref();
         let layout = &table.layout;
@@ -179,7 +184,7 @@ impl Tc {
             };
             let image = sources[best].first();
             bytes += image.len();
-            rows.push(batch::Row::decode(table, image));
+            rows.push(batch::Row::decode_columns(table, image, decoded.as_deref()));
             sources[best].at += 1;
             if rows.len() == limit || bytes >= max_bytes {
                 let more = sources.iter().any(|s| !s.done || !s.is_empty());
@@ -250,12 +255,22 @@ fn prepare(table: &Arc<Table>, scan: RangeScan<'_>) -> Result<Range, TcError> {
         (Some(lower), Some(after)) => Some(later(layout, &ordered.order, lower, after)),
         (lower, after) => after.or(lower),
     };
+    let decoded = scan.columns.map(|columns| {
+        let mut decoded = vec![false; layout.columns.len()];
+        for &c in columns.iter().chain(&ordered.order) {
+            if let Some(d) = decoded.get_mut(usize::from(c)) {
+                *d = true;
+            }
+        }
+        decoded
+    });
     Ok(Range {
         index: i,
         start,
         upper,
         limit: scan.limit.max(1),
         max_bytes: scan.max_bytes.max(1),
+        decoded,
     })
 }
 
@@ -266,6 +281,8 @@ struct Range {
     upper: Option<Arc<Bound>>,
     limit: usize,
     max_bytes: usize,
+    /// Which columns rows are decoded with (`None`: all).
+    decoded: Option<Vec<bool>>,
 }
 
 /// Where a scan bounded below by `lower` and going on after `after` starts:

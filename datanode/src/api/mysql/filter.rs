@@ -60,6 +60,15 @@ pub(crate) enum Cond {
 }
 
 impl Cond {
+    /// Adds the columns it reads to `out`.
+    pub(crate) fn columns(&self, out: &mut Vec<u16>) {
+        match self {
+            Cond::Compare(c, ..) | Cond::Null(c) | Cond::In(c, _) => out.push(*c as u16),
+            Cond::And(all) | Cond::Or(all) => all.iter().for_each(|c| c.columns(out)),
+            Cond::Not(c) => c.columns(out),
+        }
+    }
+
     /// The condition `e` over the rows of `table` (a table's, or any
     /// other relation's).
     pub(crate) fn of(table: &impl Columns, e: &Expr) -> Result<Cond, MyError> {

@@ -567,8 +567,9 @@ impl Session {
             .as_ref()
             .map(|w| Cond::of(table.as_ref(), w))
             .transpose()?;
+        let reads = (shape.outputs.iter().copied()).chain(shape.order.iter().map(|&(c, _)| c));
         Ok(Select::Scan {
-            scan: Scan::plan(&table, cond),
+            scan: Scan::plan(&table, cond, reads),
             grant,
             shape,
         })
@@ -1000,7 +1001,7 @@ impl Session {
             return Ok((keys, None));
         }
         let cond = selection.map(|w| Cond::of(table.as_ref(), w)).transpose()?;
-        let scan = Scan::plan(table, cond);
+        let scan = Scan::plan(table, cond, key_positions(table));
         let rows = self.scan_rows(grant, &scan, None).await?;
         let keys = rows
             .into_iter()

@@ -33,12 +33,26 @@ pub(crate) struct Scan {
     /// The ordered index whose range holds the rows, and the range; `None`:
     /// every fragment is scanned.
     range: Option<(String, Bounds)>,
+    /// The columns read of each row (the WHERE's among them): a range
+    /// decodes only these.
+    columns: Vec<u16>,
 }
 
 impl Scan {
-    /// The scan of `table` for `cond`: the ordered index it bounds most
+    /// The scan of `table` for `cond`, for a statement that reads columns
+    /// `reads` of the rows that pass: the ordered index `cond` bounds most
     /// columns of (the primary key's on a tie), if any.
-    pub(crate) fn plan(table: &Arc<Table>, cond: Option<Cond>) -> Scan {
+    pub(crate) fn plan(
+        table: &Arc<Table>,
+        cond: Option<Cond>,
+        reads: impl IntoIterator<Item = usize>,
+    ) -> Scan {
+        let mut columns: Vec<u16> = reads.into_iter().map(|c| c as u16).collect();
+        if let Some(cond) = &cond {
+            cond.columns(&mut columns);
+        }
+        columns.sort_unstable();
+        columns.dedup();
         let range = cond.as_ref().and_then(|cond| {
             let mut best: Option<(String, Bounds)> = None;
             for index in &table.layout.ordered {
@@ -58,6 +72,7 @@ impl Scan {
             table: Arc::clone(table),
             cond,
             range,
+            columns,
         }
     }
 
@@ -68,8 +83,9 @@ impl Scan {
 }
 
 impl Session {
-    /// The rows of `scan` that pass its WHERE (every column's value), in
-    /// its index's order if it has one: `enough` of them if given, else
+    /// The rows of `scan` that pass its WHERE (the values of the columns
+    /// it reads; from a range, NULL for the others), in its index's order
+    /// if it has one: `enough` of them if given, else
     /// all, refused past `MAX_SCAN_ROWS`.
     pub(crate) async fn scan_rows(
         &self,
@@ -107,6 +123,7 @@ impl Session {
                                     after: after.as_deref(),
                                     limit: PAGE_ROWS,
                                     max_bytes: PAGE_BYTES,
+                                    columns: Some(&scan.columns),
                                 },
                             )
                             .await?;

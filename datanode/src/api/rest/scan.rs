@@ -165,6 +165,7 @@ pub(crate) async fn page<V>(
         after: after.as_deref(),
         limit: limit as usize,
         max_bytes: MAX_PAGE_BYTES,
+        columns: None,
     };
     let page = engine.tc().scan_range(grant, table, scan).await?;
     let data = (page.rows.iter())

@@ -194,6 +194,7 @@ impl Store {
                     after: None,
                     limit: DRAIN_STEP,
                     max_bytes: 8 << 20,
+                    columns: None,
                 };
                 let Ok(page) = tc.scan_range_housekeeping(&h.fields, scan).await else {
                     return;
@@ -284,6 +285,7 @@ impl Store {
                 after: after.as_deref(),
                 limit: READ_STEP,
                 max_bytes: 8 << 20,
+                columns: None,
             };
             let page = self.tc().scan_range(&db.grant, &h.fields, scan).await?;
             for row in &page.rows {
@@ -524,6 +526,7 @@ impl Store {
                 after: None,
                 limit: 1,
                 max_bytes: 1,
+                columns: None,
             };
             let page = self.tc().scan_range_housekeeping(&h.fields, scan).await?;
             let mut batch = self.tc().batch();
