@@ -1473,3 +1473,42 @@ async fn information_schema_shows_the_keys_databases_and_no_one_elses() {
     let out = s.ok("SELECT COUNT(*) FROM people");
     assert_eq!(lines(&out)[..], ["0"], "{out}");
 }
+
+#[tokio::test]
+async fn update_and_delete_change_the_first_rows_of_an_order_and_limit() {
+    let s = setup(&[]).await;
+    let values: Vec<String> = (1..=10)
+        .map(|id| format!("({id}, 'n{id}', {})", 10 - id))
+        .collect();
+    s.ok(&format!(
+        "INSERT INTO items (id, name, qty) VALUES {}",
+        values.join(", ")
+    ));
+    let ids = |out: String| lines(&out).join(",");
+    // The rows first in the order, as many as the LIMIT says.
+    let out = s.ok("DELETE FROM items WHERE qty < 8 ORDER BY qty LIMIT 2");
+    assert!(out.contains("2 rows affected"), "{out}");
+    assert_eq!(
+        ids(s.ok("SELECT id FROM items ORDER BY id")),
+        "1,2,3,4,5,6,7,8"
+    );
+    let out = s.ok("DELETE FROM items ORDER BY id DESC LIMIT 1");
+    assert!(out.contains("1 row affected"), "{out}");
+    // A LIMIT without an order takes any of the rows, no more.
+    let out = s.ok("UPDATE items SET qty = 100 WHERE id > 3 LIMIT 2");
+    assert!(out.contains("Rows matched: 2  Changed: 2"), "{out}");
+    assert_eq!(ids(s.ok("SELECT COUNT(*) FROM items WHERE qty = 100")), "2");
+    let out = s.ok("UPDATE items SET name = 'x' WHERE id IN (1, 2, 3) LIMIT 1");
+    assert!(out.contains("Rows matched: 1  Changed: 1"), "{out}");
+    let out = s.ok("DELETE FROM items WHERE id = 1 LIMIT 0");
+    assert!(out.contains("0 rows affected"), "{out}");
+    // What is not a row count, or not a column, changes nothing.
+    s.refused("DELETE FROM items ORDER BY nope LIMIT 1", "1054");
+    s.refused("DELETE FROM items LIMIT 'a'", "1064");
+    s.refused("UPDATE items SET qty = 1 LIMIT 1.5", "1064");
+    s.refused("UPDATE items SET qty = 1 ORDER BY id LIMIT 1", "1064");
+    assert_eq!(
+        ids(s.ok("SELECT id FROM items ORDER BY id")),
+        "1,2,3,4,5,6,7"
+    );
+}

@@ -319,14 +319,19 @@ impl Session {
                 or,
                 limit,
             } => {
-                if from.is_some() || returning.is_some() || or.is_some() || limit.is_some() {
-                    return Err(MyError::unsupported("UPDATE with FROM, RETURNING or LIMIT"));
+                if from.is_some() || returning.is_some() || or.is_some() {
+                    return Err(MyError::unsupported("UPDATE with FROM or RETURNING"));
                 }
                 if !table.joins.is_empty() {
                     return Err(MyError::unsupported("UPDATE of several tables"));
                 }
                 let name = relation_name(&table.relation)?;
-                self.update(&name, &assignments, selection.as_ref()).await
+                let pick = Pick {
+                    order: Vec::new(),
+                    limit: limit.as_ref().map(row_limit).transpose()?,
+                };
+                self.update(&name, &assignments, selection.as_ref(), pick)
+                    .await
             }
             Statement::Delete(delete) => self.delete(&delete).await,
             Statement::Use(ast::Use::Object(name)) => {
@@ -909,6 +914,7 @@ impl Session {
         name: &[String],
         assignments: &[ast::Assignment],
         selection: Option<&Expr>,
+        pick: Pick,
     ) -> Result<Reply, MyError> {
         let (table, grant) = self.table_named(name)?;
         self.may_write(&grant, "UPDATE", &table)?;
@@ -932,7 +938,7 @@ impl Session {
             .flatten();
         // Each row is locked and read first: the new values may come from
         // it, and MySQL counts the rows whose values changed.
-        let (keys, scan) = self.rows_to_change(&grant, &table, keys, selection).await?;
+        let (keys, scan) = (self.rows_to_change(&grant, &table, keys, selection, &pick)).await?;
         let (matched, changed) = self
             .change_locked(&grant, &table, &keys, scan.as_ref(), Some(&set))
             .await?;
@@ -944,14 +950,9 @@ impl Session {
     }
 
     async fn delete(&mut self, delete: &ast::Delete) -> Result<Reply, MyError> {
-        if delete.using.is_some()
-            || delete.returning.is_some()
-            || !delete.order_by.is_empty()
-            || delete.limit.is_some()
-            || !delete.tables.is_empty()
-        {
+        if delete.using.is_some() || delete.returning.is_some() || !delete.tables.is_empty() {
             return Err(MyError::unsupported(
-                "DELETE with USING, ORDER BY, LIMIT or several tables",
+                "DELETE with USING or of several tables",
             ));
         }
         let (ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from)) =
@@ -966,19 +967,24 @@ impl Session {
         let (table, grant) = self.table_named(&name)?;
         self.may_write(&grant, "DELETE", &table)?;
         let selection = delete.selection.as_ref();
+        let pick = Pick {
+            order: order_exprs(&delete.order_by, |e| column_of(&table, e, "order clause"))?,
+            limit: delete.limit.as_ref().map(row_limit).transpose()?,
+        };
         let keys = selection
             .map(|w| key_lookup(&table, w))
             .transpose()?
             .flatten();
         let affected = match keys {
-            Some(keys) if !self.in_transaction() => {
+            Some(keys) if !self.in_transaction() && pick.is_all() => {
                 self.change_existing(&grant, keys.len(), |batch, i| {
                     batch.delete(&table, &keys[i])
                 })
                 .await?
             }
             keys => {
-                let (keys, scan) = self.rows_to_change(&grant, &table, keys, selection).await?;
+                let (keys, scan) =
+                    (self.rows_to_change(&grant, &table, keys, selection, &pick)).await?;
                 self.change_locked(&grant, &table, &keys, scan.as_ref(), None)
                     .await?
                     .0
@@ -988,21 +994,33 @@ impl Session {
     }
 
     /// The keys of the rows an UPDATE or DELETE may change: `keys` if its
-    /// WHERE names them, else those of the rows a scan finds passing it
-    /// (and the scan, to check each row again once it is locked).
+    /// WHERE names them (and it takes every row), else those of the rows a
+    /// scan finds passing it, the first `pick.limit` in `pick.order` (and
+    /// the scan, to check each row again once it is locked).
     async fn rows_to_change(
         &mut self,
         grant: &Grant,
         table: &Arc<Table>,
         keys: Option<Vec<Vec<Value>>>,
         selection: Option<&Expr>,
+        pick: &Pick,
     ) -> Result<(Vec<Vec<Value>>, Option<Scan>), MyError> {
-        if let Some(keys) = keys {
+        if let Some(keys) = keys
+            && pick.is_all()
+        {
             return Ok((keys, None));
         }
         let cond = selection.map(|w| Cond::of(table.as_ref(), w)).transpose()?;
-        let scan = Scan::plan(table, cond, key_positions(table));
-        let rows = self.scan_rows(grant, &scan, None).await?;
+        let reads = key_positions(table).chain(pick.order.iter().map(|&(c, _)| c));
+        let scan = Scan::plan(table, cond, reads);
+        let limit = pick.limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        // Without an order, the first rows found are as good as any.
+        let enough = if pick.order.is_empty() { limit } else { None };
+        let mut rows = self.scan_rows(grant, &scan, enough).await?;
+        sort_rows(&mut rows, &pick.order);
+        if let Some(limit) = limit {
+            rows.truncate(limit);
+        }
         let keys = rows
             .into_iter()
             .map(|row| key_positions(table).map(|c| row[c].clone()).collect())
@@ -1650,18 +1668,7 @@ impl Shape {
         } else {
             &self.order
         };
-        if !order.is_empty() {
-            found.sort_by(|a, b| {
-                for &(c, ascending) in order {
-                    let o = compare(&a[c], &b[c]);
-                    let o = if ascending { o } else { o.reverse() };
-                    if o.is_ne() {
-                        return o;
-                    }
-                }
-                std::cmp::Ordering::Equal
-            });
-        }
+        sort_rows(&mut found, order);
         let mut rows: Vec<Vec<Value>> = found
             .into_iter()
             .map(|mut values| {
@@ -1713,6 +1720,23 @@ impl Shape {
 }
 
 /// Two answered rows, column by column: equal ones are the same for DISTINCT.
+/// Sorts `rows` by `order`: columns, each ascending or not.
+fn sort_rows(rows: &mut [Vec<Value>], order: &[(usize, bool)]) {
+    if order.is_empty() {
+        return;
+    }
+    rows.sort_by(|a, b| {
+        for &(c, ascending) in order {
+            let o = compare(&a[c], &b[c]);
+            let o = if ascending { o } else { o.reverse() };
+            if o.is_ne() {
+                return o;
+            }
+        }
+        std::cmp::Ordering::Equal
+    });
+}
+
 fn compare_rows(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
     (a.iter().zip(b))
         .map(|(x, y)| compare(x, y))
@@ -1733,6 +1757,19 @@ pub(crate) struct Lookup {
 }
 
 /// BEGIN, COMMIT and ROLLBACK take WORK and nothing else here.
+/// Which of the rows its WHERE finds an UPDATE or DELETE changes: the
+/// first `limit` (all if `None`) in `order` (any if empty).
+struct Pick {
+    order: Vec<(usize, bool)>,
+    limit: Option<u64>,
+}
+
+impl Pick {
+    fn is_all(&self) -> bool {
+        self.limit.is_none()
+    }
+}
+
 fn work_only(rest: &[Token], statement: &str) -> Result<(), MyError> {
     match rest {
         [] => Ok(()),
@@ -2256,9 +2293,30 @@ pub(crate) fn order_of(
     let OrderByKind::Expressions(exprs) = &order_by.kind else {
         return Err(MyError::unsupported("ORDER BY ALL"));
     };
+    order_exprs(exprs, column)
+}
+
+/// The columns of an ORDER BY list, each ascending or not.
+fn order_exprs(
+    exprs: &[ast::OrderByExpr],
+    column: impl Fn(&Expr) -> Result<usize, MyError>,
+) -> Result<Vec<(usize, bool)>, MyError> {
     (exprs.iter())
         .map(|o| Ok((column(&o.expr)?, o.options.asc != Some(false))))
         .collect()
+}
+
+/// The row count of an UPDATE's or DELETE's LIMIT: a whole number.
+fn row_limit(e: &Expr) -> Result<u64, MyError> {
+    let clause = ast::LimitClause::LimitOffset {
+        limit: Some(e.clone()),
+        offset: None,
+        limit_by: Vec::new(),
+    };
+    // MySQL's parser takes only a number there: anything else is syntax.
+    let (limit, _) =
+        crate::tc::ronsql::plan::limit_of(Some(&clause)).map_err(|e| MyError::syntax(e.message))?;
+    Ok(limit.unwrap_or(u64::MAX))
 }
 
 /// Two texts as a case-insensitive collation orders them, without copying
