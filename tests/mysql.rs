@@ -1512,3 +1512,57 @@ async fn update_and_delete_change_the_first_rows_of_an_order_and_limit() {
         "1,2,3,4,5,6,7"
     );
 }
+
+#[tokio::test]
+async fn quotas_and_rates_refuse_sql_with_rondbs_numbers_and_change_nothing() {
+    let s = setup(&[]).await;
+    s.ok("INSERT INTO items (id, name) VALUES (1, 'one')");
+    // A database at its memory quota: writes that grow memory are refused
+    // with RonDB's 239, as a RonDB SQL node answers it; reads and deletes
+    // go on.
+    let used =
+        s.shoal.get_json("/internal/v1/databases/app/quota").await["usage"]["in_memory_bytes"]
+            .as_u64()
+            .unwrap();
+    s.shoal
+        .set_quota("app", json!({"in_memory_bytes": used.max(1)}))
+        .await;
+    let err = s.refused(
+        "INSERT INTO items (id, name) VALUES (2, 'two'), (3, 'three')",
+        "1296",
+    );
+    assert!(err.contains("Got error 239"), "{err}");
+    assert!(err.contains("from NDBCLUSTER"), "{err}");
+    let err = s.refused(
+        "INSERT INTO items (id, name) VALUES (1, 'x') ON DUPLICATE KEY UPDATE name = 'a longer name than before'",
+        "1296",
+    );
+    assert!(err.contains("Got error 239"), "{err}");
+    let out = s.ok("SELECT id, name FROM items");
+    assert_eq!(lines(&out)[..], ["1\tone"], "{out}");
+
+    // A write rate of 1 unit a second: the second write in a second is
+    // refused with RonDB's 243, and changes nothing.
+    s.shoal
+        .set_quota("app", json!({"write_units_per_sec": 1, "burst_seconds": 1}))
+        .await;
+    let ran = s.mysql(
+        "INSERT INTO items (id, name) VALUES (10, 'ten'); INSERT INTO items (id, name) VALUES (11, 'eleven')",
+    );
+    assert!(!ran.ok, "{}", ran.out);
+    assert!(ran.err.contains("ERROR 1296"), "{}", ran.err);
+    assert!(ran.err.contains("Got error 243"), "{}", ran.err);
+    // More operations in one statement than max_transaction_ops: 247.
+    s.shoal
+        .set_quota("app", json!({"max_transaction_ops": 3}))
+        .await;
+    let err = s.refused(
+        "INSERT INTO items (id, name) VALUES (20, 'a'), (21, 'b'), (22, 'c'), (23, 'd')",
+        "1296",
+    );
+    assert!(err.contains("Got error 247"), "{err}");
+    let ids: Vec<i64> = (s.rest_rows().await.iter())
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [1, 10]);
+}
