@@ -692,6 +692,10 @@ async fn in_a_browser_a_tenant_inserts_sees_edits_and_deletes_rows() {
     );
     let redis_cli = text_of(&ada, "#snippet-redis-cli").await;
     assert_eq!(run(redis_cli).trim(), "PONG");
+    let mysql = text_of(&ada, "#snippet-mysql").await;
+    assert!(mysql.contains(key.split('.').next().unwrap()), "{mysql}");
+    let selected = run(mysql);
+    assert!(selected.contains("hello"), "{selected}");
     let python = text_of(&ada, "#snippet-redis-py").await;
     let out = Command::new("python3")
         .arg("-c")

@@ -1,5 +1,6 @@
 //! A database's connect page: every node that serves it, and ready lines
-//! for curl, redis-cli, redis-py, node-redis and a RonDB REST client — with
+//! for curl, redis-cli, redis-py, node-redis, the `mysql` client (where the
+//! node serves SQL) and a RonDB REST client — with
 //! a key to paste in, or one made on the page for the database (its secret
 //! shown once, filled into every line).
 

@@ -365,7 +365,7 @@ async fn database_page(
             @if visitor.changes() { (table_form(name, &visitor.csrf, values, error)) }
                     h2 { "Connect" }
                     (crate::connect::nodes(&db))
-                    p { a #connect-link href=(format!("{path}/connect")) { "Connect: ready lines for curl, redis-cli, redis-py, node-redis and RonDB REST clients" } ", with a key made for them." }
+                    p { a #connect-link href=(format!("{path}/connect")) { "Connect: ready lines for curl, redis-cli, redis-py, node-redis, mysql and RonDB REST clients" } ", with a key made for them." }
                 },
         ),
     )
