@@ -1457,7 +1457,7 @@ async fn information_schema_shows_the_keys_databases_and_no_one_elses() {
     );
 
     // What is not served is a clear error.
-    s.refused("SELECT * FROM information_schema.ROUTINES", "1235");
+    s.refused("SELECT * FROM information_schema.PROCESSLIST", "1235");
     s.refused("SELECT * FROM information_schema.NO_SUCH_TABLE", "1109");
     s.refused("SELECT nope FROM information_schema.TABLES", "1054");
     s.refused(
@@ -1565,4 +1565,58 @@ async fn quotas_and_rates_refuse_sql_with_rondbs_numbers_and_change_nothing() {
         .map(|r| r["id"].as_i64().unwrap())
         .collect();
     assert_eq!(ids, [1, 10]);
+}
+
+#[tokio::test]
+async fn mysqldump_exports_a_database_as_sql() {
+    let s = setup(&[]).await;
+    s.ok(
+        "CREATE TABLE people (id INT PRIMARY KEY, email VARCHAR(40), UNIQUE KEY by_email (email))",
+    );
+    s.ok("INSERT INTO people VALUES (1, 'a@example.com'), (2, NULL)");
+    s.ok("INSERT INTO items (id, name, qty, price) VALUES (7, 'it''s', 3, 1.50)");
+    // MySQL's executable comments run as SQL, by version; SELECT's hints
+    // change nothing.
+    let out = s.ok("/*!40101 SET NAMES utf8mb4 */; /*!99999 SET NAMES latin1 */ SELECT 1; SELECT /*!40001 SQL_NO_CACHE */ id FROM people ORDER BY id");
+    assert_eq!(lines(&out)[..], ["1", "1", "2"], "{out}");
+    // No triggers, views or routines in Shoal: their tables are empty.
+    let out = s.ok("SELECT TRIGGER_NAME FROM information_schema.TRIGGERS; SELECT TABLE_NAME FROM information_schema.VIEWS; SELECT ROUTINE_NAME FROM information_schema.ROUTINES");
+    assert!(lines(&out).is_empty(), "{out}");
+
+    // mysqldump (Debian's, MariaDB's), without table locks or tablespaces
+    // (Shoal has neither), writes every table's definition and rows.
+    let (host, port) = s.host_port();
+    let (user, secret) = s.key.split_once('.').unwrap();
+    let out = Command::new("mysqldump")
+        .args(["-h", host, "-P", port, "-u", user])
+        .arg(format!("-p{secret}"))
+        .args(["--skip-lock-tables", "--no-tablespaces", "app"])
+        .output()
+        .expect("mysqldump runs (apt: mariadb-client)");
+    let dump = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{dump}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dump.contains("CREATE TABLE `people`"), "{dump}");
+    assert!(dump.contains("UNIQUE INDEX `by_email` (`email`)"), "{dump}");
+    assert!(dump.contains("CREATE TABLE `items`"), "{dump}");
+    assert!(dump.contains("(7,'it\\'s',3,1.50,NULL,NULL)"), "{dump}");
+    let people = dump.split("INSERT INTO `people` VALUES").nth(1).unwrap();
+    assert!(people.contains("(1,'a@example.com')"), "{dump}");
+    assert!(people.contains("(2,NULL)"), "{dump}");
+    // The other tenant's database is not there to dump.
+    let out = Command::new("mysqldump")
+        .args(["-h", host, "-P", port, "-u", user])
+        .arg(format!("-p{secret}"))
+        .args(["--skip-lock-tables", "--no-tablespaces", "theirs"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("1044"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

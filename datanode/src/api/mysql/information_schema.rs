@@ -2,7 +2,9 @@
 //! SQL tools read to find databases, tables, columns and indexes, for
 //! the key's databases only — another tenant's schema is not there, as it
 //! is not in `SHOW DATABASES`. Served: `SCHEMATA`, `TABLES`, `COLUMNS`,
-//! `STATISTICS` and `KEY_COLUMN_USAGE`, with MySQL's column names (the
+//! `STATISTICS`, `KEY_COLUMN_USAGE`, and — empty, as Shoal has no disk
+//! data files, triggers, views or stored routines — `FILES`, `TRIGGERS`,
+//! `VIEWS` and `ROUTINES`, with MySQL's column names (the
 //! columns that mean something for Shoal; row counts and sizes are in
 //! `ndbinfo`, so `TABLE_ROWS` and `DATA_LENGTH` are NULL). Another
 //! `information_schema` table is refused, 1235; a name MySQL does not
@@ -73,6 +75,7 @@ const COLUMNS: InformationTable = InformationTable {
         text("COLUMN_KEY"),
         text("EXTRA"),
         text("COLUMN_COMMENT"),
+        text("GENERATION_EXPRESSION"),
     ],
 };
 
@@ -113,8 +116,92 @@ const KEY_COLUMN_USAGE: InformationTable = InformationTable {
     ],
 };
 
-const SERVED: [&InformationTable; 5] =
-    [&SCHEMATA, &TABLES, &COLUMNS, &STATISTICS, &KEY_COLUMN_USAGE];
+/// NDB's disk-data files (tablespaces, undo logs): Shoal keeps every
+/// row in memory and has none, so the table is empty — as mysqldump,
+/// which reads it first, expects of a server without them.
+const FILES: InformationTable = InformationTable {
+    name: "FILES",
+    columns: &[
+        int("FILE_ID"),
+        text("FILE_NAME"),
+        text("FILE_TYPE"),
+        text("TABLESPACE_NAME"),
+        text("TABLE_SCHEMA"),
+        text("TABLE_NAME"),
+        text("LOGFILE_GROUP_NAME"),
+        int("LOGFILE_GROUP_NUMBER"),
+        text("ENGINE"),
+        int("TOTAL_EXTENTS"),
+        int("EXTENT_SIZE"),
+        int("INITIAL_SIZE"),
+        int("MAXIMUM_SIZE"),
+        int("AUTOEXTEND_SIZE"),
+        text("STATUS"),
+        text("EXTRA"),
+    ],
+};
+
+/// Shoal has no triggers, views or stored routines: these are empty.
+const TRIGGERS: InformationTable = InformationTable {
+    name: "TRIGGERS",
+    columns: &[
+        text("TRIGGER_CATALOG"),
+        text("TRIGGER_SCHEMA"),
+        text("TRIGGER_NAME"),
+        text("EVENT_MANIPULATION"),
+        text("EVENT_OBJECT_CATALOG"),
+        text("EVENT_OBJECT_SCHEMA"),
+        text("EVENT_OBJECT_TABLE"),
+        int("ACTION_ORDER"),
+        text("ACTION_STATEMENT"),
+        text("ACTION_TIMING"),
+        text("SQL_MODE"),
+        text("DEFINER"),
+    ],
+};
+
+const VIEWS: InformationTable = InformationTable {
+    name: "VIEWS",
+    columns: &[
+        text("TABLE_CATALOG"),
+        text("TABLE_SCHEMA"),
+        text("TABLE_NAME"),
+        text("VIEW_DEFINITION"),
+        text("CHECK_OPTION"),
+        text("IS_UPDATABLE"),
+        text("DEFINER"),
+        text("SECURITY_TYPE"),
+    ],
+};
+
+const ROUTINES: InformationTable = InformationTable {
+    name: "ROUTINES",
+    columns: &[
+        text("SPECIFIC_NAME"),
+        text("ROUTINE_CATALOG"),
+        text("ROUTINE_SCHEMA"),
+        text("ROUTINE_NAME"),
+        text("ROUTINE_TYPE"),
+        text("DATA_TYPE"),
+        text("ROUTINE_DEFINITION"),
+        text("DEFINER"),
+    ],
+};
+
+const SERVED: [&InformationTable; 9] = [
+    &SCHEMATA,
+    &TABLES,
+    &COLUMNS,
+    &STATISTICS,
+    &KEY_COLUMN_USAGE,
+    &FILES,
+    &TRIGGERS,
+    &VIEWS,
+    &ROUTINES,
+];
+
+/// The served tables that are always empty.
+const EMPTY: [&InformationTable; 4] = [&FILES, &TRIGGERS, &VIEWS, &ROUTINES];
 
 /// MySQL's other `information_schema` tables: named, but not served.
 const OTHERS: &[&str] = &[
@@ -125,7 +212,6 @@ const OTHERS: &[&str] = &[
     "COLUMN_PRIVILEGES",
     "ENGINES",
     "EVENTS",
-    "FILES",
     "GLOBAL_STATUS",
     "GLOBAL_VARIABLES",
     "INNODB_TRX",
@@ -135,15 +221,12 @@ const OTHERS: &[&str] = &[
     "PROCESSLIST",
     "PROFILING",
     "REFERENTIAL_CONSTRAINTS",
-    "ROUTINES",
     "SCHEMA_PRIVILEGES",
     "SESSION_STATUS",
     "SESSION_VARIABLES",
     "TABLE_CONSTRAINTS",
     "TABLE_PRIVILEGES",
-    "TRIGGERS",
     "USER_PRIVILEGES",
-    "VIEWS",
 ];
 
 const CATALOG: &str = "def";
@@ -158,7 +241,7 @@ impl Session {
         }
         if OTHERS.iter().any(|t| t.eq_ignore_ascii_case(name)) {
             return Err(MyError::unsupported(format!(
-                "information_schema.{} (served: SCHEMATA, TABLES, COLUMNS, STATISTICS, KEY_COLUMN_USAGE)",
+                "information_schema.{} (served: SCHEMATA, TABLES, COLUMNS, STATISTICS, KEY_COLUMN_USAGE, and FILES, TRIGGERS, VIEWS, ROUTINES, empty)",
                 name.to_ascii_uppercase()
             )));
         }
@@ -175,6 +258,9 @@ impl Session {
         table: &InformationTable,
     ) -> Result<Vec<Vec<Value>>, MyError> {
         let databases = self.granted_databases()?;
+        if EMPTY.contains(&table) {
+            return Ok(Vec::new());
+        }
         if *table == SCHEMATA {
             return Ok((databases.into_iter())
                 .map(|db| {
@@ -419,6 +505,8 @@ fn column_row(db: &str, def: &TableDef, i: usize, c: &ColumnDef) -> Vec<Value> {
         } else {
             ""
         }),
+        text_of(""),
+        // No generated columns.
         text_of(""),
     ]
 }

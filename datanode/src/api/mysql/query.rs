@@ -32,7 +32,7 @@ use sqlparser::ast::{
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::{Token, Tokenizer};
+use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
 use super::ddl;
 use super::error::MyError;
@@ -89,7 +89,56 @@ impl Reply {
     }
 }
 
-/// A statement's tokens, whitespace and comments dropped.
+/// Modifiers of SELECT that change how it runs, never what it answers.
+const SELECT_HINTS: [&str; 6] = [
+    "SQL_NO_CACHE",
+    "SQL_CACHE",
+    "SQL_BUFFER_RESULT",
+    "SQL_SMALL_RESULT",
+    "SQL_BIG_RESULT",
+    "HIGH_PRIORITY",
+];
+
+/// The version MySQL's executable comments are compared with: 8.0.36.
+const COMMENT_VERSION: u64 = 80036;
+
+/// `tokens` without whitespace and comments, but with the SQL of MySQL's
+/// executable comments — `/*! … */`, and `/*!80013 … */` for servers of
+/// that version or later — as mysqldump and its dumps write them
+/// (`/*!40101 SET NAMES utf8mb4 */`). MariaDB's own (`/*M!…`) stay
+/// comments.
+fn without_comments(tokens: Vec<Token>) -> Result<Vec<Token>, MyError> {
+    let mut out = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        match t {
+            Token::Whitespace(Whitespace::MultiLineComment(c)) if c.starts_with('!') => {
+                let body = &c[1..];
+                let digits = body.bytes().take_while(u8::is_ascii_digit).count();
+                if (5..=6).contains(&digits)
+                    && body[..digits]
+                        .parse::<u64>()
+                        .is_ok_and(|v| v > COMMENT_VERSION)
+                {
+                    continue;
+                }
+                let inner = Tokenizer::new(&MySqlDialect {}, &body[digits..])
+                    .tokenize()
+                    .map_err(|e| MyError::syntax(e.message))?;
+                out.extend(
+                    inner
+                        .into_iter()
+                        .filter(|t| !matches!(t, Token::Whitespace(_))),
+                );
+            }
+            Token::Whitespace(_) => {}
+            t => out.push(t),
+        }
+    }
+    Ok(out)
+}
+
+/// A statement's tokens, whitespace and comments dropped (executable
+/// comments taken as their SQL).
 pub(crate) fn tokenize(text: &str) -> Result<Vec<Token>, MyError> {
     if text.len() > MAX_STATEMENT_BYTES {
         return Err(MyError::new(
@@ -102,10 +151,19 @@ pub(crate) fn tokenize(text: &str) -> Result<Vec<Token>, MyError> {
             ),
         ));
     }
-    let mut tokens = Tokenizer::new(&MySqlDialect {}, text)
+    let tokens = Tokenizer::new(&MySqlDialect {}, text)
         .tokenize()
         .map_err(|e| MyError::syntax(e.message))?;
-    tokens.retain(|t| !matches!(t, Token::Whitespace(_)));
+    let mut tokens = without_comments(tokens)?;
+    // SELECT's modifiers that only hint how to run it change no answer
+    // (mysqldump sends `SELECT /*!40001 SQL_NO_CACHE */ …`).
+    while let (Some(Keyword::SELECT), Some(Token::Word(w))) =
+        (keyword(tokens.first()), tokens.get(1))
+        && w.quote_style.is_none()
+        && SELECT_HINTS.iter().any(|h| w.value.eq_ignore_ascii_case(h))
+    {
+        tokens.remove(1);
+    }
     if tokens.len() > MAX_TOKENS {
         return Err(MyError::new(
             1105,
@@ -1478,6 +1536,13 @@ impl Session {
             }
             "collation_connection" if plain.starts_with("utf8") => Ok(()),
             "sql_mode" => Ok(()),
+            // SHOW CREATE TABLE always quotes names (mysqldump sets it on).
+            "sql_quote_show_create" => match on_or_off(name, value)? {
+                true => Ok(()),
+                false => Err(MyError::unsupported(
+                    "sql_quote_show_create = 0: SHOW CREATE TABLE always quotes names",
+                )),
+            },
             "time_zone" if plain == "+00:00" || plain == "utc" || plain == "system" => Ok(()),
             "transaction_isolation" | "tx_isolation" => match plain.as_str() {
                 "read-committed" => Ok(()),
@@ -2480,6 +2545,27 @@ mod tests {
         };
         assert_eq!(literal(&list[0]).unwrap(), Some(hostile));
         assert_eq!(literal(&list[1]).unwrap(), Some(Lit::Bytes(vec![0xff, 0])));
+    }
+
+    #[test]
+    fn executable_comments_run_by_version_and_hints_go() {
+        let words = |sql: &str| {
+            let tokens = tokenize(sql).unwrap();
+            tokens
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(words("/*! SELECT 1 */"), "SELECT 1");
+        assert_eq!(words("SELECT /*!80036 2 */ /*!80037 3 */"), "SELECT 2");
+        assert_eq!(words("SELECT 1 /*M!100101 , 2 */"), "SELECT 1");
+        assert_eq!(words("SELECT '/*!40101 x */'"), "SELECT '/*!40101 x */'");
+        assert_eq!(
+            words("SELECT /*!40001 SQL_NO_CACHE */ HIGH_PRIORITY `sql_cache` FROM t"),
+            "SELECT `sql_cache` FROM t"
+        );
+        assert!(tokenize("/*!40101 SELECT 'unterminated */").is_err());
     }
 
     #[test]
