@@ -321,6 +321,12 @@ async fn errors_have_mysqls_numbers_and_change_nothing() {
     s.refused("SET GLOBAL max_connections = 1", "1227");
     s.refused("SET nope = 1", "1193");
     s.refused("SELECT @@nope", "1193");
+    // A setting that would change answers is kept at Shoal's value or
+    // refused, never taken and ignored.
+    s.ok("SET sql_select_limit = DEFAULT, sql_safe_updates = 0, sql_auto_is_null = OFF");
+    s.refused("SET sql_select_limit = 10", "1235");
+    s.refused("SET sql_safe_updates = 1", "1235");
+    s.refused("SET sql_auto_is_null = 1", "1235");
     assert_eq!(s.rest_rows().await, before);
 }
 

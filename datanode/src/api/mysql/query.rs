@@ -1550,16 +1550,23 @@ impl Session {
                     "isolation level {text}: Shoal reads committed, as NDB does"
                 ))),
             },
-            "sql_select_limit"
-            | "net_write_timeout"
+            // Settings that would change answers are taken only at the
+            // value Shoal keeps; another is refused, never ignored.
+            "sql_select_limit" if plain == "default" || plain == u64::MAX.to_string() => Ok(()),
+            "sql_safe_updates" | "sql_auto_is_null" if !on_or_off(name, value)? => Ok(()),
+            "sql_select_limit" | "sql_safe_updates" | "sql_auto_is_null" => {
+                Err(MyError::unsupported(format!(
+                    "{name} = {} (Shoal keeps it at its default)",
+                    text.chars().take(64).collect::<String>()
+                )))
+            }
+            "net_write_timeout"
             | "net_read_timeout"
             | "wait_timeout"
             | "interactive_timeout"
             | "max_execution_time"
-            | "sql_safe_updates"
             | "unique_checks"
             | "foreign_key_checks"
-            | "sql_auto_is_null"
             | "session_track_schema"
             | "session_track_state_change"
             | "session_track_system_variables"
