@@ -74,6 +74,14 @@ pub(crate) struct Workers {
 /// (however it ends).
 struct Dealt(Arc<AtomicUsize>);
 
+impl Dealt {
+    /// Counts a connection at `place` until the guard is dropped.
+    fn at(place: &Arc<AtomicUsize>) -> Dealt {
+        place.fetch_add(1, Ordering::Relaxed);
+        Dealt(Arc::clone(place))
+    }
+}
+
 impl Drop for Dealt {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
@@ -112,8 +120,7 @@ impl Workers {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let place = fewest(&self.live);
-        self.live[place].fetch_add(1, Ordering::Relaxed);
-        let dealt = Dealt(Arc::clone(&self.live[place]));
+        let dealt = Dealt::at(&self.live[place]);
         if place >= self.tc.ldm_threads() {
             drop(tokio::spawn(async move {
                 serve(stream).await;

@@ -8,6 +8,7 @@ use shoal_quota::QuotaError;
 use crate::api::AccessError;
 use crate::node::keys::AuthError;
 use crate::sql::{Class, SqlError};
+use crate::storage::codec::ValueError;
 use crate::tc::TcError;
 use crate::tc::batch::OperationError;
 
@@ -170,6 +171,12 @@ impl From<SqlError> for MyError {
 impl From<QuotaError> for MyError {
     fn from(e: QuotaError) -> MyError {
         MyError::from_node(e.number(), e)
+    }
+}
+
+impl From<ValueError> for MyError {
+    fn from(e: ValueError) -> MyError {
+        MyError::bad_value(&e.column, &e.problem)
     }
 }
 

@@ -19,7 +19,7 @@ use std::cmp::Ordering;
 use sqlparser::ast::{self, BinaryOperator, Expr, UnaryOperator};
 
 use super::error::MyError;
-use super::query::{column_of, compare, literal};
+use super::query::{column_of, compare, literal, position};
 use super::value::{Lit, to_value};
 use crate::sql::eval::Cmp;
 use crate::storage::codec;
@@ -498,9 +498,7 @@ fn inserted_column(
                     .alias
                     .is_some_and(|a| parts[0].value.eq_ignore_ascii_case(a)) =>
         {
-            let name = parts[1].value.as_str();
-            let c = (table.def().columns.iter())
-                .position(|c| c.name.as_str().eq_ignore_ascii_case(name))
+            let c = position(table, &parts[1].value)
                 .ok_or_else(|| MyError::no_column(&e.to_string(), "field list"))?;
             Ok(Some(c))
         }

@@ -381,7 +381,8 @@ pub(crate) fn indexes(def: &TableDef) -> impl Iterator<Item = Index<'_>> {
     }))
 }
 
-fn nullable(def: &TableDef, c: &ColumnName) -> bool {
+/// Whether column `c` of `def` may hold NULL.
+pub(crate) fn nullable(def: &TableDef, c: &ColumnName) -> bool {
     def.columns.iter().any(|d| &d.name == c && d.nullable)
 }
 
@@ -416,71 +417,35 @@ pub(crate) fn default_text(c: &ColumnDef) -> Option<String> {
 fn column_row(db: &str, def: &TableDef, i: usize, c: &ColumnDef) -> Vec<Value> {
     let num = |v: Option<u64>| v.map_or(Value::Null, Value::UInt);
     let t = c.column_type;
-    let (data_type, characters, octets, precision, scale, fsp) = match t {
-        Type::TinyInt { .. } => ("tinyint", None, None, Some(3), Some(0), None),
-        Type::Bool => ("tinyint", None, None, Some(3), Some(0), None),
-        Type::SmallInt { .. } => ("smallint", None, None, Some(5), Some(0), None),
-        Type::MediumInt { .. } => ("mediumint", None, None, Some(7), Some(0), None),
-        Type::Int { .. } => ("int", None, None, Some(10), Some(0), None),
-        Type::BigInt { unsigned } => (
-            "bigint",
-            None,
-            None,
-            Some(if unsigned { 20 } else { 19 }),
-            Some(0),
-            None,
-        ),
-        Type::Float => ("float", None, None, Some(12), None, None),
-        Type::Double => ("double", None, None, Some(22), None, None),
-        Type::Decimal { precision, scale } => (
-            "decimal",
-            None,
-            None,
-            Some(u64::from(precision)),
-            Some(u64::from(scale)),
-            None,
-        ),
-        Type::Char(n) => (
-            "char",
-            Some(u64::from(n)),
-            Some(4 * u64::from(n)),
-            None,
-            None,
-            None,
-        ),
-        Type::VarChar(n) => (
-            "varchar",
-            Some(u64::from(n)),
-            Some(4 * u64::from(n)),
-            None,
-            None,
-            None,
-        ),
-        Type::Binary(n) => (
-            "binary",
-            Some(u64::from(n)),
-            Some(u64::from(n)),
-            None,
-            None,
-            None,
-        ),
-        Type::VarBinary(n) => (
-            "varbinary",
-            Some(u64::from(n)),
-            Some(u64::from(n)),
-            None,
-            None,
-            None,
-        ),
-        Type::Date => ("date", None, None, None, None, None),
-        Type::DateTime { fsp } => ("datetime", None, None, None, None, Some(u64::from(fsp))),
-        Type::Timestamp { fsp } => ("timestamp", None, None, None, None, Some(u64::from(fsp))),
-    };
-    let is_text = matches!(t, Type::Char(_) | Type::VarChar(_));
     let column_type = match t {
         Type::Bool => "tinyint(1)".to_owned(),
         t => t.to_string().to_ascii_lowercase(),
     };
+    // The type's name without its length or sign: `varchar`, `int`.
+    let data_type = column_type.split(['(', ' ']).next().unwrap_or_default();
+    // Characters and bytes at most (utf8mb4: 4 a character).
+    let (characters, octets) = match t {
+        Type::Char(n) | Type::VarChar(n) => (Some(u64::from(n)), Some(4 * u64::from(n))),
+        Type::Binary(n) | Type::VarBinary(n) => (Some(u64::from(n)), Some(u64::from(n))),
+        _ => (None, None),
+    };
+    // Digits, and of them after the point, as MySQL counts them.
+    let (precision, scale) = match t {
+        Type::TinyInt { .. } | Type::Bool => (Some(3), Some(0)),
+        Type::SmallInt { .. } => (Some(5), Some(0)),
+        Type::MediumInt { .. } => (Some(7), Some(0)),
+        Type::Int { .. } => (Some(10), Some(0)),
+        Type::BigInt { unsigned } => (Some(if unsigned { 20 } else { 19 }), Some(0)),
+        Type::Float => (Some(12), None),
+        Type::Double => (Some(22), None),
+        Type::Decimal { precision, scale } => (Some(u64::from(precision)), Some(u64::from(scale))),
+        _ => (None, None),
+    };
+    let fsp = match t {
+        Type::DateTime { fsp } | Type::Timestamp { fsp } => Some(u64::from(fsp)),
+        _ => None,
+    };
+    let is_text = matches!(t, Type::Char(_) | Type::VarChar(_));
     let text_or_null = |s: &str| if is_text { text_of(s) } else { Value::Null };
     vec![
         text_of(CATALOG),

@@ -37,7 +37,7 @@ use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 use super::ddl;
 use super::error::MyError;
 use super::filter::{Cond, Expression, Inserted};
-use super::information_schema::{column_key, default_text, indexes};
+use super::information_schema::{column_key, default_text, indexes, nullable};
 use super::proto::{ColumnDef, ty};
 use super::scan::Scan;
 use super::session::Session;
@@ -683,12 +683,7 @@ impl Session {
             }
             Expr::Function(f) => {
                 let name = f.name.to_string().to_ascii_uppercase();
-                let no_args = match &f.args {
-                    ast::FunctionArguments::None => true,
-                    ast::FunctionArguments::List(l) => l.args.is_empty(),
-                    ast::FunctionArguments::Subquery(_) => false,
-                };
-                if !no_args {
+                if !no_arguments(f) {
                     return Err(MyError::unsupported(format!(
                         "the function {name} with arguments"
                     )));
@@ -741,7 +736,7 @@ impl Session {
             } else {
                 batch.read(&l.table, key)
             };
-            read.map_err(|e| MyError::bad_value(&e.column, &e.problem))?;
+            read?;
         }
         self.execute(&grant, &mut batch, Commit::Each).await?;
         let mut found = Vec::with_capacity(keys.len());
@@ -876,23 +871,20 @@ impl Session {
             for given in &rows {
                 // MySQL's REPLACE writes a new row: what it leaves out is
                 // the column's default, or NULL, not the old row's value.
-                let given = if insert.replace_into {
-                    whole_row(&table, given.clone())?
-                        .into_iter()
-                        .map(Some)
-                        .collect()
+                let named: Vec<(&str, Value)> = if insert.replace_into {
+                    let names = def.columns.iter().map(|c| c.name.as_str());
+                    names.zip(whole_row(&table, given.clone())?).collect()
                 } else {
-                    given.clone()
+                    (def.columns.iter().zip(given))
+                        .filter_map(|(column, v)| Some((column.name.as_str(), v.clone()?)))
+                        .collect()
                 };
-                let named: Vec<(&str, Value)> = (def.columns.iter().zip(given))
-                    .filter_map(|(column, v)| Some((column.name.as_str(), v?)))
-                    .collect();
                 let put = if insert.replace_into {
                     batch.replace(&table, &named)
                 } else {
                     batch.insert(&table, &named)
                 };
-                put.map_err(|e| MyError::bad_value(&e.column, &e.problem))?;
+                put?;
             }
             self.execute(&grant, &mut batch, Commit::Atomic).await?;
             let replaced = (0..n)
@@ -978,16 +970,7 @@ impl Session {
         self.may_write(&grant, "UPDATE", &table)?;
         let mut set = Vec::with_capacity(assignments.len());
         for a in assignments {
-            let ast::AssignmentTarget::ColumnName(target) = &a.target else {
-                return Err(MyError::unsupported("UPDATE of a tuple"));
-            };
-            let parts = name_parts(target)?;
-            let column_name = parts.last().map_or("", String::as_str);
-            let c = position(&table, column_name)
-                .ok_or_else(|| MyError::no_column(column_name, "field list"))?;
-            if is_key(&table, c) {
-                return Err(MyError::unsupported("UPDATE of a primary key column"));
-            }
+            let c = assigned(&table, a, "UPDATE")?;
             set.push((c, Expression::of(&table, c, &a.value)?));
         }
         let keys = selection
@@ -1035,7 +1018,8 @@ impl Session {
             .flatten();
         let affected = match keys {
             Some(keys) if !self.in_transaction() && pick.is_all() => {
-                self.change_existing(&grant, keys.len(), |batch, i| {
+                let absent = |e: &OperationError| matches!(e, OperationError::NotFound { .. });
+                self.change_dropping(&grant, keys.len(), absent, |batch, i| {
                     batch.delete(&table, &keys[i])
                 })
                 .await?
@@ -1108,13 +1092,11 @@ impl Session {
         if keys.is_empty() {
             return Ok((0, 0));
         }
-        let bad_value =
-            |e: crate::storage::codec::ValueError| MyError::bad_value(&e.column, &e.problem);
         let tc = self.engine.tc().clone();
         let mut own = (!self.in_transaction()).then(|| tc.begin());
         let mut locked = tc.batch();
         for key in keys {
-            locked.read_locking(table, key).map_err(bad_value)?;
+            locked.read_locking(table, key)?;
         }
         self.run_within(&mut own, grant, &mut locked).await?;
         let def = table.def();
@@ -1129,7 +1111,7 @@ impl Session {
             }
             matched += 1;
             let Some(set) = set else {
-                changes.delete(table, key).map_err(bad_value)?;
+                changes.delete(table, key)?;
                 continue;
             };
             let mut values = values;
@@ -1145,7 +1127,7 @@ impl Session {
             let row: Vec<(&str, Value)> = (columns.into_iter())
                 .map(|c| (def.columns[c].name.as_str(), values[c].clone()))
                 .collect();
-            changes.update(table, &row).map_err(bad_value)?;
+            changes.update(table, &row)?;
         }
         let changed = changes.len() as u64;
         if !changes.is_empty() {
@@ -1174,11 +1156,17 @@ impl Session {
         }
     }
 
-    /// Runs `n` changes of rows that may not exist as one atomic request
-    /// of those that do: a change whose row is not there is dropped and
-    /// the rest tried again, so the statement changes every row it finds,
-    /// or none. Answers how many it changed.
-    async fn change_existing<F>(&mut self, grant: &Grant, n: usize, add: F) -> Result<u64, MyError>
+    /// Runs `n` changes as one atomic request of those that can be made:
+    /// a change that fails as `drops` allows (its row is not there, or its
+    /// key is taken) is dropped and the rest tried again, so the statement
+    /// makes every change it can, or none. Answers how many it made.
+    pub(super) async fn change_dropping<F>(
+        &mut self,
+        grant: &Grant,
+        n: usize,
+        drops: impl Fn(&OperationError) -> bool,
+        add: F,
+    ) -> Result<u64, MyError>
     where
         F: Fn(&mut crate::tc::batch::Batch, usize) -> Result<(), crate::storage::codec::ValueError>,
     {
@@ -1190,14 +1178,11 @@ impl Session {
             }
             let mut batch = tc.batch();
             for &i in &wanted {
-                add(&mut batch, i).map_err(|e| MyError::bad_value(&e.column, &e.problem))?;
+                add(&mut batch, i)?;
             }
             match tc.execute(grant, &mut batch, Commit::Atomic).await {
                 Ok(()) => return Ok(wanted.len() as u64),
-                Err(TcError::Operation {
-                    index,
-                    error: OperationError::NotFound { .. },
-                }) => {
+                Err(TcError::Operation { index, error }) if drops(&error) => {
                     wanted.remove(index);
                 }
                 Err(e) => return Err(e.into()),
@@ -1436,7 +1421,6 @@ impl Session {
         let mut rows = Vec::new();
         for index in indexes(def) {
             for (seq, c) in index.columns.iter().enumerate() {
-                let nullable = def.columns.iter().any(|d| &d.name == c && d.nullable);
                 rows.push(vec![
                     Cell::from(def.name.to_string()),
                     Cell::from(i64::from(!index.unique)),
@@ -1447,7 +1431,7 @@ impl Session {
                     Cell::Value(Value::Null),
                     Cell::Value(Value::Null),
                     Cell::Value(Value::Null),
-                    Cell::from(if nullable { "YES" } else { "" }),
+                    Cell::from(if nullable(def, c) { "YES" } else { "" }),
                     Cell::from(index.kind),
                     Cell::from(""),
                     Cell::from(""),
@@ -1791,7 +1775,6 @@ impl Shape {
     }
 }
 
-/// Two answered rows, column by column: equal ones are the same for DISTINCT.
 /// Sorts `rows` by `order`: columns, each ascending or not.
 fn sort_rows(rows: &mut [Vec<Value>], order: &[(usize, bool)]) {
     if order.is_empty() {
@@ -1809,6 +1792,7 @@ fn sort_rows(rows: &mut [Vec<Value>], order: &[(usize, bool)]) {
     });
 }
 
+/// Two answered rows, column by column: equal ones are the same for DISTINCT.
 fn compare_rows(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
     (a.iter().zip(b))
         .map(|(x, y)| compare(x, y))
@@ -1828,7 +1812,6 @@ pub(crate) struct Lookup {
     shape: Shape,
 }
 
-/// BEGIN, COMMIT and ROLLBACK take WORK and nothing else here.
 /// Which of the rows its WHERE finds an UPDATE or DELETE changes: the
 /// first `limit` (all if `None`) in `order` (any if empty).
 struct Pick {
@@ -1842,6 +1825,7 @@ impl Pick {
     }
 }
 
+/// BEGIN, COMMIT and ROLLBACK take WORK and nothing else here.
 fn work_only(rest: &[Token], statement: &str) -> Result<(), MyError> {
     match rest {
         [] => Ok(()),
@@ -2123,8 +2107,15 @@ fn has_aggregate(e: &Expr) -> bool {
     }
 }
 
-/// The position of a table's column, by name without regard to case (as
-/// MySQL's column names are).
+/// Whether function call `f` has no arguments: `f()` or `f`.
+pub(super) fn no_arguments(f: &ast::Function) -> bool {
+    match &f.args {
+        ast::FunctionArguments::None => true,
+        ast::FunctionArguments::List(l) => l.args.is_empty(),
+        ast::FunctionArguments::Subquery(_) => false,
+    }
+}
+
 /// The assignments of an INSERT's ON DUPLICATE KEY UPDATE, in order.
 fn on_duplicate_set(
     table: &Table,
@@ -2145,20 +2136,27 @@ fn on_duplicate_set(
     };
     set.iter()
         .map(|a| {
-            let ast::AssignmentTarget::ColumnName(target) = &a.target else {
-                return Err(MyError::unsupported("ON DUPLICATE KEY UPDATE of a tuple"));
-            };
-            let parts = name_parts(target)?;
-            let name = parts.last().map_or("", String::as_str);
-            let c = position(table, name).ok_or_else(|| MyError::no_column(name, "field list"))?;
-            if is_key(table, c) {
-                return Err(MyError::unsupported(
-                    "ON DUPLICATE KEY UPDATE of a primary key column",
-                ));
-            }
+            let c = assigned(table, a, "ON DUPLICATE KEY UPDATE")?;
             Ok((c, Expression::on_duplicate(table, c, &a.value, inserted)?))
         })
         .collect()
+}
+
+/// The column assignment `a` of `statement` sets: one that is not part
+/// of the primary key.
+fn assigned(table: &Table, a: &ast::Assignment, statement: &str) -> Result<usize, MyError> {
+    let ast::AssignmentTarget::ColumnName(target) = &a.target else {
+        return Err(MyError::unsupported(format!("{statement} of a tuple")));
+    };
+    let parts = name_parts(target)?;
+    let name = parts.last().map_or("", String::as_str);
+    let c = position(table, name).ok_or_else(|| MyError::no_column(name, "field list"))?;
+    if is_key(table, c) {
+        return Err(MyError::unsupported(format!(
+            "{statement} of a primary key column"
+        )));
+    }
+    Ok(c)
 }
 
 /// The whole row an INSERT of `given` writes: each column's value, else
@@ -2183,7 +2181,9 @@ fn whole_row(table: &Table, given: Vec<Option<Value>>) -> Result<Vec<Value>, MyE
         .collect()
 }
 
-fn position(table: &Table, name: &str) -> Option<usize> {
+/// The position of a table's column, by name without regard to case (as
+/// MySQL's column names are).
+pub(super) fn position(table: &Table, name: &str) -> Option<usize> {
     (table.def().columns.iter()).position(|c| c.name.as_str().eq_ignore_ascii_case(name))
 }
 

@@ -12,7 +12,7 @@ use super::error::MyError;
 use super::filter::{Columns, Cond};
 use super::information_schema::InformationTable;
 use super::proto::{ColumnDef, ty};
-use super::query::{Reply, Shape, limit_of, order_of};
+use super::query::{Reply, Shape, limit_of, no_arguments, order_of};
 use super::session::Session;
 use super::value::{Lit, computed};
 use crate::types::value::Value;
@@ -188,11 +188,7 @@ fn session_constants(e: &Expr, db: Option<&str>) -> Expr {
         Expr::Function(f)
             if ["DATABASE", "SCHEMA"]
                 .contains(&f.name.to_string().to_ascii_uppercase().as_str())
-                && match &f.args {
-                    ast::FunctionArguments::None => true,
-                    ast::FunctionArguments::List(l) => l.args.is_empty(),
-                    ast::FunctionArguments::Subquery(_) => false,
-                } =>
+                && no_arguments(f) =>
         {
             Expr::Value(
                 db.map_or(ast::Value::Null, |d| {

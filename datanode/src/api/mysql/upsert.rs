@@ -27,7 +27,7 @@ use super::query::{compare, key_positions};
 use super::session::Session;
 use crate::storage::codec;
 use crate::tc::batch::{Batch, OperationError, Outcome};
-use crate::tc::{Commit, Grant, Table, TcError};
+use crate::tc::{Commit, Grant, Table};
 use crate::types::value::Value;
 
 /// How many times a statement of its own is run when a row it found
@@ -107,25 +107,15 @@ impl Session {
         rows: &[Vec<Value>],
         on: &OnDuplicate,
     ) -> Result<Met, MyError> {
-        let bad_value = |e: codec::ValueError| MyError::bad_value(&e.column, &e.problem);
         let tc = self.engine.tc().clone();
         let (keys, key_of) = distinct_keys(table, rows)?;
         let mut locked = tc.batch();
         for &r in &keys {
-            locked
-                .read_locking(table, &key(table, &rows[r]))
-                .map_err(bad_value)?;
+            locked.read_locking(table, &key(table, &rows[r]))?;
         }
         self.run_within(own, grant, &mut locked).await?;
         // Each key's row as it is, and as the statement leaves it.
-        let mut there = Vec::with_capacity(keys.len());
-        for i in 0..keys.len() {
-            there.push(match locked.result(i) {
-                Ok(Outcome::Found(row)) => Some(row.into_values()),
-                Ok(_) => None,
-                Err(e) => return Err(e.into()),
-            });
-        }
+        let there = found(&locked, keys.len())?;
         let mut after = there.clone();
         let width = table.def().columns.len();
         let mut met = Met {
@@ -176,8 +166,7 @@ impl Session {
                     changes.update(table, &named(new, &mut columns))
                 }
                 _ => continue,
-            }
-            .map_err(bad_value)?;
+            }?;
         }
         if !changes.is_empty() {
             self.run_within(own, grant, &mut changes).await?;
@@ -195,52 +184,50 @@ impl Session {
         grant: &Grant,
         rows: &[Vec<Value>],
     ) -> Result<Met, MyError> {
-        let bad_value = |e: codec::ValueError| MyError::bad_value(&e.column, &e.problem);
         let tc = self.engine.tc().clone();
         let (keys, _) = distinct_keys(table, rows)?;
         let mut read = tc.batch();
         for &r in &keys {
-            read.read(table, &key(table, &rows[r])).map_err(bad_value)?;
+            read.read(table, &key(table, &rows[r]))?;
         }
         tc.execute(grant, &mut read, Commit::Each)
             .await
             .map_err(MyError::from)?;
-        let mut wanted = Vec::with_capacity(keys.len());
-        for (i, &r) in keys.iter().enumerate() {
-            match read.result(i) {
-                Ok(Outcome::Found(_)) => {}
-                Ok(_) => wanted.push(r),
-                Err(e) => return Err(e.into()),
-            }
-        }
+        let there = found(&read, keys.len())?;
+        let wanted: Vec<usize> = (keys.iter().zip(&there))
+            .filter_map(|(&r, row)| row.is_none().then_some(r))
+            .collect();
         let def = table.def();
-        // Each try drops one row or ends.
-        while !wanted.is_empty() {
-            let mut batch: Batch = tc.batch();
-            for &r in &wanted {
-                let named: Vec<(&str, Value)> = (def.columns.iter().zip(&rows[r]))
+        let taken = |e: &OperationError| {
+            matches!(
+                e,
+                OperationError::DuplicateKey { .. } | OperationError::DuplicateUnique { .. }
+            )
+        };
+        let inserted = self
+            .change_dropping(grant, wanted.len(), taken, |batch, i| {
+                let named: Vec<(&str, Value)> = (def.columns.iter().zip(&rows[wanted[i]]))
                     .map(|(column, v)| (column.name.as_str(), v.clone()))
                     .collect();
-                batch.insert(table, &named).map_err(bad_value)?;
-            }
-            match tc.execute(grant, &mut batch, Commit::Atomic).await {
-                Ok(()) => break,
-                Err(TcError::Operation {
-                    index,
-                    error:
-                        OperationError::DuplicateKey { .. } | OperationError::DuplicateUnique { .. },
-                }) => {
-                    wanted.remove(index);
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        let inserted = wanted.len() as u64;
+                batch.insert(table, &named)
+            })
+            .await?;
         Ok(Met {
             affected: inserted,
             duplicates: rows.len() as u64 - inserted,
         })
     }
+}
+
+/// The rows the first `n` reads of `batch` found (`None`: no such row).
+fn found(batch: &Batch, n: usize) -> Result<Vec<Option<Vec<Value>>>, MyError> {
+    (0..n)
+        .map(|i| match batch.result(i) {
+            Ok(Outcome::Found(row)) => Ok(Some(row.into_values())),
+            Ok(_) => Ok(None),
+            Err(e) => Err(e.into()),
+        })
+        .collect()
 }
 
 /// Applies `set` to `row` in order, as MySQL does: each assignment reads
@@ -270,8 +257,7 @@ fn distinct_keys(table: &Table, rows: &[Vec<Value>]) -> Result<(Vec<usize>, Vec<
     let mut key_of = Vec::with_capacity(rows.len());
     for (r, row) in rows.iter().enumerate() {
         let mut encoded = Vec::new();
-        codec::encode_key(&table.layout, &key(table, row), &mut encoded)
-            .map_err(|e| MyError::bad_value(&e.column, &e.problem))?;
+        codec::encode_key(&table.layout, &key(table, row), &mut encoded)?;
         let k = *first.entry(encoded).or_insert_with(|| {
             keys.push(r);
             keys.len() - 1
