@@ -382,6 +382,12 @@ impl NodeArgs {
     }
 }
 
+/// mimalloc: the data node allocates and frees many small buffers per
+/// request (rows, cells, packets); measured against glibc's malloc in
+/// docs/benchmarks.md.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
