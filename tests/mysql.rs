@@ -443,10 +443,8 @@ async fn hostile_sql_gets_a_clear_error_and_changes_nothing() {
 async fn pymysql_works_unchanged() {
     let s = setup(&[]).await;
     let script = r#"
-import json, sys, pymysql
-host, port, user, password = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 out = {}
-c = pymysql.connect(host=host, port=port, user=user, password=password, database="app", autocommit=True)
+c = connect(autocommit=True)
 with c.cursor() as cur:
     out["inserted"] = cur.executemany(
         "INSERT INTO items (id, name, qty, price) VALUES (%s, %s, %s, %s)",
@@ -1043,14 +1041,31 @@ async fn schema_changes_in_sql_are_the_control_planes() {
     .await;
 }
 
+/// What every `pymysql` script starts with: the node's address and the
+/// key, `connect(**kw)` to database `app`, and `code(f)`: the MySQL error
+/// `[number, message]` that `f()` raised, or None.
+const PYMYSQL_PRELUDE: &str = r#"
+import json, socket, sys, threading, time, pymysql
+host, port, user, password = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+def connect(**kw):
+    return pymysql.connect(host=host, port=port, user=user, password=password, database="app", **kw)
+def code(f):
+    try:
+        f()
+        return None
+    except pymysql.err.MySQLError as e:
+        return [e.args[0], e.args[1]]
+"#;
+
 /// Runs a Python script with Debian's Python, which python3-pymysql is
-/// for, given the
-/// node's host and port and the key's prefix and secret: its JSON output.
+/// for, after `PYMYSQL_PRELUDE`, given the node's host and port and the
+/// key's prefix and secret: its JSON output.
 fn pymysql(s: &Setup, script: &str) -> Value {
     let (host, port) = s.host_port();
     let (user, secret) = s.key.split_once('.').unwrap();
+    let script = format!("{PYMYSQL_PRELUDE}{script}");
     let output = Command::new("/usr/bin/python3")
-        .args(["-c", script, host, port, user, secret])
+        .args(["-c", &script, host, port, user, secret])
         .output()
         .expect("python3 runs (apt: python3-pymysql)");
     assert!(
@@ -1074,16 +1089,6 @@ async fn transactions_commit_roll_back_lock_and_end_with_their_connection() {
     .await;
     s.ok("INSERT INTO items (id, name, qty) VALUES (1, 'one', 1), (2, 'two', 2)");
     let script = r#"
-import json, socket, sys, pymysql
-host, port, user, password = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-def connect(**kw):
-    return pymysql.connect(host=host, port=port, user=user, password=password, database="app", **kw)
-def code(f):
-    try:
-        f()
-        return None
-    except pymysql.err.MySQLError as e:
-        return [e.args[0], e.args[1]]
 out = {}
 # PyMySQL's default: autocommit off, every statement in a transaction.
 a, b = connect(), connect(autocommit=True)
@@ -1209,10 +1214,6 @@ print(json.dumps(out))
         .set_quota("app", json!({"max_parallel_transactions": 1}))
         .await;
     let script = r#"
-import json, sys, pymysql
-host, port, user, password = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-def connect():
-    return pymysql.connect(host=host, port=port, user=user, password=password, database="app")
 out = {}
 a, b = connect(), connect()
 a.cursor().execute("UPDATE items SET qty = 1 WHERE id = 1")
@@ -1238,6 +1239,100 @@ print(json.dumps(out))
     let rows = s.rest_rows().await;
     assert_eq!(rows[0]["qty"], 1);
     assert_eq!(rows[1]["qty"], 2);
+}
+
+#[tokio::test]
+async fn unique_values_hold_inside_transactions_and_their_writers_wait() {
+    // Lock waits end in 3 s: long enough for a waiting writer to see the
+    // holder end, short enough to be waited out once.
+    let s = setup(&["--lock-wait-timeout", "3000"]).await;
+    s.ok("CREATE TABLE people (id INT PRIMARY KEY, email VARCHAR(40) NOT NULL, name VARCHAR(20) NULL, UNIQUE KEY by_email (email))");
+    let script = r#"
+def rows(c, sql):
+    c.execute(sql)
+    return [list(r) for r in c.fetchall()]
+out = {}
+# PyMySQL's default: autocommit off, every statement in a transaction.
+a, b = connect(), connect(autocommit=True)
+ca, cb = a.cursor(), b.cursor()
+# The transaction's own row, not committed yet, holds its value.
+ca.execute("INSERT INTO people (id, email) VALUES (1, 'own@x')")
+out["own_duplicate"] = code(lambda: ca.execute("INSERT INTO people (id, email) VALUES (2, 'own@x')"))
+a.commit()
+out["after_own_duplicate"] = rows(cb, "SELECT id FROM people")
+# A value freed by a move or a delete earlier in the transaction is free.
+ca.execute("INSERT INTO people (id, email) VALUES (1, 'a@x'), (2, 'b@x')")
+a.commit()
+ca.execute("UPDATE people SET email = 'c@x' WHERE id = 1")
+ca.execute("INSERT INTO people (id, email) VALUES (3, 'a@x')")
+ca.execute("DELETE FROM people WHERE id = 2")
+ca.execute("INSERT INTO people (id, email) VALUES (4, 'b@x')")
+ca.execute("UPDATE people SET name = 'moved' WHERE id = 1")
+a.commit()
+out["after_commit"] = rows(cb, "SELECT id, email, name FROM people ORDER BY id")
+# An update of another column keeps the value its row has now.
+ca.execute("UPDATE people SET name = 'kept' WHERE id = 1")
+out["taken_still"] = code(lambda: ca.execute("INSERT INTO people (id, email) VALUES (5, 'c@x')"))
+# Another writer of a value an open transaction took waits for it: past
+# the lock-wait timeout it gets 1205; after a commit, the duplicate.
+ca.execute("INSERT INTO people (id, email) VALUES (6, 'g@x')")
+out["waited_out"] = code(lambda: cb.execute("INSERT INTO people (id, email) VALUES (7, 'g@x')"))
+def against(sql, end):
+    """What another client's sql answers while the transaction holds its
+    values and then ends by end(). Either order gives the same answer; the
+    pause only makes it likely the other client waits."""
+    result = []
+    def other():
+        c = connect(autocommit=True)
+        result.append(code(lambda: c.cursor().execute(sql)))
+        c.close()
+    t = threading.Thread(target=other)
+    t.start()
+    time.sleep(0.3)
+    end()
+    t.join()
+    return result[0]
+out["after_holder_commits"] = against("INSERT INTO people (id, email) VALUES (7, 'g@x')", a.commit)
+# … and after a rollback, its own write.
+ca.execute("INSERT INTO people (id, email) VALUES (8, 'h@x')")
+out["after_holder_rolls_back"] = against("INSERT INTO people (id, email) VALUES (9, 'h@x')", a.rollback)
+# UPDATE and DELETE by a scan of a table with a unique index.
+out["scan_duplicate"] = code(lambda: cb.execute("UPDATE people SET email = 'same@x' WHERE id BETWEEN 1 AND 3"))
+cb.execute("UPDATE people SET name = 'range' WHERE id BETWEEN 1 AND 3")
+cb.execute("DELETE FROM people WHERE id >= 9")
+out["final"] = rows(cb, "SELECT id, email, name FROM people ORDER BY id")
+print(json.dumps(out))
+"#;
+    let out = pymysql(&s, script);
+    assert_eq!(out["own_duplicate"][0], 1062, "{}", out["own_duplicate"]);
+    assert!(
+        (out["own_duplicate"][1].as_str().unwrap()).contains("rolled back"),
+        "{}",
+        out["own_duplicate"]
+    );
+    assert_eq!(out["after_own_duplicate"], json!([]));
+    assert_eq!(
+        out["after_commit"],
+        json!([[1, "c@x", "moved"], [3, "a@x", null], [4, "b@x", null]])
+    );
+    assert_eq!(out["taken_still"][0], 1062, "{}", out["taken_still"]);
+    assert_eq!(out["waited_out"][0], 1205, "{}", out["waited_out"]);
+    assert_eq!(
+        out["after_holder_commits"][0], 1062,
+        "{}",
+        out["after_holder_commits"]
+    );
+    assert_eq!(out["after_holder_rolls_back"], Value::Null);
+    assert_eq!(out["scan_duplicate"][0], 1062, "{}", out["scan_duplicate"]);
+    assert_eq!(
+        out["final"],
+        json!([
+            [1, "c@x", "range"],
+            [3, "a@x", "range"],
+            [4, "b@x", null],
+            [6, "g@x", null]
+        ])
+    );
 }
 
 #[tokio::test]
@@ -1344,9 +1439,7 @@ async fn inserts_that_meet_rows_there_skip_or_update_them() {
     // In a transaction, and PyMySQL's executemany, which folds an
     // INSERT … ON DUPLICATE KEY UPDATE into one statement of many rows.
     let script = r#"
-import json, sys, pymysql
-host, port, user, password = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-c = pymysql.connect(host=host, port=port, user=user, password=password, database="app")
+c = connect()
 cur = c.cursor()
 out = {}
 cur.execute("INSERT INTO items (id, name, qty) VALUES (1, 'x', 100) ON DUPLICATE KEY UPDATE qty = qty + VALUES(qty)")

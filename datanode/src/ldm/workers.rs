@@ -39,6 +39,9 @@ struct Inner {
     ldms: Vec<Ldm>,
     log: Arc<ChangeLog>,
     failure: Failure,
+    /// How long an operation waits for a row (or a value) another
+    /// transaction holds.
+    lock_wait: Duration,
 }
 
 impl Workers {
@@ -69,6 +72,7 @@ impl Workers {
                 ldms,
                 log,
                 failure,
+                lock_wait,
             }),
         })
     }
@@ -79,6 +83,12 @@ impl Workers {
 
     pub(crate) fn count(&self) -> usize {
         self.inner.ldms.len()
+    }
+
+    /// How long an operation waits for what another transaction holds
+    /// before it fails with a lock-wait timeout.
+    pub(crate) fn lock_wait(&self) -> Duration {
+        self.inner.lock_wait
     }
 
     /// Where the workers' commits go.

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use proptest::prelude::*;
 use shoal_quota::{LimiterClock, Quota};
 use shoal_wire::schema::{DatabaseName, TableDef, TenantId};
 
@@ -1044,4 +1045,168 @@ fn an_open_transaction_holds_its_rows_across_statements_and_commits_as_one() {
         r.unwrap();
         assert_eq!(value(&s.tc, &t, b).await.as_deref(), Some("next"));
     });
+}
+
+/// Random statements of open transactions on a table with a unique index,
+/// against a model: each statement is refused exactly when the model says
+/// (a value another row has as the transaction sees it; a key taken or
+/// missing), a refusal rolls the whole transaction back, and what commits
+/// is the model's — with no two rows ever sharing a value.
+#[test]
+fn unique_values_in_open_transactions_match_a_model() {
+    use proptest::test_runner::{Config, TestRunner};
+
+    let step = prop_oneof![
+        4 => (0..5i64, proptest::option::weighted(0.8, 0..3i64)).prop_map(|(k, u)| Step::Insert(k, u)),
+        4 => (0..5i64, proptest::option::weighted(0.8, 0..3i64)).prop_map(|(k, u)| Step::Update(k, u)),
+        2 => (0..5i64).prop_map(Step::Delete),
+        2 => Just(Step::Commit),
+        1 => Just(Step::Rollback),
+    ];
+    const UNIQUE: &str = r#"{"name":"uq","primary_key":["k"],"columns":[
+        {"name":"k","type":"BIGINT"},{"name":"u","type":"INT","nullable":true}],
+      "indexes":[{"name":"by_u","columns":["u"],"unique":true}]}"#;
+
+    let rt = crate::test_runtime();
+    let s = setup(256, Duration::from_millis(100));
+    let name = DatabaseName::parse("db").unwrap();
+    rt.block_on(s.tc.engine().create_database(&name, None))
+        .unwrap();
+    let mut runner = TestRunner::new(Config {
+        cases: 512,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let case = std::cell::Cell::new(0);
+    runner
+        .run(&proptest::collection::vec(step, 1..40), |steps| {
+            case.set(case.get() + 1);
+            rt.block_on(async {
+                let mut def: TableDef = serde_json::from_str(UNIQUE).unwrap();
+                def.name = format!("uq{}", case.get()).parse().unwrap();
+                let t = s.tc.engine().create_table(&name, def).await.unwrap();
+                let checked = against_the_model(&s.tc, &t, steps).await;
+                s.tc.engine()
+                    .drop_table("db", t.name().as_str())
+                    .await
+                    .unwrap();
+                checked
+            })
+        })
+        .unwrap();
+}
+
+/// A statement of the model test, or the end of its transaction.
+#[derive(Debug, Clone)]
+enum Step {
+    Insert(i64, Option<i64>),
+    Update(i64, Option<i64>),
+    Delete(i64),
+    Commit,
+    Rollback,
+}
+
+/// Runs `steps` on `t` (key `k`, unique `u`) and checks each against a
+/// map of the rows as committed and as the open transaction sees them.
+async fn against_the_model(
+    tc: &Node,
+    t: &Arc<Table>,
+    steps: Vec<Step>,
+) -> Result<(), TestCaseError> {
+    use std::collections::BTreeMap;
+    use std::collections::btree_map::Entry;
+
+    let g = writer(t);
+    let row = |k: i64, u: Option<i64>| {
+        [
+            ("k", Value::Int(k)),
+            ("u", u.map_or(Value::Null, Value::Int)),
+        ]
+    };
+    let taken = |view: &BTreeMap<i64, Option<i64>>, k: i64, u: Option<i64>| {
+        u.is_some() && view.iter().any(|(&other, &v)| other != k && v == u)
+    };
+    let mut committed: BTreeMap<i64, Option<i64>> = BTreeMap::new();
+    let mut view = committed.clone();
+    let mut txn = tc.begin();
+    for step in steps {
+        let mut batch = tc.batch();
+        // What the statement should answer: None, or why it is refused.
+        let expected = match step {
+            Step::Commit => {
+                tc.commit(std::mem::replace(&mut txn, tc.begin()))
+                    .await
+                    .unwrap();
+                committed = view.clone();
+                continue;
+            }
+            Step::Rollback => {
+                tc.rollback(std::mem::replace(&mut txn, tc.begin()))
+                    .await
+                    .unwrap();
+                view = committed.clone();
+                continue;
+            }
+            Step::Insert(k, u) => {
+                batch.insert(t, &row(k, u)).unwrap();
+                let refused = taken(&view, k, u);
+                match view.entry(k) {
+                    _ if refused => Some("unique"),
+                    Entry::Occupied(_) => Some("key"),
+                    Entry::Vacant(at) => {
+                        at.insert(u);
+                        None
+                    }
+                }
+            }
+            Step::Update(k, u) => {
+                batch.update(t, &row(k, u)).unwrap();
+                let refused = taken(&view, k, u);
+                match view.get_mut(&k) {
+                    _ if refused => Some("unique"),
+                    None => Some("missing"),
+                    Some(at) => {
+                        *at = u;
+                        None
+                    }
+                }
+            }
+            Step::Delete(k) => {
+                batch.delete(t, &[Value::Int(k)]).unwrap();
+                view.remove(&k).is_none().then_some("missing")
+            }
+        };
+        let got = match tc.execute_in(&g, &mut txn, &mut batch).await {
+            Ok(()) => None,
+            Err(TcError::Operation { error, .. }) => Some(match error {
+                OperationError::DuplicateUnique { .. } => "unique",
+                OperationError::DuplicateKey { .. } => "key",
+                OperationError::NotFound { .. } => "missing",
+                other => panic!("{other:?}"),
+            }),
+            Err(other) => panic!("{other:?}"),
+        };
+        prop_assert_eq!(got, expected);
+        if got.is_some() {
+            prop_assert!(txn.is_over());
+            txn = tc.begin();
+            view = committed.clone();
+        }
+    }
+    tc.commit(txn).await.unwrap();
+    for k in 0..5 {
+        let (r, outcomes) = run(tc, &g, Commit::Each, |b| {
+            b.read(t, &[Value::Int(k)]).unwrap()
+        })
+        .await;
+        r.unwrap();
+        let found = match &outcomes[0] {
+            Ok(Outcome::Found(row)) => row.get("u").cloned(),
+            Ok(Outcome::Absent) => None,
+            other => panic!("{k}: {other:?}"),
+        };
+        let want = view.get(&k).map(|u| u.map_or(Value::Null, Value::Int));
+        prop_assert_eq!(found, want);
+    }
+    Ok(())
 }

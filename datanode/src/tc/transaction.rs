@@ -15,10 +15,13 @@
 //! worker it reached for its changes and commits them as a one-shot
 //! transaction does. Statements lock rows in the order the client gives
 //! them, so two such transactions can wait for each other: as in NDB, the
-//! lock-wait timeout breaks the cycle. Any failure of an operation rolls
-//! the whole transaction back (NDB has no partial rollback).
+//! lock-wait timeout breaks the cycle. The values a transaction gives
+//! unique indexes stay locked until it ends, and are checked as it sees
+//! its own rows (`unique::Claims`). Any failure of an operation rolls the
+//! whole transaction back (NDB has no partial rollback).
 
 use super::batch::{Batch, OperationError};
+use super::unique::Claims;
 use super::{Admitted, Tc, TcError, WriteInFlight};
 use crate::ldm::{JobOutcome, Mode, OpBatch, TxnId, Workers};
 use crate::log::Mark;
@@ -166,6 +169,8 @@ pub(crate) struct Transaction {
     ops: usize,
     /// Tables it has changed (or locked rows of).
     changed: Vec<TableId>,
+    /// The unique values it has locked and given rows.
+    unique: Claims,
 }
 
 impl std::fmt::Debug for Transaction {
@@ -205,6 +210,7 @@ impl Tc {
             writing: None,
             ops: 0,
             changed: Vec::new(),
+            unique: Claims::default(),
         }
     }
 
@@ -241,14 +247,6 @@ impl Tc {
                 reason: "a transaction works on one database".into(),
             });
         }
-        if !batch.uniques.is_empty() {
-            // Their check reads committed values and holds its locks for
-            // one request (`unique`): not yet for an open transaction.
-            return Err(TcError::Forbidden {
-                database: db.name.to_string(),
-                reason: "writes to a table with a unique index are not taken inside an open transaction yet; make them on their own".into(),
-            });
-        }
         let counted = t.admitted.is_some();
         let mut admitted =
             match self.admit_to(grant, &db, t.ops + batch.len(), batch.cost(), counted) {
@@ -274,7 +272,18 @@ impl Tc {
             }
         }
         t.ops += batch.len();
-        let outcome = t.open.prepare(&ldms, Mode::Hold, batch).await;
+        // Its unique values are checked as the transaction sees its rows,
+        // and stay locked until it ends.
+        let outcome = match self.check_unique_in(batch, &mut t.unique).await {
+            Ok(wrote) => {
+                let prepared = t.open.prepare(&ldms, Mode::Hold, batch).await;
+                if prepared.is_ok() {
+                    t.unique.record(batch, wrote);
+                }
+                prepared
+            }
+            Err(e) => Err(e),
+        };
         let gov = &db.governance;
         let read_units = batch.charge_tables(outcome.is_ok());
         if admitted.cost.reads > 0 && outcome.is_ok() {
@@ -294,9 +303,13 @@ impl Tc {
         if t.admitted.is_none() {
             t.admitted = Some(admitted);
         }
-        if outcome.is_err() && !t.open.ended {
-            // A worker or the node failed: what it reached lets go.
-            let _ = t.open.end(false).await;
+        if outcome.is_err() {
+            if !t.open.ended {
+                // Refused before it ran, or a worker or the node failed:
+                // what it reached lets go.
+                let _ = t.open.end(false).await;
+            }
+            t.unique.release();
         }
         outcome
     }

@@ -12,10 +12,20 @@
 //! the batch itself deletes that row or moves it to other values. The
 //! locks are held until the batch is applied, so two writers of the same
 //! values are checked one after the other. A batch refused changes nothing.
+//!
+//! A transaction open across statements holds its locks until it ends
+//! ([`Claims`]), and keeps the values it gave the rows it wrote: the index
+//! shows readers committed rows only, so the transaction's own rows are
+//! looked up there, and its deleted or moved rows no longer count. A
+//! writer of values another transaction holds waits for it, at most the
+//! lock-wait timeout. A transaction that deletes a row does not lock the
+//! values it frees: until it commits, another writer of them is refused
+//! as a duplicate rather than made to wait.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::batch::{Batch, Given, OperationError, UniqueWrite};
@@ -42,15 +52,20 @@ impl UniqueLocks {
         }
     }
 
-    /// Takes stripes `ids`, in one order for every caller.
-    async fn lock(&self, mut ids: Vec<usize>) -> Vec<OwnedMutexGuard<()>> {
+    /// Takes stripes `ids`, in one order for every caller, waiting at most
+    /// `wait` for all of them; `None` if they are not all had by then
+    /// (none is kept).
+    async fn lock(&self, mut ids: Vec<usize>, wait: Duration) -> Option<Vec<OwnedMutexGuard<()>>> {
         ids.sort_unstable();
         ids.dedup();
-        let mut held = Vec::with_capacity(ids.len());
-        for id in ids {
-            held.push(Arc::clone(&self.stripes[id]).lock_owned().await);
-        }
-        held
+        let take = async {
+            let mut held = Vec::with_capacity(ids.len());
+            for id in ids {
+                held.push(Arc::clone(&self.stripes[id]).lock_owned().await);
+            }
+            held
+        };
+        tokio::time::timeout(wait, take).await.ok()
     }
 }
 
@@ -71,13 +86,125 @@ impl Unique {
     }
 }
 
+/// What an open transaction holds of unique indexes: the stripes it has
+/// locked, until it ends, and the rows it has written to tables with
+/// unique indexes, which the index shows others (and it) as committed.
+#[derive(Debug, Default)]
+pub(super) struct Claims {
+    guards: Vec<OwnedMutexGuard<()>>,
+    stripes: FxHashSet<usize>,
+    rows: FxHashMap<(TableId, Vec<u8>), Written>,
+}
+
+/// A row an open transaction has written: deleted, or the values it now
+/// has of each unique index the transaction set (`None`: none compared).
+#[derive(Debug, Default)]
+struct Written {
+    deleted: bool,
+    values: FxHashMap<usize, Option<Vec<Vec<u8>>>>,
+}
+
+impl Claims {
+    /// Lets go of every lock: the transaction has ended.
+    pub(super) fn release(&mut self) {
+        *self = Claims::default();
+    }
+
+    /// Whether row `key`, which the index shows with `values` of `index`
+    /// as committed, has them still as this transaction sees it.
+    fn still_holds(&self, table: TableId, index: usize, key: &[u8], values: &[Vec<u8>]) -> bool {
+        match self.rows.get(&(table, key.to_vec())) {
+            None => true,
+            Some(w) if w.deleted => false,
+            Some(w) => match w.values.get(&index) {
+                None => true,
+                Some(now) => now.as_deref() == Some(values),
+            },
+        }
+    }
+
+    /// The rows this transaction gave `values` of `index` (not yet committed).
+    fn holders<'a>(
+        &'a self,
+        table: TableId,
+        index: usize,
+        values: &'a [Vec<u8>],
+    ) -> impl Iterator<Item = &'a [u8]> + 'a {
+        (self.rows.iter())
+            .filter(move |((t, _), w)| {
+                *t == table
+                    && !w.deleted
+                    && w.values
+                        .get(&index)
+                        .is_some_and(|v| v.as_deref() == Some(values))
+            })
+            .map(|((_, key), _)| key.as_slice())
+    }
+
+    /// Row `key`'s values of `index` as this transaction left them:
+    /// `Some(None)` if it deleted the row, `None` if it did not set them.
+    fn values_of(&self, table: TableId, index: usize, key: &[u8]) -> Option<Option<&[Vec<u8>]>> {
+        let w = self.rows.get(&(table, key.to_vec()))?;
+        if w.deleted {
+            return Some(None);
+        }
+        w.values.get(&index).map(|v| v.as_deref())
+    }
+
+    /// Keeps what a statement that ran wrote: its deletes, then its writes.
+    pub(super) fn record(&mut self, batch: &Batch, wrote: Vec<Wrote>) {
+        for (table, key) in &batch.unique_deletes {
+            let w = self.rows.entry((*table, key.clone())).or_default();
+            w.deleted = true;
+            w.values.clear();
+        }
+        for wrote in wrote {
+            let w = self.rows.entry((wrote.table, wrote.key)).or_default();
+            let inserted = wrote.kind == OpKind::Insert || w.deleted;
+            w.deleted = false;
+            match wrote.holds {
+                Holds::Values(v) => {
+                    w.values.insert(wrote.index, Some(v));
+                }
+                Holds::Nothing => {
+                    w.values.insert(wrote.index, None);
+                }
+                // A row inserted anew has none of what its old self had.
+                Holds::Same if inserted => {
+                    w.values.insert(wrote.index, None);
+                }
+                Holds::Same => {}
+            }
+        }
+    }
+}
+
+/// A write's values of one unique index, once the batch has run.
+pub(super) struct Wrote {
+    table: TableId,
+    key: Vec<u8>,
+    kind: OpKind,
+    index: usize,
+    holds: Holds,
+}
+
+/// What values of its unique index a write leaves its row with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Holds {
+    /// The ones it had: the write sets none of the index's columns.
+    Same,
+    /// None that are compared: a NULL among them, or no row.
+    Nothing,
+    Values(Vec<Vec<u8>>),
+}
+
 /// Values of a unique index of a table: (table, index, values).
 type Taken<'a> = (TableId, usize, &'a [Vec<u8>]);
 
 /// A write's values of one unique index, complete.
 struct Checked<'a> {
     write: &'a UniqueWrite,
-    values: Vec<Vec<u8>>,
+    values: &'a [Vec<u8>],
 }
 
 impl Tc {
@@ -95,7 +222,11 @@ impl Tc {
         if batch.uniques.is_empty() {
             return Ok(unique);
         }
-        let refused = self.find_duplicates(batch, each, &mut unique).await?;
+        let holds = self.complete_all(batch, None).await?;
+        let checked = checked(batch, &holds);
+        let stripes = checked.iter().map(|c| self.stripe(c)).collect();
+        unique.guards = self.lock_stripes(stripes, &checked).await?;
+        let refused = self.find_duplicates(batch, &checked, each, None).await?;
         for &(op, index) in &refused {
             batch.skip(op);
             unique
@@ -105,33 +236,104 @@ impl Tc {
         Ok(unique)
     }
 
+    /// Checks the writes to unique indexes of a statement of an open
+    /// transaction, as this transaction sees the rows (`claims`), and
+    /// locks their values until the transaction ends. A duplicate is
+    /// refused (`Err`); else what to record once the statement has run
+    /// (`Claims::record`).
+    pub(super) async fn check_unique_in(
+        &self,
+        batch: &Batch,
+        claims: &mut Claims,
+    ) -> Result<Vec<Wrote>, TcError> {
+        if batch.uniques.is_empty() {
+            return Ok(Vec::new());
+        }
+        let holds = self.complete_all(batch, Some(claims)).await?;
+        let checked = checked(batch, &holds);
+        let stripes: Vec<usize> = (checked.iter())
+            .map(|c| self.stripe(c))
+            .filter(|s| !claims.stripes.contains(s))
+            .collect();
+        let guards = self.lock_stripes(stripes.clone(), &checked).await?;
+        claims.stripes.extend(stripes);
+        claims.guards.extend(guards);
+        self.find_duplicates(batch, &checked, false, Some(claims))
+            .await?;
+        Ok((batch.uniques.iter().zip(holds))
+            .map(|(w, holds)| Wrote {
+                table: w.table.id,
+                key: w.key.clone(),
+                kind: w.kind,
+                index: w.index,
+                holds,
+            })
+            .collect())
+    }
+
+    /// What each of the batch's unique writes leaves its row with.
+    async fn complete_all(
+        &self,
+        batch: &Batch,
+        own: Option<&Claims>,
+    ) -> Result<Vec<Holds>, TcError> {
+        let mut holds = Vec::with_capacity(batch.uniques.len());
+        for write in &batch.uniques {
+            holds.push(self.complete(write, own).await?);
+        }
+        Ok(holds)
+    }
+
+    /// The stripe of a write's values.
+    fn stripe(&self, c: &Checked<'_>) -> usize {
+        let mut h = xxhash_rust::xxh3::Xxh3::with_seed(self.inner.seed);
+        h.update(&c.write.table.id.0.to_le_bytes());
+        h.update(&(c.write.index as u32).to_le_bytes());
+        for v in c.values {
+            h.update(&(v.len() as u32).to_le_bytes());
+            h.update(v);
+        }
+        (h.digest() % STRIPES as u64) as usize
+    }
+
+    /// Takes `stripes`, at most the lock-wait timeout: past it, a lock-wait
+    /// timeout of the first write.
+    async fn lock_stripes(
+        &self,
+        stripes: Vec<usize>,
+        checked: &[Checked<'_>],
+    ) -> Result<Vec<OwnedMutexGuard<()>>, TcError> {
+        if stripes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let wait = self.inner.workers.lock_wait();
+        match self.inner.unique_locks.lock(stripes, wait).await {
+            Some(guards) => Ok(guards),
+            None => {
+                let w = checked
+                    .first()
+                    .expect("a stripe is a checked write's")
+                    .write;
+                Err(TcError::Operation {
+                    index: w.op,
+                    error: OperationError::LockWaitTimeout {
+                        table: w.table.name().to_string(),
+                    },
+                })
+            }
+        }
+    }
+
     /// The writes (operation, index) that would duplicate, all of them when
-    /// `each`; `Err` for the first otherwise. Takes the locks into `held`.
+    /// `each`; `Err` for the first otherwise. `own`: the open transaction
+    /// the batch is a statement of, whose rows the index shows as committed.
     async fn find_duplicates(
         &self,
         batch: &Batch,
+        checked: &[Checked<'_>],
         each: bool,
-        held: &mut Unique,
+        own: Option<&Claims>,
     ) -> Result<Vec<(usize, usize)>, TcError> {
-        let mut checked = Vec::with_capacity(batch.uniques.len());
-        for write in &batch.uniques {
-            if let Some(values) = self.complete(write).await? {
-                checked.push(Checked { write, values });
-            }
-        }
-        let stripes = (checked.iter())
-            .map(|c| {
-                let mut h = xxhash_rust::xxh3::Xxh3::with_seed(self.inner.seed);
-                h.update(&c.write.table.id.0.to_le_bytes());
-                h.update(&(c.write.index as u32).to_le_bytes());
-                for v in &c.values {
-                    h.update(&(v.len() as u32).to_le_bytes());
-                    h.update(v);
-                }
-                (h.digest() % STRIPES as u64) as usize
-            })
-            .collect();
-        held.guards = self.inner.unique_locks.lock(stripes).await;
         let mut refused: Vec<(usize, usize)> = Vec::new();
         // Rows the batch deletes, or gives other values: their old values
         // are free for its other writes.
@@ -140,7 +342,7 @@ impl Tc {
         };
         // Each value of each index the batch writes, and whose row takes it.
         let mut mine: FxHashMap<Taken<'_>, &[u8]> = FxHashMap::default();
-        for c in &checked {
+        for c in checked {
             let w = c.write;
             let duplicate = || TcError::Operation {
                 index: w.op,
@@ -160,7 +362,7 @@ impl Tc {
                     Err(duplicate())
                 }
             };
-            if let Some(&other) = mine.get(&(w.table.id, w.index, c.values.as_slice()))
+            if let Some(&other) = mine.get(&(w.table.id, w.index, c.values))
                 && other != w.key.as_slice()
             {
                 refuse()?;
@@ -174,22 +376,26 @@ impl Tc {
                         && o.values != c.values
                 })
             };
-            let taken = (self.holders(w, &c.values).await?)
+            let other = |key: &[u8]| key != w.key && !deleted(w.table.id, key) && !moved(key);
+            let committed = (self.holders(w, c.values).await?)
                 .into_iter()
-                .any(|key| key != w.key && !deleted(w.table.id, &key) && !moved(&key));
-            if taken {
+                .filter(|key| own.is_none_or(|o| o.still_holds(w.table.id, w.index, key, c.values)))
+                .any(|key| other(&key));
+            let uncommitted =
+                own.is_some_and(|o| (o.holders(w.table.id, w.index, c.values)).any(other));
+            if committed || uncommitted {
                 refuse()?;
                 continue;
             }
-            mine.insert((w.table.id, w.index, &c.values), &w.key);
+            mine.insert((w.table.id, w.index, c.values), &w.key);
         }
         Ok(refused)
     }
 
-    /// The write's values of its index, those it does not give taken from
-    /// its row as it is; `None` when the row is not compared (a NULL among
-    /// them) or the write changes none of them.
-    async fn complete(&self, write: &UniqueWrite) -> Result<Option<Vec<Vec<u8>>>, TcError> {
+    /// What values of its index the write leaves its row with: those it
+    /// does not give taken from its row as it is (as the open transaction
+    /// `own` left it, if the write is one of its statements').
+    async fn complete(&self, write: &UniqueWrite, own: Option<&Claims>) -> Result<Holds, TcError> {
         let layout = &write.table.layout;
         let columns = &layout.ordered[write.index].order[..layout.ordered[write.index].columns];
         // A write that inserts stores the defaults of what it does not give.
@@ -197,12 +403,13 @@ impl Tc {
             .iter()
             .any(|&c| layout.defaults[c as usize].is_some());
         if write.values.iter().all(|v| *v == Given::Missing) && !defaulted {
-            return Ok(None);
+            return Ok(Holds::Same);
         }
         let missing = write.values.contains(&Given::Missing);
+        let mine = own.and_then(|o| o.values_of(write.table.id, write.index, &write.key));
         let read;
-        let row = match (missing, write.kind) {
-            (true, OpKind::Update | OpKind::Write) => {
+        let row = match (missing, write.kind, mine) {
+            (true, OpKind::Update | OpKind::Write, None) => {
                 let mut batch = self.batch();
                 batch.read_encoded(&write.table, &write.key);
                 self.run_each(&mut batch).await?;
@@ -215,29 +422,31 @@ impl Tc {
             _ => None,
         };
         let mut values = Vec::with_capacity(columns.len());
-        for (&c, given) in columns.iter().zip(&write.values) {
+        for (at, (&c, given)) in columns.iter().zip(&write.values).enumerate() {
             match given {
-                Given::Null => return Ok(None),
+                Given::Null => return Ok(Holds::Nothing),
                 Given::Bytes(b) => values.push(b.clone()),
                 // An update of no row fails on its own; a write of none
                 // inserts the column's default, or NULL.
-                Given::Missing => match (&row, &layout.defaults[c as usize]) {
-                    (Some(row), _) => match row.bytes(c) {
+                Given::Missing => match (mine, &row, &layout.defaults[c as usize]) {
+                    (Some(Some(now)), ..) => values.push(now[at].clone()),
+                    (Some(None), ..) if write.kind != OpKind::Write => return Ok(Holds::Nothing),
+                    (None, Some(row), _) => match row.bytes(c) {
                         Some(b) => values.push(b.to_vec()),
-                        None => return Ok(None),
+                        None => return Ok(Holds::Nothing),
                     },
-                    (None, Some(d)) if *d != Value::Null && write.kind == OpKind::Write => values
+                    (_, _, Some(d)) if *d != Value::Null && write.kind == OpKind::Write => values
                         .push(codec::encode_operand(layout, c, d).map_err(|e| {
                             TcError::Operation {
                                 index: write.op,
                                 error: OperationError::Value(e),
                             }
                         })?),
-                    (None, _) => return Ok(None),
+                    _ => return Ok(Holds::Nothing),
                 },
             }
         }
-        Ok(Some(values))
+        Ok(Holds::Values(values))
     }
 
     /// The primary keys (encoded) of the rows whose values of the write's
@@ -267,4 +476,14 @@ impl Tc {
         }
         Ok(keys)
     }
+}
+
+/// The writes whose values are compared: the ones to lock and check.
+fn checked<'a>(batch: &'a Batch, holds: &'a [Holds]) -> Vec<Checked<'a>> {
+    (batch.uniques.iter().zip(holds))
+        .filter_map(|(write, holds)| match holds {
+            Holds::Values(values) => Some(Checked { write, values }),
+            _ => None,
+        })
+        .collect()
 }

@@ -1084,11 +1084,6 @@ impl Session {
         scan: Option<&Scan>,
         set: Option<&[(usize, Expression)]>,
     ) -> Result<(u64, u64), MyError> {
-        if table.layout.ordered.iter().any(|o| o.unique) {
-            return Err(MyError::unsupported(
-                "an UPDATE or DELETE by a scan, computed from the row, or in a transaction, of a table with a UNIQUE index (change its rows by key, each statement on its own)",
-            ));
-        }
         if keys.is_empty() {
             return Ok((0, 0));
         }

@@ -95,11 +95,6 @@ impl Session {
         if self.txn.read_only && (batch.has_writes() || batch.cost().locks) {
             return Err(read_only());
         }
-        if !batch.uniques.is_empty() {
-            return Err(MyError::unsupported(
-                "a write to a table with a UNIQUE index inside a transaction (make it with autocommit on)",
-            ));
-        }
         let open = self.txn.open.get_or_insert_with(|| tc.begin());
         match tc.execute_in(grant, open, batch).await {
             Ok(()) => Ok(()),
