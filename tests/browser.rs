@@ -117,7 +117,14 @@ async fn tick(browser: &Client, field: &str) {
     checkbox.click().await.unwrap();
 }
 
+/// Submits `form` and waits until the page it leads to has loaded: until
+/// then the old page is still there, and what it says (or a navigation
+/// away from it) would race the answer.
 async fn submit(browser: &Client, form: &str) {
+    browser
+        .execute("window.shoalBeforeSubmit = true", vec![])
+        .await
+        .unwrap();
     browser
         .find(Locator::Css(&format!("{form} button[type='submit']")))
         .await
@@ -125,6 +132,23 @@ async fn submit(browser: &Client, form: &str) {
         .click()
         .await
         .unwrap();
+    let started = Instant::now();
+    loop {
+        let loaded = browser
+            .execute(
+                "return window.shoalBeforeSubmit === undefined && document.readyState === 'complete'",
+                vec![],
+            )
+            .await;
+        if loaded.is_ok_and(|v| v == serde_json::Value::Bool(true)) {
+            return;
+        }
+        assert!(
+            started.elapsed() < GUARD,
+            "submitting {form} never led to a page"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 async fn sign_up(browser: &Client, console: &str, tenant: &str, email: &str) {
