@@ -1667,13 +1667,13 @@ async fn quotas_and_rates_refuse_sql_with_rondbs_numbers_and_change_nothing() {
 }
 
 #[tokio::test]
-async fn mysqldump_exports_a_database_as_sql() {
+async fn mysqldump_exports_a_database_and_its_file_loads_back() {
     let s = setup(&[]).await;
     s.ok(
         "CREATE TABLE people (id INT PRIMARY KEY, email VARCHAR(40), UNIQUE KEY by_email (email))",
     );
     s.ok("INSERT INTO people VALUES (1, 'a@example.com'), (2, NULL)");
-    s.ok("INSERT INTO items (id, name, qty, price) VALUES (7, 'it''s', 3, 1.50)");
+    s.ok("INSERT INTO items (id, name, qty, price, tag) VALUES (7, 'it''s', 3, 1.50, 0x00ff27)");
     // MySQL's executable comments run as SQL, by version; SELECT's hints
     // change nothing.
     let out = s.ok("/*!40101 SET NAMES utf8mb4 */; /*!99999 SET NAMES latin1 */ SELECT 1; SELECT /*!40001 SQL_NO_CACHE */ id FROM people ORDER BY id");
@@ -1701,10 +1701,73 @@ async fn mysqldump_exports_a_database_as_sql() {
     assert!(dump.contains("CREATE TABLE `people`"), "{dump}");
     assert!(dump.contains("UNIQUE INDEX `by_email` (`email`)"), "{dump}");
     assert!(dump.contains("CREATE TABLE `items`"), "{dump}");
-    assert!(dump.contains("(7,'it\\'s',3,1.50,NULL,NULL)"), "{dump}");
+    assert!(dump.contains("(7,'it\\'s',3,1.50,NULL,'\\0"), "{dump}");
     let people = dump.split("INSERT INTO `people` VALUES").nth(1).unwrap();
     assert!(people.contains("(1,'a@example.com')"), "{dump}");
     assert!(people.contains("(2,NULL)"), "{dump}");
+
+    // The file mysqldump writes by default — table locks, DISABLE KEYS,
+    // user variables saving and restoring settings — loads into another
+    // database as it is (bytes as hex: a statement is UTF-8 text), and
+    // the tables there are what they were.
+    s.shoal.create_database("acme", "copy").await;
+    let both = s
+        .shoal
+        .create_key("acme", &[("app", "read"), ("copy", "read_write")])
+        .await;
+    let (user, secret) = both.split_once('.').unwrap();
+    let out = Command::new("mysqldump")
+        .args(["-h", host, "-P", port, "-u", user])
+        .arg(format!("-p{secret}"))
+        .args(["--no-tablespaces", "--hex-blob", "app"])
+        .output()
+        .unwrap();
+    let dump = out.stdout;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&dump).contains("LOCK TABLES `items` WRITE"));
+    let loaded = s.mysql_with(&both, Some("copy"), &dump);
+    assert!(loaded.ok, "{}", loaded.err);
+    let select = "SELECT id, name, qty, price, tag FROM items; SELECT id, email FROM people ORDER BY id; SHOW CREATE TABLE people";
+    let copy = s.mysql_with(&both, Some("copy"), select.as_bytes());
+    assert!(copy.ok, "{}", copy.err);
+    assert_eq!(copy.out, s.ok(select));
+    // The locks and key toggles are held to the grants: a read key may
+    // lock for reading only.
+    s.refused_with(
+        &both,
+        Some("app"),
+        b"LOCK TABLES people READ, items WRITE",
+        "1142",
+    );
+    s.refused_with(
+        &both,
+        Some("app"),
+        b"ALTER TABLE items DISABLE KEYS",
+        "1142",
+    );
+    s.refused_with(&both, Some("copy"), b"LOCK TABLES nope WRITE", "1146");
+    s.refused_with(&both, Some("copy"), b"LOCK TABLES items", "1064");
+    let out = s.mysql_with(
+        &both,
+        Some("app"),
+        b"LOCK TABLES people READ, app.items AS i READ LOCAL; UNLOCK TABLES",
+    );
+    assert!(out.ok, "{}", out.err);
+
+    // User variables: set from literals, system variables and each other,
+    // read wherever a value goes; an unset one is NULL; an expression is
+    // not taken.
+    let out = s.ok("SET @a = 7, @B := @@max_allowed_packet, @c = -2, @d = @a; SELECT @a, @c, @d, @nothing; SELECT @b, @@max_allowed_packet; SELECT name FROM items WHERE id = @A");
+    let out = lines(&out);
+    assert_eq!(out[0], "7\t-2\t7\tNULL");
+    let (b, packet) = out[1].split_once('\t').unwrap();
+    assert_eq!(b, packet);
+    assert_eq!(out[2], "it's");
+    s.refused("SET @a = 1 + 1", "1235");
     // The other tenant's database is not there to dump.
     let out = Command::new("mysqldump")
         .args(["-h", host, "-P", port, "-u", user])

@@ -16,8 +16,10 @@
 //!   `ndbinfo` (RonDB's memory and usage tables) and `information_schema`.
 //! - `transaction`: BEGIN, COMMIT, ROLLBACK and autocommit.
 //! - `upsert`: INSERT IGNORE and INSERT … ON DUPLICATE KEY UPDATE.
+//! - `load`: LOCK TABLES and ALTER TABLE … KEYS, as mysqldump's files carry.
 //! - `ddl`: changes of schema, made by the control plane (or a node alone).
 //! - `value`: SQL literals and arguments to column values, and back.
+//! - `variables`: user variables (`@name`), a connection's own values.
 //! - `error`: MySQL's error numbers and SQLSTATEs.
 //!
 //! Connections are capped, timed out and drained on stop as every front
@@ -27,6 +29,7 @@ mod ddl;
 mod error;
 mod filter;
 mod information_schema;
+mod load;
 mod ndbinfo;
 mod proto;
 mod query;
@@ -36,6 +39,7 @@ mod system;
 mod transaction;
 mod upsert;
 mod value;
+mod variables;
 
 use std::sync::Arc;
 use std::time::Duration;

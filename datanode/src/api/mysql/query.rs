@@ -43,6 +43,7 @@ use super::scan::Scan;
 use super::session::Session;
 use super::upsert::{OnDuplicate, apply};
 use super::value::{self, Cell, Lit, column_def, computed, to_value};
+use super::variables;
 use crate::tc::batch::{OperationError, Outcome};
 use crate::tc::{Commit, Grant, Role, Table, TcError};
 use crate::types::value::Value;
@@ -76,7 +77,7 @@ pub(crate) enum Reply {
 }
 
 impl Reply {
-    fn done(affected: u64) -> Reply {
+    pub(super) fn done(affected: u64) -> Reply {
         Reply::Done {
             affected,
             info: String::new(),
@@ -315,7 +316,7 @@ fn parse(tokens: Vec<Token>) -> Result<Statement, MyError> {
 }
 
 /// The keyword a token is, if it is a word.
-fn keyword(t: Option<&Token>) -> Option<Keyword> {
+pub(super) fn keyword(t: Option<&Token>) -> Option<Keyword> {
     match t {
         Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.keyword),
         _ => None,
@@ -333,6 +334,11 @@ fn word(t: Option<&Token>) -> Option<&str> {
 impl Session {
     /// Runs one statement.
     pub(crate) async fn run(&mut self, tokens: Vec<Token>) -> Result<Reply, MyError> {
+        // SET keeps its targets; it puts values in place itself.
+        let tokens = match keyword(tokens.first()) {
+            Some(Keyword::SET) => tokens,
+            _ => self.user_variables.substitute(tokens),
+        };
         match keyword(tokens.first()) {
             Some(Keyword::SHOW) => return self.show(&tokens[1..]),
             Some(Keyword::DESCRIBE | Keyword::DESC)
@@ -342,6 +348,13 @@ impl Session {
                 return self.show_columns(&tokens[1..]);
             }
             Some(Keyword::SET) => return self.set(&tokens[1..]).await,
+            Some(Keyword::LOCK) => return self.lock_tables(&tokens[1..]).await,
+            Some(Keyword::UNLOCK) => return self.unlock_tables(&tokens[1..]),
+            Some(Keyword::ALTER) if keyword(tokens.get(1)) == Some(Keyword::TABLE) => {
+                if let Some(done) = self.toggle_keys(&tokens[2..]) {
+                    return done;
+                }
+            }
             Some(Keyword::BEGIN) => {
                 work_only(&tokens[1..], "BEGIN")?;
                 self.begin(false).await?;
@@ -443,7 +456,10 @@ impl Session {
     /// arguments, parsed and planned once: reads by key. `None`: the
     /// statement is bound and planned again at each execute.
     pub(crate) fn plan_once(&mut self, tokens: &[Token]) -> Option<Arc<Lookup>> {
-        if keyword(tokens.first()) != Some(Keyword::SELECT) {
+        // A user variable's value may change between executes.
+        if keyword(tokens.first()) != Some(Keyword::SELECT)
+            || tokens.iter().any(|t| variables::user_variable(t).is_some())
+        {
             return None;
         }
         let Ok(Statement::Query(q)) = parse(numbered(tokens)) else {
@@ -466,7 +482,9 @@ impl Session {
     /// by planning it with NULL for every argument.
     pub(crate) async fn describe(&mut self, tokens: &[Token]) -> Result<Vec<ColumnDef>, MyError> {
         let n = placeholders(tokens);
-        let bound = bind(tokens, &vec![Lit::Null; n]);
+        let bound = self
+            .user_variables
+            .substitute(bind(tokens, &vec![Lit::Null; n]));
         match keyword(bound.first()) {
             Some(Keyword::SELECT) => {}
             _ => return Ok(Vec::new()),
@@ -1186,7 +1204,12 @@ impl Session {
     }
 
     /// Refuses a write by a key that may only read.
-    fn may_write(&self, grant: &Grant, command: &str, table: &Table) -> Result<(), MyError> {
+    pub(super) fn may_write(
+        &self,
+        grant: &Grant,
+        command: &str,
+        table: &Table,
+    ) -> Result<(), MyError> {
         if grant.role == Role::Read {
             return Err(MyError::denied_command(
                 command,
@@ -1199,7 +1222,7 @@ impl Session {
 
     /// The table `name` (`[db.]table`) names, and the key's grant on its
     /// database.
-    fn table_named(&self, name: &[String]) -> Result<(Arc<Table>, Grant), MyError> {
+    pub(super) fn table_named(&self, name: &[String]) -> Result<(Arc<Table>, Grant), MyError> {
         match name {
             [t] => self.table(None, t),
             [db, t] => self.table(Some(db), t),
@@ -1478,29 +1501,52 @@ impl Session {
             let Some(name) = word(p.first()) else {
                 return Err(MyError::syntax("SET takes name = value"));
             };
+            if !matches!(p.get(1), Some(Token::Eq) | Some(Token::Assignment)) {
+                return Err(MyError::syntax(format!(
+                    "SET {} needs = and a value",
+                    name.chars().take(64).collect::<String>()
+                )));
+            }
+            if let Some(user) = p.first().and_then(variables::user_variable) {
+                let value = self.user_value(&p[2..])?;
+                self.user_variables.set(user, value)?;
+                continue;
+            }
             let name = name
                 .trim_start_matches("@@")
                 .trim_start_matches("session.")
                 .trim_start_matches("SESSION.")
                 .trim_start_matches("local.")
                 .to_ascii_lowercase();
-            if name.starts_with('@') {
-                return Err(MyError::unsupported("user variables"));
-            }
-            if !matches!(p.get(1), Some(Token::Eq) | Some(Token::Assignment)) {
-                return Err(MyError::syntax(format!("SET {name} needs = and a value")));
-            }
-            let value = &p[2..];
+            let value = self.user_variables.substitute(p[2..].to_vec());
             if name == "autocommit" {
-                autocommit = Some(on_or_off(&name, value)?);
+                autocommit = Some(on_or_off(&name, &value)?);
                 continue;
             }
-            self.set_variable(&name, value)?;
+            self.set_variable(&name, &value)?;
         }
         if let Some(on) = autocommit {
             self.set_autocommit(on).await?;
         }
         Ok(Reply::done(0))
+    }
+
+    /// What `SET @name = value` keeps: a literal, a system variable's
+    /// value (`@@x`) or another user variable's.
+    fn user_value(&self, value: &[Token]) -> Result<Token, MyError> {
+        match value {
+            [t] if variables::is_literal(t) => Ok(t.clone()),
+            [Token::Minus, Token::Number(n, long)] => Ok(Token::Number(format!("-{n}"), *long)),
+            [t] if variables::user_variable(t).is_some() => Ok(self
+                .user_variables
+                .get(variables::user_variable(t).expect("a user variable"))),
+            [Token::Word(w)] if w.quote_style.is_none() && w.value.starts_with("@@") => {
+                Ok(self.variable(&w.value[2..])?.literal())
+            }
+            _ => Err(MyError::unsupported(
+                "a user variable set to an expression (a literal, @@variable or @variable is taken)",
+            )),
+        }
     }
 
     fn set_variable(&mut self, name: &str, value: &[Token]) -> Result<(), MyError> {
@@ -1546,6 +1592,7 @@ impl Session {
             | "max_execution_time"
             | "unique_checks"
             | "foreign_key_checks"
+            | "sql_notes"
             | "session_track_schema"
             | "session_track_state_change"
             | "session_track_system_variables"
@@ -1605,6 +1652,8 @@ impl Session {
             ("collation_database", Cell::from("utf8mb4_general_ci")),
             ("collation_server", Cell::from("utf8mb4_general_ci")),
             ("default_storage_engine", Cell::from("ndbcluster")),
+            // Shoal has no foreign keys, and always checks unique ones.
+            ("foreign_key_checks", Cell::from(1u64)),
             ("have_ssl", Cell::from("DISABLED")),
             ("init_connect", Cell::from("")),
             (
@@ -1643,6 +1692,7 @@ impl Session {
                 "sql_mode",
                 Cell::from("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION"),
             ),
+            ("sql_notes", Cell::from(1u64)),
             ("sql_select_limit", Cell::from(u64::MAX)),
             ("system_time_zone", Cell::from("UTC")),
             ("time_zone", Cell::from("+00:00")),
@@ -1650,6 +1700,7 @@ impl Session {
             ("transaction_read_only", Cell::from(0u64)),
             ("tx_isolation", Cell::from("READ-COMMITTED")),
             ("tx_read_only", Cell::from(0u64)),
+            ("unique_checks", Cell::from(1u64)),
             ("version", Cell::from(super::VERSION)),
             ("version_comment", Cell::from(super::VERSION_COMMENT)),
             ("wait_timeout", Cell::from(limits.idle_timeout.as_secs())),
@@ -1978,7 +2029,7 @@ pub(crate) fn matches_like(pattern: &str, text: &str) -> bool {
 }
 
 /// A `[db.]table` name at the start of `tokens`.
-fn object_name(tokens: &[Token]) -> Result<Vec<String>, MyError> {
+pub(super) fn object_name(tokens: &[Token]) -> Result<Vec<String>, MyError> {
     let first = word(tokens.first()).ok_or_else(|| MyError::syntax("a table name is needed"))?;
     if tokens.get(1) == Some(&Token::Period)
         && let Some(second) = word(tokens.get(2))

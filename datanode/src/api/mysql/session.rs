@@ -24,6 +24,7 @@ use super::proto::{self, Out, ReadError, cap, com};
 use super::query::{self, Reply};
 use super::transaction::Txn;
 use super::value::{self, Lit};
+use super::variables::UserVariables;
 use crate::api::serve::Limits;
 use crate::api::{AccessError, access};
 use crate::node::Engine;
@@ -81,6 +82,8 @@ pub(crate) struct Session {
     pub(crate) autocommit: bool,
     /// The transaction, if one is open.
     pub(crate) txn: Txn,
+    /// `@name`s set by `SET @name = …`.
+    pub(crate) user_variables: UserVariables,
     capabilities: u32,
     statements: HashMap<u32, Prepared>,
     next_statement: u32,
@@ -264,6 +267,7 @@ async fn serve<R, W>(
             com::PING | com::RESET_CONNECTION => {
                 if command == com::RESET_CONNECTION {
                     session.statements.clear();
+                    session.user_variables.clear();
                     let _ = session.rollback().await;
                     session.autocommit = true;
                 }
@@ -419,6 +423,7 @@ where
         last_insert_id: 0,
         autocommit: true,
         txn: Txn::default(),
+        user_variables: UserVariables::default(),
         capabilities: login.capabilities & cap::SERVER,
         statements: HashMap::new(),
         next_statement: 1,

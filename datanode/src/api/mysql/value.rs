@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 
 use shoal_wire::schema::{ColumnDef as SchemaColumn, ColumnType};
+use sqlparser::tokenizer::Token;
 
 use super::error::MyError;
 use super::proto::{self, BINARY, ColumnDef, UTF8MB4, flag, ty};
@@ -251,6 +252,26 @@ impl From<u64> for Cell {
 impl Cell {
     fn is_null(&self) -> bool {
         matches!(self, Cell::Value(Value::Null) | Cell::Datum(Scalar::Null))
+    }
+
+    /// The value as an SQL literal: a number, a string, hex for bytes
+    /// that are not text, or NULL.
+    pub(crate) fn literal(&self) -> Token {
+        if self.is_null() {
+            return Token::make_keyword("NULL");
+        }
+        if let Some(n) = self.as_i128() {
+            return Token::Number(n.to_string(), false);
+        }
+        if let Cell::Value(v @ (Value::Float(_) | Value::Double(_) | Value::Decimal(_))) = self {
+            return Token::Number(v.to_string(), false);
+        }
+        match String::from_utf8(self.text().into_owned()) {
+            Ok(s) => Token::SingleQuotedString(s),
+            Err(e) => {
+                Token::HexStringLiteral(e.as_bytes().iter().map(|b| format!("{b:02X}")).collect())
+            }
+        }
     }
 
     /// The value as the text protocol sends it.
