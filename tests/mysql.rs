@@ -61,10 +61,16 @@ async fn setup(extra: &[&str]) -> Setup {
 /// Runs `sql` (bytes, as given) through the `mysql` client at `addr` with
 /// `key` on `db`: batch mode, no column names, `-vv` for rows affected.
 fn mysql_at(addr: &str, key: &str, db: Option<&str>, sql: &[u8]) -> Ran {
+    mysql_args(addr, key, db, &[], sql)
+}
+
+/// `mysql_at`, the client given `args` too.
+fn mysql_args(addr: &str, key: &str, db: Option<&str>, args: &[&str], sql: &[u8]) -> Ran {
     let (host, port) = addr.rsplit_once(':').unwrap();
     let (user, secret) = key.split_once('.').unwrap();
     let mut cmd = Command::new("mysql");
     cmd.args(["-h", host, "-P", port, "-u", user, "--batch", "-N", "-vv"])
+        .args(args)
         .arg(format!("-p{secret}"));
     if let Some(db) = db {
         cmd.arg(db);
@@ -324,8 +330,10 @@ async fn errors_have_mysqls_numbers_and_change_nothing() {
     // A setting that would change answers is kept at Shoal's value or
     // refused, never taken and ignored.
     s.ok("SET sql_select_limit = DEFAULT, sql_safe_updates = 0, sql_auto_is_null = OFF");
-    s.refused("SET sql_select_limit = 10", "1235");
-    s.refused("SET sql_safe_updates = 1", "1235");
+    s.refused("SET sql_auto_is_null = 1", "1235");
+    s.refused("SET sql_select_limit = -1", "1232");
+    s.refused("SET max_join_size = 'many'", "1232");
+    s.refused("SET sql_safe_updates = 2", "1231");
     s.refused("SET sql_auto_is_null = 1", "1235");
     assert_eq!(s.rest_rows().await, before);
 }
@@ -1333,6 +1341,61 @@ print(json.dumps(out))
             [6, "g@x", null]
         ])
     );
+}
+
+#[tokio::test]
+async fn the_clients_safe_updates_hold_statements_back() {
+    let s = setup(&[]).await;
+    s.ok("INSERT INTO items (id, name, qty) VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3), (4, 'd', 4), (5, 'e', 5)");
+    let safe = |sql: &str| {
+        mysql_args(
+            &s.shoal.mysql_addr,
+            &s.key,
+            Some("app"),
+            &["--safe-updates"],
+            sql.as_bytes(),
+        )
+    };
+    // `mysql --safe-updates` sets sql_safe_updates, sql_select_limit and
+    // max_join_size at connect; rows named by a key, an index's range or
+    // a LIMIT may change.
+    let ran = safe(
+        "SELECT @@sql_safe_updates, @@sql_select_limit, @@max_join_size; UPDATE items SET qty = 10 WHERE id = 1; UPDATE items SET qty = 20 WHERE id BETWEEN 2 AND 3; DELETE FROM items WHERE qty = 5 LIMIT 1",
+    );
+    assert!(ran.ok, "{}", ran.err);
+    assert_eq!(lines(&ran.out)[0], "1\t1000\t1000000", "{}", ran.out);
+    // Every row, or rows found by a scan with no index: 1175, nothing
+    // changed.
+    for sql in [
+        "UPDATE items SET qty = 0",
+        "DELETE FROM items WHERE qty = 4",
+    ] {
+        let ran = safe(sql);
+        assert!(
+            !ran.ok && ran.err.contains("ERROR 1175"),
+            "{sql}: {}",
+            ran.err
+        );
+    }
+    assert_eq!(
+        lines(&s.ok("SELECT id, qty FROM items ORDER BY id"))[..],
+        ["1\t10", "2\t20", "3\t20", "4\t4"]
+    );
+
+    // sql_select_limit is the LIMIT of a SELECT that gives none: by keys,
+    // by a scan, of groups; an explicit LIMIT wins.
+    let out = s.ok("SET sql_select_limit = 2; SELECT id FROM items ORDER BY id; SELECT id FROM items WHERE id IN (1, 2, 3, 4); SELECT id FROM items ORDER BY id LIMIT 3; SELECT qty, COUNT(*) FROM items GROUP BY qty ORDER BY qty; SELECT COUNT(*) FROM items");
+    assert_eq!(
+        lines(&out)[..],
+        ["1", "2", "1", "2", "1", "2", "3", "4\t1", "10\t1", "4"],
+        "{out}"
+    );
+    // max_join_size bounds the rows a scan examines (1104); a read by key
+    // examines one.
+    let ran = s.mysql("SET max_join_size = 3; SELECT id FROM items WHERE qty > 100");
+    assert!(!ran.ok && ran.err.contains("ERROR 1104"), "{}", ran.err);
+    let out = s.ok("SET max_join_size = 3; SELECT id FROM items WHERE id = 4");
+    assert_eq!(lines(&out)[..], ["4"], "{out}");
 }
 
 #[tokio::test]

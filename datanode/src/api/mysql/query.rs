@@ -496,11 +496,26 @@ impl Session {
     }
 
     async fn select(&mut self, q: &ast::Query) -> Result<Reply, MyError> {
+        // `sql_select_limit`: the LIMIT of a SELECT that gives none.
+        let implicit = (q.limit_clause.is_none() && self.safety.select_limit != u64::MAX)
+            .then_some(self.safety.select_limit);
+        let at_most = |reply: Reply| match (reply, implicit) {
+            (Reply::Rows { columns, mut rows }, Some(n)) => {
+                rows.truncate(usize::try_from(n).unwrap_or(usize::MAX));
+                Reply::Rows { columns, rows }
+            }
+            (reply, _) => reply,
+        };
         match self.plan_select(q)? {
-            Select::Constant { columns, rows } => Ok(Reply::rows(columns, rows)),
+            Select::Constant { columns, rows } => Ok(at_most(Reply::rows(columns, rows))),
             Select::Keys(lookup) => self.lookup(&lookup, &[]).await,
-            Select::System(n) => self.system(&n).await,
-            Select::Scan { scan, grant, shape } => {
+            Select::System(n) => self.system(&n).await.map(at_most),
+            Select::Scan {
+                scan,
+                grant,
+                mut shape,
+            } => {
+                shape.limit = shape.limit.or(implicit);
                 let found = self.scan_rows(&grant, &scan, shape.enough()).await?;
                 Ok(shape.answer(found, &[]))
             }
@@ -519,7 +534,7 @@ impl Session {
                     .into_iter()
                     .map(|r| r.into_iter().map(Cell::Datum).collect())
                     .collect();
-                Ok(Reply::rows(columns, rows))
+                Ok(at_most(Reply::rows(columns, rows)))
             }
         }
     }
@@ -767,7 +782,12 @@ impl Session {
         }
         // As an index would give them: in key order, unless asked otherwise.
         let key_order: Vec<(usize, bool)> = key_positions(&l.table).map(|c| (c, true)).collect();
-        Ok(l.shape.answer(found, &key_order))
+        let mut reply = l.shape.answer(found, &key_order);
+        // `sql_select_limit`, for a SELECT that gives no LIMIT.
+        if let (Reply::Rows { rows, .. }, None) = (&mut reply, l.shape.limit) {
+            rows.truncate(usize::try_from(self.safety.select_limit).unwrap_or(usize::MAX));
+        }
+        Ok(reply)
     }
 
     async fn insert(&mut self, insert: &ast::Insert) -> Result<Reply, MyError> {
@@ -1073,6 +1093,13 @@ impl Session {
         let cond = selection.map(|w| Cond::of(table.as_ref(), w)).transpose()?;
         let reads = key_positions(table).chain(pick.order.iter().map(|&(c, _)| c));
         let scan = Scan::plan(table, cond, reads);
+        if self.safety.safe_updates && pick.limit.is_none() && !scan.by_index() {
+            return Err(MyError::new(
+                1175,
+                "HY000",
+                "You are using safe update mode and you tried to update a table without a WHERE that uses a KEY column (sql_safe_updates = 1: name rows by a key or an index, or give a LIMIT)",
+            ));
+        }
         let limit = pick.limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         // Without an order, the first rows found are as good as any.
         let enough = if pick.order.is_empty() { limit } else { None };
@@ -1575,16 +1602,37 @@ impl Session {
                     "isolation level {text}: Shoal reads committed, as NDB does"
                 ))),
             },
+            "sql_safe_updates" => {
+                self.safety.safe_updates = on_or_off(name, value)?;
+                Ok(())
+            }
+            "sql_select_limit" | "max_join_size" => {
+                let n = match plain.as_str() {
+                    "default" => u64::MAX,
+                    n => n.parse::<u64>().map_err(|_| {
+                        MyError::new(
+                            1232,
+                            "42000",
+                            format!(
+                                "Incorrect argument type to variable '{name}': a whole number 0 to {} is meant",
+                                u64::MAX
+                            ),
+                        )
+                    })?,
+                };
+                match name {
+                    "sql_select_limit" => self.safety.select_limit = n,
+                    _ => self.safety.max_join_size = n,
+                }
+                Ok(())
+            }
             // Settings that would change answers are taken only at the
             // value Shoal keeps; another is refused, never ignored.
-            "sql_select_limit" if plain == "default" || plain == u64::MAX.to_string() => Ok(()),
-            "sql_safe_updates" | "sql_auto_is_null" if !on_or_off(name, value)? => Ok(()),
-            "sql_select_limit" | "sql_safe_updates" | "sql_auto_is_null" => {
-                Err(MyError::unsupported(format!(
-                    "{name} = {} (Shoal keeps it at its default)",
-                    text.chars().take(64).collect::<String>()
-                )))
-            }
+            "sql_auto_is_null" if !on_or_off(name, value)? => Ok(()),
+            "sql_auto_is_null" => Err(MyError::unsupported(format!(
+                "{name} = {} (Shoal keeps it at its default)",
+                text.chars().take(64).collect::<String>()
+            ))),
             "net_write_timeout"
             | "net_read_timeout"
             | "wait_timeout"
@@ -1675,6 +1723,7 @@ impl Session {
                 Cell::from(limits.max_request_bytes as u64),
             ),
             ("max_connections", Cell::from(limits.max_connections as u64)),
+            ("max_join_size", Cell::from(self.safety.max_join_size)),
             ("net_buffer_length", Cell::from(16384u64)),
             (
                 "net_read_timeout",
@@ -1693,7 +1742,11 @@ impl Session {
                 Cell::from("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION"),
             ),
             ("sql_notes", Cell::from(1u64)),
-            ("sql_select_limit", Cell::from(u64::MAX)),
+            (
+                "sql_safe_updates",
+                Cell::from(u64::from(self.safety.safe_updates)),
+            ),
+            ("sql_select_limit", Cell::from(self.safety.select_limit)),
             ("system_time_zone", Cell::from("UTC")),
             ("time_zone", Cell::from("+00:00")),
             ("transaction_isolation", Cell::from("READ-COMMITTED")),

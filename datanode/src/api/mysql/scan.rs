@@ -76,6 +76,11 @@ impl Scan {
         }
     }
 
+    /// Whether its rows are found by an index's range (not every row).
+    pub(crate) fn by_index(&self) -> bool {
+        self.range.is_some()
+    }
+
     /// Whether `row` passes the WHERE.
     pub(crate) fn passes(&self, row: &[Value]) -> bool {
         self.cond.as_ref().is_none_or(|c| c.passes(row))
@@ -101,11 +106,23 @@ impl Session {
         }
         let tc = self.engine.tc();
         let table = &scan.table;
-        let take = |values: Vec<Value>, rows: &mut Vec<Vec<Value>>| {
+        // `max_join_size`: the rows a statement may examine.
+        let (most, mut examined) = (self.safety.max_join_size, 0u64);
+        let mut take = |values: Vec<Value>, rows: &mut Vec<Vec<Value>>| {
+            examined += 1;
+            if examined > most {
+                return Err(MyError::new(
+                    1104,
+                    "42000",
+                    format!(
+                        "The SELECT would examine more than MAX_JOIN_SIZE rows ({most}); check your WHERE and use SET MAX_JOIN_SIZE=# if the statement is okay"
+                    ),
+                ));
+            }
             if scan.passes(&values) {
                 rows.push(values);
             }
-            rows.len() >= want
+            Ok(rows.len() >= want)
         };
         'scan: {
             match &scan.range {
@@ -128,7 +145,7 @@ impl Session {
                             )
                             .await?;
                         for row in page.rows {
-                            if take(row.into_values(), &mut rows) {
+                            if take(row.into_values(), &mut rows)? {
                                 break 'scan;
                             }
                         }
@@ -146,7 +163,7 @@ impl Session {
                                 .scan_step(grant, table, fragment, from, PAGE_ROWS)
                                 .await?;
                             for row in step.rows {
-                                if take(row.into_values(), &mut rows) {
+                                if take(row.into_values(), &mut rows)? {
                                     break 'scan;
                                 }
                             }

@@ -84,9 +84,34 @@ pub(crate) struct Session {
     pub(crate) txn: Txn,
     /// `@name`s set by `SET @name = …`.
     pub(crate) user_variables: UserVariables,
+    /// `sql_safe_updates`, `sql_select_limit`, `max_join_size`.
+    pub(crate) safety: Safety,
     capabilities: u32,
     statements: HashMap<u32, Prepared>,
     next_statement: u32,
+}
+
+/// The settings that hold a session's statements back, as `mysql
+/// --safe-updates` sets them: each off (at its largest) by default.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Safety {
+    /// An UPDATE or DELETE must name its rows by a key or an index's
+    /// range, or give a LIMIT (1175).
+    pub(crate) safe_updates: bool,
+    /// The LIMIT of a SELECT that gives none.
+    pub(crate) select_limit: u64,
+    /// Most rows a statement's scan may examine (1104).
+    pub(crate) max_join_size: u64,
+}
+
+impl Default for Safety {
+    fn default() -> Safety {
+        Safety {
+            safe_updates: false,
+            select_limit: u64::MAX,
+            max_join_size: u64::MAX,
+        }
+    }
 }
 
 impl Session {
@@ -268,6 +293,7 @@ async fn serve<R, W>(
                 if command == com::RESET_CONNECTION {
                     session.statements.clear();
                     session.user_variables.clear();
+                    session.safety = Safety::default();
                     let _ = session.rollback().await;
                     session.autocommit = true;
                 }
@@ -424,6 +450,7 @@ where
         autocommit: true,
         txn: Txn::default(),
         user_variables: UserVariables::default(),
+        safety: Safety::default(),
         capabilities: login.capabilities & cap::SERVER,
         statements: HashMap::new(),
         next_statement: 1,
