@@ -310,6 +310,20 @@ struct NodeArgs {
 }
 
 impl NodeArgs {
+    /// Threads of the runtime the front ends and the node's own work run
+    /// on: the cores the LDM workers leave, one at least. More would only
+    /// take turns on the same cores, and a task handed between them costs
+    /// a wake-up: on 2 cores, one runtime thread beside the LDM worker
+    /// spends 5–20% less CPU per sysbench transaction than two
+    /// (docs/benchmarks.md).
+    fn runtime_threads(&self) -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let ldm = self
+            .ldm_threads
+            .unwrap_or_else(shoal_datanode::default_ldm_threads);
+        cores.saturating_sub(ldm).max(1)
+    }
+
     fn config(&self) -> anyhow::Result<DataNodeConfig> {
         let cluster_secret = match &self.cluster_secret {
             Some(s) => Some(
@@ -389,16 +403,20 @@ impl NodeArgs {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
-    tokio::runtime::Builder::new_multi_thread()
+    let cli = Cli::parse();
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Command::Datanode(args) = &cli.command {
+        runtime.worker_threads(args.runtime_threads());
+    }
+    runtime
         .enable_all()
         .thread_stack_size(shoal_datanode::THREAD_STACK)
         .build()?
-        .block_on(run())
+        .block_on(run(cli))
 }
 
-async fn run() -> anyhow::Result<()> {
+async fn run(cli: Cli) -> anyhow::Result<()> {
     files::private_umask();
-    let cli = Cli::parse();
     // A descriptor per connection: as many as the process may have. (A
     // failure leaves the limit as it was; the servers' caps still hold.)
     let open_files = shoal_listen::raise_open_files_limit();
