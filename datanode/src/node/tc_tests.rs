@@ -1047,25 +1047,34 @@ fn an_open_transaction_holds_its_rows_across_statements_and_commits_as_one() {
     });
 }
 
-/// Random statements of open transactions on a table with a unique index,
-/// against a model: each statement is refused exactly when the model says
-/// (a value another row has as the transaction sees it; a key taken or
-/// missing), a refusal rolls the whole transaction back, and what commits
-/// is the model's — with no two rows ever sharing a value.
+/// Random statements of open transactions on a table with two unique
+/// indexes — `by_u` on `u`, `by_vw` on `v, w` — against a model: each
+/// statement is refused exactly when the model says (values another row
+/// has as the transaction sees it, an update's missing columns taken from
+/// its row as the transaction left it; a key taken or missing), a refusal
+/// rolls the whole transaction back, and what commits is the model's.
 #[test]
 fn unique_values_in_open_transactions_match_a_model() {
     use proptest::test_runner::{Config, TestRunner};
 
+    // A column's value: NULL, or one of a few (so that they meet).
+    let value = || proptest::option::weighted(0.85, 0..3i64);
+    // A column an update gives, or leaves as it is (`None`).
+    let given = move || proptest::option::weighted(0.6, value());
     let step = prop_oneof![
-        4 => (0..5i64, proptest::option::weighted(0.8, 0..3i64)).prop_map(|(k, u)| Step::Insert(k, u)),
-        4 => (0..5i64, proptest::option::weighted(0.8, 0..3i64)).prop_map(|(k, u)| Step::Update(k, u)),
+        4 => (0..5i64, value(), value(), value())
+            .prop_map(|(k, u, v, w)| Step::Insert(k, [u, v, w])),
+        4 => (0..5i64, given(), given(), given())
+            .prop_map(|(k, u, v, w)| Step::Update(k, [u, v, w])),
         2 => (0..5i64).prop_map(Step::Delete),
         2 => Just(Step::Commit),
         1 => Just(Step::Rollback),
     ];
     const UNIQUE: &str = r#"{"name":"uq","primary_key":["k"],"columns":[
-        {"name":"k","type":"BIGINT"},{"name":"u","type":"INT","nullable":true}],
-      "indexes":[{"name":"by_u","columns":["u"],"unique":true}]}"#;
+        {"name":"k","type":"BIGINT"},{"name":"u","type":"INT","nullable":true},
+        {"name":"v","type":"INT","nullable":true},{"name":"w","type":"INT","nullable":true}],
+      "indexes":[{"name":"by_u","columns":["u"],"unique":true},
+                 {"name":"by_vw","columns":["v","w"],"unique":true}]}"#;
 
     let rt = crate::test_runtime();
     let s = setup(256, Duration::from_millis(100));
@@ -1096,18 +1105,25 @@ fn unique_values_in_open_transactions_match_a_model() {
         .unwrap();
 }
 
+/// A row's `u`, `v`, `w` (`None`: NULL).
+type Cols = [Option<i64>; 3];
+
 /// A statement of the model test, or the end of its transaction.
 #[derive(Debug, Clone)]
 enum Step {
-    Insert(i64, Option<i64>),
-    Update(i64, Option<i64>),
+    Insert(i64, Cols),
+    /// The columns given (`None`: left as they are).
+    Update(i64, [Option<Option<i64>>; 3]),
     Delete(i64),
     Commit,
     Rollback,
 }
 
-/// Runs `steps` on `t` (key `k`, unique `u`) and checks each against a
-/// map of the rows as committed and as the open transaction sees them.
+/// The unique indexes of the model's table, as columns of `Cols`.
+const UNIQUE_INDEXES: [&[usize]; 2] = [&[0], &[1, 2]];
+
+/// Runs `steps` on `t` and checks each against a map of the rows as
+/// committed and as the open transaction sees them.
 async fn against_the_model(
     tc: &Node,
     t: &Arc<Table>,
@@ -1116,17 +1132,22 @@ async fn against_the_model(
     use std::collections::BTreeMap;
     use std::collections::btree_map::Entry;
 
+    const NAMES: [&str; 3] = ["u", "v", "w"];
     let g = writer(t);
-    let row = |k: i64, u: Option<i64>| {
-        [
-            ("k", Value::Int(k)),
-            ("u", u.map_or(Value::Null, Value::Int)),
-        ]
+    let int = |v: Option<i64>| v.map_or(Value::Null, Value::Int);
+    // Whether a row other than `k` has the values `cols` leaves index
+    // `index` with (none compared if one is NULL, or unknown).
+    let taken = |view: &BTreeMap<i64, Cols>, k: i64, cols: [Option<Option<i64>>; 3]| {
+        UNIQUE_INDEXES.iter().any(|index| {
+            let values: Option<Vec<i64>> = index.iter().map(|&c| cols[c].flatten()).collect();
+            values.is_some_and(|values| {
+                view.iter().any(|(&other, row)| {
+                    other != k && index.iter().zip(&values).all(|(&c, v)| row[c] == Some(*v))
+                })
+            })
+        })
     };
-    let taken = |view: &BTreeMap<i64, Option<i64>>, k: i64, u: Option<i64>| {
-        u.is_some() && view.iter().any(|(&other, &v)| other != k && v == u)
-    };
-    let mut committed: BTreeMap<i64, Option<i64>> = BTreeMap::new();
+    let mut committed: BTreeMap<i64, Cols> = BTreeMap::new();
     let mut view = committed.clone();
     let mut txn = tc.begin();
     for step in steps {
@@ -1147,28 +1168,35 @@ async fn against_the_model(
                 view = committed.clone();
                 continue;
             }
-            Step::Insert(k, u) => {
-                batch.insert(t, &row(k, u)).unwrap();
-                let refused = taken(&view, k, u);
+            Step::Insert(k, cols) => {
+                let mut row = vec![("k", Value::Int(k))];
+                row.extend(NAMES.iter().zip(cols).map(|(&n, v)| (n, int(v))));
+                batch.insert(t, &row).unwrap();
+                let refused = taken(&view, k, cols.map(Some));
                 match view.entry(k) {
                     _ if refused => Some("unique"),
                     Entry::Occupied(_) => Some("key"),
                     Entry::Vacant(at) => {
-                        at.insert(u);
+                        at.insert(cols);
                         None
                     }
                 }
             }
-            Step::Update(k, u) => {
-                batch.update(t, &row(k, u)).unwrap();
-                let refused = taken(&view, k, u);
-                match view.get_mut(&k) {
-                    _ if refused => Some("unique"),
-                    None => Some("missing"),
-                    Some(at) => {
-                        *at = u;
-                        None
-                    }
+            Step::Update(k, given) => {
+                let mut row = vec![("k", Value::Int(k))];
+                row.extend((NAMES.iter().zip(given)).filter_map(|(&n, v)| v.map(|v| (n, int(v)))));
+                batch.update(t, &row).unwrap();
+                // Columns left out are the row's, as the transaction sees it.
+                let now = view.get(&k).copied();
+                let cols: [Option<Option<i64>>; 3] =
+                    std::array::from_fn(|c| given[c].or(now.map(|row| row[c])));
+                if taken(&view, k, cols) {
+                    Some("unique")
+                } else if let Some(row) = view.get_mut(&k) {
+                    *row = cols.map(|c| c.flatten());
+                    None
+                } else {
+                    Some("missing")
                 }
             }
             Step::Delete(k) => {
@@ -1201,11 +1229,11 @@ async fn against_the_model(
         .await;
         r.unwrap();
         let found = match &outcomes[0] {
-            Ok(Outcome::Found(row)) => row.get("u").cloned(),
+            Ok(Outcome::Found(row)) => Some(NAMES.map(|n| row.get(n).cloned())),
             Ok(Outcome::Absent) => None,
             other => panic!("{k}: {other:?}"),
         };
-        let want = view.get(&k).map(|u| u.map_or(Value::Null, Value::Int));
+        let want = view.get(&k).map(|cols| cols.map(|v| Some(int(v))));
         prop_assert_eq!(found, want);
     }
     Ok(())
