@@ -1082,7 +1082,7 @@ fn unique_values_in_open_transactions_match_a_model() {
     rt.block_on(s.tc.engine().create_database(&name, None))
         .unwrap();
     let mut runner = TestRunner::new(Config {
-        cases: 512,
+        cases: 1024,
         failure_persistence: None,
         ..Config::default()
     });

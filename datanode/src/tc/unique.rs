@@ -96,12 +96,30 @@ pub(super) struct Claims {
     rows: FxHashMap<(TableId, Vec<u8>), Written>,
 }
 
-/// A row an open transaction has written: deleted, or the values it now
-/// has of each unique index the transaction set (`None`: none compared).
+/// A row an open transaction has written: deleted, or the columns it now
+/// has of each unique index the transaction set (`None`: NULL).
 #[derive(Debug, Default)]
 struct Written {
     deleted: bool,
-    values: FxHashMap<usize, Option<Vec<Vec<u8>>>>,
+    columns: FxHashMap<usize, Columns>,
+}
+
+/// A row's values of a unique index's columns, each `None` if NULL.
+type Columns = Vec<Option<Vec<u8>>>;
+
+/// What an open transaction knows of a row's values of an index.
+enum Mine<'a> {
+    /// Nothing: it has not set them; they are as committed.
+    Unknown,
+    /// It deleted the row.
+    Deleted,
+    Columns(&'a [Option<Vec<u8>>]),
+}
+
+/// Whether `columns` are `values`: none NULL, each the same.
+fn are(columns: &[Option<Vec<u8>>], values: &[Vec<u8>]) -> bool {
+    columns.len() == values.len()
+        && (columns.iter().zip(values)).all(|(c, v)| c.as_deref() == Some(v.as_slice()))
 }
 
 impl Claims {
@@ -113,13 +131,10 @@ impl Claims {
     /// Whether row `key`, which the index shows with `values` of `index`
     /// as committed, has them still as this transaction sees it.
     fn still_holds(&self, table: TableId, index: usize, key: &[u8], values: &[Vec<u8>]) -> bool {
-        match self.rows.get(&(table, key.to_vec())) {
-            None => true,
-            Some(w) if w.deleted => false,
-            Some(w) => match w.values.get(&index) {
-                None => true,
-                Some(now) => now.as_deref() == Some(values),
-            },
+        match self.mine(table, index, key) {
+            Mine::Unknown => true,
+            Mine::Deleted => false,
+            Mine::Columns(now) => are(now, values),
         }
     }
 
@@ -134,21 +149,21 @@ impl Claims {
             .filter(move |((t, _), w)| {
                 *t == table
                     && !w.deleted
-                    && w.values
-                        .get(&index)
-                        .is_some_and(|v| v.as_deref() == Some(values))
+                    && w.columns.get(&index).is_some_and(|now| are(now, values))
             })
             .map(|((_, key), _)| key.as_slice())
     }
 
-    /// Row `key`'s values of `index` as this transaction left them:
-    /// `Some(None)` if it deleted the row, `None` if it did not set them.
-    fn values_of(&self, table: TableId, index: usize, key: &[u8]) -> Option<Option<&[Vec<u8>]>> {
-        let w = self.rows.get(&(table, key.to_vec()))?;
-        if w.deleted {
-            return Some(None);
+    /// What this transaction knows of row `key`'s values of `index`.
+    fn mine(&self, table: TableId, index: usize, key: &[u8]) -> Mine<'_> {
+        match self.rows.get(&(table, key.to_vec())) {
+            None => Mine::Unknown,
+            Some(w) if w.deleted => Mine::Deleted,
+            Some(w) => w
+                .columns
+                .get(&index)
+                .map_or(Mine::Unknown, |c| Mine::Columns(c)),
         }
-        w.values.get(&index).map(|v| v.as_deref())
     }
 
     /// Keeps what a statement that ran wrote: its deletes, then its writes.
@@ -156,7 +171,7 @@ impl Claims {
         for (table, key) in &batch.unique_deletes {
             let w = self.rows.entry((*table, key.clone())).or_default();
             w.deleted = true;
-            w.values.clear();
+            w.columns.clear();
         }
         for wrote in wrote {
             let w = self.rows.entry((wrote.table, wrote.key)).or_default();
@@ -164,14 +179,15 @@ impl Claims {
             w.deleted = false;
             match wrote.holds {
                 Holds::Values(v) => {
-                    w.values.insert(wrote.index, Some(v));
+                    w.columns
+                        .insert(wrote.index, v.into_iter().map(Some).collect());
                 }
-                Holds::Nothing => {
-                    w.values.insert(wrote.index, None);
+                Holds::Columns(c) => {
+                    w.columns.insert(wrote.index, c);
                 }
-                // A row inserted anew has none of what its old self had.
+                // A row inserted anew, given none of the columns: NULLs.
                 Holds::Same if inserted => {
-                    w.values.insert(wrote.index, None);
+                    w.columns.insert(wrote.index, vec![None; wrote.columns]);
                 }
                 Holds::Same => {}
             }
@@ -185,6 +201,8 @@ pub(super) struct Wrote {
     key: Vec<u8>,
     kind: OpKind,
     index: usize,
+    /// The index's columns.
+    columns: usize,
     holds: Holds,
 }
 
@@ -193,9 +211,10 @@ pub(super) struct Wrote {
 enum Holds {
     /// The ones it had: the write sets none of the index's columns.
     Same,
-    /// None that are compared: a NULL among them, or no row.
-    Nothing,
+    /// Values compared with other rows': none is NULL.
     Values(Vec<Vec<u8>>),
+    /// Not compared: a NULL among them (or no row to take them from).
+    Columns(Columns),
 }
 
 /// Values of a unique index of a table: (table, index, values).
@@ -266,6 +285,7 @@ impl Tc {
                 key: w.key.clone(),
                 kind: w.kind,
                 index: w.index,
+                columns: w.table.layout.ordered[w.index].columns,
                 holds,
             })
             .collect())
@@ -406,10 +426,12 @@ impl Tc {
             return Ok(Holds::Same);
         }
         let missing = write.values.contains(&Given::Missing);
-        let mine = own.and_then(|o| o.values_of(write.table.id, write.index, &write.key));
+        let mine = own.map_or(Mine::Unknown, |o| {
+            o.mine(write.table.id, write.index, &write.key)
+        });
         let read;
-        let row = match (missing, write.kind, mine) {
-            (true, OpKind::Update | OpKind::Write, None) => {
+        let row = match (missing, write.kind, &mine) {
+            (true, OpKind::Update | OpKind::Write, Mine::Unknown) => {
                 let mut batch = self.batch();
                 batch.read_encoded(&write.table, &write.key);
                 self.run_each(&mut batch).await?;
@@ -423,30 +445,30 @@ impl Tc {
         };
         let mut values = Vec::with_capacity(columns.len());
         for (at, (&c, given)) in columns.iter().zip(&write.values).enumerate() {
-            match given {
-                Given::Null => return Ok(Holds::Nothing),
-                Given::Bytes(b) => values.push(b.clone()),
+            values.push(match given {
+                Given::Null => None,
+                Given::Bytes(b) => Some(b.clone()),
                 // An update of no row fails on its own; a write of none
                 // inserts the column's default, or NULL.
-                Given::Missing => match (mine, &row, &layout.defaults[c as usize]) {
-                    (Some(Some(now)), ..) => values.push(now[at].clone()),
-                    (Some(None), ..) if write.kind != OpKind::Write => return Ok(Holds::Nothing),
-                    (None, Some(row), _) => match row.bytes(c) {
-                        Some(b) => values.push(b.to_vec()),
-                        None => return Ok(Holds::Nothing),
-                    },
-                    (_, _, Some(d)) if *d != Value::Null && write.kind == OpKind::Write => values
-                        .push(codec::encode_operand(layout, c, d).map_err(|e| {
+                Given::Missing => match (&mine, &row, &layout.defaults[c as usize]) {
+                    (Mine::Columns(now), ..) => now[at].clone(),
+                    (Mine::Unknown, Some(row), _) => row.bytes(c).map(<[u8]>::to_vec),
+                    (_, _, Some(d)) if *d != Value::Null && write.kind == OpKind::Write => {
+                        Some(codec::encode_operand(layout, c, d).map_err(|e| {
                             TcError::Operation {
                                 index: write.op,
                                 error: OperationError::Value(e),
                             }
-                        })?),
-                    _ => return Ok(Holds::Nothing),
+                        })?)
+                    }
+                    _ => None,
                 },
-            }
+            });
         }
-        Ok(Holds::Values(values))
+        Ok(match values.iter().all(Option::is_some) {
+            true => Holds::Values(values.into_iter().flatten().collect()),
+            false => Holds::Columns(values),
+        })
     }
 
     /// The primary keys (encoded) of the rows whose values of the write's
