@@ -1304,10 +1304,16 @@ out["after_holder_commits"] = against("INSERT INTO people (id, email) VALUES (7,
 # … and after a rollback, its own write.
 ca.execute("INSERT INTO people (id, email) VALUES (8, 'h@x')")
 out["after_holder_rolls_back"] = against("INSERT INTO people (id, email) VALUES (9, 'h@x')", a.rollback)
+# A value the transaction frees waits for it too: free once it commits,
+# still taken if it rolls back.
+ca.execute("DELETE FROM people WHERE id = 6")
+out["freed_then_committed"] = against("INSERT INTO people (id, email) VALUES (10, 'g@x')", a.commit)
+ca.execute("UPDATE people SET email = 'moved@x' WHERE id = 10")
+out["freed_then_rolled_back"] = against("INSERT INTO people (id, email) VALUES (11, 'g@x')", a.rollback)
 # UPDATE and DELETE by a scan of a table with a unique index.
 out["scan_duplicate"] = code(lambda: cb.execute("UPDATE people SET email = 'same@x' WHERE id BETWEEN 1 AND 3"))
 cb.execute("UPDATE people SET name = 'range' WHERE id BETWEEN 1 AND 3")
-cb.execute("DELETE FROM people WHERE id >= 9")
+cb.execute("DELETE FROM people WHERE email = 'h@x'")
 out["final"] = rows(cb, "SELECT id, email, name FROM people ORDER BY id")
 print(json.dumps(out))
 "#;
@@ -1331,6 +1337,12 @@ print(json.dumps(out))
         out["after_holder_commits"]
     );
     assert_eq!(out["after_holder_rolls_back"], Value::Null);
+    assert_eq!(out["freed_then_committed"], Value::Null);
+    assert_eq!(
+        out["freed_then_rolled_back"][0], 1062,
+        "{}",
+        out["freed_then_rolled_back"]
+    );
     assert_eq!(out["scan_duplicate"][0], 1062, "{}", out["scan_duplicate"]);
     assert_eq!(
         out["final"],
@@ -1338,7 +1350,7 @@ print(json.dumps(out))
             [1, "c@x", "range"],
             [3, "a@x", "range"],
             [4, "b@x", null],
-            [6, "g@x", null]
+            [10, "g@x", null]
         ])
     );
 }

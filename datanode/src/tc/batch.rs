@@ -17,7 +17,6 @@ use crate::ldm::{NodeFailed, Op, OpBatch, OpKind, OpResult, RowProgram, Span};
 use crate::log::changes::Change;
 use crate::storage::OpError;
 use crate::storage::codec::{self, ValueError};
-use crate::types::TableId;
 use crate::types::value::Value;
 
 /// Why an operation failed; nothing of it was applied.
@@ -256,7 +255,7 @@ pub struct Batch {
     /// before the batch runs (`tc::unique`).
     pub(crate) uniques: Vec<UniqueWrite>,
     /// Primary keys (encoded) the batch deletes from such tables.
-    pub(crate) unique_deletes: Vec<(TableId, Vec<u8>)>,
+    pub(crate) unique_deletes: Vec<(Arc<Table>, Vec<u8>)>,
 }
 
 /// A value an operation gives a column of a unique index.
@@ -397,7 +396,7 @@ impl Batch {
         self.scratch.clear();
         codec::encode_key(&table.layout, key, &mut self.scratch)?;
         if table.layout.ordered.iter().any(|o| o.unique) {
-            (self.unique_deletes).push((table.id, self.scratch.clone()));
+            (self.unique_deletes).push((Arc::clone(table), self.scratch.clone()));
         }
         let key = (0, self.scratch.len());
         self.push(table, OpKind::Delete, key, (0, 0), (0, 0));

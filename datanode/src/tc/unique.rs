@@ -16,11 +16,11 @@
 //! A transaction open across statements holds its locks until it ends
 //! ([`Claims`]), and keeps the values it gave the rows it wrote: the index
 //! shows readers committed rows only, so the transaction's own rows are
-//! looked up there, and its deleted or moved rows no longer count. A
-//! writer of values another transaction holds waits for it, at most the
-//! lock-wait timeout. A transaction that deletes a row does not lock the
-//! values it frees: until it commits, another writer of them is refused
-//! as a duplicate rather than made to wait.
+//! looked up there, and its deleted or moved rows no longer count. The
+//! values it frees — of rows it deletes, or gives other values — stay
+//! locked too. A writer of values another transaction holds or freed
+//! waits for it, at most the lock-wait timeout, and then finds them as
+//! that transaction left them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +34,7 @@ use crate::ldm::OpKind;
 use crate::storage::OpError;
 use crate::storage::codec;
 use crate::storage::fragment::Bound;
+use crate::tc::Table;
 use crate::types::TableId;
 use crate::types::value::Value;
 
@@ -169,7 +170,7 @@ impl Claims {
     /// Keeps what a statement that ran wrote: its deletes, then its writes.
     pub(super) fn record(&mut self, batch: &Batch, wrote: Vec<Wrote>) {
         for (table, key) in &batch.unique_deletes {
-            let w = self.rows.entry((*table, key.clone())).or_default();
+            let w = self.rows.entry((table.id, key.clone())).or_default();
             w.deleted = true;
             w.columns.clear();
         }
@@ -217,6 +218,11 @@ enum Holds {
     Columns(Columns),
 }
 
+/// A row's values of a unique index that a statement may take away: the
+/// row's table and key, the index, and what the statement leaves it with
+/// (`None`: it deletes the row).
+type GivenUp<'a> = (&'a Arc<Table>, &'a [u8], usize, Option<&'a Holds>);
+
 /// Values of a unique index of a table: (table, index, values).
 type Taken<'a> = (TableId, usize, &'a [Vec<u8>]);
 
@@ -243,8 +249,13 @@ impl Tc {
         }
         let holds = self.complete_all(batch, None).await?;
         let checked = checked(batch, &holds);
-        let stripes = checked.iter().map(|c| self.stripe(c)).collect();
-        unique.guards = self.lock_stripes(stripes, &checked).await?;
+        let stripes = (checked.iter())
+            .map(|c| self.stripe(c.write.table.id, c.write.index, c.values))
+            .collect();
+        let blame = (checked.first()).map_or((0, String::new()), |c| {
+            (c.write.op, c.write.table.name().to_string())
+        });
+        unique.guards = self.lock_stripes(stripes, blame).await?;
         let refused = self.find_duplicates(batch, &checked, each, None).await?;
         for &(op, index) in &refused {
             batch.skip(op);
@@ -265,16 +276,24 @@ impl Tc {
         batch: &Batch,
         claims: &mut Claims,
     ) -> Result<Vec<Wrote>, TcError> {
-        if batch.uniques.is_empty() {
+        if batch.uniques.is_empty() && batch.unique_deletes.is_empty() {
             return Ok(Vec::new());
         }
         let holds = self.complete_all(batch, Some(claims)).await?;
         let checked = checked(batch, &holds);
-        let stripes: Vec<usize> = (checked.iter())
-            .map(|c| self.stripe(c))
-            .filter(|s| !claims.stripes.contains(s))
+        // The values it writes, and those it frees: another writer of a
+        // value a row of this transaction gave up waits for it to end.
+        let mut stripes: Vec<usize> = (checked.iter())
+            .map(|c| self.stripe(c.write.table.id, c.write.index, c.values))
             .collect();
-        let guards = self.lock_stripes(stripes.clone(), &checked).await?;
+        stripes.extend(self.freed(batch, &holds, claims).await?);
+        stripes.retain(|s| !claims.stripes.contains(s));
+        let blame = match (checked.first(), batch.unique_deletes.first()) {
+            (Some(c), _) => (c.write.op, c.write.table.name().to_string()),
+            (None, Some((t, _))) => (0, t.name().to_string()),
+            (None, None) => (0, String::new()),
+        };
+        let guards = self.lock_stripes(stripes.clone(), blame).await?;
         claims.stripes.extend(stripes);
         claims.guards.extend(guards);
         self.find_duplicates(batch, &checked, false, Some(claims))
@@ -291,6 +310,60 @@ impl Tc {
             .collect())
     }
 
+    /// The stripes of the values a statement of an open transaction takes
+    /// away from rows — every unique value of a row it deletes, and each
+    /// one a write replaces — as the transaction sees those rows.
+    async fn freed(
+        &self,
+        batch: &Batch,
+        holds: &[Holds],
+        claims: &Claims,
+    ) -> Result<Vec<usize>, TcError> {
+        let mut given_up: Vec<GivenUp<'_>> = Vec::new();
+        for (table, key) in &batch.unique_deletes {
+            for (index, o) in table.layout.ordered.iter().enumerate() {
+                if o.unique {
+                    given_up.push((table, key, index, None));
+                }
+            }
+        }
+        for (w, h) in batch.uniques.iter().zip(holds) {
+            if w.kind != OpKind::Insert && *h != Holds::Same {
+                given_up.push((&w.table, &w.key, w.index, Some(h)));
+            }
+        }
+        if given_up.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The rows as committed, for the indexes the transaction has not set.
+        let mut read = self.batch();
+        for (table, key, ..) in &given_up {
+            read.read_encoded(table, key);
+        }
+        self.run_each(&mut read).await?;
+        let mut stripes = Vec::new();
+        for (i, (table, key, index, now)) in given_up.into_iter().enumerate() {
+            let columns = &table.layout.ordered[index].order[..table.layout.ordered[index].columns];
+            let old: Option<Vec<Vec<u8>>> = match claims.mine(table.id, index, key) {
+                Mine::Deleted => None,
+                Mine::Columns(c) => c.iter().cloned().collect(),
+                Mine::Unknown => match read.found(i) {
+                    Ok(Some(row)) => columns
+                        .iter()
+                        .map(|&c| row.bytes(c).map(<[u8]>::to_vec))
+                        .collect(),
+                    _ => None,
+                },
+            };
+            let Some(old) = old else { continue };
+            if now.is_some_and(|h| *h == Holds::Values(old.clone())) {
+                continue;
+            }
+            stripes.push(self.stripe(table.id, index, &old));
+        }
+        Ok(stripes)
+    }
+
     /// What each of the batch's unique writes leaves its row with.
     async fn complete_all(
         &self,
@@ -304,12 +377,12 @@ impl Tc {
         Ok(holds)
     }
 
-    /// The stripe of a write's values.
-    fn stripe(&self, c: &Checked<'_>) -> usize {
+    /// The stripe of `values` of unique index `index` of table `table`.
+    fn stripe(&self, table: TableId, index: usize, values: &[Vec<u8>]) -> usize {
         let mut h = xxhash_rust::xxh3::Xxh3::with_seed(self.inner.seed);
-        h.update(&c.write.table.id.0.to_le_bytes());
-        h.update(&(c.write.index as u32).to_le_bytes());
-        for v in c.values {
+        h.update(&table.0.to_le_bytes());
+        h.update(&(index as u32).to_le_bytes());
+        for v in values {
             h.update(&(v.len() as u32).to_le_bytes());
             h.update(v);
         }
@@ -317,11 +390,11 @@ impl Tc {
     }
 
     /// Takes `stripes`, at most the lock-wait timeout: past it, a lock-wait
-    /// timeout of the first write.
+    /// timeout of `blame` (the operation, and its table).
     async fn lock_stripes(
         &self,
         stripes: Vec<usize>,
-        checked: &[Checked<'_>],
+        blame: (usize, String),
     ) -> Result<Vec<OwnedMutexGuard<()>>, TcError> {
         if stripes.is_empty() {
             return Ok(Vec::new());
@@ -329,18 +402,10 @@ impl Tc {
         let wait = self.inner.workers.lock_wait();
         match self.inner.unique_locks.lock(stripes, wait).await {
             Some(guards) => Ok(guards),
-            None => {
-                let w = checked
-                    .first()
-                    .expect("a stripe is a checked write's")
-                    .write;
-                Err(TcError::Operation {
-                    index: w.op,
-                    error: OperationError::LockWaitTimeout {
-                        table: w.table.name().to_string(),
-                    },
-                })
-            }
+            None => Err(TcError::Operation {
+                index: blame.0,
+                error: OperationError::LockWaitTimeout { table: blame.1 },
+            }),
         }
     }
 
@@ -358,7 +423,7 @@ impl Tc {
         // Rows the batch deletes, or gives other values: their old values
         // are free for its other writes.
         let deleted = |table: TableId, key: &[u8]| {
-            (batch.unique_deletes.iter()).any(|(t, k)| *t == table && k == key)
+            (batch.unique_deletes.iter()).any(|(t, k)| t.id == table && k == key)
         };
         // Each value of each index the batch writes, and whose row takes it.
         let mut mine: FxHashMap<Taken<'_>, &[u8]> = FxHashMap::default();
