@@ -1760,13 +1760,16 @@ async fn mysqldump_exports_a_database_and_its_file_loads_back() {
     // mysqldump (Debian's, MariaDB's), without table locks or tablespaces
     // (Shoal has neither), writes every table's definition and rows.
     let (host, port) = s.host_port();
-    let (user, secret) = s.key.split_once('.').unwrap();
-    let out = Command::new("mysqldump")
-        .args(["-h", host, "-P", port, "-u", user])
-        .arg(format!("-p{secret}"))
-        .args(["--skip-lock-tables", "--no-tablespaces", "app"])
-        .output()
-        .expect("mysqldump runs (apt: mariadb-client)");
+    let mysqldump = |key: &str, args: &[&str]| {
+        let (user, secret) = key.split_once('.').unwrap();
+        Command::new("mysqldump")
+            .args(["-h", host, "-P", port, "-u", user])
+            .arg(format!("-p{secret}"))
+            .args(args)
+            .output()
+            .expect("mysqldump runs (apt: mariadb-client)")
+    };
+    let out = mysqldump(&s.key, &["--skip-lock-tables", "--no-tablespaces", "app"]);
     let dump = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -1790,13 +1793,7 @@ async fn mysqldump_exports_a_database_and_its_file_loads_back() {
         .shoal
         .create_key("acme", &[("app", "read"), ("copy", "read_write")])
         .await;
-    let (user, secret) = both.split_once('.').unwrap();
-    let out = Command::new("mysqldump")
-        .args(["-h", host, "-P", port, "-u", user])
-        .arg(format!("-p{secret}"))
-        .args(["--no-tablespaces", "--hex-blob", "app"])
-        .output()
-        .unwrap();
+    let out = mysqldump(&both, &["--no-tablespaces", "--hex-blob", "app"]);
     let dump = out.stdout;
     assert!(
         out.status.success(),
@@ -1844,12 +1841,10 @@ async fn mysqldump_exports_a_database_and_its_file_loads_back() {
     assert_eq!(out[2], "it's");
     s.refused("SET @a = 1 + 1", "1235");
     // The other tenant's database is not there to dump.
-    let out = Command::new("mysqldump")
-        .args(["-h", host, "-P", port, "-u", user])
-        .arg(format!("-p{secret}"))
-        .args(["--skip-lock-tables", "--no-tablespaces", "theirs"])
-        .output()
-        .unwrap();
+    let out = mysqldump(
+        &s.key,
+        &["--skip-lock-tables", "--no-tablespaces", "theirs"],
+    );
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("1044"),

@@ -94,7 +94,8 @@ impl Unique {
 pub(super) struct Claims {
     guards: Vec<OwnedMutexGuard<()>>,
     stripes: FxHashSet<usize>,
-    rows: FxHashMap<(TableId, Vec<u8>), Written>,
+    /// By table, then primary key (encoded): looked up by a borrowed key.
+    rows: FxHashMap<TableId, FxHashMap<Vec<u8>, Written>>,
 }
 
 /// A row an open transaction has written: deleted, or the columns it now
@@ -146,18 +147,16 @@ impl Claims {
         index: usize,
         values: &'a [Vec<u8>],
     ) -> impl Iterator<Item = &'a [u8]> + 'a {
-        (self.rows.iter())
-            .filter(move |((t, _), w)| {
-                *t == table
-                    && !w.deleted
-                    && w.columns.get(&index).is_some_and(|now| are(now, values))
+        (self.rows.get(&table).into_iter().flatten())
+            .filter(move |(_, w)| {
+                !w.deleted && w.columns.get(&index).is_some_and(|now| are(now, values))
             })
-            .map(|((_, key), _)| key.as_slice())
+            .map(|(key, _)| key.as_slice())
     }
 
     /// What this transaction knows of row `key`'s values of `index`.
     fn mine(&self, table: TableId, index: usize, key: &[u8]) -> Mine<'_> {
-        match self.rows.get(&(table, key.to_vec())) {
+        match self.rows.get(&table).and_then(|rows| rows.get(key)) {
             None => Mine::Unknown,
             Some(w) if w.deleted => Mine::Deleted,
             Some(w) => w
@@ -170,12 +169,16 @@ impl Claims {
     /// Keeps what a statement that ran wrote: its deletes, then its writes.
     pub(super) fn record(&mut self, batch: &Batch, wrote: Vec<Wrote>) {
         for (table, key) in &batch.unique_deletes {
-            let w = self.rows.entry((table.id, key.clone())).or_default();
+            let w = (self.rows.entry(table.id).or_default())
+                .entry(key.clone())
+                .or_default();
             w.deleted = true;
             w.columns.clear();
         }
         for wrote in wrote {
-            let w = self.rows.entry((wrote.table, wrote.key)).or_default();
+            let w = (self.rows.entry(wrote.table).or_default())
+                .entry(wrote.key)
+                .or_default();
             let inserted = wrote.kind == OpKind::Insert || w.deleted;
             w.deleted = false;
             match wrote.holds {
@@ -252,9 +255,8 @@ impl Tc {
         let stripes = (checked.iter())
             .map(|c| self.stripe(c.write.table.id, c.write.index, c.values))
             .collect();
-        let blame = (checked.first()).map_or((0, String::new()), |c| {
-            (c.write.op, c.write.table.name().to_string())
-        });
+        let blame =
+            (checked.first()).map_or((0, ""), |c| (c.write.op, c.write.table.name().as_str()));
         unique.guards = self.lock_stripes(stripes, blame).await?;
         let refused = self.find_duplicates(batch, &checked, each, None).await?;
         for &(op, index) in &refused {
@@ -289,9 +291,9 @@ impl Tc {
         stripes.extend(self.freed(batch, &holds, claims).await?);
         stripes.retain(|s| !claims.stripes.contains(s));
         let blame = match (checked.first(), batch.unique_deletes.first()) {
-            (Some(c), _) => (c.write.op, c.write.table.name().to_string()),
-            (None, Some((t, _))) => (0, t.name().to_string()),
-            (None, None) => (0, String::new()),
+            (Some(c), _) => (c.write.op, c.write.table.name().as_str()),
+            (None, Some((t, _))) => (0, t.name().as_str()),
+            (None, None) => (0, ""),
         };
         let guards = self.lock_stripes(stripes.clone(), blame).await?;
         claims.stripes.extend(stripes);
@@ -394,7 +396,7 @@ impl Tc {
     async fn lock_stripes(
         &self,
         stripes: Vec<usize>,
-        blame: (usize, String),
+        blame: (usize, &str),
     ) -> Result<Vec<OwnedMutexGuard<()>>, TcError> {
         if stripes.is_empty() {
             return Ok(Vec::new());
@@ -404,7 +406,9 @@ impl Tc {
             Some(guards) => Ok(guards),
             None => Err(TcError::Operation {
                 index: blame.0,
-                error: OperationError::LockWaitTimeout { table: blame.1 },
+                error: OperationError::LockWaitTimeout {
+                    table: blame.1.to_owned(),
+                },
             }),
         }
     }

@@ -499,17 +499,10 @@ impl Session {
         // `sql_select_limit`: the LIMIT of a SELECT that gives none.
         let implicit = (q.limit_clause.is_none() && self.safety.select_limit != u64::MAX)
             .then_some(self.safety.select_limit);
-        let at_most = |reply: Reply| match (reply, implicit) {
-            (Reply::Rows { columns, mut rows }, Some(n)) => {
-                rows.truncate(usize::try_from(n).unwrap_or(usize::MAX));
-                Reply::Rows { columns, rows }
-            }
-            (reply, _) => reply,
-        };
         match self.plan_select(q)? {
-            Select::Constant { columns, rows } => Ok(at_most(Reply::rows(columns, rows))),
+            Select::Constant { columns, rows } => Ok(at_most(Reply::rows(columns, rows), implicit)),
             Select::Keys(lookup) => self.lookup(&lookup, &[]).await,
-            Select::System(n) => self.system(&n).await.map(at_most),
+            Select::System(n) => (self.system(&n).await).map(|r| at_most(r, implicit)),
             Select::Scan {
                 scan,
                 grant,
@@ -534,7 +527,7 @@ impl Session {
                     .into_iter()
                     .map(|r| r.into_iter().map(Cell::Datum).collect())
                     .collect();
-                Ok(at_most(Reply::rows(columns, rows)))
+                Ok(at_most(Reply::rows(columns, rows), implicit))
             }
         }
     }
@@ -782,12 +775,9 @@ impl Session {
         }
         // As an index would give them: in key order, unless asked otherwise.
         let key_order: Vec<(usize, bool)> = key_positions(&l.table).map(|c| (c, true)).collect();
-        let mut reply = l.shape.answer(found, &key_order);
         // `sql_select_limit`, for a SELECT that gives no LIMIT.
-        if let (Reply::Rows { rows, .. }, None) = (&mut reply, l.shape.limit) {
-            rows.truncate(usize::try_from(self.safety.select_limit).unwrap_or(usize::MAX));
-        }
-        Ok(reply)
+        let implicit = l.shape.limit.is_none().then_some(self.safety.select_limit);
+        Ok(at_most(l.shape.answer(found, &key_order), implicit))
     }
 
     async fn insert(&mut self, insert: &ast::Insert) -> Result<Reply, MyError> {
@@ -1564,15 +1554,14 @@ impl Session {
         match value {
             [t] if variables::is_literal(t) => Ok(t.clone()),
             [Token::Minus, Token::Number(n, long)] => Ok(Token::Number(format!("-{n}"), *long)),
-            [t] if variables::user_variable(t).is_some() => Ok(self
-                .user_variables
-                .get(variables::user_variable(t).expect("a user variable"))),
-            [Token::Word(w)] if w.quote_style.is_none() && w.value.starts_with("@@") => {
-                Ok(self.variable(&w.value[2..])?.literal())
-            }
-            _ => Err(MyError::unsupported(
-                "a user variable set to an expression (a literal, @@variable or @variable is taken)",
-            )),
+            [t] => match (variables::user_variable(t), t) {
+                (Some(name), _) => Ok(self.user_variables.get(name)),
+                (None, Token::Word(w)) if w.quote_style.is_none() && w.value.starts_with("@@") => {
+                    Ok(self.variable(&w.value[2..])?.literal())
+                }
+                _ => Err(expression_refused()),
+            },
+            _ => Err(expression_refused()),
         }
     }
 
@@ -2009,6 +1998,21 @@ fn on_or_off(name: &str, value: &[Token]) -> Result<bool, MyError> {
         "0" | "off" | "false" => Ok(false),
         _ => Err(wrong_value(name, &text)),
     }
+}
+
+/// `reply` cut to `limit` rows, if given.
+fn at_most(mut reply: Reply, limit: Option<u64>) -> Reply {
+    if let (Reply::Rows { rows, .. }, Some(n)) = (&mut reply, limit) {
+        rows.truncate(usize::try_from(n).unwrap_or(usize::MAX));
+    }
+    reply
+}
+
+/// What `SET @name = <expression>` is told.
+fn expression_refused() -> MyError {
+    MyError::unsupported(
+        "a user variable set to an expression (a literal, @@variable or @variable is taken)",
+    )
 }
 
 fn wrong_value(name: &str, value: &str) -> MyError {
