@@ -195,6 +195,13 @@ impl Groups {
         key: &[u8],
         values: impl FnOnce() -> Vec<Datum>,
     ) -> usize {
+        // Without GROUP BY every row is in the one group, whose key is
+        // empty. Not looked up: comparing two empty keys reads through
+        // their dangling pointers, which costs a masked vector load a
+        // fault-suppression assist (~150 ns) on AVX-512 machines.
+        if key.is_empty() && !self.keys.is_empty() {
+            return 0;
+        }
         if let Some(&g) = self.index.get(key) {
             return g;
         }
