@@ -367,7 +367,7 @@ fn scan_rows(
         };
         let t = Instant::now();
         let page = rt
-            .block_on(engine.tc().scan_range(&grant, table, scan))
+            .block_on(engine.tc().scan_range(&grant, None, table, scan))
             .unwrap();
         let took = t.elapsed();
         total += took;

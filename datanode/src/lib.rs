@@ -44,7 +44,7 @@ pub use storage::codec::ValueError;
 pub use tc::batch::{Batch, OperationError, Outcome, Row, RowView};
 pub use tc::{
     Commit, Database, Grant, LatencyObserver, RangePage, RangeScan, Role, Table, Tc, TcError,
-    Tenant,
+    Tenant, Transaction,
 };
 pub use types::THREAD_STACK;
 pub use types::value::{Date, DateTime, Decimal, Timestamp, Value};

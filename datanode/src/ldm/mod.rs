@@ -52,7 +52,7 @@ use crate::sql::agg::{Groups, Program};
 use crate::sql::eval::EvalError;
 use crate::storage::codec::EncodedRow;
 use crate::storage::fixed::RowRef;
-use crate::storage::fragment::{Bound, FragmentMemory, IndexChunk};
+use crate::storage::fragment::{Bound, FragmentMemory, IndexChunk, IndexStep};
 use crate::storage::layout::Layout;
 use crate::storage::page::{DataMemory, MemoryAccount};
 use crate::storage::{OpError, Predicate};
@@ -400,22 +400,21 @@ pub(crate) enum Msg {
     Scan {
         table: TableId,
         slot: u32,
+        /// Whose rows are seen as it left them (see `Fragment::scan`).
+        reader: TxnId,
         from: RowRef,
         filter: Arc<[Predicate]>,
         limit: usize,
         /// `None` when the fragment is gone: its table was dropped.
         reply: oneshot::Sender<Option<ScanChunk>>,
     },
-    /// A step of a scan of ordered index `index` of a fragment (see
+    /// A step of a scan of an ordered index of a fragment from `from` (see
     /// `Fragment::scan_index`); `None` if the fragment or the index is gone.
     IndexScan {
         table: TableId,
         slot: u32,
-        index: Arc<str>,
         from: Option<Bound>,
-        to: Option<Arc<Bound>>,
-        limit: usize,
-        max_bytes: usize,
+        step: Arc<IndexStep>,
         reply: oneshot::Sender<Option<IndexChunk>>,
     },
     /// A step of an aggregation (see `sql`): the fragment's rows along
@@ -424,6 +423,8 @@ pub(crate) enum Msg {
     Aggregate {
         table: TableId,
         slot: u32,
+        /// Whose rows are seen as it left them (see `Fragment::walk_index`).
+        reader: TxnId,
         program: Arc<Program>,
         walk: Walk,
         reply: oneshot::Sender<Option<Result<AggStep, EvalError>>>,

@@ -328,6 +328,7 @@ impl Worker {
             Msg::Scan {
                 table,
                 slot,
+                reader,
                 from,
                 filter,
                 limit,
@@ -335,7 +336,8 @@ impl Worker {
             } => {
                 let result = self.fragment(table, slot).map(|f| {
                     let mut chunk = ScanChunk::default();
-                    chunk.next = f.scan(from, &filter, limit, &mut chunk.out, &mut chunk.rows);
+                    let (out, rows) = (&mut chunk.out, &mut chunk.rows);
+                    chunk.next = f.scan(reader, from, &filter, limit, out, rows);
                     chunk
                 });
                 let _ = reply.send(result);
@@ -343,29 +345,27 @@ impl Worker {
             Msg::IndexScan {
                 table,
                 slot,
-                index,
                 from,
-                to,
-                limit,
-                max_bytes,
+                step,
                 reply,
             } => {
                 let chunk = self.fragment(table, slot).and_then(|f| {
-                    let i = f.ordered_index(&index)?;
-                    Some(f.scan_index(i, from.as_ref(), to.as_deref(), limit, max_bytes))
+                    let i = f.ordered_index(&step.index)?;
+                    Some(f.scan_index(i, from.as_ref(), &step))
                 });
                 let _ = reply.send(chunk);
             }
             Msg::Aggregate {
                 table,
                 slot,
+                reader,
                 program,
                 walk,
                 reply,
             } => {
                 let step = self
                     .fragment(table, slot)
-                    .and_then(|f| aggregate(f, &program, walk));
+                    .and_then(|f| aggregate(f, reader, &program, walk));
                 let _ = reply.send(step);
             }
             Msg::RangeShare {
@@ -821,9 +821,15 @@ pub(crate) mod failpoint {
     }
 }
 
-/// A step of an aggregation over fragment `f`: its rows along `walk` run
-/// through `program`. `None` if the index walked is gone.
-fn aggregate(f: &Fragment, program: &Program, walk: Walk) -> Option<Result<AggStep, EvalError>> {
+/// A step of an aggregation over fragment `f`: its rows along `walk`, as
+/// `reader` sees them, run through `program`. `None` if the index walked
+/// is gone.
+fn aggregate(
+    f: &Fragment,
+    reader: TxnId,
+    program: &Program,
+    walk: Walk,
+) -> Option<Result<AggStep, EvalError>> {
     let layout = f.layout();
     let (mut groups, mut key, mut failed) = (Groups::default(), Vec::new(), None);
     let mut seen = 0;
@@ -845,12 +851,12 @@ fn aggregate(f: &Fragment, program: &Program, walk: Walk) -> Option<Result<AggSt
     };
     let (examined, next) = match walk {
         Walk::Rows(from) => {
-            let next = f.each_visible(from, &mut add);
+            let next = f.each_visible(from, reader, &mut add);
             (None, next.map(Walk::Rows))
         }
         Walk::Index { index, from, to } => {
             let i = f.ordered_index(&index)?;
-            let (examined, next) = f.walk_index(i, from.as_ref(), to.as_deref(), &mut add);
+            let (examined, next) = f.walk_index(i, from.as_ref(), to.as_deref(), reader, &mut add);
             let next = next.map(|from| Walk::Index {
                 index,
                 from: Some(from),

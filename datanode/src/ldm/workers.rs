@@ -17,7 +17,7 @@ use crate::log::redo::Lsn;
 use crate::sql::agg::Program;
 use crate::sql::eval::EvalError;
 use crate::storage::fixed::RowRef;
-use crate::storage::fragment::{Bound, IndexChunk};
+use crate::storage::fragment::{Bound, IndexChunk, IndexStep};
 use crate::storage::layout::Layout;
 use crate::storage::page::{DataMemory, MemoryAccount};
 use crate::storage::{OpError, Predicate};
@@ -365,11 +365,13 @@ impl Workers {
         restored.await.map_err(|e| e.to_string())?
     }
 
-    /// One step of a scan of a fragment of table `id`; `None` if it is gone.
+    /// One step of a scan of a fragment of table `id`, its rows as `reader`
+    /// sees them; `None` if it is gone.
     pub(crate) async fn scan(
         &self,
         id: TableId,
         place: FragmentPlace,
+        reader: TxnId,
         from: RowRef,
         filter: &Arc<[Predicate]>,
         limit: usize,
@@ -377,6 +379,7 @@ impl Workers {
         self.call(place.ldm, |reply| Msg::Scan {
             table: id,
             slot: place.slot,
+            reader,
             from,
             filter: Arc::clone(filter),
             limit,
@@ -385,28 +388,22 @@ impl Workers {
         .await
     }
 
-    /// A step of a scan of ordered index `index` of table `id` in each of
+    /// A step of a scan of an ordered index of table `id` in each of
     /// `steps`' fragments, from its bound, all at once: each fragment's
     /// chunk, `None` where the fragment or the index is gone.
     pub(crate) async fn scan_index(
         &self,
         id: TableId,
-        index: &Arc<str>,
         steps: Vec<(FragmentPlace, Option<Bound>)>,
-        to: Option<&Arc<Bound>>,
-        limit: usize,
-        max_bytes: usize,
+        step: &Arc<IndexStep>,
     ) -> Result<Vec<Option<IndexChunk>>, NodeFailed> {
         let waits: Vec<_> = (steps.into_iter())
             .map(|(place, from)| {
                 self.ask(place.ldm as usize, |reply| Msg::IndexScan {
                     table: id,
                     slot: place.slot,
-                    index: Arc::clone(index),
                     from,
-                    to: to.cloned(),
-                    limit,
-                    max_bytes,
+                    step: Arc::clone(step),
                     reply,
                 })
             })
@@ -419,11 +416,12 @@ impl Workers {
     }
 
     /// A step of an aggregation of table `id` in each of `steps`'
-    /// fragments, along its walk, all at once: each fragment's partial
+    /// fragments, along its walk, its rows as `reader` sees them, all at once: each fragment's partial
     /// groups, `None` where the fragment or the index is gone.
     pub(crate) async fn aggregate(
         &self,
         id: TableId,
+        reader: TxnId,
         program: &Arc<Program>,
         steps: Vec<(FragmentPlace, Walk)>,
     ) -> Result<Vec<Option<Result<AggStep, EvalError>>>, NodeFailed> {
@@ -432,6 +430,7 @@ impl Workers {
                 self.ask(place.ldm as usize, |reply| Msg::Aggregate {
                     table: id,
                     slot: place.slot,
+                    reader,
                     program: Arc::clone(program),
                     walk,
                     reply,

@@ -13,7 +13,7 @@ use super::tc_tests::{end, hold};
 use super::{DEFAULT_LOCK_WAIT_TIMEOUT, Engine, EngineConfig};
 use crate::storage::page::PAGE_SIZE;
 use crate::tc::batch::Batch;
-use crate::tc::{Commit, Grant, RangeScan, Role, Table};
+use crate::tc::{Commit, Grant, RangeScan, Role, Table, Transaction};
 use crate::types::value::Value;
 
 const T: &str = r#"{"name":"t","primary_key":["id"],"columns":[
@@ -144,9 +144,12 @@ fn expected(
     want
 }
 
-/// Every row of a scan, page by page through the cursor.
+/// Every row of a scan, page by page through the cursor, as `reader`
+/// sees them (as committed if `None`).
+#[allow(clippy::too_many_arguments)] // a scan's every parameter, as the tests vary them
 async fn scan_all(
     engine: &Engine,
+    reader: Option<&Transaction>,
     t: &Arc<Table>,
     g: &Grant,
     by_x: bool,
@@ -160,6 +163,7 @@ async fn scan_all(
         let page = (engine.tc())
             .scan_range(
                 g,
+                reader,
                 t,
                 RangeScan {
                     index: by_x.then_some("by_x"),
@@ -240,10 +244,111 @@ proptest! {
             engine.tc().execute(&g, &mut batch, Commit::Each).await.unwrap();
             for (by_x, lx, ux, lp, up, limit) in &scans {
                 let (lower, upper) = if *by_x { (lx, ux) } else { (lp, up) };
-                let got = scan_all(&engine, &t, &g, *by_x, lower, upper, *limit).await;
+                let got = scan_all(&engine, None, &t, &g, *by_x, lower, upper, *limit).await;
                 let want = expected(&model, *by_x, lower, upper);
                 prop_assert_eq!(got, want, "by_x {} lower {:?} upper {:?}", by_x, lower, upper);
             }
+            engine.audit().await;
+            Ok(())
+        })?;
+    }
+}
+
+/// A write of the transaction test: to row `id`, deleting it if it is
+/// there and `delete`, else making it `(id, x, s)`.
+type Write = (i64, bool, Option<i32>, String);
+
+fn write_strategy() -> impl Strategy<Value = Write> {
+    (
+        0i64..60,
+        prop::bool::weighted(0.3),
+        prop_oneof![1 => Just(None), 4 => (-5i32..5).prop_map(Some)],
+        "[ab]{0,2}",
+    )
+}
+
+/// Runs `w` in `txn` as its own statement and applies it to `view`, the
+/// rows as `txn` sees them.
+async fn write_in(
+    engine: &Engine,
+    g: &Grant,
+    t: &Arc<Table>,
+    txn: &mut Transaction,
+    view: &mut Vec<Row>,
+    w: &Write,
+) {
+    let (id, delete, x, s) = w;
+    let row = (*id, *x, s.clone());
+    let mut batch = engine.tc().batch();
+    match view.iter().position(|r| r.0 == *id) {
+        Some(at) if *delete => {
+            batch.delete(t, &[Value::Int(*id)]).unwrap();
+            view.remove(at);
+        }
+        Some(at) => {
+            batch.update(t, &values(&row)).unwrap();
+            view[at] = row;
+        }
+        None => {
+            batch.insert(t, &values(&row)).unwrap();
+            view.push(row);
+        }
+    }
+    engine.tc().execute_in(g, txn, &mut batch).await.unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    /// Two open transactions write rows of their own (even ids and odd
+    /// ids: neither waits for the other), moving them in the index, and
+    /// scans of every bound see each transaction's rows as it left them and
+    /// every other row as committed — each row once, in order — and
+    /// readers outside see only what committed.
+    #[test]
+    fn scans_in_a_transaction_see_its_own_rows_and_the_others_committed(
+        rows in proptest::collection::vec(row_strategy(), 0..120),
+        writes in proptest::collection::vec((write_strategy(), any::<bool>()), 0..60),
+        scans in proptest::collection::vec(
+            (any::<bool>(), bound_strategy(), bound_strategy(), pk_bound_strategy(), pk_bound_strategy(), 1usize..30),
+            1..5,
+        ),
+    ) {
+        let rt = crate::test_runtime();
+        rt.block_on(async {
+            let engine = engine();
+            let (t, g) = table(&engine).await;
+            let mut committed: Vec<Row> = Vec::new();
+            for r in rows.iter().map(|r| (r.0 % 60, r.1, r.2.clone())) {
+                if !committed.iter().any(|m| m.0 == r.0) {
+                    committed.push(r);
+                }
+            }
+            insert(&engine, &t, &g, &committed).await;
+            let tc = engine.tc();
+            let (mut even, mut odd) = (tc.begin(), tc.begin());
+            let (mut even_view, mut odd_view) = (committed.clone(), committed.clone());
+            for (w, to_odd) in &writes {
+                let mut w = w.clone();
+                w.0 = w.0 / 2 * 2 + i64::from(*to_odd);
+                match to_odd {
+                    false => write_in(&engine, &g, &t, &mut even, &mut even_view, &w).await,
+                    true => write_in(&engine, &g, &t, &mut odd, &mut odd_view, &w).await,
+                }
+            }
+            for (by_x, lx, ux, lp, up, limit) in &scans {
+                let (lower, upper) = if *by_x { (lx, ux) } else { (lp, up) };
+                for (reader, view) in [(Some(&even), &even_view), (Some(&odd), &odd_view), (None, &committed)] {
+                    let got = scan_all(&engine, reader, &t, &g, *by_x, lower, upper, *limit).await;
+                    let want = expected(view, *by_x, lower, upper);
+                    prop_assert_eq!(got, want, "by_x {} lower {:?} upper {:?} as {:?}", by_x, lower, upper, reader);
+                }
+            }
+            tc.rollback(odd).await.unwrap();
+            tc.commit(even).await.unwrap();
+            prop_assert_eq!(
+                scan_all(&engine, None, &t, &g, true, &None, &None, 50).await,
+                expected(&even_view, true, &None, &None)
+            );
             engine.audit().await;
             Ok(())
         })?;
@@ -261,7 +366,7 @@ fn readers_see_each_committed_row_once_in_its_committed_place() {
             .collect();
         insert(&engine, &t, &g, &committed).await;
         let all = |engine: Engine, t: Arc<Table>| async move {
-            scan_all(&engine, &t, &g, true, &None, &None, 7).await
+            scan_all(&engine, None, &t, &g, true, &None, &None, 7).await
         };
         assert_eq!(
             all(engine.clone(), t.clone()).await,
@@ -330,25 +435,25 @@ fn bad_scans_are_refused_with_what_is_wrong() {
         let refused = |e: crate::tc::TcError| e.to_string();
         let tc = engine.tc();
         let e = tc
-            .scan_range(&g, &t, scan(Some("nope"), None, None))
+            .scan_range(&g, None, &t, scan(Some("nope"), None, None))
             .await
             .unwrap_err();
         assert!(refused(e).contains("no index 'nope'"));
         static TOO_MANY: [Value; 3] = [Value::Int(1), Value::Null, Value::Null];
         let e = tc
-            .scan_range(&g, &t, scan(Some("by_x"), Some(&TOO_MANY), None))
+            .scan_range(&g, None, &t, scan(Some("by_x"), Some(&TOO_MANY), None))
             .await
             .unwrap_err();
         assert!(refused(e).contains("at most 2 values"));
         static WRONG_TYPE: [Value; 1] = [Value::Bool(true)];
         let e = tc
-            .scan_range(&g, &t, scan(None, Some(&WRONG_TYPE), None))
+            .scan_range(&g, None, &t, scan(None, Some(&WRONG_TYPE), None))
             .await
             .unwrap_err();
         assert!(refused(e).contains("'id'"), "names the column");
         static SHORT_CURSOR: [Value; 1] = [Value::Int(1)];
         let e = tc
-            .scan_range(&g, &t, scan(Some("by_x"), None, Some(&SHORT_CURSOR)))
+            .scan_range(&g, None, &t, scan(Some("by_x"), None, Some(&SHORT_CURSOR)))
             .await
             .unwrap_err();
         assert!(refused(e).contains("cursor"));
@@ -357,7 +462,7 @@ fn bad_scans_are_refused_with_what_is_wrong() {
             role: Role::Read,
         };
         let e = tc
-            .scan_range(&other, &t, scan(None, None, None))
+            .scan_range(&other, None, &t, scan(None, None, None))
             .await
             .unwrap_err();
         assert!(refused(e).contains("not granted"));
@@ -399,7 +504,7 @@ fn whole(index: Option<&str>) -> RangeScan<'_> {
 
 /// Every row, by scanning the primary key.
 async fn every_row(engine: &Engine, t: &Arc<Table>, g: &Grant) -> Vec<Row> {
-    scan_all(engine, t, g, false, &None, &None, 1000).await
+    scan_all(engine, None, t, g, false, &None, &None, 1000).await
 }
 
 #[test]
@@ -419,7 +524,7 @@ fn an_index_added_while_rows_change_holds_every_row_once() {
         let with_index = engine.add_index("db", "t", by_x()).await.unwrap();
         writer.await.unwrap();
         let rows = every_row(&engine, &with_index, &g).await;
-        let scanned = scan_all(&engine, &with_index, &g, true, &None, &None, 500).await;
+        let scanned = scan_all(&engine, None, &with_index, &g, true, &None, &None, 500).await;
         assert_eq!(scanned, expected(&rows, true, &None, &None));
         engine.audit().await;
 
@@ -446,7 +551,7 @@ fn an_index_added_while_rows_change_holds_every_row_once() {
         };
         let e = engine
             .tc()
-            .scan_range(&g, &dropped, scan)
+            .scan_range(&g, None, &dropped, scan)
             .await
             .unwrap_err();
         assert!(e.to_string().contains("no index 'by_x'"), "{e}");
@@ -549,11 +654,11 @@ fn a_hashed_only_key_has_no_order_but_its_table_s_indexes_do() {
             .execute(&g, &mut batch, Commit::Atomic)
             .await
             .unwrap();
-        let scanned = scan_all(&engine, &t, &g, true, &None, &None, 64).await;
+        let scanned = scan_all(&engine, None, &t, &g, true, &None, &None, 64).await;
         assert_eq!(scanned, expected(&rows, true, &None, &None));
         let e = engine
             .tc()
-            .scan_range(&g, &t, whole(None))
+            .scan_range(&g, None, &t, whole(None))
             .await
             .unwrap_err();
         assert!(e.to_string().contains("hashed only"), "{e}");
@@ -579,7 +684,7 @@ fn a_range_decodes_the_columns_asked_for_and_its_index() {
                 columns: Some(&[2]),
                 ..whole(None)
             };
-            let page = engine.tc().scan_range(&g, &t, scan).await.unwrap();
+            let page = engine.tc().scan_range(&g, None, &t, scan).await.unwrap();
             for row in &page.rows {
                 let v = row.values();
                 assert_eq!(v[1], Value::Null, "{v:?}");
@@ -605,7 +710,7 @@ fn a_range_decodes_the_columns_asked_for_and_its_index() {
             columns: Some(&[]),
             ..whole(Some("by_x"))
         };
-        let page = engine.tc().scan_range(&g, &t, scan).await.unwrap();
+        let page = engine.tc().scan_range(&g, None, &t, scan).await.unwrap();
         assert_eq!(page.rows.len(), 10);
         for row in &page.rows {
             let v = row.values();

@@ -479,7 +479,7 @@ pub(crate) fn is_present(presence: &[u8], c: u16) -> bool {
 /// A CHAR column's bytes without the spaces that pad it to its width: most
 /// of a utf8mb4 CHAR(n)'s 4n bytes are padding, so it is skipped eight
 /// bytes at a time.
-fn trim_padding(b: &[u8]) -> &[u8] {
+pub(crate) fn trim_padding(b: &[u8]) -> &[u8] {
     const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
     let mut end = b.len();
     while end >= 8 && u64::from_ne_bytes(b[end - 8..end].try_into().expect("8 bytes")) == SPACES {
@@ -506,8 +506,15 @@ pub(crate) fn decode(layout: &Layout, fixed: &[u8], var: &[u8], c: u16) -> Value
     if layout.is_null(fixed, c) {
         return Value::Null;
     }
-    let ty = layout.columns[c as usize].ty;
-    let b = layout.column_bytes(fixed, var, c);
+    value_of(
+        layout.columns[c as usize].ty,
+        layout.column_bytes(fixed, var, c),
+    )
+}
+
+/// The value of a non-null column of type `ty` from its stored bytes (a
+/// `CHAR`'s with or without their padding).
+pub(crate) fn value_of(ty: ColumnType, b: &[u8]) -> Value {
     let signed = |b: &[u8]| {
         let mut buf = [if b[b.len() - 1] & 0x80 != 0 { 0xff } else { 0 }; 8];
         buf[..b.len()].copy_from_slice(b);

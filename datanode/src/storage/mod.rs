@@ -7,6 +7,7 @@
 //! - [`fixed`], [`var`]: fixed-part and var-part pages of a fragment.
 //! - [`index`]: the primary-key hash index of a fragment.
 //! - [`fragment`]: a fragment's operations and its memory accounting.
+//! - [`projection`]: the columns of rows a scan of an ordered index answers.
 //! - [`image`]: a fragment's pages and bookkeeping as a checkpoint stores them.
 
 pub(crate) mod codec;
@@ -17,6 +18,7 @@ pub(crate) mod index;
 pub(crate) mod layout;
 pub(crate) mod ordered;
 pub(crate) mod page;
+pub(crate) mod projection;
 
 pub(crate) mod var;
 

@@ -138,25 +138,18 @@ pub struct Row {
 }
 
 impl Row {
+    /// The row of a whole stored image (fixed part, then var part).
     pub(crate) fn decode(table: &Arc<Table>, image: &[u8]) -> Row {
-        Row::decode_columns(table, image, None)
-    }
-
-    /// The row of `image` with only the columns `decoded` marks (all if
-    /// `None`) decoded, the others NULL.
-    pub(crate) fn decode_columns(
-        table: &Arc<Table>,
-        image: &[u8],
-        decoded: Option<&[bool]>,
-    ) -> Row {
         let layout = &table.layout;
         let (fixed, var) = image.split_at(layout.slot_size);
         let values = (0..layout.columns.len() as u16)
-            .map(|c| match decoded {
-                Some(d) if !d[usize::from(c)] => Value::Null,
-                _ => codec::decode(layout, fixed, var, c),
-            })
+            .map(|c| codec::decode(layout, fixed, var, c))
             .collect();
+        Row::new(table, values)
+    }
+
+    /// A row of `table` with these values, one per column.
+    pub(crate) fn new(table: &Arc<Table>, values: Vec<Value>) -> Row {
         Row {
             table: Arc::clone(table),
             values,
@@ -330,14 +323,6 @@ impl Batch {
 
     pub fn len(&self) -> usize {
         self.slots.len()
-    }
-
-    /// The tables the operations are on, each once.
-    pub(crate) fn tables(&self) -> Vec<crate::types::TableId> {
-        let mut tables: Vec<_> = self.slots.iter().map(|s| s.table.id).collect();
-        tables.sort_unstable_by_key(|t| t.0);
-        tables.dedup();
-        tables
     }
 
     pub fn is_empty(&self) -> bool {

@@ -19,7 +19,7 @@ mod range;
 pub(crate) mod ronsql;
 pub(crate) mod schema;
 mod transaction;
-pub(crate) use self::transaction::Transaction;
+pub use self::transaction::Transaction;
 mod unique;
 
 use std::sync::Arc;
@@ -674,7 +674,14 @@ impl Tc {
                 let chunk = self
                     .inner
                     .workers
-                    .scan(table.id, place, from, &predicates, limit - rows.len())
+                    .scan(
+                        table.id,
+                        place,
+                        AUTOCOMMIT,
+                        from,
+                        &predicates,
+                        limit - rows.len(),
+                    )
                     .await?
                     .ok_or_else(gone)?;
                 rows.extend(chunk.rows.iter().map(|&(start, len)| {
@@ -699,8 +706,9 @@ pub(crate) struct ScanStep {
 
 impl Tc {
     /// One step of a scan of fragment number `fragment` of `table` for the
-    /// holder of `grant`, from row position `from`: at most `limit` rows as
-    /// committed, never waiting for a writer. Admitted as one read; each
+    /// holder of `grant`, from row position `from`: at most `limit` rows,
+    /// those `reader` holds as it left them, every other as committed
+    /// (every row, if `None`), never waiting for a writer. Admitted as one read; each
     /// row past the first is charged a read unit that the database's next
     /// reads pay (as a large row's are). A live row keeps its position on
     /// this node, so a scan resumed from `next` finds every row that was
@@ -708,6 +716,7 @@ impl Tc {
     pub(crate) async fn scan_step(
         &self,
         grant: &Grant,
+        reader: Option<&Transaction>,
         table: &Arc<Table>,
         fragment: usize,
         from: RowRef,
@@ -726,7 +735,14 @@ impl Tc {
         let no_filter: Arc<[Predicate]> = Arc::new([]);
         let limit = limit.clamp(1, MAX_SCAN_LIMIT);
         let chunk = (self.inner.workers)
-            .scan(table.id, place, from, &no_filter, limit)
+            .scan(
+                table.id,
+                place,
+                Transaction::reader_id(reader),
+                from,
+                &no_filter,
+                limit,
+            )
             .await?
             .ok_or_else(gone)?;
         let rows: Vec<batch::Row> = (chunk.rows.iter())

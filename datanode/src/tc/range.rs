@@ -12,11 +12,13 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::batch::{self, OperationError};
-use super::{Grant, Table, Tc, TcError};
+use super::{Grant, Table, Tc, TcError, Transaction};
 use crate::storage::codec;
-use crate::storage::fragment::{Bound, IndexChunk, compare_images, compare_keys};
+use crate::storage::fragment::{Bound, IndexChunk, IndexStep, compare_keys};
 use crate::storage::layout::Layout;
+use crate::storage::projection::Projection;
 use crate::types::value::Value;
+use crate::types::{AUTOCOMMIT, TxnId};
 
 /// Rows a fragment answers per step at most.
 const STEP_ROWS: usize = 1000;
@@ -79,11 +81,14 @@ impl Source {
 
 impl Tc {
     /// A page of a scan of an ordered index of `table` for the holder of
-    /// `grant`. Admitted as one read; every index entry examined past the
-    /// first is charged a read unit that the database's next reads pay.
+    /// `grant`: rows `reader` holds as it left them, every other row as
+    /// committed (every row, if `None`). Admitted as one read; every index
+    /// entry examined past the first is charged a read unit that the
+    /// database's next reads pay.
     pub async fn scan_range(
         &self,
         grant: &Grant,
+        reader: Option<&Transaction>,
         table: &Arc<Table>,
         scan: RangeScan<'_>,
     ) -> Result<RangePage, TcError> {
@@ -91,7 +96,9 @@ impl Tc {
         let range = prepare(table, scan)?;
         let admitted = self.admit_scan(grant, table).await?;
         let started = std::time::Instant::now();
-        let page = self.merge(table, range).await;
+        let page = self
+            .merge(table, range, Transaction::reader_id(reader))
+            .await;
         if let Ok(page) = &page {
             admitted.owe_reads(page.examined.saturating_sub(1));
         }
@@ -108,24 +115,28 @@ impl Tc {
     ) -> Result<RangePage, TcError> {
         self.serving()?;
         let range = prepare(table, scan)?;
-        self.merge(table, range).await
+        self.merge(table, range, AUTOCOMMIT).await
     }
 
-    /// Scans a range of an index on every fragment of `table`, merging in
-    /// index order, until its `limit` rows or `max_bytes`.
-    async fn merge(&self, table: &Arc<Table>, range: Range) -> Result<RangePage, TcError> {
+    /// Scans a range of an index on every fragment of `table`, its rows as
+    /// `reader` sees them, merging in index order, until its `limit` rows
+    /// or `max_bytes`.
+    async fn merge(
+        &self,
+        table: &Arc<Table>,
+        range: Range,
+        reader: TxnId,
+    ) -> Result<RangePage, TcError> {
         let Range {
             index: i,
             start,
             upper,
             limit,
             max_bytes,
-            decoded,
+            projection,
         } = range;
-        let upper = upper.as_ref();
         let layout = &table.layout;
         let order = &layout.ordered[i].order;
-        let index: Arc<str> = layout.ordered[i].name.as_str().into();
         let gone = || TcError::Operation {
             index: 0,
             error: OperationError::NoSuchTable {
@@ -144,7 +155,15 @@ impl Tc {
         // Rows are spread over the fragments by a hash of their key: each
         // is asked for its share of the page and a little more, and again
         // only if its rows run out first.
-        let step = (limit.div_ceil(sources.len()) + limit / 8 + 1).min(STEP_ROWS);
+        let step = Arc::new(IndexStep {
+            index: layout.ordered[i].name.as_str().into(),
+            reader,
+            to: upper,
+            projection,
+            limit: (limit.div_ceil(sources.len()) + limit / 8 + 1).min(STEP_ROWS),
+            max_bytes,
+        });
+        let projection = &step.projection;
         let (mut rows, mut bytes, mut examined) = (Vec::new(), 0usize, 0u64);
         loop {
             let empty: Vec<usize> = (0..sources.len())
@@ -155,7 +174,7 @@ impl Tc {
                     .map(|&s| (table.fragments[sources[s].fragment], sources[s].from.take()))
                     .collect();
                 let chunks = (self.inner.workers)
-                    .scan_index(table.id, &index, steps, upper, step, max_bytes)
+                    .scan_index(table.id, steps, &step)
                     .await?;
                 for (&s, chunk) in empty.iter().zip(chunks) {
                     let chunk = chunk.ok_or_else(gone)?;
@@ -173,7 +192,7 @@ impl Tc {
             let best = (0..sources.len())
                 .filter(|&s| !sources[s].is_empty())
                 .min_by(|&a, &b| {
-                    compare_images(layout, order, sources[a].first(), sources[b].first())
+                    projection.compare(layout, sources[a].first(), sources[b].first())
                 });
             let Some(best) = best else {
                 return Ok(RangePage {
@@ -184,7 +203,7 @@ impl Tc {
             };
             let image = sources[best].first();
             bytes += image.len();
-            rows.push(batch::Row::decode_columns(table, image, decoded.as_deref()));
+            rows.push(batch::Row::new(table, projection.decode(layout, image)));
             sources[best].at += 1;
             if rows.len() == limit || bytes >= max_bytes {
                 let more = sources.iter().any(|s| !s.done || !s.is_empty());
@@ -239,8 +258,7 @@ fn prepare(table: &Arc<Table>, scan: RangeScan<'_>) -> Result<Range, TcError> {
         .transpose()?;
     let upper = (scan.upper)
         .map(|(v, inclusive)| bound(v, inclusive, ordered.columns))
-        .transpose()?
-        .map(Arc::new);
+        .transpose()?;
     let after = match scan.after {
         Some(v) if v.len() != ordered.order.len() => {
             return Err(fail(OperationError::Value(codec::ValueError {
@@ -255,22 +273,14 @@ fn prepare(table: &Arc<Table>, scan: RangeScan<'_>) -> Result<Range, TcError> {
         (Some(lower), Some(after)) => Some(later(layout, &ordered.order, lower, after)),
         (lower, after) => after.or(lower),
     };
-    let decoded = scan.columns.map(|columns| {
-        let mut decoded = vec![false; layout.columns.len()];
-        for &c in columns.iter().chain(&ordered.order) {
-            if let Some(d) = decoded.get_mut(usize::from(c)) {
-                *d = true;
-            }
-        }
-        decoded
-    });
+    let projection = Projection::new(layout, &ordered.order, scan.columns);
     Ok(Range {
         index: i,
         start,
         upper,
         limit: scan.limit.max(1),
         max_bytes: scan.max_bytes.max(1),
-        decoded,
+        projection,
     })
 }
 
@@ -278,11 +288,11 @@ fn prepare(table: &Arc<Table>, scan: RangeScan<'_>) -> Result<Range, TcError> {
 struct Range {
     index: usize,
     start: Option<Bound>,
-    upper: Option<Arc<Bound>>,
+    upper: Option<Bound>,
     limit: usize,
     max_bytes: usize,
-    /// Which columns rows are decoded with (`None`: all).
-    decoded: Option<Vec<bool>>,
+    /// The columns of each row the fragments answer.
+    projection: Projection,
 }
 
 /// Where a scan bounded below by `lower` and going on after `after` starts:

@@ -26,7 +26,7 @@ use super::{Admitted, Tc, TcError, WriteInFlight};
 use crate::ldm::{JobOutcome, Mode, OpBatch, TxnId, Workers};
 use crate::log::Mark;
 use crate::storage::OpError;
-use crate::types::TableId;
+use crate::types::AUTOCOMMIT;
 
 /// Runs the transaction to its commit: where its changes end in the log,
 /// for the caller to wait on (`wait_durable`, `wait_replicated`).
@@ -157,7 +157,7 @@ impl Drop for Open {
 /// A transaction that stays open across requests, from its first
 /// statement (`Tc::execute_in`) to `Tc::commit` or `Tc::rollback`.
 /// Dropped while open — its client went away — it rolls back.
-pub(crate) struct Transaction {
+pub struct Transaction {
     open: Open,
     /// Its first statement's admission: it counts the transaction among
     /// its database's `max_parallel_transactions` until it ends.
@@ -167,8 +167,6 @@ pub(crate) struct Transaction {
     writing: Option<WriteInFlight>,
     /// Operations run so far, for `max_transaction_ops`.
     ops: usize,
-    /// Tables it has changed (or locked rows of).
-    changed: Vec<TableId>,
     /// The unique values it has locked and given rows.
     unique: Claims,
 }
@@ -184,10 +182,15 @@ impl std::fmt::Debug for Transaction {
 }
 
 impl Transaction {
-    /// Whether it has changed or locked rows of `table`: a scan of the
-    /// table would not see them as the transaction does.
-    pub(crate) fn has_changed(&self, table: TableId) -> bool {
-        self.changed.contains(&table)
+    /// Its id at the workers: what its rows are held by.
+    pub(crate) fn id(&self) -> TxnId {
+        self.open.txn
+    }
+
+    /// The id of `reader` that reads see rows as (`AUTOCOMMIT`: every row
+    /// as committed).
+    pub(crate) fn reader_id(reader: Option<&Transaction>) -> TxnId {
+        reader.map_or(AUTOCOMMIT, Transaction::id)
     }
 
     /// Whether it has been rolled back (an operation failed).
@@ -209,7 +212,6 @@ impl Tc {
             admitted: None,
             writing: None,
             ops: 0,
-            changed: Vec::new(),
             unique: Claims::default(),
         }
     }
@@ -261,15 +263,8 @@ impl Tc {
             .filter(|&n| !batch.ldms[n].ops.is_empty())
             .collect();
         let holds = batch.cost().write_units > 0 || batch.cost().locks;
-        if holds {
-            for table in batch.tables() {
-                if !t.changed.contains(&table) {
-                    t.changed.push(table);
-                }
-            }
-            if t.writing.is_none() {
-                t.writing = admitted._writing.take();
-            }
+        if holds && t.writing.is_none() {
+            t.writing = admitted._writing.take();
         }
         t.ops += batch.len();
         // Its unique values are checked as the transaction sees its rows,

@@ -33,10 +33,11 @@ use super::{Tc, TcError};
 use crate::ldm::OpKind;
 use crate::storage::OpError;
 use crate::storage::codec;
-use crate::storage::fragment::Bound;
+use crate::storage::fragment::{Bound, IndexStep};
+use crate::storage::projection::Projection;
 use crate::tc::Table;
-use crate::types::TableId;
 use crate::types::value::Value;
+use crate::types::{AUTOCOMMIT, TableId};
 
 /// Locks on unique values, by hash.
 const STRIPES: usize = 4096;
@@ -551,17 +552,25 @@ impl Tc {
         let steps = (w.table.fragments.iter())
             .map(|&place| (place, Some(bound.clone())))
             .collect();
-        let name: Arc<str> = layout.ordered[w.index].name.as_str().into();
+        let ordered = &layout.ordered[w.index];
+        let step = Arc::new(IndexStep {
+            index: ordered.name.as_str().into(),
+            // What committed: the transaction's own values are its claims.
+            reader: AUTOCOMMIT,
+            to: Some(bound),
+            projection: Projection::new(layout, &ordered.order, Some(&[])),
+            limit: 4,
+            max_bytes: 1 << 20,
+        });
         let chunks = (self.inner.workers)
-            .scan_index(w.table.id, &name, steps, Some(&Arc::new(bound)), 4, 1 << 20)
+            .scan_index(w.table.id, steps, &step)
             .await?;
         let mut keys = Vec::new();
         for chunk in chunks.into_iter().flatten() {
             for &(begin, len) in &chunk.rows {
                 let image = &chunk.out[begin as usize..][..len as usize];
-                let (fixed, var) = image.split_at(layout.slot_size);
                 let mut key = Vec::new();
-                layout.key_of(fixed, var, &mut key);
+                step.projection.key_of(layout, image, &mut key);
                 keys.push(key);
             }
         }

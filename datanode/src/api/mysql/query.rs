@@ -516,13 +516,11 @@ impl Session {
                 plan,
                 grant,
                 columns,
-                table,
             } => {
-                self.may_scan(&table)?;
                 let mut plan = *plan;
                 let tc = self.engine.tc();
                 tc.choose_access(&mut plan).await.map_err(query_error)?;
-                let rows = tc.ronsql(&grant, &plan).await.map_err(query_error)?;
+                let rows = (tc.ronsql(&grant, self.reader(), &plan).await).map_err(query_error)?;
                 let rows = rows
                     .into_iter()
                     .map(|r| r.into_iter().map(Cell::Datum).collect())
@@ -586,7 +584,6 @@ impl Session {
                 plan: Box::new(plan),
                 grant,
                 columns,
-                table,
             });
         }
         if select.having.is_some() {
@@ -969,7 +966,7 @@ impl Session {
             let mut plan = crate::tc::ronsql::plan::plan(false, &q, Arc::clone(table))?;
             let tc = self.engine.tc();
             tc.choose_access(&mut plan).await.map_err(query_error)?;
-            let answer = tc.ronsql(grant, &plan).await.map_err(query_error)?;
+            let answer = tc.ronsql(grant, None, &plan).await.map_err(query_error)?;
             Ok::<u64, MyError>(match answer.first().and_then(|r| r.first()) {
                 Some(crate::sql::eval::Scalar::Int(v)) if *v > 0 => {
                     u64::try_from(*v).unwrap_or(u64::MAX)
@@ -1774,8 +1771,6 @@ enum Select {
         plan: Box<crate::tc::ronsql::plan::Plan>,
         grant: Grant,
         columns: Vec<ColumnDef>,
-        /// The table aggregated.
-        table: Arc<Table>,
     },
 }
 

@@ -1,9 +1,10 @@
 //! Statements that find their rows by a WHERE clause rather than by whole
 //! keys: a range of an ordered index where the clause bounds one (the
 //! primary key's, or the table's own), else every fragment's rows. Each
-//! page of rows comes through the coordinator, read committed and charged
-//! a read unit per index entry or row examined, and the clause is checked
-//! on every row it gives.
+//! page of rows comes through the coordinator, read committed (rows the
+//! session's open transaction changed as it left them) and charged a read
+//! unit per index entry or row examined, and the clause is checked on
+//! every row it gives.
 //!
 //! A statement takes at most `MAX_SCAN_ROWS` rows that pass: past them it
 //! is refused (1105, nothing changed), never cut short, unless a LIMIT
@@ -98,7 +99,7 @@ impl Session {
         scan: &Scan,
         enough: Option<usize>,
     ) -> Result<Vec<Vec<Value>>, MyError> {
-        self.may_scan(&scan.table)?;
+        let reader = self.reader();
         let want = enough.unwrap_or(MAX_SCAN_ROWS + 1);
         let mut rows = Vec::new();
         if want == 0 {
@@ -132,6 +133,7 @@ impl Session {
                         let page = tc
                             .scan_range(
                                 grant,
+                                reader,
                                 table,
                                 RangeScan {
                                     index: Some(index),
@@ -160,7 +162,7 @@ impl Session {
                         let mut from = 0;
                         loop {
                             let step = tc
-                                .scan_step(grant, table, fragment, from, PAGE_ROWS)
+                                .scan_step(grant, reader, table, fragment, from, PAGE_ROWS)
                                 .await?;
                             for row in step.rows {
                                 if take(row.into_values(), &mut rows)? {

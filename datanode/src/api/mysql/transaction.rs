@@ -25,7 +25,7 @@ use super::error::MyError;
 use super::proto::status;
 use super::session::Session;
 use crate::tc::batch::Batch;
-use crate::tc::{Commit, Grant, Table, Transaction};
+use crate::tc::{Commit, Grant, Transaction};
 
 /// A session's transaction state.
 #[derive(Debug, Default)]
@@ -119,15 +119,10 @@ impl Session {
         Ok(())
     }
 
-    /// Refuses a scan of a table the session's transaction has changed:
-    /// scans read committed rows, and would not show it its own changes.
-    pub(crate) fn may_scan(&self, table: &Table) -> Result<(), MyError> {
-        match &self.txn.open {
-            Some(open) if open.has_changed(table.id) => Err(MyError::unsupported(
-                "a scan of a table this transaction has changed (scans read committed rows); commit first, or read by key",
-            )),
-            _ => Ok(()),
-        }
+    /// The transaction whose rows scans see as it left them (every other
+    /// row as committed), if one is open.
+    pub(crate) fn reader(&self) -> Option<&Transaction> {
+        self.txn.open.as_ref()
     }
 
     /// Whether rows read now are read in a transaction that can lock them.

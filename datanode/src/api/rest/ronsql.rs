@@ -134,7 +134,7 @@ pub(super) async fn ronsql(
             print::explain(&plan, format),
         ));
     }
-    let rows = match state.engine.tc().ronsql(&grant, &plan).await {
+    let rows = match state.engine.tc().ronsql(&grant, None, &plan).await {
         Ok(rows) => rows,
         Err(QueryError::Sql(e)) => return Ok(refused(e)),
         Err(QueryError::Tc(e)) => return Err(e.into()),

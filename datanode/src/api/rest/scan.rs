@@ -167,7 +167,7 @@ pub(crate) async fn page<V>(
         max_bytes: MAX_PAGE_BYTES,
         columns: None,
     };
-    let page = engine.tc().scan_range(grant, table, scan).await?;
+    let page = engine.tc().scan_range(grant, None, table, scan).await?;
     let data = (page.rows.iter())
         .map(|row| {
             let values = row.values();

@@ -26,11 +26,12 @@ use super::{Fragment, Lock};
 use crate::storage::OpError;
 use crate::storage::codec::{self, KeyPrefix, is_present};
 use crate::storage::fixed::{FixedPart, RowRef};
-use crate::storage::layout::{self, Layout, Place, ROW_HEADER};
+use crate::storage::layout::{self, LOCKED, Layout, Place, ROW_HEADER};
 use crate::storage::ordered::{Entry, OrderedTree};
 use crate::storage::page::Page;
+use crate::storage::projection::Projection;
 use crate::storage::var::VarPart;
-use crate::types::AUTOCOMMIT;
+use crate::types::{AUTOCOMMIT, TxnId};
 
 /// Values of an index's columns, each as the column stores it (`None`: NULL).
 pub(crate) type Key = Vec<Option<Vec<u8>>>;
@@ -57,12 +58,6 @@ pub(crate) fn compare_keys(
     Ordering::Equal
 }
 
-/// Orders two row images (as a scan answers them) by `columns`.
-pub(crate) fn compare_images(layout: &Layout, columns: &[u16], a: &[u8], b: &[u8]) -> Ordering {
-    let (a, b) = (a.split_at(layout.slot_size), b.split_at(layout.slot_size));
-    compare(layout, columns, Version::of(a), Version::of(b))
-}
-
 /// Where a scan starts or stops: values for the first columns of an index,
 /// each as the column stores it (`None`: NULL), and whether rows equal to
 /// them are in.
@@ -72,15 +67,35 @@ pub(crate) struct Bound {
     pub(crate) inclusive: bool,
 }
 
-/// What a step of an index scan found: each row's image as committed, in
-/// index order, and where the next step starts (`None`: the range is done).
+/// What a step of an index scan found: each row's projected image (see
+/// `projection`) as committed, in index order, and where the next step
+/// starts (`None`: the range is done).
 #[derive(Debug, Default)]
 pub(crate) struct IndexChunk {
+    /// Where in `out` each row's image begins, and its length.
     pub(crate) rows: Vec<(u32, u32)>,
     pub(crate) out: Vec<u8>,
     pub(crate) next: Option<Bound>,
     /// Entries examined: what the scan is charged for.
     pub(crate) examined: usize,
+}
+
+/// What each fragment's step of a scan of an ordered index shares.
+#[derive(Debug)]
+pub(crate) struct IndexStep {
+    /// The index, by name.
+    pub(crate) index: Arc<str>,
+    /// Whose rows are seen as it left them: every other row is seen as
+    /// committed (`AUTOCOMMIT`: every row).
+    pub(crate) reader: TxnId,
+    /// Where the scan ends (`None`: at the index's end).
+    pub(crate) to: Option<Bound>,
+    /// The columns of each row answered.
+    pub(crate) projection: Projection,
+    /// Rows per step at most.
+    pub(crate) limit: usize,
+    /// Bytes of images per step, about.
+    pub(crate) max_bytes: usize,
 }
 
 /// Entries examined per scan step at most, so one scan never holds its
@@ -542,25 +557,25 @@ impl Fragment {
     }
 
     /// A step of a scan of index `i` from `from` (the start if `None`) up to
-    /// `to` (the end if `None`): the rows as committed, at most `limit` of
-    /// them and about `max_bytes` of images, in index order.
+    /// `step.to` (the end if `None`): the rows as committed, in index order,
+    /// each as the step's projection images it; at most `step.limit` of
+    /// them and about `step.max_bytes` of images.
     pub(crate) fn scan_index(
         &self,
         i: usize,
         from: Option<&Bound>,
-        to: Option<&Bound>,
-        limit: usize,
-        max_bytes: usize,
+        step: &IndexStep,
     ) -> IndexChunk {
         let mut chunk = IndexChunk::default();
         let (rows, out) = (&mut chunk.rows, &mut chunk.out);
-        let (examined, next) = self.walk_index(i, from, to, |fixed, var| {
-            let begin = out.len();
-            out.extend_from_slice(fixed);
-            out.extend_from_slice(var);
-            rows.push((begin as u32, (out.len() - begin) as u32));
-            rows.len() < limit && out.len() < max_bytes
-        });
+        let (layout, limit, max_bytes) = (&*self.layout, step.limit, step.max_bytes);
+        let (examined, next) =
+            self.walk_index(i, from, step.to.as_ref(), step.reader, |fixed, var| {
+                let begin = out.len();
+                step.projection.write(layout, fixed, var, out);
+                rows.push((begin as u32, (out.len() - begin) as u32));
+                rows.len() < limit && out.len() < max_bytes
+            });
         chunk.examined = examined;
         chunk.next = next;
         chunk
@@ -568,14 +583,15 @@ impl Fragment {
 
     /// Calls `row` with the fixed and var part of each row of index `i`
     /// from `from` (the start if `None`) up to `to` (the end if `None`), as
-    /// committed, in index order, until it answers false or a step's worth
-    /// of entries are examined. Answers the entries examined and where the
+    /// `reader` sees it (see `shown`), in index order, until it answers
+    /// false or a step's worth of entries are examined. Answers the entries examined and where the
     /// next step starts (`None`: the range is done).
     pub(crate) fn walk_index(
         &self,
         i: usize,
         from: Option<&Bound>,
         to: Option<&Bound>,
+        reader: TxnId,
         mut row: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> (usize, Option<Bound>) {
         let rows = self.rows();
@@ -604,7 +620,7 @@ impl Fragment {
             }
             examined += 1;
             last = Some(at);
-            if let Some((fixed, var)) = self.shown(i, e) {
+            if let Some((fixed, var)) = self.shown(i, e, reader) {
                 more = row(fixed, var);
             }
         }
@@ -662,17 +678,25 @@ impl Fragment {
         (end - begin).max(0.0)
     }
 
-    /// The version of its row a reader sees at entry `e` of index `i`: the
-    /// committed one, where it is ordered by this entry.
-    fn shown(&self, i: usize, e: Entry) -> Option<(&[u8], &[u8])> {
-        if e.is_committed() {
-            return self.visible(AUTOCOMMIT, e.row());
-        }
+    /// The version of its row `reader` sees at entry `e` of index `i`, if
+    /// this entry orders it: a row `reader` holds as it left it (at its
+    /// current entry), any other as committed (at its committed entry, if
+    /// it has one).
+    fn shown(&self, i: usize, e: Entry, reader: TxnId) -> Option<(&[u8], &[u8])> {
         let r = e.row();
-        if self.locks.contains_key(&r) && self.has_committed_entry(i, r) {
+        let held = Self::header(self.fixed.slot(r)) & LOCKED != 0;
+        let mine = held && reader != AUTOCOMMIT && self.locks[&r].owner == reader;
+        if e.is_committed() {
+            return if mine {
+                None
+            } else {
+                self.visible(AUTOCOMMIT, r)
+            };
+        }
+        if held && !mine && self.has_committed_entry(i, r) {
             return None;
         }
-        self.visible(AUTOCOMMIT, r)
+        self.visible(reader, r)
     }
 
     /// Rebuilds every ordered index from the rows: after an image is read.

@@ -30,7 +30,7 @@ use super::{CmpOp, OpError, Predicate, StorageError};
 use crate::types::AUTOCOMMIT;
 use crate::types::TxnId;
 
-pub(crate) use self::indexes::{Bound, IndexChunk, compare_images, compare_keys};
+pub(crate) use self::indexes::{Bound, IndexChunk, IndexStep, compare_keys};
 
 /// Live rows examined per scan call at most, so one scan never holds its
 /// worker for long.
@@ -642,11 +642,13 @@ impl Fragment {
     }
 
     /// Appends to `out` the images of rows from position `from` on that pass
-    /// every predicate, as committed, recording each row's start and length in
-    /// `rows`, until `limit` rows are found or a step's worth are examined.
-    /// Returns where to go on, or `None` at the end of the fragment.
+    /// every predicate, as `reader` sees them (see `visible`), recording each
+    /// row's start and length in `rows`, until `limit` rows are found or a
+    /// step's worth are examined. Returns where to go on, or `None` at the
+    /// end of the fragment.
     pub(crate) fn scan(
         &self,
+        reader: TxnId,
         from: RowRef,
         filter: &[Predicate],
         limit: usize,
@@ -658,7 +660,7 @@ impl Fragment {
         for _ in 0..SCAN_STEP {
             let r = self.fixed.next_live(at)?;
             at = r + 1;
-            let Some((fixed, var)) = self.visible(AUTOCOMMIT, r) else {
+            let Some((fixed, var)) = self.visible(reader, r) else {
                 continue;
             };
             if filter.iter().all(|p| self.passes(p, fixed, var)) {
@@ -692,26 +694,28 @@ impl Fragment {
         mut row: impl FnMut(&[u8], &[u8], &[u8]) -> bool,
     ) -> Option<RowRef> {
         let mut key = Vec::new();
-        self.each_visible(from, |fixed, var| {
+        self.each_visible(from, AUTOCOMMIT, |fixed, var| {
             key.clear();
             self.layout.key_of(fixed, var, &mut key);
             row(&key, fixed, var)
         })
     }
 
-    /// Calls `row` with the fixed and var part of each committed row from
-    /// position `from` on, until it answers false or a step's worth of rows
-    /// are examined: where to go on (`None` at the end of the fragment).
+    /// Calls `row` with the fixed and var part of each row from position
+    /// `from` on as `reader` sees it (see `visible`), until it answers false
+    /// or a step's worth of rows are examined: where to go on (`None` at
+    /// the end of the fragment).
     pub(crate) fn each_visible(
         &self,
         from: RowRef,
+        reader: TxnId,
         mut row: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Option<RowRef> {
         let mut at = from;
         for _ in 0..SCAN_STEP {
             let r = self.fixed.next_live(at)?;
             at = r + 1;
-            let Some((fixed, var)) = self.visible(AUTOCOMMIT, r) else {
+            let Some((fixed, var)) = self.visible(reader, r) else {
                 continue;
             };
             if !row(fixed, var) {

@@ -14,7 +14,7 @@ pub(crate) mod plan;
 pub(crate) mod print;
 
 use self::plan::{Access, Plan};
-use super::{Grant, Tc, TcError};
+use super::{Grant, Tc, TcError, Transaction};
 use crate::ldm::Walk;
 use crate::sql::agg::Groups;
 use crate::sql::eval::Datum;
@@ -74,14 +74,18 @@ impl Tc {
         Ok(())
     }
 
-    /// Runs `plan` for the holder of `grant`: the answer's rows.
+    /// Runs `plan` for the holder of `grant`: the answer's rows, from rows
+    /// `reader` holds as it left them and every other as committed (every
+    /// row, if `None`).
     pub(crate) async fn ronsql(
         &self,
         grant: &Grant,
+        reader: Option<&Transaction>,
         plan: &Plan,
     ) -> Result<Vec<Vec<Datum>>, QueryError> {
         self.serving()?;
         let table = &plan.table;
+        let reader = Transaction::reader_id(reader);
         let admitted = self.admit_scan(grant, table).await?;
         let started = Instant::now();
         let walk = match &plan.access {
@@ -117,7 +121,12 @@ impl Tc {
             }
             let places: Vec<_> = pending.iter().map(|(place, _)| *place).collect();
             let steps = match (self.inner.workers)
-                .aggregate(table.id, &plan.program, std::mem::take(&mut pending))
+                .aggregate(
+                    table.id,
+                    reader,
+                    &plan.program,
+                    std::mem::take(&mut pending),
+                )
                 .await
             {
                 Ok(steps) => steps,

@@ -287,7 +287,10 @@ impl Store {
                 max_bytes: 8 << 20,
                 columns: None,
             };
-            let page = self.tc().scan_range(&db.grant, &h.fields, scan).await?;
+            let page = self
+                .tc()
+                .scan_range(&db.grant, None, &h.fields, scan)
+                .await?;
             for row in &page.rows {
                 let v = row.values();
                 let (Value::Bytes(name), Value::Bytes(value)) = (&v[1], &v[3]) else {

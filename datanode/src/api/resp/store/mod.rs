@@ -1323,7 +1323,7 @@ impl Store {
         while found.len() < count && bytes < SCAN_BYTES {
             let rows = (count - found.len()).min(SCAN_STEP_ROWS);
             let step = (self.tc())
-                .scan_step(&db.grant, &t.keys, at.fragment, at.from, rows)
+                .scan_step(&db.grant, None, &t.keys, at.fragment, at.from, rows)
                 .await;
             let step = match step {
                 Ok(step) => step,
