@@ -1573,8 +1573,9 @@ async fn inserts_that_meet_rows_there_skip_or_update_them() {
     );
     assert_eq!(qty_of("1, 5"), "1\tone\t6\tNULL|5\tfive\t0\tNULL");
 
-    // A UNIQUE index: INSERT IGNORE skips a row whose value is taken;
-    // ON DUPLICATE KEY UPDATE is not taken for such a table yet.
+    // A UNIQUE index: INSERT IGNORE skips a row whose value is taken; ON
+    // DUPLICATE KEY UPDATE updates the row with the key or, if none, the
+    // row with the value.
     s.ok("CREATE TABLE people (id INT PRIMARY KEY, email VARCHAR(40) NOT NULL, UNIQUE KEY by_email (email))");
     s.ok("INSERT INTO people VALUES (1, 'a@example.com')");
     let out = s.ok("INSERT IGNORE INTO people VALUES (2, 'a@example.com'), (3, 'b@example.com')");
@@ -1585,10 +1586,30 @@ async fn inserts_that_meet_rows_there_skip_or_update_them() {
         ["1\ta@example.com", "3\tb@example.com"],
         "{out}"
     );
-    s.refused(
+    let out = s.ok(
         "INSERT INTO people VALUES (1, 'c@example.com') ON DUPLICATE KEY UPDATE email = VALUES(email)",
-        "1235",
     );
+    assert!(out.contains("2 rows affected"), "{out}");
+    let out = s.ok(
+        "INSERT INTO people VALUES (9, 'b@example.com') ON DUPLICATE KEY UPDATE email = 'b2@example.com'",
+    );
+    assert!(out.contains("2 rows affected"), "{out}");
+    // The second row meets the first by its value.
+    let out = s.ok("INSERT INTO people VALUES (10, 'd@example.com'), (11, 'd@example.com') \
+                    ON DUPLICATE KEY UPDATE email = 'e@example.com'");
+    assert!(out.contains("3 rows affected"), "{out}");
+    let people = "1\tc@example.com|3\tb2@example.com|10\te@example.com";
+    let all = || {
+        lines(&s.ok("SELECT id, email FROM people ORDER BY id")).join("|")
+    };
+    assert_eq!(all(), people);
+    // An update to a value another row holds: 1062, nothing changed.
+    s.refused(
+        "INSERT INTO people VALUES (12, 'new@example.com'), (1, 'x') \
+         ON DUPLICATE KEY UPDATE email = 'e@example.com'",
+        "1062",
+    );
+    assert_eq!(all(), people);
 
     // In a transaction, and PyMySQL's executemany, which folds an
     // INSERT … ON DUPLICATE KEY UPDATE into one statement of many rows.
@@ -1638,6 +1659,48 @@ print(json.dumps(out))
     assert_eq!(out["after_rollback"], 0);
     assert_eq!(out["affected"], 2 + 1 + 2);
     assert_eq!(out["after_commit"], json!([[1, 7], [8, 10]]));
+
+    // In a transaction, INSERT IGNORE and ON DUPLICATE KEY UPDATE meet
+    // rows by their UNIQUE values too, the transaction's own rows among
+    // them; and clients counting into one value at once, each with rows
+    // of its own keys, meet one row, none lost.
+    s.ok("CREATE TABLE visits (id INT PRIMARY KEY, page VARCHAR(20) NOT NULL, \
+          hits INT NOT NULL, UNIQUE KEY by_page (page))");
+    let script = r#"
+c = connect()
+cur = c.cursor()
+out = {}
+out["ignored"] = cur.execute("INSERT IGNORE INTO people VALUES (20, 'c@example.com'), (21, 'f@example.com')")
+out["upserted"] = cur.execute("INSERT INTO people VALUES (22, 'f@example.com') ON DUPLICATE KEY UPDATE email = 'g@example.com'")
+cur.execute("SELECT id, email FROM people WHERE id >= 20")
+out["own_view"] = [list(r) for r in cur.fetchall()]
+c.rollback()
+import threading
+errors = []
+def count(t):
+    d = pymysql.connect(host=host, port=port, user=user, password=password, database="app", autocommit=True)
+    for i in range(20):
+        try:
+            d.cursor().execute("INSERT INTO visits VALUES (%s, %s, 1) ON DUPLICATE KEY UPDATE hits = hits + 1",
+                               (1000 * t + i, "page" + str(i % 2)))
+        except pymysql.err.MySQLError as e:
+            errors.append([e.args[0], e.args[1]])
+    d.close()
+threads = [threading.Thread(target=count, args=(t,)) for t in range(4)]
+for t in threads: t.start()
+for t in threads: t.join(60)
+out["errors"] = errors
+cur.execute("SELECT page, hits FROM visits ORDER BY page")
+out["counted"] = [list(r) for r in cur.fetchall()]
+print(json.dumps(out))
+"#;
+    let out = pymysql(&s, script);
+    assert_eq!(out["ignored"], 1);
+    assert_eq!(out["upserted"], 2);
+    assert_eq!(out["own_view"], json!([[21, "g@example.com"]]));
+    assert_eq!(out["errors"], json!([]));
+    assert_eq!(out["counted"], json!([["page0", 40], ["page1", 40]]));
+    assert_eq!(all(), people);
     // What REST reads is what SQL wrote.
     let rows = s.rest_rows().await;
     let got: Vec<(i64, i64)> = rows

@@ -1,15 +1,20 @@
 //! INSERTs whose rows may meet rows already there: `INSERT IGNORE` skips
 //! a row whose key is taken, `INSERT … ON DUPLICATE KEY UPDATE` updates
-//! the row there instead. Rows are taken in the order given, so a row may
-//! meet one an earlier row of the same statement inserted.
+//! the row there instead. A row meets the row with its primary key or, if
+//! there is none, the first row that has its values of a UNIQUE index
+//! (indexes in the table's order), as in MySQL. Rows are taken in the
+//! order given, so a row may meet one an earlier row of the same statement
+//! inserted or changed.
 //!
 //! Both are one atomic change. An ON DUPLICATE KEY UPDATE locks and reads
-//! every key its rows name, works out each key's final row, and writes
-//! them in the same transaction — the session's, or its own. A row that
-//! was absent holds no lock: if another client inserts it in between, the
-//! insert meets a duplicate and a statement of its own is run again (at
-//! most `TRIES` times); in the session's transaction it fails as MySQL's
-//! 1062 would.
+//! every key its rows name, and every row found holding a row's UNIQUE
+//! values (looked up in the index as the transaction sees it), works out
+//! each row's final version, and writes them in the same transaction —
+//! the session's, or its own. A row that was absent holds no lock: if
+//! another client inserts it (or its unique values) in between, the insert
+//! meets a duplicate and a statement of its own is run again (at most
+//! `TRIES` times); in the session's transaction it fails as MySQL's 1062
+//! would.
 //!
 //! INSERT IGNORE outside a transaction needs no locks: it reads which
 //! keys are there, inserts the rest in one atomic request, and drops a row
@@ -27,7 +32,7 @@ use super::query::{compare, key_positions};
 use super::session::Session;
 use crate::storage::codec;
 use crate::tc::batch::{Batch, OperationError, Outcome};
-use crate::tc::{Commit, Grant, Table};
+use crate::tc::{Commit, Grant, RangeScan, Table};
 use crate::types::value::Value;
 
 /// How many times a statement of its own is run when a row it found
@@ -67,11 +72,6 @@ impl Session {
         if matches!(on, OnDuplicate::Skip) && !self.in_transaction() {
             return self.insert_skipping(table, grant, rows).await;
         }
-        if table.layout.ordered.iter().any(|o| o.unique) {
-            return Err(MyError::unsupported(
-                "INSERT … ON DUPLICATE KEY UPDATE, or INSERT IGNORE in a transaction, of a table with a UNIQUE index",
-            ));
-        }
         let tc = self.engine.tc().clone();
         let mut tries = 0;
         loop {
@@ -96,9 +96,10 @@ impl Session {
         }
     }
 
-    /// One try of an ON DUPLICATE KEY UPDATE in transaction `own`, or the
-    /// session's: every key locked and read, each key's final row worked
-    /// out from its rows in order, and the rows that changed written.
+    /// One try of an ON DUPLICATE KEY UPDATE (or an INSERT IGNORE in a
+    /// transaction) in transaction `own`, or the session's: every key
+    /// locked and read, each row met worked out from the rows in order, and
+    /// the rows that changed written.
     async fn merge(
         &mut self,
         own: &mut Option<crate::tc::Transaction>,
@@ -108,23 +109,39 @@ impl Session {
         on: &OnDuplicate,
     ) -> Result<Met, MyError> {
         let tc = self.engine.tc().clone();
-        let (keys, key_of) = distinct_keys(table, rows)?;
+        let DistinctKeys {
+            keys,
+            key_of,
+            by_key,
+        } = distinct_keys(table, rows)?;
         let mut locked = tc.batch();
         for &r in &keys {
             locked.read_locking(table, &key(table, &rows[r]))?;
         }
         self.run_within(own, grant, &mut locked).await?;
-        // Each key's row as it is, and as the statement leaves it.
+        // Each row met or named, as it is and as the statement leaves it:
+        // first the rows' keys, then rows found by their unique values.
         let there = found(&locked, keys.len())?;
-        let mut after = there.clone();
+        let mut met_rows = MetRows {
+            after: there.clone(),
+            there,
+            by_key,
+        };
         let width = table.def().columns.len();
         let mut met = Met {
             affected: 0,
             duplicates: 0,
         };
         for (row, &k) in rows.iter().zip(&key_of) {
-            let Some(old) = &after[k] else {
-                after[k] = Some(row.clone());
+            let holder = match met_rows.after[k] {
+                Some(_) => Some(k),
+                None => {
+                    self.unique_holder(own, table, grant, row, &mut met_rows)
+                        .await?
+                }
+            };
+            let Some(h) = holder else {
+                met_rows.after[k] = Some(row.clone());
                 met.affected += 1;
                 continue;
             };
@@ -132,6 +149,7 @@ impl Session {
             let OnDuplicate::Update(set) = on else {
                 continue;
             };
+            let old = met_rows.after[h].as_ref().expect("a row met is there");
             let mut both = Vec::with_capacity(2 * width);
             both.extend_from_slice(old);
             both.extend_from_slice(row);
@@ -139,11 +157,12 @@ impl Session {
             both.truncate(width);
             if changed {
                 met.affected += 2;
-                after[k] = Some(both);
+                met_rows.after[h] = Some(both);
             } else if self.found_rows() {
                 met.affected += 1;
             }
         }
+        let MetRows { there, after, .. } = met_rows;
         let def = table.def();
         let named =
             |row: &[Value], columns: &mut dyn Iterator<Item = usize>| -> Vec<(&str, Value)> {
@@ -151,8 +170,11 @@ impl Session {
                     .map(|c| (def.columns[c].name.as_str(), row[c].clone()))
                     .collect()
             };
+        // Updates first: a value one frees may be one an insert takes.
         let mut changes = tc.batch();
-        for (old, new) in there.iter().zip(&after) {
+        let (updates, inserts): (Vec<_>, Vec<_>) =
+            there.iter().zip(&after).partition(|(old, _)| old.is_some());
+        for (old, new) in updates.into_iter().chain(inserts) {
             match (old, new) {
                 (None, Some(new)) => changes.insert(table, &named(new, &mut (0..width))),
                 (Some(old), Some(new)) => {
@@ -174,6 +196,80 @@ impl Session {
         Ok(met)
     }
 
+    /// The row that holds `row`'s values of a UNIQUE index, the first
+    /// index on which one does (none where a value is NULL): among the rows
+    /// the statement has met, as it leaves them, else found in the index as
+    /// the transaction sees it, locked, and added to `met`.
+    async fn unique_holder(
+        &mut self,
+        own: &mut Option<crate::tc::Transaction>,
+        table: &Arc<Table>,
+        grant: &Grant,
+        row: &[Value],
+        met: &mut MetRows,
+    ) -> Result<Option<usize>, MyError> {
+        let layout = &table.layout;
+        for index in layout.ordered.iter().filter(|o| o.unique) {
+            let columns = &index.order[..index.columns];
+            let Some(wanted) = unique_values(table, columns, row)? else {
+                continue;
+            };
+            let holds = |r: &[Value]| -> Result<bool, MyError> {
+                Ok(unique_values(table, columns, r)?.as_ref() == Some(&wanted))
+            };
+            for (h, after) in met.after.iter().enumerate() {
+                if let Some(r) = after
+                    && holds(r)?
+                {
+                    return Ok(Some(h));
+                }
+            }
+            let bound: Vec<Value> = columns
+                .iter()
+                .map(|&c| row[usize::from(c)].clone())
+                .collect();
+            let scan = RangeScan {
+                index: Some(&index.name),
+                lower: Some((&bound, true)),
+                upper: Some((&bound, true)),
+                after: None,
+                limit: 8,
+                max_bytes: 1 << 20,
+                columns: None,
+            };
+            let tc = self.engine.tc().clone();
+            let reader = own.as_ref().or(self.reader());
+            let page = tc.scan_range(grant, reader, table, scan).await?;
+            // Rows not met yet: their keys, locked and read again, since
+            // they may have changed since the scan saw them.
+            let mut locked = tc.batch();
+            let mut fresh = Vec::new();
+            for found in page.rows {
+                let values = found.into_values();
+                if met.index_of(table, &values)?.is_none() {
+                    locked.read_locking(table, &key(table, &values))?;
+                    fresh.push(values);
+                }
+            }
+            if fresh.is_empty() {
+                continue;
+            }
+            self.run_within(own, grant, &mut locked).await?;
+            let mut holder = None;
+            for (i, now) in found(&locked, fresh.len())?.into_iter().enumerate() {
+                let h = met.add(table, &fresh[i], now)?;
+                if holder.is_none() && met.after[h].as_deref().map(holds).transpose()? == Some(true)
+                {
+                    holder = Some(h);
+                }
+            }
+            if holder.is_some() {
+                return Ok(holder);
+            }
+        }
+        Ok(None)
+    }
+
     /// INSERT IGNORE outside a transaction: the keys there are read, and
     /// the other rows inserted in one atomic request, each row a request
     /// finds taken (by another client since, or by a UNIQUE index)
@@ -185,7 +281,7 @@ impl Session {
         rows: &[Vec<Value>],
     ) -> Result<Met, MyError> {
         let tc = self.engine.tc().clone();
-        let (keys, _) = distinct_keys(table, rows)?;
+        let keys = distinct_keys(table, rows)?.keys;
         let mut read = tc.batch();
         for &r in &keys {
             read.read(table, &key(table, &rows[r]))?;
@@ -217,6 +313,59 @@ impl Session {
             duplicates: rows.len() as u64 - inserted,
         })
     }
+}
+
+/// The rows an ON DUPLICATE KEY UPDATE has named or met: each as it was
+/// (`None`: absent) and as the statement leaves it, by encoded key.
+struct MetRows {
+    there: Vec<Option<Vec<Value>>>,
+    after: Vec<Option<Vec<Value>>>,
+    by_key: HashMap<Vec<u8>, usize>,
+}
+
+impl MetRows {
+    /// Which of them has the key of `row`, if any.
+    fn index_of(&self, table: &Table, row: &[Value]) -> Result<Option<usize>, MyError> {
+        Ok(self.by_key.get(&encoded_key(table, row)?).copied())
+    }
+
+    /// Adds the row with the key of `named`, as it is now (`None`: gone).
+    fn add(
+        &mut self,
+        table: &Table,
+        named: &[Value],
+        now: Option<Vec<Value>>,
+    ) -> Result<usize, MyError> {
+        let h = self.there.len();
+        self.by_key.insert(encoded_key(table, named)?, h);
+        self.there.push(now.clone());
+        self.after.push(now);
+        Ok(h)
+    }
+}
+
+/// A whole row's values of `columns` as the index compares them, or
+/// `None` if one is NULL (NULLs never meet).
+fn unique_values(
+    table: &Table,
+    columns: &[u16],
+    row: &[Value],
+) -> Result<Option<Vec<Vec<u8>>>, MyError> {
+    let mut values = Vec::with_capacity(columns.len());
+    for &c in columns {
+        match &row[usize::from(c)] {
+            Value::Null => return Ok(None),
+            v => values.push(codec::encode_operand(&table.layout, c, v)?),
+        }
+    }
+    Ok(Some(values))
+}
+
+/// The encoded primary key of whole row `row`.
+fn encoded_key(table: &Table, row: &[Value]) -> Result<Vec<u8>, MyError> {
+    let mut encoded = Vec::new();
+    codec::encode_key(&table.layout, &key(table, row), &mut encoded)?;
+    Ok(encoded)
 }
 
 /// The rows the first `n` reads of `batch` found (`None`: no such row).
@@ -251,18 +400,30 @@ fn key(table: &Table, row: &[Value]) -> Vec<Value> {
 
 /// The rows of `rows` that name each key first, and each row's key as an
 /// index into them.
-fn distinct_keys(table: &Table, rows: &[Vec<Value>]) -> Result<(Vec<usize>, Vec<usize>), MyError> {
+fn distinct_keys(table: &Table, rows: &[Vec<Value>]) -> Result<DistinctKeys, MyError> {
     let mut first: HashMap<Vec<u8>, usize> = HashMap::with_capacity(rows.len());
     let mut keys = Vec::new();
     let mut key_of = Vec::with_capacity(rows.len());
     for (r, row) in rows.iter().enumerate() {
-        let mut encoded = Vec::new();
-        codec::encode_key(&table.layout, &key(table, row), &mut encoded)?;
-        let k = *first.entry(encoded).or_insert_with(|| {
+        let k = *first.entry(encoded_key(table, row)?).or_insert_with(|| {
             keys.push(r);
             keys.len() - 1
         });
         key_of.push(k);
     }
-    Ok((keys, key_of))
+    Ok(DistinctKeys {
+        keys,
+        key_of,
+        by_key: first,
+    })
+}
+
+/// The distinct primary keys of an INSERT's rows.
+struct DistinctKeys {
+    /// The first row with each key.
+    keys: Vec<usize>,
+    /// Each row's key, as an index into `keys`.
+    key_of: Vec<usize>,
+    /// Each encoded key's index into `keys`.
+    by_key: HashMap<Vec<u8>, usize>,
 }
