@@ -1063,6 +1063,21 @@ def code(f):
         return None
     except pymysql.err.MySQLError as e:
         return [e.args[0], e.args[1]]
+def at_once(sql, args_of, clients=4, times=20):
+    # `clients` connections in autocommit run `sql` `times` times each, all
+    # at once, with arguments args_of(client, i): the errors they got.
+    errors = []
+    def run(t):
+        d = connect(autocommit=True)
+        for i in range(times):
+            e = code(lambda: d.cursor().execute(sql, args_of(t, i)))
+            if e:
+                errors.append(e)
+        d.close()
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(clients)]
+    for t in threads: t.start()
+    for t in threads: t.join(60)
+    return errors
 "#;
 
 /// Runs a Python script with Debian's Python, which python3-pymysql is
@@ -1632,20 +1647,9 @@ cur.execute("SELECT id, qty FROM items WHERE id IN (1, 8)")
 out["after_commit"] = [list(r) for r in cur.fetchall()]
 # Four clients count into three absent keys at once: each statement
 # inserts or adds, none is lost and none fails on a key another took.
-import threading
-errors = []
-def count(t):
-    d = pymysql.connect(host=host, port=port, user=user, password=password, database="app", autocommit=True)
-    for i in range(30):
-        try:
-            d.cursor().execute("INSERT INTO items (id, name, qty) VALUES (%s, 'c', 1) ON DUPLICATE KEY UPDATE qty = qty + 1", (100 + (i + t) % 3,))
-        except pymysql.err.MySQLError as e:
-            errors.append([e.args[0], e.args[1]])
-    d.close()
-threads = [threading.Thread(target=count, args=(t,)) for t in range(4)]
-for t in threads: t.start()
-for t in threads: t.join(60)
-out["errors"] = errors
+out["errors"] = at_once(
+    "INSERT INTO items (id, name, qty) VALUES (%s, 'c', 1) ON DUPLICATE KEY UPDATE qty = qty + 1",
+    lambda t, i: (100 + (i + t) % 3,), times=30)
 cur.execute("SELECT id, qty FROM items WHERE id >= 100 ORDER BY id")
 out["counted"] = [list(r) for r in cur.fetchall()]
 cur.execute("DELETE FROM items WHERE id >= 100")
@@ -1675,21 +1679,9 @@ out["upserted"] = cur.execute("INSERT INTO people VALUES (22, 'f@example.com') O
 cur.execute("SELECT id, email FROM people WHERE id >= 20")
 out["own_view"] = [list(r) for r in cur.fetchall()]
 c.rollback()
-import threading
-errors = []
-def count(t):
-    d = pymysql.connect(host=host, port=port, user=user, password=password, database="app", autocommit=True)
-    for i in range(20):
-        try:
-            d.cursor().execute("INSERT INTO visits VALUES (%s, %s, 1) ON DUPLICATE KEY UPDATE hits = hits + 1",
-                               (1000 * t + i, "page" + str(i % 2)))
-        except pymysql.err.MySQLError as e:
-            errors.append([e.args[0], e.args[1]])
-    d.close()
-threads = [threading.Thread(target=count, args=(t,)) for t in range(4)]
-for t in threads: t.start()
-for t in threads: t.join(60)
-out["errors"] = errors
+out["errors"] = at_once(
+    "INSERT INTO visits VALUES (%s, %s, 1) ON DUPLICATE KEY UPDATE hits = hits + 1",
+    lambda t, i: (1000 * t + i, "page" + str(i % 2)))
 cur.execute("SELECT page, hits FROM visits ORDER BY page")
 out["counted"] = [list(r) for r in cur.fetchall()]
 print(json.dumps(out))
