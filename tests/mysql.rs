@@ -1610,13 +1610,13 @@ async fn inserts_that_meet_rows_there_skip_or_update_them() {
     );
     assert!(out.contains("2 rows affected"), "{out}");
     // The second row meets the first by its value.
-    let out = s.ok("INSERT INTO people VALUES (10, 'd@example.com'), (11, 'd@example.com') \
-                    ON DUPLICATE KEY UPDATE email = 'e@example.com'");
+    let out = s.ok(
+        "INSERT INTO people VALUES (10, 'd@example.com'), (11, 'd@example.com') \
+                    ON DUPLICATE KEY UPDATE email = 'e@example.com'",
+    );
     assert!(out.contains("3 rows affected"), "{out}");
     let people = "1\tc@example.com|3\tb2@example.com|10\te@example.com";
-    let all = || {
-        lines(&s.ok("SELECT id, email FROM people ORDER BY id")).join("|")
-    };
+    let all = || lines(&s.ok("SELECT id, email FROM people ORDER BY id")).join("|");
     assert_eq!(all(), people);
     // An update to a value another row holds: 1062, nothing changed.
     s.refused(
@@ -1668,8 +1668,10 @@ print(json.dumps(out))
     // rows by their UNIQUE values too, the transaction's own rows among
     // them; and clients counting into one value at once, each with rows
     // of its own keys, meet one row, none lost.
-    s.ok("CREATE TABLE visits (id INT PRIMARY KEY, page VARCHAR(20) NOT NULL, \
-          hits INT NOT NULL, UNIQUE KEY by_page (page))");
+    s.ok(
+        "CREATE TABLE visits (id INT PRIMARY KEY, page VARCHAR(20) NOT NULL, \
+          hits INT NOT NULL, UNIQUE KEY by_page (page))",
+    );
     let script = r#"
 c = connect()
 cur = c.cursor()
@@ -1693,6 +1695,24 @@ print(json.dumps(out))
     assert_eq!(out["errors"], json!([]));
     assert_eq!(out["counted"], json!([["page0", 40], ["page1", 40]]));
     assert_eq!(all(), people);
+
+    // As many rows as a statement takes, each second one meeting a row by
+    // its value: first one the statement inserted, then one already there.
+    s.ok(
+        "CREATE TABLE tally (id INT PRIMARY KEY, v VARCHAR(20) NOT NULL, \
+          n INT NOT NULL, UNIQUE KEY by_v (v))",
+    );
+    for first in [0, 20_000] {
+        let rows: Vec<String> = (0..10_000)
+            .map(|i| format!("({}, 'v{}', 1)", first + i, i % 5000))
+            .collect();
+        s.ok(&format!(
+            "INSERT INTO tally VALUES {} ON DUPLICATE KEY UPDATE n = n + 1",
+            rows.join(",")
+        ));
+    }
+    let out = s.ok("SELECT COUNT(*), SUM(n), MAX(id) FROM tally");
+    assert_eq!(lines(&out), ["5000\t20000\t4999"], "{out}");
     // What REST reads is what SQL wrote.
     let rows = s.rest_rows().await;
     let got: Vec<(i64, i64)> = rows

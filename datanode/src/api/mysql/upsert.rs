@@ -31,6 +31,7 @@ use super::filter::Expression;
 use super::query::{compare, key_positions};
 use super::session::Session;
 use crate::storage::codec;
+use crate::storage::layout::OrderedLayout;
 use crate::tc::batch::{Batch, OperationError, Outcome};
 use crate::tc::{Commit, Grant, RangeScan, Table};
 use crate::types::value::Value;
@@ -121,12 +122,7 @@ impl Session {
         self.run_within(own, grant, &mut locked).await?;
         // Each row met or named, as it is and as the statement leaves it:
         // first the rows' keys, then rows found by their unique values.
-        let there = found(&locked, keys.len())?;
-        let mut met_rows = MetRows {
-            after: there.clone(),
-            there,
-            by_key,
-        };
+        let mut met_rows = MetRows::new(table, found(&locked, keys.len())?, by_key)?;
         let width = table.def().columns.len();
         let mut met = Met {
             affected: 0,
@@ -141,7 +137,7 @@ impl Session {
                 }
             };
             let Some(h) = holder else {
-                met_rows.after[k] = Some(row.clone());
+                met_rows.set(table, k, row.clone())?;
                 met.affected += 1;
                 continue;
             };
@@ -157,7 +153,7 @@ impl Session {
             both.truncate(width);
             if changed {
                 met.affected += 2;
-                met_rows.after[h] = Some(both);
+                met_rows.set(table, h, both)?;
             } else if self.found_rows() {
                 met.affected += 1;
             }
@@ -208,21 +204,13 @@ impl Session {
         row: &[Value],
         met: &mut MetRows,
     ) -> Result<Option<usize>, MyError> {
-        let layout = &table.layout;
-        for index in layout.ordered.iter().filter(|o| o.unique) {
+        for (u, index) in unique_indexes(table).enumerate() {
             let columns = &index.order[..index.columns];
             let Some(wanted) = unique_values(table, columns, row)? else {
                 continue;
             };
-            let holds = |r: &[Value]| -> Result<bool, MyError> {
-                Ok(unique_values(table, columns, r)?.as_ref() == Some(&wanted))
-            };
-            for (h, after) in met.after.iter().enumerate() {
-                if let Some(r) = after
-                    && holds(r)?
-                {
-                    return Ok(Some(h));
-                }
+            if let Some(h) = met.holder(table, u, &wanted)? {
+                return Ok(Some(h));
             }
             let bound: Vec<Value> = columns
                 .iter()
@@ -255,16 +243,11 @@ impl Session {
                 continue;
             }
             self.run_within(own, grant, &mut locked).await?;
-            let mut holder = None;
             for (i, now) in found(&locked, fresh.len())?.into_iter().enumerate() {
-                let h = met.add(table, &fresh[i], now)?;
-                if holder.is_none() && met.after[h].as_deref().map(holds).transpose()? == Some(true)
-                {
-                    holder = Some(h);
-                }
+                met.add(table, &fresh[i], now)?;
             }
-            if holder.is_some() {
-                return Ok(holder);
+            if let Some(h) = met.holder(table, u, &wanted)? {
+                return Ok(Some(h));
             }
         }
         Ok(None)
@@ -316,14 +299,39 @@ impl Session {
 }
 
 /// The rows an ON DUPLICATE KEY UPDATE has named or met: each as it was
-/// (`None`: absent) and as the statement leaves it, by encoded key.
+/// (`None`: absent) and as the statement leaves it, found by encoded key
+/// and by its values of each UNIQUE index as it leaves it.
 struct MetRows {
     there: Vec<Option<Vec<Value>>>,
     after: Vec<Option<Vec<Value>>>,
     by_key: HashMap<Vec<u8>, usize>,
+    /// The row last given these values of the `u`th UNIQUE index (it may
+    /// have changed since: `holder` checks).
+    by_unique: HashMap<(usize, Vec<Vec<u8>>), usize>,
 }
 
 impl MetRows {
+    /// The rows the keys of `by_key` name, as `there` found them.
+    fn new(
+        table: &Table,
+        there: Vec<Option<Vec<Value>>>,
+        by_key: HashMap<Vec<u8>, usize>,
+    ) -> Result<MetRows, MyError> {
+        let mut met = MetRows {
+            after: vec![None; there.len()],
+            there: Vec::new(),
+            by_key,
+            by_unique: HashMap::new(),
+        };
+        for (h, row) in there.iter().enumerate() {
+            if let Some(row) = row {
+                met.set(table, h, row.clone())?;
+            }
+        }
+        met.there = there;
+        Ok(met)
+    }
+
     /// Which of them has the key of `row`, if any.
     fn index_of(&self, table: &Table, row: &[Value]) -> Result<Option<usize>, MyError> {
         Ok(self.by_key.get(&encoded_key(table, row)?).copied())
@@ -335,13 +343,51 @@ impl MetRows {
         table: &Table,
         named: &[Value],
         now: Option<Vec<Value>>,
-    ) -> Result<usize, MyError> {
-        let h = self.there.len();
+    ) -> Result<(), MyError> {
+        let h = self.after.len();
         self.by_key.insert(encoded_key(table, named)?, h);
         self.there.push(now.clone());
-        self.after.push(now);
-        Ok(h)
+        self.after.push(None);
+        if let Some(now) = now {
+            self.set(table, h, now)?;
+        }
+        Ok(())
     }
+
+    /// Row `h` as the statement leaves it is `row`.
+    fn set(&mut self, table: &Table, h: usize, row: Vec<Value>) -> Result<(), MyError> {
+        for (u, index) in unique_indexes(table).enumerate() {
+            if let Some(values) = unique_values(table, &index.order[..index.columns], &row)? {
+                self.by_unique.insert((u, values), h);
+            }
+        }
+        self.after[h] = Some(row);
+        Ok(())
+    }
+
+    /// The row that holds `values` of the `u`th UNIQUE index, as the
+    /// statement leaves it, if it has met one.
+    fn holder(
+        &self,
+        table: &Table,
+        u: usize,
+        values: &[Vec<u8>],
+    ) -> Result<Option<usize>, MyError> {
+        let Some(&h) = self.by_unique.get(&(u, values.to_vec())) else {
+            return Ok(None);
+        };
+        let index = unique_indexes(table).nth(u).expect("the index of a key");
+        let holds = match &self.after[h] {
+            Some(row) => unique_values(table, &index.order[..index.columns], row)?,
+            None => None,
+        };
+        Ok((holds.as_deref() == Some(values)).then_some(h))
+    }
+}
+
+/// The table's UNIQUE indexes, in its order.
+fn unique_indexes(table: &Table) -> impl Iterator<Item = &OrderedLayout> {
+    table.layout.ordered.iter().filter(|o| o.unique)
 }
 
 /// A whole row's values of `columns` as the index compares them, or
