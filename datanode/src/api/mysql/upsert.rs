@@ -31,9 +31,10 @@ use super::filter::Expression;
 use super::query::{compare, key_positions};
 use super::session::Session;
 use crate::storage::codec;
+use crate::storage::codec::ValueError;
 use crate::storage::layout::OrderedLayout;
 use crate::tc::batch::{Batch, OperationError, Outcome};
-use crate::tc::{Commit, Grant, RangeScan, Table};
+use crate::tc::{Commit, Grant, RangeScan, Table, TcError};
 use crate::types::value::Value;
 
 /// How many times a statement of its own is run when a row it found
@@ -80,17 +81,17 @@ impl Session {
             let mut own = (!self.in_transaction()).then(|| tc.begin());
             let done = self.merge(&mut own, table, grant, rows, on).await;
             let Some(t) = own else {
-                return done;
+                return done.map_err(|f| f.error);
             };
             match done {
                 Ok(met) => {
                     tc.commit(t).await.map_err(MyError::from)?;
                     return Ok(met);
                 }
-                Err(e) => {
+                Err(Failed { error, again }) => {
                     tc.rollback(t).await.map_err(MyError::from)?;
-                    if e.code != 1062 || tries == TRIES {
-                        return Err(e);
+                    if !again || tries == TRIES {
+                        return Err(error);
                     }
                 }
             }
@@ -108,7 +109,7 @@ impl Session {
         grant: &Grant,
         rows: &[Vec<Value>],
         on: &OnDuplicate,
-    ) -> Result<Met, MyError> {
+    ) -> Result<Met, Failed> {
         let tc = self.engine.tc().clone();
         let DistinctKeys {
             keys,
@@ -170,9 +171,13 @@ impl Session {
         let mut changes = tc.batch();
         let (updates, inserts): (Vec<_>, Vec<_>) =
             there.iter().zip(&after).partition(|(old, _)| old.is_some());
+        let mut first_insert = None;
         for (old, new) in updates.into_iter().chain(inserts) {
             match (old, new) {
-                (None, Some(new)) => changes.insert(table, &named(new, &mut (0..width))),
+                (None, Some(new)) => {
+                    first_insert.get_or_insert(changes.len());
+                    changes.insert(table, &named(new, &mut (0..width)))
+                }
                 (Some(old), Some(new)) => {
                     let mut differing = (0..width).filter(|&c| compare(&old[c], &new[c]).is_ne());
                     let Some(first) = differing.next() else {
@@ -186,9 +191,30 @@ impl Session {
                 _ => continue,
             }?;
         }
-        if !changes.is_empty() {
-            self.run_within(own, grant, &mut changes).await?;
+        if changes.is_empty() {
+            return Ok(met);
         }
+        let Some(t) = own else {
+            self.execute(grant, &mut changes, Commit::Atomic).await?;
+            return Ok(met);
+        };
+        // An insert that meets a row: another client inserted its key or
+        // value since the statement looked, and another try updates that
+        // row. An update that does is refused the same way every time.
+        tc.execute_in(grant, t, &mut changes).await.map_err(|e| {
+            let inserting = |i: &usize| first_insert.is_some_and(|first| *i >= first);
+            let again = matches!(
+                &e,
+                TcError::Operation {
+                    index,
+                    error: OperationError::DuplicateKey { .. } | OperationError::DuplicateUnique { .. },
+                } if inserting(index)
+            );
+            Failed {
+                error: MyError::from(e),
+                again,
+            }
+        })?;
         Ok(met)
     }
 
@@ -295,6 +321,28 @@ impl Session {
             affected: inserted,
             duplicates: rows.len() as u64 - inserted,
         })
+    }
+}
+
+/// A try of an ON DUPLICATE KEY UPDATE that failed, and whether another
+/// may not.
+struct Failed {
+    error: MyError,
+    again: bool,
+}
+
+impl From<MyError> for Failed {
+    fn from(error: MyError) -> Failed {
+        Failed {
+            error,
+            again: false,
+        }
+    }
+}
+
+impl From<ValueError> for Failed {
+    fn from(error: ValueError) -> Failed {
+        MyError::from(error).into()
     }
 }
 
