@@ -316,10 +316,6 @@ async fn errors_have_mysqls_numbers_and_change_nothing() {
     );
     s.refused("CREATE VIEW v AS SELECT 1", "1235");
     s.refused("SELECT * FROM items WHERE name = qty", "1235");
-    s.refused(
-        "SELECT * FROM items WHERE id = 1 OR id = 2 FOR UPDATE",
-        "1235",
-    );
     s.refused("UPDATE items SET qty = qty + 1.5 WHERE id = 1", "1235");
     s.refused("UPDATE items SET name = name + 1 WHERE id = 1", "1235");
     // Arithmetic is checked: a result past the column is refused.
@@ -1175,6 +1171,56 @@ print(json.dumps(out))
     assert_eq!(out["rolled_back_mine"], committed);
     assert_eq!(out["rolled_back_theirs"], committed);
     assert_eq!(out["committed"], json!([[6]]));
+}
+
+#[tokio::test]
+async fn locking_reads_by_a_scan_lock_the_rows_they_answer() {
+    // Lock waits end in 300 ms.
+    let s = setup(&["--lock-wait-timeout", "300"]).await;
+    s.ok(
+        "CREATE TABLE jobs (id INT PRIMARY KEY, state VARCHAR(8) NOT NULL, \
+          prio INT NOT NULL, INDEX by_prio (prio))",
+    );
+    s.ok("INSERT INTO jobs VALUES (1, 'new', 10), (2, 'new', 20), (3, 'done', 30), (4, 'new', 40)");
+    let script = r#"
+out = {}
+a, b = connect(), connect(autocommit=True)
+ca, cb = a.cursor(), b.cursor()
+def update(id):
+    return code(lambda: cb.execute("UPDATE jobs SET prio = prio + 1 WHERE id = %s", (id,)))
+# A scan of every row: the rows that pass are locked, the others not.
+ca.execute("SELECT id FROM jobs WHERE state = 'new' FOR UPDATE")
+out["scanned"] = sorted(r[0] for r in ca.fetchall())
+out["scan_locks"] = [update(i) is None for i in (1, 2, 3, 4)]
+a.rollback()
+# A range with ORDER BY and LIMIT locks only the rows it answers.
+ca.execute("SELECT id, prio FROM jobs WHERE prio >= 20 ORDER BY prio DESC LIMIT 1 FOR UPDATE")
+out["top"] = [list(r) for r in ca.fetchall()]
+out["top_locks"] = [update(i) is None for i in (2, 3, 4)]
+# The transaction sees its own change in a locking scan too.
+ca.execute("UPDATE jobs SET state = 'taken' WHERE id = 4")
+ca.execute("SELECT id, state FROM jobs WHERE prio >= 40 LOCK IN SHARE MODE")
+out["own"] = [list(r) for r in ca.fetchall()]
+a.commit()
+# Outside a transaction it just reads.
+cb.execute("SELECT id FROM jobs WHERE state = 'taken' FOR UPDATE")
+out["autocommit"] = [r[0] for r in cb.fetchall()]
+print(json.dumps(out))
+"#;
+    let out = pymysql(&s, script);
+    assert_eq!(out["scanned"], json!([1, 2, 4]));
+    assert_eq!(out["scan_locks"], json!([false, false, true, false]));
+    assert_eq!(out["top"], json!([[4, 40]]));
+    assert_eq!(out["top_locks"], json!([true, true, false]));
+    assert_eq!(out["own"], json!([[4, "taken"]]));
+    assert_eq!(out["autocommit"], json!([4]));
+    // A read key may not lock.
+    s.refused_with(
+        &s.reader,
+        Some("app"),
+        b"BEGIN; SELECT id FROM jobs WHERE prio > 0 FOR UPDATE",
+        "1142 (42000)",
+    );
 }
 
 #[tokio::test]

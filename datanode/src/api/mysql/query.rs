@@ -507,9 +507,15 @@ impl Session {
                 scan,
                 grant,
                 mut shape,
+                lock,
             } => {
                 shape.limit = shape.limit.or(implicit);
-                let found = self.scan_rows(&grant, &scan, shape.enough()).await?;
+                let mut found = self.scan_rows(&grant, &scan, shape.enough()).await?;
+                // Outside a transaction a locking read locks nothing: it reads.
+                if lock && self.can_lock() {
+                    self.may_write(&grant, "SELECT … FOR UPDATE", &scan.table)?;
+                    found = self.lock_found(&grant, &scan, &shape, found).await?;
+                }
                 Ok(shape.answer(found, &[]))
             }
             Select::Aggregate {
@@ -643,21 +649,21 @@ impl Session {
                 shape,
             }));
         }
-        if lock {
-            return Err(MyError::unsupported(
-                "a locking read of rows found by a scan (lock them by key)",
-            ));
-        }
         let cond = select
             .selection
             .as_ref()
             .map(|w| Cond::of(table.as_ref(), w))
             .transpose()?;
-        let reads = (shape.outputs.iter().copied()).chain(shape.order.iter().map(|&(c, _)| c));
+        // A locking read locks the rows it answers by their keys.
+        let keys = key_positions(&table).filter(|_| lock);
+        let reads = (shape.outputs.iter().copied())
+            .chain(shape.order.iter().map(|&(c, _)| c))
+            .chain(keys);
         Ok(Select::Scan {
             scan: Scan::plan(&table, cond, reads),
             grant,
             shape,
+            lock,
         })
     }
 
@@ -1100,6 +1106,46 @@ impl Session {
             .map(|row| key_positions(table).map(|c| row[c].clone()).collect())
             .collect();
         Ok((keys, Some(scan)))
+    }
+
+    /// The rows of a locking read by a scan (`found`, in the session's
+    /// transaction), locked: those its answer takes, each locked by its key
+    /// and checked against the WHERE again as locked — a row changed or
+    /// gone since the scan saw it is left out, as NDB's locking scans do.
+    async fn lock_found(
+        &mut self,
+        grant: &Grant,
+        scan: &Scan,
+        shape: &Shape,
+        mut found: Vec<Vec<Value>>,
+    ) -> Result<Vec<Vec<Value>>, MyError> {
+        let table = &scan.table;
+        if !shape.distinct
+            && let Some(limit) = shape.limit
+        {
+            sort_rows(&mut found, &shape.order);
+            let taken = limit.saturating_add(shape.offset);
+            found.truncate(usize::try_from(taken).unwrap_or(usize::MAX));
+        }
+        let mut locked = self.engine.tc().batch();
+        for row in &found {
+            let key: Vec<Value> = key_positions(table).map(|c| row[c].clone()).collect();
+            locked.read_locking(table, &key)?;
+        }
+        if found.is_empty() {
+            return Ok(found);
+        }
+        self.execute(grant, &mut locked, Commit::Atomic).await?;
+        let mut rows = Vec::with_capacity(found.len());
+        for i in 0..found.len() {
+            if let Ok(Outcome::Found(row)) = locked.result(i) {
+                let values = row.into_values();
+                if scan.passes(&values) {
+                    rows.push(values);
+                }
+            }
+        }
+        Ok(rows)
     }
 
     /// Changes the rows of `table` with `keys` in one transaction — the
@@ -1766,6 +1812,9 @@ enum Select {
         scan: Scan,
         grant: Grant,
         shape: Shape,
+        /// FOR UPDATE or FOR SHARE: in a transaction, the rows answered
+        /// are locked until it ends.
+        lock: bool,
     },
     Aggregate {
         plan: Box<crate::tc::ronsql::plan::Plan>,
