@@ -2225,8 +2225,63 @@ pub(crate) fn literal(e: &Expr) -> Result<Option<Lit>, MyError> {
             },
             _ => return Ok(None),
         })),
+        Expr::BinaryOp { left, op, right } => integer_arithmetic(e, left, op, right),
         _ => Ok(None),
     }
+}
+
+/// `left op right` of two integer constants (`+`, `-`, `*`), as MySQL
+/// works it out: in BIGINT, or BIGINT UNSIGNED if either is, a result
+/// that does not fit being error 1690; NULL if either is NULL. Anything
+/// else (decimals, division, strings) is not a constant here: `None`.
+fn integer_arithmetic(
+    e: &Expr,
+    left: &Expr,
+    op: &BinaryOperator,
+    right: &Expr,
+) -> Result<Option<Lit>, MyError> {
+    let worked: fn(i128, i128) -> Option<i128> = match op {
+        BinaryOperator::Plus => i128::checked_add,
+        BinaryOperator::Minus => i128::checked_sub,
+        BinaryOperator::Multiply => i128::checked_mul,
+        _ => return Ok(None),
+    };
+    let operand = |lit: Option<Lit>| match lit {
+        Some(Lit::Int(v)) => Some(Some((i128::from(v), false))),
+        Some(Lit::UInt(v)) => Some(Some((i128::from(v), true))),
+        Some(Lit::Bool(b)) => Some(Some((i128::from(b), false))),
+        Some(Lit::Null) => Some(None),
+        _ => None,
+    };
+    let (Some(a), Some(b)) = (operand(literal(left)?), operand(literal(right)?)) else {
+        return Ok(None);
+    };
+    let (Some((a, a_unsigned)), Some((b, b_unsigned))) = (a, b) else {
+        return Ok(Some(Lit::Null));
+    };
+    let out_of_range = |ty: &str| {
+        MyError::new(
+            1690,
+            "22003",
+            format!("{ty} value is out of range in '{e}'"),
+        )
+    };
+    let unsigned = a_unsigned || b_unsigned;
+    let v = worked(a, b).ok_or_else(|| {
+        out_of_range(if unsigned {
+            "BIGINT UNSIGNED"
+        } else {
+            "BIGINT"
+        })
+    })?;
+    if unsigned {
+        return u64::try_from(v)
+            .map(|v| Some(Lit::UInt(v)))
+            .map_err(|_| out_of_range("BIGINT UNSIGNED"));
+    }
+    i64::try_from(v)
+        .map(|v| Some(Lit::Int(v)))
+        .map_err(|_| out_of_range("BIGINT"))
 }
 
 fn unhex(h: &str) -> Option<Vec<u8>> {
