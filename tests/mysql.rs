@@ -2079,6 +2079,18 @@ async fn mysqldump_exports_a_database_and_its_file_loads_back() {
     assert_eq!(b, packet);
     assert_eq!(out[2], "it's");
     s.refused("SET @a = 1 + 1", "1235");
+    // A variable selected is a column named after it, as in MySQL.
+    let out = pymysql(
+        &s,
+        r#"
+cur = connect().cursor()
+cur.execute("SET @a = 7")
+cur.execute("SELECT @a, @a AS named, @nothing")
+print(json.dumps({"names": [d[0] for d in cur.description], "row": list(cur.fetchone())}))
+"#,
+    );
+    assert_eq!(out["names"], json!(["@a", "named", "@nothing"]));
+    assert_eq!(out["row"], json!([7, 7, null]));
     // The other tenant's database is not there to dump.
     let out = mysqldump(
         &s.key,

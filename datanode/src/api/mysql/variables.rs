@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use sqlparser::keywords::Keyword;
-use sqlparser::tokenizer::Token;
+use sqlparser::tokenizer::{Token, Word};
 
 use super::error::MyError;
 
@@ -62,20 +62,73 @@ impl UserVariables {
             .unwrap_or_else(null)
     }
 
-    /// `tokens` with each user variable replaced by its value.
-    pub(crate) fn substitute(&self, mut tokens: Vec<Token>) -> Vec<Token> {
-        for t in &mut tokens {
-            if let Some(name) = user_variable(t) {
-                *t = self.get(name);
+    /// `tokens` with each user variable replaced by its value; one that is
+    /// a whole item of a SELECT's list, unaliased, keeps its name as the
+    /// column's (`SELECT @a` answers a column named `@a`, as in MySQL).
+    pub(crate) fn substitute(&self, tokens: Vec<Token>) -> Vec<Token> {
+        let mut out = Vec::with_capacity(tokens.len());
+        let (mut depth, mut listing) = (0usize, false);
+        for (i, t) in tokens.iter().enumerate() {
+            match t {
+                Token::LParen => depth += 1,
+                Token::RParen => depth = depth.saturating_sub(1),
+                Token::Word(w) if depth == 0 && w.quote_style.is_none() => {
+                    if w.keyword == Keyword::SELECT {
+                        listing = true;
+                    } else if ends_list(w.keyword) {
+                        listing = false;
+                    }
+                }
+                Token::SemiColon => listing = false,
+                _ => {}
+            }
+            let Some(name) = user_variable(t) else {
+                out.push(t.clone());
+                continue;
+            };
+            out.push(self.get(name));
+            let item_begins = matches!(
+                i.checked_sub(1).map(|p| &tokens[p]),
+                Some(Token::Comma)
+                    | Some(Token::Word(Word {
+                        keyword: Keyword::SELECT,
+                        ..
+                    }))
+            );
+            let item_ends = match tokens.get(i + 1) {
+                None | Some(Token::Comma | Token::SemiColon) => true,
+                Some(Token::Word(w)) => w.quote_style.is_none() && ends_list(w.keyword),
+                _ => false,
+            };
+            if listing && depth == 0 && item_begins && item_ends {
+                out.push(Token::make_keyword("AS"));
+                out.push(Token::make_word(&format!("@{name}"), Some('`')));
             }
         }
-        tokens
+        out
     }
 
     /// Forgets every variable.
     pub(crate) fn clear(&mut self) {
         *self = UserVariables::default();
     }
+}
+
+/// Whether a keyword ends a SELECT's list of items.
+fn ends_list(k: Keyword) -> bool {
+    matches!(
+        k,
+        Keyword::FROM
+            | Keyword::WHERE
+            | Keyword::GROUP
+            | Keyword::HAVING
+            | Keyword::ORDER
+            | Keyword::LIMIT
+            | Keyword::INTO
+            | Keyword::FOR
+            | Keyword::LOCK
+            | Keyword::UNION
+    )
 }
 
 /// The name (without its `@`) if `t` is a user variable: `@name`, not a
@@ -137,6 +190,25 @@ mod tests {
             v.substitute(vec![Token::make_word("@old_mode", Some('`'))])[0],
             Token::make_word("@old_mode", Some('`')),
             "a quoted name is a name"
+        );
+    }
+
+    #[test]
+    fn a_variable_that_is_a_select_item_names_its_column() {
+        let mut v = UserVariables::default();
+        v.set("a", Token::Number("7".into(), false)).unwrap();
+        let sql = "SELECT @a, (@a), @a x, 1 FROM t WHERE id IN (1, @a, 2) AND k = @a; SELECT @a";
+        let tokens: Vec<Token> =
+            sqlparser::tokenizer::Tokenizer::new(&sqlparser::dialect::MySqlDialect {}, sql)
+                .tokenize()
+                .unwrap()
+                .into_iter()
+                .filter(|t| !matches!(t, Token::Whitespace(_)))
+                .collect();
+        let out: Vec<String> = v.substitute(tokens).iter().map(Token::to_string).collect();
+        assert_eq!(
+            out.join(" "),
+            "SELECT 7 AS `@a` , ( 7 ) , 7 x , 1 FROM t WHERE id IN ( 1 , 7 , 2 ) AND k = 7 ; SELECT 7 AS `@a`"
         );
     }
 
