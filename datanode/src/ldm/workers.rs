@@ -416,8 +416,9 @@ impl Workers {
     }
 
     /// A step of an aggregation of table `id` in each of `steps`'
-    /// fragments, along its walk, its rows as `reader` sees them, all at once: each fragment's partial
-    /// groups, `None` where the fragment or the index is gone.
+    /// fragments, along its walk, its rows as `reader` sees them, all at
+    /// once: each fragment's partial groups, `None` where the fragment or
+    /// the index is gone.
     pub(crate) async fn aggregate(
         &self,
         id: TableId,

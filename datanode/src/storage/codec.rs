@@ -745,6 +745,17 @@ impl KeyPrefix {
     }
 }
 
+/// Orders two stored values of a column of type `ty` as an index does,
+/// `None` (NULL) before every value.
+pub(crate) fn compare_nullable(ty: ColumnType, a: Option<&[u8]>, b: Option<&[u8]>) -> Ordering {
+    match (a, b) {
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) => Ordering::Less,
+        (Some(_), None) => Ordering::Greater,
+        (Some(a), Some(b)) => compare(ty, a, b),
+    }
+}
+
 /// Orders two stored values of the same column type.
 pub(crate) fn compare(ty: ColumnType, a: &[u8], b: &[u8]) -> Ordering {
     match order_of(ty) {

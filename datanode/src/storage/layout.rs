@@ -338,17 +338,17 @@ impl Layout {
     /// Appends the encoded key (see `codec::encode_key`) of a stored row.
     pub(crate) fn key_of(&self, fixed: &[u8], var: &[u8], out: &mut Vec<u8>) {
         for &c in &self.key {
-            match self.columns[c as usize].place {
-                Place::Fixed { offset, width } => {
-                    out.extend_from_slice(&fixed[offset as usize..][..width as usize])
-                }
-                Place::Var { index } => {
-                    let bytes = var_column(var, self.n_var, index as usize);
-                    out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
-                    out.extend_from_slice(bytes);
-                }
-            }
+            self.push_key_column(c, self.column_bytes(fixed, var, c), out);
         }
+    }
+
+    /// Appends key column `c`'s stored bytes as an encoded key holds them:
+    /// a fixed column as stored, a var column after its u16 length.
+    pub(crate) fn push_key_column(&self, c: u16, bytes: &[u8], out: &mut Vec<u8>) {
+        if let Place::Var { .. } = self.columns[c as usize].place {
+            out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+        }
+        out.extend_from_slice(bytes);
     }
 
     /// Compares the key columns of a stored row with an encoded key (see

@@ -20,7 +20,7 @@ use std::cmp::Ordering;
 use shoal_wire::schema::ColumnType;
 
 use super::codec;
-use super::layout::{Layout, Place};
+use super::layout::Layout;
 use crate::types::value::Value;
 
 /// The length that marks a NULL.
@@ -72,12 +72,7 @@ impl Projection {
     pub(crate) fn compare(&self, layout: &Layout, a: &[u8], b: &[u8]) -> Ordering {
         let keys = &self.columns[..self.keys];
         for ((&c, a), b) in keys.iter().zip(fields(a)).zip(fields(b)) {
-            let ord = match (a, b) {
-                (None, None) => Ordering::Equal,
-                (None, Some(_)) => Ordering::Less,
-                (Some(_), None) => Ordering::Greater,
-                (Some(a), Some(b)) => codec::compare(layout.columns[usize::from(c)].ty, a, b),
-            };
+            let ord = codec::compare_nullable(layout.columns[usize::from(c)].ty, a, b);
             if ord.is_ne() {
                 return ord;
             }
@@ -94,10 +89,7 @@ impl Projection {
             let at = (self.columns.iter().position(|&p| p == c))
                 .expect("a projection holds the primary key's columns");
             let b = fields[at].expect("a primary key's column is never NULL");
-            if let Place::Var { .. } = layout.columns[usize::from(c)].place {
-                out.extend_from_slice(&(b.len() as u16).to_le_bytes());
-            }
-            out.extend_from_slice(b);
+            layout.push_key_column(c, b, out);
         }
     }
 

@@ -1127,13 +1127,13 @@ impl Session {
             let taken = limit.saturating_add(shape.offset);
             found.truncate(usize::try_from(taken).unwrap_or(usize::MAX));
         }
+        if found.is_empty() {
+            return Ok(found);
+        }
         let mut locked = self.engine.tc().batch();
         for row in &found {
             let key: Vec<Value> = key_positions(table).map(|c| row[c].clone()).collect();
             locked.read_locking(table, &key)?;
-        }
-        if found.is_empty() {
-            return Ok(found);
         }
         self.execute(grant, &mut locked, Commit::Atomic).await?;
         let mut rows = Vec::with_capacity(found.len());
@@ -2267,21 +2267,17 @@ fn integer_arithmetic(
         )
     };
     let unsigned = a_unsigned || b_unsigned;
-    let v = worked(a, b).ok_or_else(|| {
-        out_of_range(if unsigned {
-            "BIGINT UNSIGNED"
-        } else {
-            "BIGINT"
-        })
-    })?;
-    if unsigned {
-        return u64::try_from(v)
-            .map(|v| Some(Lit::UInt(v)))
-            .map_err(|_| out_of_range("BIGINT UNSIGNED"));
-    }
-    i64::try_from(v)
-        .map(|v| Some(Lit::Int(v)))
-        .map_err(|_| out_of_range("BIGINT"))
+    let ty = if unsigned {
+        "BIGINT UNSIGNED"
+    } else {
+        "BIGINT"
+    };
+    let v = worked(a, b).ok_or_else(|| out_of_range(ty))?;
+    let fits = match unsigned {
+        true => u64::try_from(v).ok().map(Lit::UInt),
+        false => i64::try_from(v).ok().map(Lit::Int),
+    };
+    fits.map(Some).ok_or_else(|| out_of_range(ty))
 }
 
 fn unhex(h: &str) -> Option<Vec<u8>> {

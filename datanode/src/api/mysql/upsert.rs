@@ -230,6 +230,7 @@ impl Session {
         row: &[Value],
         met: &mut MetRows,
     ) -> Result<Option<usize>, MyError> {
+        let tc = self.engine.tc().clone();
         for (u, index) in unique_indexes(table).enumerate() {
             let columns = &index.order[..index.columns];
             let Some(wanted) = unique_values(table, columns, row)? else {
@@ -251,7 +252,6 @@ impl Session {
                 max_bytes: 1 << 20,
                 columns: None,
             };
-            let tc = self.engine.tc().clone();
             let reader = own.as_ref().or(self.reader());
             let page = tc.scan_range(grant, reader, table, scan).await?;
             // Rows not met yet: their keys, locked and read again, since
@@ -367,16 +367,15 @@ impl MetRows {
     ) -> Result<MetRows, MyError> {
         let mut met = MetRows {
             after: vec![None; there.len()],
-            there: Vec::new(),
+            there,
             by_key,
             by_unique: HashMap::new(),
         };
-        for (h, row) in there.iter().enumerate() {
-            if let Some(row) = row {
-                met.set(table, h, row.clone())?;
+        for h in 0..met.there.len() {
+            if let Some(row) = met.there[h].clone() {
+                met.set(table, h, row)?;
             }
         }
-        met.there = there;
         Ok(met)
     }
 

@@ -66,6 +66,10 @@ impl UserVariables {
     /// a whole item of a SELECT's list, unaliased, keeps its name as the
     /// column's (`SELECT @a` answers a column named `@a`, as in MySQL).
     pub(crate) fn substitute(&self, tokens: Vec<Token>) -> Vec<Token> {
+        // Most statements name none: they go through as they are.
+        if !tokens.iter().any(|t| user_variable(t).is_some()) {
+            return tokens;
+        }
         let mut out = Vec::with_capacity(tokens.len());
         let (mut depth, mut listing) = (0usize, false);
         for (i, t) in tokens.iter().enumerate() {

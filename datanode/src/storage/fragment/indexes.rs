@@ -45,12 +45,8 @@ pub(crate) fn compare_keys(
     b: &[Option<Vec<u8>>],
 ) -> Ordering {
     for ((&c, a), b) in columns.iter().zip(a).zip(b) {
-        let ord = match (a, b) {
-            (None, None) => Ordering::Equal,
-            (None, Some(_)) => Ordering::Less,
-            (Some(_), None) => Ordering::Greater,
-            (Some(a), Some(b)) => codec::compare(layout.columns[c as usize].ty, a, b),
-        };
+        let ty = layout.columns[c as usize].ty;
+        let ord = codec::compare_nullable(ty, a.as_deref(), b.as_deref());
         if ord.is_ne() {
             return ord;
         }
@@ -68,8 +64,8 @@ pub(crate) struct Bound {
 }
 
 /// What a step of an index scan found: each row's projected image (see
-/// `projection`) as committed, in index order, and where the next step
-/// starts (`None`: the range is done).
+/// `projection`) as the step's reader sees it, in index order, and where
+/// the next step starts (`None`: the range is done).
 #[derive(Debug, Default)]
 pub(crate) struct IndexChunk {
     /// Where in `out` each row's image begins, and its length.
@@ -138,6 +134,11 @@ impl<'a> Version<'a> {
 
     fn is_null(self, layout: &Layout, c: u16) -> bool {
         layout.is_null(self.fixed, c)
+    }
+
+    /// The stored bytes of column `c`, `None` if it is NULL.
+    fn value(self, layout: &Layout, c: u16) -> Option<&'a [u8]> {
+        (!self.is_null(layout, c)).then(|| self.column(layout, c))
     }
 
     /// The stored bytes of column `c`.
@@ -210,16 +211,8 @@ impl<'a> Rows<'a> {
 /// Orders two versions of rows by `columns`: NULL before every value.
 fn compare(layout: &Layout, columns: &[u16], a: Version<'_>, b: Version<'_>) -> Ordering {
     for &c in columns {
-        let ord = match (a.is_null(layout, c), b.is_null(layout, c)) {
-            (true, true) => Ordering::Equal,
-            (true, false) => Ordering::Less,
-            (false, true) => Ordering::Greater,
-            (false, false) => codec::compare(
-                layout.columns[c as usize].ty,
-                a.column(layout, c),
-                b.column(layout, c),
-            ),
-        };
+        let ty = layout.columns[c as usize].ty;
+        let ord = codec::compare_nullable(ty, a.value(layout, c), b.value(layout, c));
         if ord.is_ne() {
             return ord;
         }
@@ -231,14 +224,8 @@ fn compare(layout: &Layout, columns: &[u16], a: Version<'_>, b: Version<'_>) -> 
 /// `columns` as the bound has values.
 fn compare_bound(layout: &Layout, columns: &[u16], row: Version<'_>, bound: &Bound) -> Ordering {
     for (&c, value) in columns.iter().zip(&bound.values) {
-        let ord = match (row.is_null(layout, c), value) {
-            (true, None) => Ordering::Equal,
-            (true, Some(_)) => Ordering::Less,
-            (false, None) => Ordering::Greater,
-            (false, Some(v)) => {
-                codec::compare(layout.columns[c as usize].ty, row.column(layout, c), v)
-            }
-        };
+        let ty = layout.columns[c as usize].ty;
+        let ord = codec::compare_nullable(ty, row.value(layout, c), value.as_deref());
         if ord.is_ne() {
             return ord;
         }
@@ -249,7 +236,7 @@ fn compare_bound(layout: &Layout, columns: &[u16], row: Version<'_>, bound: &Bou
 /// The values of `columns` in a version of a row.
 fn key_of(layout: &Layout, columns: &[u16], row: Version<'_>) -> Key {
     (columns.iter())
-        .map(|&c| (!row.is_null(layout, c)).then(|| row.column(layout, c).to_vec()))
+        .map(|&c| row.value(layout, c).map(<[u8]>::to_vec))
         .collect()
 }
 
@@ -557,9 +544,9 @@ impl Fragment {
     }
 
     /// A step of a scan of index `i` from `from` (the start if `None`) up to
-    /// `step.to` (the end if `None`): the rows as committed, in index order,
-    /// each as the step's projection images it; at most `step.limit` of
-    /// them and about `step.max_bytes` of images.
+    /// `step.to` (the end if `None`): the rows as the step's reader sees
+    /// them, in index order, each as the step's projection images it; at
+    /// most `step.limit` of them and about `step.max_bytes` of images.
     pub(crate) fn scan_index(
         &self,
         i: usize,
@@ -584,8 +571,8 @@ impl Fragment {
     /// Calls `row` with the fixed and var part of each row of index `i`
     /// from `from` (the start if `None`) up to `to` (the end if `None`), as
     /// `reader` sees it (see `shown`), in index order, until it answers
-    /// false or a step's worth of entries are examined. Answers the entries examined and where the
-    /// next step starts (`None`: the range is done).
+    /// false or a step's worth of entries are examined. Answers the entries
+    /// examined and where the next step starts (`None`: the range is done).
     pub(crate) fn walk_index(
         &self,
         i: usize,
