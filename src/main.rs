@@ -245,6 +245,12 @@ struct NodeArgs {
     /// Longest a write waits for a row another transaction holds, in milliseconds.
     #[arg(long = "lock-wait-timeout", default_value_t = 1200, value_parser = clap::value_parser!(u64).range(1..=600_000))]
     lock_wait_timeout_ms: u64,
+    /// How long an LDM worker thread polls for its next request before it
+    /// sleeps, in microseconds, when its requests come that close together
+    /// (RonDB's SchedulerSpinTimer); 0: never. For a node with cores of its
+    /// own, e.g. 50.
+    #[arg(long = "spin-us", default_value_t = shoal_datanode::DEFAULT_SPIN.as_micros() as u64, value_parser = clap::value_parser!(u64).range(0..=shoal_datanode::MAX_SPIN.as_micros() as u64))]
+    spin_us: u64,
     /// Longest a SQL transaction that holds rows waits for its client's next
     /// statement before it is rolled back, in milliseconds.
     #[arg(long = "transaction-inactive-timeout", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
@@ -370,6 +376,7 @@ impl NodeArgs {
                 .ldm_threads
                 .unwrap_or_else(shoal_datanode::default_ldm_threads),
             lock_wait_timeout: Duration::from_millis(self.lock_wait_timeout_ms),
+            spin: Duration::from_micros(self.spin_us),
             transaction_inactive_timeout: Duration::from_millis(
                 self.transaction_inactive_timeout_ms,
             ),

@@ -347,6 +347,14 @@ async fn bad_flags_are_refused_before_anything_starts() {
             &["datanode", "--listen", "not-an-ip"][..],
             "invalid IP address",
         ),
+        (
+            &["datanode", "--spin-us", "1001"][..],
+            "1001 is not in 0..=1000",
+        ),
+        (
+            &["datanode", "--spin-us", "1.5"][..],
+            "invalid value '1.5' for '--spin-us",
+        ),
     ] {
         let out = run(args);
         assert!(!out.status.success(), "{args:?}");

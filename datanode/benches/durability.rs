@@ -40,6 +40,7 @@ fn config(data_memory: u64) -> EngineConfig {
         fragments_per_table: None,
         seed: None,
         lock_wait_timeout: DEFAULT_LOCK_WAIT_TIMEOUT,
+        spin: std::time::Duration::ZERO,
     }
 }
 

@@ -173,6 +173,7 @@ fn run(rt: &tokio::runtime::Runtime, w: &Workload) -> Result {
         fragments_per_table: Some(2),
         seed: None,
         lock_wait_timeout: shoal_datanode::DEFAULT_LOCK_WAIT_TIMEOUT,
+        spin: std::time::Duration::ZERO,
     })
     .expect("engine starts");
     let table: Arc<Table> = rt.block_on(async {

@@ -346,6 +346,7 @@ fn main() {
         fragments_per_table: None,
         seed: None,
         lock_wait_timeout: DEFAULT_LOCK_WAIT_TIMEOUT,
+        spin: std::time::Duration::ZERO,
     })
     .unwrap();
     check_cost(&rt, &engine);

@@ -82,6 +82,7 @@ fn main() {
         fragments_per_table: Some(2),
         seed: None,
         lock_wait_timeout: shoal_datanode::DEFAULT_LOCK_WAIT_TIMEOUT,
+        spin: std::time::Duration::ZERO,
     })
     .unwrap();
     rt.block_on(async {

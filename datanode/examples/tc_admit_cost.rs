@@ -32,6 +32,7 @@ fn main() {
         fragments_per_table: Some(2),
         seed: None,
         lock_wait_timeout: DEFAULT_LOCK_WAIT_TIMEOUT,
+        spin: std::time::Duration::ZERO,
     })
     .unwrap();
     let tc = engine.tc().clone();

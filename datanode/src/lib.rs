@@ -30,7 +30,7 @@ mod tc;
 mod types;
 
 pub use api::serve::Limits;
-pub use ldm::NodeFailed;
+pub use ldm::{DEFAULT_SPIN, MAX_SPIN, NodeFailed};
 pub use log::redo::Durability;
 pub use node::catalog::CatalogError;
 pub use node::{

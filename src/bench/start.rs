@@ -82,6 +82,7 @@ impl Cluster {
             data_memory,
             ldm_threads: shoal_datanode::default_ldm_threads(),
             lock_wait_timeout: Duration::from_millis(1200),
+            spin: shoal_datanode::DEFAULT_SPIN,
             transaction_inactive_timeout: Duration::from_secs(10),
             data_dir: dir.join("node"),
             durability,

@@ -29,6 +29,7 @@
 //! - `waits`: jobs parked on busy rows, and their deadlines.
 //! - `workers`: the node's workers together, as the layers above use them.
 
+mod spin;
 mod waits;
 mod worker;
 mod workers;
@@ -44,6 +45,7 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc, oneshot};
 
+pub use self::spin::{DEFAULT_SPIN, MAX_SPIN};
 pub(crate) use self::workers::{FragmentImage, Workers};
 use crate::log::changes::Buckets;
 use crate::log::redo::RedoLog;
@@ -490,6 +492,7 @@ struct Local {
     worker: Rc<RefCell<worker::Worker>>,
     changed: Rc<Notify>,
     failure: Failure,
+    spin: Rc<spin::Spin>,
 }
 
 thread_local! {
@@ -499,7 +502,8 @@ thread_local! {
 
 impl Ldm {
     /// Starts worker `number`; a job waits at most `lock_wait` for a row
-    /// another transaction holds.
+    /// another transaction holds, and the thread spins for `spin` after
+    /// work that comes close together (`spin`).
     ///
     /// The thread runs a single-threaded async runtime: one task takes the
     /// worker's messages, and other tasks may be spawned beside it
@@ -510,6 +514,7 @@ impl Ldm {
         pool: Arc<DataMemory>,
         log: Arc<ChangeLog>,
         lock_wait: Duration,
+        spin: Duration,
         failure: Failure,
     ) -> std::io::Result<Ldm> {
         let id = NEXT_LDM_ID.fetch_add(1, Ordering::Relaxed);
@@ -531,9 +536,16 @@ impl Ldm {
                     worker,
                     changed: Rc::new(Notify::new()),
                     failure,
+                    spin: Rc::new(spin::Spin::new(spin)),
                 };
                 LOCAL.with(|l| *l.borrow_mut() = Some(local.clone()));
-                runtime.block_on(serve(local, receiver));
+                let spin = Rc::clone(&local.spin);
+                runtime.block_on(async move {
+                    tokio::select! {
+                        () = serve(local, receiver) => {}
+                        () = spin.run() => {}
+                    }
+                });
                 // Tasks still here end now, while they can still reach the
                 // worker (a transaction dropped midway sends its aborts).
                 drop(runtime);
@@ -614,6 +626,9 @@ impl Local {
     fn step(&self, msg: Option<Msg>) {
         if self.failure.get().is_some() {
             return;
+        }
+        if msg.is_some() {
+            self.spin.worked();
         }
         let stepped =
             std::panic::catch_unwind(AssertUnwindSafe(|| self.worker.borrow_mut().step(msg)));

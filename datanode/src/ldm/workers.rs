@@ -52,6 +52,7 @@ impl Workers {
         data_memory: u64,
         log: Arc<ChangeLog>,
         lock_wait: Duration,
+        spin: Duration,
     ) -> std::io::Result<Workers> {
         let pool = DataMemory::new(data_memory)?;
         let failure = Failure::default();
@@ -62,6 +63,7 @@ impl Workers {
                     Arc::clone(&pool),
                     Arc::clone(&log),
                     lock_wait,
+                    spin,
                     failure.clone(),
                 )
             })

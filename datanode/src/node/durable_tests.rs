@@ -34,6 +34,7 @@ fn config() -> EngineConfig {
         fragments_per_table: Some(4),
         seed: None,
         lock_wait_timeout: DEFAULT_LOCK_WAIT_TIMEOUT,
+        spin: std::time::Duration::ZERO,
     }
 }
 

@@ -58,6 +58,9 @@ pub struct EngineConfig {
     pub seed: Option<u64>,
     /// Longest a write waits for a row another transaction holds.
     pub lock_wait_timeout: Duration,
+    /// How long an LDM worker spins for its next work before it sleeps,
+    /// when its work comes that close together (zero: never).
+    pub spin: Duration,
 }
 
 /// A new secret for keying hash indexes.
@@ -156,6 +159,7 @@ impl Engine {
             config.data_memory,
             Arc::new(ChangeLog::default()),
             config.lock_wait_timeout,
+            config.spin,
         )?;
         Ok(Engine {
             inner: Arc::new(Inner {

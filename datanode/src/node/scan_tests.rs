@@ -31,6 +31,7 @@ fn engine() -> Engine {
             fragments_per_table: Some(4),
             seed: None,
             lock_wait_timeout: DEFAULT_LOCK_WAIT_TIMEOUT,
+            spin: std::time::Duration::ZERO,
         },
         LimiterClock::manual(),
     )

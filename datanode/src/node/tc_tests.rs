@@ -50,6 +50,7 @@ fn setup(pages: u64, lock_wait: Duration) -> Setup {
             fragments_per_table: Some(4),
             seed: None,
             lock_wait_timeout: lock_wait,
+            spin: std::time::Duration::ZERO,
         },
         clock.clone(),
     )

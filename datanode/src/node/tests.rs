@@ -25,6 +25,7 @@ pub(crate) fn engine_with(pages: u64, fragments: u16) -> Engine {
         fragments_per_table: Some(fragments),
         seed: None,
         lock_wait_timeout: DEFAULT_LOCK_WAIT_TIMEOUT,
+        spin: std::time::Duration::ZERO,
     })
     .unwrap()
 }

@@ -54,6 +54,9 @@ pub struct DataNodeConfig {
     pub ldm_threads: usize,
     /// Longest a write waits for a row another transaction holds.
     pub lock_wait_timeout: Duration,
+    /// How long an LDM worker spins for its next work before it sleeps,
+    /// when its work comes that close together (zero: never).
+    pub spin: Duration,
     /// Longest a SQL transaction holding rows waits for its client's next
     /// statement before it is rolled back.
     pub transaction_inactive_timeout: Duration,
@@ -152,6 +155,7 @@ impl DataNode {
             fragments_per_table: None,
             seed: None,
             lock_wait_timeout: config.lock_wait_timeout,
+            spin: config.spin,
         };
         let durable =
             durable::open(engine_config, Arc::new(FileSystem), dir, config.durability).await?;
