@@ -473,6 +473,176 @@ async fn redis_clients_of_either_node_share_one_keyspace() {
     assert!(redis::Client::open(bad).unwrap().get_connection().is_err());
 }
 
+/// A MySQL connection to `node` with `key`, in database `shop`.
+async fn mysql(node: &Shoal, key: &str) -> sqlx::mysql::MySqlConnection {
+    use sqlx::Connection;
+    let (host, port) = node.mysql_addr.rsplit_once(':').unwrap();
+    let (user, secret) = key.split_once('.').unwrap();
+    let options = sqlx::mysql::MySqlConnectOptions::new()
+        .host(host)
+        .port(port.parse().unwrap())
+        .username(user)
+        .password(secret)
+        .database("shop");
+    sqlx::mysql::MySqlConnection::connect_with(&options)
+        .await
+        .unwrap()
+}
+
+/// The MySQL error number of a failed statement.
+fn mysql_code(e: &sqlx::Error) -> u16 {
+    match e {
+        sqlx::Error::Database(d) => {
+            let d = d.downcast_ref::<sqlx::mysql::MySqlDatabaseError>();
+            d.number()
+        }
+        other => panic!("not an error of the server: {other}"),
+    }
+}
+
+#[tokio::test]
+async fn mysql_clients_of_the_backup_write_through_the_primary() {
+    use sqlx::{Executor, Row};
+    let g = group().await;
+    let mut on_backup = mysql(&g.backup, &g.key).await;
+    // State the session has before its first write goes with it: a
+    // statement prepared here, a user variable, the database.
+    let by_id = "SELECT note FROM orders WHERE id = ?";
+    let none = sqlx::query(by_id)
+        .bind(1)
+        .fetch_optional(&mut on_backup)
+        .await
+        .unwrap();
+    assert!(none.is_none());
+    on_backup
+        .execute("SET @note = 'it''s from the backup'")
+        .await
+        .unwrap();
+    let done = sqlx::query("INSERT INTO orders (id, note) VALUES (?, @note)")
+        .bind(1)
+        .execute(&mut on_backup)
+        .await
+        .unwrap();
+    assert_eq!(done.rows_affected(), 1);
+    let note: String = sqlx::query(by_id)
+        .bind(1)
+        .fetch_one(&mut on_backup)
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(note, "it's from the backup");
+    for node in [&g.primary, &g.backup] {
+        assert_eq!(
+            read_note(node, &g.key, 1).await,
+            (StatusCode::OK, json!("it's from the backup")),
+            "on both replicas once acknowledged"
+        );
+    }
+    // Errors come back as the primary gives them.
+    let dup = sqlx::query("INSERT INTO orders (id, note) VALUES (1, 'again')")
+        .execute(&mut on_backup)
+        .await
+        .unwrap_err();
+    assert_eq!(mysql_code(&dup), 1062, "{dup}");
+
+    // A transaction begun on the backup, with reads first, is carried
+    // whole at its first write: rolled back, nothing of it stays.
+    let mut second = mysql(&g.backup, &g.key).await;
+    second.execute("BEGIN").await.unwrap();
+    let count: i64 = sqlx::query("SELECT COUNT(*) FROM orders")
+        .fetch_one(&mut second)
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 1);
+    second
+        .execute("INSERT INTO orders (id, note) VALUES (2, 'rolled back')")
+        .await
+        .unwrap();
+    second
+        .execute("UPDATE orders SET note = 'changed' WHERE id = 1")
+        .await
+        .unwrap();
+    second.execute("ROLLBACK").await.unwrap();
+    assert_eq!(
+        read_note(&g.primary, &g.key, 2).await.0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        read_note(&g.primary, &g.key, 1).await.1,
+        json!("it's from the backup")
+    );
+    // Committed, it is on both.
+    second.execute("BEGIN").await.unwrap();
+    second
+        .execute("INSERT INTO orders (id, note) VALUES (3, 'committed')")
+        .await
+        .unwrap();
+    second.execute("COMMIT").await.unwrap();
+    assert_eq!(read_note(&g.backup, &g.key, 3).await.1, json!("committed"));
+    // A connection dropped in a transaction on the primary: rolled back
+    // there, its locks let go.
+    second.execute("BEGIN").await.unwrap();
+    second
+        .execute("UPDATE orders SET note = 'never' WHERE id = 3")
+        .await
+        .unwrap();
+    drop(second);
+    let mut third = mysql(&g.backup, &g.key).await;
+    let done = third
+        .execute("UPDATE orders SET note = 'after the drop' WHERE id = 3")
+        .await
+        .unwrap();
+    assert_eq!(done.rows_affected(), 1);
+    assert_eq!(
+        read_note(&g.primary, &g.key, 3).await.1,
+        json!("after the drop")
+    );
+
+    // A read key writing through the backup is refused there, and
+    // nothing is carried.
+    let mut reader = mysql(&g.backup, &g.read_key).await;
+    let denied = reader
+        .execute("INSERT INTO orders (id, note) VALUES (4, 'read key')")
+        .await
+        .unwrap_err();
+    assert_eq!(mysql_code(&denied), 1142, "{denied}");
+    assert_eq!(
+        read_note(&g.primary, &g.key, 4).await.0,
+        StatusCode::NOT_FOUND
+    );
+
+    // The primary killed: a connection carried to it is closed (what it
+    // had under way may or may not have been applied); a new connection
+    // to the survivor writes there.
+    let Group {
+        primary,
+        backup,
+        key,
+        ..
+    } = g;
+    primary.kill();
+    let failed = tokio::time::timeout(
+        GUARD,
+        on_backup.execute("INSERT INTO orders (id, note) VALUES (5, 'in the kill')"),
+    )
+    .await
+    .expect("the client is told within the guard");
+    assert!(failed.is_err(), "{failed:?}");
+    let written = eventually("the survivor takes writes", || async {
+        let mut conn = mysql(&backup, &key).await;
+        conn.execute("REPLACE INTO orders (id, note) VALUES (6, 'on the survivor')")
+            .await
+            .ok()
+    })
+    .await;
+    assert_eq!(written.rows_affected(), 1);
+    assert_eq!(
+        read_note(&backup, &key, 6).await.1,
+        json!("on the survivor")
+    );
+}
+
 #[tokio::test]
 async fn hostile_peers_and_groups_are_refused_and_change_nothing() {
     let g = group().await;
@@ -540,10 +710,10 @@ async fn hostile_peers_and_groups_are_refused_and_change_nothing() {
         let read = tokio::time::timeout(GUARD, peer.read_to_end(&mut answer)).await;
         assert!(read.is_ok(), "the node closes the connection");
     }
-    // Greetings for a relayed Redis connection and for requests sent on,
-    // without the secret: refused.
+    // Greetings for a relayed Redis connection or MySQL session and for
+    // requests sent on, without the secret: refused.
     let primary_id = id_of(&g.primary, &g.dirs);
-    for kind in [GREET_RELAY, GREET_FORWARD] {
+    for kind in [GREET_RELAY, GREET_FORWARD, GREET_RELAY_SQL] {
         let mut peer = greet_peer(&g.backup, kind, primary_id, b"not the secret").await;
         let answer = read_frame(&mut peer).await;
         assert_eq!(answer.first(), Some(&REFUSED), "{answer:?}");
@@ -574,6 +744,34 @@ async fn hostile_peers_and_groups_are_refused_and_change_nothing() {
     send_frame(&mut peer, &[0xee, 0xee, 0xee]).await;
     let closed = tokio::time::timeout(GUARD, tokio::io::AsyncReadExt::read_u8(&mut peer)).await;
     assert!(matches!(closed, Ok(Err(_))), "closed: {closed:?}");
+    // A MySQL session carried with the secret but state that does not
+    // decode, or is longer than a session's state may be: closed, unanswered.
+    for state in [vec![0xee; 40], Vec::new()] {
+        let mut peer = greet_peer(
+            &g.backup,
+            GREET_RELAY_SQL,
+            primary_id,
+            CLUSTER_SECRET.as_bytes(),
+        )
+        .await;
+        assert_eq!(read_frame(&mut peer).await.first(), Some(&WELCOME));
+        if state.is_empty() {
+            use tokio::io::AsyncWriteExt;
+            peer.write_all(&u32::MAX.to_le_bytes()).await.unwrap();
+        } else {
+            send_frame(&mut peer, &state).await;
+        }
+        let mut rest = Vec::new();
+        let read = tokio::time::timeout(
+            GUARD,
+            tokio::io::AsyncReadExt::read_to_end(&mut peer, &mut rest),
+        )
+        .await;
+        assert!(
+            matches!(read, Ok(Ok(0))),
+            "closed unanswered: {read:?} {rest:?}"
+        );
+    }
     assert_eq!(
         read_note(&g.primary, &g.key, 8).await.0,
         StatusCode::NOT_FOUND
@@ -614,6 +812,7 @@ const GREET_RELAY: u8 = 13;
 const GREET_FORWARD: u8 = 14;
 const REQUEST: u8 = 15;
 const ANSWER: u8 = 16;
+const GREET_RELAY_SQL: u8 = 19;
 
 /// Writes `message` as a frame: its length, little-endian, then it.
 async fn send_frame(peer: &mut tokio::net::TcpStream, message: &[u8]) {

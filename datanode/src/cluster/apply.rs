@@ -16,7 +16,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use super::frame::{self, Message};
-use super::{Cluster, catchup};
+use super::{Cluster, Relayed, catchup};
 use crate::ldm::{FragmentPlace, Only};
 use crate::log::Mark;
 use crate::log::changes::{self, Buckets, Change};
@@ -61,7 +61,7 @@ pub(super) async fn serve(cluster: Cluster, stream: TcpStream, peer: SocketAddr)
     };
     match purpose {
         Purpose::Stream => {}
-        Purpose::Relay => return cluster.hand_to_front(stream, sent_on),
+        Purpose::Relay(front) => return cluster.hand_to_front(front, stream, sent_on),
         Purpose::Forward => return cluster.take_forwarded(from, stream, sent_on),
     }
     let Ok(stream) = stream.into_std() else {
@@ -264,8 +264,8 @@ const ACKS_IN_FLIGHT: usize = 64;
 enum Purpose {
     /// Its stream, heartbeats and catch-up questions.
     Stream,
-    /// A Redis client's connection, carried on.
-    Relay,
+    /// A client's connection, carried on to a front end.
+    Relay(Relayed),
     /// REST requests sent on.
     Forward,
 }
@@ -299,7 +299,13 @@ async fn greet(
             group,
             view,
             secret,
-        }) => (node, group, view, secret, Purpose::Relay),
+        }) => (node, group, view, secret, Purpose::Relay(Relayed::Redis)),
+        Ok(Message::RelaySql {
+            node,
+            group,
+            view,
+            secret,
+        }) => (node, group, view, secret, Purpose::Relay(Relayed::Sql)),
         Ok(Message::Forward {
             node,
             group,

@@ -151,6 +151,17 @@ pub(crate) enum Message<'a> {
         fragment: u16,
         buckets: Vec<u32>,
     },
+    /// Instead of `Hello`, the first message of a connection that carries
+    /// a MySQL client's session on to this node, the primary of a
+    /// database it writes: after `Welcome` comes the session's state, then
+    /// the client's packets, served by the MySQL front end.
+    RelaySql {
+        node: u32,
+        group: u32,
+        view: u64,
+        #[serde(borrow, with = "serde_bytes")]
+        secret: &'a [u8],
+    },
 }
 
 /// Units a node admitted for one database.

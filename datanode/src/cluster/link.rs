@@ -108,8 +108,9 @@ async fn run(cluster: &Cluster, to: &Member) -> (String, bool) {
 pub(super) enum Opening {
     /// A link: the stream, heartbeats, catch-up questions (`Hello`).
     Link,
-    /// A Redis client's commands (`Relay`).
-    Relay,
+    /// A client's connection carried on to a front end (`Relay`,
+    /// `RelaySql`).
+    Relay(super::Relayed),
     /// REST requests sent on (`Forward`).
     Forward,
 }
@@ -144,7 +145,13 @@ pub(super) async fn open(
                 view,
                 secret,
             },
-            Opening::Relay => Message::Relay {
+            Opening::Relay(super::Relayed::Redis) => Message::Relay {
+                node,
+                group,
+                view,
+                secret,
+            },
+            Opening::Relay(super::Relayed::Sql) => Message::RelaySql {
                 node,
                 group,
                 view,

@@ -24,7 +24,7 @@
 //! - `apply`: the other side: taking a primary's stream and applying it.
 //! - `catchup`: copying a live node's rows to a node back.
 //! - `arbiter`: asking the control plane for views.
-//! - `relayed`: Redis connections carried on to a database's primary.
+//! - `relayed`: Redis and MySQL connections carried on to a database's primary.
 //! - `forward`: REST requests sent on to a database's primary.
 //! - `directory`: where other node groups' databases are served.
 
@@ -39,7 +39,7 @@ mod relayed;
 
 pub(crate) use directory::ServedElsewhere;
 pub(crate) use forward::{Answered, ForwardError, Handler, Request as Forwarded};
-pub(crate) use relayed::Front;
+pub(crate) use relayed::{Front, Relayed};
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -128,8 +128,8 @@ struct Inner {
     /// The node's own runtime: the cluster's work runs there, never on an
     /// LDM worker's thread (see `Cluster::spawn`).
     runtime: tokio::runtime::Handle,
-    /// The Redis front end, for connections relayed to this node.
-    relayed: std::sync::OnceLock<relayed::Front>,
+    /// The front ends that serve connections relayed to this node.
+    relayed: relayed::Fronts,
     /// The REST front end, for requests sent on to this node.
     forwarded: std::sync::OnceLock<forward::Handler>,
     /// The connections this node sends REST requests on by.
@@ -259,7 +259,7 @@ impl Cluster {
                 refreshing: AtomicBool::new(false),
                 placed: watch::Sender::new(0),
                 runtime: tokio::runtime::Handle::current(),
-                relayed: std::sync::OnceLock::new(),
+                relayed: relayed::Fronts::default(),
                 forwarded: std::sync::OnceLock::new(),
                 channels: forward::Channels::default(),
                 repairs: catchup::Repairs::default(),

@@ -80,6 +80,12 @@ impl ApiKey {
         &self.def
     }
 
+    /// The salted hash of the key's secret: which key this is, for a node
+    /// the key's session is carried to (`ApiKeys::carried_sql`).
+    pub(crate) fn hash(&self) -> &[u8; 32] {
+        &self.hash
+    }
+
     pub fn prefix(&self) -> &str {
         &self.def.prefix
     }
@@ -188,6 +194,25 @@ impl ApiKeys {
         let key = self.get(prefix).ok_or(AuthError::Invalid)?;
         let stored = key.sql_hash.as_ref().ok_or(AuthError::Invalid)?;
         if !sql_answer_matches(stored, scramble, answer) {
+            return Err(AuthError::Invalid);
+        }
+        if !key.use_now() {
+            return Err(AuthError::Expired);
+        }
+        Ok(key)
+    }
+
+    /// The key an SQL session logged in with on another node of the group
+    /// and carried here: the key with prefix `user`, if it is still the
+    /// one whose secret the client proved it knows there (its salted hash
+    /// is `hash`) and may be used now.
+    pub(crate) fn carried_sql(
+        &self,
+        user: &str,
+        hash: &[u8; 32],
+    ) -> Result<Arc<ApiKey>, AuthError> {
+        let key = self.get(user).ok_or(AuthError::Invalid)?;
+        if key.hash != *hash || key.sql_hash.is_none() {
             return Err(AuthError::Invalid);
         }
         if !key.use_now() {
@@ -337,6 +362,47 @@ mod tests {
             keys.verify_sql(prefix.as_bytes(), &scramble, &answer)
                 .unwrap_err(),
             AuthError::Invalid
+        );
+    }
+
+    #[test]
+    fn a_carried_session_keeps_only_the_key_it_logged_in_with() {
+        let keys = ApiKeys::default();
+        let (text, def) = generate(tenant(), vec![grant("shop", Role::Read)], None).unwrap();
+        let prefix = text.split_once('.').unwrap().0;
+        keys.put(def.clone()).unwrap();
+        let hash = *keys.get(prefix).unwrap().hash();
+        assert_eq!(keys.carried_sql(prefix, &hash).unwrap().prefix(), prefix);
+        let mut other = hash;
+        other[0] ^= 1;
+        assert_eq!(
+            keys.carried_sql(prefix, &other).unwrap_err(),
+            AuthError::Invalid
+        );
+        assert_eq!(
+            keys.carried_sql("AAAAAAAAAAAAAAAA", &hash).unwrap_err(),
+            AuthError::Invalid
+        );
+        // Replaced by a key of the same prefix and another secret: refused.
+        let (_, new) = generate(tenant(), vec![grant("shop", Role::Read)], None).unwrap();
+        keys.put(KeyDef {
+            prefix: def.prefix.clone(),
+            ..new
+        })
+        .unwrap();
+        assert_eq!(
+            keys.carried_sql(prefix, &hash).unwrap_err(),
+            AuthError::Invalid
+        );
+        // Expired: refused as such.
+        keys.put(KeyDef {
+            expires_at: Some(1),
+            ..def
+        })
+        .unwrap();
+        assert_eq!(
+            keys.carried_sql(prefix, &hash).unwrap_err(),
+            AuthError::Expired
         );
     }
 

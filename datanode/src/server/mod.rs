@@ -204,7 +204,7 @@ impl DataNode {
             )),
             tokio::spawn(api::mysql::serve(
                 mysql,
-                engine.clone(),
+                cluster.clone(),
                 limits,
                 config.lock_wait_timeout,
                 config.transaction_inactive_timeout,

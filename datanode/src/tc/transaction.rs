@@ -197,6 +197,11 @@ impl Transaction {
     pub(crate) fn is_over(&self) -> bool {
         self.open.ended
     }
+
+    /// Whether it holds rows: has written or locked any.
+    pub(crate) fn holds_rows(&self) -> bool {
+        self.writing.is_some()
+    }
 }
 
 impl Tc {

@@ -18,6 +18,9 @@ pub(crate) struct MyError {
     pub(crate) code: u16,
     pub(crate) state: &'static str,
     pub(crate) message: String,
+    /// Refused, nothing done, for another node of the group is the
+    /// primary of the database it writes: that node and the database.
+    pub(crate) primary_elsewhere: Option<Box<(u32, String)>>,
 }
 
 impl MyError {
@@ -26,6 +29,7 @@ impl MyError {
             code,
             state,
             message: message.into(),
+            primary_elsewhere: None,
         }
     }
 
@@ -223,6 +227,13 @@ impl From<TcError> for MyError {
             ),
             TcError::Quota(q) => q.into(),
             TcError::Operation { error, .. } => error.into(),
+            TcError::NotPrimary {
+                ref database,
+                primary,
+            } => MyError {
+                primary_elsewhere: Some(Box::new((primary, database.clone()))),
+                ..MyError::from_node(None, &e)
+            },
             other => MyError::from_node(None, other),
         }
     }

@@ -17,6 +17,7 @@
 //! - `transaction`: BEGIN, COMMIT, ROLLBACK and autocommit.
 //! - `upsert`: INSERT IGNORE and INSERT … ON DUPLICATE KEY UPDATE.
 //! - `load`: LOCK TABLES and ALTER TABLE … KEYS, as mysqldump's files carry.
+//! - `relay`: sessions carried on to their database's primary.
 //! - `ddl`: changes of schema, made by the control plane (or a node alone).
 //! - `value`: SQL literals and arguments to column values, and back.
 //! - `variables`: user variables (`@name`), a connection's own values.
@@ -33,6 +34,7 @@ mod load;
 mod ndbinfo;
 mod proto;
 mod query;
+mod relay;
 mod scan;
 mod session;
 mod system;
@@ -49,7 +51,7 @@ use tokio::sync::watch;
 
 use self::session::Shared;
 use super::serve::{self, Limits};
-use crate::node::Engine;
+use crate::cluster::{Cluster, Relayed};
 
 /// What the node says it is: a MySQL 8.0 server, and which.
 pub(crate) const VERSION: &str = "8.0.36-shoal";
@@ -64,7 +66,7 @@ const REFUSAL: &[u8] = b"\x17\x00\x00\x00\xff\x10\x04Too many connections";
 /// statement it is running.
 pub(crate) async fn serve(
     listener: TcpListener,
-    engine: Engine,
+    cluster: Cluster,
     limits: Limits,
     lock_wait_timeout: Duration,
     transaction_inactive_timeout: Duration,
@@ -90,14 +92,22 @@ pub(crate) async fn serve(
         },
         None => ddl::Schema::Local,
     };
-    let mut workers = serve::Workers::with_spare_cores(engine.tc().clone());
+    let mut workers = serve::Workers::with_spare_cores(cluster.engine().tc().clone());
     let shared = Arc::new(Shared {
-        engine,
+        engine: cluster.engine().clone(),
         limits,
         lock_wait_timeout,
         transaction_inactive_timeout,
         schema,
+        cluster: cluster.clone(),
     });
+    // Sessions other nodes of the group carry here, for this node is the
+    // primary of a database they write: served past the caps (the node
+    // that carries them holds its clients to them).
+    cluster.serve_relayed(
+        Relayed::Sql,
+        relay::front(Arc::clone(&shared), stopped.clone()),
+    );
     let watching = stopped.clone();
     let gate = shoal_listen::accept(
         listener,

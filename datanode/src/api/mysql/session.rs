@@ -22,6 +22,7 @@ use tracing::Instrument;
 use super::error::MyError;
 use super::proto::{self, Out, ReadError, cap, com};
 use super::query::{self, Reply};
+use super::relay::{self, Handoff};
 use super::transaction::Txn;
 use super::value::{self, Lit};
 use super::variables::UserVariables;
@@ -48,6 +49,8 @@ pub(crate) struct Shared {
     pub(crate) transaction_inactive_timeout: Duration,
     /// Where changes of schema are made.
     pub(crate) schema: super::ddl::Schema,
+    /// The node's group: where sessions are carried to their primary.
+    pub(crate) cluster: crate::cluster::Cluster,
 }
 
 static NEXT_CONNECTION: AtomicU32 = AtomicU32::new(1);
@@ -56,6 +59,8 @@ static NEXT_CONNECTION: AtomicU32 = AtomicU32::new(1);
 /// keeps one.
 #[derive(Debug)]
 struct Prepared {
+    /// As the client sent it.
+    text: Box<str>,
     tokens: Vec<sqlparser::tokenizer::Token>,
     params: usize,
     plan: Option<Arc<query::Lookup>>,
@@ -89,6 +94,8 @@ pub(crate) struct Session {
     capabilities: u32,
     statements: HashMap<u32, Prepared>,
     next_statement: u32,
+    /// Carried here from another node of the group: never carried on.
+    carried: bool,
 }
 
 /// The settings that hold a session's statements back, as `mysql
@@ -168,6 +175,112 @@ impl Session {
         Ok((table, grant))
     }
 
+    /// Whether a statement refused with `e` is carried on to the primary
+    /// of its database: another node is, and nothing of the session
+    /// would be left behind.
+    pub(crate) fn may_carry(&self, e: &MyError) -> bool {
+        e.primary_elsewhere.is_some() && !self.carried && self.transaction_moves()
+    }
+
+    /// The session's state, as it is carried to another node; `None` if
+    /// some of it cannot be.
+    pub(super) fn handoff(&self) -> Option<Handoff> {
+        let variables = self.user_variables.export();
+        if variables.len() != self.user_variables.len() {
+            return None;
+        }
+        let mut statements: Vec<relay::Statement> = (self.statements.iter())
+            .map(|(&id, p)| relay::Statement {
+                id,
+                text: p.text.to_string(),
+                types: p.types.clone(),
+                parts: (p.long_data.iter())
+                    .map(|(&param, data)| relay::Part {
+                        param,
+                        data: data.clone(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        statements.sort_by_key(|s| s.id);
+        Some(Handoff {
+            connection: self.id,
+            user: self.user.clone(),
+            key_hash: *self.key.hash(),
+            database: self.database.clone(),
+            capabilities: self.capabilities,
+            last_insert_id: self.last_insert_id,
+            autocommit: self.autocommit,
+            transaction: self.explicit_transaction(),
+            variables,
+            safe_updates: self.safety.safe_updates,
+            select_limit: self.safety.select_limit,
+            max_join_size: self.safety.max_join_size,
+            statements,
+            next_statement: self.next_statement,
+        })
+    }
+
+    /// The session another node carried here, as it was there: its key
+    /// checked again here, its statements prepared again.
+    fn resume(shared: &Arc<Shared>, h: Handoff) -> Result<Session, MyError> {
+        let key = (shared.engine.api_keys())
+            .carried_sql(&h.user, &h.key_hash)
+            .map_err(|_| revoked())?;
+        tracing::Span::current().record("tenant", key.tenant().as_str());
+        if h.statements.len() > MAX_STATEMENTS {
+            return Err(MyError::new(1461, "42000", "too many prepared statements"));
+        }
+        let mut session = Session {
+            engine: shared.engine.clone(),
+            shared: Arc::clone(shared),
+            id: h.connection,
+            user: h.user,
+            key,
+            database: None,
+            last_insert_id: h.last_insert_id,
+            autocommit: h.autocommit,
+            txn: Txn::default(),
+            user_variables: UserVariables::import(h.variables)?,
+            safety: Safety {
+                safe_updates: h.safe_updates,
+                select_limit: h.select_limit,
+                max_join_size: h.max_join_size,
+            },
+            capabilities: h.capabilities & cap::SERVER,
+            statements: HashMap::new(),
+            next_statement: h.next_statement.max(1),
+            carried: true,
+        };
+        if let Some(db) = &h.database {
+            session.use_database(db)?;
+        }
+        if let Some(read_only) = h.transaction {
+            session.resume_transaction(read_only);
+        }
+        for s in h.statements {
+            let tokens = query::tokenize(&s.text)?;
+            let params = query::placeholders(&tokens);
+            let plan = session.plan_once(&tokens);
+            let long_data: HashMap<u16, Vec<u8>> =
+                s.parts.into_iter().map(|p| (p.param, p.data)).collect();
+            let held: usize = long_data.values().map(Vec::len).sum();
+            if s.types.len() > params || held > shared.limits.max_request_bytes {
+                return Err(MyError::bad_arguments("a carried statement is malformed"));
+            }
+            let prepared = Prepared {
+                text: s.text.into(),
+                tokens,
+                params,
+                plan,
+                types: s.types,
+                long_data,
+            };
+            session.statements.insert(s.id, prepared);
+        }
+        Ok(session)
+    }
+
     /// Makes `db` the session's database, if the key is granted it.
     pub(crate) fn use_database(&mut self, db: &str) -> Result<(), MyError> {
         self.grant(db)?;
@@ -209,16 +322,33 @@ async fn serve<R, W>(
     write: &mut W,
     shared: Arc<Shared>,
     id: u32,
+    stopped: watch::Receiver<bool>,
+) where
+    R: AsyncBufRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut out = Out::default();
+    let Some(session) = login(read, write, &mut out, &shared, id).await else {
+        return;
+    };
+    commands(session, read, write, out, stopped).await;
+}
+
+/// Serves a logged-in session's commands until the client quits, breaks
+/// off, idles past its limit, or the node stops — or the session is
+/// carried on to its database's primary, until that ends.
+async fn commands<R, W>(
+    mut session: Session,
+    read: &mut R,
+    write: &mut W,
+    mut out: Out,
     mut stopped: watch::Receiver<bool>,
 ) where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    let shared = Arc::clone(&session.shared);
     let limits = shared.limits;
-    let mut out = Out::default();
-    let Some(mut session) = login(read, write, &mut out, &shared, id).await else {
-        return;
-    };
     let mut packet = Vec::new();
     loop {
         if session.holds_transaction() {
@@ -266,6 +396,8 @@ async fn serve<R, W>(
             let _ = out.flush(write).await;
             return;
         }
+        // A statement another node of the group must run, unanswered.
+        let mut refused = None;
         let Some((&command, body)) = packet.split_first() else {
             proto::err(&mut out, 1047, "08S01", "Unknown command");
             if out.flush(write).await.is_err() {
@@ -276,7 +408,7 @@ async fn serve<R, W>(
         let go_on = match command {
             com::QUIT => return,
             com::QUERY => {
-                query_command(&mut session, &mut out, write, body).await;
+                refused = query_command(&mut session, &mut out, write, body).await;
                 true
             }
             com::INIT_DB => {
@@ -324,7 +456,7 @@ async fn serve<R, W>(
                 true
             }
             com::STMT_EXECUTE => {
-                execute(&mut session, &mut out, write, body).await;
+                refused = execute(&mut session, &mut out, write, body).await;
                 true
             }
             com::STMT_SEND_LONG_DATA => {
@@ -357,10 +489,62 @@ async fn serve<R, W>(
                 true
             }
         };
+        if let Some(refused) = refused {
+            match relay::carry_on(&mut session, refused, &packet, read, write, &mut stopped).await {
+                Ok(()) => return,
+                Err(e) => error(&mut out, &e),
+            }
+        }
         if go_on && out.flush(write).await.is_err() {
             return;
         }
     }
+}
+
+/// Serves a session another node of the group carried here: its state,
+/// then its client's packets as that node passes them on.
+pub(crate) async fn carried(
+    stream: TcpStream,
+    sent_on: Vec<u8>,
+    shared: Arc<Shared>,
+    stopped: watch::Receiver<bool>,
+) {
+    let span = tracing::debug_span!(
+        target: "shoal::request",
+        "mysql connection",
+        connection = tracing::field::Empty,
+        carried = true,
+        tenant = tracing::field::Empty,
+        database = tracing::field::Empty,
+    );
+    async move {
+        let _ = stream.set_nodelay(true);
+        let (read, mut write) = stream.into_split();
+        let read = tokio::io::AsyncReadExt::chain(std::io::Cursor::new(sent_on), read);
+        let mut read = BufReader::with_capacity(16 << 10, read);
+        let within = shared.limits.head_timeout;
+        let Ok(Ok(handoff)) = tokio::time::timeout(within, relay::handoff(&mut read)).await else {
+            return;
+        };
+        tracing::Span::current().record("connection", handoff.connection);
+        let session = match Session::resume(&shared, handoff) {
+            Ok(session) => session,
+            Err(e) => {
+                let no = relay::Taken::No {
+                    code: e.code,
+                    message: e.message,
+                };
+                let _ = relay::answer(&mut write, &no).await;
+                return;
+            }
+        };
+        if relay::answer(&mut write, &relay::Taken::Yes).await.is_err() {
+            return;
+        }
+        commands(session, &mut read, &mut write, Out::default(), stopped).await;
+    }
+    .instrument(span)
+    .await;
 }
 
 /// The greeting, the login and the connect-time database: the session, or
@@ -454,6 +638,7 @@ where
         capabilities: login.capabilities & cap::SERVER,
         statements: HashMap::new(),
         next_statement: 1,
+        carried: false,
     };
     if let Some(db) = login.database {
         let chosen = match std::str::from_utf8(&db) {
@@ -524,22 +709,32 @@ fn unknown_statement(command: &str) -> MyError {
     )
 }
 
-/// COM_QUERY: one statement, answered in the text protocol.
+/// COM_QUERY: one statement, answered in the text protocol — or, if
+/// another node of the group must run it, its refusal, unanswered.
 async fn query_command<W: AsyncWrite + Unpin>(
     session: &mut Session,
     out: &mut Out,
     write: &mut W,
     body: &[u8],
-) {
+) -> Option<MyError> {
     let text = match std::str::from_utf8(body) {
         Ok(text) => text,
-        Err(_) => return error(out, &not_utf8(body)),
+        Err(_) => {
+            error(out, &not_utf8(body));
+            return None;
+        }
     };
     let reply = match query::tokenize(text) {
         Ok(tokens) => session.run(tokens).await,
         Err(e) => Err(e),
     };
-    answer(session, out, write, reply, false).await;
+    match reply {
+        Err(e) if session.may_carry(&e) => Some(e),
+        reply => {
+            answer(session, out, write, reply, false).await;
+            None
+        }
+    }
 }
 
 /// Writes a statement's answer: OK, a result set, or the error.
@@ -628,6 +823,7 @@ async fn prepare(session: &mut Session, out: &mut Out, body: &[u8]) {
     session.statements.insert(
         id,
         Prepared {
+            text: text.into(),
             tokens,
             params,
             plan,
@@ -658,38 +854,53 @@ fn long_data(session: &mut Session, body: &[u8], max: usize) {
 }
 
 /// COM_STMT_EXECUTE: the statement run with its arguments, answered in
-/// the binary protocol.
+/// the binary protocol — or, if another node of the group must run it,
+/// its refusal, unanswered (the arguments sent in parts kept for it).
 async fn execute<W: AsyncWrite + Unpin>(
     session: &mut Session,
     out: &mut Out,
     write: &mut W,
     body: &[u8],
-) {
+) -> Option<MyError> {
     let mut r = proto::Reader::new(body);
     let Ok(stmt) = r.u32() else {
-        return error(out, &MyError::bad_arguments("the packet is malformed"));
+        error(out, &MyError::bad_arguments("the packet is malformed"));
+        return None;
     };
     let Some(prepared) = session.statements.get_mut(&stmt) else {
-        return error(out, &unknown_statement("mysqld_stmt_execute"));
+        error(out, &unknown_statement("mysqld_stmt_execute"));
+        return None;
     };
     let args = match arguments(prepared, &mut r) {
         Ok(args) => args,
-        Err(e) => return error(out, &e),
+        Err(e) => {
+            prepared.long_data.clear();
+            error(out, &e);
+            return None;
+        }
     };
-    prepared.long_data.clear();
     // A kept plan runs as it is; any other statement is bound and planned.
-    if let Some(plan) = prepared.plan.clone()
-        && session.plan_holds(&plan)
-    {
-        let reply = session.lookup(&plan, &args).await;
-        return answer(session, out, write, reply, true).await;
-    }
-    let Some(prepared) = session.statements.get(&stmt) else {
-        return error(out, &unknown_statement("mysqld_stmt_execute"));
+    let plan = prepared.plan.clone();
+    let reply = match plan {
+        Some(plan) if session.plan_holds(&plan) => session.lookup(&plan, &args).await,
+        _ => match session.statements.get(&stmt) {
+            Some(prepared) => {
+                let tokens = query::bind(&prepared.tokens, &args);
+                session.run(tokens).await
+            }
+            None => Err(unknown_statement("mysqld_stmt_execute")),
+        },
     };
-    let tokens = query::bind(&prepared.tokens, &args);
-    let reply = session.run(tokens).await;
-    answer(session, out, write, reply, true).await;
+    match reply {
+        Err(e) if session.may_carry(&e) => Some(e),
+        reply => {
+            if let Some(prepared) = session.statements.get_mut(&stmt) {
+                prepared.long_data.clear();
+            }
+            answer(session, out, write, reply, true).await;
+            None
+        }
+    }
 }
 
 /// The arguments of an execute: NULLs from the bitmap, types as bound now

@@ -61,6 +61,23 @@ impl Session {
         flags
     }
 
+    /// Whether the session's transaction can go to another node as it is:
+    /// it holds no rows (its reads lock nothing) and was not timed out.
+    pub(crate) fn transaction_moves(&self) -> bool {
+        self.txn.timed_out.is_none() && self.txn.open.as_ref().is_none_or(|t| !t.holds_rows())
+    }
+
+    /// BEGIN was given and the transaction is open: whether READ ONLY.
+    pub(crate) fn explicit_transaction(&self) -> Option<bool> {
+        self.txn.explicit.then_some(self.txn.read_only)
+    }
+
+    /// Opens the transaction a session carried here had begun.
+    pub(crate) fn resume_transaction(&mut self, read_only: bool) {
+        self.txn.explicit = true;
+        self.txn.read_only = read_only;
+    }
+
     /// Whether the session's transaction holds anything a timeout would
     /// roll back.
     pub(crate) fn holds_transaction(&self) -> bool {

@@ -116,6 +116,69 @@ impl UserVariables {
     pub(crate) fn clear(&mut self) {
         *self = UserVariables::default();
     }
+
+    /// How many are set.
+    pub(crate) fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Every variable, as a session carried to another node takes them.
+    pub(crate) fn export(&self) -> Vec<(String, Literal)> {
+        (self.values.iter())
+            .filter_map(|(name, value)| Some((name.clone(), Literal::of(value)?)))
+            .collect()
+    }
+
+    /// The variables `export` gave, under the same bounds as `set`.
+    pub(crate) fn import(values: Vec<(String, Literal)>) -> Result<UserVariables, MyError> {
+        let mut kept = UserVariables::default();
+        for (name, value) in values {
+            kept.set(&name, value.token())?;
+        }
+        Ok(kept)
+    }
+}
+
+/// A user variable's value as it travels between nodes: each kind of
+/// literal token `set` keeps.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) enum Literal {
+    Number(String, bool),
+    Single(String),
+    Double(String),
+    National(String),
+    Hex(String),
+    /// `NULL`, `TRUE` or `FALSE`.
+    Keyword(String),
+}
+
+impl Literal {
+    fn of(t: &Token) -> Option<Literal> {
+        Some(match t {
+            Token::Number(n, long) => Literal::Number(n.clone(), *long),
+            Token::SingleQuotedString(s) => Literal::Single(s.clone()),
+            Token::DoubleQuotedString(s) => Literal::Double(s.clone()),
+            Token::NationalStringLiteral(s) => Literal::National(s.clone()),
+            Token::HexStringLiteral(s) => Literal::Hex(s.clone()),
+            Token::Word(w) if is_literal(t) => Literal::Keyword(w.value.clone()),
+            _ => return None,
+        })
+    }
+
+    fn token(self) -> Token {
+        match self {
+            Literal::Number(n, long) => Token::Number(n, long),
+            Literal::Single(s) => Token::SingleQuotedString(s),
+            Literal::Double(s) => Token::DoubleQuotedString(s),
+            Literal::National(s) => Token::NationalStringLiteral(s),
+            Literal::Hex(s) => Token::HexStringLiteral(s),
+            Literal::Keyword(k) => match k.to_ascii_uppercase().as_str() {
+                "TRUE" => Token::make_keyword("TRUE"),
+                "FALSE" => Token::make_keyword("FALSE"),
+                _ => null(),
+            },
+        }
+    }
 }
 
 /// Whether a keyword ends a SELECT's list of items.
@@ -214,6 +277,32 @@ mod tests {
             out.join(" "),
             "SELECT 7 AS `@a` , ( 7 ) , 7 x , 1 FROM t WHERE id IN ( 1 , 7 , 2 ) AND k = 7 ; SELECT 7 AS `@a`"
         );
+    }
+
+    #[test]
+    fn variables_travel_as_they_were_kept() {
+        let mut v = UserVariables::default();
+        let kept = [
+            ("n", Token::Number("-12.5".into(), false)),
+            ("s", Token::SingleQuotedString("it's \\ 'quoted'".into())),
+            ("d", Token::DoubleQuotedString("x".into())),
+            ("h", Token::HexStringLiteral("FF00".into())),
+            ("u", null()),
+            ("t", Token::make_keyword("TRUE")),
+        ];
+        for (name, value) in &kept {
+            v.set(name, value.clone()).unwrap();
+        }
+        let back = UserVariables::import(v.export()).unwrap();
+        for (name, value) in &kept {
+            assert_eq!(&back.get(name), value, "@{name}");
+        }
+        assert_eq!(back.bytes, v.bytes);
+        // A peer's list is held to the same bounds as SET.
+        let many = (0..=MAX_VARIABLES)
+            .map(|n| (format!("v{n}"), Literal::Number("1".into(), false)))
+            .collect();
+        assert!(UserVariables::import(many).is_err());
     }
 
     #[test]

@@ -98,7 +98,7 @@ pub(crate) async fn serve(
             });
         })
     };
-    cluster.serve_relayed(relayed);
+    cluster.serve_relayed(crate::cluster::Relayed::Redis, relayed);
     let watching = stopped.clone();
     let mut workers = serve::Workers::new(store.tc().clone());
     let gate = shoal_listen::accept(

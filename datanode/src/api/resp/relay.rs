@@ -24,7 +24,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::frame::{self, Out};
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, Relayed};
 use crate::tc::Database;
 
 /// How long a primary the view has moved away from may still answer the
@@ -91,8 +91,11 @@ impl Upstream {
                 target.primary
             )
         };
-        let mut stream =
-            (target.cluster.relay_to(target.primary).await).map_err(|e| (unreachable(e), true))?;
+        let mut stream = (target
+            .cluster
+            .relay_to(target.primary, Relayed::Redis)
+            .await)
+            .map_err(|e| (unreachable(e), true))?;
         // AUTH, the protocol if RESP3, then an ECHO of a marker: everything
         // up to the marker's reply answers the greeting.
         let mut marker = [0u8; 8];
