@@ -108,6 +108,18 @@ impl Setup {
         self.shoal.mysql_addr.rsplit_once(':').unwrap()
     }
 
+    /// sqlx's options to log in with the read-write key on `app`.
+    fn driver_options(&self) -> sqlx::mysql::MySqlConnectOptions {
+        let (host, port) = self.host_port();
+        let (user, secret) = self.key.split_once('.').unwrap();
+        sqlx::mysql::MySqlConnectOptions::new()
+            .host(host)
+            .port(port.parse().unwrap())
+            .username(user)
+            .password(secret)
+            .database("app")
+    }
+
     fn mysql_with(&self, key: &str, db: Option<&str>, sql: &[u8]) -> Ran {
         mysql_at(&self.shoal.mysql_addr, key, db, sql)
     }
@@ -483,18 +495,33 @@ print(json.dumps(out))
 }
 
 #[tokio::test]
+async fn an_idle_connection_is_closed_and_a_busy_one_kept() {
+    use sqlx::Connection;
+    let s = setup(&["--idle-timeout", "1"]).await;
+    let options = s.driver_options();
+    let mut busy = sqlx::mysql::MySqlConnection::connect_with(&options)
+        .await
+        .unwrap();
+    let mut idle = sqlx::mysql::MySqlConnection::connect_with(&options)
+        .await
+        .unwrap();
+    // Commands closer together than the idle timeout, for three times as
+    // long: the connection stays.
+    for _ in 0..30 {
+        busy.ping().await.unwrap();
+        sqlx::query("SELECT 1").execute(&mut busy).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // Meanwhile the other sent nothing: closed.
+    assert!(idle.ping().await.is_err());
+}
+
+#[tokio::test]
 async fn a_driver_prepares_and_executes_in_the_binary_protocol() {
     let s = setup(&[]).await;
-    let (host, port) = s.host_port();
-    let (user, secret) = s.key.split_once('.').unwrap();
     // sqlx's defaults: it sets sql_mode, time_zone and NAMES at connect,
     // and prepares every statement that has arguments.
-    let options = sqlx::mysql::MySqlConnectOptions::new()
-        .host(host)
-        .port(port.parse().unwrap())
-        .username(user)
-        .password(secret)
-        .database("app");
+    let options = s.driver_options();
     let mut conn = sqlx::mysql::MySqlConnection::connect_with(&options)
         .await
         .unwrap();

@@ -48,19 +48,28 @@ pub(crate) fn access(
         return Err(AuthError::Expired.into());
     }
     let not_granted = || AccessError::NotGranted(name.chars().take(64).collect());
-    let role = key.role(name).ok_or_else(not_granted)?;
+    key.role(name).ok_or_else(not_granted)?;
     let db = engine
         .database(name)
         .map_err(|_| AccessError::NoSuchDatabase(name.to_owned()))?;
+    let grant = grant_on(key, &db)?;
+    Ok((db, grant))
+}
+
+/// The grant `key` has on database `db`, found already (`access` without
+/// the look by name).
+pub(crate) fn grant_on(key: &ApiKey, db: &Database) -> Result<Grant, AccessError> {
+    let name = db.name.as_str();
+    let not_granted = || AccessError::NotGranted(name.chars().take(64).collect());
+    let role = key.role(name).ok_or_else(not_granted)?;
     if db.tenant.as_ref().map(|t| &t.id) != Some(key.tenant()) {
         return Err(not_granted());
     }
     let span = tracing::Span::current();
     span.record("tenant", key.tenant().as_str());
     span.record("database", name);
-    let grant = Grant {
+    Ok(Grant {
         database: db.id,
         role,
-    };
-    Ok((db, grant))
+    })
 }

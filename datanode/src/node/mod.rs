@@ -103,6 +103,8 @@ struct Inner {
     node_id: NodeId,
     tc: Tc,
     catalog: RwLock<Catalog>,
+    /// Counts the catalog's changes (`catalog_version`).
+    catalog_version: std::sync::atomic::AtomicU64,
     /// Schema changes run one at a time; the catalog lock is never held
     /// across a wait for the workers.
     ddl: Mutex<()>,
@@ -166,6 +168,7 @@ impl Engine {
                 node_id: config.node_id,
                 tc: Tc::with_clock(workers, seed, clock),
                 catalog: RwLock::new(Catalog::default()),
+                catalog_version: std::sync::atomic::AtomicU64::new(0),
                 ddl: Mutex::new(()),
                 fragments_per_table: fragments,
                 catalog_store: ArcSwapOption::empty(),
@@ -201,10 +204,17 @@ impl Engine {
     }
 
     fn catalog_mut(&self) -> std::sync::RwLockWriteGuard<'_, Catalog> {
-        self.inner
-            .catalog
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
+        let catalog = (self.inner.catalog.write()).unwrap_or_else(|e| e.into_inner());
+        // Counted once the lock is held: whoever reads the count after
+        // this finds the catalog as this change leaves it.
+        (self.inner.catalog_version).fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        catalog
+    }
+
+    /// A count of the catalog's changes so far: while it stays the same,
+    /// every table and database looked up since is the catalog's still.
+    pub(crate) fn catalog_version(&self) -> u64 {
+        (self.inner.catalog_version).load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// From now on, the catalog is saved to `store` after every change.

@@ -474,8 +474,18 @@ impl Session {
     /// Whether a kept plan still holds: its table is the catalog's now
     /// (not dropped, made again, nor given or stripped of an index since).
     pub(crate) fn plan_holds(&self, l: &Lookup) -> bool {
+        use std::sync::atomic::Ordering;
+        // Read before the look: a change after it makes the next look again.
+        let version = self.engine.catalog_version();
+        if l.current_at.load(Ordering::Acquire) == version {
+            return true;
+        }
         let (db, name) = (l.table.database.name.as_str(), l.table.name().as_str());
-        (self.engine.table(db, name)).is_ok_and(|now| Arc::ptr_eq(&now, &l.table))
+        let holds = (self.engine.table(db, name)).is_ok_and(|now| Arc::ptr_eq(&now, &l.table));
+        if holds {
+            l.current_at.store(version, Ordering::Release);
+        }
+        holds
     }
 
     /// The columns a statement answers, for a client preparing it: found
@@ -644,6 +654,7 @@ impl Session {
         if let Some(keys) = keys {
             return Ok(Select::Keys(Lookup {
                 table,
+                current_at: std::sync::atomic::AtomicU64::new(u64::MAX),
                 keys,
                 lock,
                 shape,
@@ -751,8 +762,9 @@ impl Session {
     /// Reads the rows of `l`'s keys, with `args` for its `?`s.
     pub(crate) async fn lookup(&mut self, l: &Lookup, args: &[Lit]) -> Result<Reply, MyError> {
         let keys = expand_keys(&l.table, &l.keys, args)?;
-        // The key's grant now: it may have changed since `l` was planned.
-        let grant = self.grant(l.table.database.name.as_str())?;
+        // The key's grant now: it may have changed since `l` was planned
+        // (the plan holds: its table's database is the catalog's).
+        let grant = self.grant_on(&l.table.database)?;
         // Outside a transaction a locking read locks nothing: it reads.
         let locking = l.lock && self.can_lock();
         if locking {
@@ -1936,6 +1948,9 @@ fn compare_rows(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
 #[derive(Debug)]
 pub(crate) struct Lookup {
     table: Arc<Table>,
+    /// The catalog's version when the table was last found to be the
+    /// catalog's (`u64::MAX`: not yet).
+    current_at: std::sync::atomic::AtomicU64,
     /// Each key column's values, as written (`?`s among them).
     keys: Vec<Vec<Lit>>,
     /// FOR UPDATE or FOR SHARE: in a transaction, the rows found are

@@ -33,7 +33,7 @@ use tokio::sync::watch;
 
 use super::error::MyError;
 use super::proto::Out;
-use super::session::Session;
+use super::session::{Session, Stop};
 use super::variables::Literal;
 use crate::cluster::Relayed;
 
@@ -104,7 +104,7 @@ pub(super) async fn carry_on<R, W>(
     packet: &[u8],
     read: &mut R,
     write: &mut W,
-    stopped: &mut watch::Receiver<bool>,
+    stop: &mut Stop,
 ) -> Result<(), MyError>
 where
     R: AsyncBufRead + Unpin,
@@ -172,7 +172,7 @@ where
     tokio::select! {
         _ = tokio::io::copy_buf(read, &mut to_primary) => {}
         _ = tokio::io::copy(&mut from_primary, write) => {}
-        _ = stopped.wait_for(|s| *s) => {}
+        () = &mut *stop => {}
         () = moved => {
             tracing::info!(primary, database, "the primary a MySQL session was carried to moved; closing the client's connection");
         }
