@@ -29,19 +29,22 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufRead, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use super::error::MyError;
 use super::proto::Out;
 use super::session::{Session, Stop};
 use super::variables::Literal;
-use crate::cluster::Relayed;
+use crate::cluster::{Cluster, Relayed};
 
 /// Largest session state carried: a session whose prepared statements
 /// take more stays where it is, and its write is refused.
 pub(super) const MAX_HANDOFF: usize = 64 << 20;
 /// Longest the primary may take to answer a handoff.
 const ANSWER_WITHIN: Duration = Duration::from_secs(5);
+/// Longest a session waits for a primary it cannot reach to be replaced.
+const SETTLE_WITHIN: Duration = Duration::from_secs(2);
 
 /// A session's state, as it goes to the primary.
 #[derive(Debug, Serialize, Deserialize)]
@@ -94,10 +97,22 @@ pub(super) enum Taken {
     },
 }
 
+/// What became of a session that was to be carried on.
+pub(super) enum Carried {
+    /// It was, and the connection has ended.
+    Ended,
+    /// The primary moved here meanwhile: the command runs again here.
+    Here,
+    /// It could not be, nothing was done: the error to answer.
+    Not(MyError),
+}
+
 /// Carries `session` on to the primary that refused its command `packet`
 /// (`refused`), and then the client's connection, until either side
-/// ends, the node stops, or the view moves the primary. `Err`: it could
-/// not be carried, nothing was done — the error to answer the command.
+/// ends, the node stops, or the view moves the primary. A primary that
+/// cannot be reached (killed, say) is waited for as the view moves the
+/// database on, up to `SETTLE_WITHIN`: to another node, the session goes
+/// there; to this one, the command runs here.
 pub(super) async fn carry_on<R, W>(
     session: &mut Session,
     refused: MyError,
@@ -105,13 +120,13 @@ pub(super) async fn carry_on<R, W>(
     read: &mut R,
     write: &mut W,
     stop: &mut Stop,
-) -> Result<(), MyError>
+) -> Carried
 where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let Some((primary, database)) = refused.primary_elsewhere.as_deref().cloned() else {
-        return Err(refused);
+    let Some((mut primary, database)) = refused.primary_elsewhere.as_deref().cloned() else {
+        return Carried::Not(refused);
     };
     let not = |why: &str| MyError {
         message: format!(
@@ -122,31 +137,34 @@ where
         ..refused.clone()
     };
     let Some(handoff) = session.handoff() else {
-        return Err(not("a user variable's value cannot be carried"));
+        return Carried::Not(not("a user variable's value cannot be carried"));
     };
     let handoff = postcard::to_allocvec(&handoff).expect("a handoff encodes");
     if handoff.len() > MAX_HANDOFF {
-        return Err(not("its prepared statements are too large"));
+        return Carried::Not(not("its prepared statements are too large"));
     }
     let cluster = session.shared.cluster.clone();
-    let db = session.engine.database(&database).ok();
-    let placed = cluster.placed();
-    let mut stream = (cluster.relay_to(primary, Relayed::Sql).await).map_err(|e| not(&e))?;
-    let taken = async {
-        send(&mut stream, &handoff).await?;
-        let mut answer = Vec::new();
-        receive(&mut stream, 4 << 10, &mut answer).await?;
-        postcard::from_bytes::<Taken>(&answer).map_err(std::io::Error::other)
+    let Ok(db) = session.engine.database(&database) else {
+        return Carried::Not(refused);
     };
-    match tokio::time::timeout(ANSWER_WITHIN, taken).await {
-        Ok(Ok(Taken::Yes)) => {}
-        Ok(Ok(Taken::No { code, message })) => {
-            let state = if code == 1045 { "28000" } else { "HY000" };
-            return Err(MyError::new(code, state, message));
+    let settled_by = tokio::time::Instant::now() + SETTLE_WITHIN;
+    let (stream, placed) = loop {
+        let placed = cluster.placed();
+        let why = match taken(&cluster, primary, &handoff).await {
+            Ok(stream) => break (stream, placed),
+            Err(Refusal::Answered(e)) => return Carried::Not(e),
+            Err(Refusal::Unreachable(why)) => why,
+        };
+        let waiting = settled_by.saturating_duration_since(tokio::time::Instant::now());
+        if waiting.is_zero() {
+            return Carried::Not(not(&why));
         }
-        Ok(Err(e)) => return Err(not(&e.to_string())),
-        Err(_) => return Err(not("no answer within 5 s")),
-    }
+        cluster.placed_again(placed, waiting).await;
+        if db.is_primary_here() {
+            return Carried::Here;
+        }
+        primary = db.primary();
+    };
     // Its transaction holds no rows here: what it read, it reads there.
     let _ = session.rollback().await;
     tracing::debug!(primary, database, "a MySQL session carried to the primary");
@@ -156,12 +174,9 @@ where
     out.put(packet);
     out.end();
     if out.flush(&mut to_primary).await.is_err() {
-        return Ok(());
+        return Carried::Ended;
     }
     let moved = async {
-        let Some(db) = db else {
-            return std::future::pending().await;
-        };
         let mut placed = placed;
         while db.primary() == primary {
             if placed.changed().await.is_err() {
@@ -177,7 +192,37 @@ where
             tracing::info!(primary, database, "the primary a MySQL session was carried to moved; closing the client's connection");
         }
     }
-    Ok(())
+    Carried::Ended
+}
+
+/// Why a session was not taken.
+enum Refusal {
+    /// The primary answered why not.
+    Answered(MyError),
+    /// It could not be reached, or did not answer.
+    Unreachable(String),
+}
+
+/// Opens a connection to node `primary` and hands it the session: the
+/// connection, once the primary has taken it.
+async fn taken(cluster: &Cluster, primary: u32, handoff: &[u8]) -> Result<TcpStream, Refusal> {
+    let mut stream =
+        (cluster.relay_to(primary, Relayed::Sql).await).map_err(Refusal::Unreachable)?;
+    let answered = async {
+        send(&mut stream, handoff).await?;
+        let mut answer = Vec::new();
+        receive(&mut stream, 4 << 10, &mut answer).await?;
+        postcard::from_bytes::<Taken>(&answer).map_err(std::io::Error::other)
+    };
+    match tokio::time::timeout(ANSWER_WITHIN, answered).await {
+        Ok(Ok(Taken::Yes)) => Ok(stream),
+        Ok(Ok(Taken::No { code, message })) => {
+            let state = if code == 1045 { "28000" } else { "HY000" };
+            Err(Refusal::Answered(MyError::new(code, state, message)))
+        }
+        Ok(Err(e)) => Err(Refusal::Unreachable(e.to_string())),
+        Err(_) => Err(Refusal::Unreachable("no answer within 5 s".into())),
+    }
 }
 
 /// Reads the handoff a node sends before the client's packets.

@@ -25,7 +25,7 @@ use tracing::Instrument;
 use super::error::MyError;
 use super::proto::{self, Out, ReadError, cap, com};
 use super::query::{self, Reply};
-use super::relay::{self, Handoff};
+use super::relay::{self, Carried, Handoff};
 use super::transaction::Txn;
 use super::value::{self, Lit};
 use super::variables::UserVariables;
@@ -297,6 +297,16 @@ impl Session {
         Ok(session)
     }
 
+    /// The command `packet` was answered: if it executed a prepared
+    /// statement, the arguments sent in parts for it are gone.
+    fn executed(&mut self, packet: &[u8]) {
+        if let [com::STMT_EXECUTE, a, b, c, d, ..] = *packet
+            && let Some(p) = self.statements.get_mut(&u32::from_le_bytes([a, b, c, d]))
+        {
+            p.long_data.clear();
+        }
+    }
+
     /// Makes `db` the session's database, if the key is granted it.
     pub(crate) fn use_database(&mut self, db: &str) -> Result<(), MyError> {
         self.grant(db)?;
@@ -368,47 +378,53 @@ async fn commands<R, W>(
     let mut packet = Vec::new();
     let mut stop = Stop::on(stopped);
     let mut timer = Timer::new();
+    // The command read last runs again (its primary moved here while it
+    // was being carried there), once.
+    let mut again = false;
     loop {
-        let waiting = Instant::now();
-        if session.holds_transaction() {
-            // Waiting for the next packet to begin (nothing is read): a
-            // transaction holding rows waits for its client only so long.
-            let inactive = shared.transaction_inactive_timeout.min(limits.idle_timeout);
-            let waited = tokio::select! {
-                begun = read.fill_buf() => Some(begun),
-                () = timer.until(waiting + inactive) => None,
+        let replayed = std::mem::take(&mut again);
+        if !replayed {
+            let waiting = Instant::now();
+            if session.holds_transaction() {
+                // Waiting for the next packet to begin (nothing is read): a
+                // transaction holding rows waits for its client only so long.
+                let inactive = shared.transaction_inactive_timeout.min(limits.idle_timeout);
+                let waited = tokio::select! {
+                    begun = read.fill_buf() => Some(begun),
+                    () = timer.until(waiting + inactive) => None,
+                    () = &mut stop => return,
+                };
+                match waited {
+                    None => {
+                        session.inactive().await;
+                        continue;
+                    }
+                    Some(Ok(bytes)) if !bytes.is_empty() => {}
+                    Some(_) => return,
+                }
+            }
+            let next = tokio::select! {
+                read = proto::read_packet(read, limits.max_request_bytes, &mut packet) => read,
+                () = timer.until(waiting + limits.idle_timeout) => return,
                 () = &mut stop => return,
             };
-            match waited {
-                None => {
-                    session.inactive().await;
-                    continue;
+            let seq = match next {
+                Err(ReadError::Closed | ReadError::Io(_)) => return,
+                Err(ReadError::TooLarge(max)) => {
+                    out.seq = 1;
+                    proto::err(
+                        &mut out,
+                        1153,
+                        "08S01",
+                        &format!("Got a packet bigger than 'max_allowed_packet' bytes ({max})"),
+                    );
+                    let _ = out.flush(write).await;
+                    return;
                 }
-                Some(Ok(bytes)) if !bytes.is_empty() => {}
-                Some(_) => return,
-            }
+                Ok(seq) => seq,
+            };
+            out.seq = seq.wrapping_add(1);
         }
-        let next = tokio::select! {
-            read = proto::read_packet(read, limits.max_request_bytes, &mut packet) => read,
-            () = timer.until(waiting + limits.idle_timeout) => return,
-            () = &mut stop => return,
-        };
-        let seq = match next {
-            Err(ReadError::Closed | ReadError::Io(_)) => return,
-            Err(ReadError::TooLarge(max)) => {
-                out.seq = 1;
-                proto::err(
-                    &mut out,
-                    1153,
-                    "08S01",
-                    &format!("Got a packet bigger than 'max_allowed_packet' bytes ({max})"),
-                );
-                let _ = out.flush(write).await;
-                return;
-            }
-            Ok(seq) => seq,
-        };
-        out.seq = seq.wrapping_add(1);
         if session.key().is_err() {
             proto::err(&mut out, 1045, "28000", &revoked().message);
             let _ = out.flush(write).await;
@@ -507,11 +523,26 @@ async fn commands<R, W>(
                 true
             }
         };
-        if let Some(refused) = refused {
-            match relay::carry_on(&mut session, refused, &packet, read, write, &mut stop).await {
-                Ok(()) => return,
-                Err(e) => error(&mut out, &e),
+        match refused {
+            Some(refused) if !replayed => {
+                match relay::carry_on(&mut session, refused, &packet, read, write, &mut stop).await
+                {
+                    Carried::Ended => return,
+                    Carried::Here => {
+                        again = true;
+                        continue;
+                    }
+                    Carried::Not(e) => {
+                        session.executed(&packet);
+                        error(&mut out, &e);
+                    }
+                }
             }
+            Some(refused) => {
+                session.executed(&packet);
+                error(&mut out, &refused);
+            }
+            None => {}
         }
         if go_on && out.flush(write).await.is_err() {
             return;
