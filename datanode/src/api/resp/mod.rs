@@ -341,6 +341,9 @@ async fn serve_connection(
     // and until when the command at hand may wait for it to settle.
     let mut upstream: Option<Upstream> = None;
     let mut settle_until: Option<std::time::Instant> = None;
+    // Until when the command at hand may run again, refused while its
+    // primary moved (set at its first refusal).
+    let mut retry_until: Option<std::time::Instant> = None;
     let mut placed = cluster.placed();
     loop {
         // Every whole command that has arrived, in order.
@@ -410,7 +413,7 @@ async fn serve_connection(
                         Route::Here | Route::Replica => settle_until = None,
                     }
                     let from_replica = matches!(route, Route::Replica);
-                    let (command_start, replies_start) = (start, conn.out.buf.len());
+                    let command_start = start;
                     // Replies to the commands sent on come first.
                     if let Some(up) = upstream.as_mut().filter(|up| up.awaiting() > 0) {
                         let (db, primary) = (Arc::clone(&up.db), up.primary);
@@ -431,6 +434,16 @@ async fn serve_connection(
                             return;
                         }
                     }
+                    let replies_start = conn.out.buf.len();
+                    // Commands refused before anything was applied, while
+                    // their database's primary moves, may run again: not
+                    // those of a transaction, nor once they stop waiting.
+                    let may_retry = conn.multi.is_none()
+                        && !parser
+                            .args(&buf[start..start + len])
+                            .next()
+                            .is_some_and(|name| name.eq_ignore_ascii_case(b"EXEC"))
+                        && retry_until.is_none_or(|t| std::time::Instant::now() < t);
                     let run = {
                         let args: Vec<&[u8]> = parser.args(&buf[start..start + len]).collect();
                         // Runs are for commands answered at once: not for
@@ -482,6 +495,22 @@ async fn serve_connection(
                         start = command_start;
                         continue;
                     }
+                    // Every one refused so (TRYAGAIN: nothing of them
+                    // applied) — the primary moved between routing and
+                    // running them: routed again once the view has moved
+                    // on, as commands that wait for a moving primary, for
+                    // as long as those wait.
+                    if may_retry && (conn.out.buf.get(replies_start..)).is_some_and(only_tryagain) {
+                        conn.out.buf.truncate(replies_start);
+                        start = command_start;
+                        let until = *retry_until
+                            .get_or_insert_with(|| std::time::Instant::now() + SETTLE_WITHIN);
+                        let within = until.saturating_duration_since(std::time::Instant::now());
+                        cluster.placed_again(placed.clone(), within).await;
+                        placed.borrow_and_update();
+                        continue;
+                    }
+                    retry_until = None;
                     if conn.out.buf.len() >= FLUSH_AT
                         && !flush(&mut stream, &mut conn.out, limits).await
                     {
@@ -742,6 +771,15 @@ async fn flush(stream: &mut TcpStream, out: &mut Out, limits: Limits) -> bool {
     matches!(sent, Ok(Ok(())))
 }
 
+/// Whether `replies` are replies, every one `-TRYAGAIN …`.
+fn only_tryagain(replies: &[u8]) -> bool {
+    !replies.is_empty()
+        && (replies.strip_suffix(b"\r\n")).is_some_and(|r| {
+            r.split(|&b| b == b'\n')
+                .all(|line| line.starts_with(b"-TRYAGAIN "))
+        })
+}
+
 /// The first word and text of the error that answers `e`.
 fn error_reply(e: &StoreError) -> (&'static str, String) {
     let from_operation = |e: &OperationError| match e {
@@ -769,5 +807,29 @@ fn quota_text(q: &shoal_quota::QuotaError) -> String {
     match q.retry_after_ms() {
         Some(ms) => format!("{q} retry_after_ms={ms}"),
         None => q.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::only_tryagain;
+
+    #[test]
+    fn only_replies_that_are_all_tryagain_run_again() {
+        assert!(only_tryagain(b"-TRYAGAIN not the primary\r\n"));
+        assert!(only_tryagain(
+            b"-TRYAGAIN not the primary\r\n-TRYAGAIN not the primary\r\n"
+        ));
+        for not in [
+            &b""[..],
+            b"+OK\r\n",
+            b"-TRYAGAIN a\r\n+OK\r\n",
+            b"+OK\r\n-TRYAGAIN a\r\n",
+            b"-ERR a\r\n",
+            b"$10\r\n-TRYAGAIN \r\n",
+            b"-TRYAGAIN a",
+        ] {
+            assert!(!only_tryagain(not), "{}", String::from_utf8_lossy(not));
+        }
     }
 }
