@@ -1040,3 +1040,38 @@ fn arguments(p: &mut Prepared, r: &mut proto::Reader<'_>) -> Result<Vec<Lit>, My
     }
     Ok(args)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On a paused clock: time moves only as the runtime waits.
+    #[tokio::test(start_paused = true)]
+    async fn the_timer_returns_at_the_time_asked_never_before() {
+        let mut timer = Timer::new();
+        let began = Instant::now();
+        timer.until(began + Duration::from_secs(300)).await;
+        assert_eq!(began.elapsed(), Duration::from_secs(300));
+        // A later time leaves the timer where it was; it fires and moves on.
+        let began = Instant::now();
+        let idle = began + Duration::from_secs(300);
+        let waited = tokio::time::timeout(Duration::from_secs(299), timer.until(idle)).await;
+        assert!(waited.is_err(), "not before its time");
+        timer.until(began + Duration::from_secs(600)).await;
+        assert_eq!(began.elapsed(), Duration::from_secs(600));
+        // An earlier time than the timer's moves it back.
+        let began = Instant::now();
+        let far = timer.until(began + Duration::from_secs(3600));
+        assert!(
+            tokio::time::timeout(Duration::from_secs(1), far)
+                .await
+                .is_err()
+        );
+        timer.until(began + Duration::from_secs(10)).await;
+        assert_eq!(began.elapsed(), Duration::from_secs(10));
+        // A time already past returns at once.
+        let began = Instant::now();
+        timer.until(began - Duration::from_secs(1)).await;
+        assert_eq!(began.elapsed(), Duration::ZERO);
+    }
+}
