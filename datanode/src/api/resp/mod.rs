@@ -771,13 +771,19 @@ async fn flush(stream: &mut TcpStream, out: &mut Out, limits: Limits) -> bool {
     matches!(sent, Ok(Ok(())))
 }
 
-/// Whether `replies` are replies, every one `-TRYAGAIN …`.
-fn only_tryagain(replies: &[u8]) -> bool {
-    !replies.is_empty()
-        && (replies.strip_suffix(b"\r\n")).is_some_and(|r| {
-            r.split(|&b| b == b'\n')
-                .all(|line| line.starts_with(b"-TRYAGAIN "))
-        })
+/// Whether `replies` are whole replies, at least one, every one
+/// `-TRYAGAIN …`.
+fn only_tryagain(mut replies: &[u8]) -> bool {
+    if replies.is_empty() {
+        return false;
+    }
+    while !replies.is_empty() {
+        match frame::reply_len(replies) {
+            Ok(Some(len)) if replies.starts_with(b"-TRYAGAIN ") => replies = &replies[len..],
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// The first word and text of the error that answers `e`.
