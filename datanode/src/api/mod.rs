@@ -24,7 +24,7 @@ use std::sync::Arc;
 use crate::node::Engine;
 use crate::node::keys::{ApiKey, AuthError};
 use crate::tc::Database;
-use crate::tc::Grant;
+use crate::tc::{Grant, Role};
 
 /// Why a key may not use a database.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -47,23 +47,34 @@ pub(crate) fn access(
     if !key.use_now() {
         return Err(AuthError::Expired.into());
     }
-    let not_granted = || AccessError::NotGranted(name.chars().take(64).collect());
-    key.role(name).ok_or_else(not_granted)?;
+    let role = key.role(name).ok_or_else(|| not_granted(name))?;
     let db = engine
         .database(name)
         .map_err(|_| AccessError::NoSuchDatabase(name.to_owned()))?;
-    let grant = grant_on(key, &db)?;
+    let grant = granted(key, &db, role)?;
     Ok((db, grant))
 }
 
-/// The grant `key` has on database `db`, found already (`access` without
-/// the look by name).
+/// The grant `key` has on database `db`, found already: `access` without
+/// the look by name.
 pub(crate) fn grant_on(key: &ApiKey, db: &Database) -> Result<Grant, AccessError> {
+    if !key.use_now() {
+        return Err(AuthError::Expired.into());
+    }
     let name = db.name.as_str();
-    let not_granted = || AccessError::NotGranted(name.chars().take(64).collect());
-    let role = key.role(name).ok_or_else(not_granted)?;
+    let role = key.role(name).ok_or_else(|| not_granted(name))?;
+    granted(key, db, role)
+}
+
+fn not_granted(name: &str) -> AccessError {
+    AccessError::NotGranted(name.chars().take(64).collect())
+}
+
+/// The grant of `role` on `db` to `key`, if `db` is the key's tenant's.
+fn granted(key: &ApiKey, db: &Database, role: Role) -> Result<Grant, AccessError> {
+    let name = db.name.as_str();
     if db.tenant.as_ref().map(|t| &t.id) != Some(key.tenant()) {
-        return Err(not_granted());
+        return Err(not_granted(name));
     }
     let span = tracing::Span::current();
     span.record("tenant", key.tenant().as_str());
