@@ -40,7 +40,7 @@ use crate::cluster::{Cluster, Relayed};
 
 /// Largest session state carried: a session whose prepared statements
 /// take more stays where it is, and its write is refused.
-pub(super) const MAX_HANDOFF: usize = 64 << 20;
+const MAX_HANDOFF: usize = 64 << 20;
 /// Longest the primary may take to answer a handoff.
 const ANSWER_WITHIN: Duration = Duration::from_secs(5);
 /// Longest a session waits for a primary it cannot reach to be replaced.

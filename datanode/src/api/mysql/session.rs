@@ -197,10 +197,7 @@ impl Session {
     /// The session's state, as it is carried to another node; `None` if
     /// some of it cannot be.
     pub(super) fn handoff(&self) -> Option<Handoff> {
-        let variables = self.user_variables.export();
-        if variables.len() != self.user_variables.len() {
-            return None;
-        }
+        let variables = self.user_variables.export()?;
         let mut statements: Vec<relay::Statement> = (self.statements.iter())
             .map(|(&id, p)| relay::Statement {
                 id,

@@ -117,15 +117,11 @@ impl UserVariables {
         *self = UserVariables::default();
     }
 
-    /// How many are set.
-    pub(crate) fn len(&self) -> usize {
-        self.values.len()
-    }
-
-    /// Every variable, as a session carried to another node takes them.
-    pub(crate) fn export(&self) -> Vec<(String, Literal)> {
+    /// Every variable, as a session carried to another node takes them;
+    /// `None` if one's value cannot travel.
+    pub(crate) fn export(&self) -> Option<Vec<(String, Literal)>> {
         (self.values.iter())
-            .filter_map(|(name, value)| Some((name.clone(), Literal::of(value)?)))
+            .map(|(name, value)| Some((name.clone(), Literal::of(value)?)))
             .collect()
     }
 
@@ -293,7 +289,7 @@ mod tests {
         for (name, value) in &kept {
             v.set(name, value.clone()).unwrap();
         }
-        let back = UserVariables::import(v.export()).unwrap();
+        let back = UserVariables::import(v.export().unwrap()).unwrap();
         for (name, value) in &kept {
             assert_eq!(&back.get(name), value, "@{name}");
         }
