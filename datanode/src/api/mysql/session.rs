@@ -366,8 +366,7 @@ async fn commands<R, W>(
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let shared = Arc::clone(&session.shared);
-    let limits = shared.limits;
+    let limits = session.shared.limits;
     let mut packet = Vec::new();
     let mut stop = Stop::on(stopped);
     let mut timer = Timer::new();
@@ -377,44 +376,11 @@ async fn commands<R, W>(
     loop {
         let replayed = std::mem::take(&mut again);
         if !replayed {
-            let waiting = Instant::now();
-            if session.holds_transaction() {
-                // Waiting for the next packet to begin (nothing is read): a
-                // transaction holding rows waits for its client only so long.
-                let inactive = shared.transaction_inactive_timeout.min(limits.idle_timeout);
-                let waited = tokio::select! {
-                    begun = read.fill_buf() => Some(begun),
-                    () = timer.until(waiting + inactive) => None,
-                    () = &mut stop => return,
-                };
-                match waited {
-                    None => {
-                        session.inactive().await;
-                        continue;
-                    }
-                    Some(Ok(bytes)) if !bytes.is_empty() => {}
-                    Some(_) => return,
-                }
-            }
-            let next = tokio::select! {
-                read = proto::read_packet(read, limits.max_request_bytes, &mut packet) => read,
-                () = timer.until(waiting + limits.idle_timeout) => return,
-                () = &mut stop => return,
-            };
-            let seq = match next {
-                Err(ReadError::Closed | ReadError::Io(_)) => return,
-                Err(ReadError::TooLarge(max)) => {
-                    out.seq = 1;
-                    proto::err(
-                        &mut out,
-                        1153,
-                        "08S01",
-                        &format!("Got a packet bigger than 'max_allowed_packet' bytes ({max})"),
-                    );
-                    let _ = out.flush(write).await;
-                    return;
-                }
-                Ok(seq) => seq,
+            let waits = (&mut timer, &mut stop);
+            let Some(seq) =
+                next_command(&mut session, read, write, &mut out, &mut packet, waits).await
+            else {
+                return;
             };
             out.seq = seq.wrapping_add(1);
         }
@@ -540,6 +506,65 @@ async fn commands<R, W>(
         if go_on && out.flush(write).await.is_err() {
             return;
         }
+    }
+}
+
+/// Waits for the client's next command and reads it into `packet`: its
+/// sequence number, or `None` once the connection is to end — closed,
+/// idle past its limit, a packet too large (answered), the node stopping.
+/// A transaction holding rows whose client waits past the inactive
+/// timeout is rolled back meanwhile.
+async fn next_command<R, W>(
+    session: &mut Session,
+    read: &mut R,
+    write: &mut W,
+    out: &mut Out,
+    packet: &mut Vec<u8>,
+    (timer, stop): (&mut Timer, &mut Stop),
+) -> Option<u8>
+where
+    R: AsyncBufRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let limits = session.shared.limits;
+    let mut waiting = Instant::now();
+    while session.holds_transaction() {
+        // Waiting for the next packet to begin (nothing is read): a
+        // transaction holding rows waits for its client only so long.
+        let inactive = (session.shared.transaction_inactive_timeout).min(limits.idle_timeout);
+        let waited = tokio::select! {
+            begun = read.fill_buf() => Some(begun),
+            () = timer.until(waiting + inactive) => None,
+            () = &mut *stop => return None,
+        };
+        match waited {
+            None => {
+                session.inactive().await;
+                waiting = Instant::now();
+            }
+            Some(Ok(bytes)) if !bytes.is_empty() => break,
+            Some(_) => return None,
+        }
+    }
+    let next = tokio::select! {
+        read = proto::read_packet(read, limits.max_request_bytes, packet) => read,
+        () = timer.until(waiting + limits.idle_timeout) => return None,
+        () = &mut *stop => return None,
+    };
+    match next {
+        Err(ReadError::Closed | ReadError::Io(_)) => None,
+        Err(ReadError::TooLarge(max)) => {
+            out.seq = 1;
+            proto::err(
+                out,
+                1153,
+                "08S01",
+                &format!("Got a packet bigger than 'max_allowed_packet' bytes ({max})"),
+            );
+            let _ = out.flush(write).await;
+            None
+        }
+        Ok(seq) => Some(seq),
     }
 }
 
@@ -818,10 +843,23 @@ async fn query_command<W: AsyncWrite + Unpin>(
         Ok(tokens) => session.run(tokens).await,
         Err(e) => Err(e),
     };
+    answer_or_carry(session, out, write, reply, false).await
+}
+
+/// Writes a statement's answer — unless it is a refusal that carrying
+/// the session to its database's primary puts right: that is given back,
+/// unanswered.
+async fn answer_or_carry<W: AsyncWrite + Unpin>(
+    session: &Session,
+    out: &mut Out,
+    write: &mut W,
+    reply: Result<Reply, MyError>,
+    binary: bool,
+) -> Option<MyError> {
     match reply {
         Err(e) if session.may_carry(&e) => Some(e),
         reply => {
-            answer(session, out, write, reply, false).await;
+            answer(session, out, write, reply, binary).await;
             None
         }
     }
@@ -981,16 +1019,13 @@ async fn execute<W: AsyncWrite + Unpin>(
             None => Err(unknown_statement("mysqld_stmt_execute")),
         },
     };
-    match reply {
-        Err(e) if session.may_carry(&e) => Some(e),
-        reply => {
-            if let Some(prepared) = session.statements.get_mut(&stmt) {
-                prepared.long_data.clear();
-            }
-            answer(session, out, write, reply, true).await;
-            None
-        }
+    let refused = answer_or_carry(session, out, write, reply, true).await;
+    if refused.is_none()
+        && let Some(prepared) = session.statements.get_mut(&stmt)
+    {
+        prepared.long_data.clear();
     }
+    refused
 }
 
 /// The arguments of an execute: NULLs from the bitmap, types as bound now
