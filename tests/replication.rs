@@ -725,14 +725,7 @@ async fn hostile_peers_and_groups_are_refused_and_change_nothing() {
     }
     // With the secret, a request sent on still needs the client's key, and
     // garbage after it ends the connection; nothing is written.
-    let mut peer = greet_peer(
-        &g.backup,
-        GREET_FORWARD,
-        primary_id,
-        CLUSTER_SECRET.as_bytes(),
-    )
-    .await;
-    assert_eq!(read_frame(&mut peer).await.first(), Some(&WELCOME));
+    let mut peer = welcomed_peer(&g.backup, GREET_FORWARD, primary_id).await;
     let path = b"/0.1.0/shop/orders/pk-insert";
     let body = br#"{"row": {"id": 8, "note": "keyless"}}"#;
     let mut request = vec![REQUEST, 1, 1, path.len() as u8];
@@ -751,21 +744,12 @@ async fn hostile_peers_and_groups_are_refused_and_change_nothing() {
     assert!(matches!(closed, Ok(Err(_))), "closed: {closed:?}");
     // A MySQL session carried with the secret but state that does not
     // decode, or is longer than a session's state may be: closed, unanswered.
-    for state in [vec![0xee; 40], Vec::new()] {
-        let mut peer = greet_peer(
-            &g.backup,
-            GREET_RELAY_SQL,
-            primary_id,
-            CLUSTER_SECRET.as_bytes(),
-        )
-        .await;
-        assert_eq!(read_frame(&mut peer).await.first(), Some(&WELCOME));
-        if state.is_empty() {
-            use tokio::io::AsyncWriteExt;
-            peer.write_all(&u32::MAX.to_le_bytes()).await.unwrap();
-        } else {
-            send_frame(&mut peer, &state).await;
-        }
+    let garbled = [&40u32.to_le_bytes()[..], &[0xee; 40]].concat();
+    let oversized = u32::MAX.to_le_bytes().to_vec();
+    for state in [garbled, oversized] {
+        use tokio::io::AsyncWriteExt;
+        let mut peer = welcomed_peer(&g.backup, GREET_RELAY_SQL, primary_id).await;
+        peer.write_all(&state).await.unwrap();
         let mut rest = Vec::new();
         let read = tokio::time::timeout(
             GUARD,
@@ -808,7 +792,6 @@ async fn hostile_peers_and_groups_are_refused_and_change_nothing() {
     );
 }
 
-/// The node id `node` was started with.
 // The node-to-node transport's messages, as postcard numbers them
 // (datanode/src/cluster/frame.rs): what the hostile peer test sends.
 const WELCOME: u8 = 1;
@@ -851,6 +834,14 @@ async fn greet_peer(node: &Shoal, kind: u8, as_node: u32, secret: &[u8]) -> toki
     peer
 }
 
+/// `greet_peer` with the cluster secret: welcomed.
+async fn welcomed_peer(node: &Shoal, kind: u8, as_node: u32) -> tokio::net::TcpStream {
+    let mut peer = greet_peer(node, kind, as_node, CLUSTER_SECRET.as_bytes()).await;
+    assert_eq!(read_frame(&mut peer).await.first(), Some(&WELCOME));
+    peer
+}
+
+/// The node id `node` was started with.
 fn id_of(node: &Shoal, dirs: &[tempfile::TempDir]) -> u32 {
     if node.data_dir == dirs[0].path() {
         1
