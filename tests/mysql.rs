@@ -110,14 +110,7 @@ impl Setup {
 
     /// sqlx's options to log in with the read-write key on `app`.
     fn driver_options(&self) -> sqlx::mysql::MySqlConnectOptions {
-        let (host, port) = self.host_port();
-        let (user, secret) = self.key.split_once('.').unwrap();
-        sqlx::mysql::MySqlConnectOptions::new()
-            .host(host)
-            .port(port.parse().unwrap())
-            .username(user)
-            .password(secret)
-            .database("app")
+        self.shoal.mysql_options(&self.key, "app")
     }
 
     fn mysql_with(&self, key: &str, db: Option<&str>, sql: &[u8]) -> Ran {

@@ -476,15 +476,7 @@ async fn redis_clients_of_either_node_share_one_keyspace() {
 /// A MySQL connection to `node` with `key`, in database `shop`.
 async fn mysql(node: &Shoal, key: &str) -> sqlx::mysql::MySqlConnection {
     use sqlx::Connection;
-    let (host, port) = node.mysql_addr.rsplit_once(':').unwrap();
-    let (user, secret) = key.split_once('.').unwrap();
-    let options = sqlx::mysql::MySqlConnectOptions::new()
-        .host(host)
-        .port(port.parse().unwrap())
-        .username(user)
-        .password(secret)
-        .database("shop");
-    sqlx::mysql::MySqlConnection::connect_with(&options)
+    sqlx::mysql::MySqlConnection::connect_with(&node.mysql_options(key, "shop"))
         .await
         .unwrap()
 }

@@ -293,6 +293,19 @@ pub fn client() -> reqwest::Client {
 }
 
 impl Shoal {
+    /// sqlx's options to log in to the node's MySQL port with API key
+    /// `key` (user: its prefix, password: its secret), on database `db`.
+    pub fn mysql_options(&self, key: &str, db: &str) -> sqlx::mysql::MySqlConnectOptions {
+        let (host, port) = self.mysql_addr.rsplit_once(':').unwrap();
+        let (user, secret) = key.split_once('.').unwrap();
+        sqlx::mysql::MySqlConnectOptions::new()
+            .host(host)
+            .port(port.parse().unwrap())
+            .username(user)
+            .password(secret)
+            .database(db)
+    }
+
     /// Sends a request to the internal API with the cluster secret; answers
     /// the status and the JSON body (`null` when there is none).
     pub async fn send(
