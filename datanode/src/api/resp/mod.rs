@@ -435,26 +435,26 @@ async fn serve_connection(
                         }
                     }
                     let replies_start = conn.out.buf.len();
-                    // Commands refused before anything was applied, while
-                    // their database's primary moves, may run again: not
-                    // those of a transaction, nor once they stop waiting.
-                    let may_retry = conn.multi.is_none()
-                        && !parser
-                            .args(&buf[start..start + len])
-                            .next()
-                            .is_some_and(|name| name.eq_ignore_ascii_case(b"EXEC"))
-                        && retry_until.is_none_or(|t| std::time::Instant::now() < t);
-                    let run = {
+                    let (run, exec) = {
                         let args: Vec<&[u8]> = parser.args(&buf[start..start + len]).collect();
                         // Runs are for commands answered at once: not for
                         // those a transaction queues.
                         let authenticated = conn.session.as_ref().filter(|_| conn.multi.is_none());
-                        parser
-                            .ranges()
+                        let run = (parser.ranges())
                             .and(authenticated)
                             .and(op_of(&args))
-                            .map(|op| op.run())
+                            .map(|op| op.run());
+                        let exec = args
+                            .first()
+                            .is_some_and(|n| n.eq_ignore_ascii_case(b"EXEC"));
+                        (run, exec)
                     };
+                    // Commands refused before anything was applied, while
+                    // their database's primary moves, may run again: not
+                    // those of a transaction, nor once they stop waiting.
+                    let may_retry = conn.multi.is_none()
+                        && !exec
+                        && retry_until.is_none_or(|t| std::time::Instant::now() < t);
                     let mut ran = false;
                     // A run needs a command after this one.
                     if let Some(run) = run.filter(|_| start + len < buf.len()) {
