@@ -1286,6 +1286,75 @@ print(json.dumps(out))
 }
 
 #[tokio::test]
+async fn a_locking_read_with_limit_answers_as_many_rows_as_pass_when_some_change_under_it() {
+    // A job queue: each worker takes the first 'new' job with a locking
+    // read. A job another worker holds is waited for; once that worker has
+    // taken it, it no longer passes, and the next job is answered in its
+    // place. (If the waiting read comes after the commit, it finds the
+    // same rows.) Lock waits end in 10 s.
+    let s = setup(&["--lock-wait-timeout", "10000"]).await;
+    s.ok(
+        "CREATE TABLE jobs (id INT PRIMARY KEY, state VARCHAR(8) NOT NULL, \
+          prio INT NOT NULL, INDEX by_prio (prio))",
+    );
+    s.ok(
+        "INSERT INTO jobs VALUES (1, 'new', 10), (2, 'new', 20), (3, 'done', 5), \
+         (4, 'new', 40), (5, 'new', 50), (6, 'new', 60)",
+    );
+    let script = r#"
+out = {}
+a, b = connect(), connect()
+ca, cb = a.cursor(), b.cursor()
+def waiting(sql):
+    # Runs `sql` on a's connection in a thread (it waits for b's lock);
+    # b takes its row and commits; the rows a was answered.
+    got = {}
+    def run():
+        ca.execute(sql)
+        got["rows"] = [list(r) for r in ca.fetchall()]
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(0.5)
+    cb.execute("UPDATE jobs SET state = 'taken' WHERE id = %s", (held,))
+    b.commit()
+    t.join(20)
+    a.rollback()
+    return got.get("rows")
+# In an order: b holds the first job; a gets the second.
+cb.execute("SELECT id FROM jobs WHERE state = 'new' ORDER BY prio LIMIT 1 FOR UPDATE")
+held = cb.fetchall()[0][0]
+out["held"] = held
+out["ordered"] = waiting("SELECT id, state FROM jobs WHERE state = 'new' ORDER BY prio LIMIT 1 FOR UPDATE")
+# In the scan's own order: b holds the first the scan finds; a, asking
+# for two, gets two others.
+cb.execute("SELECT id FROM jobs WHERE state = 'new' LIMIT 1")
+held = cb.fetchall()[0][0]
+cb.execute("SELECT id FROM jobs WHERE id = %s FOR UPDATE", (held,))
+out["held2"] = held
+out["unordered"] = waiting("SELECT id, state FROM jobs WHERE state = 'new' LIMIT 2 FOR UPDATE")
+cb.execute("SELECT id FROM jobs WHERE state = 'new' ORDER BY id")
+out["left"] = [r[0] for r in cb.fetchall()]
+print(json.dumps(out))
+"#;
+    let out = pymysql(&s, script);
+    assert_eq!(out["held"], json!(1));
+    assert_eq!(out["ordered"], json!([[2, "new"]]));
+    let held = out["held2"].as_i64().unwrap();
+    let rows = out["unordered"].as_array().expect("a was answered");
+    assert_eq!(rows.len(), 2, "{out}");
+    for row in rows {
+        assert_eq!(row[1], json!("new"), "{out}");
+        assert_ne!(row[0], json!(held), "{out}");
+    }
+    // Nothing else changed: two jobs taken, by b.
+    let left: Vec<i64> = (out["left"].as_array().unwrap().iter())
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    let expected: Vec<i64> = [2, 4, 5, 6].into_iter().filter(|&id| id != held).collect();
+    assert_eq!(left, expected);
+}
+
+#[tokio::test]
 async fn transactions_commit_roll_back_lock_and_end_with_their_connection() {
     // Lock waits end in 300 ms; a transaction holding rows is rolled back
     // after 3 s without a statement.

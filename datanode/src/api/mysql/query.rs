@@ -24,6 +24,7 @@
 //! Everything else is refused with error 1235 naming what it is, never a
 //! wrong answer.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use sqlparser::ast::{
@@ -39,11 +40,12 @@ use super::error::MyError;
 use super::filter::{Cond, Expression, Inserted};
 use super::information_schema::{column_key, default_text, indexes, nullable};
 use super::proto::{ColumnDef, ty};
-use super::scan::Scan;
+use super::scan::{MAX_SCAN_ROWS, Scan, too_many_rows};
 use super::session::Session;
 use super::upsert::{OnDuplicate, apply};
 use super::value::{self, Cell, Lit, column_def, computed, to_value};
 use super::variables;
+use crate::storage::codec::encode_key;
 use crate::tc::batch::{OperationError, Outcome};
 use crate::tc::{Commit, Grant, Role, Table, TcError};
 use crate::types::value::Value;
@@ -1121,9 +1123,13 @@ impl Session {
     }
 
     /// The rows of a locking read by a scan (`found`, in the session's
-    /// transaction), locked: those its answer takes, each locked by its key
-    /// and checked against the WHERE again as locked — a row changed or
-    /// gone since the scan saw it is left out, as NDB's locking scans do.
+    /// transaction), locked: each locked by its key and checked against
+    /// the WHERE again as locked — a row changed or gone since the scan
+    /// saw it is left out, as NDB's locking scans do. Under a LIMIT
+    /// (without DISTINCT) only the rows the answer takes are locked, in
+    /// its order; for each row left out the next is locked, scanning on
+    /// for more where the scan stopped at enough, so that the answer has
+    /// as many rows as pass.
     async fn lock_found(
         &mut self,
         grant: &Grant,
@@ -1131,14 +1137,57 @@ impl Session {
         shape: &Shape,
         mut found: Vec<Vec<Value>>,
     ) -> Result<Vec<Vec<Value>>, MyError> {
+        let need = match shape.limit {
+            Some(limit) if !shape.distinct => {
+                usize::try_from(limit.saturating_add(shape.offset)).unwrap_or(usize::MAX)
+            }
+            _ => return self.lock_rows(grant, scan, found).await,
+        };
         let table = &scan.table;
-        if !shape.distinct
-            && let Some(limit) = shape.limit
-        {
+        let mut rows = Vec::new();
+        // The encoded keys of the rows locked so far.
+        let mut tried = HashSet::new();
+        // How many rows the scan that found `found` stopped at.
+        let mut asked = shape.enough();
+        loop {
+            let scanned_all = asked.is_none_or(|asked| found.len() < asked);
             sort_rows(&mut found, &shape.order);
-            let taken = limit.saturating_add(shape.offset);
-            found.truncate(usize::try_from(taken).unwrap_or(usize::MAX));
+            let mut fresh = found.into_iter().filter(|row| {
+                let key: Vec<Value> = key_positions(table).map(|c| row[c].clone()).collect();
+                let mut encoded = Vec::new();
+                // A key the scan read back encodes as it was stored.
+                encode_key(&table.layout, &key, &mut encoded).is_ok() && tried.insert(encoded)
+            });
+            while rows.len() < need {
+                let next: Vec<Vec<Value>> = fresh.by_ref().take(need - rows.len()).collect();
+                if next.is_empty() {
+                    break;
+                }
+                rows.extend(self.lock_rows(grant, scan, next).await?);
+            }
+            if rows.len() >= need || scanned_all {
+                return Ok(rows);
+            }
+            if tried.len() > MAX_SCAN_ROWS {
+                return Err(too_many_rows(table));
+            }
+            // The scan stopped at enough, and some of its rows were left
+            // out: scan again for as many more as were left out.
+            let want = tried.len() + (need - rows.len());
+            found = self.scan_rows(grant, scan, Some(want)).await?;
+            asked = Some(want);
         }
+    }
+
+    /// `found`'s rows locked in the session's transaction: those still
+    /// there and passing `scan`'s WHERE as locked.
+    async fn lock_rows(
+        &mut self,
+        grant: &Grant,
+        scan: &Scan,
+        found: Vec<Vec<Value>>,
+    ) -> Result<Vec<Vec<Value>>, MyError> {
+        let table = &scan.table;
         if found.is_empty() {
             return Ok(found);
         }

@@ -179,15 +179,21 @@ impl Session {
             }
         }
         if enough.is_none() && rows.len() > MAX_SCAN_ROWS {
-            return Err(MyError::new(
-                1105,
-                "HY000",
-                format!(
-                    "more than {MAX_SCAN_ROWS} rows of table '{}' pass this WHERE; a statement takes at most that many (narrow the WHERE, or add LIMIT)",
-                    table.name()
-                ),
-            ));
+            return Err(too_many_rows(table));
         }
         Ok(rows)
     }
+}
+
+/// What a statement is answered whose WHERE more than `MAX_SCAN_ROWS` rows
+/// of `table` pass.
+pub(crate) fn too_many_rows(table: &Table) -> MyError {
+    MyError::new(
+        1105,
+        "HY000",
+        format!(
+            "more than {MAX_SCAN_ROWS} rows of table '{}' pass this WHERE; a statement takes at most that many (narrow the WHERE, or add LIMIT)",
+            table.name()
+        ),
+    )
 }
