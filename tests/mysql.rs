@@ -1235,14 +1235,15 @@ async fn integer_constants_are_worked_out_as_mysql_does() {
     assert_eq!(s.rest_rows().await.len(), 2);
 }
 
+/// A job queue's table, for the tests of locking reads.
+const JOBS: &str = "CREATE TABLE jobs (id INT PRIMARY KEY, state VARCHAR(8) NOT NULL, \
+    prio INT NOT NULL, INDEX by_prio (prio))";
+
 #[tokio::test]
 async fn locking_reads_by_a_scan_lock_the_rows_they_answer() {
     // Lock waits end in 300 ms.
     let s = setup(&["--lock-wait-timeout", "300"]).await;
-    s.ok(
-        "CREATE TABLE jobs (id INT PRIMARY KEY, state VARCHAR(8) NOT NULL, \
-          prio INT NOT NULL, INDEX by_prio (prio))",
-    );
+    s.ok(JOBS);
     s.ok("INSERT INTO jobs VALUES (1, 'new', 10), (2, 'new', 20), (3, 'done', 30), (4, 'new', 40)");
     let script = r#"
 out = {}
@@ -1293,10 +1294,7 @@ async fn a_locking_read_with_limit_answers_as_many_rows_as_pass_when_some_change
     // place. (If the waiting read comes after the commit, it finds the
     // same rows.) Lock waits end in 10 s.
     let s = setup(&["--lock-wait-timeout", "10000"]).await;
-    s.ok(
-        "CREATE TABLE jobs (id INT PRIMARY KEY, state VARCHAR(8) NOT NULL, \
-          prio INT NOT NULL, INDEX by_prio (prio))",
-    );
+    s.ok(JOBS);
     s.ok(
         "INSERT INTO jobs VALUES (1, 'new', 10), (2, 'new', 20), (3, 'done', 5), \
          (4, 'new', 40), (5, 'new', 50), (6, 'new', 60)",

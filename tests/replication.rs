@@ -481,6 +481,16 @@ async fn mysql(node: &Shoal, key: &str) -> sqlx::mysql::MySqlConnection {
         .unwrap()
 }
 
+/// How many rows the `orders` table holds, as `conn` reads it.
+async fn order_count(conn: &mut sqlx::mysql::MySqlConnection) -> i64 {
+    use sqlx::Row;
+    sqlx::query("SELECT COUNT(*) FROM orders")
+        .fetch_one(conn)
+        .await
+        .unwrap()
+        .get(0)
+}
+
 /// The MySQL error number of a failed statement.
 fn mysql_code(e: &sqlx::Error) -> u16 {
     match e {
@@ -541,12 +551,7 @@ async fn mysql_clients_of_the_backup_write_through_the_primary() {
     // whole at its first write: rolled back, nothing of it stays.
     let mut second = mysql(&g.backup, &g.key).await;
     second.execute("BEGIN").await.unwrap();
-    let count: i64 = sqlx::query("SELECT COUNT(*) FROM orders")
-        .fetch_one(&mut second)
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(count, 1);
+    assert_eq!(order_count(&mut second).await, 1);
     second
         .execute("INSERT INTO orders (id, note) VALUES (2, 'rolled back')")
         .await
@@ -615,12 +620,7 @@ async fn mysql_clients_of_the_backup_write_through_the_primary() {
         ..
     } = g;
     let mut reading = mysql(&backup, &key).await;
-    let count: i64 = sqlx::query("SELECT COUNT(*) FROM orders")
-        .fetch_one(&mut reading)
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(count, 2);
+    assert_eq!(order_count(&mut reading).await, 2);
     primary.kill();
     let failed = tokio::time::timeout(
         GUARD,

@@ -1137,13 +1137,19 @@ impl Session {
         shape: &Shape,
         mut found: Vec<Vec<Value>>,
     ) -> Result<Vec<Vec<Value>>, MyError> {
+        let table = &scan.table;
+        let key_of = |row: &Vec<Value>| -> Vec<Value> {
+            key_positions(table).map(|c| row[c].clone()).collect()
+        };
         let need = match shape.limit {
             Some(limit) if !shape.distinct => {
                 usize::try_from(limit.saturating_add(shape.offset)).unwrap_or(usize::MAX)
             }
-            _ => return self.lock_rows(grant, scan, found).await,
+            _ => {
+                let keys: Vec<Vec<Value>> = found.iter().map(key_of).collect();
+                return self.lock_rows(grant, scan, &keys).await;
+            }
         };
-        let table = &scan.table;
         let mut rows = Vec::new();
         // The encoded keys of the rows locked so far.
         let mut tried = HashSet::new();
@@ -1152,18 +1158,17 @@ impl Session {
         loop {
             let scanned_all = asked.is_none_or(|asked| found.len() < asked);
             sort_rows(&mut found, &shape.order);
-            let mut fresh = found.into_iter().filter(|row| {
-                let key: Vec<Value> = key_positions(table).map(|c| row[c].clone()).collect();
+            let mut fresh = found.iter().map(key_of).filter(|key| {
                 let mut encoded = Vec::new();
                 // A key the scan read back encodes as it was stored.
-                encode_key(&table.layout, &key, &mut encoded).is_ok() && tried.insert(encoded)
+                encode_key(&table.layout, key, &mut encoded).is_ok() && tried.insert(encoded)
             });
             while rows.len() < need {
                 let next: Vec<Vec<Value>> = fresh.by_ref().take(need - rows.len()).collect();
                 if next.is_empty() {
                     break;
                 }
-                rows.extend(self.lock_rows(grant, scan, next).await?);
+                rows.extend(self.lock_rows(grant, scan, &next).await?);
             }
             if rows.len() >= need || scanned_all {
                 return Ok(rows);
@@ -1179,26 +1184,25 @@ impl Session {
         }
     }
 
-    /// `found`'s rows locked in the session's transaction: those still
-    /// there and passing `scan`'s WHERE as locked.
+    /// The rows of `scan`'s table with `keys`, locked in the session's
+    /// transaction: those still there and passing `scan`'s WHERE as
+    /// locked.
     async fn lock_rows(
         &mut self,
         grant: &Grant,
         scan: &Scan,
-        found: Vec<Vec<Value>>,
+        keys: &[Vec<Value>],
     ) -> Result<Vec<Vec<Value>>, MyError> {
-        let table = &scan.table;
-        if found.is_empty() {
-            return Ok(found);
+        if keys.is_empty() {
+            return Ok(Vec::new());
         }
         let mut locked = self.engine.tc().batch();
-        for row in &found {
-            let key: Vec<Value> = key_positions(table).map(|c| row[c].clone()).collect();
-            locked.read_locking(table, &key)?;
+        for key in keys {
+            locked.read_locking(&scan.table, key)?;
         }
         self.execute(grant, &mut locked, Commit::Atomic).await?;
-        let mut rows = Vec::with_capacity(found.len());
-        for i in 0..found.len() {
+        let mut rows = Vec::with_capacity(keys.len());
+        for i in 0..keys.len() {
             if let Ok(Outcome::Found(row)) = locked.result(i) {
                 let values = row.into_values();
                 if scan.passes(&values) {
