@@ -430,11 +430,20 @@ async fn hostile_sql_gets_a_clear_error_and_changes_nothing() {
         &format!("INSERT INTO items (id, name) VALUES {}", rows.join(",")),
         "1105",
     );
-    // Text that is not UTF-8.
+    // Bytes that are not UTF-8: in a literal they are bytes, which a text
+    // column refuses; anywhere else the statement is not taken.
     let mut bad = b"INSERT INTO items (id, name) VALUES (9, '".to_vec();
     bad.extend_from_slice(&[0xff, 0xfe]);
     bad.extend_from_slice(b"')");
-    s.refused_with(&s.key, Some("app"), &bad, "1300");
+    s.refused_with(&s.key, Some("app"), &bad, "1366");
+    s.refused_with(
+        &s.key,
+        Some("app"),
+        b"SELECT name FROM items WHERE \xff = 1",
+        "1300",
+    );
+    s.refused_with(&s.key, Some("app"), b"SELECT `\xff` FROM items", "1300");
+    s.refused_with(&s.key, Some("app"), b"SELECT '\xff FROM items", "1300");
     // A packet past max_allowed_packet closes the connection, after the error.
     let huge = format!("SELECT '{}'", "x".repeat(3 << 20));
     s.refused(&huge, "1153");
@@ -2085,9 +2094,23 @@ async fn mysqldump_exports_a_database_and_its_file_loads_back() {
     // No triggers, views or routines in Shoal: their tables are empty.
     let out = s.ok("SELECT TRIGGER_NAME FROM information_schema.TRIGGERS; SELECT TABLE_NAME FROM information_schema.VIEWS; SELECT ROUTINE_NAME FROM information_schema.ROUTINES");
     assert!(lines(&out).is_empty(), "{out}");
+    // Nor disk data files: FILES answers no rows however it is asked, as
+    // mysqldump asks it (grouped, filtered with subqueries); its names
+    // are still checked.
+    let out = s.ok("SELECT LOGFILE_GROUP_NAME, FILE_NAME, EXTRA FROM INFORMATION_SCHEMA.FILES WHERE FILE_TYPE = 'UNDO LOG' AND LOGFILE_GROUP_NAME IN (SELECT DISTINCT LOGFILE_GROUP_NAME FROM INFORMATION_SCHEMA.FILES WHERE FILE_TYPE = 'DATAFILE') GROUP BY LOGFILE_GROUP_NAME, FILE_NAME ORDER BY LOGFILE_GROUP_NAME");
+    assert!(lines(&out).is_empty(), "{out}");
+    s.refused(
+        "SELECT FILE_NAME FROM information_schema.FILES WHERE nope = 1 GROUP BY FILE_NAME",
+        "1054",
+    );
+    s.refused(
+        "SELECT FILE_NAME FROM information_schema.FILES GROUP BY nope",
+        "1054",
+    );
+    s.refused("SELECT COUNT(*) FROM information_schema.FILES", "1235");
 
-    // mysqldump (Debian's, MariaDB's), without table locks or tablespaces
-    // (Shoal has neither), writes every table's definition and rows.
+    // mysqldump (Debian's, MariaDB's), without table locks, writes every
+    // table's definition and rows, and finds no tablespaces to dump.
     let (host, port) = s.host_port();
     let mysqldump = |key: &str, args: &[&str]| {
         let (user, secret) = key.split_once('.').unwrap();
@@ -2098,10 +2121,10 @@ async fn mysqldump_exports_a_database_and_its_file_loads_back() {
             .output()
             .expect("mysqldump runs (apt: mariadb-client)")
     };
-    let out = mysqldump(&s.key, &["--skip-lock-tables", "--no-tablespaces", "app"]);
+    let out = mysqldump(&s.key, &["--skip-lock-tables", "app"]);
     let dump = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.status.success(),
+        out.status.success() && out.stderr.is_empty(),
         "{}\n{dump}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -2114,22 +2137,26 @@ async fn mysqldump_exports_a_database_and_its_file_loads_back() {
     assert!(people.contains("(2,NULL)"), "{dump}");
 
     // The file mysqldump writes by default — table locks, DISABLE KEYS,
-    // user variables saving and restoring settings — loads into another
-    // database as it is (bytes as hex: a statement is UTF-8 text), and
-    // the tables there are what they were.
+    // user variables saving and restoring settings, a binary column's
+    // bytes as they are inside its literals — loads into another database
+    // as it is, and the tables there are what they were.
     s.shoal.create_database("acme", "copy").await;
     let both = s
         .shoal
         .create_key("acme", &[("app", "read"), ("copy", "read_write")])
         .await;
-    let out = mysqldump(&both, &["--no-tablespaces", "--hex-blob", "app"]);
+    let out = mysqldump(&both, &["app"]);
     let dump = out.stdout;
     assert!(
-        out.status.success(),
+        out.status.success() && out.stderr.is_empty(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&dump).contains("LOCK TABLES `items` WRITE"));
+    assert!(
+        std::str::from_utf8(&dump).is_err(),
+        "the tag's bytes as they are"
+    );
     let loaded = s.mysql_with(&both, Some("copy"), &dump);
     assert!(loaded.ok, "{}", loaded.err);
     let select = "SELECT id, name, qty, price, tag FROM items; SELECT id, email FROM people ORDER BY id; SHOW CREATE TABLE people";
@@ -2182,10 +2209,7 @@ print(json.dumps({"names": [d[0] for d in cur.description], "row": list(cur.fetc
     assert_eq!(out["names"], json!(["@a", "named", "@nothing"]));
     assert_eq!(out["row"], json!([7, 7, null]));
     // The other tenant's database is not there to dump.
-    let out = mysqldump(
-        &s.key,
-        &["--skip-lock-tables", "--no-tablespaces", "theirs"],
-    );
+    let out = mysqldump(&s.key, &["--skip-lock-tables", "theirs"]);
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("1044"),

@@ -51,6 +51,22 @@ impl MyError {
         )
     }
 
+    /// 1300: bytes that should be text and are not UTF-8 (the first 16
+    /// shown in hex).
+    pub(crate) fn not_utf8(bytes: &[u8]) -> MyError {
+        let shown: String = bytes.iter().take(16).map(|b| format!("{b:02X}")).collect();
+        MyError::new(
+            1300,
+            "HY000",
+            format!("Invalid utf8mb4 character string: '{shown}'"),
+        )
+    }
+
+    /// Whether this is 1235: SQL Shoal does not run.
+    pub(crate) fn is_unsupported(&self) -> bool {
+        self.code == 1235
+    }
+
     /// 1046: a statement that needs a database, with none chosen.
     pub(crate) fn no_database() -> MyError {
         MyError::new(1046, "3D000", "No database selected")

@@ -97,12 +97,11 @@ impl Cond {
                 let cmp = Cmp::of(op).ok_or_else(|| {
                     MyError::unsupported(format!("the operator {op} in a WHERE clause"))
                 })?;
-                match table.column(left) {
-                    Ok(c) => Cond::Compare(c, cmp, value(c, right)?),
-                    Err(_) => {
-                        let c = table.column(right)?;
-                        Cond::Compare(c, cmp.flip(), value(c, left)?)
-                    }
+                match (table.column(left), table.column(right)) {
+                    (Ok(c), _) => Cond::Compare(c, cmp, value(c, right)?),
+                    (Err(_), Ok(c)) => Cond::Compare(c, cmp.flip(), value(c, left)?),
+                    // An unknown column says so, whichever side it is on.
+                    (Err(l), Err(r)) => return Err(if r.is_unsupported() { l } else { r }),
                 }
             }
             Expr::Between {

@@ -203,6 +203,13 @@ const SERVED: [&InformationTable; 9] = [
 /// The served tables that are always empty.
 const EMPTY: [&InformationTable; 4] = [&FILES, &TRIGGERS, &VIEWS, &ROUTINES];
 
+impl InformationTable {
+    /// Whether the table never has a row.
+    pub(crate) fn always_empty(&self) -> bool {
+        EMPTY.contains(&self)
+    }
+}
+
 /// MySQL's other `information_schema` tables: named, but not served.
 const OTHERS: &[&str] = &[
     "CHARACTER_SETS",
@@ -258,7 +265,7 @@ impl Session {
         table: &InformationTable,
     ) -> Result<Vec<Vec<Value>>, MyError> {
         let databases = self.granted_databases()?;
-        if EMPTY.contains(&table) {
+        if table.always_empty() {
             return Ok(Vec::new());
         }
         if *table == SCHEMATA {

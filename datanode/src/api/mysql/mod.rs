@@ -19,6 +19,8 @@
 //! - `load`: LOCK TABLES and ALTER TABLE … KEYS, as mysqldump's files carry.
 //! - `relay`: sessions carried on to their database's primary.
 //! - `ddl`: changes of schema, made by the control plane (or a node alone).
+//! - `text`: a statement's text from its bytes, string literals that are
+//!   not text taken as bytes (as mysqldump writes binary columns).
 //! - `value`: SQL literals and arguments to column values, and back.
 //! - `variables`: user variables (`@name`), a connection's own values.
 //! - `error`: MySQL's error numbers and SQLSTATEs.
@@ -38,6 +40,7 @@ mod relay;
 mod scan;
 mod session;
 mod system;
+mod text;
 mod transaction;
 mod upsert;
 mod value;

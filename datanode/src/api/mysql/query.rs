@@ -143,13 +143,18 @@ fn without_comments(tokens: Vec<Token>) -> Result<Vec<Token>, MyError> {
 /// A statement's tokens, whitespace and comments dropped (executable
 /// comments taken as their SQL).
 pub(crate) fn tokenize(text: &str) -> Result<Vec<Token>, MyError> {
-    if text.len() > MAX_STATEMENT_BYTES {
+    tokenize_sent(text, text.len())
+}
+
+/// `tokenize` of a statement the client sent as `sent` bytes, which its
+/// text may outgrow (`text::with_byte_literals`): the cap is on those.
+pub(crate) fn tokenize_sent(text: &str, sent: usize) -> Result<Vec<Token>, MyError> {
+    if sent > MAX_STATEMENT_BYTES {
         return Err(MyError::new(
             1105,
             "HY000",
             format!(
-                "the statement is {} bytes; at most {} MiB are taken",
-                text.len(),
+                "the statement is {sent} bytes; at most {} MiB are taken",
                 MAX_STATEMENT_BYTES >> 20
             ),
         ));

@@ -9,6 +9,7 @@
 //! every command: once it is revoked or expires, the connection's next
 //! command is refused and the connection closed.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -26,6 +27,7 @@ use super::error::MyError;
 use super::proto::{self, Out, ReadError, cap, com};
 use super::query::{self, Reply};
 use super::relay::{self, Carried, Handoff};
+use super::text;
 use super::transaction::Txn;
 use super::value::{self, Lit};
 use super::variables::UserVariables;
@@ -410,7 +412,7 @@ async fn commands<R, W>(
                         Ok(()) => ok(&mut out, &session, 0, String::new()),
                         Err(e) => error(&mut out, &e),
                     },
-                    Err(_) => error(&mut out, &not_utf8(body)),
+                    Err(_) => error(&mut out, &MyError::not_utf8(body)),
                 }
                 true
             }
@@ -758,7 +760,7 @@ where
     if let Some(db) = login.database {
         let chosen = match std::str::from_utf8(&db) {
             Ok(db) => session.use_database(db),
-            Err(_) => Err(not_utf8(&db)),
+            Err(_) => Err(MyError::not_utf8(&db)),
         };
         if let Err(e) = chosen {
             error(out, &e);
@@ -807,15 +809,6 @@ fn error(out: &mut Out, e: &MyError) {
     proto::err(out, e.code, e.state, &e.message);
 }
 
-fn not_utf8(bytes: &[u8]) -> MyError {
-    let shown: String = bytes.iter().take(16).map(|b| format!("{b:02X}")).collect();
-    MyError::new(
-        1300,
-        "HY000",
-        format!("Invalid utf8mb4 character string: '{shown}'"),
-    )
-}
-
 fn unknown_statement(command: &str) -> MyError {
     MyError::new(
         1243,
@@ -833,13 +826,16 @@ async fn query_command<W: AsyncWrite + Unpin>(
     body: &[u8],
 ) -> Option<MyError> {
     let text = match std::str::from_utf8(body) {
-        Ok(text) => text,
-        Err(_) => {
-            error(out, &not_utf8(body));
-            return None;
-        }
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => match text::with_byte_literals(body) {
+            Some(text) => Cow::Owned(text),
+            None => {
+                error(out, &MyError::not_utf8(body));
+                return None;
+            }
+        },
     };
-    let reply = match query::tokenize(text) {
+    let reply = match query::tokenize_sent(&text, body.len()) {
         Ok(tokens) => session.run(tokens).await,
         Err(e) => Err(e),
     };
@@ -911,7 +907,7 @@ async fn answer<W: AsyncWrite + Unpin>(
 async fn prepare(session: &mut Session, out: &mut Out, body: &[u8]) {
     let text = match std::str::from_utf8(body) {
         Ok(text) => text,
-        Err(_) => return error(out, &not_utf8(body)),
+        Err(_) => return error(out, &MyError::not_utf8(body)),
     };
     if session.statements.len() >= MAX_STATEMENTS {
         return error(
