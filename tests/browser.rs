@@ -554,10 +554,10 @@ async fn in_a_browser_a_tenant_inserts_sees_edits_and_deletes_rows() {
     // Its definition as SQL and as the API's JSON.
     let source = ada.source().await.unwrap();
     assert!(
-        source.contains("`note` VARCHAR(60)")
-            && source.contains("`price` DECIMAL(12,2)")
+        source.contains("`note` varchar(60)")
+            && source.contains("`price` decimal(12,2)")
             && source.contains("PRIMARY KEY (`id`)")
-            && source.contains("INDEX `by_price` (`price`)"),
+            && source.contains("KEY `by_price` (`price`)"),
         "{source}"
     );
     assert!(source.contains("\"primary_key\": ["), "{source}");

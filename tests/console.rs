@@ -391,10 +391,10 @@ async fn a_tenant_signs_up_creates_a_database_and_sees_it_and_no_one_elses() {
     );
     let (_, _, page) = ada.get("/databases/shop/tables/jobs").await;
     for shown in [
-        "`state` VARCHAR(10) NOT NULL DEFAULT 'it''s new'",
-        "`tries` INT NOT NULL DEFAULT 0",
-        "UNIQUE INDEX `by_slot` (`slot`)",
-        "INDEX `by_state_tries` (`state`, `tries`)",
+        "`state` varchar(10) NOT NULL DEFAULT 'it\\'s new'",
+        "`tries` int NOT NULL DEFAULT '0'",
+        "UNIQUE KEY `by_slot` (`slot`)",
+        "KEY `by_state_tries` (`state`, `tries`)",
         "empty: it's new",
     ] {
         assert!(page.contains(shown), "{shown}: {page}");

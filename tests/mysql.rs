@@ -246,11 +246,11 @@ async fn the_mysql_client_writes_and_reads_what_rest_sees() {
     let out = s.ok("SHOW DATABASES");
     assert_eq!(lines(&out)[..], ["app"], "only the key's databases: {out}");
     let out = s.ok("DESCRIBE items");
-    assert!(out.contains("id\tBIGINT\tNO\tPRI\tNULL"), "{out}");
-    assert!(out.contains("qty\tINT UNSIGNED\tNO\t\t0"), "{out}");
+    assert!(out.contains("id\tbigint\tNO\tPRI\tNULL"), "{out}");
+    assert!(out.contains("qty\tint unsigned\tNO\t\t0"), "{out}");
     let out = s.ok("SHOW CREATE TABLE items");
     assert!(
-        out.contains("`qty` INT UNSIGNED NOT NULL DEFAULT 0"),
+        out.contains("`qty` int unsigned NOT NULL DEFAULT '0'"),
         "{out}"
     );
     let out = s.ok("SHOW INDEX FROM items");
@@ -658,13 +658,14 @@ async fn tables_are_made_changed_and_dropped_in_sql() {
     assert!(out.contains("Query OK, 0 rows affected"), "{out}");
     let out = s.ok("SHOW CREATE TABLE orders");
     for part in [
-        "`id` BIGINT UNSIGNED NOT NULL AUTO_INCREMENT",
-        "`customer` INT NOT NULL DEFAULT 7",
-        "`note` VARCHAR(100) DEFAULT 'none'",
-        "`flag` BOOL NOT NULL DEFAULT false",
+        "`id` bigint unsigned NOT NULL AUTO_INCREMENT",
+        "`customer` int NOT NULL DEFAULT '7'",
+        "`note` varchar(100) DEFAULT 'none'",
+        "`total` decimal(10,2) DEFAULT NULL",
+        "`flag` boolean NOT NULL DEFAULT '0'",
         "PRIMARY KEY (`id`)",
-        "UNIQUE INDEX `by_code` (`code`)",
-        "INDEX `by_customer` (`customer`, `total`)",
+        "UNIQUE KEY `by_code` (`code`)",
+        "KEY `by_customer` (`customer`, `total`)",
     ] {
         assert!(out.contains(part), "{part} in {out}");
     }
@@ -689,6 +690,54 @@ async fn tables_are_made_changed_and_dropped_in_sql() {
         ],
         "{out}"
     );
+    // SHOW CREATE TABLE writes what makes the same table again: defaults
+    // with quotes and backslashes, bytes, booleans, timestamps.
+    s.ok(
+        r"CREATE TABLE odd (id INT PRIMARY KEY, t VARCHAR(8) NOT NULL DEFAULT 'a\\b''c',
+         b VARBINARY(4) DEFAULT 0x00ff0a, e VARBINARY(2) NOT NULL DEFAULT '', f BOOL DEFAULT TRUE,
+         ts TIMESTAMP(3) NULL, d DATE DEFAULT '2020-01-02')",
+    );
+    let create = s.ok("SHOW CREATE TABLE odd");
+    for part in [
+        "`b` varbinary(4) DEFAULT 0x00FF0A",
+        "`e` varbinary(2) NOT NULL DEFAULT ''",
+        "`f` boolean DEFAULT '1'",
+        "`ts` timestamp(3) NULL DEFAULT NULL",
+        "`d` date DEFAULT '2020-01-02'",
+    ] {
+        assert!(create.contains(part), "{part} in {create}");
+    }
+    let create = pymysql(
+        &s,
+        r#"
+cur = connect().cursor()
+cur.execute("SHOW CREATE TABLE odd")
+sql = cur.fetchone()[1]
+cur.execute(sql.replace("`odd`", "`odd2`", 1))
+cur.execute("SHOW CREATE TABLE odd2")
+again = cur.fetchone()[1]
+cur.execute("INSERT INTO odd2 (id) VALUES (1)")
+cur.execute("SELECT t, b, e, f, ts, d FROM odd2")
+print(json.dumps({"same": again == sql.replace("`odd`", "`odd2`", 1),
+                  "t": [l.strip() for l in sql.splitlines() if "`t`" in l],
+                  "row": [str(v) for v in cur.fetchone()]}))
+"#,
+    );
+    assert_eq!(create["same"], json!(true), "{create}");
+    assert_eq!(
+        create["t"],
+        json!([r"`t` varchar(8) NOT NULL DEFAULT 'a\\b\'c',"]),
+        "escaped as MySQL escapes"
+    );
+    assert_eq!(
+        create["row"],
+        json!([r"a\b'c", r"b'\x00\xff\n'", "b''", "1", "None", "2020-01-02"]),
+        "{create}"
+    );
+    let out = s.ok("SHOW COLUMNS FROM odd");
+    assert!(out.contains("b\tvarbinary(4)\tYES\t\t0x00FF0A"), "{out}");
+    assert!(out.contains("f\ttinyint(1)\tYES\t\t1"), "{out}");
+    s.ok("DROP TABLE odd; DROP TABLE odd2");
     // The unique index holds.
     s.refused("INSERT INTO orders (code) VALUES ('a')", "1062 (23000)");
     // Indexes made and dropped online.
@@ -1950,7 +1999,7 @@ async fn information_schema_shows_the_keys_databases_and_no_one_elses() {
     let out = s.ok("SHOW COLUMNS FROM people");
     assert_eq!(
         lines(&out)[0],
-        "id\tINT\tNO\tPRI\tNULL\tauto_increment",
+        "id\tint\tNO\tPRI\tNULL\tauto_increment",
         "{out}"
     );
 
@@ -2129,7 +2178,7 @@ async fn mysqldump_exports_a_database_and_its_file_loads_back() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(dump.contains("CREATE TABLE `people`"), "{dump}");
-    assert!(dump.contains("UNIQUE INDEX `by_email` (`email`)"), "{dump}");
+    assert!(dump.contains("UNIQUE KEY `by_email` (`email`)"), "{dump}");
     assert!(dump.contains("CREATE TABLE `items`"), "{dump}");
     assert!(dump.contains("(7,'it\\'s',3,1.50,NULL,'\\0"), "{dump}");
     let people = dump.split("INSERT INTO `people` VALUES").nth(1).unwrap();

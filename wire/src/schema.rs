@@ -339,13 +339,104 @@ fn decimal_size(precision: u8) -> usize {
     if precision <= 18 { 8 } else { 16 }
 }
 
-/// A column's default as SQL writes it: a quoted string, or a number or
-/// boolean as it is.
-pub fn default_sql(default: &serde_json::Value) -> String {
-    match default {
-        serde_json::Value::String(s) => format!("'{}'", s.replace('\'', "''")),
-        other => other.to_string(),
+impl ColumnType {
+    /// The type as MySQL names it (`SHOW CREATE TABLE`, `SHOW COLUMNS`,
+    /// `information_schema.COLUMNS.COLUMN_TYPE`): in lower case, a BOOL as
+    /// the `tinyint(1)` it is.
+    pub fn mysql_name(self) -> String {
+        match self {
+            ColumnType::Bool => "tinyint(1)".to_owned(),
+            t => t.to_string().to_ascii_lowercase(),
+        }
     }
+
+    fn is_binary(self) -> bool {
+        matches!(self, ColumnType::Binary(_) | ColumnType::VarBinary(_))
+    }
+}
+
+/// What a column's default is, as MySQL shows it.
+enum Shown {
+    Text(String),
+    Bytes(Vec<u8>),
+}
+
+impl ColumnDef {
+    /// The default's value as MySQL shows it: a boolean as 1 or 0, bytes
+    /// (kept as base64, as the data API takes them) as themselves.
+    fn shown_default(&self) -> Option<Shown> {
+        use serde_json::Value as Json;
+        Some(match self.default.as_ref()? {
+            Json::Null => return None,
+            Json::Bool(b) => Shown::Text(if *b { "1" } else { "0" }.to_owned()),
+            Json::String(s) if self.column_type.is_binary() => {
+                use base64::Engine as _;
+                match base64::engine::general_purpose::STANDARD.decode(s) {
+                    Ok(bytes) => Shown::Bytes(bytes),
+                    // Never stored: a default is checked when it is set.
+                    Err(_) => Shown::Text(s.clone()),
+                }
+            }
+            Json::String(s) => Shown::Text(s.clone()),
+            other => Shown::Text(other.to_string()),
+        })
+    }
+
+    /// The default as MySQL lists it (`SHOW COLUMNS`, `COLUMN_DEFAULT`):
+    /// its text, bytes in hex (`0x0A`); None if there is none.
+    pub fn default_text(&self) -> Option<String> {
+        Some(match self.shown_default()? {
+            Shown::Text(t) => t,
+            Shown::Bytes(b) if b.is_empty() => String::new(),
+            Shown::Bytes(b) => hex_literal(&b),
+        })
+    }
+
+    /// The column's `DEFAULT` clause as `SHOW CREATE TABLE` writes it: a
+    /// quoted literal (numbers too, as MySQL quotes them), bytes as a hex
+    /// literal, `DEFAULT NULL` for a nullable column with none; empty for
+    /// a NOT NULL column with none. Read back, it gives the same default.
+    pub fn default_clause(&self) -> String {
+        match self.shown_default() {
+            Some(Shown::Text(t)) => format!(" DEFAULT {}", quoted(&t)),
+            Some(Shown::Bytes(b)) => format!(" DEFAULT {}", hex_literal(&b)),
+            None if self.nullable => " DEFAULT NULL".to_owned(),
+            None => String::new(),
+        }
+    }
+}
+
+/// `text` as a MySQL string literal, escaped as MySQL escapes what it
+/// writes (`append_unescaped`).
+fn quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('\'');
+    for c in text.chars() {
+        match c {
+            '\0' => out.push_str("\\0"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\x1a' => out.push_str("\\Z"),
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// Bytes as MySQL's hex literal: `0x0AFF` (`''` for none: `0x` alone is
+/// not a literal).
+fn hex_literal(bytes: &[u8]) -> String {
+    if bytes.is_empty() {
+        return "''".to_owned();
+    }
+    let mut out = String::from("0x");
+    for b in bytes {
+        out.push_str(&format!("{b:02X}"));
+    }
+    out
 }
 
 impl fmt::Display for ColumnType {
@@ -666,17 +757,24 @@ impl TableDef {
         };
         let mut lines: Vec<String> = (self.columns.iter())
             .map(|c| {
-                let null = if c.nullable { "" } else { " NOT NULL" };
-                let default = match &c.default {
-                    None | Some(serde_json::Value::Null) => String::new(),
-                    Some(d) => format!(" DEFAULT {}", default_sql(d)),
+                let null = match (c.nullable, c.column_type) {
+                    (false, _) => " NOT NULL",
+                    // A TIMESTAMP says it may be NULL, as MySQL writes it.
+                    (true, ColumnType::Timestamp { .. }) => " NULL",
+                    (true, _) => "",
                 };
                 let auto = if c.auto_increment {
                     " AUTO_INCREMENT"
                 } else {
                     ""
                 };
-                format!("  `{}` {}{null}{default}{auto}", c.name, c.column_type)
+                let ty = match c.column_type {
+                    // MySQL's own word for what it lists as tinyint(1):
+                    // read back, it is a BOOL again, not a TINYINT.
+                    ColumnType::Bool => "boolean".to_owned(),
+                    t => t.mysql_name(),
+                };
+                format!("  `{}` {ty}{null}{}{auto}", c.name, c.default_clause())
             })
             .collect();
         let using = match self.primary_key_index {
@@ -690,7 +788,7 @@ impl TableDef {
         for index in &self.indexes {
             let unique = if index.unique { "UNIQUE " } else { "" };
             lines.push(format!(
-                "  {unique}INDEX `{}` ({})",
+                "  {unique}KEY `{}` ({})",
                 index.name,
                 list(&index.columns)
             ));
@@ -810,6 +908,41 @@ mod tests {
             default: None,
             auto_increment: false,
         }
+    }
+
+    #[test]
+    fn defaults_are_written_as_mysql_writes_them() {
+        let with = |ty: &str, nullable: bool, default: serde_json::Value| ColumnDef {
+            default: Some(default),
+            ..col("c", ty, nullable)
+        };
+        let cases = [
+            (with("INT", false, 7.into()), " DEFAULT '7'", "7"),
+            (with("BOOL", true, true.into()), " DEFAULT '1'", "1"),
+            (
+                with("VARCHAR(9)", false, "a\\b'\n".into()),
+                r" DEFAULT 'a\\b\'\n'",
+                "a\\b'\n",
+            ),
+            (
+                with("VARBINARY(4)", true, "AP8K".into()),
+                " DEFAULT 0x00FF0A",
+                "0x00FF0A",
+            ),
+            (with("VARBINARY(4)", false, "".into()), " DEFAULT ''", ""),
+            (
+                with("DATE", true, "2020-01-02".into()),
+                " DEFAULT '2020-01-02'",
+                "2020-01-02",
+            ),
+        ];
+        for (c, clause, text) in cases {
+            assert_eq!(c.default_clause(), clause, "{c:?}");
+            assert_eq!(c.default_text().as_deref(), Some(text), "{c:?}");
+        }
+        assert_eq!(col("c", "INT", true).default_clause(), " DEFAULT NULL");
+        assert_eq!(col("c", "INT", false).default_clause(), "");
+        assert_eq!(col("c", "INT", true).default_text(), None);
     }
 
     fn table(columns: Vec<ColumnDef>, key: &[&str]) -> TableDef {

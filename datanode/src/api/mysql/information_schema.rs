@@ -412,22 +412,10 @@ pub(crate) fn column_key(def: &TableDef, i: usize) -> &'static str {
     }
 }
 
-/// A column's default as MySQL shows it: text, or NULL for none.
-pub(crate) fn default_text(c: &ColumnDef) -> Option<String> {
-    match &c.default {
-        Some(serde_json::Value::String(d)) => Some(d.clone()),
-        Some(serde_json::Value::Null) | None => None,
-        Some(d) => Some(d.to_string()),
-    }
-}
-
 fn column_row(db: &str, def: &TableDef, i: usize, c: &ColumnDef) -> Vec<Value> {
     let num = |v: Option<u64>| v.map_or(Value::Null, Value::UInt);
     let t = c.column_type;
-    let column_type = match t {
-        Type::Bool => "tinyint(1)".to_owned(),
-        t => t.to_string().to_ascii_lowercase(),
-    };
+    let column_type = t.mysql_name();
     // The type's name without its length or sign: `varchar`, `int`.
     let data_type = column_type.split(['(', ' ']).next().unwrap_or_default();
     // Characters and bytes at most (utf8mb4: 4 a character).
@@ -460,7 +448,7 @@ fn column_row(db: &str, def: &TableDef, i: usize, c: &ColumnDef) -> Vec<Value> {
         text_of(def.name.as_str()),
         text_of(c.name.as_str()),
         Value::UInt(i as u64 + 1),
-        default_text(c).map_or(Value::Null, Value::Text),
+        c.default_text().map_or(Value::Null, Value::Text),
         text_of(if c.nullable { "YES" } else { "NO" }),
         text_of(data_type),
         num(characters),

@@ -38,7 +38,7 @@ use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 use super::ddl;
 use super::error::MyError;
 use super::filter::{Cond, Expression, Inserted};
-use super::information_schema::{column_key, default_text, indexes, nullable};
+use super::information_schema::{column_key, indexes, nullable};
 use super::proto::{ColumnDef, ty};
 use super::scan::{MAX_SCAN_ROWS, Scan, too_many_rows};
 use super::session::Session;
@@ -1511,10 +1511,11 @@ impl Session {
             .map(|(i, c)| {
                 vec![
                     Cell::from(c.name.to_string()),
-                    Cell::from(c.column_type.to_string()),
+                    Cell::from(c.column_type.mysql_name()),
                     Cell::from(if c.nullable { "YES" } else { "NO" }),
                     Cell::from(column_key(def, i)),
-                    default_text(c).map_or(Cell::Value(Value::Null), Cell::from),
+                    c.default_text()
+                        .map_or(Cell::Value(Value::Null), Cell::from),
                     Cell::from(if c.auto_increment {
                         "auto_increment"
                     } else {
