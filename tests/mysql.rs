@@ -765,6 +765,14 @@ print(json.dumps({"same": again == sql.replace("`odd`", "`odd2`", 1),
         "1067",
     );
     s.refused(
+        "CREATE TABLE t2 (id INT PRIMARY KEY, b CHAR(2) DEFAULT 'abc')",
+        "1067",
+    );
+    s.refused(
+        "CREATE TABLE t2 (id INT PRIMARY KEY, b TINYINT DEFAULT 300)",
+        "1067",
+    );
+    s.refused(
         "CREATE TABLE t2 (id INT PRIMARY KEY, b INT, FOREIGN KEY (b) REFERENCES orders (id))",
         "1235",
     );

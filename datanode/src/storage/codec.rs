@@ -19,7 +19,7 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-use shoal_wire::schema::{ColumnType, SchemaError, TableDef};
+use shoal_wire::schema::{ColumnDef, ColumnType, SchemaError, TableDef};
 
 use super::layout::{Layout, Place};
 use crate::types::value::{self, Date, DateTime, Decimal, JsonShape, Timestamp, Value};
@@ -450,24 +450,28 @@ pub(crate) fn encode_row(
 /// Checks that every default of a table's columns is a value its column
 /// holds (its JSON shape, then its range, length or precision).
 pub(crate) fn check_defaults(def: &TableDef) -> Result<(), SchemaError> {
-    for c in &def.columns {
-        let Some(json) = &c.default else { continue };
-        let bad = |problem: String| SchemaError::BadDefault {
-            column: c.name.to_string(),
-            problem,
-        };
-        let value = Value::from_json(c.column_type, json).map_err(|shape| match shape {
-            JsonShape::Wrong { expected, got } => bad(format!("must be {expected}, not {got}")),
-            JsonShape::NotBase64 => bad("must be base64".to_owned()),
-        })?;
-        let fits = match c.column_type.fixed_size() {
-            _ if value == Value::Null => Ok(()),
-            Some(width) => encode_fixed(c.column_type, &value, &mut vec![0; width]),
-            None => encode_var(c.column_type, &value).map(drop),
-        };
-        fits.map_err(|problem| bad(format!("does not fit the column: {problem}")))?;
-    }
-    Ok(())
+    def.columns.iter().try_for_each(check_default)
+}
+
+/// Checks that column `c`'s default, if it has one, is a value it holds.
+pub(crate) fn check_default(c: &ColumnDef) -> Result<(), SchemaError> {
+    let Some(json) = &c.default else {
+        return Ok(());
+    };
+    let bad = |problem: String| SchemaError::BadDefault {
+        column: c.name.to_string(),
+        problem,
+    };
+    let value = Value::from_json(c.column_type, json).map_err(|shape| match shape {
+        JsonShape::Wrong { expected, got } => bad(format!("must be {expected}, not {got}")),
+        JsonShape::NotBase64 => bad("must be base64".to_owned()),
+    })?;
+    let fits = match c.column_type.fixed_size() {
+        _ if value == Value::Null => Ok(()),
+        Some(width) => encode_fixed(c.column_type, &value, &mut vec![0; width]),
+        None => encode_var(c.column_type, &value).map(drop),
+    };
+    fits.map_err(|problem| bad(format!("does not fit the column: {problem}")))
 }
 
 /// Whether column `c` is set in a presence bitmap.

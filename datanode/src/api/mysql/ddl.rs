@@ -21,6 +21,7 @@ use super::query::literal;
 use super::session::Session;
 use super::value::{Lit, to_value};
 use crate::node::catalog::CatalogError;
+use crate::storage::codec;
 use crate::types::value::Value;
 
 /// Where a node's changes of schema are made.
@@ -177,6 +178,8 @@ pub(crate) fn create_table(ct: &ast::CreateTable) -> Result<Change, MyError> {
         }
         if let Some(e) = default {
             column.default = default_json(&e, &column)?;
+            // Its length or range too, as MySQL refuses it: 1067.
+            codec::check_default(&column).map_err(|_| invalid_default(&column))?;
         }
         columns.push(column);
     }
@@ -328,13 +331,7 @@ fn default_json(e: &Expr, column: &ColumnDef) -> Result<Option<Json>, MyError> {
     if lit == Lit::Null {
         return Ok(None);
     }
-    let value = to_value(&lit, column).map_err(|_| {
-        MyError::new(
-            1067,
-            "42000",
-            format!("Invalid default value for '{}'", column.name),
-        )
-    })?;
+    let value = to_value(&lit, column).map_err(|_| invalid_default(column))?;
     Ok(Some(match value {
         Value::Int(v) => Json::from(v),
         Value::UInt(v) => Json::from(v),
@@ -347,6 +344,14 @@ fn default_json(e: &Expr, column: &ColumnDef) -> Result<Option<Json>, MyError> {
         }
         other => Json::from(other.to_string()),
     }))
+}
+
+fn invalid_default(column: &ColumnDef) -> MyError {
+    MyError::new(
+        1067,
+        "42000",
+        format!("Invalid default value for '{}'", column.name),
+    )
 }
 
 /// `CREATE [UNIQUE] INDEX name ON t (cols)`.
