@@ -402,6 +402,72 @@ async fn keys_log_in_and_are_held_to_their_grants() {
 }
 
 #[tokio::test]
+async fn like_finds_the_same_rows_by_an_index_range_as_by_a_scan() {
+    let s = setup(&[]).await;
+    // The same rows in a table with an index on the text and one without:
+    // a prefix is looked up as a range of the index, the rest scanned.
+    s.ok("CREATE TABLE indexed (id INT PRIMARY KEY, v VARCHAR(20), b VARBINARY(8), f DOUBLE, INDEX by_v (v));
+          CREATE TABLE plain (id INT PRIMARY KEY, v VARCHAR(20), b VARBINARY(8), f DOUBLE)");
+    let rows = r"(1,'Apple',X'41',1),(2,'apricot',X'61',2),(3,'banana',NULL,3),(4,'a_b%c',X'00',4),
+                 (5,NULL,NULL,5),(6,'Ápfel','a',6),(7,'ab',X'6162',7),(8,'ap',X'',8)";
+    s.ok(&format!(
+        "INSERT INTO indexed VALUES {rows}; INSERT INTO plain VALUES {rows}"
+    ));
+    for (condition, ids) in [
+        // Text is compared byte by byte, as the index orders and tells it
+        // apart: case counts, as in `=`.
+        ("v LIKE 'ap%'", "2 8"),
+        ("v LIKE 'Ap%'", "1"),
+        ("v = 'apple'", ""),
+        ("v LIKE 'ap'", "8"),
+        ("v NOT LIKE 'ap%'", "1 3 4 6 7"),
+        ("v LIKE '%an%'", "3"),
+        ("v LIKE '_pple'", "1"),
+        ("v LIKE 'Á_f%'", "6"),
+        ("v LIKE '%'", "1 2 3 4 6 7 8"),
+        // Escapes: the default backslash, or one ESCAPE names.
+        (r"v LIKE 'a\\_b\\%%'", "4"),
+        ("v LIKE 'a|_b|%c' ESCAPE '|'", "4"),
+        ("v LIKE 'a_b%'", "4"),
+        ("v LIKE NULL", ""),
+        ("NOT (v LIKE NULL)", ""),
+        ("v LIKE 'ap%' AND id > 2", "8"),
+        ("v LIKE 'ap%' OR v LIKE 'b%'", "2 3 8"),
+        // Bytes by bytes; numbers as they are written.
+        ("b LIKE 'a%'", "2 6 7"),
+        ("b LIKE '_'", "1 2 4 6"),
+        ("id LIKE '1%'", "1"),
+    ] {
+        for table in ["indexed", "plain"] {
+            let out = s.ok(&format!(
+                "SELECT id FROM {table} WHERE {condition} ORDER BY id"
+            ));
+            assert_eq!(lines(&out).join(" "), ids, "{condition} on {table}");
+        }
+    }
+    // ORDER BY orders as the index does.
+    let out = s.ok("SELECT id FROM plain WHERE id < 5 ORDER BY v");
+    assert_eq!(lines(&out).join(" "), "1 4 2 3", "{out}");
+    // UPDATE and DELETE find their rows the same way.
+    s.ok("UPDATE indexed SET f = 0 WHERE v LIKE 'ap%'; DELETE FROM plain WHERE v LIKE 'ap%'");
+    let out = s.ok("SELECT id FROM indexed WHERE f = 0 ORDER BY id; SELECT COUNT(*) FROM plain");
+    assert_eq!(lines(&out).join(" "), "2 8 6", "{out}");
+    // The catalog's tables take LIKE too.
+    let out = s.ok("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_NAME LIKE 'ind%'");
+    assert_eq!(lines(&out)[..], ["indexed"], "{out}");
+    // What LIKE cannot take is refused.
+    s.refused("SELECT id FROM plain WHERE f LIKE '1%'", "1235");
+    s.refused("SELECT id FROM plain WHERE v LIKE v", "1235");
+    s.refused("SELECT id FROM plain WHERE v LIKE 'a' ESCAPE 'ab'", "1210");
+    let long = "x".repeat(1025);
+    let err = s.refused(
+        &format!("SELECT id FROM plain WHERE v LIKE '{long}'"),
+        "1105",
+    );
+    assert!(err.contains("1024"), "{err}");
+}
+
+#[tokio::test]
 async fn hostile_sql_gets_a_clear_error_and_changes_nothing() {
     let s = setup(&["--max-request-size", "2M"]).await;
     s.ok("INSERT INTO items (id, name) VALUES (1, 'one')");
@@ -1994,10 +2060,11 @@ async fn information_schema_shows_the_keys_databases_and_no_one_elses() {
     assert_eq!(
         lines(&out)[..],
         [
+            // Byte by byte: upper case first.
+            "PRIMARY\t1\tid\t0",
             "by_age\t1\tage\t1",
             "by_age\t2\tid\t1",
             "by_email\t1\temail\t0",
-            "PRIMARY\t1\tid\t0",
         ],
         "{out}"
     );

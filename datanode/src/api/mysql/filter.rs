@@ -2,8 +2,8 @@
 //! front end evaluates them on rows a scan or a lookup brought back.
 //!
 //! A condition compares a column with constants (`=`, `<>`, `<`, `<=`,
-//! `>`, `>=`, `BETWEEN`, `IN`, `IS [NOT] NULL`), joined by AND, OR and
-//! NOT, with SQL's three values: a comparison with NULL is unknown, and a
+//! `>`, `>=`, `BETWEEN`, `IN`, `IS [NOT] NULL`, `LIKE`), joined by AND, OR
+//! and NOT, with SQL's three values: a comparison with NULL is unknown, and a
 //! row passes only when its condition is true. The constants are the
 //! column's values, checked as any value written to it is. From a
 //! condition, `bounds` finds the range of an ordered index its rows lie
@@ -25,9 +25,13 @@ use crate::sql::eval::Cmp;
 use crate::storage::codec;
 use crate::tc::Table;
 use crate::types::value::Value;
+use shoal_wire::schema::ColumnType;
 
 /// Most values an IN list of a condition holds.
 const MAX_IN_LIST: usize = 10_000;
+/// Most characters (or bytes) of a LIKE pattern: matching costs a row's
+/// length times the pattern's at worst.
+const MAX_LIKE_PATTERN: usize = 1024;
 
 /// What a condition is over: columns by name, and how a constant becomes
 /// a column's value.
@@ -36,6 +40,10 @@ pub(crate) trait Columns {
     fn column(&self, e: &Expr) -> Result<usize, MyError>;
     /// Constant `lit` as column `column`'s value, checked.
     fn value(&self, column: usize, lit: &Lit) -> Result<Value, MyError>;
+    /// Column `column`'s type, where it is a stored table's.
+    fn column_type(&self, _column: usize) -> Option<ColumnType> {
+        None
+    }
 }
 
 impl Columns for Table {
@@ -46,6 +54,10 @@ impl Columns for Table {
     fn value(&self, column: usize, lit: &Lit) -> Result<Value, MyError> {
         to_value(lit, &self.def().columns[column])
     }
+
+    fn column_type(&self, column: usize) -> Option<ColumnType> {
+        Some(self.def().columns[column].column_type)
+    }
 }
 
 /// A WHERE clause, its constants converted to their columns' values.
@@ -54,6 +66,7 @@ pub(crate) enum Cond {
     Compare(usize, Cmp, Value),
     Null(usize),
     In(usize, Vec<Value>),
+    Like(usize, Like),
     And(Vec<Cond>),
     Or(Vec<Cond>),
     Not(Box<Cond>),
@@ -63,7 +76,9 @@ impl Cond {
     /// Adds the columns it reads to `out`.
     pub(crate) fn columns(&self, out: &mut Vec<u16>) {
         match self {
-            Cond::Compare(c, ..) | Cond::Null(c) | Cond::In(c, _) => out.push(*c as u16),
+            Cond::Compare(c, ..) | Cond::Null(c) | Cond::In(c, _) | Cond::Like(c, _) => {
+                out.push(*c as u16)
+            }
             Cond::And(all) | Cond::Or(all) => all.iter().for_each(|c| c.columns(out)),
             Cond::Not(c) => c.columns(out),
         }
@@ -145,6 +160,21 @@ impl Cond {
                     within
                 }
             }
+            Expr::Like {
+                negated,
+                any: false,
+                expr,
+                pattern,
+                escape_char,
+            } => {
+                let c = table.column(expr)?;
+                let like = Cond::like(table, c, pattern, escape_char.as_ref())?;
+                if *negated {
+                    Cond::Not(Box::new(like))
+                } else {
+                    like
+                }
+            }
             Expr::IsNull(e) => Cond::Null(table.column(e)?),
             Expr::IsNotNull(e) => Cond::Not(Box::new(Cond::Null(table.column(e)?))),
             Expr::UnaryOp {
@@ -160,9 +190,65 @@ impl Cond {
         })
     }
 
+    /// `column LIKE pattern [ESCAPE e]`; with a prefix before its first
+    /// wildcard, on a text column, also the range of an ordered index
+    /// that prefix puts the rows in (`name LIKE 'ab%'`: from `ab` to `ac`).
+    fn like(
+        table: &impl Columns,
+        column: usize,
+        pattern: &Expr,
+        escape: Option<&ast::Value>,
+    ) -> Result<Cond, MyError> {
+        let ty = table.column_type(column);
+        if matches!(ty, Some(ColumnType::Float | ColumnType::Double)) {
+            return Err(MyError::unsupported("LIKE on a FLOAT or DOUBLE column"));
+        }
+        let pattern = match literal(pattern)? {
+            Some(Lit::Str(b) | Lit::Bytes(b)) => b,
+            Some(Lit::Param(_)) => return Err(MyError::bad_arguments("a ? was given no value")),
+            Some(Lit::Null) => return Ok(Cond::Compare(column, Cmp::Eq, Value::Null)),
+            _ => {
+                return Err(MyError::unsupported(format!(
+                    "LIKE {pattern} (only with a constant string as the pattern)"
+                )));
+            }
+        };
+        let escape = match escape {
+            None => Some('\\'),
+            Some(ast::Value::SingleQuotedString(e) | ast::Value::DoubleQuotedString(e)) => {
+                let mut chars = e.chars();
+                match (chars.next(), chars.next()) {
+                    (None, _) => None,
+                    (Some(c), None) => Some(c),
+                    _ => return Err(MyError::new(1210, "HY000", "Incorrect arguments to ESCAPE")),
+                }
+            }
+            Some(_) => return Err(MyError::new(1210, "HY000", "Incorrect arguments to ESCAPE")),
+        };
+        let binary = matches!(ty, Some(ColumnType::Binary(_) | ColumnType::VarBinary(_)));
+        let like = Like::new(&pattern, escape, binary)?;
+        let mut parts = vec![Cond::Like(column, like.clone())];
+        let is_text = matches!(ty, Some(ColumnType::Char(_) | ColumnType::VarChar(_)));
+        if let Some((low, high)) = like.prefix_range().filter(|_| is_text)
+            && let (Ok(low), Ok(high)) = (
+                table.value(column, &Lit::Str(low.into_bytes())),
+                table.value(column, &Lit::Str(high.into_bytes())),
+            )
+        {
+            parts.push(Cond::Compare(column, Cmp::Ge, low));
+            parts.push(Cond::Compare(column, Cmp::Lt, high));
+        }
+        Ok(if parts.len() == 1 {
+            parts.remove(0)
+        } else {
+            Cond::And(parts)
+        })
+    }
+
     /// Whether `row` (every column's value) passes: `None` for unknown.
     pub(crate) fn eval(&self, row: &[Value]) -> Option<bool> {
         match self {
+            Cond::Like(c, like) => like.matches(&row[*c]),
             Cond::Compare(c, cmp, v) => {
                 let x = &row[*c];
                 if matches!(x, Value::Null) || matches!(v, Value::Null) {
@@ -224,6 +310,132 @@ impl Cond {
             other => vec![other],
         }
     }
+}
+
+/// A LIKE pattern, compiled: `%` any run, `_` any one character (a byte,
+/// on a binary column), anything else itself, exactly — as `compare`
+/// tells text apart, byte by byte.
+#[derive(Debug, Clone)]
+pub(crate) struct Like {
+    pieces: Vec<Piece>,
+    binary: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Piece {
+    /// A character, or on a binary column a byte.
+    One(u32),
+    AnyOne,
+    AnyRun,
+}
+
+impl Like {
+    fn new(pattern: &[u8], escape: Option<char>, binary: bool) -> Result<Like, MyError> {
+        let units: Vec<u32> = if binary {
+            pattern.iter().map(|&b| u32::from(b)).collect()
+        } else {
+            std::str::from_utf8(pattern)
+                .map_err(|_| MyError::unsupported("a LIKE pattern that is not UTF-8 on text"))?
+                .chars()
+                .map(u32::from)
+                .collect()
+        };
+        if units.len() > MAX_LIKE_PATTERN {
+            return Err(MyError::new(
+                1105,
+                "HY000",
+                format!(
+                    "a LIKE pattern has at most {MAX_LIKE_PATTERN} characters; this one has {}",
+                    units.len()
+                ),
+            ));
+        }
+        let escape = escape.map(u32::from);
+        let mut pieces = Vec::with_capacity(units.len());
+        let mut units = units.into_iter().peekable();
+        while let Some(u) = units.next() {
+            let piece = match u {
+                // An escape escapes what follows it; at the end, itself.
+                _ if Some(u) == escape => Piece::One(units.next().unwrap_or(u)),
+                0x25 => Piece::AnyRun,
+                0x5f => Piece::AnyOne,
+                u => Piece::One(u),
+            };
+            if !(piece == Piece::AnyRun && pieces.last() == Some(&Piece::AnyRun)) {
+                pieces.push(piece);
+            }
+        }
+        Ok(Like { pieces, binary })
+    }
+
+    /// Whether `v` matches: `None` for NULL. A value that is not text is
+    /// matched as MySQL writes it (`12`, `2024-01-31`, `1.50`).
+    fn matches(&self, v: &Value) -> Option<bool> {
+        let units: Vec<u32> = match v {
+            Value::Null => return None,
+            Value::Bytes(b) => b.iter().map(|&b| u32::from(b)).collect(),
+            Value::Text(t) if self.binary => t.bytes().map(u32::from).collect(),
+            Value::Text(t) => t.chars().map(u32::from).collect(),
+            Value::Bool(b) => vec![u32::from(if *b { b'1' } else { b'0' })],
+            other => other.to_string().chars().map(u32::from).collect(),
+        };
+        Some(wildcard_match(&self.pieces, &units))
+    }
+
+    /// The range of texts the rows it matches lie in: from its literal
+    /// prefix to the first text past every text that starts with it. Only
+    /// for an ASCII prefix without trailing spaces (a CHAR's are not kept).
+    fn prefix_range(&self) -> Option<(String, String)> {
+        let prefix: String = (self.pieces.iter())
+            .map_while(|p| match p {
+                Piece::One(u) => char::from_u32(*u),
+                _ => None,
+            })
+            .collect();
+        if prefix.is_empty() || !prefix.is_ascii() || prefix.ends_with(' ') {
+            return None;
+        }
+        let last = prefix.chars().next_back()?;
+        let next = char::from_u32(u32::from(last) + 1).filter(char::is_ascii)?;
+        let mut high = prefix[..prefix.len() - 1].to_owned();
+        high.push(next);
+        Some((prefix, high))
+    }
+}
+
+/// Whether `text` matches `pattern`: the greedy match that goes back only
+/// to the last `%`, which is exact for `%` and `_` and takes at most
+/// `text.len() * pattern.len()` steps.
+fn wildcard_match(pattern: &[Piece], text: &[u32]) -> bool {
+    let (mut p, mut t) = (0, 0);
+    // After the last `%` seen: where the pattern goes on, and the text
+    // position it was last tried at.
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some(Piece::AnyRun) => {
+                star = Some((p + 1, t));
+                p += 1;
+            }
+            Some(Piece::AnyOne) => {
+                p += 1;
+                t += 1;
+            }
+            Some(Piece::One(u)) if *u == text[t] => {
+                p += 1;
+                t += 1;
+            }
+            _ => match star {
+                Some((after, tried)) => {
+                    p = after;
+                    t = tried + 1;
+                    star = Some((after, tried + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(|piece| *piece == Piece::AnyRun)
 }
 
 /// The range of an ordered index (its columns, in order) that every row
@@ -602,5 +814,48 @@ mod tests {
         // Nothing bounds b; an OR bounds nothing.
         assert!(bounds(&cond, &[1]).is_none());
         assert!(bounds(&Cond::Or(vec![a(Cmp::Eq, 1), a(Cmp::Eq, 2)]), &[0]).is_none());
+    }
+
+    /// LIKE as its definition says, by trying every split: slow, plainly
+    /// right.
+    fn like_by_definition(p: &[Piece], t: &[u32]) -> bool {
+        match p.split_first() {
+            None => t.is_empty(),
+            Some((Piece::AnyRun, rest)) => (0..=t.len()).any(|i| like_by_definition(rest, &t[i..])),
+            Some((Piece::AnyOne, rest)) => !t.is_empty() && like_by_definition(rest, &t[1..]),
+            Some((Piece::One(u), rest)) => {
+                t.first() == Some(u) && like_by_definition(rest, &t[1..])
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn like_matches_as_its_definition_says(
+            pattern in "[ab%_]{0,8}",
+            text in "[ab]{0,10}",
+        ) {
+            let like = Like::new(pattern.as_bytes(), Some('\\'), false).unwrap();
+            let units: Vec<u32> = text.chars().map(u32::from).collect();
+            proptest::prop_assert_eq!(
+                like.matches(&Value::Text(text.clone())),
+                Some(like_by_definition(&like.pieces, &units)),
+                "{} LIKE {}", text, pattern
+            );
+        }
+    }
+
+    #[test]
+    fn a_like_prefix_bounds_a_range_that_holds_every_match() {
+        let range = |p: &str| {
+            Like::new(p.as_bytes(), Some('\\'), false)
+                .unwrap()
+                .prefix_range()
+        };
+        assert_eq!(range("ab%"), Some(("ab".into(), "ac".into())));
+        assert_eq!(range("a\\%b%"), Some(("a%b".into(), "a%c".into())));
+        assert_eq!(range("%ab"), None);
+        assert_eq!(range("ab %"), None);
+        assert_eq!(range("\u{e9}%"), None);
     }
 }

@@ -238,7 +238,8 @@ const OTHERS: &[&str] = &[
 
 const CATALOG: &str = "def";
 const CHARSET: &str = "utf8mb4";
-const COLLATION: &str = "utf8mb4_general_ci";
+/// Text compares byte by byte, in indexes and in statements alike.
+const COLLATION: &str = "utf8mb4_bin";
 
 impl Session {
     /// The `information_schema` table `name`.

@@ -1800,8 +1800,8 @@ impl Session {
             ("character_set_results", Cell::from("utf8mb4")),
             ("character_set_server", Cell::from("utf8mb4")),
             ("collation_connection", Cell::from("utf8mb4_general_ci")),
-            ("collation_database", Cell::from("utf8mb4_general_ci")),
-            ("collation_server", Cell::from("utf8mb4_general_ci")),
+            ("collation_database", Cell::from("utf8mb4_bin")),
+            ("collation_server", Cell::from("utf8mb4_bin")),
             ("default_storage_engine", Cell::from("ndbcluster")),
             // Shoal has no foreign keys, and always checks unique ones.
             ("foreign_key_checks", Cell::from(1u64)),
@@ -2663,31 +2663,6 @@ fn row_limit(e: &Expr) -> Result<u64, MyError> {
     Ok(limit.unwrap_or(u64::MAX))
 }
 
-/// Two texts as a case-insensitive collation orders them, without copying
-/// either. Equal bytes are skipped as they are; the first that differ
-/// decide when both are ASCII (they are then at a character boundary of
-/// both texts), else the texts are compared by their lowercase characters.
-fn compare_text(x: &str, y: &str) -> std::cmp::Ordering {
-    let (a, b) = (x.as_bytes(), y.as_bytes());
-    let mut at = 0;
-    loop {
-        let Some(skip) = (a[at..].iter().zip(&b[at..])).position(|(p, q)| p != q) else {
-            // One is the other's prefix: the longer has more characters.
-            return a.len().cmp(&b.len());
-        };
-        at += skip;
-        let (p, q) = (a[at], b[at]);
-        if !p.is_ascii() || !q.is_ascii() {
-            return (x.chars().flat_map(char::to_lowercase))
-                .cmp(y.chars().flat_map(char::to_lowercase));
-        }
-        match p.to_ascii_lowercase().cmp(&q.to_ascii_lowercase()) {
-            std::cmp::Ordering::Equal => at += 1,
-            decided => return decided,
-        }
-    }
-}
-
 /// Two values of one column, in the order an index keeps them.
 pub(crate) fn compare(a: &Value, b: &Value) -> std::cmp::Ordering {
     use std::cmp::Ordering;
@@ -2701,7 +2676,9 @@ pub(crate) fn compare(a: &Value, b: &Value) -> std::cmp::Ordering {
         (Value::UInt(x), Value::Int(y)) => i128::from(*x).cmp(&i128::from(*y)),
         (Value::Float(x), Value::Float(y)) => x.total_cmp(y),
         (Value::Double(x), Value::Double(y)) => x.total_cmp(y),
-        (Value::Text(x), Value::Text(y)) => compare_text(x, y),
+        // Byte by byte, as indexes and unique keys order and tell them
+        // apart: utf8mb4_bin (a UTF-8 text's bytes order as its characters).
+        (Value::Text(x), Value::Text(y)) => x.cmp(y),
         (Value::Bytes(x), Value::Bytes(y)) => x.cmp(y),
         (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
         (Value::Decimal(x), Value::Decimal(y)) => {
@@ -2771,20 +2748,6 @@ fn query_error(e: crate::tc::QueryError) -> MyError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// Texts are ordered as their lowercase characters are, whatever
-        /// mix of ASCII, case and other characters they hold.
-        #[test]
-        fn text_is_ordered_as_its_lowercase_characters(
-            x in "[aAbB0-9 éÉßİ-]{0,12}",
-            y in "[aAbB0-9 éÉßİ-]{0,12}",
-        ) {
-            let lower = |s: &str| s.chars().flat_map(char::to_lowercase).collect::<String>();
-            prop_assert_eq!(compare_text(&x, &y), lower(&x).cmp(&lower(&y)));
-        }
-    }
 
     #[test]
     fn like_matches_as_mysql_does() {
