@@ -897,6 +897,18 @@ async fn rows_are_found_by_ranges_and_scans_and_changed_by_where() {
         ["300\tn6", "299\tn5", "298\tn4", "297\tn3", "296\tn2"],
         "{out}"
     );
+    // ORDER BY an output's alias, or its position; an alias wins over a
+    // column of the same name, as in MySQL.
+    let out = s.ok("SELECT name AS n, id AS name FROM items WHERE id > 297 ORDER BY name DESC; SELECT *, id AS k FROM items WHERE id > 298 ORDER BY k DESC; SELECT name, id FROM items WHERE id > 297 ORDER BY 2 DESC");
+    assert_eq!(
+        lines(&out)
+            .iter()
+            .map(|l| l.split('\t').next().unwrap())
+            .collect::<Vec<_>>(),
+        ["n6", "n5", "n4", "300", "299", "n6", "n5", "n4"],
+        "{out}"
+    );
+    s.refused("SELECT name FROM items ORDER BY 2", "1054");
     let out = s.ok("SELECT DISTINCT name FROM items WHERE id BETWEEN 1 AND 100 ORDER BY name");
     assert_eq!(
         lines(&out)[..],

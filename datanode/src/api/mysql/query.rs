@@ -620,31 +620,57 @@ impl Session {
         let db_name = table.database.name.to_string();
         let def = table.def();
         let mut outputs = Vec::new();
+        // Each output's alias, if it has one.
+        let mut aliases: Vec<Option<&str>> = Vec::new();
         for item in &select.projection {
             match item {
-                SelectItem::Wildcard(_) => outputs.extend(0..def.columns.len()),
-                SelectItem::QualifiedWildcard(..) => {
+                SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
                     outputs.extend(0..def.columns.len());
+                    aliases.resize(outputs.len(), None);
                 }
-                SelectItem::UnnamedExpr(e) => outputs.push(column_of(&table, e, "field list")?),
-                SelectItem::ExprWithAlias { expr, .. } => {
+                SelectItem::UnnamedExpr(e) => {
+                    outputs.push(column_of(&table, e, "field list")?);
+                    aliases.push(None);
+                }
+                SelectItem::ExprWithAlias { expr, alias } => {
                     outputs.push(column_of(&table, expr, "field list")?);
+                    aliases.push(Some(alias.value.as_str()));
                 }
             }
         }
-        let mut columns: Vec<ColumnDef> = outputs
-            .iter()
-            .map(|&c| {
+        let columns: Vec<ColumnDef> = (outputs.iter().zip(&aliases))
+            .map(|(&c, alias)| {
                 let column = &def.columns[c];
-                column_def(&db_name, def.name.as_str(), column, is_key(&table, c))
+                let mut out = column_def(&db_name, def.name.as_str(), column, is_key(&table, c));
+                if let Some(alias) = alias {
+                    out.name = (*alias).to_owned();
+                }
+                out
             })
             .collect();
-        for (item, column) in select.projection.iter().zip(columns.iter_mut()) {
-            if let SelectItem::ExprWithAlias { alias, .. } = item {
-                column.name = alias.value.clone();
+        // As MySQL resolves ORDER BY: an output's alias, an output's
+        // position (from 1), else a column of the table.
+        let order = order_of(q, |e| {
+            match e {
+                Expr::Identifier(name) => {
+                    let named =
+                        |a: &Option<&str>| a.is_some_and(|a| a.eq_ignore_ascii_case(&name.value));
+                    if let Some(at) = aliases.iter().position(named) {
+                        return Ok(outputs[at]);
+                    }
+                }
+                Expr::Value(v) => {
+                    if let ast::Value::Number(n, _) = &v.value {
+                        return (n.parse::<usize>().ok())
+                            .and_then(|n| n.checked_sub(1))
+                            .and_then(|at| outputs.get(at).copied())
+                            .ok_or_else(|| MyError::no_column(n, "order clause"));
+                    }
+                }
+                _ => {}
             }
-        }
-        let order = order_of(q, |e| column_of(&table, e, "order clause"))?;
+            column_of(&table, e, "order clause")
+        })?;
         let (limit, offset) = limit_of(q)?;
         let shape = Shape {
             outputs,
