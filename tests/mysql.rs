@@ -502,14 +502,13 @@ async fn hostile_sql_gets_a_clear_error_and_changes_nothing() {
     bad.extend_from_slice(&[0xff, 0xfe]);
     bad.extend_from_slice(b"')");
     s.refused_with(&s.key, Some("app"), &bad, "1366");
-    s.refused_with(
-        &s.key,
-        Some("app"),
-        b"SELECT name FROM items WHERE \xff = 1",
-        "1300",
-    );
-    s.refused_with(&s.key, Some("app"), b"SELECT `\xff` FROM items", "1300");
-    s.refused_with(&s.key, Some("app"), b"SELECT '\xff FROM items", "1300");
+    for bad in [
+        &b"SELECT name FROM items WHERE \xff = 1"[..],
+        b"SELECT `\xff` FROM items",
+        b"SELECT '\xff FROM items",
+    ] {
+        s.refused_with(&s.key, Some("app"), bad, "1300");
+    }
     // A packet past max_allowed_packet closes the connection, after the error.
     let huge = format!("SELECT '{}'", "x".repeat(3 << 20));
     s.refused(&huge, "1153");

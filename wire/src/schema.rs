@@ -350,7 +350,8 @@ impl ColumnType {
         }
     }
 
-    fn is_binary(self) -> bool {
+    /// Whether it holds bytes rather than text.
+    pub fn is_binary(self) -> bool {
         matches!(self, ColumnType::Binary(_) | ColumnType::VarBinary(_))
     }
 }
@@ -432,11 +433,7 @@ fn hex_literal(bytes: &[u8]) -> String {
     if bytes.is_empty() {
         return "''".to_owned();
     }
-    let mut out = String::from("0x");
-    for b in bytes {
-        out.push_str(&format!("{b:02X}"));
-    }
-    out
+    format!("0x{}", crate::apikey::hex(bytes).to_ascii_uppercase())
 }
 
 impl fmt::Display for ColumnType {

@@ -52,7 +52,7 @@ impl Value {
             Json::Object(_) => "an object",
         };
         let wrong = |expected| JsonShape::Wrong { expected, got };
-        let binary = matches!(ty, ColumnType::Binary(_) | ColumnType::VarBinary(_));
+        let binary = ty.is_binary();
         Ok(match json {
             Json::Null => Value::Null,
             Json::Bool(b) => Value::Bool(*b),

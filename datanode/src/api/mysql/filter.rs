@@ -16,6 +16,7 @@
 
 use std::cmp::Ordering;
 
+use shoal_wire::schema::ColumnType;
 use sqlparser::ast::{self, BinaryOperator, Expr, UnaryOperator};
 
 use super::error::MyError;
@@ -25,7 +26,6 @@ use crate::sql::eval::Cmp;
 use crate::storage::codec;
 use crate::tc::Table;
 use crate::types::value::Value;
-use shoal_wire::schema::ColumnType;
 
 /// Most values an IN list of a condition holds.
 const MAX_IN_LIST: usize = 10_000;
@@ -130,11 +130,7 @@ impl Cond {
                     Cond::Compare(c, Cmp::Ge, value(c, low)?),
                     Cond::Compare(c, Cmp::Le, value(c, high)?),
                 ]);
-                if *negated {
-                    Cond::Not(Box::new(between))
-                } else {
-                    between
-                }
+                between.negated_if(*negated)
             }
             Expr::InList {
                 expr,
@@ -153,12 +149,7 @@ impl Cond {
                     ));
                 }
                 let values = (list.iter().map(|e| value(c, e))).collect::<Result<_, _>>()?;
-                let within = Cond::In(c, values);
-                if *negated {
-                    Cond::Not(Box::new(within))
-                } else {
-                    within
-                }
+                Cond::In(c, values).negated_if(*negated)
             }
             Expr::Like {
                 negated,
@@ -168,12 +159,7 @@ impl Cond {
                 escape_char,
             } => {
                 let c = table.column(expr)?;
-                let like = Cond::like(table, c, pattern, escape_char.as_ref())?;
-                if *negated {
-                    Cond::Not(Box::new(like))
-                } else {
-                    like
-                }
+                Cond::like(table, c, pattern, escape_char.as_ref())?.negated_if(*negated)
             }
             Expr::IsNull(e) => Cond::Null(table.column(e)?),
             Expr::IsNotNull(e) => Cond::Not(Box::new(Cond::Null(table.column(e)?))),
@@ -188,6 +174,15 @@ impl Cond {
                 )));
             }
         })
+    }
+
+    /// NOT this, if `negated`.
+    fn negated_if(self, negated: bool) -> Cond {
+        if negated {
+            Cond::Not(Box::new(self))
+        } else {
+            self
+        }
     }
 
     /// `column LIKE pattern [ESCAPE e]`; with a prefix before its first
@@ -213,35 +208,32 @@ impl Cond {
                 )));
             }
         };
+        // At most one character; none (`ESCAPE ''`): no escape.
         let escape = match escape {
             None => Some('\\'),
-            Some(ast::Value::SingleQuotedString(e) | ast::Value::DoubleQuotedString(e)) => {
-                let mut chars = e.chars();
-                match (chars.next(), chars.next()) {
-                    (None, _) => None,
-                    (Some(c), None) => Some(c),
-                    _ => return Err(MyError::new(1210, "HY000", "Incorrect arguments to ESCAPE")),
-                }
+            Some(ast::Value::SingleQuotedString(e) | ast::Value::DoubleQuotedString(e))
+                if e.chars().nth(1).is_none() =>
+            {
+                e.chars().next()
             }
             Some(_) => return Err(MyError::new(1210, "HY000", "Incorrect arguments to ESCAPE")),
         };
-        let binary = matches!(ty, Some(ColumnType::Binary(_) | ColumnType::VarBinary(_)));
-        let like = Like::new(&pattern, escape, binary)?;
-        let mut parts = vec![Cond::Like(column, like.clone())];
-        let is_text = matches!(ty, Some(ColumnType::Char(_) | ColumnType::VarChar(_)));
-        if let Some((low, high)) = like.prefix_range().filter(|_| is_text)
-            && let (Ok(low), Ok(high)) = (
-                table.value(column, &Lit::Str(low.into_bytes())),
-                table.value(column, &Lit::Str(high.into_bytes())),
-            )
-        {
-            parts.push(Cond::Compare(column, Cmp::Ge, low));
-            parts.push(Cond::Compare(column, Cmp::Lt, high));
-        }
-        Ok(if parts.len() == 1 {
-            parts.remove(0)
-        } else {
-            Cond::And(parts)
+        let like = Like::new(&pattern, escape, ty.is_some_and(ColumnType::is_binary))?;
+        let range = (like.prefix_range())
+            .filter(|_| matches!(ty, Some(ColumnType::Char(_) | ColumnType::VarChar(_))))
+            .and_then(|(low, high)| {
+                let low = table.value(column, &Lit::Str(low.into_bytes())).ok()?;
+                let high = table.value(column, &Lit::Str(high.into_bytes())).ok()?;
+                Some((low, high))
+            });
+        let like = Cond::Like(column, like);
+        Ok(match range {
+            Some((low, high)) => Cond::And(vec![
+                like,
+                Cond::Compare(column, Cmp::Ge, low),
+                Cond::Compare(column, Cmp::Lt, high),
+            ]),
+            None => like,
         })
     }
 
@@ -352,7 +344,7 @@ impl Like {
         }
         let escape = escape.map(u32::from);
         let mut pieces = Vec::with_capacity(units.len());
-        let mut units = units.into_iter().peekable();
+        let mut units = units.into_iter();
         while let Some(u) = units.next() {
             let piece = match u {
                 // An escape escapes what follows it; at the end, itself.
@@ -371,15 +363,23 @@ impl Like {
     /// Whether `v` matches: `None` for NULL. A value that is not text is
     /// matched as MySQL writes it (`12`, `2024-01-31`, `1.50`).
     fn matches(&self, v: &Value) -> Option<bool> {
-        let units: Vec<u32> = match v {
+        Some(match v {
             Value::Null => return None,
-            Value::Bytes(b) => b.iter().map(|&b| u32::from(b)).collect(),
-            Value::Text(t) if self.binary => t.bytes().map(u32::from).collect(),
-            Value::Text(t) => t.chars().map(u32::from).collect(),
-            Value::Bool(b) => vec![u32::from(if *b { b'1' } else { b'0' })],
-            other => other.to_string().chars().map(u32::from).collect(),
-        };
-        Some(wildcard_match(&self.pieces, &units))
+            Value::Bytes(b) => wildcard_match(&self.pieces, b),
+            Value::Text(t) => self.matches_text(t),
+            Value::Bool(b) => wildcard_match(&self.pieces, if *b { b"1" } else { b"0" }),
+            other => self.matches_text(&other.to_string()),
+        })
+    }
+
+    /// Whether `text` matches: by its bytes on a binary column, and where
+    /// its bytes are its characters (ASCII), else by its characters.
+    fn matches_text(&self, text: &str) -> bool {
+        if self.binary || text.is_ascii() {
+            return wildcard_match(&self.pieces, text.as_bytes());
+        }
+        let chars: Vec<char> = text.chars().collect();
+        wildcard_match(&self.pieces, &chars)
     }
 
     /// The range of texts the rows it matches lie in: from its literal
@@ -406,7 +406,7 @@ impl Like {
 /// Whether `text` matches `pattern`: the greedy match that goes back only
 /// to the last `%`, which is exact for `%` and `_` and takes at most
 /// `text.len() * pattern.len()` steps.
-fn wildcard_match(pattern: &[Piece], text: &[u32]) -> bool {
+fn wildcard_match<T: Copy + Into<u32>>(pattern: &[Piece], text: &[T]) -> bool {
     let (mut p, mut t) = (0, 0);
     // After the last `%` seen: where the pattern goes on, and the text
     // position it was last tried at.
@@ -421,7 +421,7 @@ fn wildcard_match(pattern: &[Piece], text: &[u32]) -> bool {
                 p += 1;
                 t += 1;
             }
-            Some(Piece::One(u)) if *u == text[t] => {
+            Some(Piece::One(u)) if *u == text[t].into() => {
                 p += 1;
                 t += 1;
             }
@@ -818,13 +818,13 @@ mod tests {
 
     /// LIKE as its definition says, by trying every split: slow, plainly
     /// right.
-    fn like_by_definition(p: &[Piece], t: &[u32]) -> bool {
+    fn like_by_definition(p: &[Piece], t: &[char]) -> bool {
         match p.split_first() {
             None => t.is_empty(),
             Some((Piece::AnyRun, rest)) => (0..=t.len()).any(|i| like_by_definition(rest, &t[i..])),
             Some((Piece::AnyOne, rest)) => !t.is_empty() && like_by_definition(rest, &t[1..]),
             Some((Piece::One(u), rest)) => {
-                t.first() == Some(u) && like_by_definition(rest, &t[1..])
+                t.first().map(|&c| u32::from(c)) == Some(*u) && like_by_definition(rest, &t[1..])
             }
         }
     }
@@ -836,7 +836,7 @@ mod tests {
             text in "[ab]{0,10}",
         ) {
             let like = Like::new(pattern.as_bytes(), Some('\\'), false).unwrap();
-            let units: Vec<u32> = text.chars().map(u32::from).collect();
+            let units: Vec<char> = text.chars().collect();
             proptest::prop_assert_eq!(
                 like.matches(&Value::Text(text.clone())),
                 Some(like_by_definition(&like.pieces, &units)),

@@ -27,6 +27,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use shoal_wire::apikey::hex;
 use sqlparser::ast::{
     self, BinaryOperator, Expr, OrderByKind, SelectItem, SetExpr, Statement, UnaryOperator,
 };
@@ -276,10 +277,6 @@ pub(crate) fn bind(tokens: &[Token], args: &[Lit]) -> Vec<Token> {
         }
     }
     out
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The tokens with each `?` numbered in order (`?0`, `?1`, …), so that a

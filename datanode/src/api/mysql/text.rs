@@ -11,6 +11,8 @@
 //! argument that is not text. Bytes that are not text anywhere else — in a
 //! name, a comment, a keyword — leave the statement refused.
 
+use shoal_wire::apikey::hex;
+
 /// `body` as text, each string literal that is not UTF-8 written as the
 /// hex literal of its bytes; `None` if bytes outside a literal are not
 /// UTF-8, or a literal is not closed.
@@ -25,11 +27,7 @@ pub(crate) fn with_byte_literals(body: &[u8]) -> Option<String> {
             quote @ (b'\'' | b'"') => {
                 let (len, bytes) = literal(rest, quote)?;
                 if std::str::from_utf8(&rest[1..len - 1]).is_err() {
-                    out.extend_from_slice(b"X'");
-                    for b in bytes {
-                        out.extend_from_slice(format!("{b:02x}").as_bytes());
-                    }
-                    out.push(b'\'');
+                    out.extend_from_slice(format!("X'{}'", hex(&bytes)).as_bytes());
                     at += len;
                     continue;
                 }
