@@ -401,6 +401,136 @@ async fn keys_log_in_and_are_held_to_their_grants() {
     );
 }
 
+/// NOW() and its kin, and date arithmetic, as MySQL gives them: one
+/// instant per statement, usable wherever a constant is; dates compare
+/// with date-times as MySQL compares them, never as text.
+#[tokio::test]
+async fn time_functions_and_dates_compare_as_mysql_does() {
+    let s = setup(&[]).await;
+    s.ok(
+        "CREATE TABLE ev (id INT PRIMARY KEY, at DATETIME NOT NULL, day DATE, \
+          ts TIMESTAMP(3) NULL, KEY (day))",
+    );
+    let before = std::time::SystemTime::now();
+    s.ok("INSERT INTO ev VALUES (1, NOW(), CURDATE(), NOW(3)), \
+         (2, CURRENT_TIMESTAMP - INTERVAL 2 DAY, DATE_SUB(CURDATE(), INTERVAL 1 MONTH), NULL)");
+    let after = std::time::SystemTime::now();
+    // What was stored is the statement's instant, in UTC (the session's
+    // zone), the same in every row and column that read it.
+    let utc = |t: std::time::SystemTime| {
+        let secs = t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        let out = Command::new("date")
+            .args(["-u", "-d", &format!("@{secs}"), "+%F %T"])
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let (lo, hi) = (utc(before), utc(after));
+    let out = s.ok("SELECT at, day, ts FROM ev WHERE id = 1");
+    let row: Vec<&str> = lines(&out)[0].split('\t').collect();
+    assert!(
+        lo.as_str() <= row[0] && row[0] <= hi.as_str(),
+        "{lo} {row:?} {hi}"
+    );
+    assert_eq!(row[1], &row[0][..10], "{row:?}");
+    assert!(row[2].starts_with(row[0]) && row[2].len() == 23, "{row:?}");
+    let out = s.ok("SELECT id FROM ev WHERE at < NOW() - INTERVAL 1 DAY");
+    assert_eq!(lines(&out)[..], ["2"], "{out}");
+    let out = s.ok("SELECT COUNT(*) FROM ev WHERE at > DATE_SUB(NOW(), INTERVAL 1 HOUR)");
+    assert_eq!(lines(&out)[..], ["1"], "{out}");
+
+    // Fixed dates: a DATE against a date-time with a time of day compares
+    // as its midnight, by the index on `day`, by a scan and in the workers
+    // (COUNT) alike; a TIMESTAMP(3) equals what writes the same instant.
+    s.ok("DELETE FROM ev");
+    s.ok(
+        "INSERT INTO ev VALUES (1, '2024-01-01', '2024-01-01', '2024-01-01 00:00:00.5'), \
+         (2, '2024-01-02 10:00:00', '2024-01-02', '2024-01-02T00:00:00'), (3, '2024-01-03', NULL, NULL)",
+    );
+    let noon = "'2024-01-01 12:00:00'";
+    for (cond, want) in [
+        (format!("day = {noon}"), vec![]),
+        (format!("NOT (day = {noon})"), vec!["1", "2"]),
+        (format!("day <> {noon}"), vec!["1", "2"]),
+        (format!("day < {noon}"), vec!["1"]),
+        (format!("day <= {noon}"), vec!["1"]),
+        (format!("day > {noon}"), vec!["2"]),
+        (
+            format!("day BETWEEN {noon} AND '2024-01-02 00:00:00'"),
+            vec!["2"],
+        ),
+        ("day = DATE '2024-01-02'".to_owned(), vec!["2"]),
+        ("ts = '2024-01-01 00:00:00.5'".to_owned(), vec!["1"]),
+        ("ts >= '2024-01-01T12:00:00'".to_owned(), vec!["2"]),
+        (
+            "at = TIMESTAMP '2024-01-02 10:00:00.000'".to_owned(),
+            vec!["2"],
+        ),
+        (
+            "at < DATE '2024-01-01' + INTERVAL 1 MONTH - INTERVAL 1 SECOND".to_owned(),
+            vec!["1", "2", "3"],
+        ),
+    ] {
+        let out = s.ok(&format!("SELECT id FROM ev WHERE {cond} ORDER BY id"));
+        assert_eq!(lines(&out), want, "{cond}");
+        let out = s.ok(&format!("SELECT COUNT(*) FROM ev WHERE {cond}"));
+        assert_eq!(lines(&out), [want.len().to_string()], "{cond}");
+    }
+    // A date-time is written with its column's fractional digits.
+    let out = s.ok("SELECT ts FROM ev WHERE id = 1");
+    assert_eq!(lines(&out)[..], ["2024-01-01 00:00:00.500"], "{out}");
+
+    // Month arithmetic ends at a shorter month's end; the outputs keep the
+    // names they were written with.
+    let out = s.ok("SELECT DATE '2024-01-31' + INTERVAL 1 MONTH, ADDDATE('2024-12-31', 1), UNIX_TIMESTAMP('1970-01-02 00:00:00')");
+    assert_eq!(lines(&out)[..], ["2024-02-29\t2025-01-01\t86400"], "{out}");
+
+    // Errors, nothing changed: a precision past 6, a date that is not one,
+    // arithmetic past 9999, a DATE given a time of day.
+    s.refused("SELECT NOW(7)", "1426");
+    s.refused(
+        "INSERT INTO ev VALUES (9, DATE '2024-02-30', NULL, NULL)",
+        "1525",
+    );
+    s.refused(
+        "INSERT INTO ev VALUES (9, DATE '9999-12-31' + INTERVAL 1 DAY, NULL, NULL)",
+        "1441",
+    );
+    s.refused(
+        "INSERT INTO ev VALUES (9, NOW(), '2024-01-01 10:00:00', NULL)",
+        "1366",
+    );
+    s.refused("SELECT id FROM ev WHERE day = 'garbage'", "1366");
+    let out = s.ok("SELECT COUNT(*) FROM ev");
+    assert_eq!(lines(&out)[..], ["3"], "{out}");
+
+    // A driver reads NOW() as a date-time, CURDATE() as a date.
+    let got = pymysql(
+        &s,
+        r#"
+c = connect().cursor()
+c.execute("SELECT NOW(), CURDATE(), NOW(6), UTC_TIMESTAMP()")
+now, today, micro, utc = c.fetchone()
+print(json.dumps([type(now).__name__, type(today).__name__, str(now.date()) == str(today),
+                  micro.replace(microsecond=0) == now, utc == now]))
+"#,
+    );
+    assert_eq!(got, json!(["datetime", "date", true, true, true]));
+
+    // A prepared statement reads the instant at each execute.
+    let mut conn = sqlx::MySqlConnection::connect_with(&s.driver_options())
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let ids: Vec<i32> = sqlx::query_scalar("SELECT id FROM ev WHERE id = ? AND at < NOW()")
+            .bind(2)
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(ids, [2]);
+    }
+}
+
 #[tokio::test]
 async fn like_finds_the_same_rows_by_an_index_range_as_by_a_scan() {
     let s = setup(&[]).await;

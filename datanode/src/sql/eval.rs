@@ -233,7 +233,18 @@ pub(crate) fn compare(a: &Scalar<'_>, b: &Scalar<'_>) -> Option<Ordering> {
         }
         (Text(x), Text(y)) | (Binary(x), Binary(y)) => Some(x.as_ref().cmp(y.as_ref())),
         (Time(k, x), Time(l, y)) if same_kind(*k, *l) => Some(x.cmp(y)),
+        // A date against a date-time, as MySQL compares them: the date as
+        // its midnight (the session's zone is UTC, a timestamp's too).
+        (Time(k, x), Time(l, y)) => Some(micros_of(*k, *x)?.cmp(&micros_of(*l, *y)?)),
         _ => None,
+    }
+}
+
+/// A date or time as microseconds since 1970-01-01 00:00:00.
+fn micros_of(kind: TimeKind, v: i64) -> Option<i64> {
+    match kind {
+        TimeKind::Date => v.checked_mul(86_400_000_000),
+        TimeKind::DateTime(_) | TimeKind::Timestamp(_) => Some(v),
     }
 }
 

@@ -277,8 +277,8 @@ pub struct DateTime(pub i64);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Timestamp(pub i64);
 
-const MICROS_PER_SECOND: i64 = 1_000_000;
-const MICROS_PER_DAY: i64 = 86_400 * MICROS_PER_SECOND;
+pub(crate) const MICROS_PER_SECOND: i64 = 1_000_000;
+pub(crate) const MICROS_PER_DAY: i64 = 86_400 * MICROS_PER_SECOND;
 /// Days from 1970-01-01 to 0001-01-01 and to 9999-12-31, the range of dates.
 const MIN_DAY: i32 = -719_162;
 const MAX_DAY: i32 = 2_932_896;
@@ -391,6 +391,28 @@ impl Date {
     /// Whether this is a date in the supported range.
     pub fn is_valid(self) -> bool {
         (MIN_DAY..=MAX_DAY).contains(&self.0)
+    }
+
+    /// The date `days` days later (earlier if negative); `None` outside
+    /// 0001-01-01 to 9999-12-31.
+    pub fn plus_days(self, days: i64) -> Option<Date> {
+        let d = i32::try_from(i64::from(self.0).checked_add(days)?).ok()?;
+        Date(d).is_valid().then_some(Date(d))
+    }
+
+    /// The date `months` months later (earlier if negative), its day cut to
+    /// the new month's last where that month is shorter (Jan 31 + 1 month
+    /// = Feb 28 or 29), as MySQL's `DATE_ADD(d, INTERVAL n MONTH)`; `None`
+    /// outside 0001 to 9999.
+    pub fn plus_months(self, months: i64) -> Option<Date> {
+        let (y, m, d) = civil_from_days(self.0.into());
+        let index = (y * 12 + i64::from(m) - 1).checked_add(months)?;
+        let year = i32::try_from(index.div_euclid(12)).ok()?;
+        let month = index.rem_euclid(12) as u32 + 1;
+        if !(1..=9999).contains(&year) {
+            return None;
+        }
+        Date::from_ymd(year, month, d.min(days_in_month(year, month)))
     }
 }
 

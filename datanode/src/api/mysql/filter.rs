@@ -25,7 +25,7 @@ use super::value::{Lit, to_value};
 use crate::sql::eval::Cmp;
 use crate::storage::codec;
 use crate::tc::Table;
-use crate::types::value::Value;
+use crate::types::value::{Date, DateTime, MICROS_PER_DAY, Value};
 
 /// Most values an IN list of a condition holds.
 const MAX_IN_LIST: usize = 10_000;
@@ -57,6 +57,40 @@ impl Columns for Table {
 
     fn column_type(&self, column: usize) -> Option<ColumnType> {
         Some(self.def().columns[column].column_type)
+    }
+}
+
+/// A DATE column's comparison with a constant date-time that has a time
+/// of day (`d < NOW()`): the moment, if that is what `e` is.
+fn day_and_time(table: &impl Columns, c: usize, e: &Expr) -> Result<Option<i64>, MyError> {
+    if table.column_type(c) != Some(ColumnType::Date) {
+        return Ok(None);
+    }
+    let Some(Lit::Str(s)) = literal(e)? else {
+        return Ok(None);
+    };
+    let Some(t) = std::str::from_utf8(&s)
+        .ok()
+        .and_then(|s| DateTime::parse(s).ok())
+    else {
+        return Ok(None);
+    };
+    Ok((t.0.rem_euclid(MICROS_PER_DAY) != 0).then_some(t.0))
+}
+
+/// `d cmp t` for a DATE column `d` and a date-time `t` with a time of day,
+/// as MySQL compares them: the date as its midnight. No date equals `t`;
+/// every date up to `t`'s own day is before it, every later one after.
+fn date_against(c: usize, cmp: Cmp, t: i64) -> Cond {
+    let day = Value::Date(Date(t.div_euclid(MICROS_PER_DAY) as i32));
+    let at_most = Cond::Compare(c, Cmp::Le, day.clone());
+    let after = Cond::Compare(c, Cmp::Gt, day);
+    match cmp {
+        Cmp::Lt | Cmp::Le => at_most,
+        Cmp::Gt | Cmp::Ge => after,
+        // Never true, and unknown for NULL (so that NOT keeps it unknown).
+        Cmp::Eq => Cond::And(vec![at_most, after]),
+        Cmp::Ne => Cond::Or(vec![at_most, after]),
     }
 }
 
@@ -98,6 +132,10 @@ impl Cond {
             }
             table.value(column, &lit)
         };
+        let compare = |c: usize, cmp: Cmp, e: &Expr| match day_and_time(table, c, e)? {
+            Some(t) => Ok(date_against(c, cmp, t)),
+            None => value(c, e).map(|v| Cond::Compare(c, cmp, v)),
+        };
         Ok(match e {
             Expr::Nested(inner) => Cond::of(table, inner)?,
             Expr::BinaryOp { left, op, right } => {
@@ -113,8 +151,8 @@ impl Cond {
                     MyError::unsupported(format!("the operator {op} in a WHERE clause"))
                 })?;
                 match (table.column(left), table.column(right)) {
-                    (Ok(c), _) => Cond::Compare(c, cmp, value(c, right)?),
-                    (Err(_), Ok(c)) => Cond::Compare(c, cmp.flip(), value(c, left)?),
+                    (Ok(c), _) => compare(c, cmp, right)?,
+                    (Err(_), Ok(c)) => compare(c, cmp.flip(), left)?,
                     // An unknown column says so, whichever side it is on.
                     (Err(l), Err(r)) => return Err(if r.is_unsupported() { l } else { r }),
                 }
@@ -126,10 +164,8 @@ impl Cond {
                 high,
             } => {
                 let c = table.column(expr)?;
-                let between = Cond::And(vec![
-                    Cond::Compare(c, Cmp::Ge, value(c, low)?),
-                    Cond::Compare(c, Cmp::Le, value(c, high)?),
-                ]);
+                let between =
+                    Cond::And(vec![compare(c, Cmp::Ge, low)?, compare(c, Cmp::Le, high)?]);
                 between.negated_if(*negated)
             }
             Expr::InList {

@@ -11,6 +11,8 @@
 //! - `session`: one connection: login, commands, prepared statements.
 //! - `query`: statements, planned onto the transaction coordinator.
 //! - `filter`: WHERE clauses and SET expressions over rows.
+//! - `clock`: NOW() and its kin, and date arithmetic on constants, worked
+//!   out before a statement is planned.
 //! - `scan`: rows found by a WHERE clause: index ranges, full scans.
 //! - `system`: tables computed when asked, scoped to the caller's databases:
 //!   `ndbinfo` (RonDB's memory and usage tables) and `information_schema`.
@@ -28,6 +30,7 @@
 //! Connections are capped, timed out and drained on stop as every front
 //! end's are (`serve`).
 
+mod clock;
 mod ddl;
 mod error;
 mod filter;

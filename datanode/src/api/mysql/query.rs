@@ -36,6 +36,7 @@ use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
+use super::clock;
 use super::ddl;
 use super::error::MyError;
 use super::filter::{Cond, Expression, Inserted};
@@ -381,7 +382,11 @@ impl Session {
             }
             _ => {}
         }
-        let statement = parse(tokens)?;
+        let fold = clock::may_fold(&tokens);
+        let mut statement = parse(tokens)?;
+        if fold {
+            clock::fold(&mut statement)?;
+        }
         match statement {
             Statement::Query(q) => self.select(&q).await,
             Statement::Insert(insert) => self.insert(&insert).await,
@@ -503,7 +508,9 @@ impl Session {
             Some(Keyword::SELECT) => {}
             _ => return Ok(Vec::new()),
         }
-        let Statement::Query(q) = parse(bound)? else {
+        let mut statement = parse(bound)?;
+        clock::fold(&mut statement)?;
+        let Statement::Query(q) = statement else {
             return Ok(Vec::new());
         };
         Ok(self.plan_select(&q)?.columns())
@@ -722,13 +729,20 @@ impl Session {
                 _ => return Err(MyError::new(1096, "HY000", "No tables used")),
             };
             let cell = self.constant(e)?;
-            let t = match &cell {
-                Cell::Value(Value::Int(_) | Value::UInt(_)) => ty::LONGLONG,
-                Cell::Value(Value::Double(_)) => ty::DOUBLE,
-                Cell::Value(Value::Null) => ty::NULL,
-                _ => ty::VAR_STRING,
+            let mut column = match &cell {
+                Cell::Value(Value::Int(_) | Value::UInt(_)) => computed(&name, ty::LONGLONG),
+                Cell::Value(Value::Double(_)) => computed(&name, ty::DOUBLE),
+                Cell::Value(Value::Null) => computed(&name, ty::NULL),
+                _ => computed(&name, ty::VAR_STRING),
             };
-            columns.push(computed(&name, t));
+            // A date or date-time (NOW(), DATE '…') is sent as one, so
+            // that drivers read it as one.
+            if let Expr::TypedString(t) = e
+                && let Some(Ok(m)) = clock::Moment::of_typed(t)
+            {
+                column = value::computed_moment(&name, m);
+            }
+            columns.push(column);
             row.push(cell);
         }
         let (limit, offset) = limit_of(q)?;
@@ -2322,6 +2336,12 @@ pub(crate) fn literal(e: &Expr) -> Result<Option<Lit>, MyError> {
             },
             _ => return Ok(None),
         })),
+        // `DATE '…'`, `DATETIME '…'`, `TIMESTAMP '…'` (and what NOW() and
+        // its kin were folded to): the date's text, checked.
+        Expr::TypedString(t) => match clock::Moment::of_typed(t) {
+            Some(m) => Ok(Some(Lit::Str(m?.text().into_bytes()))),
+            None => Ok(None),
+        },
         Expr::BinaryOp { left, op, right } => integer_arithmetic(e, left, op, right),
         _ => Ok(None),
     }

@@ -891,7 +891,7 @@ async fn answer<W: AsyncWrite + Unpin>(
                 if binary {
                     value::binary_row(out, &columns, row);
                 } else {
-                    value::text_row(out, row);
+                    value::text_row(out, &columns, row);
                 }
                 if out.pending() >= FLUSH_AT && out.flush(write).await.is_err() {
                     return;

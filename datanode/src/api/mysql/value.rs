@@ -8,10 +8,11 @@ use std::borrow::Cow;
 use shoal_wire::schema::{ColumnDef as SchemaColumn, ColumnType};
 use sqlparser::tokenizer::Token;
 
+use super::clock::Moment;
 use super::error::MyError;
 use super::proto::{self, BINARY, ColumnDef, UTF8MB4, flag, ty};
 use crate::sql::eval::{Datum, Scalar, TimeKind};
-use crate::types::value::Value;
+use crate::types::value::{Date, DateTime, Timestamp, Value, WithFsp};
 
 /// A value as SQL wrote it, or as a prepared statement was given it,
 /// before it is known what column it is for.
@@ -113,11 +114,19 @@ pub(crate) fn to_value(lit: &Lit, column: &SchemaColumn) -> Result<Value, MyErro
             Lit::Str(b) | Lit::Bytes(b) => Value::Bytes(b.clone()),
             _ => return Err(bad("a binary column takes a string or X'…'")),
         },
+        // Read as the date or time it writes, so that it compares with the
+        // column's values as one ('…00.5' equals '…00.500'), not as text.
         (_, ColumnType::Date | ColumnType::DateTime { .. } | ColumnType::Timestamp { .. }) => {
-            match lit {
-                Lit::Str(s) => Value::Text(text(s)?),
-                _ => return Err(bad("a date or time is written as a string")),
-            }
+            let Lit::Str(s) = lit else {
+                return Err(bad("a date or time is written as a string"));
+            };
+            let s = text(s)?;
+            let parsed = match column.column_type {
+                ColumnType::Date => Date::parse(&s).map(Value::Date),
+                ColumnType::DateTime { .. } => DateTime::parse(&s).map(Value::DateTime),
+                _ => Timestamp::parse(&s).map(Value::Timestamp),
+            };
+            parsed.map_err(|problem| bad(&problem))?
         }
     })
 }
@@ -209,6 +218,22 @@ pub(crate) fn computed(name: &str, t: u8) -> ColumnDef {
         ty: t,
         flags,
         decimals,
+    }
+}
+
+/// A computed column holding a date or a date-time, described as MySQL
+/// describes `NOW()`'s: binary, its fractional digits as its decimals.
+pub(crate) fn computed_moment(name: &str, m: Moment) -> ColumnDef {
+    let (t, length, decimals) = match m {
+        Moment::Date(_) => (ty::DATE, 10, 0),
+        Moment::DateTime(_, fsp) => (ty::DATETIME, 19 + fsp_len(fsp), fsp),
+    };
+    ColumnDef {
+        length,
+        flags: flag::BINARY,
+        decimals,
+        charset: BINARY,
+        ..computed(name, t)
     }
 }
 
@@ -312,14 +337,20 @@ impl Cell {
     }
 }
 
-/// A row in the text protocol.
-pub(crate) fn text_row(out: &mut proto::Out, cells: &[Cell]) {
+/// A row in the text protocol. A date-time is written with its column's
+/// fractional digits, as MySQL writes it (`…:00.500` in a DATETIME(3)).
+pub(crate) fn text_row(out: &mut proto::Out, columns: &[ColumnDef], cells: &[Cell]) {
     out.begin();
-    for cell in cells {
-        if cell.is_null() {
-            out.put_u8(0xfb);
-        } else {
-            out.put_lenenc_bytes(&cell.text());
+    for (i, cell) in cells.iter().enumerate() {
+        match (cell, columns.get(i)) {
+            _ if cell.is_null() => out.put_u8(0xfb),
+            (
+                Cell::Value(Value::DateTime(DateTime(t)) | Value::Timestamp(Timestamp(t))),
+                Some(c),
+            ) if matches!(c.ty, ty::DATETIME | ty::TIMESTAMP) => {
+                out.put_lenenc_bytes(WithFsp(*t, c.decimals).to_string().as_bytes());
+            }
+            _ => out.put_lenenc_bytes(&cell.text()),
         }
     }
     out.end();

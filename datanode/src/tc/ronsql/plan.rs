@@ -965,6 +965,14 @@ fn comparable(
             return Ok(e);
         };
         let text = String::from_utf8_lossy(text);
+        // A date-time with a time of day met by a DATE stays a date-time:
+        // the date compares as its midnight (`d < NOW()`).
+        if kind == TimeKind::Date
+            && Date::parse(&text).is_err()
+            && let Ok(t) = DateTime::parse(&text)
+        {
+            return Ok(Expr::Literal(Scalar::Time(TimeKind::DateTime(6), t.0)));
+        }
         let v = match kind {
             TimeKind::Date => Date::parse(&text).map(|d| i64::from(d.0)),
             TimeKind::DateTime(_) => DateTime::parse(&text)
@@ -981,9 +989,7 @@ fn comparable(
         (Ty::Null, _) | (_, Ty::Null) => Ok((a, b)),
         (x, y) if x.is_numeric() && y.is_numeric() => Ok((a, b)),
         (Ty::Text, Ty::Text) | (Ty::Binary, Ty::Binary) => Ok((a, b)),
-        (Ty::Time(k), Ty::Time(l)) if std::mem::discriminant(&k) == std::mem::discriminant(&l) => {
-            Ok((a, b))
-        }
+        (Ty::Time(_), Ty::Time(_)) => Ok((a, b)),
         (Ty::Time(k), Ty::Text) if matches!(b, Expr::Literal(_)) => Ok((a, timed(k, b)?)),
         (Ty::Text, Ty::Time(k)) if matches!(a, Expr::Literal(_)) => Ok((timed(k, a)?, b)),
         (x, y) => Err(semantic(format!(
