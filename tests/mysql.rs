@@ -620,6 +620,14 @@ async fn hostile_sql_gets_a_clear_error_and_changes_nothing() {
         "1105",
     );
     assert!(err.contains("10000"), "{err}");
+    // A SHOW … LIKE pattern of many `%`s is answered (matching it once took
+    // time exponential in their number, holding a thread of the node); one
+    // past 1,024 characters is refused.
+    let out = s.ok(&format!("SHOW VARIABLES LIKE '{}x'", "%_".repeat(60)));
+    assert!(lines(&out).is_empty(), "{out}");
+    let out = s.ok(&format!("SHOW VARIABLES LIKE '{}packet'", "%_".repeat(5)));
+    assert!(out.contains("max_allowed_packet"), "{out}");
+    s.refused(&format!("SHOW TABLES LIKE '{}'", "_".repeat(1025)), "1105");
     // More rows than one INSERT takes.
     let rows: Vec<String> = (10..10_020).map(|i| format!("({i},'r')")).collect();
     s.refused(

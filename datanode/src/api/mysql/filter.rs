@@ -396,6 +396,17 @@ impl Like {
         Ok(Like { pieces, binary })
     }
 
+    /// A `SHOW … LIKE` pattern over names, which MySQL matches without
+    /// regard to case; `\\` escapes.
+    pub(crate) fn names(pattern: &str) -> Result<Like, MyError> {
+        Like::new(pattern.to_ascii_lowercase().as_bytes(), Some('\\'), false)
+    }
+
+    /// Whether a name matches a `names` pattern, case aside.
+    pub(crate) fn matches_name(&self, name: &str) -> bool {
+        self.matches_text(&name.to_ascii_lowercase())
+    }
+
     /// Whether `v` matches: `None` for NULL. A value that is not text is
     /// matched as MySQL writes it (`12`, `2024-01-31`, `1.50`).
     fn matches(&self, v: &Value) -> Option<bool> {

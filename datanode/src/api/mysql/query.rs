@@ -39,7 +39,7 @@ use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 use super::clock;
 use super::ddl;
 use super::error::MyError;
-use super::filter::{Cond, Expression, Inserted};
+use super::filter::{Cond, Expression, Inserted, Like};
 use super::information_schema::{column_key, indexes, nullable};
 use super::proto::{ColumnDef, ty};
 use super::scan::{MAX_SCAN_ROWS, Scan, too_many_rows};
@@ -1418,7 +1418,7 @@ impl Session {
             (Some(Keyword::DATABASES | Keyword::SCHEMAS), _) => {
                 let like = like_of(&rest[i + 1..])?;
                 let names = (self.granted_databases()?.into_iter())
-                    .filter(|d| like.as_ref().is_none_or(|p| matches_like(p, d)));
+                    .filter(|d| like.as_ref().is_none_or(|p| p.matches_name(d)));
                 let columns = vec![computed("Database", ty::VAR_STRING)];
                 Ok(Reply::rows(
                     columns,
@@ -1445,7 +1445,7 @@ impl Session {
                     .iter()
                     .filter(|t| t.database.name.as_str() == db)
                     .map(|t| t.name().to_string())
-                    .filter(|t| like.as_ref().is_none_or(|p| matches_like(p, t)))
+                    .filter(|t| like.as_ref().is_none_or(|p| p.matches_name(t)))
                     .collect();
                 names.sort();
                 let mut columns = vec![computed(&format!("Tables_in_{db}"), ty::VAR_STRING)];
@@ -1494,7 +1494,7 @@ impl Session {
                 let rows = self
                     .variables()
                     .into_iter()
-                    .filter(|(n, _)| like.as_ref().is_none_or(|p| matches_like(p, n)))
+                    .filter(|(n, _)| like.as_ref().is_none_or(|p| p.matches_name(n)))
                     .map(|(n, v)| vec![Cell::from(n), v])
                     .collect();
                 Ok(Reply::rows(columns, rows))
@@ -2208,36 +2208,17 @@ fn set_transaction(rest: &[Token]) -> Result<(), MyError> {
 }
 
 /// `LIKE 'pattern'` after a SHOW, if any.
-fn like_of(rest: &[Token]) -> Result<Option<String>, MyError> {
+fn like_of(rest: &[Token]) -> Result<Option<Like>, MyError> {
     match (keyword(rest.first()), rest.get(1)) {
         (None, None) => Ok(None),
         (
             Some(Keyword::LIKE),
             Some(Token::SingleQuotedString(p) | Token::DoubleQuotedString(p)),
-        ) if rest.len() == 2 => Ok(Some(p.clone())),
+        ) if rest.len() == 2 => Like::names(p).map(Some),
         _ => Err(MyError::unsupported(
             "SHOW with anything but LIKE 'pattern'",
         )),
     }
-}
-
-/// SQL's LIKE: `%` any run, `_` any one character, `\` escapes; as
-/// MySQL's default collation, without regard to case.
-pub(crate) fn matches_like(pattern: &str, text: &str) -> bool {
-    fn go(p: &[char], t: &[char]) -> bool {
-        match p.first() {
-            None => t.is_empty(),
-            Some('%') => (0..=t.len()).any(|i| go(&p[1..], &t[i..])),
-            Some('_') => !t.is_empty() && go(&p[1..], &t[1..]),
-            Some('\\') if p.len() > 1 => {
-                !t.is_empty() && t[0].eq_ignore_ascii_case(&p[1]) && go(&p[2..], &t[1..])
-            }
-            Some(c) => !t.is_empty() && t[0].eq_ignore_ascii_case(c) && go(&p[1..], &t[1..]),
-        }
-    }
-    let p: Vec<char> = pattern.chars().take(256).collect();
-    let t: Vec<char> = text.chars().collect();
-    go(&p, &t)
 }
 
 /// A `[db.]table` name at the start of `tokens`.
@@ -2793,14 +2774,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn like_matches_as_mysql_does() {
-        assert!(matches_like("ver%", "version"));
-        assert!(matches_like("VERSION", "version"));
-        assert!(matches_like("v_rsion", "version"));
-        assert!(!matches_like("v_rsion", "vrsion"));
-        assert!(matches_like("%", ""));
-        assert!(matches_like("a\\%", "a%"));
-        assert!(!matches_like("a\\%", "ab"));
+    fn show_like_matches_names_as_mysql_does_in_linear_time() {
+        let matches = |p: &str, t: &str| Like::names(p).unwrap().matches_name(t);
+        assert!(matches("ver%", "version"));
+        assert!(matches("VERSION", "version"));
+        assert!(matches("v_rsion", "version"));
+        assert!(!matches("v_rsion", "vrsion"));
+        assert!(matches("%", ""));
+        assert!(matches("a\\%", "a%"));
+        assert!(!matches("a\\%", "ab"));
+        // Many `%`s once took time exponential in their number.
+        let hostile = format!("{}x", "%_".repeat(500));
+        assert!(!matches(&hostile, &"a".repeat(10_000)));
+        assert!(Like::names(&"%".repeat(1025)).is_err());
     }
 
     #[test]
