@@ -243,7 +243,7 @@ pub(crate) fn compare(a: &Scalar<'_>, b: &Scalar<'_>) -> Option<Ordering> {
 /// A date or time as microseconds since 1970-01-01 00:00:00.
 fn micros_of(kind: TimeKind, v: i64) -> Option<i64> {
     match kind {
-        TimeKind::Date => v.checked_mul(86_400_000_000),
+        TimeKind::Date => v.checked_mul(crate::types::value::MICROS_PER_DAY),
         TimeKind::DateTime(_) | TimeKind::Timestamp(_) => Some(v),
     }
 }

@@ -159,7 +159,6 @@ impl Moment {
     /// the unit is finer than a day; months past a shorter month's end cut
     /// the day to it. Error 1441 outside 0001-01-01 to 9999-12-31.
     fn plus(self, n: i64, unit: Unit) -> Result<Moment, MyError> {
-        let overflow = || MyError::new(1441, "22008", "Datetime function: datetime field overflow");
         let (day, in_day, fsp) = match self {
             Moment::Date(d) => (d, None, 0),
             Moment::DateTime(micros, fsp) => (
@@ -189,6 +188,12 @@ impl Moment {
             }
         }
     }
+}
+
+/// 1441: date arithmetic left 0001-01-01 to 9999-12-31 (MySQL answers
+/// NULL with this as a warning).
+fn overflow() -> MyError {
+    MyError::new(1441, "22008", "Datetime function: datetime field overflow")
 }
 
 /// An interval's unit, as a count of months, days or microseconds.
@@ -408,15 +413,10 @@ fn arity(name: &str) -> MyError {
 fn precision(e: &Expr, name: &str) -> Result<u8, MyError> {
     match literal(e)? {
         Some(Lit::Int(p @ 0..=6)) => Ok(p as u8),
-        Some(Lit::Int(p)) if p > 6 => Err(MyError::new(
+        Some(Lit::Int(7..) | Lit::UInt(_)) => Err(MyError::new(
             1426,
             "42000",
-            format!("Too-big precision {p} specified for '{name}'. Maximum is {MAX_FSP}."),
-        )),
-        Some(Lit::UInt(p)) => Err(MyError::new(
-            1426,
-            "42000",
-            format!("Too-big precision {p} specified for '{name}'. Maximum is {MAX_FSP}."),
+            format!("Too-big precision {e} specified for '{name}'. Maximum is {MAX_FSP}."),
         )),
         _ => Err(MyError::syntax(format!(
             "{name}() takes its fractional-second digits as a whole number, 0 to 6"

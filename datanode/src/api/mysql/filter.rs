@@ -61,21 +61,16 @@ impl Columns for Table {
 }
 
 /// A DATE column's comparison with a constant date-time that has a time
-/// of day (`d < NOW()`): the moment, if that is what `e` is.
-fn day_and_time(table: &impl Columns, c: usize, e: &Expr) -> Result<Option<i64>, MyError> {
+/// of day (`d < NOW()`): the moment, if that is what `lit` is.
+fn day_and_time(table: &impl Columns, c: usize, lit: &Lit) -> Option<i64> {
+    let Lit::Str(s) = lit else {
+        return None;
+    };
     if table.column_type(c) != Some(ColumnType::Date) {
-        return Ok(None);
+        return None;
     }
-    let Some(Lit::Str(s)) = literal(e)? else {
-        return Ok(None);
-    };
-    let Some(t) = std::str::from_utf8(&s)
-        .ok()
-        .and_then(|s| DateTime::parse(s).ok())
-    else {
-        return Ok(None);
-    };
-    Ok((t.0.rem_euclid(MICROS_PER_DAY) != 0).then_some(t.0))
+    let t = DateTime::parse(std::str::from_utf8(s).ok()?).ok()?;
+    (t.0.rem_euclid(MICROS_PER_DAY) != 0).then_some(t.0)
 }
 
 /// `d cmp t` for a DATE column `d` and a date-time `t` with a time of day,
@@ -121,20 +116,22 @@ impl Cond {
     /// The condition `e` over the rows of `table` (a table's, or any
     /// other relation's).
     pub(crate) fn of(table: &impl Columns, e: &Expr) -> Result<Cond, MyError> {
-        let value = |column: usize, e: &Expr| -> Result<Value, MyError> {
-            let lit = literal(e)?.ok_or_else(|| {
-                MyError::unsupported(format!(
+        let constant = |e: &Expr| -> Result<Lit, MyError> {
+            match literal(e)? {
+                Some(Lit::Param(_)) => Err(MyError::bad_arguments("a ? was given no value")),
+                Some(lit) => Ok(lit),
+                None => Err(MyError::unsupported(format!(
                     "comparing a column with '{e}' (only with constants)"
-                ))
-            })?;
-            if matches!(lit, Lit::Param(_)) {
-                return Err(MyError::bad_arguments("a ? was given no value"));
+                ))),
             }
-            table.value(column, &lit)
         };
-        let compare = |c: usize, cmp: Cmp, e: &Expr| match day_and_time(table, c, e)? {
-            Some(t) => Ok(date_against(c, cmp, t)),
-            None => value(c, e).map(|v| Cond::Compare(c, cmp, v)),
+        let value = |column: usize, e: &Expr| table.value(column, &constant(e)?);
+        let compare = |c: usize, cmp: Cmp, e: &Expr| -> Result<Cond, MyError> {
+            let lit = constant(e)?;
+            Ok(match day_and_time(table, c, &lit) {
+                Some(t) => date_against(c, cmp, t),
+                None => Cond::Compare(c, cmp, table.value(c, &lit)?),
+            })
         };
         Ok(match e {
             Expr::Nested(inner) => Cond::of(table, inner)?,

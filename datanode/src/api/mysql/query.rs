@@ -729,20 +729,22 @@ impl Session {
                 _ => return Err(MyError::new(1096, "HY000", "No tables used")),
             };
             let cell = self.constant(e)?;
-            let mut column = match &cell {
-                Cell::Value(Value::Int(_) | Value::UInt(_)) => computed(&name, ty::LONGLONG),
-                Cell::Value(Value::Double(_)) => computed(&name, ty::DOUBLE),
-                Cell::Value(Value::Null) => computed(&name, ty::NULL),
-                _ => computed(&name, ty::VAR_STRING),
+            let t = match &cell {
+                Cell::Value(Value::Int(_) | Value::UInt(_)) => ty::LONGLONG,
+                Cell::Value(Value::Double(_)) => ty::DOUBLE,
+                Cell::Value(Value::Null) => ty::NULL,
+                _ => ty::VAR_STRING,
             };
             // A date or date-time (NOW(), DATE '…') is sent as one, so
             // that drivers read it as one.
-            if let Expr::TypedString(t) = e
-                && let Some(Ok(m)) = clock::Moment::of_typed(t)
-            {
-                column = value::computed_moment(&name, m);
-            }
-            columns.push(column);
+            let moment = match e {
+                Expr::TypedString(t) => clock::Moment::of_typed(t).and_then(Result::ok),
+                _ => None,
+            };
+            columns.push(match moment {
+                Some(m) => value::computed_moment(&name, m),
+                None => computed(&name, t),
+            });
             row.push(cell);
         }
         let (limit, offset) = limit_of(q)?;

@@ -965,16 +965,16 @@ fn comparable(
             return Ok(e);
         };
         let text = String::from_utf8_lossy(text);
-        // A date-time with a time of day met by a DATE stays a date-time:
-        // the date compares as its midnight (`d < NOW()`).
-        if kind == TimeKind::Date
-            && Date::parse(&text).is_err()
-            && let Ok(t) = DateTime::parse(&text)
-        {
-            return Ok(Expr::Literal(Scalar::Time(TimeKind::DateTime(6), t.0)));
-        }
         let v = match kind {
-            TimeKind::Date => Date::parse(&text).map(|d| i64::from(d.0)),
+            TimeKind::Date => match Date::parse(&text) {
+                Ok(d) => Ok(i64::from(d.0)),
+                // A date-time with a time of day met by a DATE stays a
+                // date-time: the date compares as its midnight (`d < NOW()`).
+                Err(e) => match DateTime::parse(&text) {
+                    Ok(t) => return Ok(Expr::Literal(Scalar::Time(TimeKind::DateTime(6), t.0))),
+                    Err(_) => Err(e),
+                },
+            },
             TimeKind::DateTime(_) => DateTime::parse(&text)
                 .or_else(|_| Date::parse(&text).map(|d| DateTime(i64::from(d.0) * 86_400_000_000)))
                 .map(|d| d.0),
