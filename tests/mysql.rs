@@ -532,6 +532,215 @@ print(json.dumps([type(now).__name__, type(today).__name__, str(now.date()) == s
 }
 
 #[tokio::test]
+async fn current_timestamp_columns_take_the_time_of_the_write() {
+    let s = setup(&[]).await;
+    s.ok(
+        "CREATE TABLE posts (id INT PRIMARY KEY, body VARCHAR(20), at DATETIME(6) NULL, \
+          created DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, \
+          updated TIMESTAMP(6) NULL DEFAULT NOW(6) ON UPDATE LOCALTIMESTAMP(6))",
+    );
+    // Written back as MySQL writes it, and read back as the same table.
+    let out = s.ok("SHOW CREATE TABLE posts");
+    let created = "`created` datetime NOT NULL DEFAULT CURRENT_TIMESTAMP,";
+    let updated =
+        "`updated` timestamp(6) NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),";
+    assert!(out.contains(created) && out.contains(updated), "{out}");
+    let ddl = lines(&out)[0]
+        .split_once('\t')
+        .unwrap()
+        .1
+        .replace("\\n", " ");
+    s.ok(&ddl.trim().replacen("`posts`", "`posts2`", 1));
+    let again = s.ok("SHOW CREATE TABLE posts2");
+    assert!(
+        again.contains(created) && again.contains(updated),
+        "{again}"
+    );
+    let out = s.ok("SHOW COLUMNS FROM posts LIKE '%ed'");
+    assert_eq!(
+        lines(&out)[..],
+        [
+            "created\tdatetime\tNO\t\tCURRENT_TIMESTAMP\tDEFAULT_GENERATED",
+            "updated\ttimestamp(6)\tYES\t\tCURRENT_TIMESTAMP(6)\tDEFAULT_GENERATED on update CURRENT_TIMESTAMP(6)"
+        ],
+        "{out}"
+    );
+
+    let out = s.ok("DESCRIBE posts created");
+    assert_eq!(lines(&out).len(), 1, "{out}");
+    // A database named after the table is the one read: another tenant's
+    // is refused, not answered from this one.
+    s.refused("SHOW COLUMNS FROM posts FROM theirs", "1044");
+    s.refused("SHOW INDEX FROM posts IN theirs", "1044");
+    s.refused("SHOW INDEX FROM posts WHERE Key_name = 'PRIMARY'", "1235");
+
+    // An insert that leaves them out stores the statement's instant: the
+    // same in every row, and the same NOW() reads.
+    let micros = || {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        t.unwrap().as_micros() as i64
+    };
+    let text = |micros: i64| {
+        let out = Command::new("date")
+            .args([
+                "-u",
+                "-d",
+                &format!("@{}", micros.div_euclid(1_000_000)),
+                "+%F %T",
+            ])
+            .output()
+            .unwrap();
+        format!(
+            "{}.{:06}",
+            String::from_utf8(out.stdout).unwrap().trim(),
+            micros.rem_euclid(1_000_000)
+        )
+    };
+    let before = text(micros());
+    s.ok("INSERT INTO posts (id, body, at) VALUES (1, 'a', NOW(6)), (2, 'b', NULL)");
+    let after = text(micros());
+    let out = s.ok("SELECT id, at, created, updated FROM posts ORDER BY id");
+    let rows: Vec<Vec<&str>> = lines(&out)
+        .iter()
+        .map(|l| l.split('\t').collect())
+        .collect();
+    let stamp = rows[0][3];
+    assert!(
+        before.as_str() <= stamp && stamp <= after.as_str(),
+        "{before} {rows:?} {after}"
+    );
+    assert_eq!(rows[0][1], stamp, "NOW(6) and the default read one instant");
+    assert_eq!(rows[0][2], &stamp[..19], "a DATETIME(0) takes the second");
+    assert_eq!(rows[1][2..], rows[0][2..], "{rows:?}");
+
+    // An explicit value is kept; an update that sets the column keeps what
+    // it sets, one that changes nothing leaves it, one that changes the
+    // row stamps it.
+    s.ok("INSERT INTO posts VALUES (3, 'c', NULL, '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
+    let updated_of = |id: i32| {
+        let out = s.ok(&format!(
+            "SELECT created, updated FROM posts WHERE id = {id}"
+        ));
+        lines(&out)[0].to_owned()
+    };
+    assert_eq!(
+        updated_of(3),
+        "2000-01-01 00:00:00\t2000-01-01 00:00:00.000000"
+    );
+    let out = s.ok("UPDATE posts SET body = 'c' WHERE id = 3");
+    assert!(out.contains("Changed: 0"), "{out}");
+    let out = s.ok("UPDATE posts SET body = 'c2', updated = updated WHERE id = 3");
+    assert!(out.contains("Changed: 1"), "{out}");
+    assert_eq!(
+        updated_of(3),
+        "2000-01-01 00:00:00\t2000-01-01 00:00:00.000000"
+    );
+    let stamped = |id: i32, before: &str, after: &str| {
+        let row = updated_of(id);
+        let (created, updated) = row.split_once('\t').unwrap();
+        assert!(
+            before <= updated && updated <= after,
+            "{before} {row} {after}"
+        );
+        created.to_owned()
+    };
+    let before = text(micros());
+    s.ok("UPDATE posts SET body = 'c3' WHERE body = 'c2'");
+    let after = text(micros());
+    assert_eq!(stamped(3, &before, &after), "2000-01-01 00:00:00");
+    // ON DUPLICATE KEY UPDATE: the same rules.
+    s.ok("UPDATE posts SET updated = '2000-01-01' WHERE id = 3");
+    s.ok("INSERT INTO posts (id, body) VALUES (3, 'c4') ON DUPLICATE KEY UPDATE body = VALUES(body), updated = updated");
+    assert_eq!(
+        updated_of(3),
+        "2000-01-01 00:00:00\t2000-01-01 00:00:00.000000"
+    );
+    let before = text(micros());
+    s.ok(
+        "INSERT INTO posts (id, body) VALUES (3, 'c5') ON DUPLICATE KEY UPDATE body = VALUES(body)",
+    );
+    let after = text(micros());
+    stamped(3, &before, &after);
+    // REPLACE writes a new row: its defaults.
+    let before = text(micros());
+    s.ok("REPLACE INTO posts (id, body) VALUES (3, 'c6')");
+    let after = text(micros());
+    let created = stamped(3, &before, &after);
+    assert!(
+        before[..19] <= *created && *created <= after[..19],
+        "{created}"
+    );
+
+    // The same over REST: a pk-insert that leaves them out, a pk-update.
+    let (shoal, key) = (&s.shoal, s.key.as_str());
+    let call = |path: &'static str, body: Value| async move {
+        common::control::data_call(shoal, key, &format!("app/posts/{path}"), body).await
+    };
+    let before = text(micros());
+    let (status, body) = call("pk-insert", json!({"row": {"id": 4, "body": "d"}})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let after = text(micros());
+    stamped(4, &before, &after);
+    s.ok("UPDATE posts SET updated = '2000-01-01' WHERE id = 4");
+    let before = text(micros());
+    let (status, body) = call("pk-update", json!({"row": {"id": 4, "body": "d2"}})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let after = text(micros());
+    stamped(4, &before, &after);
+
+    // Refused, nothing made: the time as the default of a column that is
+    // not a date-time of its digits, ON UPDATE without it, or of another
+    // column type; a table's JSON likewise.
+    for (sql, code) in [
+        (
+            "CREATE TABLE bad (id INT PRIMARY KEY, n INT DEFAULT CURRENT_TIMESTAMP)",
+            "1067",
+        ),
+        (
+            "CREATE TABLE bad (id INT PRIMARY KEY, d DATE DEFAULT NOW())",
+            "1067",
+        ),
+        (
+            "CREATE TABLE bad (id INT PRIMARY KEY, t DATETIME(3) DEFAULT CURRENT_TIMESTAMP)",
+            "1067",
+        ),
+        (
+            "CREATE TABLE bad (id INT PRIMARY KEY, t DATETIME DEFAULT NOW(3))",
+            "1067",
+        ),
+        (
+            "CREATE TABLE bad (id INT PRIMARY KEY, t DATETIME DEFAULT NOW(7))",
+            "1426",
+        ),
+        (
+            "CREATE TABLE bad (id INT PRIMARY KEY, t DATETIME ON UPDATE CURRENT_TIMESTAMP)",
+            "1235",
+        ),
+        (
+            "CREATE TABLE bad (id INT PRIMARY KEY, n INT ON UPDATE CURRENT_TIMESTAMP)",
+            "1294",
+        ),
+        (
+            "CREATE TABLE bad (id INT PRIMARY KEY, t DATETIME DEFAULT CURRENT_TIMESTAMP ON UPDATE NOW(2))",
+            "1294",
+        ),
+        (
+            "CREATE TABLE bad (id DATETIME DEFAULT CURRENT_TIMESTAMP PRIMARY KEY)",
+            "1105",
+        ),
+    ] {
+        s.refused(sql, code);
+    }
+    let def = json!({"name": "bad", "columns": [{"name": "id", "type": "INT"},
+        {"name": "t", "type": "DATETIME", "on_update": "CURRENT_TIMESTAMP"}], "primary_key": ["id"]});
+    let (status, body) = s.shoal.post("/internal/v1/databases/app/tables", def).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body.to_string().contains("on_update"), "{body}");
+    let out = s.ok("SHOW TABLES");
+    assert_eq!(lines(&out)[..], ["items", "posts", "posts2"], "{out}");
+}
+
+#[tokio::test]
 async fn like_finds_the_same_rows_by_an_index_range_as_by_a_scan() {
     let s = setup(&[]).await;
     // The same rows in a table with an index on the text and one without:

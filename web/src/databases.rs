@@ -428,7 +428,7 @@ fn table_form(
             input #table_name name="table_name" value=(value("table_name".into())) required maxlength="63";
             fieldset #columns {
                 legend { "Columns" }
-                p.figure { "Length for VARCHAR, CHAR, VARBINARY and BINARY; precision and scale for DECIMAL; fractional seconds (0–6) for DATETIME and TIMESTAMP. A default is what a row inserted without the column stores (as you would type it in a row: text, a number, true or false). Tick " em { "key" } " on the primary key's columns (in this order), " em { "index" } " for an ordered index on a column, " em { "unique" } " for one no two rows may share." }
+                p.figure { "Length for VARCHAR, CHAR, VARBINARY and BINARY; precision and scale for DECIMAL; fractional seconds (0–6) for DATETIME and TIMESTAMP. A default is what a row inserted without the column stores (as you would type it in a row: text, a number, true or false; CURRENT_TIMESTAMP for a DATETIME or TIMESTAMP stores the time of the insert). Tick " em { "key" } " on the primary key's columns (in this order), " em { "index" } " for an ordered index on a column, " em { "unique" } " for one no two rows may share." }
                 @for i in 0..rows {
                     @let chosen = value(format!("col{i}_type"));
                     div.column {

@@ -105,6 +105,14 @@ pub enum SchemaError {
         "column '{0}': AUTO_INCREMENT is for one integer column per table, the first of its primary key, without a default"
     )]
     BadAutoIncrement(String),
+    #[error(
+        "column '{0}': on_update CURRENT_TIMESTAMP is for a DATETIME or TIMESTAMP column whose default is CURRENT_TIMESTAMP"
+    )]
+    BadOnUpdate(String),
+    #[error(
+        "unique index '{index}' names column '{column}', whose default is CURRENT_TIMESTAMP without on_update: not supported"
+    )]
+    UniqueTimeDefault { index: String, column: String },
 }
 
 /// Checks an identifier: 1 to [`MAX_NAME_LEN`] bytes of `[A-Za-z0-9_]`, not
@@ -350,6 +358,14 @@ impl ColumnType {
         }
     }
 
+    /// Whether it is a DATETIME or a TIMESTAMP.
+    pub fn is_date_time(self) -> bool {
+        matches!(
+            self,
+            ColumnType::DateTime { .. } | ColumnType::Timestamp { .. }
+        )
+    }
+
     /// Whether it holds bytes rather than text.
     pub fn is_binary(self) -> bool {
         matches!(self, ColumnType::Binary(_) | ColumnType::VarBinary(_))
@@ -360,13 +376,50 @@ impl ColumnType {
 enum Shown {
     Text(String),
     Bytes(Vec<u8>),
+    /// `CURRENT_TIMESTAMP[(fsp)]`, a function rather than a literal.
+    Now(String),
 }
 
 impl ColumnDef {
+    /// Whether the column's default is the time of the write: a DATETIME
+    /// or TIMESTAMP column whose default is [`CURRENT_TIMESTAMP`].
+    pub fn defaults_to_now(&self) -> bool {
+        self.column_type.is_date_time()
+            && self.default.as_ref().and_then(|d| d.as_str()) == Some(CURRENT_TIMESTAMP)
+    }
+
+    /// `CURRENT_TIMESTAMP` as MySQL writes it for this column: with the
+    /// column's fractional-second digits if it has any.
+    fn now_text(&self) -> String {
+        match self.column_type {
+            ColumnType::DateTime { fsp } | ColumnType::Timestamp { fsp } if fsp > 0 => {
+                format!("{CURRENT_TIMESTAMP}({fsp})")
+            }
+            _ => CURRENT_TIMESTAMP.to_owned(),
+        }
+    }
+
+    /// What MySQL 8.0 lists as the column's `Extra` (`SHOW COLUMNS`,
+    /// `information_schema.COLUMNS.EXTRA`).
+    pub fn extra(&self) -> String {
+        if self.auto_increment {
+            "auto_increment".to_owned()
+        } else if !self.defaults_to_now() {
+            String::new()
+        } else if self.on_update.is_some() {
+            format!("DEFAULT_GENERATED on update {}", self.now_text())
+        } else {
+            "DEFAULT_GENERATED".to_owned()
+        }
+    }
+
     /// The default's value as MySQL shows it: a boolean as 1 or 0, bytes
     /// (kept as base64, as the data API takes them) as themselves.
     fn shown_default(&self) -> Option<Shown> {
         use serde_json::Value as Json;
+        if self.defaults_to_now() {
+            return Some(Shown::Now(self.now_text()));
+        }
         Some(match self.default.as_ref()? {
             Json::Null => return None,
             Json::Bool(b) => Shown::Text(if *b { "1" } else { "0" }.to_owned()),
@@ -387,7 +440,7 @@ impl ColumnDef {
     /// its text, bytes in hex (`0x0A`); None if there is none.
     pub fn default_text(&self) -> Option<String> {
         Some(match self.shown_default()? {
-            Shown::Text(t) => t,
+            Shown::Text(t) | Shown::Now(t) => t,
             Shown::Bytes(b) if b.is_empty() => String::new(),
             Shown::Bytes(b) => hex_literal(&b),
         })
@@ -396,9 +449,14 @@ impl ColumnDef {
     /// The column's `DEFAULT` clause as `SHOW CREATE TABLE` writes it: a
     /// quoted literal (numbers too, as MySQL quotes them), bytes as a hex
     /// literal, `DEFAULT NULL` for a nullable column with none; empty for
-    /// a NOT NULL column with none. Read back, it gives the same default.
+    /// a NOT NULL column with none; `DEFAULT CURRENT_TIMESTAMP` unquoted,
+    /// with its `ON UPDATE`. Read back, it gives the same default.
     pub fn default_clause(&self) -> String {
         match self.shown_default() {
+            Some(Shown::Now(now)) => match self.on_update {
+                Some(OnUpdate::CurrentTimestamp) => format!(" DEFAULT {now} ON UPDATE {now}"),
+                None => format!(" DEFAULT {now}"),
+            },
             Some(Shown::Text(t)) => format!(" DEFAULT {}", quoted(&t)),
             Some(Shown::Bytes(b)) => format!(" DEFAULT {}", hex_literal(&b)),
             None if self.nullable => " DEFAULT NULL".to_owned(),
@@ -649,6 +707,25 @@ pub struct ColumnDef {
     /// table.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub auto_increment: bool,
+    /// MySQL's `ON UPDATE CURRENT_TIMESTAMP`: a DATETIME or TIMESTAMP
+    /// column whose default is [`CURRENT_TIMESTAMP`] also takes the time of
+    /// every update of its row that does not set it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_update: Option<OnUpdate>,
+}
+
+/// The default of a DATETIME or TIMESTAMP column that is the time of the
+/// write, as MySQL writes it (`"default": "CURRENT_TIMESTAMP"`). Taken once
+/// per write request by the node that coordinates it, and stored: every
+/// replica and the redo log hold the same value.
+pub const CURRENT_TIMESTAMP: &str = "CURRENT_TIMESTAMP";
+
+/// What an update sets a column to when it does not set it itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OnUpdate {
+    /// The time of the update (`"on_update": "CURRENT_TIMESTAMP"`).
+    #[serde(rename = "CURRENT_TIMESTAMP")]
+    CurrentTimestamp,
 }
 
 /// An ordered index on one or more columns: `{name, columns, unique?}`. Its
@@ -841,6 +918,9 @@ impl TableDef {
             if let Some(serde_json::Value::Array(_) | serde_json::Value::Object(_)) = &c.default {
                 return Err(bad("must be a number, a string or a boolean"));
             }
+            if c.on_update.is_some() && !c.defaults_to_now() {
+                return Err(SchemaError::BadOnUpdate(c.name.to_string()));
+            }
         }
         let mut autos = self.columns.iter().filter(|c| c.auto_increment);
         if let Some(auto) = autos.next() {
@@ -870,6 +950,17 @@ impl TableDef {
         let mut seen = std::collections::HashSet::new();
         for index in &self.indexes {
             index.validate(&self.columns)?;
+            // A write of a row that may be there cannot know the value such
+            // a column would end with, so the index could not be checked.
+            let stamped = (index.columns.iter())
+                .filter_map(|name| self.column(name.as_str()))
+                .find(|c| c.defaults_to_now() && c.on_update.is_none());
+            if let (true, Some(c)) = (index.unique, stamped) {
+                return Err(SchemaError::UniqueTimeDefault {
+                    index: index.name.to_string(),
+                    column: c.name.to_string(),
+                });
+            }
             if !seen.insert(index.name.as_str().to_ascii_lowercase()) {
                 return Err(SchemaError::DuplicateIndex(index.name.to_string()));
             }
@@ -904,6 +995,7 @@ mod tests {
             nullable,
             default: None,
             auto_increment: false,
+            on_update: None,
         }
     }
 
@@ -940,6 +1032,73 @@ mod tests {
         assert_eq!(col("c", "INT", true).default_clause(), " DEFAULT NULL");
         assert_eq!(col("c", "INT", false).default_clause(), "");
         assert_eq!(col("c", "INT", true).default_text(), None);
+    }
+
+    #[test]
+    fn current_timestamp_is_the_time_only_for_a_date_time_column() {
+        let now = |ty: &str, on_update: Option<OnUpdate>| ColumnDef {
+            default: Some(CURRENT_TIMESTAMP.into()),
+            on_update,
+            ..col("c", ty, false)
+        };
+        let stamped = now("TIMESTAMP(3)", Some(OnUpdate::CurrentTimestamp));
+        assert!(stamped.defaults_to_now());
+        assert_eq!(
+            stamped.default_clause(),
+            " DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3)"
+        );
+        assert_eq!(
+            stamped.default_text().as_deref(),
+            Some("CURRENT_TIMESTAMP(3)")
+        );
+        assert_eq!(
+            stamped.extra(),
+            "DEFAULT_GENERATED on update CURRENT_TIMESTAMP(3)"
+        );
+        let inserted = now("DATETIME", None);
+        assert_eq!(inserted.default_clause(), " DEFAULT CURRENT_TIMESTAMP");
+        assert_eq!(inserted.extra(), "DEFAULT_GENERATED");
+        // Text that reads CURRENT_TIMESTAMP is text.
+        let text = now("VARCHAR(20)", None);
+        assert!(!text.defaults_to_now());
+        assert_eq!(text.default_clause(), " DEFAULT 'CURRENT_TIMESTAMP'");
+        assert_eq!(text.extra(), "");
+        // ON UPDATE only where the default is the time.
+        let json = r#"{"name":"t","columns":[{"name":"id","type":"INT"},
+            {"name":"at","type":"DATETIME","default":"CURRENT_TIMESTAMP","on_update":"CURRENT_TIMESTAMP"}],
+            "primary_key":["id"]}"#;
+        let def: TableDef = serde_json::from_str(json).unwrap();
+        def.validate().unwrap();
+        assert_eq!(
+            serde_json::to_value(&def).unwrap()["columns"][1]["on_update"],
+            "CURRENT_TIMESTAMP"
+        );
+        for bad in [
+            json.replace(r#""default":"CURRENT_TIMESTAMP","#, ""),
+            json.replace("DATETIME", "VARCHAR(20)"),
+        ] {
+            let def: TableDef = serde_json::from_str(&bad).unwrap();
+            assert_eq!(
+                def.validate(),
+                Err(SchemaError::BadOnUpdate("at".into())),
+                "{bad}"
+            );
+        }
+        let unique = json.replace(
+            r#""primary_key""#,
+            r#""indexes":[{"name":"u","columns":["at"],"unique":true}],"primary_key""#,
+        );
+        let def: TableDef = serde_json::from_str(&unique).unwrap();
+        def.validate().unwrap();
+        let def: TableDef =
+            serde_json::from_str(&unique.replace(r#","on_update":"CURRENT_TIMESTAMP""#, ""))
+                .unwrap();
+        assert!(matches!(
+            def.validate(),
+            Err(SchemaError::UniqueTimeDefault { .. })
+        ));
+        let other = json.replace(r#""on_update":"CURRENT_TIMESTAMP""#, r#""on_update":"NOW""#);
+        assert!(serde_json::from_str::<TableDef>(&other).is_err());
     }
 
     fn table(columns: Vec<ColumnDef>, key: &[&str]) -> TableDef {

@@ -379,15 +379,19 @@ pub(crate) struct EncodedRow {
 
 /// Appends the key, the row image and the presence bitmap of a row given as
 /// one optional value per column (`None`: not set). Every key column must be
-/// set. An unset column is stored as its default if the row is inserted (in
-/// the image, not in the presence bitmap: an update leaves it as it is), a
-/// nullable one without a default as NULL.
+/// set. An unset column is stored as its default (one of `defaults`, a
+/// value per column: the layout's, with the time of the write for a column
+/// whose default is that) if the row is inserted (in the image, not in the
+/// presence bitmap: an update leaves it as it is), a nullable one without a
+/// default as NULL.
 pub(crate) fn encode_row(
     layout: &Layout,
     values: &[Option<&Value>],
+    defaults: &[Option<Value>],
     out: &mut Vec<u8>,
 ) -> Result<EncodedRow, ValueError> {
     debug_assert_eq!(values.len(), layout.columns.len());
+    debug_assert_eq!(defaults.len(), layout.columns.len());
     let key_start = out.len();
     for &c in &layout.key {
         let v = values[c as usize].ok_or_else(|| {
@@ -404,7 +408,7 @@ pub(crate) fn encode_row(
     let mut var_len = 0usize;
     for (i, (col, given)) in layout.columns.iter().zip(values).enumerate() {
         let c = i as u16;
-        let v = &given.or(layout.defaults[i].as_ref());
+        let v = &given.or(defaults[i].as_ref());
         let null = matches!(v, None | Some(Value::Null));
         if matches!(v, Some(Value::Null)) && col.null_bit.is_none() {
             return Err(ValueError::new(layout, c, "cannot be NULL"));
@@ -455,7 +459,7 @@ pub(crate) fn check_defaults(def: &TableDef) -> Result<(), SchemaError> {
 
 /// Checks that column `c`'s default, if it has one, is a value it holds.
 pub(crate) fn check_default(c: &ColumnDef) -> Result<(), SchemaError> {
-    let Some(json) = &c.default else {
+    let Some(json) = c.default.as_ref().filter(|_| !c.defaults_to_now()) else {
         return Ok(());
     };
     let bad = |problem: String| SchemaError::BadDefault {

@@ -92,11 +92,24 @@ pub(crate) struct Layout {
     /// Each column's default, what an inserted row that gives the column
     /// no value stores (`None`: it has none).
     pub(crate) defaults: Vec<Option<Value>>,
+    /// Columns whose value is the time of the write (`DEFAULT
+    /// CURRENT_TIMESTAMP`, perhaps `ON UPDATE` too): their `defaults` are
+    /// `None`, the coordinator fills them in for each write.
+    pub(crate) stamped: Vec<Stamped>,
     /// Ordered indexes: the primary key's first (unless the key is hashed
     /// only), then the table's own.
     pub(crate) ordered: Vec<OrderedLayout>,
     /// Columns any ordered index orders by, apart from the primary key's.
     pub(crate) indexed: Vec<u16>,
+}
+
+/// A column whose value is the time of the write.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stamped {
+    pub(crate) column: u16,
+    /// Whether an update that does not set it sets it too (`ON UPDATE
+    /// CURRENT_TIMESTAMP`), not only an insert.
+    pub(crate) on_update: bool,
 }
 
 impl Layout {
@@ -149,8 +162,15 @@ impl Layout {
         // Checked when the table was made (`codec::check_defaults`).
         let defaults = (def.columns.iter())
             .map(|c| {
-                let json = c.default.as_ref()?;
+                let json = c.default.as_ref().filter(|_| !c.defaults_to_now())?;
                 Value::from_json(c.column_type, json).ok()
+            })
+            .collect();
+        let stamped = (def.columns.iter().enumerate())
+            .filter(|(_, c)| c.defaults_to_now())
+            .map(|(i, c)| Stamped {
+                column: i as u16,
+                on_update: c.on_update.is_some(),
             })
             .collect();
         let by_name = def
@@ -205,6 +225,7 @@ impl Layout {
             key,
             required,
             defaults,
+            stamped,
             columns,
             by_name,
             def,

@@ -173,7 +173,7 @@ mod tests {
     fn image(layout: &Layout, row: &[Value]) -> Vec<u8> {
         let given: Vec<Option<&Value>> = row.iter().map(Some).collect();
         let mut out = Vec::new();
-        let encoded = encode_row(layout, &given, &mut out).unwrap();
+        let encoded = encode_row(layout, &given, &layout.defaults, &mut out).unwrap();
         out[encoded.image.0..][..encoded.image.1].to_vec()
     }
 

@@ -17,7 +17,7 @@ use crate::ldm::{NodeFailed, Op, OpBatch, OpKind, OpResult, RowProgram, Span};
 use crate::log::changes::Change;
 use crate::storage::OpError;
 use crate::storage::codec::{self, ValueError};
-use crate::types::value::Value;
+use crate::types::value::{self, Value};
 
 /// Why an operation failed; nothing of it was applied.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -249,6 +249,11 @@ pub struct Batch {
     pub(crate) uniques: Vec<UniqueWrite>,
     /// Primary keys (encoded) the batch deletes from such tables.
     pub(crate) unique_deletes: Vec<(Arc<Table>, Vec<u8>)>,
+    /// The time of its writes, in microseconds since 1970-01-01 UTC, for
+    /// columns that take it (`DEFAULT CURRENT_TIMESTAMP`): read from the
+    /// clock when first asked for, so that every row of the batch gets the
+    /// same.
+    now: Option<i64>,
 }
 
 /// A value an operation gives a column of a unique index.
@@ -294,7 +299,19 @@ impl Batch {
             mixed: false,
             uniques: Vec::new(),
             unique_deletes: Vec::new(),
+            now: None,
         }
+    }
+
+    /// Sets the time of the batch's writes (microseconds since 1970-01-01
+    /// UTC), as a statement that reads the time itself (`NOW()`) sets it,
+    /// so that a default of `CURRENT_TIMESTAMP` is the same instant.
+    pub(crate) fn at(&mut self, micros: i64) {
+        self.now = Some(micros);
+    }
+
+    fn now(&mut self) -> i64 {
+        *self.now.get_or_insert_with(value::now_micros)
     }
 
     pub(crate) fn cost(&self) -> Cost {
@@ -520,8 +537,40 @@ impl Batch {
         values: &[Option<&Value>],
     ) -> Result<(), ValueError> {
         let layout = &table.layout;
+        if layout.stamped.is_empty() {
+            return self.encoded_op(table, kind, values, &layout.defaults);
+        }
+        // The time of the write, to each stamped column's precision: the
+        // default of an insert, and what an update that does not set an
+        // `ON UPDATE CURRENT_TIMESTAMP` column sets it to (an upsert sets
+        // it whether it inserts or updates: such a column's default is the
+        // time too).
+        let now = self.now();
+        let mut defaults = layout.defaults.clone();
+        for s in &layout.stamped {
+            defaults[s.column as usize] = value::time_of(layout.columns[s.column as usize].ty, now);
+        }
+        let updating = matches!(kind, OpKind::Update | OpKind::Write);
+        let mut given = values.to_vec();
+        for s in layout.stamped.iter().filter(|s| s.on_update && updating) {
+            let c = s.column as usize;
+            if given[c].is_none() {
+                given[c] = defaults[c].as_ref();
+            }
+        }
+        self.encoded_op(table, kind, &given, &defaults)
+    }
+
+    fn encoded_op(
+        &mut self,
+        table: &Arc<Table>,
+        kind: OpKind,
+        values: &[Option<&Value>],
+        defaults: &[Option<Value>],
+    ) -> Result<(), ValueError> {
+        let layout = &table.layout;
         self.scratch.clear();
-        let encoded = codec::encode_row(layout, values, &mut self.scratch)?;
+        let encoded = codec::encode_row(layout, values, defaults, &mut self.scratch)?;
         if kind == OpKind::Insert && !encoded.complete {
             let missing = layout
                 .required
@@ -544,7 +593,7 @@ impl Batch {
             }
             // An insert stores a column's default where it gives none.
             let given = |c: u16| match (values[c as usize], kind) {
-                (None, OpKind::Insert) => layout.defaults[c as usize].as_ref(),
+                (None, OpKind::Insert) => defaults[c as usize].as_ref(),
                 (v, _) => v,
             };
             let values = (ordered.order[..ordered.columns].iter())

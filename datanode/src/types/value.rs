@@ -513,6 +513,26 @@ pub(crate) fn round_to_fsp(micros: i64, fsp: u8) -> Option<i64> {
     }
 }
 
+/// The time now, in microseconds since 1970-01-01 00:00:00 UTC.
+pub(crate) fn now_micros() -> i64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// The instant `micros` as a DATETIME or TIMESTAMP column of type `ty`
+/// stores it: cut to the column's fractional-second digits, as MySQL's
+/// `CURRENT_TIMESTAMP(fsp)` is. `None` for a column of another type.
+pub(crate) fn time_of(ty: ColumnType, micros: i64) -> Option<Value> {
+    let cut = |fsp: u8| micros - micros.rem_euclid(10i64.pow(6 - u32::from(fsp.min(6))));
+    match ty {
+        ColumnType::DateTime { fsp } => Some(Value::DateTime(DateTime(cut(fsp)))),
+        ColumnType::Timestamp { fsp } => Some(Value::Timestamp(Timestamp(cut(fsp)))),
+        _ => None,
+    }
+}
+
 /// Whether microseconds since the epoch fall between 0001-01-01 00:00:00 and
 /// 9999-12-31 23:59:59.999999.
 pub(crate) fn micros_in_range(micros: i64) -> bool {

@@ -13,7 +13,6 @@
 //! `UTC_TIMESTAMP()` agree.
 
 use std::ops::ControlFlow;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use sqlparser::ast::{
     self, BinaryOperator, DataType, DateTimeField, Expr, FunctionArg, FunctionArgExpr,
@@ -25,7 +24,7 @@ use sqlparser::tokenizer::Token;
 use super::error::MyError;
 use super::query::literal;
 use super::value::Lit;
-use crate::types::value::{Date, DateTime, MICROS_PER_DAY, MICROS_PER_SECOND, WithFsp};
+use crate::types::value::{Date, DateTime, MICROS_PER_DAY, MICROS_PER_SECOND, WithFsp, now_micros};
 
 /// The most fractional-second digits MySQL's time functions take.
 const MAX_FSP: u8 = 6;
@@ -209,12 +208,7 @@ struct Now(Option<i64>);
 
 impl Now {
     fn micros(&mut self) -> i64 {
-        *self.0.get_or_insert_with(|| {
-            let since = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or_default();
-            i64::try_from(since.as_micros()).unwrap_or(i64::MAX)
-        })
+        *self.0.get_or_insert_with(now_micros)
     }
 }
 
@@ -223,10 +217,12 @@ impl Now {
 /// gives and its ON DUPLICATE KEY UPDATE sets, an UPDATE's SET, every
 /// WHERE and HAVING, and the outputs of a SELECT without a table (each
 /// keeping the name it was written with, `NOW()`). A schema's `DEFAULT
-/// CURRENT_TIMESTAMP` is not a value now, and is left as it is.
-pub(crate) fn fold(statement: &mut Statement) -> Result<(), MyError> {
-    match fold_statement(statement, &mut Now(None)) {
-        ControlFlow::Continue(()) => Ok(()),
+/// CURRENT_TIMESTAMP` is not a value now, and is left as it is. Answers
+/// the instant the statement read, if it read one.
+pub(crate) fn fold(statement: &mut Statement) -> Result<Option<i64>, MyError> {
+    let mut now = Now(None);
+    match fold_statement(statement, &mut now) {
+        ControlFlow::Continue(()) => Ok(now.0),
         ControlFlow::Break(e) => Err(e),
     }
 }
@@ -381,6 +377,36 @@ fn function(name: &str, args: Option<Vec<&Expr>>, now: &mut Now) -> Result<Optio
         }
         _ => return Ok(None),
     }))
+}
+
+/// Whether a column's `DEFAULT` or `ON UPDATE` is the time of the write
+/// (`CURRENT_TIMESTAMP`, `NOW()`, `LOCALTIME`, `LOCALTIMESTAMP`, with the
+/// column's fractional-second digits if it has any, as MySQL asks); 1067
+/// for one of them on a column that is not a DATETIME or TIMESTAMP of
+/// those digits.
+pub(crate) fn is_now(e: &Expr, column: &shoal_wire::schema::ColumnDef) -> Result<bool, MyError> {
+    let (name, args) = match e {
+        Expr::Function(f) => (f.name.to_string(), arguments(f)),
+        Expr::Identifier(i) if i.quote_style.is_none() => (i.value.clone(), None),
+        _ => return Ok(false),
+    };
+    let name = name.to_ascii_uppercase();
+    if !matches!(
+        name.as_str(),
+        "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP"
+    ) {
+        return Ok(false);
+    }
+    let fsp = match args.as_deref() {
+        Some([]) | None => 0,
+        Some([p]) => precision(p, &name)?,
+        Some(_) => return Err(arity(&name)),
+    };
+    use shoal_wire::schema::ColumnType;
+    match column.column_type {
+        ColumnType::DateTime { fsp: f } | ColumnType::Timestamp { fsp: f } if f == fsp => Ok(true),
+        _ => Err(super::ddl::invalid_default(column)),
+    }
 }
 
 /// The plain arguments of `f`, `None` if it was written without

@@ -11,11 +11,12 @@
 use serde_json::Value as Json;
 use shoal_wire::internal::{SchemaChange, SqlSchemaChange, route};
 use shoal_wire::schema::{
-    ColumnDef, ColumnName, ColumnType, DatabaseName, IndexDef, IndexName, PrimaryKeyIndex,
-    TableDef, TableName,
+    CURRENT_TIMESTAMP, ColumnDef, ColumnName, ColumnType, DatabaseName, IndexDef, IndexName,
+    OnUpdate, PrimaryKeyIndex, TableDef, TableName,
 };
 use sqlparser::ast::{self, ColumnOption, Expr, TableConstraint};
 
+use super::clock;
 use super::error::MyError;
 use super::query::literal;
 use super::session::Session;
@@ -139,13 +140,15 @@ pub(crate) fn create_table(ct: &ast::CreateTable) -> Result<Change, MyError> {
             nullable: true,
             default: None,
             auto_increment: false,
+            on_update: None,
         };
-        let mut default = None;
+        let (mut default, mut on_update) = (None, None);
         for option in &c.options {
             match &option.option {
                 ColumnOption::Null => column.nullable = true,
                 ColumnOption::NotNull => column.nullable = false,
                 ColumnOption::Default(e) => default = Some(e.clone()),
+                ColumnOption::OnUpdate(e) => on_update = Some(e.clone()),
                 ColumnOption::Unique {
                     is_primary: true, ..
                 } => {
@@ -177,9 +180,29 @@ pub(crate) fn create_table(ct: &ast::CreateTable) -> Result<Change, MyError> {
             }
         }
         if let Some(e) = default {
-            column.default = default_json(&e, &column)?;
+            column.default = if clock::is_now(&e, &column)? {
+                Some(Json::from(CURRENT_TIMESTAMP))
+            } else {
+                default_json(&e, &column)?
+            };
             // Its length or range too, as MySQL refuses it: 1067.
             codec::check_default(&column).map_err(|_| invalid_default(&column))?;
+        }
+        if let Some(e) = on_update {
+            if !matches!(clock::is_now(&e, &column), Ok(true)) {
+                return Err(MyError::new(
+                    1294,
+                    "HY000",
+                    format!("Invalid ON UPDATE clause for '{}' column", column.name),
+                ));
+            }
+            if !column.defaults_to_now() {
+                return Err(MyError::unsupported(format!(
+                    "ON UPDATE CURRENT_TIMESTAMP of column '{}' without DEFAULT CURRENT_TIMESTAMP",
+                    column.name
+                )));
+            }
+            column.on_update = Some(OnUpdate::CurrentTimestamp);
         }
         columns.push(column);
     }
@@ -346,7 +369,7 @@ fn default_json(e: &Expr, column: &ColumnDef) -> Result<Option<Json>, MyError> {
     }))
 }
 
-fn invalid_default(column: &ColumnDef) -> MyError {
+pub(super) fn invalid_default(column: &ColumnDef) -> MyError {
     MyError::new(
         1067,
         "42000",

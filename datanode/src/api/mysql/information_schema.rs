@@ -461,11 +461,7 @@ fn column_row(db: &str, def: &TableDef, i: usize, c: &ColumnDef) -> Vec<Value> {
         text_or_null(COLLATION),
         Value::Text(column_type),
         text_of(column_key(def, i)),
-        text_of(if c.auto_increment {
-            "auto_increment"
-        } else {
-            ""
-        }),
+        Value::Text(c.extra()),
         text_of(""),
         // No generated columns.
         text_of(""),

@@ -50,7 +50,7 @@ use super::variables;
 use crate::storage::codec::encode_key;
 use crate::tc::batch::{OperationError, Outcome};
 use crate::tc::{Commit, Grant, Role, Table, TcError};
-use crate::types::value::Value;
+use crate::types::value::{Value, time_of};
 
 /// Longest statement, in bytes.
 pub(crate) const MAX_STATEMENT_BYTES: usize = 4 << 20;
@@ -339,6 +339,7 @@ fn word(t: Option<&Token>) -> Option<&str> {
 impl Session {
     /// Runs one statement.
     pub(crate) async fn run(&mut self, tokens: Vec<Token>) -> Result<Reply, MyError> {
+        self.now = None;
         // SET keeps its targets; it puts values in place itself.
         let tokens = match keyword(tokens.first()) {
             Some(Keyword::SET) => tokens,
@@ -350,7 +351,7 @@ impl Session {
                 if tokens.len() <= 4
                     && !matches!(keyword(tokens.get(1)), Some(Keyword::SELECT)) =>
             {
-                return self.show_columns(&tokens[1..]);
+                return self.show_columns(&tokens[1..], true);
             }
             Some(Keyword::SET) => return self.set(&tokens[1..]).await,
             Some(Keyword::LOCK) => return self.lock_tables(&tokens[1..]).await,
@@ -385,7 +386,7 @@ impl Session {
         let fold = clock::may_fold(&tokens);
         let mut statement = parse(tokens)?;
         if fold {
-            clock::fold(&mut statement)?;
+            self.now = clock::fold(&mut statement)?;
         }
         match statement {
             Statement::Query(q) => self.select(&q).await,
@@ -949,20 +950,23 @@ impl Session {
         let first_generated = self.auto_increment(&table, &grant, &mut rows).await?;
         let n = values.rows.len();
         let (affected, duplicates) = if let Some(on) = &on_duplicate {
+            let now = self.instant();
             let whole = (rows.iter().cloned())
-                .map(|given| whole_row(&table, given))
+                .map(|given| whole_row(&table, given, now))
                 .collect::<Result<Vec<_>, _>>()?;
             let met = self.insert_meeting(&table, &grant, &whole, on).await?;
             (met.affected, met.duplicates)
         } else {
+            let now = self.instant();
             let tc = self.engine.tc();
             let mut batch = tc.batch();
+            batch.at(now);
             for given in &rows {
                 // MySQL's REPLACE writes a new row: what it leaves out is
                 // the column's default, or NULL, not the old row's value.
                 let named: Vec<(&str, Value)> = if insert.replace_into {
                     let names = def.columns.iter().map(|c| c.name.as_str());
-                    names.zip(whole_row(&table, given.clone())?).collect()
+                    names.zip(whole_row(&table, given.clone(), now)?).collect()
                 } else {
                     (def.columns.iter().zip(given))
                         .filter_map(|(column, v)| Some((column.name.as_str(), v.clone()?)))
@@ -1283,6 +1287,7 @@ impl Session {
         self.run_within(&mut own, grant, &mut locked).await?;
         let def = table.def();
         let (mut matched, mut changes) = (0, tc.batch());
+        changes.at(self.instant());
         for (i, key) in keys.iter().enumerate() {
             let Ok(Outcome::Found(row)) = locked.result(i) else {
                 continue;
@@ -1479,7 +1484,9 @@ impl Session {
                     vec![vec![Cell::from(table.name().to_string()), Cell::from(sql)]],
                 ))
             }
-            (Some(Keyword::COLUMNS | Keyword::FIELDS), _) => self.show_columns(&rest[i + 1..]),
+            (Some(Keyword::COLUMNS | Keyword::FIELDS), _) => {
+                self.show_columns(&rest[i + 1..], false)
+            }
             (_, Some(w))
                 if ["INDEX", "INDEXES", "KEYS"]
                     .iter()
@@ -1525,18 +1532,16 @@ impl Session {
     }
 
     /// `SHOW COLUMNS FROM t [FROM db]`, `DESCRIBE t`.
-    fn show_columns(&mut self, rest: &[Token]) -> Result<Reply, MyError> {
-        let rest = match keyword(rest.first()) {
-            Some(Keyword::FROM | Keyword::IN) => &rest[1..],
-            _ => rest,
+    fn show_columns(&mut self, rest: &[Token], describe: bool) -> Result<Reply, MyError> {
+        let (name, rest) = shown_table(rest)?;
+        let like = match rest {
+            // `DESCRIBE t c`: the column, or a pattern of them.
+            [Token::Word(w)] if describe => Some(Like::names(&w.value)?),
+            [Token::SingleQuotedString(p) | Token::DoubleQuotedString(p)] if describe => {
+                Some(Like::names(p)?)
+            }
+            rest => like_of(rest)?,
         };
-        let mut name = object_name(rest)?;
-        let consumed = if name.len() == 2 { 3 } else { 1 };
-        if let Some(Keyword::FROM | Keyword::IN) = keyword(rest.get(consumed))
-            && let Some(db) = word(rest.get(consumed + 1))
-        {
-            name.insert(0, db.to_owned());
-        }
         let (table, _) = self.table_named(&name)?;
         let def = table.def();
         let columns = ["Field", "Type", "Null", "Key", "Default", "Extra"]
@@ -1547,6 +1552,10 @@ impl Session {
             .columns
             .iter()
             .enumerate()
+            .filter(|(_, c)| {
+                like.as_ref()
+                    .is_none_or(|l| l.matches_name(c.name.as_str()))
+            })
             .map(|(i, c)| {
                 vec![
                     Cell::from(c.name.to_string()),
@@ -1555,11 +1564,7 @@ impl Session {
                     Cell::from(column_key(def, i)),
                     c.default_text()
                         .map_or(Cell::Value(Value::Null), Cell::from),
-                    Cell::from(if c.auto_increment {
-                        "auto_increment"
-                    } else {
-                        ""
-                    }),
+                    Cell::from(c.extra()),
                 ]
             })
             .collect();
@@ -1568,11 +1573,10 @@ impl Session {
 
     /// `SHOW INDEX FROM t`: MySQL's columns.
     fn show_index(&mut self, rest: &[Token]) -> Result<Reply, MyError> {
-        let rest = match keyword(rest.first()) {
-            Some(Keyword::FROM | Keyword::IN) => &rest[1..],
-            _ => rest,
-        };
-        let name = object_name(rest)?;
+        let (name, rest) = shown_table(rest)?;
+        if !rest.is_empty() {
+            return Err(MyError::unsupported("SHOW INDEX with a WHERE"));
+        }
         let (table, _) = self.table_named(&name)?;
         let def = table.def();
         let names = [
@@ -2223,6 +2227,27 @@ fn like_of(rest: &[Token]) -> Result<Option<Like>, MyError> {
     }
 }
 
+/// The table a `SHOW COLUMNS` or `SHOW INDEX` names — `[FROM | IN]
+/// [db.]t [FROM | IN db]` — and the tokens after it.
+fn shown_table(rest: &[Token]) -> Result<(Vec<String>, &[Token]), MyError> {
+    let rest = match keyword(rest.first()) {
+        Some(Keyword::FROM | Keyword::IN) => &rest[1..],
+        _ => rest,
+    };
+    let mut name = object_name(rest)?;
+    let mut consumed = if name.len() == 2 { 3 } else { 1 };
+    if let Some(Keyword::FROM | Keyword::IN) = keyword(rest.get(consumed)) {
+        let db = word(rest.get(consumed + 1))
+            .ok_or_else(|| MyError::syntax("a database name is needed after FROM"))?;
+        if name.len() == 2 {
+            return Err(MyError::syntax("a table named with its database and FROM"));
+        }
+        name.insert(0, db.to_owned());
+        consumed += 2;
+    }
+    Ok((name, &rest[consumed.min(rest.len())..]))
+}
+
 /// A `[db.]table` name at the start of `tokens`.
 pub(super) fn object_name(tokens: &[Token]) -> Result<Vec<String>, MyError> {
     let first = word(tokens.first()).ok_or_else(|| MyError::syntax("a table name is needed"))?;
@@ -2457,15 +2482,19 @@ fn assigned(table: &Table, a: &ast::Assignment, statement: &str) -> Result<usize
     Ok(c)
 }
 
-/// The whole row an INSERT of `given` writes: each column's value, else
-/// its default, else NULL; error 1364 for a NOT NULL column with no
-/// default.
-fn whole_row(table: &Table, given: Vec<Option<Value>>) -> Result<Vec<Value>, MyError> {
+/// The whole row an INSERT of `given` at instant `now` writes: each
+/// column's value, else its default (`now` for a `DEFAULT
+/// CURRENT_TIMESTAMP`), else NULL; error 1364 for a NOT NULL column with
+/// no default.
+fn whole_row(table: &Table, given: Vec<Option<Value>>, now: i64) -> Result<Vec<Value>, MyError> {
     let def = table.def();
     (given.into_iter().enumerate())
         .map(|(c, v)| match (v, &table.layout.defaults[c]) {
             (Some(v), _) => Ok(v),
             (None, Some(default)) => Ok(default.clone()),
+            (None, None) if def.columns[c].defaults_to_now() => {
+                Ok(time_of(def.columns[c].column_type, now).expect("a date-time column"))
+            }
             (None, None) if def.columns[c].nullable => Ok(Value::Null),
             (None, None) => Err(MyError::new(
                 1364,

@@ -96,6 +96,9 @@ pub(crate) struct Session {
     pub(crate) user_variables: UserVariables,
     /// `sql_safe_updates`, `sql_select_limit`, `max_join_size`.
     pub(crate) safety: Safety,
+    /// The instant the running statement read (`NOW()`), if it read one:
+    /// its writes give it to a `DEFAULT CURRENT_TIMESTAMP` column too.
+    pub(crate) now: Option<i64>,
     capabilities: u32,
     statements: HashMap<u32, Prepared>,
     next_statement: u32,
@@ -123,6 +126,16 @@ impl Default for Safety {
             select_limit: u64::MAX,
             max_join_size: u64::MAX,
         }
+    }
+}
+
+impl Session {
+    /// The instant of the running statement: the one its `NOW()` read, or
+    /// else the clock's now, kept for the rest of the statement — so that
+    /// every row it writes, and every default of `CURRENT_TIMESTAMP`,
+    /// reads the same.
+    pub(crate) fn instant(&mut self) -> i64 {
+        *self.now.get_or_insert_with(crate::types::value::now_micros)
     }
 }
 
@@ -258,6 +271,7 @@ impl Session {
                 select_limit: h.select_limit,
                 max_join_size: h.max_join_size,
             },
+            now: None,
             capabilities: h.capabilities & cap::SERVER,
             statements: HashMap::new(),
             next_statement: h.next_statement.max(1),
@@ -752,6 +766,7 @@ where
         txn: Txn::default(),
         user_variables: UserVariables::default(),
         safety: Safety::default(),
+        now: None,
         capabilities: login.capabilities & cap::SERVER,
         statements: HashMap::new(),
         next_statement: 1,

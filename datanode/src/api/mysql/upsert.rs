@@ -169,6 +169,11 @@ impl Session {
             };
         // Updates first: a value one frees may be one an insert takes.
         let mut changes = tc.batch();
+        changes.at(self.instant());
+        let set: &[(usize, Expression)] = match on {
+            OnDuplicate::Update(set) => set,
+            OnDuplicate::Skip => &[],
+        };
         let (updates, inserts): (Vec<_>, Vec<_>) =
             there.iter().zip(&after).partition(|(old, _)| old.is_some());
         let mut first_insert = None;
@@ -183,9 +188,17 @@ impl Session {
                     let Some(first) = differing.next() else {
                         continue;
                     };
+                    // A column the statement sets keeps what it sets,
+                    // though it be the value there: an `ON UPDATE
+                    // CURRENT_TIMESTAMP` column left out takes the time.
+                    let is_set = |c: &usize| set.iter().any(|(s, _)| s == c);
+                    let stamped = (table.layout.stamped.iter())
+                        .map(|s| usize::from(s.column))
+                        .filter(|c| is_set(c) && compare(&old[*c], &new[*c]).is_eq());
                     let mut columns = key_positions(table)
                         .chain(std::iter::once(first))
-                        .chain(differing);
+                        .chain(differing)
+                        .chain(stamped);
                     changes.update(table, &named(new, &mut columns))
                 }
                 _ => continue,

@@ -543,6 +543,7 @@ mod tests {
             nullable: true,
             default: None,
             auto_increment: false,
+            on_update: None,
         }
     }
 

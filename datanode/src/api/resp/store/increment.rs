@@ -134,7 +134,7 @@ impl RowProgram for Increment {
         let (k, t, n) = (Value::Bytes(key.to_vec()), Value::Int(0), Value::Int(0));
         let v = Value::Bytes(sum.to_string().into_bytes());
         let values = [Some(&k), Some(&t), Some(&expires), Some(&n), Some(&v)];
-        let row: EncodedRow = codec::encode_row(layout, &values, out)
+        let row: EncodedRow = codec::encode_row(layout, &values, &layout.defaults, out)
             .expect("a key row of a checked key and a number");
         Interpreted {
             answer: 0..9,
@@ -220,6 +220,7 @@ mod tests {
         let row = codec::encode_row(
             layout,
             &[Some(&k), Some(&t), Some(&exp), Some(&n), Some(&v)],
+            &layout.defaults,
             &mut out,
         )
         .unwrap();
