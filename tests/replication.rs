@@ -540,6 +540,22 @@ async fn mysql_clients_of_the_backup_write_through_the_primary() {
             "on both replicas once acknowledged"
         );
     }
+    // A column that takes the time of the write holds one instant on both
+    // replicas: the coordinator reads the clock once and the row carries
+    // it, to the backup and through a failover (checked after the kill).
+    on_backup
+        .execute(
+            "CREATE TABLE stamped (id INT PRIMARY KEY, \
+             at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6))",
+        )
+        .await
+        .unwrap();
+    on_backup
+        .execute("INSERT INTO stamped (id) VALUES (1)")
+        .await
+        .unwrap();
+    let stamp = read_stamp(&g.primary, &g.key).await;
+    assert_eq!(read_stamp(&g.backup, &g.key).await, stamp);
     // Errors come back as the primary gives them.
     let dup = sqlx::query("INSERT INTO orders (id, note) VALUES (1, 'again')")
         .execute(&mut on_backup)
@@ -638,6 +654,15 @@ async fn mysql_clients_of_the_backup_write_through_the_primary() {
         read_note(&backup, &key, 6).await.1,
         json!("on the survivor")
     );
+    assert_eq!(read_stamp(&backup, &key).await, stamp);
+}
+
+/// Row 1's `at` of table `stamped`, read over REST from `node`.
+async fn read_stamp(node: &Shoal, key: &str) -> String {
+    let filters = json!({"filters": [{"column": "id", "value": 1}]});
+    let (status, body) = data_call(node, key, "shop/stamped/pk-read", filters).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["data"]["at"].as_str().unwrap().to_owned()
 }
 
 #[tokio::test]
