@@ -741,6 +741,85 @@ async fn current_timestamp_columns_take_the_time_of_the_write() {
 }
 
 #[tokio::test]
+async fn sql_tools_read_table_status_engines_charsets_and_grants() {
+    let s = setup(&[]).await;
+    s.ok("INSERT INTO items (id, name) VALUES (1, 'a'), (2, 'b'), (3, 'c')");
+    // Rows and memory as the node accounts them.
+    let out = s.ok("SHOW TABLE STATUS");
+    let rows = lines(&out);
+    assert_eq!(rows.len(), 1, "{out}");
+    let row: Vec<&str> = rows[0].split('\t').collect();
+    assert_eq!(
+        row[..5],
+        ["items", "ndbcluster", "10", "Dynamic", "3"],
+        "{out}"
+    );
+    let (avg, data): (u64, u64) = (row[5].parse().unwrap(), row[6].parse().unwrap());
+    assert!(data > 0 && avg == data / 3, "{out}");
+    assert_eq!(row[14], "utf8mb4_bin", "{out}");
+    // information_schema.TABLES counts the same.
+    let out = s.ok("SELECT TABLE_NAME, TABLE_ROWS, DATA_LENGTH FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'app'");
+    assert_eq!(lines(&out)[..], [format!("items\t3\t{data}")], "{out}");
+    let out = s.ok("SHOW TABLE STATUS FROM app LIKE 'it%'");
+    assert_eq!(lines(&out).len(), 1, "{out}");
+    let out = s.ok("SHOW TABLE STATUS IN app LIKE 'zz%'");
+    assert!(lines(&out).is_empty(), "{out}");
+    s.refused("SHOW TABLE STATUS FROM theirs", "1044");
+    s.refused("SHOW TABLE STATUS WHERE Rows > 1", "1235");
+
+    let out = s.ok("SHOW ENGINES");
+    assert!(lines(&out)[0].starts_with("ndbcluster\tDEFAULT\t"), "{out}");
+    let out = s.ok("SHOW CHARACTER SET LIKE 'utf8%'");
+    assert_eq!(
+        lines(&out)[..],
+        ["utf8mb4\tUTF-8 Unicode\tutf8mb4_bin\t4"],
+        "{out}"
+    );
+    let out = s.ok("SHOW CHARSET");
+    assert_eq!(lines(&out).len(), 2, "{out}");
+    let out = s.ok("SHOW COLLATION LIKE 'utf8mb4%'");
+    assert_eq!(
+        lines(&out)[..],
+        ["utf8mb4_bin\tutf8mb4\t46\tYes\tYes\t1\tPAD SPACE"],
+        "{out}"
+    );
+
+    // The key's grants as MySQL privileges: least privilege shows.
+    let user = s.key.split_once('.').unwrap().0;
+    let me = format!("`{user}`@`%`");
+    let writer = [
+        format!("GRANT USAGE ON *.* TO {me}"),
+        format!(
+            "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, LOCK TABLES ON `app`.* TO {me}"
+        ),
+    ];
+    for sql in [
+        "SHOW GRANTS".to_owned(),
+        "SHOW GRANTS FOR CURRENT_USER".to_owned(),
+        "SHOW GRANTS FOR CURRENT_USER()".to_owned(),
+        format!("SHOW GRANTS FOR '{user}'@'%'"),
+    ] {
+        let out = s.ok(&sql);
+        assert_eq!(lines(&out)[..2], writer, "{sql}: {out}");
+        assert!(
+            out.contains("GRANT SELECT ON `ndbinfo`.`table_memory_usage`"),
+            "{out}"
+        );
+    }
+    let ran = s.mysql_with(&s.reader, Some("app"), b"SHOW GRANTS");
+    assert!(ran.ok, "{}", ran.err);
+    let reader = s.reader.split_once('.').unwrap().0;
+    assert!(
+        lines(&ran.out)
+            .contains(&format!("GRANT SELECT, LOCK TABLES ON `app`.* TO `{reader}`@`%`").as_str()),
+        "{}",
+        ran.out
+    );
+    s.refused("SHOW GRANTS FOR 'root'@'%'", "1044");
+    s.refused("SHOW GRANTS FOR", "1064");
+}
+
+#[tokio::test]
 async fn like_finds_the_same_rows_by_an_index_range_as_by_a_scan() {
     let s = setup(&[]).await;
     // The same rows in a table with an index on the text and one without:

@@ -5,8 +5,8 @@
 //! `STATISTICS`, `KEY_COLUMN_USAGE`, and — empty, as Shoal has no disk
 //! data files, triggers, views or stored routines — `FILES`, `TRIGGERS`,
 //! `VIEWS` and `ROUTINES`, with MySQL's column names (the
-//! columns that mean something for Shoal; row counts and sizes are in
-//! `ndbinfo`, so `TABLE_ROWS` and `DATA_LENGTH` are NULL). Another
+//! columns that mean something for Shoal; `TABLE_ROWS` and `DATA_LENGTH`
+//! as the node's memory accounting counts them). Another
 //! `information_schema` table is refused, 1235; a name MySQL does not
 //! have, 1109. Queries are planned and answered as every computed
 //! table's are (`system`).
@@ -14,9 +14,12 @@
 use shoal_wire::ndbinfo::{Column, int, text};
 use shoal_wire::schema::{ColumnDef, ColumnName, ColumnType as Type, TableDef};
 
+use std::collections::HashMap;
+
 use super::error::MyError;
 use super::session::Session;
 use super::system::System;
+use crate::types::TableId;
 use crate::types::value::Value;
 
 /// An `information_schema` table: its name and columns.
@@ -241,7 +244,32 @@ const CHARSET: &str = "utf8mb4";
 /// Text compares byte by byte, in indexes and in statements alike.
 const COLLATION: &str = "utf8mb4_bin";
 
+/// What a table holds on this node: its fragments' replicas here, as
+/// `ndbinfo.table_memory_usage` counts them.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Sizes {
+    pub(super) rows: u64,
+    /// DataMemory allocated to it.
+    pub(super) bytes: u64,
+    /// Of those, free.
+    pub(super) free: u64,
+}
+
 impl Session {
+    /// Every table's [`Sizes`] on this node, by table id.
+    pub(super) async fn table_sizes(&self) -> Result<HashMap<TableId, Sizes>, MyError> {
+        let usage = (self.engine.memory_usage().await)
+            .map_err(|e| MyError::new(1296, "HY000", e.to_string()))?;
+        let mut sizes: HashMap<TableId, Sizes> = HashMap::new();
+        for u in usage {
+            let size = sizes.entry(u.table_id).or_default();
+            size.rows += u.rows;
+            size.bytes += u.in_memory_bytes;
+            size.free += u.free_in_memory_bytes;
+        }
+        Ok(sizes)
+    }
+
     /// The `information_schema` table `name`.
     pub(crate) fn information_table(&self, name: &str) -> Result<System, MyError> {
         if let Some(t) = SERVED.iter().find(|t| t.name.eq_ignore_ascii_case(name)) {
@@ -261,7 +289,7 @@ impl Session {
     }
 
     /// The rows of `table` for the key's databases, as they are now.
-    pub(crate) fn information_rows(
+    pub(crate) async fn information_rows(
         &self,
         table: &InformationTable,
     ) -> Result<Vec<Vec<Value>>, MyError> {
@@ -269,6 +297,10 @@ impl Session {
         if table.always_empty() {
             return Ok(Vec::new());
         }
+        let sizes = match *table == TABLES {
+            true => self.table_sizes().await?,
+            false => HashMap::new(),
+        };
         if *table == SCHEMATA {
             return Ok((databases.into_iter())
                 .map(|db| {
@@ -295,14 +327,15 @@ impl Session {
             let def = t.def();
             let name = def.name.as_str();
             if *table == TABLES {
+                let size = sizes.get(&t.id).copied().unwrap_or_default();
                 rows.push(vec![
                     text_of(CATALOG),
                     text_of(db),
                     text_of(name),
                     text_of("BASE TABLE"),
                     text_of("ndbcluster"),
-                    Value::Null,
-                    Value::Null,
+                    Value::UInt(size.rows),
+                    Value::UInt(size.bytes),
                     Value::Null,
                     text_of(COLLATION),
                     text_of(""),

@@ -14,6 +14,8 @@
 //! - `clock`: NOW() and its kin, and date arithmetic on constants, worked
 //!   out before a statement is planned.
 //! - `scan`: rows found by a WHERE clause: index ranges, full scans.
+//! - `show`: the SHOW statements SQL tools send for their panels (table
+//!   status, engines, character sets, collations, grants).
 //! - `system`: tables computed when asked, scoped to the caller's databases:
 //!   `ndbinfo` (RonDB's memory and usage tables) and `information_schema`.
 //! - `transaction`: BEGIN, COMMIT, ROLLBACK and autocommit.
@@ -42,6 +44,7 @@ mod query;
 mod relay;
 mod scan;
 mod session;
+mod show;
 mod system;
 mod text;
 mod transaction;

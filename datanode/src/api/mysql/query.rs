@@ -329,7 +329,7 @@ pub(super) fn keyword(t: Option<&Token>) -> Option<Keyword> {
 }
 
 /// A word's text, as a name.
-fn word(t: Option<&Token>) -> Option<&str> {
+pub(super) fn word(t: Option<&Token>) -> Option<&str> {
     match t {
         Some(Token::Word(w)) => Some(w.value.as_str()),
         _ => None,
@@ -346,7 +346,7 @@ impl Session {
             _ => self.user_variables.substitute(tokens),
         };
         match keyword(tokens.first()) {
-            Some(Keyword::SHOW) => return self.show(&tokens[1..]),
+            Some(Keyword::SHOW) => return self.show(&tokens[1..]).await,
             Some(Keyword::DESCRIBE | Keyword::DESC)
                 if tokens.len() <= 4
                     && !matches!(keyword(tokens.get(1)), Some(Keyword::SELECT)) =>
@@ -1408,7 +1408,7 @@ impl Session {
 
     // --- SHOW, DESCRIBE and SET -------------------------------------
 
-    fn show(&mut self, rest: &[Token]) -> Result<Reply, MyError> {
+    async fn show(&mut self, rest: &[Token]) -> Result<Reply, MyError> {
         let mut i = 0;
         let full = keyword(rest.first()) == Some(Keyword::FULL);
         if full {
@@ -1432,6 +1432,18 @@ impl Session {
                     names.map(|n| vec![Cell::from(n)]).collect(),
                 ))
             }
+            (Some(Keyword::TABLE), _)
+                if word(rest.get(i + 1)).is_some_and(|w| w.eq_ignore_ascii_case("STATUS")) =>
+            {
+                self.show_table_status(&rest[i + 2..]).await
+            }
+            (_, Some(w)) if w.eq_ignore_ascii_case("ENGINES") => self.show_engines(&rest[i + 1..]),
+            (Some(Keyword::CHARSET), _) => self.show_charsets(&rest[i + 1..]),
+            (Some(Keyword::CHARACTER), _) if keyword(rest.get(i + 1)) == Some(Keyword::SET) => {
+                self.show_charsets(&rest[i + 2..])
+            }
+            (Some(Keyword::COLLATION), _) => self.show_collations(&rest[i + 1..]),
+            (Some(Keyword::GRANTS), _) => self.show_grants(&rest[i + 1..]),
             (Some(Keyword::TABLES), _) => {
                 let mut j = i + 1;
                 let db = if matches!(keyword(rest.get(j)), Some(Keyword::FROM | Keyword::IN)) {
@@ -2214,7 +2226,7 @@ fn set_transaction(rest: &[Token]) -> Result<(), MyError> {
 }
 
 /// `LIKE 'pattern'` after a SHOW, if any.
-fn like_of(rest: &[Token]) -> Result<Option<Like>, MyError> {
+pub(super) fn like_of(rest: &[Token]) -> Result<Option<Like>, MyError> {
     match (keyword(rest.first()), rest.get(1)) {
         (None, None) => Ok(None),
         (

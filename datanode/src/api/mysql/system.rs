@@ -183,7 +183,7 @@ impl Session {
     pub(crate) async fn system(&self, s: &SystemSelect) -> Result<Reply, MyError> {
         let rows = match s.table {
             System::Ndbinfo(t) => self.ndbinfo_rows(t).await?,
-            System::Information(t) => self.information_rows(t)?,
+            System::Information(t) => self.information_rows(t).await?,
         };
         let found = (rows.into_iter())
             .filter(|row| s.cond.as_ref().is_none_or(|c| c.passes(row)))
