@@ -573,6 +573,10 @@ async fn current_timestamp_columns_take_the_time_of_the_write() {
     s.refused("SHOW COLUMNS FROM posts FROM theirs", "1044");
     s.refused("SHOW INDEX FROM posts IN theirs", "1044");
     s.refused("SHOW INDEX FROM posts WHERE Key_name = 'PRIMARY'", "1235");
+    // What follows a SHOW is read, never dropped.
+    s.refused("SHOW TABLES FROM", "1064");
+    s.refused("SHOW CREATE TABLE posts posts2", "1064");
+    s.ok("SHOW CREATE TABLE app.posts");
 
     // An insert that leaves them out stores the statement's instant: the
     // same in every row, and the same NOW() reads.

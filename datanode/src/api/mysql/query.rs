@@ -1448,7 +1448,9 @@ impl Session {
                 let mut j = i + 1;
                 let db = if matches!(keyword(rest.get(j)), Some(Keyword::FROM | Keyword::IN)) {
                     j += 2;
-                    word(rest.get(j - 1)).map(str::to_owned)
+                    let db = word(rest.get(j - 1))
+                        .ok_or_else(|| MyError::syntax("a database name is needed after FROM"))?;
+                    Some(db.to_owned())
                 } else {
                     None
                 };
@@ -1485,6 +1487,9 @@ impl Session {
             }
             (Some(Keyword::CREATE), _) if keyword(rest.get(i + 1)) == Some(Keyword::TABLE) => {
                 let name = object_name(&rest[i + 2..])?;
+                if rest.len() > i + 2 + 2 * name.len() - 1 {
+                    return Err(MyError::syntax("SHOW CREATE TABLE takes a table name only"));
+                }
                 let (table, _) = self.table_named(&name)?;
                 let columns = vec![
                     computed("Table", ty::VAR_STRING),
