@@ -332,11 +332,7 @@ fn function(name: &str, args: Option<Vec<&Expr>>, now: &mut Now) -> Result<Optio
     let name = name.to_ascii_uppercase();
     Ok(Some(match name.as_str() {
         "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "UTC_TIMESTAMP" => {
-            let fsp = match args.as_deref() {
-                Some([]) | None => 0,
-                Some([p]) => precision(p, &name)?,
-                Some(_) => return Err(arity(&name)),
-            };
+            let fsp = time_precision(&name, args.as_deref())?;
             let unit = 10i64.pow(u32::from(MAX_FSP - fsp));
             let micros = now.micros();
             Moment::DateTime(micros - micros.rem_euclid(unit), fsp).expr()
@@ -397,11 +393,7 @@ pub(crate) fn is_now(e: &Expr, column: &shoal_wire::schema::ColumnDef) -> Result
     ) {
         return Ok(false);
     }
-    let fsp = match args.as_deref() {
-        Some([]) | None => 0,
-        Some([p]) => precision(p, &name)?,
-        Some(_) => return Err(arity(&name)),
-    };
+    let fsp = time_precision(&name, args.as_deref())?;
     use shoal_wire::schema::ColumnType;
     match column.column_type {
         ColumnType::DateTime { fsp: f } | ColumnType::Timestamp { fsp: f } if f == fsp => Ok(true),
@@ -433,6 +425,16 @@ fn arity(name: &str) -> MyError {
         "42000",
         format!("Incorrect parameter count in the call to native function '{name}'"),
     )
+}
+
+/// The fractional-second digits `NOW(fsp)` and its kin are asked for: 0
+/// without an argument.
+fn time_precision(name: &str, args: Option<&[&Expr]>) -> Result<u8, MyError> {
+    match args {
+        Some([]) | None => Ok(0),
+        Some([p]) => precision(p, name),
+        Some(_) => Err(arity(name)),
+    }
 }
 
 /// A time function's fractional-second digits: a whole number, 0 to 6.

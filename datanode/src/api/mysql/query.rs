@@ -1445,20 +1445,12 @@ impl Session {
             (Some(Keyword::COLLATION), _) => self.show_collations(&rest[i + 1..]),
             (Some(Keyword::GRANTS), _) => self.show_grants(&rest[i + 1..]),
             (Some(Keyword::TABLES), _) => {
-                let mut j = i + 1;
-                let db = if matches!(keyword(rest.get(j)), Some(Keyword::FROM | Keyword::IN)) {
-                    j += 2;
-                    let db = word(rest.get(j - 1))
-                        .ok_or_else(|| MyError::syntax("a database name is needed after FROM"))?;
-                    Some(db.to_owned())
-                } else {
-                    None
-                };
+                let (db, rest) = from_database(&rest[i + 1..])?;
                 let db = match db {
-                    Some(db) => db,
+                    Some(db) => db.to_owned(),
                     None => self.database.clone().ok_or_else(MyError::no_database)?,
                 };
-                let like = like_of(&rest[j..])?;
+                let like = like_of(rest)?;
                 self.grant(&db)?;
                 let mut names: Vec<String> = self
                     .engine
@@ -2252,17 +2244,28 @@ fn shown_table(rest: &[Token]) -> Result<(Vec<String>, &[Token]), MyError> {
         _ => rest,
     };
     let mut name = object_name(rest)?;
-    let mut consumed = if name.len() == 2 { 3 } else { 1 };
-    if let Some(Keyword::FROM | Keyword::IN) = keyword(rest.get(consumed)) {
-        let db = word(rest.get(consumed + 1))
-            .ok_or_else(|| MyError::syntax("a database name is needed after FROM"))?;
+    let after = &rest[(2 * name.len() - 1).min(rest.len())..];
+    let (db, after) = from_database(after)?;
+    if let Some(db) = db {
         if name.len() == 2 {
             return Err(MyError::syntax("a table named with its database and FROM"));
         }
         name.insert(0, db.to_owned());
-        consumed += 2;
     }
-    Ok((name, &rest[consumed.min(rest.len())..]))
+    Ok((name, after))
+}
+
+/// `FROM db` or `IN db` at the start of `rest`, if there, and the tokens
+/// after it.
+pub(super) fn from_database(rest: &[Token]) -> Result<(Option<&str>, &[Token]), MyError> {
+    match keyword(rest.first()) {
+        Some(Keyword::FROM | Keyword::IN) => {
+            let db = word(rest.get(1))
+                .ok_or_else(|| MyError::syntax("a database name is needed after FROM"))?;
+            Ok((Some(db), &rest[2..]))
+        }
+        _ => Ok((None, rest)),
+    }
 }
 
 /// A `[db.]table` name at the start of `tokens`.

@@ -137,9 +137,7 @@ impl Session {
     pub(crate) fn instant(&mut self) -> i64 {
         *self.now.get_or_insert_with(crate::types::value::now_micros)
     }
-}
 
-impl Session {
     /// Whether the client asked UPDATE to answer the rows it matched
     /// rather than those it changed (`CLIENT_FOUND_ROWS`).
     pub(crate) fn found_rows(&self) -> bool {

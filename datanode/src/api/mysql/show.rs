@@ -12,7 +12,7 @@ use sqlparser::tokenizer::Token;
 use super::error::MyError;
 use super::information_schema::Sizes;
 use super::proto::{ColumnDef, ty};
-use super::query::{Reply, keyword, like_of, word};
+use super::query::{Reply, from_database, like_of};
 use super::session::Session;
 use super::value::{Cell, computed};
 use crate::types::value::Value;
@@ -46,16 +46,10 @@ impl Session {
     /// them): `Data_length` the bytes allocated, `Data_free` those of them
     /// free. What Shoal does not keep (times, checksums) is NULL.
     pub(super) async fn show_table_status(&mut self, rest: &[Token]) -> Result<Reply, MyError> {
-        let (db, rest) = match keyword(rest.first()) {
-            Some(Keyword::FROM | Keyword::IN) => {
-                let db = word(rest.get(1))
-                    .ok_or_else(|| MyError::syntax("a database name is needed after FROM"))?;
-                (db.to_owned(), &rest[2..])
-            }
-            _ => (
-                self.database.clone().ok_or_else(MyError::no_database)?,
-                rest,
-            ),
+        let (db, rest) = from_database(rest)?;
+        let db = match db {
+            Some(db) => db.to_owned(),
+            None => self.database.clone().ok_or_else(MyError::no_database)?,
         };
         let like = like_of(rest)?;
         self.grant(&db)?;
@@ -208,34 +202,10 @@ impl Session {
     /// as MySQL refuses a user without rights on `mysql`.
     pub(super) fn show_grants(&self, rest: &[Token]) -> Result<Reply, MyError> {
         let me = format!("`{}`@`%`", self.user);
-        match rest {
-            [] => {}
-            [Token::Word(f), rest @ ..] if f.keyword == Keyword::FOR => {
-                let named = match rest {
-                    [Token::Word(w)] | [Token::Word(w), Token::LParen, Token::RParen]
-                        if w.keyword == Keyword::CURRENT_USER =>
-                    {
-                        None
-                    }
-                    [user] | [user, Token::AtSign, _] => Some(match user {
-                        Token::Word(w) => w.value.clone(),
-                        Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => s.clone(),
-                        _ => return Err(MyError::syntax("SHOW GRANTS FOR a user name")),
-                    }),
-                    // `'user'@'host'` tokenized as a name and `@'host'`.
-                    [user, Token::Word(_)] if matches!(user, Token::SingleQuotedString(_)) => {
-                        let Token::SingleQuotedString(s) = user else {
-                            unreachable!()
-                        };
-                        Some(s.clone())
-                    }
-                    _ => return Err(MyError::syntax("SHOW GRANTS FOR a user name")),
-                };
-                if named.is_some_and(|n| n != self.user) {
-                    return Err(MyError::denied_database(&self.user, "mysql"));
-                }
-            }
-            _ => return Err(MyError::syntax("SHOW GRANTS [FOR user]")),
+        if let Some(named) = granted_user(rest)?
+            && named != self.user
+        {
+            return Err(MyError::denied_database(&self.user, "mysql"));
         }
         let mut lines = vec![format!("GRANT USAGE ON *.* TO {me}")];
         let mut grants: Vec<(String, Role)> = (self.key()?.def().grants.iter())
@@ -260,4 +230,37 @@ impl Session {
             rows: lines.into_iter().map(|l| vec![Cell::from(l)]).collect(),
         })
     }
+}
+
+/// The user a `SHOW GRANTS` names after `FOR`: `None` for the session's
+/// own (no `FOR`, or `FOR CURRENT_USER[()]`), else the name, its `@host`
+/// part read past (a key's user is the same from every host).
+fn granted_user(rest: &[Token]) -> Result<Option<String>, MyError> {
+    let bad = || MyError::syntax("SHOW GRANTS [FOR user]");
+    let named = match rest {
+        [] => return Ok(None),
+        [Token::Word(f), named @ ..] if f.keyword == Keyword::FOR => named,
+        _ => return Err(bad()),
+    };
+    let (user, host) = match named {
+        [Token::Word(w)] | [Token::Word(w), Token::LParen, Token::RParen]
+            if w.keyword == Keyword::CURRENT_USER =>
+        {
+            return Ok(None);
+        }
+        [Token::Word(w), host @ ..] => (w.value.clone(), host),
+        [
+            Token::SingleQuotedString(s) | Token::DoubleQuotedString(s),
+            host @ ..,
+        ] => (s.clone(), host),
+        _ => return Err(bad()),
+    };
+    // `@'host'`, or `@host`, however the tokenizer cut it.
+    let at_host = match host {
+        [] => true,
+        [Token::AtSign, _] => true,
+        [Token::Word(w)] => w.value.starts_with('@'),
+        _ => false,
+    };
+    if at_host { Ok(Some(user)) } else { Err(bad()) }
 }
