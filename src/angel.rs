@@ -2,8 +2,11 @@
 //! process, watched by an angel that starts it again when it dies, as NDB's
 //! angel process does for its data node.
 //!
-//! Each node keeps its ports across restarts (chosen once, at the start),
-//! so the addresses the control plane and the other nodes know stay right.
+//! Each node keeps its ports across restarts, so the addresses the control
+//! plane and the other nodes know stay right. A port given as 0 is chosen
+//! by the node itself when it first binds it (never picked beforehand and
+//! left free, for another socket of the machine to take before the node
+//! binds it), and the angel keeps the one its listening line names.
 //! A node that dies of itself within `QUICK_DEATH` of being started
 //! `GIVE_UP_AFTER` times in a row is not started again: something is wrong
 //! that a restart does not mend. A node killed from outside (SIGKILL: an
@@ -30,11 +33,24 @@ const GIVE_UP_AFTER: u32 = 3;
 /// How long a node has to stop after SIGTERM before it is killed.
 const STOP_WITHIN: Duration = Duration::from_secs(15);
 
+/// The flags that give a node its ports, each with the words that name
+/// the port in the line the node prints when it listens (`print_node`).
+pub(crate) const PORT_FLAGS: [(&str, &str); 5] = [
+    ("--internal-port", "internal API http://"),
+    ("--rest-port", "REST http://"),
+    ("--resp-port", "RESP "),
+    ("--mysql-port", "MySQL "),
+    ("--peer-port", "peer "),
+];
+
 /// How to start one data node.
 #[derive(Debug, Clone)]
 pub(crate) struct NodeSpec {
     pub node_id: u32,
+    /// Every argument but the ports.
     pub args: Vec<String>,
+    /// The port for each of `PORT_FLAGS`; 0 until the node has chosen it.
+    pub ports: [u16; PORT_FLAGS.len()],
     /// Given through the environment, never the command line (which every
     /// user of the machine can read).
     pub cluster_secret: String,
@@ -72,12 +88,12 @@ impl Angel {
             tasks: Vec::new(),
             restarted: tokio::sync::watch::Sender::new(0),
         };
-        for spec in specs {
+        for mut spec in specs {
             let watched = Arc::new(Watched {
                 node_id: spec.node_id,
                 pid: AtomicU32::new(0),
             });
-            let child = spawn(&exe, &spec, &watched).await?;
+            let child = spawn(&exe, &mut spec, &watched).await?;
             angel.nodes.push(Arc::clone(&watched));
             angel.tasks.push(tokio::spawn(watch(
                 exe.clone(),
@@ -116,8 +132,9 @@ impl Angel {
 }
 
 /// Starts node `spec` and waits until it says it listens (its line is
-/// printed, as every line it prints, prefixed with its node id).
-async fn spawn(exe: &PathBuf, spec: &NodeSpec, watched: &Watched) -> anyhow::Result<Child> {
+/// printed, as every line it prints, prefixed with its node id); a port it
+/// chose is kept in `spec` for its restarts.
+async fn spawn(exe: &PathBuf, spec: &mut NodeSpec, watched: &Watched) -> anyhow::Result<Child> {
     let mut command = Command::new(exe);
     // SAFETY: prctl(2) only, between fork and exec: a node whose demo dies
     // (even of SIGKILL) is sent SIGTERM, so no node outlives its demo.
@@ -131,6 +148,12 @@ async fn spawn(exe: &PathBuf, spec: &NodeSpec, watched: &Watched) -> anyhow::Res
     let mut child = command
         .arg("datanode")
         .args(&spec.args)
+        .args(
+            PORT_FLAGS
+                .iter()
+                .zip(spec.ports)
+                .flat_map(|((flag, _), port)| [flag.to_string(), port.to_string()]),
+        )
         .env("SHOAL_CLUSTER_SECRET", &spec.cluster_secret)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -153,6 +176,13 @@ async fn spawn(exe: &PathBuf, spec: &NodeSpec, watched: &Watched) -> anyhow::Res
             Ok(Some(line)) => {
                 println!("node {node}: {line}");
                 if line.contains(" listening: ") {
+                    for ((flag, named), port) in PORT_FLAGS.iter().zip(&mut spec.ports) {
+                        if *port == 0 {
+                            *port = port_named(&line, named).with_context(|| {
+                                format!("data node {node} listens, but its line names no {flag}")
+                            })?;
+                        }
+                    }
                     break;
                 }
             }
@@ -174,7 +204,7 @@ async fn spawn(exe: &PathBuf, spec: &NodeSpec, watched: &Watched) -> anyhow::Res
 /// until the angel stops.
 async fn watch(
     exe: PathBuf,
-    spec: NodeSpec,
+    mut spec: NodeSpec,
     watched: Arc<Watched>,
     mut child: Child,
     stopping: Arc<AtomicBool>,
@@ -219,7 +249,7 @@ async fn watch(
             () = &mut stopped => break,
         }
         loop {
-            match spawn(&exe, &spec, &watched).await {
+            match spawn(&exe, &mut spec, &watched).await {
                 Ok(started) => {
                     child = started;
                     restarted.send_modify(|n| *n += 1);
@@ -264,8 +294,53 @@ async fn terminate(child: &mut Child, node: u32) {
     }
 }
 
-/// A free port on `host` now, for a node to keep across its restarts.
-pub(crate) fn free_port(host: std::net::IpAddr) -> anyhow::Result<u16> {
-    let listener = std::net::TcpListener::bind((host, 0)).context("finding a free port")?;
-    Ok(listener.local_addr()?.port())
+/// The port of the address after `named` in a node's listening line.
+fn port_named(line: &str, named: &str) -> Option<u16> {
+    let (_, after) = line.split_once(named)?;
+    let address = after.split_whitespace().next()?;
+    let port = address.rsplit_once(':')?.1.parse().ok()?;
+    (port != 0).then_some(port)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listening_line_names_every_port() {
+        let line = "data node 2 listening: internal API http://127.0.0.1:43241 REST http://127.0.0.1:36351 \
+                    RESP 127.0.0.1:46531 MySQL [::1]:43873 peer 127.0.0.1:45463 (DataMemory 64 MiB, 1 LDM threads)";
+        let ports: Vec<_> = PORT_FLAGS
+            .iter()
+            .map(|(_, named)| port_named(line, named))
+            .collect();
+        assert_eq!(
+            ports,
+            [
+                Some(43241),
+                Some(36351),
+                Some(46531),
+                Some(43873),
+                Some(45463)
+            ]
+        );
+        assert_eq!(
+            port_named(
+                "data node 2 listening: REST http://127.0.0.1:0",
+                "REST http://"
+            ),
+            None
+        );
+        assert_eq!(
+            port_named(
+                "data node 2 listening: REST http://127.0.0.1",
+                "REST http://"
+            ),
+            None
+        );
+        assert_eq!(
+            port_named("data node 2 listening: RESP 127.0.0.1:1", "MySQL "),
+            None
+        );
+    }
 }

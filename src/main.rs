@@ -599,12 +599,13 @@ fn demo_nodes(
     secret: &ClusterSecret,
 ) -> anyhow::Result<Vec<angel::NodeSpec>> {
     let node = &args.node;
-    let port = |base: u16, i: u32| -> anyhow::Result<String> {
-        Ok(match base {
-            0 => angel::free_port(node.listen)?.to_string(),
-            base => (u32::from(base) + 10 * (i - 1)).to_string(),
-        })
-    };
+    let bases = [
+        node.internal_port,
+        node.rest_port,
+        node.resp_port,
+        node.mysql_port,
+        node.peer_port,
+    ];
     (1..=args.data_nodes)
         .map(|i| {
             let data_dir = node.data_dir.join(format!("node-{i}"));
@@ -622,14 +623,15 @@ fn demo_nodes(
                 "--control-plane".to_owned(),
                 format!("http://{}", control.addr),
             ];
-            for (flag, base) in [
-                ("--internal-port", node.internal_port),
-                ("--rest-port", node.rest_port),
-                ("--resp-port", node.resp_port),
-                ("--mysql-port", node.mysql_port),
-                ("--peer-port", node.peer_port),
-            ] {
-                argv.extend([flag.to_owned(), port(base, i)?]);
+            // Port 0: each node chooses its own when it first binds.
+            let mut ports = [0; angel::PORT_FLAGS.len()];
+            for (port, base) in ports.iter_mut().zip(bases) {
+                if base != 0 {
+                    let given = u32::from(base) + 10 * (i - 1);
+                    *port = u16::try_from(given).ok().with_context(|| {
+                        format!("data node {i} would listen on port {given}, past 65535")
+                    })?;
+                }
             }
             if let Some(host) = &node.advertise_host {
                 argv.extend(["--advertise-host".to_owned(), host.clone()]);
@@ -637,6 +639,7 @@ fn demo_nodes(
             Ok(angel::NodeSpec {
                 node_id: i,
                 args: argv,
+                ports,
                 cluster_secret: secret.expose().to_owned(),
             })
         })
