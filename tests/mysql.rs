@@ -823,6 +823,201 @@ async fn sql_tools_read_table_status_engines_charsets_and_grants() {
     s.refused("SHOW GRANTS FOR", "1064");
 }
 
+/// EXPLAIN's one row, split at its tabs.
+fn explained(s: &Setup, sql: &str) -> Vec<String> {
+    let out = s.ok(sql);
+    let rows = lines(&out);
+    assert_eq!(rows.len(), 1, "{sql}: {out}");
+    rows[0].split('\t').map(str::to_owned).collect()
+}
+
+#[tokio::test]
+async fn explain_says_how_each_statement_finds_its_rows_and_runs_nothing() {
+    let s = setup(&[]).await;
+    s.ok(
+        "CREATE TABLE orders (id INT NOT NULL PRIMARY KEY, customer INT NOT NULL, \
+          placed DATE NOT NULL, note VARCHAR(20), KEY by_customer (customer, placed))",
+    );
+    let values: Vec<String> = (0..1000)
+        .map(|i| format!("({i}, {}, '2024-01-{:02}', 'n{i}')", i % 10, i % 28 + 1))
+        .collect();
+    s.ok(&format!("INSERT INTO orders VALUES {}", values.join(", ")));
+    // id, select_type, table, partitions, type, possible_keys, key,
+    // key_len, ref, rows, filtered, Extra.
+    let row = |sql: &str| explained(&s, sql);
+    assert_eq!(
+        row("EXPLAIN SELECT * FROM orders WHERE id = 7")[..],
+        [
+            "1", "SIMPLE", "orders", "NULL", "const", "PRIMARY", "PRIMARY", "4", "const", "1",
+            "100.00", "NULL"
+        ]
+    );
+    assert_eq!(
+        row("EXPLAIN SELECT note FROM orders WHERE id IN (1, 2, 3) ORDER BY note")[4..],
+        [
+            "range",
+            "PRIMARY",
+            "PRIMARY",
+            "4",
+            "NULL",
+            "3",
+            "100.00",
+            "Using MRR; Using filesort"
+        ]
+    );
+    // An index pinned by equality: ref; its rows estimated from one
+    // fragment's tree (a tenth of the rows are customer 3).
+    let by_customer = row("EXPLAIN SELECT * FROM orders WHERE customer = 3");
+    assert_eq!(
+        by_customer[4..9],
+        ["ref", "by_customer", "by_customer", "4", "const"],
+        "{by_customer:?}"
+    );
+    let estimated: u64 = by_customer[9].parse().unwrap();
+    assert!((1..1000).contains(&estimated), "{by_customer:?}");
+    assert_eq!(by_customer[11], "Using where");
+    let ranged = row("EXPLAIN SELECT id FROM orders WHERE customer = 3 AND placed >= '2024-01-15'");
+    assert_eq!(
+        ranged[4..9],
+        ["range", "by_customer", "by_customer", "8", "NULL"],
+        "{ranged:?}"
+    );
+    // Every row: the table's rows, exactly, on a node that holds them all.
+    assert_eq!(
+        row("EXPLAIN SELECT * FROM orders WHERE note = 'n5'")[4..],
+        [
+            "ALL",
+            "NULL",
+            "NULL",
+            "NULL",
+            "NULL",
+            "1000",
+            "100.00",
+            "Using where"
+        ]
+    );
+    assert_eq!(
+        row("EXPLAIN SELECT DISTINCT customer FROM orders ORDER BY customer")[11],
+        "Using temporary; Using filesort"
+    );
+    // Aggregates: the WHERE and the groups in the data node.
+    let grouped =
+        row("EXPLAIN SELECT customer, COUNT(*) FROM orders WHERE customer < 2 GROUP BY customer");
+    assert_eq!(grouped[5], "by_customer", "{grouped:?}");
+    assert!(
+        grouped[11].starts_with("Using pushed condition (customer < 2)")
+            && grouped[11].ends_with("Using pushed aggregation"),
+        "{grouped:?}"
+    );
+    assert_eq!(
+        row("EXPLAIN SELECT 1")[..],
+        [
+            "1",
+            "SIMPLE",
+            "NULL",
+            "NULL",
+            "NULL",
+            "NULL",
+            "NULL",
+            "NULL",
+            "NULL",
+            "NULL",
+            "NULL",
+            "No tables used"
+        ]
+    );
+    assert_eq!(
+        row("EXPLAIN SELECT * FROM ndbinfo.table_memory_usage WHERE table_name = 'orders'")[2..5],
+        ["table_memory_usage", "NULL", "ALL"]
+    );
+    // The same through DESCRIBE, DESC and FORMAT=TRADITIONAL.
+    for sql in [
+        "DESCRIBE SELECT * FROM orders WHERE id = 7",
+        "DESC SELECT * FROM orders WHERE id = 7",
+        "EXPLAIN FORMAT=TRADITIONAL SELECT * FROM orders WHERE id = 7",
+    ] {
+        assert_eq!(row(sql)[4], "const", "{sql}");
+    }
+    // UPDATE and DELETE are explained, and run not.
+    assert_eq!(
+        row("EXPLAIN UPDATE orders SET note = 'changed' WHERE id = 5")[1..5],
+        ["UPDATE", "orders", "NULL", "const"]
+    );
+    assert_eq!(
+        row("EXPLAIN DELETE FROM orders WHERE customer = 4")[1..7],
+        [
+            "DELETE",
+            "orders",
+            "NULL",
+            "ref",
+            "by_customer",
+            "by_customer"
+        ]
+    );
+    assert_eq!(
+        row("EXPLAIN DELETE FROM orders")[4..],
+        [
+            "ALL", "NULL", "NULL", "NULL", "NULL", "1000", "100.00", "NULL"
+        ]
+    );
+    assert_eq!(lines(&s.ok("SELECT COUNT(*) FROM orders"))[..], ["1000"]);
+    assert_eq!(
+        lines(&s.ok("SELECT note FROM orders WHERE id = 5"))[..],
+        ["n5"]
+    );
+    // EXPLAIN of a table describes its columns, as DESCRIBE does.
+    let described = s.ok("EXPLAIN orders");
+    assert_eq!(
+        lines(&described)[0],
+        "id\tint\tNO\tPRI\tNULL\t",
+        "{described}"
+    );
+
+    // Refused as the statement would be, or as MySQL refuses the form.
+    s.refused("EXPLAIN SELECT * FROM nosuch", "1146");
+    s.refused("EXPLAIN SELECT nosuch FROM orders", "1054");
+    s.refused("EXPLAIN SELECT * FROM theirs.items", "1044");
+    s.refused_with(
+        &s.reader,
+        Some("app"),
+        b"EXPLAIN UPDATE orders SET note = 'x' WHERE id = 1",
+        "1142",
+    );
+    let ran = s.mysql_with(
+        &s.reader,
+        Some("app"),
+        b"EXPLAIN SELECT * FROM orders WHERE id = 1",
+    );
+    assert!(ran.ok, "{}", ran.err);
+    s.refused("EXPLAIN FORMAT=JSON SELECT * FROM orders", "1235");
+    s.refused("EXPLAIN FORMAT=yaml SELECT * FROM orders", "1791");
+    s.refused("EXPLAIN ANALYZE SELECT * FROM orders", "1235");
+    s.refused(
+        "EXPLAIN INSERT INTO orders VALUES (5000, 1, '2024-01-01', NULL)",
+        "1235",
+    );
+    s.refused("EXPLAIN CREATE TABLE t2 (a INT PRIMARY KEY)", "1064");
+    s.refused(
+        "EXPLAIN SELECT * FROM orders a JOIN orders b ON a.id = b.id",
+        "1235",
+    );
+    assert_eq!(lines(&s.ok("SELECT COUNT(*) FROM orders"))[..], ["1000"]);
+    s.refused("SELECT * FROM t2", "1146");
+
+    // A driver prepares EXPLAIN and reads its columns.
+    let mut conn = sqlx::MySqlConnection::connect_with(&s.driver_options())
+        .await
+        .unwrap();
+    let explained = sqlx::query("EXPLAIN SELECT * FROM orders WHERE id = ?")
+        .bind(7)
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(explained.try_get::<String, _>("type").unwrap(), "const");
+    assert_eq!(explained.try_get::<i64, _>("rows").unwrap(), 1);
+    conn.close().await.unwrap();
+}
+
 #[tokio::test]
 async fn like_finds_the_same_rows_by_an_index_range_as_by_a_scan() {
     let s = setup(&[]).await;

@@ -106,6 +106,25 @@ impl Tc {
         page
     }
 
+    /// About what share of its index's entries a range holds: one descent
+    /// of the first fragment's tree, as RonSQL estimates its ranges (what
+    /// EXPLAIN shows). `None`: the table has no fragment to ask.
+    pub(crate) async fn range_share(
+        &self,
+        table: &Arc<Table>,
+        scan: RangeScan<'_>,
+    ) -> Result<Option<f64>, TcError> {
+        let Some(&place) = table.fragments.first() else {
+            return Ok(None);
+        };
+        let range = prepare(table, scan)?;
+        let index = &table.layout.ordered[range.index].name;
+        (self.inner.workers)
+            .range_share(table.id, place, index, range.start, range.upper)
+            .await
+            .map_err(TcError::from)
+    }
+
     /// A page of a scan for the node's own housekeeping: neither checked
     /// nor charged to the database.
     pub(crate) async fn scan_range_housekeeping(

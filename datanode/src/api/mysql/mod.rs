@@ -35,6 +35,7 @@
 mod clock;
 mod ddl;
 mod error;
+mod explain;
 mod filter;
 mod information_schema;
 mod load;

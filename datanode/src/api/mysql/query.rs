@@ -89,7 +89,7 @@ impl Reply {
         }
     }
 
-    fn rows(columns: Vec<ColumnDef>, rows: Vec<Vec<Cell>>) -> Reply {
+    pub(super) fn rows(columns: Vec<ColumnDef>, rows: Vec<Vec<Cell>>) -> Reply {
         Reply::Rows { columns, rows }
     }
 }
@@ -298,7 +298,7 @@ fn numbered(tokens: &[Token]) -> Vec<Token> {
 }
 
 /// Parses the one statement `tokens` hold.
-fn parse(tokens: Vec<Token>) -> Result<Statement, MyError> {
+pub(super) fn parse(tokens: Vec<Token>) -> Result<Statement, MyError> {
     let mut statements = Parser::new(&MySqlDialect {})
         .with_recursion_limit(MAX_DEPTH)
         .with_tokens(tokens)
@@ -347,11 +347,16 @@ impl Session {
         };
         match keyword(tokens.first()) {
             Some(Keyword::SHOW) => return self.show(&tokens[1..]).await,
-            Some(Keyword::DESCRIBE | Keyword::DESC)
-                if tokens.len() <= 4
-                    && !matches!(keyword(tokens.get(1)), Some(Keyword::SELECT)) =>
-            {
-                return self.show_columns(&tokens[1..], true);
+            Some(Keyword::EXPLAIN | Keyword::DESCRIBE | Keyword::DESC) => {
+                if explains_statement(&tokens[1..]) {
+                    return self.explain(&tokens[1..]).await;
+                }
+                if tokens.len() <= 4 {
+                    return self.show_columns(&tokens[1..], true);
+                }
+                return Err(MyError::syntax(
+                    "EXPLAIN takes a SELECT, an UPDATE or a DELETE, or a table's name",
+                ));
             }
             Some(Keyword::SET) => return self.set(&tokens[1..]).await,
             Some(Keyword::LOCK) => return self.lock_tables(&tokens[1..]).await,
@@ -391,30 +396,14 @@ impl Session {
         match statement {
             Statement::Query(q) => self.select(&q).await,
             Statement::Insert(insert) => self.insert(&insert).await,
-            Statement::Update {
-                table,
-                assignments,
-                from,
-                selection,
-                returning,
-                or,
-                limit,
-            } => {
-                if from.is_some() || returning.is_some() || or.is_some() {
-                    return Err(MyError::unsupported("UPDATE with FROM or RETURNING"));
-                }
-                if !table.joins.is_empty() {
-                    return Err(MyError::unsupported("UPDATE of several tables"));
-                }
-                let name = relation_name(&table.relation)?;
-                let pick = Pick {
-                    order: Vec::new(),
-                    limit: limit.as_ref().map(row_limit).transpose()?,
-                };
-                self.update(&name, &assignments, selection.as_ref(), pick)
-                    .await
+            update @ Statement::Update { .. } => {
+                let change = self.update_of(&update)?;
+                self.update(change).await
             }
-            Statement::Delete(delete) => self.delete(&delete).await,
+            Statement::Delete(delete) => {
+                let change = self.delete_of(&delete)?;
+                self.delete(change).await
+            }
             Statement::Use(ast::Use::Object(name)) => {
                 let parts = name_parts(&name)?;
                 let [db] = parts.as_slice() else {
@@ -507,6 +496,11 @@ impl Session {
             .substitute(bind(tokens, &vec![Lit::Null; n]));
         match keyword(bound.first()) {
             Some(Keyword::SELECT) => {}
+            Some(Keyword::EXPLAIN | Keyword::DESCRIBE | Keyword::DESC)
+                if explains_statement(&bound[1..]) =>
+            {
+                return Ok(super::explain::columns());
+            }
             _ => return Ok(Vec::new()),
         }
         let mut statement = parse(bound)?;
@@ -559,7 +553,7 @@ impl Session {
     }
 
     /// How a SELECT is answered.
-    fn plan_select(&mut self, q: &ast::Query) -> Result<Select, MyError> {
+    pub(super) fn plan_select(&mut self, q: &ast::Query) -> Result<Select, MyError> {
         let select = crate::tc::ronsql::plan::select_of(q)?;
         if select.from.is_empty() {
             return self.constant_select(q, select);
@@ -1052,20 +1046,84 @@ impl Session {
         Ok(Some(first))
     }
 
-    async fn update(
-        &mut self,
-        name: &[String],
-        assignments: &[ast::Assignment],
-        selection: Option<&Expr>,
-        pick: Pick,
-    ) -> Result<Reply, MyError> {
-        let (table, grant) = self.table_named(name)?;
+    /// An UPDATE statement's change of its one table, checked as it runs.
+    pub(super) fn update_of<'a>(&self, update: &'a Statement) -> Result<Change<'a>, MyError> {
+        let Statement::Update {
+            table,
+            assignments,
+            from,
+            selection,
+            returning,
+            or,
+            limit,
+        } = update
+        else {
+            return Err(MyError::syntax("not an UPDATE"));
+        };
+        if from.is_some() || returning.is_some() || or.is_some() {
+            return Err(MyError::unsupported("UPDATE with FROM or RETURNING"));
+        }
+        if !table.joins.is_empty() {
+            return Err(MyError::unsupported("UPDATE of several tables"));
+        }
+        let (table, grant) = self.table_named(&relation_name(&table.relation)?)?;
         self.may_write(&grant, "UPDATE", &table)?;
         let mut set = Vec::with_capacity(assignments.len());
         for a in assignments {
             let c = assigned(&table, a, "UPDATE")?;
             set.push((c, Expression::of(&table, c, &a.value)?));
         }
+        let pick = Pick {
+            order: Vec::new(),
+            limit: limit.as_ref().map(row_limit).transpose()?,
+        };
+        Ok(Change {
+            table,
+            grant,
+            selection: selection.as_ref(),
+            pick,
+            set,
+        })
+    }
+
+    /// A DELETE statement's change of its one table, checked as it runs.
+    pub(super) fn delete_of<'a>(&self, delete: &'a ast::Delete) -> Result<Change<'a>, MyError> {
+        if delete.using.is_some() || delete.returning.is_some() || !delete.tables.is_empty() {
+            return Err(MyError::unsupported(
+                "DELETE with USING or of several tables",
+            ));
+        }
+        let (ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from)) =
+            &delete.from;
+        let [from] = from.as_slice() else {
+            return Err(MyError::unsupported("DELETE from several tables"));
+        };
+        if !from.joins.is_empty() {
+            return Err(MyError::unsupported("DELETE with a JOIN"));
+        }
+        let (table, grant) = self.table_named(&relation_name(&from.relation)?)?;
+        self.may_write(&grant, "DELETE", &table)?;
+        let pick = Pick {
+            order: order_exprs(&delete.order_by, |e| column_of(&table, e, "order clause"))?,
+            limit: delete.limit.as_ref().map(row_limit).transpose()?,
+        };
+        Ok(Change {
+            table,
+            grant,
+            selection: delete.selection.as_ref(),
+            pick,
+            set: Vec::new(),
+        })
+    }
+
+    async fn update(&mut self, change: Change<'_>) -> Result<Reply, MyError> {
+        let Change {
+            table,
+            grant,
+            selection,
+            pick,
+            set,
+        } = change;
         let keys = selection
             .map(|w| key_lookup(&table, w))
             .transpose()?
@@ -1083,28 +1141,14 @@ impl Session {
         })
     }
 
-    async fn delete(&mut self, delete: &ast::Delete) -> Result<Reply, MyError> {
-        if delete.using.is_some() || delete.returning.is_some() || !delete.tables.is_empty() {
-            return Err(MyError::unsupported(
-                "DELETE with USING or of several tables",
-            ));
-        }
-        let (ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from)) =
-            &delete.from;
-        let [from] = from.as_slice() else {
-            return Err(MyError::unsupported("DELETE from several tables"));
-        };
-        if !from.joins.is_empty() {
-            return Err(MyError::unsupported("DELETE with a JOIN"));
-        }
-        let name = relation_name(&from.relation)?;
-        let (table, grant) = self.table_named(&name)?;
-        self.may_write(&grant, "DELETE", &table)?;
-        let selection = delete.selection.as_ref();
-        let pick = Pick {
-            order: order_exprs(&delete.order_by, |e| column_of(&table, e, "order clause"))?,
-            limit: delete.limit.as_ref().map(row_limit).transpose()?,
-        };
+    async fn delete(&mut self, change: Change<'_>) -> Result<Reply, MyError> {
+        let Change {
+            table,
+            grant,
+            selection,
+            pick,
+            ..
+        } = change;
         let keys = selection
             .map(|w| key_lookup(&table, w))
             .transpose()?
@@ -1922,7 +1966,7 @@ impl Session {
 }
 
 /// How a SELECT is answered.
-enum Select {
+pub(super) enum Select {
     Constant {
         columns: Vec<ColumnDef>,
         rows: Vec<Vec<Cell>>,
@@ -2058,22 +2102,33 @@ fn compare_rows(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
 /// Rows read by their primary keys.
 #[derive(Debug)]
 pub(crate) struct Lookup {
-    table: Arc<Table>,
+    pub(super) table: Arc<Table>,
     /// The catalog's version when the table was last found to be the
     /// catalog's (`u64::MAX`: not yet).
     current_at: std::sync::atomic::AtomicU64,
     /// Each key column's values, as written (`?`s among them).
-    keys: Vec<Vec<Lit>>,
+    pub(super) keys: Vec<Vec<Lit>>,
     /// FOR UPDATE or FOR SHARE: in a transaction, the rows found are
     /// locked until it ends (exclusively, both: a row has one kind of lock).
     lock: bool,
-    shape: Shape,
+    pub(super) shape: Shape,
+}
+
+/// An UPDATE or a DELETE of one table, checked: the table, the key's grant
+/// on it, the WHERE and which of the rows it finds are changed, and what
+/// an UPDATE sets (each column and its new value).
+pub(super) struct Change<'a> {
+    pub(super) table: Arc<Table>,
+    pub(super) grant: Grant,
+    pub(super) selection: Option<&'a Expr>,
+    pub(super) pick: Pick,
+    set: Vec<(usize, Expression)>,
 }
 
 /// Which of the rows its WHERE finds an UPDATE or DELETE changes: the
 /// first `limit` (all if `None`) in `order` (any if empty).
-struct Pick {
-    order: Vec<(usize, bool)>,
+pub(super) struct Pick {
+    pub(super) order: Vec<(usize, bool)>,
     limit: Option<u64>,
 }
 
@@ -2081,6 +2136,28 @@ impl Pick {
     fn is_all(&self) -> bool {
         self.limit.is_none()
     }
+}
+
+/// Whether what follows EXPLAIN (or DESCRIBE) is a statement to explain,
+/// not a table whose columns are described.
+fn explains_statement(rest: &[Token]) -> bool {
+    let format = word(rest.first()).is_some_and(|w| w.eq_ignore_ascii_case("FORMAT"))
+        && rest.get(1) == Some(&Token::Eq);
+    format
+        || matches!(
+            keyword(rest.first()),
+            Some(
+                Keyword::SELECT
+                    | Keyword::WITH
+                    | Keyword::UPDATE
+                    | Keyword::DELETE
+                    | Keyword::INSERT
+                    | Keyword::REPLACE
+                    | Keyword::ANALYZE
+                    | Keyword::FOR
+            )
+        )
+        || rest.first() == Some(&Token::LParen)
 }
 
 /// BEGIN, COMMIT and ROLLBACK take WORK and nothing else here.
@@ -2571,7 +2648,7 @@ pub(crate) fn column_of(table: &Table, e: &Expr, place: &str) -> Result<usize, M
 /// The keys a WHERE clause pins: every primary key column equal to a
 /// constant, or (one of them) in a list of constants. `None`: the clause
 /// is anything else, and rows would be scanned.
-fn key_lookup(table: &Table, filter: &Expr) -> Result<Option<Vec<Vec<Value>>>, MyError> {
+pub(super) fn key_lookup(table: &Table, filter: &Expr) -> Result<Option<Vec<Vec<Value>>>, MyError> {
     key_lits(table, filter)?
         .map(|per_column| expand_keys(table, &per_column, &[]))
         .transpose()
@@ -2639,7 +2716,7 @@ fn key_lits(table: &Table, filter: &Expr) -> Result<Option<Vec<Vec<Lit>>>, MyErr
 
 /// The keys `per_column`'s values make (each column's values in turn,
 /// with `args` for the `?`s), each read for its column, without repeats.
-fn expand_keys(
+pub(super) fn expand_keys(
     table: &Table,
     per_column: &[Vec<Lit>],
     args: &[Lit],
@@ -2813,7 +2890,7 @@ fn ronsql_columns(plan: &crate::tc::ronsql::plan::Plan) -> Vec<ColumnDef> {
         .collect()
 }
 
-fn query_error(e: crate::tc::QueryError) -> MyError {
+pub(super) fn query_error(e: crate::tc::QueryError) -> MyError {
     match e {
         crate::tc::QueryError::Tc(e) => e.into(),
         crate::tc::QueryError::Sql(e) => e.into(),

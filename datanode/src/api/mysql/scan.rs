@@ -82,6 +82,28 @@ impl Scan {
         self.range.is_some()
     }
 
+    /// The ordered index whose range holds the rows, and the range.
+    pub(crate) fn range(&self) -> Option<(&str, &Bounds)> {
+        (self.range.as_ref()).map(|(index, b)| (index.as_str(), b))
+    }
+
+    /// Whether a WHERE is checked on each row found.
+    pub(crate) fn filters(&self) -> bool {
+        self.cond.is_some()
+    }
+
+    /// Every ordered index whose range the WHERE bounds: those it could
+    /// be found by (MySQL's `possible_keys`).
+    pub(crate) fn possible_indexes(&self) -> Vec<&str> {
+        let Some(cond) = &self.cond else {
+            return Vec::new();
+        };
+        (self.table.layout.ordered.iter())
+            .filter(|index| bounds(cond, &index.order[..index.columns]).is_some())
+            .map(|index| index.name.as_str())
+            .collect()
+    }
+
     /// Whether `row` passes the WHERE.
     pub(crate) fn passes(&self, row: &[Value]) -> bool {
         self.cond.as_ref().is_none_or(|c| c.passes(row))

@@ -57,6 +57,19 @@ impl SystemSelect {
     pub(crate) fn columns(self) -> Vec<ColumnDef> {
         self.shape.columns
     }
+
+    /// The table's name, as its schema's catalog writes it.
+    pub(crate) fn table_name(&self) -> &'static str {
+        match self.table {
+            System::Ndbinfo(t) => t.name,
+            System::Information(t) => t.name,
+        }
+    }
+
+    /// Whether a WHERE is checked on each row.
+    pub(crate) fn filters(&self) -> bool {
+        self.cond.is_some()
+    }
 }
 
 /// A computed table's columns, for conditions on them.
