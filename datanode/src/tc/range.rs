@@ -112,10 +112,21 @@ impl Tc {
     pub(crate) async fn range_share(
         &self,
         table: &Arc<Table>,
-        scan: RangeScan<'_>,
+        index: &str,
+        lower: Option<(&[Value], bool)>,
+        upper: Option<(&[Value], bool)>,
     ) -> Result<Option<f64>, TcError> {
         let Some(&place) = table.fragments.first() else {
             return Ok(None);
+        };
+        let scan = RangeScan {
+            index: Some(index),
+            lower,
+            upper,
+            after: None,
+            limit: 1,
+            max_bytes: 1,
+            columns: None,
         };
         let range = prepare(table, scan)?;
         let index = &table.layout.ordered[range.index].name;

@@ -22,7 +22,7 @@
 
 use std::sync::Arc;
 
-use sqlparser::ast::{self, Expr, Statement};
+use sqlparser::ast::{self, Statement};
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::Token;
 
@@ -30,17 +30,19 @@ use super::clock;
 use super::error::MyError;
 use super::filter::Cond;
 use super::proto::{ColumnDef, ty};
-use super::query::{Reply, Select, expand_keys, key_lookup, key_positions, keyword, parse, word};
+use super::query::{
+    Change, Reply, Select, expand_keys, key_positions, keyword, parse, query_error, word,
+};
 use super::scan::Scan;
 use super::session::Session;
 use super::value::{Cell, computed};
+use crate::tc::Table;
 use crate::tc::ronsql::plan::Access;
-use crate::tc::{RangeScan, Table};
 use crate::types::value::Value;
 
 /// How a statement reaches its table: one row of EXPLAIN's answer.
-#[derive(Debug, Default, PartialEq)]
-pub(crate) struct Reach {
+#[derive(Debug, Default)]
+struct Reach {
     select_type: &'static str,
     table: Option<String>,
     kind: Option<&'static str>,
@@ -77,14 +79,11 @@ impl Session {
             Statement::Query(q) => self.explain_select(&q).await?,
             update @ Statement::Update { .. } => {
                 let change = self.update_of(&update)?;
-                self.explain_change("UPDATE", &change.table, change.selection, false)
-                    .await?
+                self.explain_change("UPDATE", change).await?
             }
             Statement::Delete(delete) => {
                 let change = self.delete_of(&delete)?;
-                let sorts = !change.pick.order.is_empty();
-                self.explain_change("DELETE", &change.table, change.selection, sorts)
-                    .await?
+                self.explain_change("DELETE", change).await?
             }
             _ => {
                 return Err(MyError::syntax(
@@ -125,7 +124,7 @@ impl Session {
             Select::Aggregate { plan, .. } => {
                 let mut plan = *plan;
                 let tc = self.engine.tc();
-                tc.choose_access(&mut plan).await.map_err(query_failed)?;
+                tc.choose_access(&mut plan).await.map_err(query_error)?;
                 let table = &plan.table;
                 let rows = self.table_rows(table).await?;
                 let mut reach = Reach {
@@ -167,23 +166,20 @@ impl Session {
     async fn explain_change(
         &mut self,
         select_type: &'static str,
-        table: &Arc<Table>,
-        selection: Option<&Expr>,
-        sorts: bool,
+        change: Change<'_>,
     ) -> Result<Reach, MyError> {
-        let keys = selection
-            .map(|w| key_lookup(table, w))
-            .transpose()?
-            .flatten();
-        let mut reach = match keys {
+        let table = &change.table;
+        let mut reach = match &change.keys {
             Some(keys) => by_keys(select_type, table, keys.len()),
             None => {
-                let cond = selection.map(|w| Cond::of(table.as_ref(), w)).transpose()?;
+                let cond = (change.selection)
+                    .map(|w| Cond::of(table.as_ref(), w))
+                    .transpose()?;
                 let scan = Scan::plan(table, cond, key_positions(table));
                 self.by_scan(select_type, &scan).await?
             }
         };
-        reach.sorted(sorts, false);
+        reach.sorted(!change.pick.order.is_empty(), false);
         Ok(reach)
     }
 
@@ -205,10 +201,7 @@ impl Session {
             ..Reach::default()
         };
         if let Some((index, b)) = scan.range() {
-            let pinned = match (&b.lower, &b.upper) {
-                (Some((lower, true)), Some((upper, true))) => lower == upper,
-                _ => false,
-            };
+            let pinned = b.pins();
             let used = b.width();
             reach.kind = Some(if pinned { "ref" } else { "range" });
             reach.key = Some(index.to_owned());
@@ -216,21 +209,10 @@ impl Session {
             if pinned {
                 reach.refs = Some(vec!["const"; used].join(","));
             }
-            let share = self
-                .engine
-                .tc()
-                .range_share(
-                    table,
-                    RangeScan {
-                        index: Some(index),
-                        lower: b.lower.as_ref().map(|(v, i)| (v.as_slice(), *i)),
-                        upper: b.upper.as_ref().map(|(v, i)| (v.as_slice(), *i)),
-                        after: None,
-                        limit: 1,
-                        max_bytes: 1,
-                        columns: None,
-                    },
-                )
+            let lower = b.lower.as_ref().map(|(v, i)| (v.as_slice(), *i));
+            let upper = b.upper.as_ref().map(|(v, i)| (v.as_slice(), *i));
+            let share = (self.engine.tc())
+                .range_share(table, index, lower, upper)
                 .await?;
             reach.rows = rows.map(|r| share.map_or(r, |s| estimate(r, s)));
         }
@@ -391,10 +373,6 @@ fn explain_format(rest: &[Token]) -> Result<&[Token], MyError> {
             format!("Unknown EXPLAIN format name: '{name}'"),
         )),
     }
-}
-
-fn query_failed(e: crate::tc::QueryError) -> MyError {
-    super::query::query_error(e)
 }
 
 #[cfg(test)]

@@ -497,6 +497,12 @@ impl Bounds {
         let len = |b: &Option<(Vec<Value>, bool)>| b.as_ref().map_or(0, |(v, _)| v.len());
         len(&self.lower).max(len(&self.upper))
     }
+
+    /// Whether each column it bounds is pinned to one value (both ends
+    /// the same values, both taken in).
+    pub(crate) fn pins(&self) -> bool {
+        matches!((&self.lower, &self.upper), (Some((lower, true)), Some((upper, true))) if lower == upper)
+    }
 }
 
 /// The bounds `cond` puts on an index over `columns`: equal values for its

@@ -1077,10 +1077,12 @@ impl Session {
             order: Vec::new(),
             limit: limit.as_ref().map(row_limit).transpose()?,
         };
+        let selection = selection.as_ref();
         Ok(Change {
+            keys: keys_named(&table, selection)?,
             table,
             grant,
-            selection: selection.as_ref(),
+            selection,
             pick,
             set,
         })
@@ -1107,10 +1109,12 @@ impl Session {
             order: order_exprs(&delete.order_by, |e| column_of(&table, e, "order clause"))?,
             limit: delete.limit.as_ref().map(row_limit).transpose()?,
         };
+        let selection = delete.selection.as_ref();
         Ok(Change {
+            keys: keys_named(&table, selection)?,
             table,
             grant,
-            selection: delete.selection.as_ref(),
+            selection,
             pick,
             set: Vec::new(),
         })
@@ -1121,13 +1125,10 @@ impl Session {
             table,
             grant,
             selection,
+            keys,
             pick,
             set,
         } = change;
-        let keys = selection
-            .map(|w| key_lookup(&table, w))
-            .transpose()?
-            .flatten();
         // Each row is locked and read first: the new values may come from
         // it, and MySQL counts the rows whose values changed.
         let (keys, scan) = (self.rows_to_change(&grant, &table, keys, selection, &pick)).await?;
@@ -1146,13 +1147,10 @@ impl Session {
             table,
             grant,
             selection,
+            keys,
             pick,
             ..
         } = change;
-        let keys = selection
-            .map(|w| key_lookup(&table, w))
-            .transpose()?
-            .flatten();
         let affected = match keys {
             Some(keys) if !self.in_transaction() && pick.is_all() => {
                 let absent = |e: &OperationError| matches!(e, OperationError::NotFound { .. });
@@ -2115,12 +2113,14 @@ pub(crate) struct Lookup {
 }
 
 /// An UPDATE or a DELETE of one table, checked: the table, the key's grant
-/// on it, the WHERE and which of the rows it finds are changed, and what
-/// an UPDATE sets (each column and its new value).
+/// on it, the WHERE (and the keys it names) and which of the rows it finds
+/// are changed, and what an UPDATE sets (each column and its new value).
 pub(super) struct Change<'a> {
     pub(super) table: Arc<Table>,
     pub(super) grant: Grant,
     pub(super) selection: Option<&'a Expr>,
+    /// The keys the WHERE names, if it names whole keys (`key_lookup`).
+    pub(super) keys: Option<Vec<Vec<Value>>>,
     pub(super) pick: Pick,
     set: Vec<(usize, Expression)>,
 }
@@ -2646,15 +2646,18 @@ pub(crate) fn column_of(table: &Table, e: &Expr, place: &str) -> Result<usize, M
 }
 
 /// The keys a WHERE clause pins: every primary key column equal to a
-/// constant, or (one of them) in a list of constants. `None`: the clause
-/// is anything else, and rows would be scanned.
-pub(super) fn key_lookup(table: &Table, filter: &Expr) -> Result<Option<Vec<Vec<Value>>>, MyError> {
+/// constant, or (one of them) in a list of constants. `None`: there is no
+/// WHERE or it is anything else, and rows would be scanned.
+fn keys_named(table: &Table, selection: Option<&Expr>) -> Result<Option<Vec<Vec<Value>>>, MyError> {
+    let Some(filter) = selection else {
+        return Ok(None);
+    };
     key_lits(table, filter)?
         .map(|per_column| expand_keys(table, &per_column, &[]))
         .transpose()
 }
 
-/// `key_lookup`'s values as written, per key column (a prepared
+/// `keys_named`'s values as written, per key column (a prepared
 /// statement's `?`s among them), before they are read for their columns.
 fn key_lits(table: &Table, filter: &Expr) -> Result<Option<Vec<Vec<Lit>>>, MyError> {
     let key = &table.layout.key;
