@@ -909,6 +909,31 @@ async fn explain_says_how_each_statement_finds_its_rows_and_runs_nothing() {
             && grouped[11].ends_with("Using pushed aggregation"),
         "{grouped:?}"
     );
+    // An aggregate's range whose upper end bounds more columns than its
+    // lower: both columns are used.
+    assert_eq!(
+        row("EXPLAIN SELECT COUNT(*) FROM orders WHERE customer = 1 AND placed < '2024-01-10'")
+            [4..8],
+        ["range", "by_customer", "by_customer", "8"]
+    );
+    // A key no row can have (keys are never NULL): nothing is read.
+    assert_eq!(
+        row("EXPLAIN SELECT * FROM orders WHERE id = NULL")[..],
+        [
+            "1",
+            "SIMPLE",
+            "NULL",
+            "NULL",
+            "NULL",
+            "NULL",
+            "NULL",
+            "NULL",
+            "NULL",
+            "NULL",
+            "NULL",
+            "Impossible WHERE"
+        ]
+    );
     assert_eq!(
         row("EXPLAIN SELECT 1")[..],
         [

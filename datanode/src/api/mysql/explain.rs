@@ -36,6 +36,7 @@ use super::query::{
 use super::scan::Scan;
 use super::session::Session;
 use super::value::{Cell, computed};
+use crate::storage::fragment::Bound;
 use crate::tc::Table;
 use crate::tc::ronsql::plan::Access;
 use crate::types::value::Value;
@@ -140,13 +141,19 @@ impl Session {
                     }
                 }
                 if let Access::Range {
-                    name, lower, share, ..
+                    name,
+                    lower,
+                    upper,
+                    share,
+                    ..
                 } = &plan.access
                 {
-                    let used = lower.as_ref().map_or(0, |b| b.values.len());
+                    // The columns either end bounds (`WHERE k < 5` has no lower end).
+                    let len = |b: &Option<Bound>| b.as_ref().map_or(0, |b| b.values.len());
+                    let used = len(lower).max(len(upper));
                     reach.kind = Some("range");
                     reach.key = Some(name.clone());
-                    reach.key_len = key_len(table, name, used.max(1));
+                    reach.key_len = key_len(table, name, used);
                     reach.rows = rows.map(|r| share.map_or(r, |s| estimate(r, s)));
                 }
                 if let Some(filter) = &plan.filter_sql {
