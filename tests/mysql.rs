@@ -320,9 +320,11 @@ async fn errors_have_mysqls_numbers_and_change_nothing() {
         "1062 (23000)",
     );
     s.refused("CREATE VIEW v AS SELECT 1", "1235");
-    s.refused("SELECT * FROM items WHERE name = qty", "1235");
-    s.refused("UPDATE items SET qty = qty + 1.5 WHERE id = 1", "1235");
-    s.refused("UPDATE items SET name = name + 1 WHERE id = 1", "1235");
+    // Types are not converted: a string is not a number, and a value that
+    // needs rounding to fit its column is not rounded.
+    s.refused("SELECT * FROM items WHERE name = qty", "1105");
+    s.refused("UPDATE items SET qty = qty + 1.5 WHERE id = 1", "1366");
+    s.refused("UPDATE items SET name = name + 1 WHERE id = 1", "1105");
     // Arithmetic is checked: a result past the column is refused.
     s.refused("UPDATE items SET qty = qty - 1 WHERE id = 1", "1690");
     s.refused("SET GLOBAL max_connections = 1", "1227");
@@ -2017,15 +2019,182 @@ async fn integer_constants_are_worked_out_as_mysql_does() {
         "SELECT * FROM items WHERE id = 18446744073709551615 - 18446744073709551615 - 1",
         "1690",
     );
-    // Decimals, division and strings are not worked out here: named.
-    for sql in [
-        "SELECT * FROM items WHERE id = 1.5 + 1",
-        "SELECT * FROM items WHERE id = 4 / 2",
-        "SELECT * FROM items WHERE id = '1' + 1",
-    ] {
-        s.refused(sql, "1235");
-    }
+    // Decimals and division are worked out on each row, exactly; a string
+    // is not a number (refused, not converted).
+    let out = s.ok("SELECT name FROM items WHERE id = 4 / 2");
+    assert_eq!(lines(&out), ["two"], "{out}");
+    let out = s.ok("SELECT COUNT(*) FROM items WHERE id = 1.5 + 1");
+    assert_eq!(lines(&out), ["0"], "{out}");
+    let err = s.refused("SELECT * FROM items WHERE id = '1' + 1", "1105");
+    assert!(err.contains("not arithmetic on numbers"), "{err}");
     assert_eq!(s.rest_rows().await.len(), 2);
+}
+
+#[tokio::test]
+async fn expressions_are_computed_from_each_row_as_mysql_computes_them() {
+    let s = setup(&[]).await;
+    s.ok(
+        "INSERT INTO items (id, name, qty, price, weight, tag) VALUES \
+          (1, 'Ärm', 3, 2.50, 1.5, X'00FF'), (2, 'bolt', 10, 0.35, NULL, NULL), \
+          (3, 'cog', 0, NULL, 0.25, NULL)",
+    );
+    // Arithmetic in the SELECT list: exact for integers and decimals; a
+    // quotient of exact numbers has 4 more decimals than its dividend.
+    let out =
+        s.ok("SELECT id, qty * price, price / 3, qty + 1, -qty, 7 / 2 FROM items ORDER BY id");
+    assert_eq!(
+        lines(&out),
+        [
+            "1\t7.50\t0.833333\t4\t-3\t3.5000",
+            "2\t3.50\t0.116667\t11\t-10\t3.5000",
+            "3\tNULL\tNULL\t1\t0\t3.5000"
+        ],
+        "{out}"
+    );
+    // Functions of text and numbers, NULL handling, CASE and IF.
+    let out = s.ok(
+        "SELECT UPPER(name), LOWER(name), CONCAT(name, '#', id), LENGTH(name), \
+         CHAR_LENGTH(name), SUBSTRING(name, 2), SUBSTRING(name, -2, 1) FROM items WHERE id = 1",
+    );
+    assert_eq!(lines(&out), ["ÄRM\tärm\tÄrm#1\t4\t3\trm\tr"], "{out}");
+    let out = s.ok("SELECT id, COALESCE(price, 0), IFNULL(weight, -1), NULLIF(qty, 0), \
+         IF(qty > 5, 'many', 'few'), CASE WHEN price IS NULL THEN 'free' WHEN price < 1 THEN 'cheap' \
+         ELSE 'dear' END, CASE id WHEN 1 THEN 'one' END FROM items ORDER BY id");
+    assert_eq!(
+        lines(&out),
+        [
+            "1\t2.50\t1.5\t3\tfew\tdear\tone",
+            "2\t0.35\t-1\t10\tmany\tcheap\tNULL",
+            "3\t0.00\t0.25\tNULL\tfew\tfree\tNULL"
+        ],
+        "{out}"
+    );
+    let out = s.ok(
+        "SELECT ROUND(price, 1), ROUND(price), FLOOR(price), CEIL(price), ABS(0 - price), \
+         CAST(price AS SIGNED), CAST(qty AS CHAR), CAST('12.5' AS DECIMAL(6,2)), MOD(qty, 4) \
+         FROM items WHERE id = 1",
+    );
+    assert_eq!(lines(&out), ["2.5\t3\t2\t3\t2.50\t3\t3\t12.50\t3"], "{out}");
+    // Named by alias; sorted and made distinct by computed values.
+    let out = s.ok("SELECT id, qty * 2 AS twice FROM items ORDER BY twice DESC");
+    assert_eq!(lines(&out), ["2\t20", "1\t6", "3\t0"], "{out}");
+    let out = s.ok("SELECT id FROM items ORDER BY qty % 3, id");
+    assert_eq!(lines(&out), ["1", "3", "2"], "{out}");
+    let out = s.ok("SELECT DISTINCT qty > 2 FROM items ORDER BY 1");
+    assert_eq!(lines(&out), ["0", "1"], "{out}");
+    // In WHERE, beside the comparisons an index range is found by.
+    let out = s.ok("SELECT id FROM items WHERE id >= 1 AND qty * price > 5");
+    assert_eq!(lines(&out), ["1"], "{out}");
+    let out =
+        s.ok("SELECT id FROM items WHERE UPPER(name) = 'BOLT' OR LENGTH(name) = 3 ORDER BY id");
+    assert_eq!(lines(&out), ["2", "3"], "{out}");
+    let out = s.ok("SELECT id FROM items WHERE qty ORDER BY id");
+    assert_eq!(lines(&out), ["1", "2"], "{out}");
+    // A table's alias names its columns anywhere in the statement.
+    let out = s.ok("SELECT i.id, i.qty + 1 FROM items AS i WHERE i.qty > 5 ORDER BY i.id");
+    assert_eq!(lines(&out), ["2\t11"], "{out}");
+    // Aggregates take the same functions, pushed down.
+    let out =
+        s.ok("SELECT SUM(IF(qty > 5, qty, 0)), COUNT(*) FROM items i WHERE UPPER(i.name) <> 'COG'");
+    assert_eq!(lines(&out), ["10\t2"], "{out}");
+    // A prepared SELECT declares its computed columns' types.
+    let mut conn = sqlx::MySqlConnection::connect_with(&s.driver_options())
+        .await
+        .unwrap();
+    let row = sqlx::query(
+        "SELECT qty * 2 AS twice, weight * 2 AS heavier, CONCAT(name, '!') AS shout FROM items WHERE id = ?",
+    )
+    .bind(1)
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(row.try_get::<i64, _>("twice").unwrap(), 6);
+    assert_eq!(row.try_get::<f64, _>("heavier").unwrap(), 3.0);
+    assert_eq!(row.try_get::<String, _>("shout").unwrap(), "Ärm!");
+    conn.close().await.unwrap();
+
+    // UPDATE sets columns to expressions of any type; its result is
+    // checked as a written value is: never rounded, never clamped.
+    s.ok("UPDATE items i SET i.price = i.price * 2 + 0.10, i.name = CONCAT(UPPER(i.name), '-') WHERE i.id = 2");
+    let out = s.ok("SELECT name, price FROM items WHERE id = 2");
+    assert_eq!(lines(&out), ["BOLT-\t0.80"], "{out}");
+    let err = s.refused(
+        "UPDATE items SET price = price * 1.001 WHERE id = 1",
+        "1366",
+    );
+    assert!(err.contains("not rounded"), "{err}");
+    s.ok("UPDATE items SET price = ROUND(price * 1.001, 2) WHERE id = 1");
+    s.refused("UPDATE items SET qty = qty - 4 WHERE id = 1", "1690");
+    let err = s.refused(
+        "UPDATE items SET qty = price * 10000000000 WHERE id = 1",
+        "1366",
+    );
+    assert!(err.contains("out of range"), "{err}");
+    s.ok("UPDATE items SET qty = price * 2 WHERE id = 1");
+
+    // Errors: clear, numbered, and nothing changed.
+    for (sql, code, says) in [
+        (
+            "SELECT UPPER(qty) FROM items",
+            "1105",
+            "UPPER takes a string",
+        ),
+        (
+            "SELECT COALESCE(qty, 'none') FROM items",
+            "1105",
+            "does not convert",
+        ),
+        (
+            "SELECT SUBSTRING(name, 'a') FROM items",
+            "1105",
+            "whole numbers",
+        ),
+        ("SELECT NO_SUCH_FN(id) FROM items", "1235", "NO_SUCH_FN"),
+        (
+            "SELECT CAST('12abc' AS SIGNED) FROM items",
+            "1690",
+            "is not a number",
+        ),
+        (
+            "SELECT CAST(0 - qty AS UNSIGNED) FROM items WHERE id = 1",
+            "1690",
+            "negative",
+        ),
+        (
+            "SELECT id + 18446744073709551615 FROM items WHERE id = 3",
+            "1690",
+            "out of range",
+        ),
+        (
+            "SELECT ROUND(price, qty) FROM items",
+            "1235",
+            "constant number of decimals",
+        ),
+        (
+            "SELECT UPPER(name, name) FROM items",
+            "1105",
+            "does not take 2 arguments",
+        ),
+        ("SELECT x.id FROM items i", "1054", "x.id"),
+        ("SELECT id FROM items WHERE name", "1235", "a string"),
+    ] {
+        let err = s.refused(sql, code);
+        assert!(err.contains(says), "{sql}: {err}");
+    }
+    // A string of more than 1 MiB from one row is refused.
+    let long = format!(
+        "SELECT CONCAT({}) FROM items WHERE id = 1",
+        vec!["'{}'"; 40].join(", ")
+    )
+    .replace("{}", &"x".repeat(30_000));
+    let err = s.refused(&long, "1690");
+    assert!(err.contains("longer than"), "{err}");
+    let out = s.ok("SELECT id, name, qty, price FROM items ORDER BY id");
+    assert_eq!(
+        lines(&out),
+        ["1\tÄrm\t5\t2.50", "2\tBOLT-\t10\t0.80", "3\tcog\t0\tNULL"],
+        "{out}"
+    );
 }
 
 /// A job queue's table, for the tests of locking reads.

@@ -13,12 +13,16 @@ use std::cmp::Ordering;
 
 use shoal_wire::schema::ColumnType;
 
+use super::func::Function;
 use crate::storage::codec;
 use crate::storage::layout::Layout;
-use crate::types::value::POW10;
+use crate::types::value::{POW10, Value};
 
 /// Largest scale a decimal result may have (MySQL's).
 pub(crate) const MAX_SCALE: u8 = 30;
+/// Decimals a quotient of exact numbers has beyond its dividend's
+/// (MySQL's `div_precision_increment`, 4 by default).
+const DIV_SCALE: u8 = 4;
 
 /// Why evaluating a row failed; the whole query fails with it. (Boxed:
 /// every value an expression answers travels in a `Result` with it.)
@@ -301,7 +305,10 @@ impl Arith {
             return None;
         }
         Some(match (self, a, b) {
-            (Arith::Div, ..) | (_, Ty::Double, _) | (_, _, Ty::Double) => Ty::Double,
+            (_, Ty::Double, _) | (_, _, Ty::Double) => Ty::Double,
+            // As MySQL divides exact numbers: to 4 more decimals than the
+            // dividend's (`div_precision_increment`).
+            (Arith::Div, x, _) => Ty::Decimal((scale_of(x) + DIV_SCALE).min(MAX_SCALE)),
             (_, Ty::Null, Ty::Null) => Ty::Int,
             (_, Ty::Null, t) | (_, t, Ty::Null) => t,
             (_, Ty::Int, Ty::Int) => Ty::Int,
@@ -319,7 +326,7 @@ fn scale_of(t: Ty) -> u8 {
 }
 
 /// Integers a result may be: BIGINT's and BIGINT UNSIGNED's range together.
-fn int_in_range(v: i128) -> Result<i128, EvalError> {
+pub(crate) fn int_in_range(v: i128) -> Result<i128, EvalError> {
     if (i128::from(i64::MIN)..=i128::from(u64::MAX)).contains(&v) {
         Ok(v)
     } else {
@@ -355,7 +362,7 @@ pub(crate) fn arith<'a>(
             )))
         }
     };
-    if op == Arith::Div || matches!(a, Double(_)) || matches!(b, Double(_)) {
+    if matches!(a, Double(_)) || matches!(b, Double(_)) {
         let (x, y) = (a.as_f64(), b.as_f64());
         return match op {
             Arith::Add => double(x + y),
@@ -374,7 +381,7 @@ pub(crate) fn arith<'a>(
             Arith::Mul => int_in_range(x.checked_mul(y).unwrap_or(i128::MAX)).map(Int),
             Arith::Mod if y == 0 => Ok(Null),
             Arith::Mod => Ok(Int(x % y)),
-            Arith::Div => unreachable!("division answers a double"),
+            Arith::Div => divide(x, 0, y, 0),
         };
     }
     let (m, s) = decimal_parts(a);
@@ -407,8 +414,29 @@ pub(crate) fn arith<'a>(
             };
             Ok(Decimal(q, MAX_SCALE))
         }
-        Arith::Div => unreachable!("division answers a double"),
+        Arith::Div => divide(m, s, n, t),
     }
+}
+
+/// `m × 10^-s ÷ n × 10^-t` exactly, rounded half away from zero to
+/// `DIV_SCALE` more decimals than the dividend's; NULL for a zero divisor.
+fn divide<'a>(m: i128, s: u8, n: i128, t: u8) -> Result<Scalar<'a>, EvalError> {
+    if n == 0 {
+        return Ok(Scalar::Null);
+    }
+    let scale = (s + DIV_SCALE).min(MAX_SCALE);
+    // The quotient at `scale` is m × 10^(t + scale - s) / n.
+    let shift = usize::from(t + scale - s);
+    let dividend = (POW10.get(shift))
+        .and_then(|p| m.checked_mul(*p))
+        .ok_or_else(|| overflow(Arith::Div))?;
+    let (q, r) = (dividend / n, dividend % n);
+    let away = if r.unsigned_abs() * 2 >= n.unsigned_abs() {
+        dividend.signum() * n.signum()
+    } else {
+        0
+    };
+    Ok(Scalar::Decimal(q + away, scale))
 }
 
 fn decimal_parts(v: &Scalar<'_>) -> (i128, u8) {
@@ -438,6 +466,78 @@ pub(crate) enum Expr {
     Literal(Datum),
     Neg(Box<Expr>),
     Arith(Arith, Box<Expr>, Box<Expr>),
+    /// A scalar function of its arguments (NULL if any is NULL).
+    Call(Function, Vec<Expr>),
+    Case(Box<Case>),
+}
+
+/// `CASE WHEN p THEN v … ELSE e END`, and what `COALESCE`, `IFNULL`,
+/// `NULLIF` and `IF` are: the value of the first arm whose condition is
+/// true, else `otherwise`; as type `ty`, which every arm's value is made.
+#[derive(Debug, Clone)]
+pub(crate) struct Case {
+    pub(crate) arms: Vec<(Pred, Expr)>,
+    pub(crate) otherwise: Expr,
+    pub(crate) ty: Ty,
+}
+
+impl Case {
+    fn eval<'a>(&'a self, row: impl Fields<'a>) -> Result<Scalar<'a>, EvalError> {
+        for (when, then) in &self.arms {
+            if when.test(row)? == Some(true) {
+                return Ok(as_type(then.eval(row)?, self.ty));
+            }
+        }
+        Ok(as_type(self.otherwise.eval(row)?, self.ty))
+    }
+}
+
+/// `v` as a value of type `ty`, which the planner found it fits: an
+/// integer or a decimal widened to a decimal of more digits or a double,
+/// a date to a date-time.
+pub(crate) fn as_type<'a>(v: Scalar<'a>, ty: Ty) -> Scalar<'a> {
+    match (v, ty) {
+        (Scalar::Int(x), Ty::Decimal(s)) => match x.checked_mul(POW10[usize::from(s)]) {
+            Some(m) => Scalar::Decimal(m, s),
+            None => Scalar::Double(x as f64),
+        },
+        (Scalar::Decimal(m, s), Ty::Decimal(t)) if t > s => {
+            match m.checked_mul(POW10[usize::from(t - s)]) {
+                Some(m) => Scalar::Decimal(m, t),
+                None => Scalar::Decimal(m, s),
+            }
+        }
+        (v @ (Scalar::Int(_) | Scalar::Decimal(..)), Ty::Double) => Scalar::Double(v.as_f64()),
+        (
+            Scalar::Time(TimeKind::Date, d),
+            Ty::Time(k @ (TimeKind::DateTime(_) | TimeKind::Timestamp(_))),
+        ) => Scalar::Time(k, d * crate::types::value::MICROS_PER_DAY),
+        (v, _) => v,
+    }
+}
+
+impl Ty {
+    /// The one type values of types `a` and `b` both fit, for the arms
+    /// of a CASE or a COALESCE; `None` if there is none.
+    pub(crate) fn common(a: Ty, b: Ty) -> Option<Ty> {
+        Some(match (a, b) {
+            (Ty::Null, t) | (t, Ty::Null) => t,
+            (x, y) if x == y => x,
+            (x, y) if x.is_numeric() && y.is_numeric() => Arith::Add.result(x, y)?,
+            (Ty::Text, Ty::Binary) | (Ty::Binary, Ty::Text) => Ty::Binary,
+            (Ty::Time(k), Ty::Time(l)) => match (k, l) {
+                (TimeKind::Date, other) | (other, TimeKind::Date) => Ty::Time(other),
+                (TimeKind::DateTime(f), TimeKind::DateTime(g)) => {
+                    Ty::Time(TimeKind::DateTime(f.max(g)))
+                }
+                (TimeKind::Timestamp(f), TimeKind::Timestamp(g)) => {
+                    Ty::Time(TimeKind::Timestamp(f.max(g)))
+                }
+                _ => return None,
+            },
+            _ => return None,
+        })
+    }
 }
 
 /// A row as expressions read it: a stored row's columns, or (for HAVING)
@@ -450,11 +550,64 @@ pub(crate) struct Row<'a> {
     pub(crate) slots: &'a [Datum],
 }
 
+/// A row of decoded values (a front end's, after a lookup or a scan): its
+/// columns in the order of the layout's.
+#[derive(Clone, Copy)]
+pub(crate) struct Values<'a> {
+    pub(crate) layout: &'a Layout,
+    pub(crate) values: &'a [Value],
+}
+
+/// What an expression reads its columns and slots through.
+pub(crate) trait Fields<'a>: Copy {
+    fn column(self, c: u16) -> Scalar<'a>;
+    fn slot(self, i: usize) -> Scalar<'a>;
+}
+
+impl<'a> Fields<'a> for Row<'a> {
+    #[inline(always)]
+    fn column(self, c: u16) -> Scalar<'a> {
+        column(self.layout, self.fixed, self.var, c)
+    }
+
+    fn slot(self, i: usize) -> Scalar<'a> {
+        self.slots[i].clone()
+    }
+}
+
+impl<'a> Fields<'a> for Values<'a> {
+    fn column(self, c: u16) -> Scalar<'a> {
+        let fsp = || match self.layout.columns[usize::from(c)].ty {
+            ColumnType::DateTime { fsp } | ColumnType::Timestamp { fsp } => fsp,
+            _ => 6,
+        };
+        match &self.values[usize::from(c)] {
+            Value::Null => Scalar::Null,
+            Value::Int(v) => Scalar::Int(i128::from(*v)),
+            Value::UInt(v) => Scalar::Int(i128::from(*v)),
+            Value::Bool(b) => Scalar::Int(i128::from(*b)),
+            Value::Float(v) => Scalar::Double(f64::from(*v)),
+            Value::Double(v) => Scalar::Double(*v),
+            Value::Decimal(d) => Scalar::Decimal(d.mantissa, d.scale),
+            Value::Text(t) => Scalar::Text(Cow::Borrowed(t.as_bytes())),
+            Value::Bytes(b) => Scalar::Binary(Cow::Borrowed(b)),
+            Value::Date(d) => Scalar::Time(TimeKind::Date, i64::from(d.0)),
+            Value::DateTime(t) => Scalar::Time(TimeKind::DateTime(fsp()), t.0),
+            Value::Timestamp(t) => Scalar::Time(TimeKind::Timestamp(fsp()), t.0),
+        }
+    }
+
+    /// A front end's row has no group values: no plan over one reads a slot.
+    fn slot(self, _: usize) -> Scalar<'a> {
+        Scalar::Null
+    }
+}
+
 impl Expr {
-    pub(crate) fn eval<'a>(&'a self, row: Row<'a>) -> Result<Scalar<'a>, EvalError> {
+    pub(crate) fn eval<'a>(&'a self, row: impl Fields<'a>) -> Result<Scalar<'a>, EvalError> {
         match self {
-            Expr::Column(c) => Ok(column(row.layout, row.fixed, row.var, *c)),
-            Expr::Slot(i) => Ok(row.slots[*i].clone()),
+            Expr::Column(c) => Ok(row.column(*c)),
+            Expr::Slot(i) => Ok(row.slot(*i)),
             Expr::Literal(v) => Ok(v.clone()),
             Expr::Neg(e) => match e.eval(row)? {
                 Scalar::Null => Ok(Scalar::Null),
@@ -477,15 +630,48 @@ impl Expr {
                 }
                 arith(*op, &x, &y)
             }
+            Expr::Call(f, args) => {
+                let mut values = Vec::with_capacity(args.len());
+                for a in args {
+                    let v = a.eval(row)?;
+                    if v.is_null() {
+                        return Ok(Scalar::Null);
+                    }
+                    values.push(v);
+                }
+                f.call(&values)
+            }
+            Expr::Case(case) => case.eval(row),
+        }
+    }
+
+    /// Adds the columns it reads to `out`.
+    pub(crate) fn columns(&self, out: &mut Vec<u16>) {
+        match self {
+            Expr::Column(c) => out.push(*c),
+            Expr::Slot(_) | Expr::Literal(_) => {}
+            Expr::Neg(e) => e.columns(out),
+            Expr::Arith(_, a, b) => {
+                a.columns(out);
+                b.columns(out);
+            }
+            Expr::Call(_, args) => args.iter().for_each(|a| a.columns(out)),
+            Expr::Case(case) => {
+                for (when, then) in &case.arms {
+                    when.columns(out);
+                    then.columns(out);
+                }
+                case.otherwise.columns(out);
+            }
         }
     }
 
     /// The value of a column or a literal, without a call: most operands
     /// of arithmetic are one.
     #[inline(always)]
-    fn leaf<'a>(&'a self, row: Row<'a>) -> Option<Scalar<'a>> {
+    fn leaf<'a>(&'a self, row: impl Fields<'a>) -> Option<Scalar<'a>> {
         match self {
-            Expr::Column(c) => Some(column(row.layout, row.fixed, row.var, *c)),
+            Expr::Column(c) => Some(row.column(*c)),
             Expr::Literal(v) => Some(v.clone()),
             _ => None,
         }
@@ -571,7 +757,24 @@ pub(crate) enum Pred {
 }
 
 impl Pred {
-    pub(crate) fn test(&self, row: Row<'_>) -> Result<Option<bool>, EvalError> {
+    /// Adds the columns it reads to `out`.
+    pub(crate) fn columns(&self, out: &mut Vec<u16>) {
+        match self {
+            Pred::Const(_) => {}
+            Pred::Cmp(_, a, b) => {
+                a.columns(out);
+                b.columns(out);
+            }
+            Pred::And(a, b) | Pred::Or(a, b) => {
+                a.columns(out);
+                b.columns(out);
+            }
+            Pred::Not(p) => p.columns(out),
+            Pred::IsNull(e, _) | Pred::In { expr: e, .. } => e.columns(out),
+        }
+    }
+
+    pub(crate) fn test<'a>(&'a self, row: impl Fields<'a>) -> Result<Option<bool>, EvalError> {
         Ok(match self {
             Pred::Const(v) => *v,
             Pred::Cmp(op, a, b) => {
@@ -655,6 +858,33 @@ mod tests {
             Ok(Scalar::Decimal(5, 1))
         );
         assert_eq!(arith(Arith::Div, &a, &Scalar::Int(0)), Ok(Scalar::Null));
+        // Quotients of exact numbers are decimals with 4 more decimals
+        // than the dividend, rounded half away from zero (MySQL's).
+        let (one, two, three) = (Scalar::Int(1), Scalar::Int(2), Scalar::Int(3));
+        assert_eq!(
+            arith(Arith::Div, &one, &three),
+            Ok(Scalar::Decimal(3333, 4))
+        );
+        assert_eq!(
+            arith(Arith::Div, &two, &three),
+            Ok(Scalar::Decimal(6667, 4))
+        );
+        assert_eq!(
+            arith(Arith::Div, &negate(&two).unwrap(), &three),
+            Ok(Scalar::Decimal(-6667, 4))
+        );
+        assert_eq!(
+            arith(Arith::Div, &Scalar::Decimal(2103, 2), &three),
+            Ok(Scalar::Decimal(7_010_000, 6))
+        );
+        assert_eq!(
+            arith(Arith::Div, &one, &Scalar::Decimal(-8, 1)),
+            Ok(Scalar::Decimal(-12_500, 4))
+        );
+        assert_eq!(
+            Arith::Div.result(Ty::Int, Ty::Decimal(2)),
+            Some(Ty::Decimal(4))
+        );
         assert_eq!(
             arith(Arith::Mod, &Scalar::Int(7), &Scalar::Int(0)),
             Ok(Scalar::Null)

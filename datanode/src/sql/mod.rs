@@ -11,11 +11,16 @@
 //! read. Rows are read committed, as scans read them, and each one
 //! examined is charged as a read.
 //!
+//! The same expressions (`eval`, with the scalar functions of `func`)
+//! are what the MySQL front end computes from each row a plain SELECT
+//! finds, checks its WHERE with, and sets an UPDATE's columns to.
+//!
 //! Everything a query can take is bounded: its text, its tokens and
 //! nesting, its IN lists, its groups (count and bytes) and its time.
 
 pub(crate) mod agg;
 pub(crate) mod eval;
+pub(crate) mod func;
 
 use std::time::Duration;
 

@@ -188,6 +188,14 @@ impl From<SqlError> for MyError {
     }
 }
 
+/// A value a statement computes from a row that is out of range (1690,
+/// as MySQL's `BIGINT value is out of range`): the statement fails whole.
+impl From<crate::sql::eval::EvalError> for MyError {
+    fn from(e: crate::sql::eval::EvalError) -> MyError {
+        MyError::new(1690, "22003", e.0.to_string())
+    }
+}
+
 impl From<QuotaError> for MyError {
     fn from(e: QuotaError) -> MyError {
         MyError::from_node(e.number(), e)

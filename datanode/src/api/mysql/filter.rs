@@ -15,17 +15,19 @@
 //! ON DUPLICATE KEY UPDATE it may also read the row the INSERT gave.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 use shoal_wire::schema::ColumnType;
 use sqlparser::ast::{self, BinaryOperator, Expr, UnaryOperator};
 
 use super::error::MyError;
 use super::query::{column_of, compare, literal, position};
-use super::value::{Lit, to_value};
-use crate::sql::eval::Cmp;
+use super::value::{self, Lit, to_value};
+use crate::sql::eval::{self, Cmp, Pred, Ty, Values};
 use crate::storage::codec;
+use crate::storage::layout::Layout;
 use crate::tc::Table;
-use crate::types::value::{Date, DateTime, MICROS_PER_DAY, Value};
+use crate::types::value::{Date, DateTime, MICROS_PER_DAY, POW10, Value};
 
 /// Most values an IN list of a condition holds.
 const MAX_IN_LIST: usize = 10_000;
@@ -44,6 +46,12 @@ pub(crate) trait Columns {
     fn column_type(&self, _column: usize) -> Option<ColumnType> {
         None
     }
+
+    /// Condition `e` as an expression over each row (`a * 2 > b`), where
+    /// the relation's rows can be read so; `None` where they cannot.
+    fn pred(&self, _e: &Expr) -> Option<Result<RowPred, MyError>> {
+        None
+    }
 }
 
 impl Columns for Table {
@@ -57,6 +65,35 @@ impl Columns for Table {
 
     fn column_type(&self, column: usize) -> Option<ColumnType> {
         Some(self.def().columns[column].column_type)
+    }
+
+    fn pred(&self, e: &Expr) -> Option<Result<RowPred, MyError>> {
+        let pred = crate::tc::ronsql::plan::row_pred(self, e).map_err(MyError::from);
+        Some(pred.map(|pred| RowPred {
+            pred,
+            layout: Arc::clone(&self.layout),
+        }))
+    }
+}
+
+/// A condition over a table's row as an expression (`a * 2 > b`).
+#[derive(Debug, Clone)]
+pub(crate) struct RowPred {
+    pred: Pred,
+    layout: Arc<Layout>,
+}
+
+impl RowPred {
+    fn columns(&self, out: &mut Vec<u16>) {
+        self.pred.columns(out);
+    }
+
+    fn test(&self, values: &[Value]) -> Result<Option<bool>, MyError> {
+        let row = Values {
+            layout: &self.layout,
+            values,
+        };
+        Ok(self.pred.test(row)?)
     }
 }
 
@@ -96,6 +133,8 @@ pub(crate) enum Cond {
     Null(usize),
     In(usize, Vec<Value>),
     Like(usize, Like),
+    /// Any other condition, an expression over the table's row.
+    Pred(Box<RowPred>),
     And(Vec<Cond>),
     Or(Vec<Cond>),
     Not(Box<Cond>),
@@ -108,14 +147,31 @@ impl Cond {
             Cond::Compare(c, ..) | Cond::Null(c) | Cond::In(c, _) | Cond::Like(c, _) => {
                 out.push(*c as u16)
             }
+            Cond::Pred(p) => p.columns(out),
             Cond::And(all) | Cond::Or(all) => all.iter().for_each(|c| c.columns(out)),
             Cond::Not(c) => c.columns(out),
         }
     }
 
     /// The condition `e` over the rows of `table` (a table's, or any
-    /// other relation's).
+    /// other relation's): a column compared with constants where it is
+    /// one, else (on a table) an expression over each row.
     pub(crate) fn of(table: &impl Columns, e: &Expr) -> Result<Cond, MyError> {
+        match Cond::simple(table, e) {
+            Err(refused) if refused.is_unsupported() => match table.pred(e) {
+                None => Err(refused),
+                Some(Ok(p)) => Ok(Cond::Pred(Box::new(p))),
+                // Expressions have no LIKE: the first refusal names what
+                // LIKE lacks; of anything else, the expression's.
+                Some(Err(_)) if matches!(e, Expr::Like { .. }) => Err(refused),
+                Some(Err(e)) => Err(e),
+            },
+            simple => simple,
+        }
+    }
+
+    /// The condition `e` as columns compared with constants.
+    fn simple(table: &impl Columns, e: &Expr) -> Result<Cond, MyError> {
         let constant = |e: &Expr| -> Result<Lit, MyError> {
             match literal(e)? {
                 Some(Lit::Param(_)) => Err(MyError::bad_arguments("a ? was given no value")),
@@ -271,13 +327,16 @@ impl Cond {
     }
 
     /// Whether `row` (every column's value) passes: `None` for unknown.
-    pub(crate) fn eval(&self, row: &[Value]) -> Option<bool> {
-        match self {
+    /// An expression over the row may fail (a result out of range), and
+    /// the statement with it.
+    pub(crate) fn eval(&self, row: &[Value]) -> Result<Option<bool>, MyError> {
+        Ok(match self {
+            Cond::Pred(p) => p.test(row)?,
             Cond::Like(c, like) => like.matches(&row[*c]),
             Cond::Compare(c, cmp, v) => {
                 let x = &row[*c];
                 if matches!(x, Value::Null) || matches!(v, Value::Null) {
-                    return None;
+                    return Ok(None);
                 }
                 Some(cmp.holds(compare(x, v)))
             }
@@ -285,14 +344,14 @@ impl Cond {
             Cond::In(c, values) => {
                 let x = &row[*c];
                 if matches!(x, Value::Null) {
-                    return None;
+                    return Ok(None);
                 }
                 let mut unknown = false;
                 for v in values {
                     if matches!(v, Value::Null) {
                         unknown = true;
                     } else if compare(x, v).is_eq() {
-                        return Some(true);
+                        return Ok(Some(true));
                     }
                 }
                 if unknown { None } else { Some(false) }
@@ -300,8 +359,8 @@ impl Cond {
             Cond::And(parts) => {
                 let mut unknown = false;
                 for p in parts {
-                    match p.eval(row) {
-                        Some(false) => return Some(false),
+                    match p.eval(row)? {
+                        Some(false) => return Ok(Some(false)),
                         None => unknown = true,
                         Some(true) => {}
                     }
@@ -311,21 +370,21 @@ impl Cond {
             Cond::Or(parts) => {
                 let mut unknown = false;
                 for p in parts {
-                    match p.eval(row) {
-                        Some(true) => return Some(true),
+                    match p.eval(row)? {
+                        Some(true) => return Ok(Some(true)),
                         None => unknown = true,
                         Some(false) => {}
                     }
                 }
                 if unknown { None } else { Some(false) }
             }
-            Cond::Not(p) => p.eval(row).map(|b| !b),
-        }
+            Cond::Not(p) => p.eval(row)?.map(|b| !b),
+        })
     }
 
     /// Whether `row` passes.
-    pub(crate) fn passes(&self, row: &[Value]) -> bool {
-        self.eval(row) == Some(true)
+    pub(crate) fn passes(&self, row: &[Value]) -> Result<bool, MyError> {
+        Ok(self.eval(row)? == Some(true))
     }
 
     /// The conditions that must all hold: the parts of top-level ANDs.
@@ -579,6 +638,9 @@ pub(crate) enum Expression {
     /// `c` below the table's width, else of the row an INSERT gave.
     Column(usize),
     Arith(Box<Expression>, Arith, Box<Expression>),
+    /// Anything else over the row there (`price * 1.1`, `UPPER(name)`),
+    /// computed as a SELECT computes its outputs.
+    Computed(Box<eval::Expr>, Arc<Layout>),
 }
 
 /// What the names of an ON DUPLICATE KEY UPDATE read besides the row
@@ -597,9 +659,37 @@ pub(crate) enum Arith {
 }
 
 impl Expression {
-    /// The expression `e` setting column `target` of `table`.
+    /// The expression `e` setting column `target` of `table`: integer
+    /// arithmetic (`k = k + 1`) worked out exactly on the values there,
+    /// anything else as an expression over the row.
     pub(crate) fn of(table: &Table, target: usize, e: &Expr) -> Result<Expression, MyError> {
-        Expression::within(table, target, e, None)
+        match Expression::within(table, target, e, None) {
+            Ok(x) if x.integer_only(table) => Ok(x),
+            Err(refused) if !refused.is_unsupported() => Err(refused),
+            _ => {
+                let (x, _) = crate::tc::ronsql::plan::row_value(table, e)?;
+                Ok(Expression::Computed(Box::new(x), Arc::clone(&table.layout)))
+            }
+        }
+    }
+
+    /// Whether its arithmetic reads only integers: constants, and columns
+    /// of integer types.
+    fn integer_only(&self, table: &Table) -> bool {
+        let integer = |x: &Expression| match x {
+            Expression::Value(v) => matches!(v, Value::Int(_) | Value::UInt(_)),
+            Expression::Column(c) => {
+                let ty = table.def().columns[*c].column_type;
+                Ty::of_column(ty) == Ty::Int && ty != ColumnType::Bool
+            }
+            Expression::Arith(..) => x.integer_only(table),
+            Expression::Computed(..) => false,
+        };
+        match self {
+            Expression::Value(_) | Expression::Column(_) => true,
+            Expression::Arith(l, _, r) => integer(l) && integer(r),
+            Expression::Computed(..) => false,
+        }
     }
 
     /// The expression `e` of an ON DUPLICATE KEY UPDATE setting column
@@ -684,6 +774,27 @@ impl Expression {
                 // Through the target column's checks, as a literal would be.
                 to_value(&lit_of(v), column)
             }
+            Expression::Computed(x, layout) => {
+                let values = Values {
+                    layout,
+                    values: row,
+                };
+                let v = match x.eval(values)? {
+                    // A whole decimal (`price * 100`) sets an integer column.
+                    eval::Scalar::Decimal(m, s)
+                        if Ty::of_column(column.column_type) == Ty::Int
+                            && m % POW10[usize::from(s)] == 0 =>
+                    {
+                        eval::Scalar::Int(m / POW10[usize::from(s)])
+                    }
+                    v => v,
+                };
+                let v = value::value_of_datum(v.to_owned());
+                let v = to_value(&lit_of(&v), column)?;
+                // Checked as a written value is: never rounded or clamped.
+                codec::encode_operand(&table.layout, target as u16, &v)?;
+                Ok(v)
+            }
             Expression::Arith(..) => {
                 let v = self.integer(row, column.name.as_str())?;
                 let lit = match v {
@@ -711,6 +822,7 @@ impl Expression {
         Ok(match self {
             Expression::Value(v) => integer_of(v, name)?,
             Expression::Column(c) => integer_of(&row[*c], name)?,
+            Expression::Computed(..) => return Err(not_integer(name)),
             Expression::Arith(l, op, r) => {
                 let (Some(l), Some(r)) = (l.integer(row, name)?, r.integer(row, name)?) else {
                     return Ok(None);
@@ -821,23 +933,37 @@ mod tests {
     fn comparisons_with_null_are_unknown_and_never_pass() {
         let row = [int(1), Value::Null];
         let unknown = Cond::Compare(1, Cmp::Eq, int(1));
-        assert_eq!(unknown.eval(&row), None);
-        assert_eq!(Cond::Not(Box::new(unknown.clone())).eval(&row), None);
-        assert!(!Cond::Not(Box::new(unknown.clone())).passes(&row));
+        assert_eq!(unknown.eval(&row).unwrap(), None);
+        assert_eq!(
+            Cond::Not(Box::new(unknown.clone())).eval(&row).unwrap(),
+            None
+        );
+        assert!(!Cond::Not(Box::new(unknown.clone())).passes(&row).unwrap());
         let yes = Cond::Compare(0, Cmp::Le, int(1));
         assert_eq!(
-            Cond::Or(vec![unknown.clone(), yes.clone()]).eval(&row),
+            Cond::Or(vec![unknown.clone(), yes.clone()])
+                .eval(&row)
+                .unwrap(),
             Some(true)
         );
-        assert_eq!(Cond::And(vec![unknown.clone(), yes]).eval(&row), None);
-        let no = Cond::Compare(0, Cmp::Gt, int(1));
-        assert_eq!(Cond::And(vec![unknown, no]).eval(&row), Some(false));
-        assert_eq!(Cond::In(0, vec![int(2), Value::Null]).eval(&row), None);
         assert_eq!(
-            Cond::In(0, vec![Value::Null, int(1)]).eval(&row),
+            Cond::And(vec![unknown.clone(), yes]).eval(&row).unwrap(),
+            None
+        );
+        let no = Cond::Compare(0, Cmp::Gt, int(1));
+        assert_eq!(
+            Cond::And(vec![unknown, no]).eval(&row).unwrap(),
+            Some(false)
+        );
+        assert_eq!(
+            Cond::In(0, vec![int(2), Value::Null]).eval(&row).unwrap(),
+            None
+        );
+        assert_eq!(
+            Cond::In(0, vec![Value::Null, int(1)]).eval(&row).unwrap(),
             Some(true)
         );
-        assert_eq!(Cond::Null(1).eval(&row), Some(true));
+        assert_eq!(Cond::Null(1).eval(&row).unwrap(), Some(true));
     }
 
     #[test]

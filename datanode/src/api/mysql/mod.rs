@@ -10,6 +10,7 @@
 //! - `proto`: packets, the handshake, result sets in text and binary.
 //! - `session`: one connection: login, commands, prepared statements.
 //! - `query`: statements, planned onto the transaction coordinator.
+//! - `alias`: a table's alias, resolved as a statement is parsed.
 //! - `filter`: WHERE clauses and SET expressions over rows.
 //! - `clock`: NOW() and its kin, and date arithmetic on constants, worked
 //!   out before a statement is planned.
@@ -32,6 +33,7 @@
 //! Connections are capped, timed out and drained on stop as every front
 //! end's are (`serve`).
 
+mod alias;
 mod clock;
 mod ddl;
 mod error;

@@ -47,6 +47,7 @@ use super::session::Session;
 use super::upsert::{OnDuplicate, apply};
 use super::value::{self, Cell, Lit, column_def, computed, to_value};
 use super::variables;
+use crate::sql::eval;
 use crate::storage::codec::encode_key;
 use crate::tc::batch::{OperationError, Outcome};
 use crate::tc::{Commit, Grant, Role, Table, TcError};
@@ -312,7 +313,11 @@ pub(super) fn parse(tokens: Vec<Token>) -> Result<Statement, MyError> {
             ParserError::TokenizerError(m) | ParserError::ParserError(m) => MyError::syntax(m),
         })?;
     match statements.len() {
-        1 => Ok(statements.pop().expect("one")),
+        1 => {
+            let mut statement = statements.pop().expect("one");
+            super::alias::unalias(&mut statement)?;
+            Ok(statement)
+        }
         0 => Err(MyError::new(1065, "42000", "Query was empty")),
         _ => Err(MyError::syntax(
             "one statement at a time: multi-statements are not taken",
@@ -532,7 +537,7 @@ impl Session {
                     self.may_write(&grant, "SELECT … FOR UPDATE", &scan.table)?;
                     found = self.lock_found(&grant, &scan, &shape, found).await?;
                 }
-                Ok(shape.answer(found, &[]))
+                shape.answer(found, &[])
             }
             Select::Aggregate {
                 plan,
@@ -618,37 +623,59 @@ impl Session {
         };
         let db_name = table.database.name.to_string();
         let def = table.def();
+        let width = def.columns.len();
+        let mut computed = Vec::new();
+        // A column of the table, else a value computed from each row.
+        let mut output = |e: &Expr, place: &str| match column_of(&table, e, place) {
+            Err(err) if err.is_unsupported() => {
+                let (expr, ty) = crate::tc::ronsql::plan::row_value(&table, e)?;
+                computed.push(expr);
+                Ok((width + computed.len() - 1, Some(ty)))
+            }
+            found => found.map(|c| (c, None)),
+        };
         let mut outputs = Vec::new();
+        let mut columns = Vec::new();
         // Each output's alias, if it has one.
         let mut aliases: Vec<Option<&str>> = Vec::new();
         for item in &select.projection {
-            match item {
+            let (e, alias) = match item {
                 SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
-                    outputs.extend(0..def.columns.len());
-                    aliases.resize(outputs.len(), None);
+                    for (c, column) in def.columns.iter().enumerate() {
+                        outputs.push(c);
+                        aliases.push(None);
+                        columns.push(column_def(
+                            &db_name,
+                            def.name.as_str(),
+                            column,
+                            is_key(&table, c),
+                        ));
+                    }
+                    continue;
                 }
-                SelectItem::UnnamedExpr(e) => {
-                    outputs.push(column_of(&table, e, "field list")?);
-                    aliases.push(None);
-                }
-                SelectItem::ExprWithAlias { expr, alias } => {
-                    outputs.push(column_of(&table, expr, "field list")?);
-                    aliases.push(Some(alias.value.as_str()));
-                }
+                SelectItem::UnnamedExpr(e) => (e, None),
+                SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.as_str())),
+            };
+            let (c, ty) = output(e, "field list")?;
+            let mut column = match ty {
+                None => column_def(
+                    &db_name,
+                    def.name.as_str(),
+                    &def.columns[c],
+                    is_key(&table, c),
+                ),
+                Some(ty) => value::computed_of(&e.to_string(), ty),
+            };
+            if let Some(alias) = alias {
+                column.name = alias.to_owned();
             }
+            outputs.push(c);
+            aliases.push(alias);
+            columns.push(column);
         }
-        let columns: Vec<ColumnDef> = (outputs.iter().zip(&aliases))
-            .map(|(&c, alias)| {
-                let column = &def.columns[c];
-                let mut out = column_def(&db_name, def.name.as_str(), column, is_key(&table, c));
-                if let Some(alias) = alias {
-                    out.name = (*alias).to_owned();
-                }
-                out
-            })
-            .collect();
         // As MySQL resolves ORDER BY: an output's alias, an output's
-        // position (from 1), else a column of the table.
+        // position (from 1), else a column of the table or a value
+        // computed from it.
         let order = order_of(q, |e| {
             match e {
                 Expr::Identifier(name) => {
@@ -668,9 +695,13 @@ impl Session {
                 }
                 _ => {}
             }
-            column_of(&table, e, "order clause")
+            output(e, "order clause").map(|(c, _)| c)
         })?;
         let (limit, offset) = limit_of(q)?;
+        let computed = (!computed.is_empty()).then(|| Computed {
+            table: Arc::clone(&table),
+            exprs: computed,
+        });
         let shape = Shape {
             outputs,
             columns,
@@ -678,6 +709,7 @@ impl Session {
             distinct,
             limit,
             offset,
+            computed,
         };
         let keys = match &select.selection {
             Some(filter) => key_lits(&table, filter)?,
@@ -701,6 +733,8 @@ impl Session {
         let keys = key_positions(&table).filter(|_| lock);
         let reads = (shape.outputs.iter().copied())
             .chain(shape.order.iter().map(|&(c, _)| c))
+            .filter(|&c| c < width)
+            .chain(shape.computed.iter().flat_map(Computed::reads))
             .chain(keys);
         Ok(Select::Scan {
             scan: Scan::plan(&table, cond, reads),
@@ -833,7 +867,7 @@ impl Session {
         let key_order: Vec<(usize, bool)> = key_positions(&l.table).map(|c| (c, true)).collect();
         // `sql_select_limit`, for a SELECT that gives no LIMIT.
         let implicit = l.shape.limit.is_none().then_some(self.safety.select_limit);
-        Ok(at_most(l.shape.answer(found, &key_order), implicit))
+        Ok(at_most(l.shape.answer(found, &key_order)?, implicit))
     }
 
     async fn insert(&mut self, insert: &ast::Insert) -> Result<Reply, MyError> {
@@ -1247,6 +1281,7 @@ impl Session {
         let mut asked = shape.enough();
         loop {
             let scanned_all = asked.is_none_or(|asked| found.len() < asked);
+            shape.extend(&mut found)?;
             sort_rows(&mut found, &shape.order);
             let mut fresh = found.iter().map(key_of).filter(|key| {
                 let mut encoded = Vec::new();
@@ -1295,7 +1330,7 @@ impl Session {
         for i in 0..keys.len() {
             if let Ok(Outcome::Found(row)) = locked.result(i) {
                 let values = row.into_values();
-                if scan.passes(&values) {
+                if scan.passes(&values)? {
                     rows.push(values);
                 }
             }
@@ -1335,7 +1370,9 @@ impl Session {
                 continue;
             };
             let values = row.into_values();
-            if scan.is_some_and(|s| !s.passes(&values)) {
+            if let Some(s) = scan
+                && !s.passes(&values)?
+            {
                 continue;
             }
             matched += 1;
@@ -2003,19 +2040,70 @@ impl Select {
 /// order, how many.
 #[derive(Debug)]
 pub(crate) struct Shape {
-    /// The table's columns answered, in order.
+    /// The columns answered, in order: the table's (below its width), or
+    /// values computed from each row (`computed`'s, from the width on).
     pub(super) outputs: Vec<usize>,
     pub(super) columns: Vec<ColumnDef>,
     pub(super) order: Vec<(usize, bool)>,
     pub(super) distinct: bool,
     pub(super) limit: Option<u64>,
     pub(super) offset: u64,
+    pub(super) computed: Option<Computed>,
+}
+
+/// Values a SELECT computes from each row it finds (`n * 2`, `UPPER(s)`),
+/// to answer or to sort by: appended to the row, after its columns.
+#[derive(Debug)]
+pub(crate) struct Computed {
+    pub(super) table: Arc<Table>,
+    pub(super) exprs: Vec<eval::Expr>,
+}
+
+impl Computed {
+    /// Appends the computed values to each row that has only the table's
+    /// columns yet.
+    fn extend(&self, rows: &mut [Vec<Value>]) -> Result<(), MyError> {
+        let layout = &self.table.layout;
+        let width = layout.columns.len();
+        for row in rows.iter_mut().filter(|r| r.len() == width) {
+            let mut values = Vec::with_capacity(self.exprs.len());
+            for e in &self.exprs {
+                let found = eval::Values {
+                    layout,
+                    values: row,
+                };
+                values.push(value::value_of_datum(e.eval(found)?.to_owned()));
+            }
+            row.extend(values);
+        }
+        Ok(())
+    }
+
+    /// The columns the computed values read.
+    fn reads(&self) -> impl Iterator<Item = usize> {
+        let mut out = Vec::new();
+        self.exprs.iter().for_each(|e| e.columns(&mut out));
+        out.into_iter().map(usize::from)
+    }
 }
 
 impl Shape {
+    /// Appends the values it computes to each row of `rows` found.
+    fn extend(&self, rows: &mut [Vec<Value>]) -> Result<(), MyError> {
+        match &self.computed {
+            Some(c) => c.extend(rows),
+            None => Ok(()),
+        }
+    }
+
     /// The answer made of `found` (every column of each row), sorted by
     /// its ORDER BY, else by `natural` (empty: as found).
-    pub(super) fn answer(&self, mut found: Vec<Vec<Value>>, natural: &[(usize, bool)]) -> Reply {
+    pub(super) fn answer(
+        &self,
+        mut found: Vec<Vec<Value>>,
+        natural: &[(usize, bool)],
+    ) -> Result<Reply, MyError> {
+        self.extend(&mut found)?;
         let order = if self.order.is_empty() {
             natural
         } else {
@@ -2060,7 +2148,7 @@ impl Shape {
             )
             .map(|values| values.into_iter().map(Cell::Value).collect())
             .collect();
-        Reply::rows(self.columns.clone(), rows)
+        Ok(Reply::rows(self.columns.clone(), rows))
     }
 
     /// How many rows found are enough, when neither an order nor DISTINCT
@@ -2374,7 +2462,7 @@ fn relation_name(relation: &ast::TableFactor) -> Result<Vec<String>, MyError> {
             args: None,
             ..
         } => name_parts(name),
-        ast::TableFactor::Table { .. } => Err(MyError::unsupported("a table alias or hint here")),
+        ast::TableFactor::Table { .. } => Err(MyError::unsupported("a table hint here")),
         _ => Err(MyError::unsupported("anything but a table here")),
     }
 }
@@ -2637,9 +2725,7 @@ pub(crate) fn column_of(table: &Table, e: &Expr, place: &str) -> Result<usize, M
             parts.last().map_or("", |p| p.value.as_str())
         }
         other => {
-            return Err(MyError::unsupported(format!(
-                "the expression '{other}' in a SELECT that is not aggregated (columns only)"
-            )));
+            return Err(MyError::unsupported(format!("'{other}' is not a column")));
         }
     };
     position(table, name).ok_or_else(|| MyError::no_column(name, place))
@@ -2784,7 +2870,7 @@ pub(crate) fn limit_of(q: &ast::Query) -> Result<(Option<u64>, u64), MyError> {
 /// A query's ORDER BY: each column (`column` finds it) and whether ascending.
 pub(crate) fn order_of(
     q: &ast::Query,
-    column: impl Fn(&Expr) -> Result<usize, MyError>,
+    column: impl FnMut(&Expr) -> Result<usize, MyError>,
 ) -> Result<Vec<(usize, bool)>, MyError> {
     let Some(order_by) = &q.order_by else {
         return Ok(Vec::new());
@@ -2798,7 +2884,7 @@ pub(crate) fn order_of(
 /// The columns of an ORDER BY list, each ascending or not.
 fn order_exprs(
     exprs: &[ast::OrderByExpr],
-    column: impl Fn(&Expr) -> Result<usize, MyError>,
+    mut column: impl FnMut(&Expr) -> Result<usize, MyError>,
 ) -> Result<Vec<(usize, bool)>, MyError> {
     (exprs.iter())
         .map(|o| Ok((column(&o.expr)?, o.options.asc != Some(false))))

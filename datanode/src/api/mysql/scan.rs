@@ -105,8 +105,11 @@ impl Scan {
     }
 
     /// Whether `row` passes the WHERE.
-    pub(crate) fn passes(&self, row: &[Value]) -> bool {
-        self.cond.as_ref().is_none_or(|c| c.passes(row))
+    pub(crate) fn passes(&self, row: &[Value]) -> Result<bool, MyError> {
+        match &self.cond {
+            Some(c) => c.passes(row),
+            None => Ok(true),
+        }
     }
 }
 
@@ -142,7 +145,7 @@ impl Session {
                     ),
                 ));
             }
-            if scan.passes(&values) {
+            if scan.passes(&values)? {
                 rows.push(values);
             }
             Ok(rows.len() >= want)

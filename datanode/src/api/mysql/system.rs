@@ -188,6 +188,7 @@ impl Session {
                 distinct,
                 limit,
                 offset,
+                computed: None,
             },
         })
     }
@@ -198,10 +199,13 @@ impl Session {
             System::Ndbinfo(t) => self.ndbinfo_rows(t).await?,
             System::Information(t) => self.information_rows(t).await?,
         };
-        let found = (rows.into_iter())
-            .filter(|row| s.cond.as_ref().is_none_or(|c| c.passes(row)))
-            .collect();
-        Ok(s.shape.answer(found, &[]))
+        let mut found = Vec::with_capacity(rows.len());
+        for row in rows {
+            if s.cond.as_ref().map_or(Ok(true), |c| c.passes(&row))? {
+                found.push(row);
+            }
+        }
+        s.shape.answer(found, &[])
     }
 }
 

@@ -221,6 +221,55 @@ pub(crate) fn computed(name: &str, t: u8) -> ColumnDef {
     }
 }
 
+/// The column of a value computed from each row, of type `t`
+/// (`SELECT n * 2`, `UPPER(name)`): described as MySQL describes one of
+/// that type.
+pub(crate) fn computed_of(name: &str, t: crate::sql::eval::Ty) -> ColumnDef {
+    use crate::sql::eval::Ty;
+    match t {
+        Ty::Decimal(scale) => ColumnDef {
+            decimals: scale,
+            ..computed(name, ty::NEWDECIMAL)
+        },
+        Ty::Binary => ColumnDef {
+            charset: BINARY,
+            flags: flag::BINARY,
+            ..computed(name, ty::VAR_STRING)
+        },
+        Ty::Time(TimeKind::Date) => computed_moment(name, Moment::Date(Date(0))),
+        Ty::Time(TimeKind::DateTime(fsp) | TimeKind::Timestamp(fsp)) => {
+            computed_moment(name, Moment::DateTime(0, fsp))
+        }
+        Ty::Null => computed(name, ty::NULL),
+        other => computed(name, datum_type(other)),
+    }
+}
+
+/// A computed value as the value of a row: what sorts, compares and is
+/// sent as a stored one is.
+pub(crate) fn value_of_datum(d: Datum) -> Value {
+    match d {
+        Scalar::Null => Value::Null,
+        Scalar::Int(v) => match i64::try_from(v) {
+            Ok(v) => Value::Int(v),
+            // Results are within BIGINT's and BIGINT UNSIGNED's range.
+            Err(_) => Value::UInt(u64::try_from(v).unwrap_or(u64::MAX)),
+        },
+        Scalar::Decimal(mantissa, scale) => {
+            Value::Decimal(crate::types::value::Decimal { mantissa, scale })
+        }
+        Scalar::Double(v) => Value::Double(v),
+        Scalar::Text(b) => match String::from_utf8(b.into_owned()) {
+            Ok(s) => Value::Text(s),
+            Err(e) => Value::Bytes(e.into_bytes()),
+        },
+        Scalar::Binary(b) => Value::Bytes(b.into_owned()),
+        Scalar::Time(TimeKind::Date, v) => Value::Date(Date(v as i32)),
+        Scalar::Time(TimeKind::DateTime(_), v) => Value::DateTime(DateTime(v)),
+        Scalar::Time(TimeKind::Timestamp(_), v) => Value::Timestamp(Timestamp(v)),
+    }
+}
+
 /// A computed column holding a date or a date-time, described as MySQL
 /// describes `NOW()`'s: binary, its fractional digits as its decimals.
 pub(crate) fn computed_moment(name: &str, m: Moment) -> ColumnDef {

@@ -20,6 +20,7 @@ use sqlparser::tokenizer::Tokenizer;
 
 use crate::sql::agg::{Aggregate, Func, Program};
 use crate::sql::eval::{self, Arith, Cmp, Datum, Expr, Pred, Scalar, TimeKind, Ty};
+use crate::sql::func::Function;
 use crate::sql::{Class, SqlError};
 use crate::storage::codec;
 use crate::storage::fragment::Bound;
@@ -418,6 +419,19 @@ pub(crate) fn plan(explain: bool, query: &ast::Query, table: Arc<Table>) -> Resu
     })
 }
 
+/// A value expression over one row of `table`, as a front end evaluates
+/// it on each row it found (`SELECT n * 2 FROM t`, `SET n = n * 2`): no
+/// aggregates. The expression and its type.
+pub(crate) fn row_value(table: &Table, e: &ast::Expr) -> Result<(Expr, Ty), SqlError> {
+    Planner::over(table).value(e, 0)
+}
+
+/// A condition over one row of `table`, as a front end checks it on each
+/// row it found.
+pub(crate) fn row_pred(table: &Table, e: &ast::Expr) -> Result<Pred, SqlError> {
+    Planner::over(table).pred(e, 0)
+}
+
 /// LIMIT and OFFSET, whole numbers only: `(limit, offset)`.
 pub(crate) fn limit_of(clause: Option<&LimitClause>) -> Result<(Option<u64>, u64), SqlError> {
     let number = |e: &ast::Expr, what: &str| match e {
@@ -455,7 +469,19 @@ pub(crate) fn limit_of(clause: Option<&LimitClause>) -> Result<(Option<u64>, u64
     }
 }
 
-impl Planner<'_> {
+impl<'a> Planner<'a> {
+    /// A planner of expressions over single rows of `table`.
+    fn over(table: &'a Table) -> Planner<'a> {
+        Planner {
+            layout: &table.layout,
+            qualifiers: vec![table.name().to_string()],
+            group_by: Vec::new(),
+            aggregates: Vec::new(),
+            aggregate_keys: Vec::new(),
+            having: None,
+        }
+    }
+
     /// The column an expression names, if it is a column reference.
     fn column_ref(&self, e: &ast::Expr) -> Result<Option<u16>, SqlError> {
         let (qualifier, name) = match e {
@@ -523,6 +549,14 @@ impl Planner<'_> {
                 _ => Err(unsupported(format!("the literal '{e}'"))),
             },
             ast::Expr::Nested(inner) => self.value(inner, depth + 1),
+            ast::Expr::IsNull(_)
+            | ast::Expr::IsNotNull(_)
+            | ast::Expr::Between { .. }
+            | ast::Expr::InList { .. }
+            | ast::Expr::UnaryOp {
+                op: UnaryOperator::Not,
+                ..
+            } => self.truth(e, depth),
             ast::Expr::UnaryOp { op, expr } => {
                 let (x, ty) = self.value(expr, depth + 1)?;
                 match op {
@@ -559,9 +593,7 @@ impl Planner<'_> {
                     | BinaryOperator::Gt
                     | BinaryOperator::GtEq
                     | BinaryOperator::And
-                    | BinaryOperator::Or => {
-                        return Err(unsupported(format!("a condition used as a value ('{e}')")));
-                    }
+                    | BinaryOperator::Or => return self.truth(e, depth),
                     other => return Err(unsupported(format!("the operator {other}"))),
                 };
                 let (a, at) = self.value(left, depth + 1)?;
@@ -587,14 +619,218 @@ impl Planner<'_> {
             }
             ast::Expr::Function(f) => {
                 if aggregate_func(f).is_some() {
-                    Err(semantic(format!(
+                    return Err(semantic(format!(
                         "'{e}': an aggregate is allowed only in the SELECT list, HAVING and ORDER BY"
-                    )))
-                } else {
-                    Err(unsupported(format!("the function {}", f.name)))
+                    )));
                 }
+                let args = plain_args(f)?;
+                self.function(&f.name.to_string(), &args, e, depth)
+            }
+            ast::Expr::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
+                let args: Vec<&ast::Expr> = std::iter::once(expr.as_ref())
+                    .chain(substring_from.as_deref())
+                    .chain(substring_for.as_deref())
+                    .collect();
+                self.function("SUBSTRING", &args, e, depth)
+            }
+            ast::Expr::Ceil { expr, field } | ast::Expr::Floor { expr, field }
+                if matches!(
+                    field,
+                    ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime)
+                ) =>
+            {
+                let name = if matches!(e, ast::Expr::Ceil { .. }) {
+                    "CEIL"
+                } else {
+                    "FLOOR"
+                };
+                self.function(name, &[expr.as_ref()], e, depth)
+            }
+            ast::Expr::Cast {
+                kind: ast::CastKind::Cast,
+                expr,
+                data_type,
+                format: None,
+            } => {
+                let to = match data_type {
+                    ast::DataType::Char(_)
+                    | ast::DataType::Varchar(_)
+                    | ast::DataType::Text
+                    | ast::DataType::String(_) => Function::Cast(Ty::Text),
+                    ast::DataType::Signed | ast::DataType::SignedInteger => Function::Cast(Ty::Int),
+                    ast::DataType::Unsigned | ast::DataType::UnsignedInteger => {
+                        Function::CastUnsigned
+                    }
+                    ast::DataType::Decimal(info) => {
+                        let scale = match info {
+                            ast::ExactNumberInfo::PrecisionAndScale(_, s) => *s,
+                            _ => 0,
+                        };
+                        match u8::try_from(scale).ok().filter(|s| *s <= eval::MAX_SCALE) {
+                            Some(s) => Function::Cast(Ty::Decimal(s)),
+                            None => {
+                                return Err(semantic(format!(
+                                    "'{e}': a DECIMAL has at most {} decimals",
+                                    eval::MAX_SCALE
+                                )));
+                            }
+                        }
+                    }
+                    ast::DataType::Double(_) | ast::DataType::DoublePrecision => {
+                        Function::Cast(Ty::Double)
+                    }
+                    other => return Err(unsupported(format!("CAST to {other}"))),
+                };
+                let (x, ty) = self.value(expr, depth + 1)?;
+                let ty = to
+                    .result(&[ty])
+                    .map_err(|m| semantic(format!("'{e}': {m}")))?;
+                Ok((Expr::Call(to, vec![x]), ty))
+            }
+            ast::Expr::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => {
+                let mut arms = Vec::with_capacity(conditions.len());
+                for when in conditions {
+                    // `CASE x WHEN v …`: each arm is `x = v`.
+                    let pred = match operand {
+                        Some(x) => {
+                            let a = self.value(x, depth + 1)?;
+                            let b = self.value(&when.condition, depth + 1)?;
+                            let (a, b) = comparable(a, b, e)?;
+                            Pred::Cmp(Cmp::Eq, a, b)
+                        }
+                        None => self.pred(&when.condition, depth + 1)?,
+                    };
+                    arms.push((pred, self.value(&when.result, depth + 1)?));
+                }
+                let otherwise = match else_result {
+                    Some(x) => self.value(x, depth + 1)?,
+                    None => (Expr::Literal(Scalar::Null), Ty::Null),
+                };
+                case(arms, otherwise, e)
             }
             _ => Err(unsupported(format!("the expression '{e}'"))),
+        }
+    }
+
+    /// A condition as a value, as MySQL makes one: 1 when true, 0 when
+    /// false, NULL when unknown (`SELECT qty > 5`).
+    fn truth(&mut self, e: &ast::Expr, depth: usize) -> Result<(Expr, Ty), SqlError> {
+        let p = self.pred(e, depth)?;
+        let int = |v: i128| (Expr::Literal(Scalar::Int(v)), Ty::Int);
+        let arms = vec![(p.clone(), int(1)), (Pred::Not(Box::new(p)), int(0))];
+        case(arms, (Expr::Literal(Scalar::Null), Ty::Null), e)
+    }
+
+    /// A call of the scalar function `name` with `args`.
+    fn function(
+        &mut self,
+        name: &str,
+        args: &[&ast::Expr],
+        e: &ast::Expr,
+        depth: usize,
+    ) -> Result<(Expr, Ty), SqlError> {
+        let upper = name.to_ascii_uppercase();
+        let arity = |n: std::ops::RangeInclusive<usize>| {
+            if n.contains(&args.len()) {
+                Ok(())
+            } else {
+                Err(semantic(format!(
+                    "'{e}': {upper} takes {} arguments, not {}",
+                    if n.start() == n.end() {
+                        n.start().to_string()
+                    } else {
+                        format!("{} to {}", n.start(), n.end())
+                    },
+                    args.len()
+                )))
+            }
+        };
+        if upper == "IF" {
+            arity(3..=3)?;
+            let when = self.pred(args[0], depth + 1)?;
+            let then = self.value(args[1], depth + 1)?;
+            let otherwise = self.value(args[2], depth + 1)?;
+            return case(vec![(when, then)], otherwise, e);
+        }
+        let mut planned = Vec::with_capacity(args.len());
+        for a in args {
+            planned.push(self.value(a, depth + 1)?);
+        }
+        let not_null = |x: &Expr| Pred::IsNull(x.clone(), true);
+        match upper.as_str() {
+            "COALESCE" | "IFNULL" => {
+                if upper == "IFNULL" {
+                    arity(2..=2)?;
+                } else if args.is_empty() {
+                    return Err(semantic(format!("'{e}': COALESCE takes arguments")));
+                }
+                let (last, rest) = planned.split_last().expect("at least one");
+                let arms = rest
+                    .iter()
+                    .map(|(x, t)| (not_null(x), (x.clone(), *t)))
+                    .collect();
+                return case(arms, last.clone(), e);
+            }
+            "NULLIF" => {
+                arity(2..=2)?;
+                let (a, b) = (planned[0].clone(), planned[1].clone());
+                let (x, y) = comparable(a.clone(), b, e)?;
+                let arms = vec![(
+                    Pred::Cmp(Cmp::Eq, x, y),
+                    (Expr::Literal(Scalar::Null), Ty::Null),
+                )];
+                return case(arms, a, e);
+            }
+            "ROUND" => {
+                arity(1..=2)?;
+                let d = match planned.get(1) {
+                    None => 0,
+                    Some((Expr::Literal(Scalar::Int(d)), _)) => i32::try_from(*d)
+                        .ok()
+                        .filter(|d| d.abs() <= 38)
+                        .ok_or_else(|| semantic(format!("'{e}': ROUND to {d} decimals")))?,
+                    Some(_) => {
+                        return Err(unsupported(format!(
+                            "'{e}': ROUND to anything but a constant number of decimals"
+                        )));
+                    }
+                };
+                planned.truncate(1);
+                return call(Function::Round(d), planned, e);
+            }
+            "MOD" => {
+                arity(2..=2)?;
+                let (b, bt) = planned.pop().expect("two");
+                let (a, at) = planned.pop().expect("two");
+                let ty = Arith::Mod
+                    .result(at, bt)
+                    .ok_or_else(|| semantic(format!("'{e}': MOD takes numbers")))?;
+                return Ok((Expr::Arith(Arith::Mod, Box::new(a), Box::new(b)), ty));
+            }
+            _ => {}
+        }
+        match Function::named(&upper, args.len()) {
+            Some(f) => call(f, planned, e),
+            None if Function::named(&upper, 1).is_some()
+                || Function::named(&upper, 2).is_some()
+                || Function::named(&upper, 3).is_some() =>
+            {
+                Err(semantic(format!(
+                    "'{e}': {upper} does not take {} arguments",
+                    args.len()
+                )))
+            }
+            None => Err(unsupported(format!("the function {name}"))),
         }
     }
 
@@ -751,13 +987,12 @@ impl Planner<'_> {
                     negated: *negated,
                 })
             }
-            ast::Expr::Value(v) => match &v.value {
-                ast::Value::Boolean(b) => Ok(Pred::Const(Some(*b))),
-                ast::Value::Null => Ok(Pred::Const(None)),
-                _ => Err(unsupported(format!(
-                    "a constant used as a condition ('{e}')"
-                ))),
-            },
+            ast::Expr::Value(v) if matches!(v.value, ast::Value::Boolean(_) | ast::Value::Null) => {
+                Ok(Pred::Const(match v.value {
+                    ast::Value::Boolean(b) => Some(b),
+                    _ => None,
+                }))
+            }
             ast::Expr::IsTrue(_) | ast::Expr::IsFalse(_) | ast::Expr::IsUnknown(_) => {
                 Err(unsupported("IS TRUE, IS FALSE and IS UNKNOWN"))
             }
@@ -765,9 +1000,18 @@ impl Planner<'_> {
             ast::Expr::Subquery(_) | ast::Expr::InSubquery { .. } | ast::Expr::Exists { .. } => {
                 Err(unsupported("subqueries"))
             }
-            other => Err(unsupported(format!(
-                "'{other}' as a condition (compare it with something)"
-            ))),
+            other => {
+                // A number is true when it is not zero, as in MySQL
+                // (`WHERE active`); anything else must be compared.
+                let (x, ty) = self.value(other, depth + 1)?;
+                if !ty.is_numeric() {
+                    return Err(unsupported(format!(
+                        "'{other}' as a condition: {} (compare it with something)",
+                        ty.describe()
+                    )));
+                }
+                Ok(Pred::Cmp(Cmp::Ne, x, Expr::Literal(Scalar::Int(0))))
+            }
         }
     }
 
@@ -802,12 +1046,7 @@ impl Planner<'_> {
         let Some(name) = aggregate_func(f) else {
             return Err(unsupported(format!("the function {}", f.name)));
         };
-        if f.filter.is_some()
-            || f.over.is_some()
-            || f.null_treatment.is_some()
-            || !f.within_group.is_empty()
-            || !matches!(f.parameters, FunctionArguments::None)
-        {
+        if has_modifiers(f) {
             return Err(unsupported(format!(
                 "'{e}': FILTER, OVER and other aggregate modifiers"
             )));
@@ -900,6 +1139,77 @@ impl Planner<'_> {
             ))),
         }
     }
+}
+
+/// Whether a call carries FILTER, OVER or another modifier.
+fn has_modifiers(f: &ast::Function) -> bool {
+    f.filter.is_some()
+        || f.over.is_some()
+        || f.null_treatment.is_some()
+        || !f.within_group.is_empty()
+        || !matches!(f.parameters, FunctionArguments::None)
+}
+
+/// A function call's arguments: plain expressions, nothing else.
+fn plain_args(f: &ast::Function) -> Result<Vec<&ast::Expr>, SqlError> {
+    if has_modifiers(f) {
+        return Err(unsupported(format!(
+            "'{f}': FILTER, OVER and other modifiers"
+        )));
+    }
+    let list = match &f.args {
+        FunctionArguments::None => return Ok(Vec::new()),
+        FunctionArguments::Subquery(_) => return Err(unsupported("subqueries")),
+        FunctionArguments::List(list) => list,
+    };
+    if list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
+        return Err(unsupported(format!("'{f}': DISTINCT or clauses in a call")));
+    }
+    (list.args.iter())
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => Ok(x),
+            _ => Err(unsupported(format!("'{f}': named or * arguments"))),
+        })
+        .collect()
+}
+
+/// A call of `f` on planned arguments, its type checked.
+fn call(f: Function, args: Vec<(Expr, Ty)>, e: &ast::Expr) -> Result<(Expr, Ty), SqlError> {
+    let types: Vec<Ty> = args.iter().map(|(_, t)| *t).collect();
+    let ty = f
+        .result(&types)
+        .map_err(|m| semantic(format!("'{e}': {m}")))?;
+    Ok((
+        Expr::Call(f, args.into_iter().map(|(x, _)| x).collect()),
+        ty,
+    ))
+}
+
+/// A CASE of planned arms: its type the one every arm's value fits.
+fn case(
+    arms: Vec<(Pred, (Expr, Ty))>,
+    (otherwise, other_ty): (Expr, Ty),
+    e: &ast::Expr,
+) -> Result<(Expr, Ty), SqlError> {
+    let mut ty = other_ty;
+    for (_, (_, t)) in &arms {
+        ty = Ty::common(ty, *t).ok_or_else(|| {
+            semantic(format!(
+                "'{e}' answers both {} and {}; Shoal does not convert between them",
+                ty.describe(),
+                t.describe()
+            ))
+        })?;
+    }
+    let arms = arms.into_iter().map(|(p, (x, _))| (p, x)).collect();
+    Ok((
+        Expr::Case(Box::new(eval::Case {
+            arms,
+            otherwise,
+            ty,
+        })),
+        ty,
+    ))
 }
 
 /// The aggregate a function call is, by its name in capitals.

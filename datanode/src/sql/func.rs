@@ -1,0 +1,482 @@
+//! Scalar functions over one row's values, as MySQL defines them: text
+//! (`UPPER`, `LOWER`, `CONCAT`, `LENGTH`, `CHAR_LENGTH`, `SUBSTRING`),
+//! numbers (`ABS`, `ROUND`, `FLOOR`, `CEIL`) and `CAST`. (`COALESCE`,
+//! `IFNULL`, `NULLIF`, `IF` and `CASE` are conditions: `eval::Case`.)
+//!
+//! A function's result type is known when the query is planned, from its
+//! arguments' types; a call with arguments it does not take is refused
+//! then, never converted at run time. NULL in, NULL out. Text is UTF-8 and
+//! counted in characters; bytes (BINARY, VARBINARY) in bytes.
+
+use std::borrow::Cow;
+
+use super::eval::{self, EvalError, MAX_SCALE, Scalar, TimeKind, Ty};
+use crate::types::value::{Date, Decimal, POW10, WithFsp};
+
+/// Longest text or bytes a function answers: bounds what one row's
+/// expression can make of a row's few kilobytes.
+pub(crate) const MAX_RESULT_BYTES: usize = 1 << 20;
+
+/// A scalar function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Function {
+    Upper,
+    Lower,
+    Concat,
+    /// Bytes of its argument's text.
+    Length,
+    /// Characters of text (bytes of bytes).
+    CharLength,
+    /// `SUBSTRING(s, from[, count])`, from 1; a negative `from` counts from the end.
+    Substring,
+    Abs,
+    /// `ROUND(x, d)` to `d` decimals, half away from zero (`d` a constant).
+    Round(i32),
+    Floor,
+    Ceil,
+    /// `CAST(x AS …)` to a type.
+    Cast(Ty),
+    /// `CAST(x AS UNSIGNED)`: a whole number, not negative.
+    CastUnsigned,
+}
+
+impl Function {
+    /// The function called `name` with `args` arguments, if Shoal has it.
+    pub(crate) fn named(name: &str, args: usize) -> Option<Function> {
+        let name = name.to_ascii_uppercase();
+        Some(match (name.as_str(), args) {
+            ("UPPER" | "UCASE", 1) => Function::Upper,
+            ("LOWER" | "LCASE", 1) => Function::Lower,
+            ("CONCAT", 1..) => Function::Concat,
+            ("LENGTH" | "OCTET_LENGTH", 1) => Function::Length,
+            ("CHAR_LENGTH" | "CHARACTER_LENGTH", 1) => Function::CharLength,
+            ("SUBSTRING" | "SUBSTR" | "MID", 2 | 3) => Function::Substring,
+            ("ABS", 1) => Function::Abs,
+            ("CEIL" | "CEILING", 1) => Function::Ceil,
+            ("FLOOR", 1) => Function::Floor,
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Function::Upper => "UPPER",
+            Function::Lower => "LOWER",
+            Function::Concat => "CONCAT",
+            Function::Length => "LENGTH",
+            Function::CharLength => "CHAR_LENGTH",
+            Function::Substring => "SUBSTRING",
+            Function::Abs => "ABS",
+            Function::Round(_) => "ROUND",
+            Function::Floor => "FLOOR",
+            Function::Ceil => "CEIL",
+            Function::Cast(_) | Function::CastUnsigned => "CAST",
+        }
+    }
+
+    /// The type of a call with arguments of types `args`; why not, if it
+    /// takes no such arguments.
+    pub(crate) fn result(self, args: &[Ty]) -> Result<Ty, String> {
+        let takes =
+            |what: &str, t: Ty| format!("{} takes {what}, not {}", self.name(), t.describe());
+        let text = |t: Ty| matches!(t, Ty::Text | Ty::Binary | Ty::Null);
+        let first = args.first().copied().unwrap_or(Ty::Null);
+        match self {
+            Function::Upper | Function::Lower => match first {
+                Ty::Binary => Ok(Ty::Binary),
+                t if text(t) => Ok(Ty::Text),
+                t => Err(takes("a string", t)),
+            },
+            Function::Concat => Ok(if args.contains(&Ty::Binary) {
+                Ty::Binary
+            } else {
+                Ty::Text
+            }),
+            Function::Length | Function::CharLength => Ok(Ty::Int),
+            Function::Substring => {
+                if !text(first) {
+                    return Err(takes("a string", first));
+                }
+                match args[1..].iter().find(|t| !matches!(t, Ty::Int | Ty::Null)) {
+                    Some(t) => Err(takes("whole numbers for its position and length", *t)),
+                    None => Ok(if first == Ty::Binary {
+                        Ty::Binary
+                    } else {
+                        Ty::Text
+                    }),
+                }
+            }
+            Function::Abs => match first {
+                t if t.is_numeric() => Ok(t),
+                t => Err(takes("a number", t)),
+            },
+            Function::Round(d) => match first {
+                Ty::Decimal(s) => Ok(Ty::Decimal(d.clamp(0, i32::from(s)) as u8)),
+                t if t.is_numeric() => Ok(t),
+                t => Err(takes("a number", t)),
+            },
+            Function::Floor | Function::Ceil => match first {
+                Ty::Decimal(_) | Ty::Int | Ty::Null => Ok(Ty::Int),
+                Ty::Double => Ok(Ty::Double),
+                t => Err(takes("a number", t)),
+            },
+            Function::CastUnsigned => Function::Cast(Ty::Int).result(args),
+            Function::Cast(to) => match (first, to) {
+                (_, Ty::Text) | (Ty::Null, _) => Ok(to),
+                (from, Ty::Int | Ty::Decimal(_) | Ty::Double)
+                    if from.is_numeric() || from == Ty::Text =>
+                {
+                    Ok(to)
+                }
+                (from, _) => Err(format!("CAST of {} to {}", from.describe(), to.describe())),
+            },
+        }
+    }
+
+    /// The call on non-null arguments `args`.
+    pub(crate) fn call<'a>(self, args: &[Scalar<'_>]) -> Result<Scalar<'a>, EvalError> {
+        Ok(match self {
+            Function::Upper | Function::Lower => match &args[0] {
+                Scalar::Text(b) => {
+                    let s = String::from_utf8_lossy(b);
+                    let s = if self == Function::Upper {
+                        s.to_uppercase()
+                    } else {
+                        s.to_lowercase()
+                    };
+                    Scalar::Text(Cow::Owned(s.into_bytes()))
+                }
+                other => other.to_owned(),
+            },
+            Function::Concat => {
+                let mut out = Vec::new();
+                for a in args {
+                    out.extend_from_slice(&text_of(a));
+                    bounded(&out)?;
+                }
+                if args.iter().any(|a| matches!(a, Scalar::Binary(_))) {
+                    Scalar::Binary(Cow::Owned(out))
+                } else {
+                    Scalar::Text(Cow::Owned(out))
+                }
+            }
+            Function::Length => Scalar::Int(text_of(&args[0]).len() as i128),
+            Function::CharLength => match &args[0] {
+                Scalar::Binary(b) => Scalar::Int(b.len() as i128),
+                other => {
+                    let text = text_of(other);
+                    Scalar::Int(String::from_utf8_lossy(&text).chars().count() as i128)
+                }
+            },
+            Function::Substring => {
+                let whole = |i: usize| match args.get(i) {
+                    Some(Scalar::Int(v)) => Some(*v),
+                    _ => None,
+                };
+                let (from, count) = (whole(1).unwrap_or(1), whole(2));
+                match &args[0] {
+                    Scalar::Binary(b) => {
+                        let (at, n) = span(b.len(), from, count);
+                        Scalar::Binary(Cow::Owned(b[at..at + n].to_vec()))
+                    }
+                    other => {
+                        let text = text_of(other);
+                        let s = String::from_utf8_lossy(&text);
+                        let (at, n) = span(s.chars().count(), from, count);
+                        let part: String = s.chars().skip(at).take(n).collect();
+                        Scalar::Text(Cow::Owned(part.into_bytes()))
+                    }
+                }
+            }
+            Function::Abs => match args[0] {
+                Scalar::Int(v) => Scalar::Int(v.abs()),
+                Scalar::Decimal(m, s) => Scalar::Decimal(m.abs(), s),
+                Scalar::Double(v) => Scalar::Double(v.abs()),
+                _ => Scalar::Null,
+            },
+            Function::Round(d) => round(&args[0], d)?,
+            Function::Floor | Function::Ceil => {
+                let up = self == Function::Ceil;
+                match args[0] {
+                    Scalar::Int(v) => Scalar::Int(v),
+                    Scalar::Decimal(m, s) => {
+                        let unit = POW10[usize::from(s)];
+                        let q = m.div_euclid(unit);
+                        let q = if up && m.rem_euclid(unit) != 0 {
+                            q + 1
+                        } else {
+                            q
+                        };
+                        Scalar::Int(q)
+                    }
+                    Scalar::Double(v) => Scalar::Double(if up { v.ceil() } else { v.floor() }),
+                    _ => Scalar::Null,
+                }
+            }
+            Function::Cast(to) => cast(&args[0], to)?,
+            Function::CastUnsigned => match cast(&args[0], Ty::Int)? {
+                Scalar::Int(v) if v < 0 => {
+                    return Err(EvalError::new(format!(
+                        "CAST of {v} to UNSIGNED: it is negative"
+                    )));
+                }
+                v => v,
+            },
+        })
+    }
+}
+
+/// A text or bytes result no longer than `MAX_RESULT_BYTES`.
+fn bounded(b: &[u8]) -> Result<(), EvalError> {
+    if b.len() > MAX_RESULT_BYTES {
+        return Err(EvalError::new(format!(
+            "a string result is longer than {MAX_RESULT_BYTES} bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// Where `SUBSTRING(s, from, count)` starts in `len` items, and how many
+/// it takes, as MySQL counts: from 1, a negative `from` from the end, 0
+/// or past either end nothing.
+fn span(len: usize, from: i128, count: Option<i128>) -> (usize, usize) {
+    let len_i = len as i128;
+    let at = match from {
+        0 => return (0, 0),
+        f if f > 0 => f - 1,
+        f => len_i + f,
+    };
+    if at < 0 || at >= len_i {
+        return (0, 0);
+    }
+    let rest = len_i - at;
+    let n = count.map_or(rest, |c| c.clamp(0, rest));
+    (at as usize, n as usize)
+}
+
+/// A value as the text MySQL makes of it: numbers in digits, dates and
+/// times in their ISO forms, text and bytes as they are.
+pub(crate) fn text_of<'a>(v: &'a Scalar<'_>) -> Cow<'a, [u8]> {
+    let owned = |s: String| Cow::Owned(s.into_bytes());
+    match v {
+        Scalar::Null => Cow::Borrowed(b""),
+        Scalar::Text(b) | Scalar::Binary(b) => Cow::Borrowed(b.as_ref()),
+        Scalar::Int(x) => owned(x.to_string()),
+        Scalar::Decimal(m, s) => owned(
+            Decimal {
+                mantissa: *m,
+                scale: *s,
+            }
+            .to_string(),
+        ),
+        Scalar::Double(x) => owned(x.to_string()),
+        Scalar::Time(TimeKind::Date, d) => owned(Date(*d as i32).to_string()),
+        Scalar::Time(TimeKind::DateTime(fsp) | TimeKind::Timestamp(fsp), t) => {
+            owned(WithFsp(*t, *fsp).to_string())
+        }
+    }
+}
+
+/// `ROUND(x, d)`: exact numbers half away from zero, doubles half to even
+/// (as MySQL rounds each).
+fn round<'a>(x: &Scalar<'_>, d: i32) -> Result<Scalar<'a>, EvalError> {
+    let out_of_range = || EvalError::new("a result of ROUND is out of range");
+    let to_unit = |m: i128, drop: u32| -> Result<i128, EvalError> {
+        // `m` rounded to a multiple of 10^drop, divided by it.
+        let unit = *POW10.get(drop as usize).ok_or_else(out_of_range)?;
+        let (q, r) = (m / unit, m % unit);
+        Ok(if r.abs() * 2 >= unit {
+            q + m.signum()
+        } else {
+            q
+        })
+    };
+    Ok(match *x {
+        Scalar::Int(v) if d >= 0 => Scalar::Int(v),
+        Scalar::Int(v) => {
+            let drop = d.unsigned_abs();
+            let unit = *POW10.get(drop as usize).ok_or_else(out_of_range)?;
+            let r = to_unit(v, drop)?
+                .checked_mul(unit)
+                .ok_or_else(out_of_range)?;
+            Scalar::Int(eval::int_in_range(r)?)
+        }
+        Scalar::Decimal(m, s) => {
+            let keep = d.clamp(0, i32::from(s)) as u8;
+            let q = to_unit(m, u32::from(s - keep))?;
+            if d < 0 {
+                let drop = d.unsigned_abs();
+                let unit = *POW10.get(drop as usize).ok_or_else(out_of_range)?;
+                Scalar::Decimal(
+                    to_unit(q, drop)?
+                        .checked_mul(unit)
+                        .ok_or_else(out_of_range)?,
+                    0,
+                )
+            } else {
+                Scalar::Decimal(q, keep)
+            }
+        }
+        Scalar::Double(v) => {
+            let p = 10f64.powi(d);
+            let r = (v * p).round_ties_even() / p;
+            Scalar::Double(if r.is_finite() { r } else { v })
+        }
+        _ => Scalar::Null,
+    })
+}
+
+/// `CAST(x AS to)`: what the statement asked for, so a number is rounded
+/// to the type's decimals (as MySQL's CAST does); text must read as the
+/// number whole, or the statement fails.
+fn cast<'a>(x: &Scalar<'_>, to: Ty) -> Result<Scalar<'a>, EvalError> {
+    let exact = |x: &Scalar<'_>| -> Result<(i128, u8), EvalError> {
+        Ok(match x {
+            Scalar::Int(v) => (*v, 0),
+            Scalar::Decimal(m, s) => (*m, *s),
+            Scalar::Double(v) => {
+                let text = format!("{v:.prec$}", prec = usize::from(MAX_SCALE) / 2);
+                parse_decimal(&text)?
+            }
+            Scalar::Text(b) => parse_decimal(std::str::from_utf8(b).unwrap_or("").trim())?,
+            _ => return Err(EvalError::new("CAST of a value that is not a number")),
+        })
+    };
+    Ok(match to {
+        Ty::Text => Scalar::Text(Cow::Owned(text_of(x).into_owned())),
+        Ty::Int => {
+            let (m, s) = exact(x)?;
+            let v = round(&Scalar::Decimal(m, s), 0)?;
+            match v {
+                Scalar::Decimal(m, _) => Scalar::Int(eval::int_in_range(m)?),
+                other => other,
+            }
+        }
+        Ty::Decimal(scale) => {
+            let (m, s) = exact(x)?;
+            if s >= scale {
+                round(&Scalar::Decimal(m, s), i32::from(scale))?
+            } else {
+                let up = POW10[usize::from(scale - s)];
+                let m = m
+                    .checked_mul(up)
+                    .ok_or_else(|| EvalError::new("a result of CAST is out of range"))?;
+                Scalar::Decimal(m, scale)
+            }
+        }
+        Ty::Double => match x {
+            Scalar::Text(b) => std::str::from_utf8(b)
+                .ok()
+                .and_then(|s| s.trim().parse::<f64>().ok())
+                .filter(|v| v.is_finite())
+                .map(Scalar::Double)
+                .ok_or_else(|| not_a_number(b))?,
+            other => {
+                let (m, s) = exact(other)?;
+                Scalar::Double(m as f64 / 10f64.powi(i32::from(s)))
+            }
+        },
+        _ => x.to_owned(),
+    })
+}
+
+fn parse_decimal(text: &str) -> Result<(i128, u8), EvalError> {
+    let digits = text.split_once('.').map_or(0, |(_, f)| f.len());
+    let scale = u8::try_from(digits)
+        .ok()
+        .filter(|s| *s <= MAX_SCALE)
+        .ok_or_else(|| not_a_number(text.as_bytes()))?;
+    let m = Decimal::parse(text, 38, scale).map_err(|_| not_a_number(text.as_bytes()))?;
+    Ok((m, scale))
+}
+
+fn not_a_number(b: &[u8]) -> EvalError {
+    EvalError::new(format!(
+        "CAST: '{}' is not a number",
+        String::from_utf8_lossy(&b[..b.len().min(64)])
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(s: &str) -> Scalar<'static> {
+        Scalar::Text(Cow::Owned(s.as_bytes().to_vec()))
+    }
+
+    #[test]
+    fn substring_counts_as_mysql_does() {
+        let s = text("Quadratically");
+        let sub = |from: i128, count: Option<i128>| {
+            let mut args = vec![s.clone(), Scalar::Int(from)];
+            args.extend(count.map(Scalar::Int));
+            Function::Substring.call(&args).unwrap()
+        };
+        assert_eq!(sub(5, None), text("ratically"));
+        assert_eq!(sub(5, Some(6)), text("ratica"));
+        assert_eq!(sub(-3, None), text("lly"));
+        assert_eq!(sub(-5, Some(3)), text("cal"));
+        assert_eq!(sub(0, None), text(""));
+        assert_eq!(sub(99, None), text(""));
+        assert_eq!(sub(2, Some(-1)), text(""));
+        let multi = text("ÅÄÖx");
+        assert_eq!(
+            Function::Substring
+                .call(&[multi.clone(), Scalar::Int(2), Scalar::Int(2)])
+                .unwrap(),
+            text("ÄÖ")
+        );
+        assert_eq!(
+            Function::CharLength
+                .call(std::slice::from_ref(&multi))
+                .unwrap(),
+            Scalar::Int(4)
+        );
+        assert_eq!(Function::Length.call(&[multi]).unwrap(), Scalar::Int(7));
+    }
+
+    #[test]
+    fn rounding_is_exact_for_decimals_and_refuses_overflow() {
+        let r = |x: Scalar<'static>, d| round(&x, d).unwrap();
+        assert_eq!(r(Scalar::Decimal(2345, 3), 2), Scalar::Decimal(235, 2));
+        assert_eq!(r(Scalar::Decimal(-2345, 3), 2), Scalar::Decimal(-235, 2));
+        assert_eq!(r(Scalar::Decimal(2344, 3), 0), Scalar::Decimal(2, 0));
+        assert_eq!(r(Scalar::Decimal(15, 1), 5), Scalar::Decimal(15, 1));
+        assert_eq!(r(Scalar::Int(1250), -2), Scalar::Int(1300));
+        assert_eq!(r(Scalar::Decimal(12345, 1), -2), Scalar::Decimal(1200, 0));
+        assert_eq!(r(Scalar::Double(2.5), 0), Scalar::Double(2.0));
+        assert!(round(&Scalar::Int(i128::from(u64::MAX)), -1).is_err());
+    }
+
+    #[test]
+    fn casts_read_text_whole_or_fail() {
+        assert_eq!(cast(&text(" 42 "), Ty::Int).unwrap(), Scalar::Int(42));
+        assert_eq!(cast(&text("2.5"), Ty::Int).unwrap(), Scalar::Int(3));
+        assert!(cast(&text("42abc"), Ty::Int).is_err());
+        assert!(cast(&text(""), Ty::Int).is_err());
+        assert_eq!(
+            cast(&Scalar::Decimal(12345, 3), Ty::Decimal(2)).unwrap(),
+            Scalar::Decimal(1235, 2)
+        );
+        assert_eq!(
+            cast(&Scalar::Int(7), Ty::Decimal(2)).unwrap(),
+            Scalar::Decimal(700, 2)
+        );
+        assert_eq!(cast(&Scalar::Int(7), Ty::Text).unwrap(), text("7"));
+        assert_eq!(
+            Function::Concat
+                .call(&[text("n="), Scalar::Decimal(150, 2)])
+                .unwrap(),
+            text("n=1.50")
+        );
+        assert_eq!(
+            Function::Floor.call(&[Scalar::Decimal(-15, 1)]).unwrap(),
+            Scalar::Int(-2)
+        );
+        assert_eq!(
+            Function::Ceil.call(&[Scalar::Decimal(-15, 1)]).unwrap(),
+            Scalar::Int(-1)
+        );
+    }
+}
