@@ -2197,6 +2197,74 @@ async fn expressions_are_computed_from_each_row_as_mysql_computes_them() {
     );
 }
 
+#[tokio::test]
+async fn inserts_upserts_and_aggregates_take_expressions_too() {
+    let s = setup(&[]).await;
+    // INSERT … SET is INSERT … (columns) VALUES (one row).
+    s.ok("INSERT INTO items SET id = 1, name = 'bolt', price = 0.25, qty = 2 * 3");
+    s.ok("INSERT INTO items SET name = 'cog', id = 2");
+    let out = s.ok("SELECT id, name, qty, price FROM items ORDER BY id");
+    assert_eq!(
+        lines(&out),
+        ["1\tbolt\t6\t0.25", "2\tcog\t0\tNULL"],
+        "{out}"
+    );
+    s.refused("INSERT INTO items SET id = 1, name = 'again'", "1062");
+    s.refused("INSERT INTO items SET id = 3, nope = 1", "1054");
+    s.refused("INSERT INTO items SET id = 3, qty = -1", "1366");
+    // ON DUPLICATE KEY UPDATE with decimals and functions of both rows.
+    s.ok("INSERT INTO items (id, name, price) VALUES (1, 'BOLT', 0.10) \
+          ON DUPLICATE KEY UPDATE price = price + VALUES(price), name = CONCAT(name, '+', VALUES(name))");
+    s.ok(
+        "INSERT INTO items (id, name, price) VALUES (1, 'x', 1.00) AS new \
+          ON DUPLICATE KEY UPDATE price = COALESCE(price, 0) * 2 + new.price",
+    );
+    let out = s.ok("SELECT name, price FROM items WHERE id = 1");
+    assert_eq!(lines(&out), ["bolt+BOLT\t1.70"], "{out}");
+    let err = s.refused(
+        "INSERT INTO items (id, name, price) VALUES (1, 'x', 0.001) \
+         ON DUPLICATE KEY UPDATE price = price + VALUES(price)",
+        "1366",
+    );
+    assert!(err.contains("not rounded"), "{err}");
+    s.refused(
+        "INSERT INTO items (id, name) VALUES (1, 'x') ON DUPLICATE KEY UPDATE price = price + VALUES(nope)",
+        "1054",
+    );
+    // The row an INSERT gives is checked whole even when it meets a row
+    // there and only updates it, or is skipped.
+    for sql in [
+        "INSERT INTO items (id, name, price) VALUES (1, 'x', 'abc') ON DUPLICATE KEY UPDATE name = 'y'",
+        "INSERT INTO items (id, name, price) VALUES (1, 'x', 1.234) ON DUPLICATE KEY UPDATE name = 'y'",
+        "INSERT IGNORE INTO items (id, name, qty) VALUES (1, 'x', -1)",
+    ] {
+        s.refused(sql, "1366");
+    }
+    // LIKE in an aggregate's WHERE (pushed down), and over an expression.
+    let out = s.ok("SELECT COUNT(*) FROM items WHERE name LIKE 'b%'");
+    assert_eq!(lines(&out), ["1"], "{out}");
+    let out = s.ok("SELECT COUNT(*), SUM(qty) FROM items WHERE UPPER(name) NOT LIKE 'B%'");
+    assert_eq!(lines(&out), ["1\t0"], "{out}");
+    let out = s.ok("SELECT id FROM items WHERE CONCAT(name, '!') LIKE '%g!'");
+    assert_eq!(lines(&out), ["2"], "{out}");
+    let out = s.ok("SELECT id, name LIKE 'c%' FROM items ORDER BY id");
+    assert_eq!(lines(&out), ["1\t0", "2\t1"], "{out}");
+    s.refused("SELECT COUNT(*) FROM items WHERE weight LIKE '1%'", "1235");
+    s.refused(
+        &format!(
+            "SELECT COUNT(*) FROM items WHERE name LIKE '{}'",
+            "%".repeat(1025)
+        ),
+        "1105",
+    );
+    let out = s.ok("SELECT id, name, qty, price FROM items ORDER BY id");
+    assert_eq!(
+        lines(&out),
+        ["1\tbolt+BOLT\t6\t1.70", "2\tcog\t0\tNULL"],
+        "{out}"
+    );
+}
+
 /// A job queue's table, for the tests of locking reads.
 const JOBS: &str = "CREATE TABLE jobs (id INT PRIMARY KEY, state VARCHAR(8) NOT NULL, \
     prio INT NOT NULL, INDEX by_prio (prio))";

@@ -14,6 +14,7 @@ use std::cmp::Ordering;
 use shoal_wire::schema::ColumnType;
 
 use super::func::Function;
+use super::like::Like;
 use crate::storage::codec;
 use crate::storage::layout::Layout;
 use crate::types::value::{POW10, Value};
@@ -576,8 +577,12 @@ impl<'a> Fields<'a> for Row<'a> {
 }
 
 impl<'a> Fields<'a> for Values<'a> {
+    /// Column `c` of the values; past the layout's width, of a second row
+    /// of the table that follows the first (an INSERT's, in ON DUPLICATE
+    /// KEY UPDATE).
     fn column(self, c: u16) -> Scalar<'a> {
-        let fsp = || match self.layout.columns[usize::from(c)].ty {
+        let of_layout = usize::from(c) % self.layout.columns.len();
+        let fsp = || match self.layout.columns[of_layout].ty {
             ColumnType::DateTime { fsp } | ColumnType::Timestamp { fsp } => fsp,
             _ => 6,
         };
@@ -747,6 +752,12 @@ pub(crate) enum Pred {
     Or(Box<Pred>, Box<Pred>),
     Not(Box<Pred>),
     IsNull(Expr, bool),
+    /// `e [NOT] LIKE pattern`.
+    Like {
+        expr: Expr,
+        like: Box<Like>,
+        negated: bool,
+    },
     /// `e [NOT] IN (list)`: the list's non-null values, and whether it held NULL.
     In {
         expr: Expr,
@@ -770,7 +781,9 @@ impl Pred {
                 b.columns(out);
             }
             Pred::Not(p) => p.columns(out),
-            Pred::IsNull(e, _) | Pred::In { expr: e, .. } => e.columns(out),
+            Pred::IsNull(e, _) | Pred::In { expr: e, .. } | Pred::Like { expr: e, .. } => {
+                e.columns(out)
+            }
         }
     }
 
@@ -806,6 +819,17 @@ impl Pred {
             },
             Pred::Not(p) => p.test(row)?.map(|v| !v),
             Pred::IsNull(e, negated) => Some(e.eval(row)?.is_null() != *negated),
+            Pred::Like {
+                expr,
+                like,
+                negated,
+            } => {
+                let x = expr.eval(row)?;
+                if x.is_null() {
+                    return Ok(None);
+                }
+                Some(like.matches_scalar(&x) != *negated)
+            }
             Pred::In {
                 expr,
                 list,

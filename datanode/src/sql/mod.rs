@@ -21,6 +21,7 @@
 pub(crate) mod agg;
 pub(crate) mod eval;
 pub(crate) mod func;
+pub(crate) mod like;
 
 use std::time::Duration;
 

@@ -196,6 +196,15 @@ impl From<crate::sql::eval::EvalError> for MyError {
     }
 }
 
+impl From<crate::sql::like::BadPattern> for MyError {
+    fn from(e: crate::sql::like::BadPattern) -> MyError {
+        match e {
+            crate::sql::like::BadPattern::NotText => MyError::unsupported(e.to_string()),
+            crate::sql::like::BadPattern::TooLong(_) => MyError::new(1105, "HY000", e.to_string()),
+        }
+    }
+}
+
 impl From<QuotaError> for MyError {
     fn from(e: QuotaError) -> MyError {
         MyError::from_node(e.number(), e)

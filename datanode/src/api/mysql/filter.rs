@@ -24,6 +24,8 @@ use super::error::MyError;
 use super::query::{column_of, compare, literal, position};
 use super::value::{self, Lit, to_value};
 use crate::sql::eval::{self, Cmp, Pred, Ty, Values};
+use crate::sql::like::{Like, escape_of};
+use crate::sql::{Class, SqlError};
 use crate::storage::codec;
 use crate::storage::layout::Layout;
 use crate::tc::Table;
@@ -31,9 +33,6 @@ use crate::types::value::{Date, DateTime, MICROS_PER_DAY, POW10, Value};
 
 /// Most values an IN list of a condition holds.
 const MAX_IN_LIST: usize = 10_000;
-/// Most characters (or bytes) of a LIKE pattern: matching costs a row's
-/// length times the pattern's at worst.
-const MAX_LIKE_PATTERN: usize = 1024;
 
 /// What a condition is over: columns by name, and how a constant becomes
 /// a column's value.
@@ -297,16 +296,8 @@ impl Cond {
                 )));
             }
         };
-        // At most one character; none (`ESCAPE ''`): no escape.
-        let escape = match escape {
-            None => Some('\\'),
-            Some(ast::Value::SingleQuotedString(e) | ast::Value::DoubleQuotedString(e))
-                if e.chars().nth(1).is_none() =>
-            {
-                e.chars().next()
-            }
-            Some(_) => return Err(MyError::new(1210, "HY000", "Incorrect arguments to ESCAPE")),
-        };
+        let escape = escape_of(escape)
+            .map_err(|()| MyError::new(1210, "HY000", "Incorrect arguments to ESCAPE"))?;
         let like = Like::new(&pattern, escape, ty.is_some_and(ColumnType::is_binary))?;
         let range = (like.prefix_range())
             .filter(|_| matches!(ty, Some(ColumnType::Char(_) | ColumnType::VarChar(_))))
@@ -394,151 +385,6 @@ impl Cond {
             other => vec![other],
         }
     }
-}
-
-/// A LIKE pattern, compiled: `%` any run, `_` any one character (a byte,
-/// on a binary column), anything else itself, exactly — as `compare`
-/// tells text apart, byte by byte.
-#[derive(Debug, Clone)]
-pub(crate) struct Like {
-    pieces: Vec<Piece>,
-    binary: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Piece {
-    /// A character, or on a binary column a byte.
-    One(u32),
-    AnyOne,
-    AnyRun,
-}
-
-impl Like {
-    fn new(pattern: &[u8], escape: Option<char>, binary: bool) -> Result<Like, MyError> {
-        let units: Vec<u32> = if binary {
-            pattern.iter().map(|&b| u32::from(b)).collect()
-        } else {
-            std::str::from_utf8(pattern)
-                .map_err(|_| MyError::unsupported("a LIKE pattern that is not UTF-8 on text"))?
-                .chars()
-                .map(u32::from)
-                .collect()
-        };
-        if units.len() > MAX_LIKE_PATTERN {
-            return Err(MyError::new(
-                1105,
-                "HY000",
-                format!(
-                    "a LIKE pattern has at most {MAX_LIKE_PATTERN} characters; this one has {}",
-                    units.len()
-                ),
-            ));
-        }
-        let escape = escape.map(u32::from);
-        let mut pieces = Vec::with_capacity(units.len());
-        let mut units = units.into_iter();
-        while let Some(u) = units.next() {
-            let piece = match u {
-                // An escape escapes what follows it; at the end, itself.
-                _ if Some(u) == escape => Piece::One(units.next().unwrap_or(u)),
-                0x25 => Piece::AnyRun,
-                0x5f => Piece::AnyOne,
-                u => Piece::One(u),
-            };
-            if !(piece == Piece::AnyRun && pieces.last() == Some(&Piece::AnyRun)) {
-                pieces.push(piece);
-            }
-        }
-        Ok(Like { pieces, binary })
-    }
-
-    /// A `SHOW … LIKE` pattern over names, which MySQL matches without
-    /// regard to case; `\\` escapes.
-    pub(crate) fn names(pattern: &str) -> Result<Like, MyError> {
-        Like::new(pattern.to_ascii_lowercase().as_bytes(), Some('\\'), false)
-    }
-
-    /// Whether a name matches a `names` pattern, case aside.
-    pub(crate) fn matches_name(&self, name: &str) -> bool {
-        self.matches_text(&name.to_ascii_lowercase())
-    }
-
-    /// Whether `v` matches: `None` for NULL. A value that is not text is
-    /// matched as MySQL writes it (`12`, `2024-01-31`, `1.50`).
-    fn matches(&self, v: &Value) -> Option<bool> {
-        Some(match v {
-            Value::Null => return None,
-            Value::Bytes(b) => wildcard_match(&self.pieces, b),
-            Value::Text(t) => self.matches_text(t),
-            Value::Bool(b) => wildcard_match(&self.pieces, if *b { b"1" } else { b"0" }),
-            other => self.matches_text(&other.to_string()),
-        })
-    }
-
-    /// Whether `text` matches: by its bytes on a binary column, and where
-    /// its bytes are its characters (ASCII), else by its characters.
-    fn matches_text(&self, text: &str) -> bool {
-        if self.binary || text.is_ascii() {
-            return wildcard_match(&self.pieces, text.as_bytes());
-        }
-        let chars: Vec<char> = text.chars().collect();
-        wildcard_match(&self.pieces, &chars)
-    }
-
-    /// The range of texts the rows it matches lie in: from its literal
-    /// prefix to the first text past every text that starts with it. Only
-    /// for an ASCII prefix without trailing spaces (a CHAR's are not kept).
-    fn prefix_range(&self) -> Option<(String, String)> {
-        let prefix: String = (self.pieces.iter())
-            .map_while(|p| match p {
-                Piece::One(u) => char::from_u32(*u),
-                _ => None,
-            })
-            .collect();
-        if prefix.is_empty() || !prefix.is_ascii() || prefix.ends_with(' ') {
-            return None;
-        }
-        let last = prefix.chars().next_back()?;
-        let next = char::from_u32(u32::from(last) + 1).filter(char::is_ascii)?;
-        let mut high = prefix[..prefix.len() - 1].to_owned();
-        high.push(next);
-        Some((prefix, high))
-    }
-}
-
-/// Whether `text` matches `pattern`: the greedy match that goes back only
-/// to the last `%`, which is exact for `%` and `_` and takes at most
-/// `text.len() * pattern.len()` steps.
-fn wildcard_match<T: Copy + Into<u32>>(pattern: &[Piece], text: &[T]) -> bool {
-    let (mut p, mut t) = (0, 0);
-    // After the last `%` seen: where the pattern goes on, and the text
-    // position it was last tried at.
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        match pattern.get(p) {
-            Some(Piece::AnyRun) => {
-                star = Some((p + 1, t));
-                p += 1;
-            }
-            Some(Piece::AnyOne) => {
-                p += 1;
-                t += 1;
-            }
-            Some(Piece::One(u)) if *u == text[t].into() => {
-                p += 1;
-                t += 1;
-            }
-            _ => match star {
-                Some((after, tried)) => {
-                    p = after;
-                    t = tried + 1;
-                    star = Some((after, tried + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    pattern[p..].iter().all(|piece| *piece == Piece::AnyRun)
 }
 
 /// The range of an ordered index (its columns, in order) that every row
@@ -679,7 +525,8 @@ impl Expression {
         let integer = |x: &Expression| match x {
             Expression::Value(v) => matches!(v, Value::Int(_) | Value::UInt(_)),
             Expression::Column(c) => {
-                let ty = table.def().columns[*c].column_type;
+                // Of the row there, or (past its width) the INSERT's.
+                let ty = table.def().columns[*c % table.def().columns.len()].column_type;
                 Ty::of_column(ty) == Ty::Int && ty != ColumnType::Bool
             }
             Expression::Arith(..) => x.integer_only(table),
@@ -700,7 +547,19 @@ impl Expression {
         e: &Expr,
         inserted: Inserted<'_>,
     ) -> Result<Expression, MyError> {
-        Expression::within(table, target, e, Some(inserted))
+        match Expression::within(table, target, e, Some(inserted)) {
+            Ok(x) if x.integer_only(table) => Ok(x),
+            Err(refused) if !refused.is_unsupported() => Err(refused),
+            _ => {
+                let second = |e: &Expr| {
+                    let c = inserted_column(table, e, inserted)
+                        .map_err(|err| SqlError::new(Class::Semantic, err.message))?;
+                    Ok(c.map(|c| c as u16))
+                };
+                let (x, _) = crate::tc::ronsql::plan::pair_value(table, e, &second)?;
+                Ok(Expression::Computed(Box::new(x), Arc::clone(&table.layout)))
+            }
+        }
     }
 
     fn within(
@@ -990,48 +849,5 @@ mod tests {
         // Nothing bounds b; an OR bounds nothing.
         assert!(bounds(&cond, &[1]).is_none());
         assert!(bounds(&Cond::Or(vec![a(Cmp::Eq, 1), a(Cmp::Eq, 2)]), &[0]).is_none());
-    }
-
-    /// LIKE as its definition says, by trying every split: slow, plainly
-    /// right.
-    fn like_by_definition(p: &[Piece], t: &[char]) -> bool {
-        match p.split_first() {
-            None => t.is_empty(),
-            Some((Piece::AnyRun, rest)) => (0..=t.len()).any(|i| like_by_definition(rest, &t[i..])),
-            Some((Piece::AnyOne, rest)) => !t.is_empty() && like_by_definition(rest, &t[1..]),
-            Some((Piece::One(u), rest)) => {
-                t.first().map(|&c| u32::from(c)) == Some(*u) && like_by_definition(rest, &t[1..])
-            }
-        }
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn like_matches_as_its_definition_says(
-            pattern in "[ab%_]{0,8}",
-            text in "[ab]{0,10}",
-        ) {
-            let like = Like::new(pattern.as_bytes(), Some('\\'), false).unwrap();
-            let units: Vec<char> = text.chars().collect();
-            proptest::prop_assert_eq!(
-                like.matches(&Value::Text(text.clone())),
-                Some(like_by_definition(&like.pieces, &units)),
-                "{} LIKE {}", text, pattern
-            );
-        }
-    }
-
-    #[test]
-    fn a_like_prefix_bounds_a_range_that_holds_every_match() {
-        let range = |p: &str| {
-            Like::new(p.as_bytes(), Some('\\'), false)
-                .unwrap()
-                .prefix_range()
-        };
-        assert_eq!(range("ab%"), Some(("ab".into(), "ac".into())));
-        assert_eq!(range("a\\%b%"), Some(("a%b".into(), "a%c".into())));
-        assert_eq!(range("%ab"), None);
-        assert_eq!(range("ab %"), None);
-        assert_eq!(range("\u{e9}%"), None);
     }
 }

@@ -39,7 +39,7 @@ use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 use super::clock;
 use super::ddl;
 use super::error::MyError;
-use super::filter::{Cond, Expression, Inserted, Like};
+use super::filter::{Cond, Expression, Inserted};
 use super::information_schema::{column_key, indexes, nullable};
 use super::proto::{ColumnDef, ty};
 use super::scan::{MAX_SCAN_ROWS, Scan, too_many_rows};
@@ -48,6 +48,7 @@ use super::upsert::{OnDuplicate, apply};
 use super::value::{self, Cell, Lit, column_def, computed, to_value};
 use super::variables;
 use crate::sql::eval;
+use crate::sql::like::Like;
 use crate::storage::codec::encode_key;
 use crate::tc::batch::{OperationError, Outcome};
 use crate::tc::{Commit, Grant, Role, Table, TcError};
@@ -871,9 +872,15 @@ impl Session {
     }
 
     async fn insert(&mut self, insert: &ast::Insert) -> Result<Reply, MyError> {
+        let set_form;
+        let insert = if insert.assignments.is_empty() {
+            insert
+        } else {
+            set_form = set_as_values(insert)?;
+            &set_form
+        };
         if insert.returning.is_some()
             || insert.partitioned.is_some()
-            || !insert.assignments.is_empty()
             || insert.or.is_some()
             || (insert.insert_alias.is_some() && insert.on.is_none())
             || (insert.replace_into && (insert.ignore || insert.on.is_some()))
@@ -980,7 +987,7 @@ impl Session {
         let (affected, duplicates) = if let Some(on) = &on_duplicate {
             let now = self.instant();
             let whole = (rows.iter().cloned())
-                .map(|given| whole_row(&table, given, now))
+                .map(|given| checked_row(&table, whole_row(&table, given, now)?))
                 .collect::<Result<Vec<_>, _>>()?;
             let met = self.insert_meeting(&table, &grant, &whole, on).await?;
             (met.affected, met.duplicates)
@@ -2394,7 +2401,7 @@ pub(super) fn like_of(rest: &[Token]) -> Result<Option<Like>, MyError> {
         (
             Some(Keyword::LIKE),
             Some(Token::SingleQuotedString(p) | Token::DoubleQuotedString(p)),
-        ) if rest.len() == 2 => Like::names(p).map(Some),
+        ) if rest.len() == 2 => Ok(Some(Like::names(p)?)),
         _ => Err(MyError::unsupported(
             "SHOW with anything but LIKE 'pattern'",
         )),
@@ -2648,6 +2655,63 @@ fn on_duplicate_set(
             Ok((c, Expression::on_duplicate(table, c, &a.value, inserted)?))
         })
         .collect()
+}
+
+/// Whole row `row` checked as it would be written, each value against its
+/// column — whether it is then written, skipped or meets a row that an ON
+/// DUPLICATE KEY UPDATE updates — with a decimal given as text read as the
+/// number it writes, which the update's expressions compute with.
+fn checked_row(table: &Table, mut row: Vec<Value>) -> Result<Vec<Value>, MyError> {
+    for (c, v) in row.iter_mut().enumerate() {
+        if matches!(v, Value::Null) {
+            continue;
+        }
+        crate::storage::codec::encode_operand(&table.layout, c as u16, v)?;
+        if let (Value::Text(t), shoal_wire::schema::ColumnType::Decimal { precision, scale }) =
+            (&*v, table.def().columns[c].column_type)
+        {
+            let mantissa =
+                crate::types::value::Decimal::parse(t, precision, scale).map_err(|problem| {
+                    MyError::bad_value(table.def().columns[c].name.as_str(), &problem)
+                })?;
+            *v = Value::Decimal(crate::types::value::Decimal { mantissa, scale });
+        }
+    }
+    Ok(row)
+}
+
+/// `INSERT … SET c = v, …` as the `INSERT … (c, …) VALUES (v, …)` it is.
+fn set_as_values(insert: &ast::Insert) -> Result<ast::Insert, MyError> {
+    if insert.source.is_some() || !insert.columns.is_empty() {
+        return Err(MyError::syntax("INSERT takes SET or VALUES, not both"));
+    }
+    let mut values = insert.clone();
+    let mut row = Vec::with_capacity(insert.assignments.len());
+    for a in values.assignments.drain(..) {
+        let ast::AssignmentTarget::ColumnName(target) = a.target else {
+            return Err(MyError::unsupported("INSERT … SET of a tuple"));
+        };
+        let parts = name_parts(&target)?;
+        let column = parts.last().map_or("", String::as_str);
+        values.columns.push(ast::Ident::new(column));
+        row.push(a.value);
+    }
+    values.source = Some(Box::new(ast::Query {
+        with: None,
+        body: Box::new(SetExpr::Values(ast::Values {
+            explicit_row: false,
+            rows: vec![row],
+        })),
+        order_by: None,
+        limit_clause: None,
+        fetch: None,
+        locks: Vec::new(),
+        for_clause: None,
+        settings: None,
+        format_clause: None,
+        pipe_operators: Vec::new(),
+    }));
+    Ok(values)
 }
 
 /// The column assignment `a` of `statement` sets: one that is not part

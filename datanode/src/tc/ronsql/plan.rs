@@ -21,6 +21,7 @@ use sqlparser::tokenizer::Tokenizer;
 use crate::sql::agg::{Aggregate, Func, Program};
 use crate::sql::eval::{self, Arith, Cmp, Datum, Expr, Pred, Scalar, TimeKind, Ty};
 use crate::sql::func::Function;
+use crate::sql::like::{BadPattern, Like, escape_of};
 use crate::sql::{Class, SqlError};
 use crate::storage::codec;
 use crate::storage::fragment::Bound;
@@ -261,7 +262,15 @@ struct Planner<'a> {
     /// While the HAVING clause is planned: the outputs its names may
     /// refer to, and the group values it reads (its slots).
     having: Option<(Vec<Output>, Vec<Source>)>,
+    /// A second row of the table the expressions may read (an INSERT's
+    /// row, in its ON DUPLICATE KEY UPDATE): the column of it an
+    /// expression names, if it names one. Its column `c` is read at the
+    /// table's width + `c`.
+    second: Option<&'a SecondRow<'a>>,
 }
+
+/// How the expressions over a pair of rows name the second row's columns.
+pub(crate) type SecondRow<'a> = dyn Fn(&ast::Expr) -> Result<Option<u16>, SqlError> + 'a;
 
 /// Plans a parsed query over `table`.
 pub(crate) fn plan(explain: bool, query: &ast::Query, table: Arc<Table>) -> Result<Plan, SqlError> {
@@ -288,6 +297,7 @@ pub(crate) fn plan(explain: bool, query: &ast::Query, table: Arc<Table>) -> Resu
         aggregates: Vec::new(),
         aggregate_keys: Vec::new(),
         having: None,
+        second: None,
     };
     if select.distinct.is_some() {
         return Err(unsupported(
@@ -426,6 +436,19 @@ pub(crate) fn row_value(table: &Table, e: &ast::Expr) -> Result<(Expr, Ty), SqlE
     Planner::over(table).value(e, 0)
 }
 
+/// A value expression over a row of `table` and a second row of it, whose
+/// columns `second` finds named (`VALUES(c)`): read at the table's width
+/// + `c`.
+pub(crate) fn pair_value(
+    table: &Table,
+    e: &ast::Expr,
+    second: &SecondRow<'_>,
+) -> Result<(Expr, Ty), SqlError> {
+    let mut p = Planner::over(table);
+    p.second = Some(second);
+    p.value(e, 0)
+}
+
 /// A condition over one row of `table`, as a front end checks it on each
 /// row it found.
 pub(crate) fn row_pred(table: &Table, e: &ast::Expr) -> Result<Pred, SqlError> {
@@ -479,6 +502,7 @@ impl<'a> Planner<'a> {
             aggregates: Vec::new(),
             aggregate_keys: Vec::new(),
             having: None,
+            second: None,
         }
     }
 
@@ -534,6 +558,12 @@ impl<'a> Planner<'a> {
         {
             return Ok(slot);
         }
+        if let Some(second) = self.second
+            && let Some(c) = second(e)?
+        {
+            let width = self.layout.columns.len() as u16;
+            return Ok((Expr::Column(width + c), self.column_ty(c)));
+        }
         if let Some(c) = self.column_ref(e)? {
             return Ok((Expr::Column(c), self.column_ty(c)));
         }
@@ -553,6 +583,7 @@ impl<'a> Planner<'a> {
             | ast::Expr::IsNotNull(_)
             | ast::Expr::Between { .. }
             | ast::Expr::InList { .. }
+            | ast::Expr::Like { .. }
             | ast::Expr::UnaryOp {
                 op: UnaryOperator::Not,
                 ..
@@ -996,7 +1027,42 @@ impl<'a> Planner<'a> {
             ast::Expr::IsTrue(_) | ast::Expr::IsFalse(_) | ast::Expr::IsUnknown(_) => {
                 Err(unsupported("IS TRUE, IS FALSE and IS UNKNOWN"))
             }
-            ast::Expr::Like { .. } | ast::Expr::ILike { .. } => Err(unsupported("LIKE")),
+            ast::Expr::Like {
+                negated,
+                any: false,
+                expr,
+                pattern,
+                escape_char,
+            } => {
+                let (x, ty) = self.value(expr, depth + 1)?;
+                if ty == Ty::Double {
+                    return Err(unsupported("LIKE on a FLOAT or DOUBLE"));
+                }
+                let pattern = match self.value(pattern, depth + 1)?.0 {
+                    Expr::Literal(Scalar::Text(p) | Scalar::Binary(p)) => p,
+                    Expr::Literal(Scalar::Null) => return Ok(Pred::Const(None)),
+                    _ => {
+                        return Err(unsupported(format!(
+                            "'{e}': LIKE with anything but a constant string as the pattern"
+                        )));
+                    }
+                };
+                let escape = escape_of(escape_char.as_ref())
+                    .map_err(|()| semantic(format!("'{e}': ESCAPE takes one character")))?;
+                let like =
+                    Like::new(&pattern, escape, ty == Ty::Binary).map_err(|bad| match bad {
+                        BadPattern::NotText => unsupported(bad),
+                        BadPattern::TooLong(_) => too_large(bad.to_string()),
+                    })?;
+                Ok(Pred::Like {
+                    expr: x,
+                    like: Box::new(like),
+                    negated: *negated,
+                })
+            }
+            ast::Expr::Like { .. } | ast::Expr::ILike { .. } => {
+                Err(unsupported("LIKE ANY and ILIKE"))
+            }
             ast::Expr::Subquery(_) | ast::Expr::InSubquery { .. } | ast::Expr::Exists { .. } => {
                 Err(unsupported("subqueries"))
             }
