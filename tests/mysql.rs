@@ -2070,6 +2070,28 @@ async fn expressions_are_computed_from_each_row_as_mysql_computes_them() {
         "{out}"
     );
     let out = s.ok(
+        "SELECT LEFT(name, 2), RIGHT(name, 2), REPLACE(name, 'r', 'R'), TRIM('  x  '), \
+         TRIM(LEADING 'x' FROM 'xxaxx'), LTRIM('  a'), RTRIM('a  ') FROM items WHERE id = 1",
+    );
+    assert_eq!(lines(&out), ["Är\trm\tÄRm\tx\taxx\ta\ta"], "{out}");
+    s.ok("CREATE TABLE d (id INT PRIMARY KEY, at DATETIME(3), day DATE)");
+    s.ok("INSERT INTO d VALUES (1, '2024-02-29 23:59:59.500', '1969-12-31'), (2, NULL, NULL)");
+    let out = s.ok(
+        "SELECT YEAR(at), MONTH(at), DAY(at), DATE(at), YEAR(day), DAYOFMONTH(day), \
+         DATE(day) FROM d ORDER BY id",
+    );
+    assert_eq!(
+        lines(&out),
+        [
+            "2024\t2\t29\t2024-02-29\t1969\t31\t1969-12-31",
+            "NULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL"
+        ],
+        "{out}"
+    );
+    let out = s.ok("SELECT COUNT(*) FROM d WHERE YEAR(at) = 2024 AND MONTH(day) = 12");
+    assert_eq!(lines(&out), ["1"], "{out}");
+    s.refused("SELECT YEAR(id) FROM d", "1105");
+    let out = s.ok(
         "SELECT ROUND(price, 1), ROUND(price), FLOOR(price), CEIL(price), ABS(0 - price), \
          CAST(price AS SIGNED), CAST(qty AS CHAR), CAST('12.5' AS DECIMAL(6,2)), MOD(qty, 4) \
          FROM items WHERE id = 1",

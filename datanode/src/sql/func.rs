@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 
 use super::eval::{self, EvalError, MAX_SCALE, Scalar, TimeKind, Ty};
-use crate::types::value::{Date, Decimal, POW10, WithFsp};
+use crate::types::value::{Date, Decimal, MICROS_PER_DAY, POW10, WithFsp, civil_from_days};
 
 /// Longest text or bytes a function answers: bounds what one row's
 /// expression can make of a row's few kilobytes.
@@ -29,6 +29,24 @@ pub(crate) enum Function {
     CharLength,
     /// `SUBSTRING(s, from[, count])`, from 1; a negative `from` counts from the end.
     Substring,
+    /// `LEFT(s, n)`: the first `n` characters.
+    Left,
+    /// `RIGHT(s, n)`: the last `n` characters.
+    Right,
+    /// `REPLACE(s, from, to)`: every `from` in `s` made `to`.
+    Replace,
+    /// `TRIM`, `LTRIM`, `RTRIM`: `s` without the runs of a string (spaces
+    /// unless given) at its start, its end, or both.
+    Trim {
+        start: bool,
+        end: bool,
+    },
+    /// `YEAR`, `MONTH`, `DAY` of a date or date-time.
+    Year,
+    Month,
+    Day,
+    /// `DATE(t)`: the date of a date-time.
+    Date,
     Abs,
     /// `ROUND(x, d)` to `d` decimals, half away from zero (`d` a constant).
     Round(i32),
@@ -51,6 +69,21 @@ impl Function {
             ("LENGTH" | "OCTET_LENGTH", 1) => Function::Length,
             ("CHAR_LENGTH" | "CHARACTER_LENGTH", 1) => Function::CharLength,
             ("SUBSTRING" | "SUBSTR" | "MID", 2 | 3) => Function::Substring,
+            ("LEFT", 2) => Function::Left,
+            ("RIGHT", 2) => Function::Right,
+            ("REPLACE", 3) => Function::Replace,
+            ("LTRIM", 1) => Function::Trim {
+                start: true,
+                end: false,
+            },
+            ("RTRIM", 1) => Function::Trim {
+                start: false,
+                end: true,
+            },
+            ("YEAR", 1) => Function::Year,
+            ("MONTH", 1) => Function::Month,
+            ("DAY" | "DAYOFMONTH", 1) => Function::Day,
+            ("DATE", 1) => Function::Date,
             ("ABS", 1) => Function::Abs,
             ("CEIL" | "CEILING", 1) => Function::Ceil,
             ("FLOOR", 1) => Function::Floor,
@@ -66,6 +99,19 @@ impl Function {
             Function::Length => "LENGTH",
             Function::CharLength => "CHAR_LENGTH",
             Function::Substring => "SUBSTRING",
+            Function::Left => "LEFT",
+            Function::Right => "RIGHT",
+            Function::Replace => "REPLACE",
+            Function::Trim {
+                start: true,
+                end: true,
+            } => "TRIM",
+            Function::Trim { start: true, .. } => "LTRIM",
+            Function::Trim { .. } => "RTRIM",
+            Function::Year => "YEAR",
+            Function::Month => "MONTH",
+            Function::Day => "DAY",
+            Function::Date => "DATE",
             Function::Abs => "ABS",
             Function::Round(_) => "ROUND",
             Function::Floor => "FLOOR",
@@ -106,6 +152,24 @@ impl Function {
                     }),
                 }
             }
+            Function::Left | Function::Right => match (first, args[1]) {
+                (t, Ty::Int | Ty::Null) if text(t) => Ok(string_of(t)),
+                (t, Ty::Int | Ty::Null) => Err(takes("a string", t)),
+                (_, n) => Err(takes("a whole number for its length", n)),
+            },
+            Function::Replace | Function::Trim { .. } => match args.iter().find(|t| !text(**t)) {
+                Some(t) => Err(takes("strings", *t)),
+                None if args.contains(&Ty::Binary) => Ok(Ty::Binary),
+                None => Ok(Ty::Text),
+            },
+            Function::Year | Function::Month | Function::Day => match first {
+                Ty::Time(_) | Ty::Null => Ok(Ty::Int),
+                t => Err(takes("a date or a date-time", t)),
+            },
+            Function::Date => match first {
+                Ty::Time(_) | Ty::Null => Ok(Ty::Time(TimeKind::Date)),
+                t => Err(takes("a date or a date-time", t)),
+            },
             Function::Abs => match first {
                 t if t.is_numeric() => Ok(t),
                 t => Err(takes("a number", t)),
@@ -188,6 +252,69 @@ impl Function {
                     }
                 }
             }
+            Function::Left | Function::Right => {
+                let n = match args[1] {
+                    Scalar::Int(n) => n.max(0),
+                    _ => 0,
+                };
+                let left = self == Function::Left;
+                match &args[0] {
+                    Scalar::Binary(b) => {
+                        let n = (n as usize).min(b.len());
+                        let part = if left { &b[..n] } else { &b[b.len() - n..] };
+                        Scalar::Binary(Cow::Owned(part.to_vec()))
+                    }
+                    other => {
+                        let text = text_of(other);
+                        let s = String::from_utf8_lossy(&text);
+                        let len = s.chars().count();
+                        let n = (n as usize).min(len);
+                        let skip = if left { 0 } else { len - n };
+                        let part: String = s.chars().skip(skip).take(n).collect();
+                        Scalar::Text(Cow::Owned(part.into_bytes()))
+                    }
+                }
+            }
+            Function::Replace => {
+                let (s, from, to) = (text_of(&args[0]), text_of(&args[1]), text_of(&args[2]));
+                let out = replace(&s, &from, &to)?;
+                if args.iter().any(|a| matches!(a, Scalar::Binary(_))) {
+                    Scalar::Binary(Cow::Owned(out))
+                } else {
+                    Scalar::Text(Cow::Owned(out))
+                }
+            }
+            Function::Trim { start, end } => {
+                let s = text_of(&args[0]);
+                let cut = args.get(1).map_or(Cow::Borrowed(&b" "[..]), text_of);
+                let mut part: &[u8] = &s;
+                if !cut.is_empty() {
+                    while start && part.starts_with(&cut) {
+                        part = &part[cut.len()..];
+                    }
+                    while end && part.ends_with(&cut) {
+                        part = &part[..part.len() - cut.len()];
+                    }
+                }
+                match &args[0] {
+                    Scalar::Binary(_) => Scalar::Binary(Cow::Owned(part.to_vec())),
+                    _ => Scalar::Text(Cow::Owned(part.to_vec())),
+                }
+            }
+            Function::Year | Function::Month | Function::Day | Function::Date => {
+                let day = match args[0] {
+                    Scalar::Time(TimeKind::Date, d) => d,
+                    Scalar::Time(_, t) => t.div_euclid(MICROS_PER_DAY),
+                    _ => return Ok(Scalar::Null),
+                };
+                let (y, m, d) = civil_from_days(day);
+                match self {
+                    Function::Year => Scalar::Int(i128::from(y)),
+                    Function::Month => Scalar::Int(i128::from(m)),
+                    Function::Day => Scalar::Int(i128::from(d)),
+                    _ => Scalar::Time(TimeKind::Date, day),
+                }
+            }
             Function::Abs => match args[0] {
                 Scalar::Int(v) => Scalar::Int(v.abs()),
                 Scalar::Decimal(m, s) => Scalar::Decimal(m.abs(), s),
@@ -224,6 +351,33 @@ impl Function {
             },
         })
     }
+}
+
+/// Text or bytes of the type `t` is, or keeps: bytes stay bytes.
+fn string_of(t: Ty) -> Ty {
+    if t == Ty::Binary {
+        Ty::Binary
+    } else {
+        Ty::Text
+    }
+}
+
+/// `s` with every `from` (left to right, not overlapping) made `to`; `s`
+/// as it is for an empty `from`, as MySQL's `REPLACE`.
+fn replace(s: &[u8], from: &[u8], to: &[u8]) -> Result<Vec<u8>, EvalError> {
+    if from.is_empty() {
+        return Ok(s.to_vec());
+    }
+    let mut out = Vec::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = rest.windows(from.len()).position(|w| w == from) {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(to);
+        bounded(&out)?;
+        rest = &rest[at + from.len()..];
+    }
+    out.extend_from_slice(rest);
+    Ok(out)
 }
 
 /// A text or bytes result no longer than `MAX_RESULT_BYTES`.
@@ -434,6 +588,72 @@ mod tests {
             Scalar::Int(4)
         );
         assert_eq!(Function::Length.call(&[multi]).unwrap(), Scalar::Int(7));
+    }
+
+    #[test]
+    fn text_functions_take_characters_and_dates_their_parts() {
+        let call = |f: Function, args: &[Scalar<'static>]| f.call(args).unwrap();
+        let s = text("ÅÄÖab");
+        assert_eq!(
+            call(Function::Left, &[s.clone(), Scalar::Int(2)]),
+            text("ÅÄ")
+        );
+        assert_eq!(
+            call(Function::Right, &[s.clone(), Scalar::Int(2)]),
+            text("ab")
+        );
+        assert_eq!(call(Function::Right, &[s.clone(), Scalar::Int(9)]), s);
+        assert_eq!(
+            call(Function::Left, &[s.clone(), Scalar::Int(-1)]),
+            text("")
+        );
+        assert_eq!(
+            call(Function::Replace, &[text("a-b-c"), text("-"), text("--")]),
+            text("a--b--c")
+        );
+        assert_eq!(
+            call(Function::Replace, &[text("abc"), text(""), text("x")]),
+            text("abc")
+        );
+        assert_eq!(
+            call(Function::Replace, &[text("aaa"), text("aa"), text("b")]),
+            text("ba")
+        );
+        let trim = Function::Trim {
+            start: true,
+            end: true,
+        };
+        assert_eq!(call(trim, &[text("  x y  ")]), text("x y"));
+        assert_eq!(call(trim, &[text("xxaxx"), text("x")]), text("a"));
+        assert_eq!(call(trim, &[text("xyxyaxy"), text("xy")]), text("a"));
+        let ltrim = Function::Trim {
+            start: true,
+            end: false,
+        };
+        assert_eq!(call(ltrim, &[text("  x ")]), text("x "));
+        // 2024-02-29 is day 19,782; a date-time before 1970 floors to its day.
+        let leap = Scalar::Time(TimeKind::Date, 19_782);
+        assert_eq!(
+            call(Function::Year, std::slice::from_ref(&leap)),
+            Scalar::Int(2024)
+        );
+        assert_eq!(
+            call(Function::Month, std::slice::from_ref(&leap)),
+            Scalar::Int(2)
+        );
+        assert_eq!(call(Function::Day, &[leap]), Scalar::Int(29));
+        let before = Scalar::Time(TimeKind::DateTime(0), -1);
+        assert_eq!(
+            call(Function::Date, &[before]),
+            Scalar::Time(TimeKind::Date, -1)
+        );
+        // A REPLACE that grows past the bound fails rather than allocating.
+        let big = text(&"a".repeat(1 << 16));
+        assert!(
+            Function::Replace
+                .call(&[big, text("a"), text(&"b".repeat(64))])
+                .is_err()
+        );
     }
 
     #[test]

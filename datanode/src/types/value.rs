@@ -297,7 +297,7 @@ fn days_from_civil(year: i32, month: u32, day: u32) -> i32 {
 
 /// The date `days` after 1970-01-01 as (year, month, day); any number of
 /// days has one, far outside the supported range too.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
     let doe = z - era * 146_097;

@@ -669,6 +669,23 @@ impl<'a> Planner<'a> {
                     .collect();
                 self.function("SUBSTRING", &args, e, depth)
             }
+            ast::Expr::Trim {
+                expr,
+                trim_where,
+                trim_what,
+                trim_characters: None,
+            } => {
+                let (start, end) = match trim_where {
+                    None | Some(ast::TrimWhereField::Both) => (true, true),
+                    Some(ast::TrimWhereField::Leading) => (true, false),
+                    Some(ast::TrimWhereField::Trailing) => (false, true),
+                };
+                let mut args = vec![self.value(expr, depth + 1)?];
+                if let Some(what) = trim_what {
+                    args.push(self.value(what, depth + 1)?);
+                }
+                call(Function::Trim { start, end }, args, e)
+            }
             ast::Expr::Ceil { expr, field } | ast::Expr::Floor { expr, field }
                 if matches!(
                     field,
