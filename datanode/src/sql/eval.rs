@@ -131,6 +131,33 @@ impl Scalar<'_> {
         matches!(self, Scalar::Null)
     }
 
+    /// The value as a column value: what sorts, compares and is written
+    /// as a stored one is. (Integers are within BIGINT's and BIGINT
+    /// UNSIGNED's range; text that is not UTF-8 stays bytes.)
+    pub(crate) fn to_value(&self) -> Value {
+        use crate::types::value::{Date, DateTime, Decimal, Timestamp};
+        match self {
+            Scalar::Null => Value::Null,
+            Scalar::Int(v) => match i64::try_from(*v) {
+                Ok(v) => Value::Int(v),
+                Err(_) => Value::UInt(u64::try_from(*v).unwrap_or(u64::MAX)),
+            },
+            Scalar::Decimal(mantissa, scale) => Value::Decimal(Decimal {
+                mantissa: *mantissa,
+                scale: *scale,
+            }),
+            Scalar::Double(v) => Value::Double(*v),
+            Scalar::Text(b) => match std::str::from_utf8(b) {
+                Ok(s) => Value::Text(s.to_owned()),
+                Err(_) => Value::Bytes(b.to_vec()),
+            },
+            Scalar::Binary(b) => Value::Bytes(b.to_vec()),
+            Scalar::Time(TimeKind::Date, d) => Value::Date(Date(*d as i32)),
+            Scalar::Time(TimeKind::DateTime(_), t) => Value::DateTime(DateTime(*t)),
+            Scalar::Time(TimeKind::Timestamp(_), t) => Value::Timestamp(Timestamp(*t)),
+        }
+    }
+
     /// Bytes it holds beyond its own size: what a group keeping it costs.
     pub(crate) fn heap_bytes(&self) -> usize {
         match self {
@@ -470,6 +497,9 @@ pub(crate) enum Expr {
     /// A scalar function of its arguments (NULL if any is NULL).
     Call(Function, Vec<Expr>),
     Case(Box<Case>),
+    /// A condition as a value, as MySQL makes one (`SELECT qty > 5`): 1
+    /// when true, 0 when false, NULL when unknown.
+    Truth(Box<Pred>),
 }
 
 /// `CASE WHEN p THEN v … ELSE e END`, and what `COALESCE`, `IFNULL`,
@@ -647,6 +677,9 @@ impl Expr {
                 f.call(&values)
             }
             Expr::Case(case) => case.eval(row),
+            Expr::Truth(p) => Ok(p
+                .test(row)?
+                .map_or(Scalar::Null, |b| Scalar::Int(i128::from(b)))),
         }
     }
 
@@ -661,6 +694,7 @@ impl Expr {
                 b.columns(out);
             }
             Expr::Call(_, args) => args.iter().for_each(|a| a.columns(out)),
+            Expr::Truth(p) => p.columns(out),
             Expr::Case(case) => {
                 for (when, then) in &case.arms {
                     when.columns(out);

@@ -9,6 +9,7 @@
 //! counted in characters; bytes (BINARY, VARBINARY) in bytes.
 
 use std::borrow::Cow;
+use std::ops::RangeInclusive;
 
 use super::eval::{self, EvalError, MAX_SCALE, Scalar, TimeKind, Ty};
 use crate::types::value::{Date, Decimal, MICROS_PER_DAY, POW10, WithFsp, civil_from_days};
@@ -59,34 +60,30 @@ pub(crate) enum Function {
 }
 
 impl Function {
-    /// The function called `name` with `args` arguments, if Shoal has it.
-    pub(crate) fn named(name: &str, args: usize) -> Option<Function> {
+    /// The function called `name`, if Shoal has it, and how many
+    /// arguments it takes.
+    pub(crate) fn named(name: &str) -> Option<(Function, RangeInclusive<usize>)> {
         let name = name.to_ascii_uppercase();
-        Some(match (name.as_str(), args) {
-            ("UPPER" | "UCASE", 1) => Function::Upper,
-            ("LOWER" | "LCASE", 1) => Function::Lower,
-            ("CONCAT", 1..) => Function::Concat,
-            ("LENGTH" | "OCTET_LENGTH", 1) => Function::Length,
-            ("CHAR_LENGTH" | "CHARACTER_LENGTH", 1) => Function::CharLength,
-            ("SUBSTRING" | "SUBSTR" | "MID", 2 | 3) => Function::Substring,
-            ("LEFT", 2) => Function::Left,
-            ("RIGHT", 2) => Function::Right,
-            ("REPLACE", 3) => Function::Replace,
-            ("LTRIM", 1) => Function::Trim {
-                start: true,
-                end: false,
-            },
-            ("RTRIM", 1) => Function::Trim {
-                start: false,
-                end: true,
-            },
-            ("YEAR", 1) => Function::Year,
-            ("MONTH", 1) => Function::Month,
-            ("DAY" | "DAYOFMONTH", 1) => Function::Day,
-            ("DATE", 1) => Function::Date,
-            ("ABS", 1) => Function::Abs,
-            ("CEIL" | "CEILING", 1) => Function::Ceil,
-            ("FLOOR", 1) => Function::Floor,
+        let trim = |start, end| Function::Trim { start, end };
+        Some(match name.as_str() {
+            "UPPER" | "UCASE" => (Function::Upper, 1..=1),
+            "LOWER" | "LCASE" => (Function::Lower, 1..=1),
+            "CONCAT" => (Function::Concat, 1..=usize::MAX),
+            "LENGTH" | "OCTET_LENGTH" => (Function::Length, 1..=1),
+            "CHAR_LENGTH" | "CHARACTER_LENGTH" => (Function::CharLength, 1..=1),
+            "SUBSTRING" | "SUBSTR" | "MID" => (Function::Substring, 2..=3),
+            "LEFT" => (Function::Left, 2..=2),
+            "RIGHT" => (Function::Right, 2..=2),
+            "REPLACE" => (Function::Replace, 3..=3),
+            "LTRIM" => (trim(true, false), 1..=1),
+            "RTRIM" => (trim(false, true), 1..=1),
+            "YEAR" => (Function::Year, 1..=1),
+            "MONTH" => (Function::Month, 1..=1),
+            "DAY" | "DAYOFMONTH" => (Function::Day, 1..=1),
+            "DATE" => (Function::Date, 1..=1),
+            "ABS" => (Function::Abs, 1..=1),
+            "CEIL" | "CEILING" => (Function::Ceil, 1..=1),
+            "FLOOR" => (Function::Floor, 1..=1),
             _ => return None,
         })
     }
@@ -145,11 +142,7 @@ impl Function {
                 }
                 match args[1..].iter().find(|t| !matches!(t, Ty::Int | Ty::Null)) {
                     Some(t) => Err(takes("whole numbers for its position and length", *t)),
-                    None => Ok(if first == Ty::Binary {
-                        Ty::Binary
-                    } else {
-                        Ty::Text
-                    }),
+                    None => Ok(string_of(first)),
                 }
             }
             Function::Left | Function::Right => match (first, args[1]) {
@@ -218,11 +211,7 @@ impl Function {
                     out.extend_from_slice(&text_of(a));
                     bounded(&out)?;
                 }
-                if args.iter().any(|a| matches!(a, Scalar::Binary(_))) {
-                    Scalar::Binary(Cow::Owned(out))
-                } else {
-                    Scalar::Text(Cow::Owned(out))
-                }
+                string(args, out)
             }
             Function::Length => Scalar::Int(text_of(&args[0]).len() as i128),
             Function::CharLength => match &args[0] {
@@ -238,51 +227,22 @@ impl Function {
                     _ => None,
                 };
                 let (from, count) = (whole(1).unwrap_or(1), whole(2));
-                match &args[0] {
-                    Scalar::Binary(b) => {
-                        let (at, n) = span(b.len(), from, count);
-                        Scalar::Binary(Cow::Owned(b[at..at + n].to_vec()))
-                    }
-                    other => {
-                        let text = text_of(other);
-                        let s = String::from_utf8_lossy(&text);
-                        let (at, n) = span(s.chars().count(), from, count);
-                        let part: String = s.chars().skip(at).take(n).collect();
-                        Scalar::Text(Cow::Owned(part.into_bytes()))
-                    }
-                }
+                part(&args[0], |len| span(len, from, count))
             }
             Function::Left | Function::Right => {
                 let n = match args[1] {
-                    Scalar::Int(n) => n.max(0),
+                    Scalar::Int(n) => usize::try_from(n).unwrap_or(0),
                     _ => 0,
                 };
                 let left = self == Function::Left;
-                match &args[0] {
-                    Scalar::Binary(b) => {
-                        let n = (n as usize).min(b.len());
-                        let part = if left { &b[..n] } else { &b[b.len() - n..] };
-                        Scalar::Binary(Cow::Owned(part.to_vec()))
-                    }
-                    other => {
-                        let text = text_of(other);
-                        let s = String::from_utf8_lossy(&text);
-                        let len = s.chars().count();
-                        let n = (n as usize).min(len);
-                        let skip = if left { 0 } else { len - n };
-                        let part: String = s.chars().skip(skip).take(n).collect();
-                        Scalar::Text(Cow::Owned(part.into_bytes()))
-                    }
-                }
+                part(&args[0], |len| {
+                    let n = n.min(len);
+                    (if left { 0 } else { len - n }, n)
+                })
             }
             Function::Replace => {
                 let (s, from, to) = (text_of(&args[0]), text_of(&args[1]), text_of(&args[2]));
-                let out = replace(&s, &from, &to)?;
-                if args.iter().any(|a| matches!(a, Scalar::Binary(_))) {
-                    Scalar::Binary(Cow::Owned(out))
-                } else {
-                    Scalar::Text(Cow::Owned(out))
-                }
+                string(args, replace(&s, &from, &to)?)
             }
             Function::Trim { start, end } => {
                 let s = text_of(&args[0]);
@@ -296,10 +256,7 @@ impl Function {
                         part = &part[..part.len() - cut.len()];
                     }
                 }
-                match &args[0] {
-                    Scalar::Binary(_) => Scalar::Binary(Cow::Owned(part.to_vec())),
-                    _ => Scalar::Text(Cow::Owned(part.to_vec())),
-                }
+                string(args, part.to_vec())
             }
             Function::Year | Function::Month | Function::Day | Function::Date => {
                 let day = match args[0] {
@@ -350,6 +307,34 @@ impl Function {
                 v => v,
             },
         })
+    }
+}
+
+/// A string result of a call on `args`: bytes if any argument is, else
+/// text (as the call's type says).
+fn string<'a>(args: &[Scalar<'_>], out: Vec<u8>) -> Scalar<'a> {
+    if args.iter().any(|a| matches!(a, Scalar::Binary(_))) {
+        Scalar::Binary(Cow::Owned(out))
+    } else {
+        Scalar::Text(Cow::Owned(out))
+    }
+}
+
+/// The part of `s` that `at` finds (where it starts and how many it
+/// takes, given how many there are): characters of text, bytes of bytes.
+fn part<'a>(s: &Scalar<'_>, at: impl FnOnce(usize) -> (usize, usize)) -> Scalar<'a> {
+    match s {
+        Scalar::Binary(b) => {
+            let (from, n) = at(b.len());
+            Scalar::Binary(Cow::Owned(b[from..from + n].to_vec()))
+        }
+        other => {
+            let text = text_of(other);
+            let text = String::from_utf8_lossy(&text);
+            let (from, n) = at(text.chars().count());
+            let part: String = text.chars().skip(from).take(n).collect();
+            Scalar::Text(Cow::Owned(part.into_bytes()))
+        }
     }
 }
 

@@ -22,7 +22,7 @@ use sqlparser::ast::{self, BinaryOperator, Expr, UnaryOperator};
 
 use super::error::MyError;
 use super::query::{column_of, compare, literal, position};
-use super::value::{self, Lit, to_value};
+use super::value::{Lit, to_value};
 use crate::sql::eval::{self, Cmp, Pred, Ty, Values};
 use crate::sql::like::{Like, escape_of};
 use crate::sql::{Class, SqlError};
@@ -505,38 +505,9 @@ pub(crate) enum Arith {
 }
 
 impl Expression {
-    /// The expression `e` setting column `target` of `table`: integer
-    /// arithmetic (`k = k + 1`) worked out exactly on the values there,
-    /// anything else as an expression over the row.
+    /// The expression `e` setting column `target` of `table`.
     pub(crate) fn of(table: &Table, target: usize, e: &Expr) -> Result<Expression, MyError> {
-        match Expression::within(table, target, e, None) {
-            Ok(x) if x.integer_only(table) => Ok(x),
-            Err(refused) if !refused.is_unsupported() => Err(refused),
-            _ => {
-                let (x, _) = crate::tc::ronsql::plan::row_value(table, e)?;
-                Ok(Expression::Computed(Box::new(x), Arc::clone(&table.layout)))
-            }
-        }
-    }
-
-    /// Whether its arithmetic reads only integers: constants, and columns
-    /// of integer types.
-    fn integer_only(&self, table: &Table) -> bool {
-        let integer = |x: &Expression| match x {
-            Expression::Value(v) => matches!(v, Value::Int(_) | Value::UInt(_)),
-            Expression::Column(c) => {
-                // Of the row there, or (past its width) the INSERT's.
-                let ty = table.def().columns[*c % table.def().columns.len()].column_type;
-                Ty::of_column(ty) == Ty::Int && ty != ColumnType::Bool
-            }
-            Expression::Arith(..) => x.integer_only(table),
-            Expression::Computed(..) => false,
-        };
-        match self {
-            Expression::Value(_) | Expression::Column(_) => true,
-            Expression::Arith(l, _, r) => integer(l) && integer(r),
-            Expression::Computed(..) => false,
-        }
+        Expression::planned(table, target, e, None)
     }
 
     /// The expression `e` of an ON DUPLICATE KEY UPDATE setting column
@@ -547,18 +518,57 @@ impl Expression {
         e: &Expr,
         inserted: Inserted<'_>,
     ) -> Result<Expression, MyError> {
-        match Expression::within(table, target, e, Some(inserted)) {
+        Expression::planned(table, target, e, Some(inserted))
+    }
+
+    /// Integer arithmetic (`k = k + 1`) worked out exactly on the values
+    /// there, anything else as an expression over the row (and the row an
+    /// INSERT gave, read past the table's width).
+    fn planned(
+        table: &Table,
+        target: usize,
+        e: &Expr,
+        inserted: Option<Inserted<'_>>,
+    ) -> Result<Expression, MyError> {
+        match Expression::within(table, target, e, inserted) {
             Ok(x) if x.integer_only(table) => Ok(x),
             Err(refused) if !refused.is_unsupported() => Err(refused),
             _ => {
                 let second = |e: &Expr| {
-                    let c = inserted_column(table, e, inserted)
+                    let Some(i) = inserted else {
+                        return Ok(None);
+                    };
+                    let c = inserted_column(table, e, i)
                         .map_err(|err| SqlError::new(Class::Semantic, err.message))?;
                     Ok(c.map(|c| c as u16))
                 };
                 let (x, _) = crate::tc::ronsql::plan::pair_value(table, e, &second)?;
                 Ok(Expression::Computed(Box::new(x), Arc::clone(&table.layout)))
             }
+        }
+    }
+
+    /// Whether it is a constant, a column, or arithmetic that reads only
+    /// integers: constants, and columns (of the row there or, past its
+    /// width, the INSERT's) of integer types.
+    fn integer_only(&self, table: &Table) -> bool {
+        match self {
+            Expression::Value(_) | Expression::Column(_) => true,
+            Expression::Arith(..) => self.reads_integers(table),
+            Expression::Computed(..) => false,
+        }
+    }
+
+    fn reads_integers(&self, table: &Table) -> bool {
+        let columns = &table.def().columns;
+        match self {
+            Expression::Value(v) => matches!(v, Value::Int(_) | Value::UInt(_)),
+            Expression::Column(c) => {
+                let ty = columns[*c % columns.len()].column_type;
+                Ty::of_column(ty) == Ty::Int && ty != ColumnType::Bool
+            }
+            Expression::Arith(l, _, r) => l.reads_integers(table) && r.reads_integers(table),
+            Expression::Computed(..) => false,
         }
     }
 
@@ -648,7 +658,7 @@ impl Expression {
                     }
                     v => v,
                 };
-                let v = value::value_of_datum(v.to_owned());
+                let v = v.to_value();
                 let v = to_value(&lit_of(&v), column)?;
                 // Checked as a written value is: never rounded or clamped.
                 codec::encode_operand(&table.layout, target as u16, &v)?;

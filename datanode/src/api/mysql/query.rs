@@ -50,6 +50,7 @@ use super::variables;
 use crate::sql::eval;
 use crate::sql::like::Like;
 use crate::storage::codec::encode_key;
+use crate::storage::layout::Layout;
 use crate::tc::batch::{OperationError, Outcome};
 use crate::tc::{Commit, Grant, Role, Table, TcError};
 use crate::types::value::{Value, time_of};
@@ -635,6 +636,14 @@ impl Session {
             }
             found => found.map(|c| (c, None)),
         };
+        let table_column = |c: usize| {
+            column_def(
+                &db_name,
+                def.name.as_str(),
+                &def.columns[c],
+                is_key(&table, c),
+            )
+        };
         let mut outputs = Vec::new();
         let mut columns = Vec::new();
         // Each output's alias, if it has one.
@@ -642,15 +651,10 @@ impl Session {
         for item in &select.projection {
             let (e, alias) = match item {
                 SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
-                    for (c, column) in def.columns.iter().enumerate() {
+                    for c in 0..width {
                         outputs.push(c);
                         aliases.push(None);
-                        columns.push(column_def(
-                            &db_name,
-                            def.name.as_str(),
-                            column,
-                            is_key(&table, c),
-                        ));
+                        columns.push(table_column(c));
                     }
                     continue;
                 }
@@ -659,12 +663,7 @@ impl Session {
             };
             let (c, ty) = output(e, "field list")?;
             let mut column = match ty {
-                None => column_def(
-                    &db_name,
-                    def.name.as_str(),
-                    &def.columns[c],
-                    is_key(&table, c),
-                ),
+                None => table_column(c),
                 Some(ty) => value::computed_of(&e.to_string(), ty),
             };
             if let Some(alias) = alias {
@@ -700,7 +699,7 @@ impl Session {
         })?;
         let (limit, offset) = limit_of(q)?;
         let computed = (!computed.is_empty()).then(|| Computed {
-            table: Arc::clone(&table),
+            layout: Arc::clone(&table.layout),
             exprs: computed,
         });
         let shape = Shape {
@@ -2062,7 +2061,7 @@ pub(crate) struct Shape {
 /// to answer or to sort by: appended to the row, after its columns.
 #[derive(Debug)]
 pub(crate) struct Computed {
-    pub(super) table: Arc<Table>,
+    pub(super) layout: Arc<Layout>,
     pub(super) exprs: Vec<eval::Expr>,
 }
 
@@ -2070,7 +2069,7 @@ impl Computed {
     /// Appends the computed values to each row that has only the table's
     /// columns yet.
     fn extend(&self, rows: &mut [Vec<Value>]) -> Result<(), MyError> {
-        let layout = &self.table.layout;
+        let layout = &self.layout;
         let width = layout.columns.len();
         for row in rows.iter_mut().filter(|r| r.len() == width) {
             let mut values = Vec::with_capacity(self.exprs.len());
@@ -2079,7 +2078,7 @@ impl Computed {
                     layout,
                     values: row,
                 };
-                values.push(value::value_of_datum(e.eval(found)?.to_owned()));
+                values.push(e.eval(found)?.to_value());
             }
             row.extend(values);
         }
@@ -2659,23 +2658,16 @@ fn on_duplicate_set(
 
 /// Whole row `row` checked as it would be written, each value against its
 /// column — whether it is then written, skipped or meets a row that an ON
-/// DUPLICATE KEY UPDATE updates — with a decimal given as text read as the
-/// number it writes, which the update's expressions compute with.
+/// DUPLICATE KEY UPDATE updates — and read back as it would be stored (a
+/// decimal given as text as the number it writes), which is what the
+/// update's expressions compute with.
 fn checked_row(table: &Table, mut row: Vec<Value>) -> Result<Vec<Value>, MyError> {
     for (c, v) in row.iter_mut().enumerate() {
         if matches!(v, Value::Null) {
             continue;
         }
-        crate::storage::codec::encode_operand(&table.layout, c as u16, v)?;
-        if let (Value::Text(t), shoal_wire::schema::ColumnType::Decimal { precision, scale }) =
-            (&*v, table.def().columns[c].column_type)
-        {
-            let mantissa =
-                crate::types::value::Decimal::parse(t, precision, scale).map_err(|problem| {
-                    MyError::bad_value(table.def().columns[c].name.as_str(), &problem)
-                })?;
-            *v = Value::Decimal(crate::types::value::Decimal { mantissa, scale });
-        }
+        let stored = crate::storage::codec::encode_operand(&table.layout, c as u16, v)?;
+        *v = crate::storage::codec::value_of(table.layout.columns[c].ty, &stored);
     }
     Ok(row)
 }

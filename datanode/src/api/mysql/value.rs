@@ -245,31 +245,6 @@ pub(crate) fn computed_of(name: &str, t: crate::sql::eval::Ty) -> ColumnDef {
     }
 }
 
-/// A computed value as the value of a row: what sorts, compares and is
-/// sent as a stored one is.
-pub(crate) fn value_of_datum(d: Datum) -> Value {
-    match d {
-        Scalar::Null => Value::Null,
-        Scalar::Int(v) => match i64::try_from(v) {
-            Ok(v) => Value::Int(v),
-            // Results are within BIGINT's and BIGINT UNSIGNED's range.
-            Err(_) => Value::UInt(u64::try_from(v).unwrap_or(u64::MAX)),
-        },
-        Scalar::Decimal(mantissa, scale) => {
-            Value::Decimal(crate::types::value::Decimal { mantissa, scale })
-        }
-        Scalar::Double(v) => Value::Double(v),
-        Scalar::Text(b) => match String::from_utf8(b.into_owned()) {
-            Ok(s) => Value::Text(s),
-            Err(e) => Value::Bytes(e.into_bytes()),
-        },
-        Scalar::Binary(b) => Value::Bytes(b.into_owned()),
-        Scalar::Time(TimeKind::Date, v) => Value::Date(Date(v as i32)),
-        Scalar::Time(TimeKind::DateTime(_), v) => Value::DateTime(DateTime(v)),
-        Scalar::Time(TimeKind::Timestamp(_), v) => Value::Timestamp(Timestamp(v)),
-    }
-}
-
 /// A computed column holding a date or a date-time, described as MySQL
 /// describes `NOW()`'s: binary, its fractional digits as its decimals.
 pub(crate) fn computed_moment(name: &str, m: Moment) -> ColumnDef {

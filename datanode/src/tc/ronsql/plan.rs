@@ -27,7 +27,7 @@ use crate::storage::codec;
 use crate::storage::fragment::Bound;
 use crate::storage::layout::Layout;
 use crate::tc::Table;
-use crate::types::value::{Date, DateTime, Decimal, Timestamp, Value};
+use crate::types::value::{Date, DateTime, Decimal, Timestamp};
 
 /// Longest query text, in bytes.
 pub(crate) const MAX_QUERY_BYTES: usize = 64 << 10;
@@ -734,11 +734,8 @@ impl<'a> Planner<'a> {
                     }
                     other => return Err(unsupported(format!("CAST to {other}"))),
                 };
-                let (x, ty) = self.value(expr, depth + 1)?;
-                let ty = to
-                    .result(&[ty])
-                    .map_err(|m| semantic(format!("'{e}': {m}")))?;
-                Ok((Expr::Call(to, vec![x]), ty))
+                let x = self.value(expr, depth + 1)?;
+                call(to, vec![x], e)
             }
             ast::Expr::Case {
                 operand,
@@ -773,10 +770,7 @@ impl<'a> Planner<'a> {
     /// A condition as a value, as MySQL makes one: 1 when true, 0 when
     /// false, NULL when unknown (`SELECT qty > 5`).
     fn truth(&mut self, e: &ast::Expr, depth: usize) -> Result<(Expr, Ty), SqlError> {
-        let p = self.pred(e, depth)?;
-        let int = |v: i128| (Expr::Literal(Scalar::Int(v)), Ty::Int);
-        let arms = vec![(p.clone(), int(1)), (Pred::Not(Box::new(p)), int(0))];
-        case(arms, (Expr::Literal(Scalar::Null), Ty::Null), e)
+        Ok((Expr::Truth(Box::new(self.pred(e, depth)?)), Ty::Int))
     }
 
     /// A call of the scalar function `name` with `args`.
@@ -867,17 +861,12 @@ impl<'a> Planner<'a> {
             }
             _ => {}
         }
-        match Function::named(&upper, args.len()) {
-            Some(f) => call(f, planned, e),
-            None if Function::named(&upper, 1).is_some()
-                || Function::named(&upper, 2).is_some()
-                || Function::named(&upper, 3).is_some() =>
-            {
-                Err(semantic(format!(
-                    "'{e}': {upper} does not take {} arguments",
-                    args.len()
-                )))
-            }
+        match Function::named(&upper) {
+            Some((f, takes)) if takes.contains(&args.len()) => call(f, planned, e),
+            Some(_) => Err(semantic(format!(
+                "'{e}': {upper} does not take {} arguments",
+                args.len()
+            ))),
             None => Err(unsupported(format!("the function {name}"))),
         }
     }
@@ -1395,23 +1384,10 @@ fn comparable(
 
 /// A constant as a column of the layout stores it, if it is exactly one.
 fn stored_as(layout: &Layout, c: u16, v: &Datum) -> Option<Vec<u8>> {
-    let value = match v {
-        Scalar::Null => return None,
-        Scalar::Int(x) => match i64::try_from(*x) {
-            Ok(x) => Value::Int(x),
-            Err(_) => Value::UInt(u64::try_from(*x).ok()?),
-        },
-        Scalar::Decimal(m, s) => Value::Decimal(Decimal {
-            mantissa: *m,
-            scale: *s,
-        }),
-        Scalar::Double(x) => Value::Double(*x),
-        Scalar::Text(b) => Value::Text(String::from_utf8(b.to_vec()).ok()?),
-        Scalar::Binary(b) => Value::Bytes(b.to_vec()),
-        Scalar::Time(TimeKind::Date, d) => Value::Date(Date(i32::try_from(*d).ok()?)),
-        Scalar::Time(TimeKind::DateTime(_), t) => Value::DateTime(DateTime(*t)),
-        Scalar::Time(TimeKind::Timestamp(_), t) => Value::Timestamp(Timestamp(*t)),
-    };
+    if v.is_null() {
+        return None;
+    }
+    let value = v.to_value();
     let bytes = codec::encode_operand(layout, c, &value).ok()?;
     // Only a constant the column holds exactly bounds a scan: one it would
     // round (2.5 for an INT) could shut out rows the filter lets in.
