@@ -2188,6 +2188,14 @@ async fn expressions_are_computed_from_each_row_as_mysql_computes_them() {
             "out of range",
         ),
         (
+            // 10 * 10^9 with 30 decimals is 41 digits: refused, never a
+            // double in its place.
+            "SELECT COALESCE(qty * 1000000000, 0.000000000000000000000000000001) \
+             FROM items WHERE id = 2",
+            "1690",
+            "38 digits with 30 decimals",
+        ),
+        (
             "SELECT ROUND(price, qty) FROM items",
             "1235",
             "constant number of decimals",

@@ -516,35 +516,40 @@ impl Case {
     fn eval<'a>(&'a self, row: impl Fields<'a>) -> Result<Scalar<'a>, EvalError> {
         for (when, then) in &self.arms {
             if when.test(row)? == Some(true) {
-                return Ok(as_type(then.eval(row)?, self.ty));
+                return as_type(then.eval(row)?, self.ty);
             }
         }
-        Ok(as_type(self.otherwise.eval(row)?, self.ty))
+        as_type(self.otherwise.eval(row)?, self.ty)
     }
 }
 
 /// `v` as a value of type `ty`, which the planner found it fits: an
 /// integer or a decimal widened to a decimal of more digits or a double,
-/// a date to a date-time.
-pub(crate) fn as_type<'a>(v: Scalar<'a>, ty: Ty) -> Scalar<'a> {
-    match (v, ty) {
-        (Scalar::Int(x), Ty::Decimal(s)) => match x.checked_mul(POW10[usize::from(s)]) {
-            Some(m) => Scalar::Decimal(m, s),
-            None => Scalar::Double(x as f64),
-        },
-        (Scalar::Decimal(m, s), Ty::Decimal(t)) if t > s => {
-            match m.checked_mul(POW10[usize::from(t - s)]) {
-                Some(m) => Scalar::Decimal(m, t),
-                None => Scalar::Decimal(m, s),
-            }
-        }
+/// a date to a date-time. A decimal whose digits would pass the 38 a
+/// value holds is an error, never a double or fewer digits in its place.
+pub(crate) fn as_type<'a>(v: Scalar<'a>, ty: Ty) -> Result<Scalar<'a>, EvalError> {
+    let widened = |m: i128, from: u8, to: u8| {
+        POW10
+            .get(usize::from(to - from))
+            .and_then(|p| m.checked_mul(*p))
+            .map(|m| Scalar::Decimal(m, to))
+            .ok_or_else(|| {
+                EvalError::new(format!(
+                    "value out of range: a value of the CASE or COALESCE does not fit \
+                     38 digits with {to} decimals"
+                ))
+            })
+    };
+    Ok(match (v, ty) {
+        (Scalar::Int(x), Ty::Decimal(s)) => widened(x, 0, s)?,
+        (Scalar::Decimal(m, s), Ty::Decimal(t)) if t > s => widened(m, s, t)?,
         (v @ (Scalar::Int(_) | Scalar::Decimal(..)), Ty::Double) => Scalar::Double(v.as_f64()),
         (
             Scalar::Time(TimeKind::Date, d),
             Ty::Time(k @ (TimeKind::DateTime(_) | TimeKind::Timestamp(_))),
         ) => Scalar::Time(k, d * crate::types::value::MICROS_PER_DAY),
         (v, _) => v,
-    }
+    })
 }
 
 impl Ty {
@@ -888,6 +893,22 @@ impl Pred {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn widening_to_a_common_decimal_fails_rather_than_converting() {
+        assert!(matches!(
+            as_type(Scalar::Int(12), Ty::Decimal(2)),
+            Ok(Scalar::Decimal(1200, 2))
+        ));
+        assert!(matches!(
+            as_type(Scalar::Decimal(15, 1), Ty::Decimal(3)),
+            Ok(Scalar::Decimal(1500, 3))
+        ));
+        // 10^9 with 30 decimals is 39 digits: an error, not a double.
+        assert!(as_type(Scalar::Int(1_000_000_000), Ty::Decimal(30)).is_err());
+        assert!(as_type(Scalar::Decimal(i128::MAX / 5, 0), Ty::Decimal(1)).is_err());
+        assert!(as_type(Scalar::Decimal(1, 0), Ty::Decimal(39)).is_err());
+    }
 
     #[test]
     fn integers_never_wrap() {
