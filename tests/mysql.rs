@@ -1468,6 +1468,61 @@ print(json.dumps({"same": again == sql.replace("`odd`", "`odd2`", 1),
     assert!(out.contains("\tby_note\t1\tnote"), "{out}");
     s.ok("DROP INDEX by_note ON orders");
     s.refused("DROP INDEX by_note ON orders", "1091 (42000)");
+    // ALTER TABLE's forms of the same, as migration tools write them.
+    s.ok("ALTER TABLE orders ADD INDEX by_note (note), ALGORITHM=INPLACE, LOCK=NONE");
+    s.ok("ALTER TABLE orders ADD KEY (customer)");
+    let out = s.ok("SHOW INDEX FROM orders");
+    assert!(out.contains("\tby_note\t1\tnote"), "{out}");
+    assert!(out.contains("\tcustomer\t1\tcustomer"), "{out}");
+    let out = s.ok("EXPLAIN SELECT code FROM orders WHERE note = 'x'");
+    assert!(out.contains("by_note"), "the new index is used: {out}");
+    s.refused(
+        "ALTER TABLE orders ADD INDEX by_note (code)",
+        "1061 (42000)",
+    );
+    s.refused(
+        "ALTER TABLE orders ADD CONSTRAINT by_customer2 UNIQUE (customer)",
+        "1062",
+    );
+    s.ok("ALTER TABLE orders DROP INDEX by_note");
+    s.ok("ALTER TABLE orders DROP KEY customer");
+    s.refused("ALTER TABLE orders DROP INDEX by_note", "1091 (42000)");
+    s.refused("ALTER TABLE nosuch ADD INDEX i (note)", "1146");
+    s.refused_with(
+        &s.reader,
+        Some("app"),
+        b"ALTER TABLE orders ADD INDEX by_note (note)",
+        "1142",
+    );
+    // What ALTER TABLE cannot do is refused by name, and nothing changes:
+    // two changes in one statement are neither made.
+    let before = s.ok("SHOW CREATE TABLE orders");
+    for (sql, named) in [
+        ("ALTER TABLE orders ADD COLUMN extra INT", "ADD COLUMN"),
+        ("ALTER TABLE orders DROP COLUMN note", "DROP COLUMN"),
+        ("ALTER TABLE orders RENAME TO orders2", "RENAME TO"),
+        ("ALTER TABLE orders DROP PRIMARY KEY", "primary key"),
+        (
+            "ALTER TABLE orders ADD INDEX a (note), ADD INDEX b (customer)",
+            "several changes",
+        ),
+        (
+            "ALTER TABLE orders ADD INDEX a (note), ALGORITHM=INSTANT",
+            "ALGORITHM=INSTANT",
+        ),
+        (
+            "ALTER TABLE orders ADD INDEX a (note), LOCK=EXCLUSIVE",
+            "LOCK=EXCLUSIVE",
+        ),
+        (
+            "ALTER TABLE orders ADD FOREIGN KEY (customer) REFERENCES items (id)",
+            "FOREIGN KEY",
+        ),
+    ] {
+        let err = s.refused(sql, "1235");
+        assert!(err.contains(named), "{sql}: {err}");
+    }
+    assert_eq!(s.ok("SHOW CREATE TABLE orders"), before);
     // TRUNCATE empties the table and starts AUTO_INCREMENT over.
     s.ok("TRUNCATE TABLE orders");
     let out = s.ok("SELECT COUNT(*) FROM orders; INSERT INTO orders (code) VALUES ('z'); SELECT LAST_INSERT_ID()");
@@ -1821,9 +1876,15 @@ async fn schema_changes_in_sql_are_the_control_planes() {
     let ran = run("CREATE TABLE third (id INT PRIMARY KEY)");
     assert!(!ran.ok && ran.err.contains("ERROR 1296"), "{}", ran.err);
     assert!(ran.err.contains("tables"), "{}", ran.err);
-    // An index made in SQL is in the definition.
-    let ran = run("CREATE INDEX by_name ON items (name)");
+    // An index made in SQL is in the definition: by CREATE INDEX, or by
+    // ALTER TABLE.
+    let ran = run(
+        "CREATE INDEX by_name ON items (name); ALTER TABLE items DROP INDEX by_name; \
+         ALTER TABLE items ADD INDEX by_name (name)",
+    );
     assert!(ran.ok, "{}", ran.err);
+    let ran = run("ALTER TABLE nosuch ADD INDEX by_name (name)");
+    assert!(!ran.ok && ran.err.contains("ERROR 1146"), "{}", ran.err);
     let (_, _, tables) = cp
         .call(Method::GET, "/databases/shop/tables", None, bearer)
         .await;
@@ -1848,7 +1909,13 @@ async fn schema_changes_in_sql_are_the_control_planes() {
         .collect();
     assert_eq!(
         by_key,
-        ["table.drop", "index.create", "table.create"],
+        [
+            "table.drop",
+            "index.create",
+            "index.drop",
+            "index.create",
+            "table.create"
+        ],
         "{audit}"
     );
     // A revoked key changes nothing more: the node refuses it at once.

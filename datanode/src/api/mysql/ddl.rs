@@ -1,6 +1,7 @@
 //! Changes of schema in SQL: `CREATE TABLE` read into the table
 //! definition the control plane's API takes, and `CREATE INDEX`, `DROP
-//! INDEX`, `DROP TABLE` and `TRUNCATE` into the changes it makes.
+//! INDEX`, `ALTER TABLE … ADD/DROP INDEX`, `DROP TABLE` and `TRUNCATE`
+//! into the changes it makes.
 //!
 //! On a node that reports to a control plane the change is asked of it,
 //! on the client's key, so that it is checked, counted against the quotas,
@@ -15,10 +16,12 @@ use shoal_wire::schema::{
     OnUpdate, PrimaryKeyIndex, TableDef, TableName,
 };
 use sqlparser::ast::{self, ColumnOption, Expr, TableConstraint};
+use sqlparser::keywords::Keyword;
+use sqlparser::tokenizer::Token;
 
 use super::clock;
 use super::error::MyError;
-use super::query::literal;
+use super::query::{keyword, literal};
 use super::session::Session;
 use super::value::{Lit, to_value};
 use crate::node::catalog::CatalogError;
@@ -221,39 +224,7 @@ pub(crate) fn create_table(ct: &ast::CreateTable) -> Result<Change, MyError> {
                     primary_key_index = PrimaryKeyIndex::Hash;
                 }
             }
-            TableConstraint::Unique {
-                name,
-                index_name: named,
-                columns: cols,
-                ..
-            } => {
-                let cols = index_columns(cols)?;
-                let name = named.as_ref().or(name.as_ref()).map(|i| i.value.clone());
-                indexes.push(IndexDef {
-                    name: index_name(&name.unwrap_or_else(|| cols[0].to_string()))?,
-                    columns: cols,
-                    unique: true,
-                });
-            }
-            TableConstraint::Index {
-                name,
-                columns: cols,
-                ..
-            } => {
-                let cols = index_columns(cols)?;
-                let name = name.as_ref().map(|i| i.value.clone());
-                indexes.push(IndexDef {
-                    name: index_name(&name.unwrap_or_else(|| cols[0].to_string()))?,
-                    columns: cols,
-                    unique: false,
-                });
-            }
-            other => {
-                return Err(MyError::unsupported(format!(
-                    "the constraint {} (foreign keys, checks, full-text)",
-                    other.to_string().chars().take(40).collect::<String>()
-                )));
-            }
+            other => indexes.push(declared_index(other)?),
         }
     }
     if primary_key.is_empty() {
@@ -282,6 +253,34 @@ pub(crate) fn create_table(ct: &ast::CreateTable) -> Result<Change, MyError> {
         database,
         change: SchemaChange::CreateTable { table: def },
         tolerant: ct.if_not_exists,
+    })
+}
+
+/// The index a table's constraint declares (`[UNIQUE] INDEX|KEY [name]
+/// (columns)`), named after its first column when it has no name, as
+/// MySQL names it.
+fn declared_index(constraint: &TableConstraint) -> Result<IndexDef, MyError> {
+    let (name, columns, unique) = match constraint {
+        TableConstraint::Unique {
+            name,
+            index_name,
+            columns,
+            ..
+        } => (index_name.as_ref().or(name.as_ref()), columns, true),
+        TableConstraint::Index { name, columns, .. } => (name.as_ref(), columns, false),
+        other => {
+            return Err(MyError::unsupported(format!(
+                "the constraint {} (foreign keys, checks, full-text)",
+                other.to_string().chars().take(40).collect::<String>()
+            )));
+        }
+    };
+    let columns = index_columns(columns)?;
+    let name = name.map_or_else(|| columns[0].to_string(), |i| i.value.clone());
+    Ok(IndexDef {
+        name: index_name(&name)?,
+        columns,
+        unique,
     })
 }
 
@@ -404,6 +403,102 @@ pub(crate) fn create_index(ci: &ast::CreateIndex) -> Result<Change, MyError> {
         },
         tolerant: ci.if_not_exists,
     })
+}
+
+/// `ALTER TABLE t ADD [UNIQUE] INDEX|KEY …` and `ALTER TABLE t DROP
+/// INDEX|KEY name`: the index built online or dropped, as by CREATE INDEX
+/// and DROP INDEX. One change per statement, which is then all of it or
+/// nothing; `ALGORITHM` and `LOCK` are taken where they ask for what the
+/// change does anyway (in place, without a lock).
+pub(crate) fn alter_table(
+    name: &ast::ObjectName,
+    if_exists: bool,
+    operations: &[ast::AlterTableOperation],
+) -> Result<Change, MyError> {
+    use ast::{
+        AlterTableAlgorithm as Algorithm, AlterTableLock as Lock, AlterTableOperation as Op,
+    };
+    if if_exists {
+        return Err(MyError::unsupported("ALTER TABLE IF EXISTS"));
+    }
+    let (database, table) = name_of(name)?;
+    let table = table_name(&table)?;
+    let mut change = None;
+    for op in operations {
+        let made = match op {
+            Op::Algorithm { algorithm, .. } => match algorithm {
+                Algorithm::Default | Algorithm::Inplace => continue,
+                other => {
+                    return Err(MyError::unsupported(format!(
+                        "ALGORITHM={other}: indexes are built in place"
+                    )));
+                }
+            },
+            Op::Lock { lock, .. } => match lock {
+                Lock::Default | Lock::None => continue,
+                other => {
+                    return Err(MyError::unsupported(format!(
+                        "LOCK={other}: indexes are built without a lock on the table"
+                    )));
+                }
+            },
+            Op::AddConstraint {
+                constraint: TableConstraint::PrimaryKey { .. },
+                ..
+            }
+            | Op::DropPrimaryKey { .. } => {
+                return Err(MyError::unsupported(
+                    "ALTER TABLE of the primary key (a table keeps the key it was made with)",
+                ));
+            }
+            Op::AddConstraint {
+                constraint,
+                not_valid: false,
+            } => SchemaChange::AddIndex {
+                table: table.clone(),
+                index: declared_index(constraint)?,
+            },
+            Op::DropIndex { name } => SchemaChange::DropIndex {
+                table: table.clone(),
+                index: index_name(&name.value)?,
+            },
+            other => {
+                let shown = other.to_string();
+                let verb: String = (shown.split_whitespace().take(2))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .chars()
+                    .take(40)
+                    .collect();
+                return Err(MyError::unsupported(format!(
+                    "ALTER TABLE … {verb} (only ADD INDEX and DROP INDEX)"
+                )));
+            }
+        };
+        if change.replace(made).is_some() {
+            return Err(MyError::unsupported(
+                "several changes in one ALTER TABLE (make one per statement)",
+            ));
+        }
+    }
+    let change = change.ok_or_else(|| MyError::syntax("ALTER TABLE names no change"))?;
+    Ok(Change {
+        database,
+        change,
+        tolerant: false,
+    })
+}
+
+/// MySQL's `DROP KEY name` in an ALTER TABLE, which the parser reads only
+/// as `DROP INDEX name`, made that.
+pub(crate) fn drop_key_as_drop_index(tokens: &mut [Token]) {
+    for i in 1..tokens.len() {
+        if keyword(tokens.get(i)) == Some(Keyword::KEY)
+            && keyword(tokens.get(i - 1)) == Some(Keyword::DROP)
+        {
+            tokens[i] = Token::make_keyword("INDEX");
+        }
+    }
 }
 
 /// `DROP TABLE t, …` and `DROP INDEX name ON t`.
@@ -529,25 +624,25 @@ impl Session {
             SchemaChange::Truncate { table } => {
                 let def = engine
                     .table(db.as_str(), table.as_str())
-                    .map_err(|e| catalog_error(db.as_str(), e))?
+                    .map_err(|e| catalog_error(db.as_str(), change, e))?
                     .def()
                     .clone();
                 engine
                     .drop_table(db.as_str(), table.as_str())
                     .await
-                    .map_err(|e| catalog_error(db.as_str(), e))?;
+                    .map_err(|e| catalog_error(db.as_str(), change, e))?;
                 engine.create_table(db, def).await.map(|_| ())
             }
         };
-        done.map_err(|e| catalog_error(db.as_str(), e))
+        done.map_err(|e| catalog_error(db.as_str(), change, e))
     }
 }
 
 /// A node's refusal of a change, as MySQL's error.
-fn catalog_error(db: &str, e: CatalogError) -> MyError {
+fn catalog_error(db: &str, change: &SchemaChange, e: CatalogError) -> MyError {
     match e {
         CatalogError::TableExists { table, .. } => table_exists(table.as_str()),
-        CatalogError::NoSuchTable { table, .. } => unknown_table(db, &table),
+        CatalogError::NoSuchTable { table, .. } => missing_table(change, db, &table),
         CatalogError::IndexExists { index, .. } => duplicate_index(&index),
         CatalogError::NoSuchIndex { index, .. } => no_index(&index),
         CatalogError::UniqueDuplicates { index, .. } => MyError::new(
@@ -567,12 +662,17 @@ fn table_exists(table: &str) -> MyError {
     )
 }
 
-fn unknown_table(db: &str, table: &str) -> MyError {
-    MyError::new(
-        1051,
-        "42S02",
-        format!("Unknown table '{db}.{}'", shown(table)),
-    )
+/// A change's table is not there: 1051 for DROP TABLE, 1146 for a change
+/// of the table, as MySQL answers.
+fn missing_table(change: &SchemaChange, db: &str, table: &str) -> MyError {
+    match change {
+        SchemaChange::DropTable { .. } => MyError::new(
+            1051,
+            "42S02",
+            format!("Unknown table '{db}.{}'", shown(table)),
+        ),
+        _ => MyError::no_table(db, table),
+    }
 }
 
 fn duplicate_index(index: &str) -> MyError {
@@ -654,7 +754,7 @@ async fn ask(
             format!("Got error '{message}' from NDBCLUSTER"),
         ),
         (404, _) if !index.is_empty() && message.contains("index") => no_index(&index),
-        (404, _) => unknown_table(db, &table),
+        (404, _) => missing_table(&asked.change, db, &table),
         (403, _) => MyError::new(1142, "42000", message),
         (400, _) => MyError::new(1105, "HY000", format!("Invalid table: {message}")),
         _ if status.is_server_error() => unreachable(&message),

@@ -348,7 +348,7 @@ impl Session {
     pub(crate) async fn run(&mut self, tokens: Vec<Token>) -> Result<Reply, MyError> {
         self.now = None;
         // SET keeps its targets; it puts values in place itself.
-        let tokens = match keyword(tokens.first()) {
+        let mut tokens = match keyword(tokens.first()) {
             Some(Keyword::SET) => tokens,
             _ => self.user_variables.substitute(tokens),
         };
@@ -372,6 +372,7 @@ impl Session {
                 if let Some(done) = self.toggle_keys(&tokens[2..]) {
                     return done;
                 }
+                ddl::drop_key_as_drop_index(&mut tokens);
             }
             Some(Keyword::BEGIN) => {
                 work_only(&tokens[1..], "BEGIN")?;
@@ -446,6 +447,21 @@ impl Session {
                 for change in changes {
                     self.change_schema(change).await?;
                 }
+                Ok(Reply::done(0))
+            }
+            Statement::AlterTable {
+                name,
+                if_exists,
+                only: false,
+                operations,
+                location: None,
+                on_cluster: None,
+                iceberg: false,
+                ..
+            } => {
+                let change = ddl::alter_table(&name, if_exists, &operations)?;
+                self.commit().await?;
+                self.change_schema(change).await?;
                 Ok(Reply::done(0))
             }
             Statement::Truncate { table_names, .. } => {
