@@ -262,6 +262,56 @@ async fn the_mysql_client_writes_and_reads_what_rest_sees() {
     assert!(out.contains("max_allowed_packet\t67108864"), "{out}");
     let out = s.ok("SET NAMES utf8mb4; SET autocommit = 1; SET SESSION sql_mode = 'STRICT_TRANS_TABLES'; USE app; SELECT 1");
     assert!(out.contains("\n1\n"), "{out}");
+    // Django's probe at connect, and expressions of constants.
+    let out = s.ok(
+        "SELECT VERSION(), @@sql_mode, @@default_storage_engine, @@sql_auto_is_null, \
+         @@lower_case_table_names, CONVERT_TZ('2001-01-01 01:00:00', 'UTC', 'UTC') IS NOT NULL",
+    );
+    assert_eq!(
+        lines(&out)[..],
+        [
+            "8.0.36-shoal\tONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION\tndbcluster\t0\t0\t1"
+        ],
+        "{out}"
+    );
+    let out = s.ok(
+        "SELECT 1 + 1, 7 / 2, UPPER('abc'), CONCAT('a', 2 > 1), COALESCE(NULL, 'x'), \
+         CONVERT_TZ('2024-03-01 00:30:00.25', '+00:00', '-05:00'), \
+         CONVERT_TZ(DATE '2024-01-01', 'SYSTEM', '+05:30')",
+    );
+    assert_eq!(
+        lines(&out)[..],
+        ["2\t3.5000\tABC\ta1\tx\t2024-02-29 19:30:00.25\t2024-01-01 05:30:00"],
+        "{out}"
+    );
+    for (sql, code, says) in [
+        (
+            "SELECT CONVERT_TZ('2001-01-01 01:00:00', 'UTC', 'Europe/Berlin')",
+            "1235",
+            "Europe/Berlin",
+        ),
+        (
+            "SELECT CONVERT_TZ('2001-01-01', '+14:01', 'UTC')",
+            "1235",
+            "+14:01",
+        ),
+        (
+            "SELECT CONVERT_TZ('soon', 'UTC', 'UTC')",
+            "1105",
+            "not a date",
+        ),
+        (
+            "SELECT CONVERT_TZ('9999-12-31 23:00:00', 'UTC', '+02:00')",
+            "1690",
+            "out of range",
+        ),
+        ("SELECT nosuch + 1", "1054", "nosuch"),
+        ("SELECT t.nosuch + 1", "1054", "t.nosuch"),
+        ("SELECT UPPER(1)", "1105", "a string"),
+    ] {
+        let err = s.refused(sql, code);
+        assert!(err.contains(says), "{sql}: {err}");
+    }
 }
 
 #[tokio::test]
@@ -1211,6 +1261,163 @@ print(json.dumps(out))
     assert_eq!(out["duplicate"], 1062);
     assert_eq!(out["count"], 2);
     assert_eq!(out["denied"], 1045);
+}
+
+/// Two ORMs as Debian ships them (python3-sqlalchemy, python3-django),
+/// unchanged over PyMySQL: each makes its tables (SQLAlchemy's `DEFAULT
+/// now()`, Django's migrations with an index and a unique column), writes,
+/// reads, groups and refuses as an application relies on.
+#[tokio::test]
+async fn orms_work_unchanged() {
+    let s = setup(&[]).await;
+    let out = pymysql(
+        &s,
+        r#"
+import datetime, decimal
+from sqlalchemy import create_engine, Column, String, Integer, Numeric, DateTime, Boolean
+from sqlalchemy import select, func, update, inspect
+from sqlalchemy.orm import declarative_base, Session
+eng = create_engine(f"mysql+pymysql://{user}:{password}@{host}:{port}/app", future=True)
+Base = declarative_base()
+class Part(Base):
+    __tablename__ = "parts"
+    id = Column(Integer, primary_key=True, autoincrement=True)
+    name = Column(String(40), nullable=False, index=True)
+    price = Column(Numeric(8, 2), nullable=False)
+    active = Column(Boolean, nullable=False, default=True)
+    created = Column(DateTime, nullable=False, server_default=func.now())
+out = {}
+Base.metadata.create_all(eng)
+Base.metadata.create_all(eng)  # already there: asked, not made again
+with Session(eng) as s:
+    s.add_all([Part(name=f"n{i}", price=decimal.Decimal(i) / 4) for i in range(10)])
+    s.commit()
+    out["get"] = s.get(Part, 3).name
+    out["top"] = [p.name for p in s.scalars(
+        select(Part).where(Part.price > 1).order_by(Part.price.desc()).limit(3))]
+    out["sum"] = str(s.scalar(select(func.sum(Part.price)).where(Part.active == True)))
+    s.execute(update(Part).where(Part.id == 2).values(price=Part.price + 1))
+    s.get(Part, 4).name = "renamed"
+    s.delete(s.get(Part, 5))
+    s.commit()
+    out["groups"] = [list(r) for r in s.execute(
+        select(Part.active, func.count(), func.max(Part.name)).group_by(Part.active))]
+    out["like_in"] = s.scalars(select(Part.name).where(Part.name.like("n%"))
+        .where(Part.id.in_([1, 2, 3, 4, 5])).order_by(Part.id)).all()
+    out["price"] = str(s.get(Part, 2).price)
+    try:
+        s.add(Part(name="x", price=decimal.Decimal("1.234")))
+        s.commit()
+    except Exception as e:
+        out["refused"] = e.orig.args[0]
+        s.rollback()
+    out["count"] = s.scalar(select(func.count()).select_from(Part))
+    out["created"] = isinstance(s.get(Part, 1).created, datetime.datetime)
+insp = inspect(eng)
+out["columns"] = [c["name"] for c in insp.get_columns("parts")]
+out["indexes"] = [(i["name"], i["column_names"]) for i in insp.get_indexes("parts")]
+print(json.dumps(out))
+"#,
+    );
+    assert_eq!(out["get"], "n2", "{out}");
+    assert_eq!(out["top"], json!(["n9", "n8", "n7"]), "{out}");
+    assert_eq!(out["sum"], "11.25", "{out}");
+    assert_eq!(out["groups"], json!([[true, 9, "renamed"]]), "{out}");
+    assert_eq!(out["like_in"], json!(["n0", "n1", "n2"]), "{out}");
+    assert_eq!(out["price"], "1.25", "{out}");
+    // 1.234 in a DECIMAL(8, 2): refused, not rounded; nothing written.
+    assert_eq!(out["refused"], 1366, "{out}");
+    assert_eq!(out["count"], 9, "{out}");
+    assert_eq!(out["created"], true, "{out}");
+    assert_eq!(
+        out["columns"],
+        json!(["id", "name", "price", "active", "created"])
+    );
+    assert_eq!(out["indexes"], json!([["ix_parts_name", ["name"]]]));
+
+    let out = pymysql(
+        &s,
+        r#"
+import datetime, decimal, os, tempfile
+pymysql.install_as_MySQLdb()
+app = tempfile.mkdtemp()
+os.makedirs(f"{app}/shop")
+open(f"{app}/shop/__init__.py", "w").close()
+with open(f"{app}/shop/models.py", "w") as f:
+    f.write("""
+from django.db import models
+class Product(models.Model):
+    name = models.CharField(max_length=50, unique=True)
+    price = models.DecimalField(max_digits=8, decimal_places=2)
+    stock = models.IntegerField(default=0)
+    added = models.DateTimeField(auto_now_add=True)
+    class Meta:
+        indexes = [models.Index(fields=["stock"], name="by_stock")]
+""")
+sys.path.insert(0, app)
+from django.conf import settings
+settings.configure(
+    INSTALLED_APPS=["shop"], USE_TZ=True,
+    DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
+    DATABASES={"default": {"ENGINE": "django.db.backends.mysql", "NAME": "app",
+        "USER": user, "PASSWORD": password, "HOST": host, "PORT": port}})
+import django
+django.setup()
+from django.core.management import call_command
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F, Q, Sum
+call_command("makemigrations", "shop", verbosity=0)
+call_command("migrate", verbosity=0)
+call_command("migrate", verbosity=0)  # nothing left to apply
+from shop.models import Product
+out = {}
+for i in range(5):
+    Product.objects.create(name=f"p{i}", price=decimal.Decimal(i) * 3 / 2, stock=i)
+out["count"] = Product.objects.count()
+out["ordered"] = list(Product.objects.filter(stock__gte=2).order_by("-price")
+    .values_list("name", flat=True))
+Product.objects.filter(name="p1").update(stock=F("stock") + 10)
+out["stock"] = Product.objects.get(name="p1").stock
+out["totals"] = Product.objects.aggregate(total=Sum("stock"), n=Count("id"))
+out["either"] = sorted(Product.objects.filter(Q(stock__lt=1) | Q(name__startswith="p4"))
+    .values_list("name", flat=True))
+try:
+    with transaction.atomic():
+        Product.objects.create(name="p9", price=1, stock=1)
+        Product.objects.create(name="p0", price=1, stock=1)
+except IntegrityError as e:
+    out["duplicate"] = e.args[0]
+out["rolled_back"] = Product.objects.filter(name="p9").exists()
+p = Product.objects.get(name="p2")
+p.price = decimal.Decimal("99.5")
+p.save()
+out["saved"] = str(Product.objects.get(pk=p.pk).price)
+out["by_stock"] = list(Product.objects.values("stock").annotate(c=Count("id"))
+    .order_by("stock"))[:2]
+out["this_year"] = Product.objects.filter(added__year=datetime.datetime.now().year).count()
+from django.db.migrations.recorder import MigrationRecorder
+out["applied"] = list(MigrationRecorder.Migration.objects.values_list("app", "name"))
+print(json.dumps(out))
+"#,
+    );
+    assert_eq!(out["count"], 5, "{out}");
+    assert_eq!(out["ordered"], json!(["p4", "p3", "p2"]), "{out}");
+    assert_eq!(out["stock"], 11, "{out}");
+    assert_eq!(out["totals"], json!({"total": 20, "n": 5}), "{out}");
+    assert_eq!(out["either"], json!(["p0", "p4"]), "{out}");
+    assert_eq!(out["duplicate"], 1062, "{out}");
+    assert_eq!(out["rolled_back"], false, "{out}");
+    assert_eq!(out["saved"], "99.50", "{out}");
+    assert_eq!(
+        out["by_stock"],
+        json!([{"stock": 0, "c": 1}, {"stock": 2, "c": 1}]),
+        "{out}"
+    );
+    assert_eq!(out["this_year"], 5, "{out}");
+    assert_eq!(out["applied"], json!([["shop", "0001_initial"]]), "{out}");
+    let out = s.ok("SHOW INDEX FROM shop_product");
+    assert!(out.contains("\tby_stock\t1\tstock"), "{out}");
+    assert!(out.contains("\tname\t1\tname"), "{out}");
 }
 
 #[tokio::test]
@@ -2186,6 +2393,18 @@ async fn expressions_are_computed_from_each_row_as_mysql_computes_them() {
     let out =
         s.ok("SELECT SUM(IF(qty > 5, qty, 0)), COUNT(*) FROM items i WHERE UPPER(i.name) <> 'COG'");
     assert_eq!(lines(&out), ["10\t2"], "{out}");
+    // GROUP BY an output's position or alias, as ORMs write it.
+    let by_column = s.ok("SELECT qty, COUNT(*) FROM items GROUP BY qty ORDER BY qty");
+    assert_eq!(lines(&by_column), ["0\t1", "3\t1", "10\t1"], "{by_column}");
+    for sql in [
+        "SELECT qty, COUNT(*) FROM items GROUP BY 1 ORDER BY 1",
+        "SELECT qty AS q, COUNT(*) FROM items GROUP BY q ORDER BY q",
+    ] {
+        assert_eq!(lines(&s.ok(sql)), lines(&by_column), "{sql}");
+    }
+    s.refused("SELECT qty, COUNT(*) FROM items GROUP BY 3", "1054");
+    s.refused("SELECT qty, COUNT(*) FROM items GROUP BY 0", "1054");
+    s.refused("SELECT qty, COUNT(*) AS n FROM items GROUP BY n", "1235");
     // A prepared SELECT declares its computed columns' types.
     let mut conn = sqlx::MySqlConnection::connect_with(&s.driver_options())
         .await
@@ -3087,6 +3306,17 @@ async fn information_schema_shows_the_keys_databases_and_no_one_elses() {
         other.out
     );
 
+    // Whether a table is there, as SQLAlchemy asks it.
+    let out = s.ok(
+        "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'app' \
+         AND table_name = 'people'; SELECT COUNT(*) AS n FROM information_schema.TABLES \
+         WHERE TABLE_NAME = 'nope'",
+    );
+    assert_eq!(lines(&out)[..], ["1", "0"], "{out}");
+    s.refused(
+        "SELECT COUNT(*) FROM information_schema.TABLES ORDER BY TABLE_NAME",
+        "1235",
+    );
     // What is not served is a clear error.
     s.refused("SELECT * FROM information_schema.PROCESSLIST", "1235");
     s.refused("SELECT * FROM information_schema.NO_SUCH_TABLE", "1109");
@@ -3226,7 +3456,12 @@ async fn mysqldump_exports_a_database_and_its_file_loads_back() {
         "SELECT FILE_NAME FROM information_schema.FILES GROUP BY nope",
         "1054",
     );
-    s.refused("SELECT COUNT(*) FROM information_schema.FILES", "1235");
+    let out = s.ok("SELECT COUNT(*) FROM information_schema.FILES");
+    assert_eq!(lines(&out)[..], ["0"], "{out}");
+    s.refused(
+        "SELECT COUNT(*) FROM information_schema.FILES GROUP BY FILE_NAME",
+        "1235",
+    );
 
     // mysqldump (Debian's, MariaDB's), without table locks, writes every
     // table's definition and rows, and finds no tablespaces to dump.

@@ -12,7 +12,9 @@ use std::borrow::Cow;
 use std::ops::RangeInclusive;
 
 use super::eval::{self, EvalError, MAX_SCALE, Scalar, TimeKind, Ty};
-use crate::types::value::{Date, Decimal, MICROS_PER_DAY, POW10, WithFsp, civil_from_days};
+use crate::types::value::{
+    Date, Decimal, MICROS_PER_DAY, POW10, WithFsp, civil_from_days, micros_in_range,
+};
 
 /// Longest text or bytes a function answers: bounds what one row's
 /// expression can make of a row's few kilobytes.
@@ -53,10 +55,36 @@ pub(crate) enum Function {
     Round(i32),
     Floor,
     Ceil,
+    /// `CONVERT_TZ(t, from, to)` with constant zones: a date-time moved
+    /// by these microseconds (`to`'s offset less `from`'s).
+    ConvertTz(i64),
     /// `CAST(x AS …)` to a type.
     Cast(Ty),
     /// `CAST(x AS UNSIGNED)`: a whole number, not negative.
     CastUnsigned,
+}
+
+/// The offset from UTC of a time zone as `CONVERT_TZ` names it, in
+/// microseconds: `UTC`, `SYSTEM` (a node keeps UTC) or `±HH:MM` from
+/// -13:59 to +14:00, as MySQL takes offsets; `None` for any other (Shoal has
+/// no time zone tables).
+pub(crate) fn zone_offset(zone: &str) -> Option<i64> {
+    if zone.eq_ignore_ascii_case("UTC") || zone.eq_ignore_ascii_case("SYSTEM") {
+        return Some(0);
+    }
+    let (sign, rest) = match zone.as_bytes().first()? {
+        b'+' => (1, &zone[1..]),
+        b'-' => (-1, &zone[1..]),
+        _ => return None,
+    };
+    let (h, m) = rest.split_once(':')?;
+    let number = |s: &str| (1..=2).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit());
+    if !number(h) || m.len() != 2 || !number(m) {
+        return None;
+    }
+    let minutes = sign * (h.parse::<i64>().ok()? * 60 + m.parse::<i64>().ok()?);
+    let in_range = m.parse::<i64>().ok()? < 60 && (-(13 * 60 + 59)..=14 * 60).contains(&minutes);
+    in_range.then_some(minutes * 60 * 1_000_000)
 }
 
 impl Function {
@@ -113,6 +141,7 @@ impl Function {
             Function::Round(_) => "ROUND",
             Function::Floor => "FLOOR",
             Function::Ceil => "CEIL",
+            Function::ConvertTz(_) => "CONVERT_TZ",
             Function::Cast(_) | Function::CastUnsigned => "CAST",
         }
     }
@@ -162,6 +191,13 @@ impl Function {
             Function::Date => match first {
                 Ty::Time(_) | Ty::Null => Ok(Ty::Time(TimeKind::Date)),
                 t => Err(takes("a date or a date-time", t)),
+            },
+            Function::ConvertTz(_) => match first {
+                Ty::Time(TimeKind::Date) | Ty::Null => Ok(Ty::Time(TimeKind::DateTime(0))),
+                Ty::Time(TimeKind::DateTime(f) | TimeKind::Timestamp(f)) => {
+                    Ok(Ty::Time(TimeKind::DateTime(f)))
+                }
+                t => Err(takes("a date-time", t)),
             },
             Function::Abs => match first {
                 t if t.is_numeric() => Ok(t),
@@ -257,6 +293,21 @@ impl Function {
                     }
                 }
                 string(args, part.to_vec())
+            }
+            Function::ConvertTz(shift) => {
+                let (at, fsp) = match args[0] {
+                    Scalar::Time(TimeKind::Date, d) => (d * MICROS_PER_DAY, 0),
+                    Scalar::Time(TimeKind::DateTime(f) | TimeKind::Timestamp(f), t) => (t, f),
+                    _ => return Ok(Scalar::Null),
+                };
+                match at.checked_add(shift).filter(|t| micros_in_range(*t)) {
+                    Some(t) => Scalar::Time(TimeKind::DateTime(fsp), t),
+                    None => {
+                        return Err(EvalError::new(
+                            "value out of range: CONVERT_TZ past 0001-01-01 to 9999-12-31",
+                        ));
+                    }
+                }
             }
             Function::Year | Function::Month | Function::Day | Function::Date => {
                 let day = match args[0] {
@@ -539,6 +590,33 @@ fn not_a_number(b: &[u8]) -> EvalError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_zones_are_utc_or_offsets_mysql_takes() {
+        let hours = |h: i64, m: i64| Some((h * 60 + m) * 60 * 1_000_000);
+        assert_eq!(zone_offset("UTC"), Some(0));
+        assert_eq!(zone_offset("system"), Some(0));
+        assert_eq!(zone_offset("+05:30"), hours(5, 30));
+        assert_eq!(zone_offset("-5:00"), hours(-5, 0));
+        assert_eq!(zone_offset("+14:00"), hours(14, 0));
+        assert_eq!(zone_offset("-13:59"), hours(-13, -59));
+        for bad in [
+            "+14:01",
+            "-14:00",
+            "+05:60",
+            "+5",
+            "05:00",
+            "+05:3",
+            "+005:00",
+            "Europe/Berlin",
+            "",
+            "+",
+            "+:",
+            "+05:-1",
+        ] {
+            assert_eq!(zone_offset(bad), None, "{bad}");
+        }
+    }
 
     fn text(s: &str) -> Scalar<'static> {
         Scalar::Text(Cow::Owned(s.as_bytes().to_vec()))

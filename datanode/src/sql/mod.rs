@@ -40,6 +40,9 @@ pub(crate) enum Class {
     Syntax,
     /// It is SQL, but names what is not there or mixes types.
     Semantic,
+    /// It names a column that is not there (a semantic error that MySQL
+    /// numbers apart).
+    NoSuchColumn,
     /// It is SQL that RonSQL does not run.
     Unsupported,
     /// It asks for more than a query may take.
@@ -52,7 +55,7 @@ impl Class {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Class::Syntax => "syntax",
-            Class::Semantic => "semantic",
+            Class::Semantic | Class::NoSuchColumn => "semantic",
             Class::Unsupported => "unsupported",
             Class::TooLarge => "too_large",
             Class::Resource => "resource",
@@ -62,7 +65,7 @@ impl Class {
     pub(crate) fn code(self) -> &'static str {
         match self {
             Class::Syntax => "SQL_SYNTAX",
-            Class::Semantic => "SQL_SEMANTIC",
+            Class::Semantic | Class::NoSuchColumn => "SQL_SEMANTIC",
             Class::Unsupported => "SQL_UNSUPPORTED",
             Class::TooLarge => "SQL_TOO_LARGE",
             Class::Resource => "SQL_RESOURCE",
@@ -71,7 +74,7 @@ impl Class {
 
     pub(crate) fn http_status(self) -> u16 {
         match self {
-            Class::Syntax | Class::Semantic | Class::Unsupported => 400,
+            Class::Syntax | Class::Semantic | Class::NoSuchColumn | Class::Unsupported => 400,
             Class::TooLarge => 413,
             Class::Resource => 503,
         }

@@ -150,7 +150,7 @@ pub(crate) fn create_table(ct: &ast::CreateTable) -> Result<Change, MyError> {
             match &option.option {
                 ColumnOption::Null => column.nullable = true,
                 ColumnOption::NotNull => column.nullable = false,
-                ColumnOption::Default(e) => default = Some(e.clone()),
+                ColumnOption::Default(e) => default = Some(unnested(e).clone()),
                 ColumnOption::OnUpdate(e) => on_update = Some(e.clone()),
                 ColumnOption::Unique {
                     is_primary: true, ..
@@ -347,6 +347,15 @@ fn table_options(options: &ast::CreateTableOptions) -> Result<(), MyError> {
 /// A column's DEFAULT as the table definition keeps it: a JSON value of
 /// the column's kind, checked against the column (`DEFAULT '0'` on an
 /// integer column is 0). `DEFAULT NULL` is no default.
+/// A default in parentheses (MySQL 8's expression default, as SQLAlchemy
+/// writes `DEFAULT (now())`): the expression in it.
+fn unnested(mut e: &Expr) -> &Expr {
+    while let Expr::Nested(inner) = e {
+        e = inner;
+    }
+    e
+}
+
 fn default_json(e: &Expr, column: &ColumnDef) -> Result<Option<Json>, MyError> {
     let lit = literal(e)?
         .ok_or_else(|| MyError::unsupported(format!("the default '{e}' (only constants)")))?;

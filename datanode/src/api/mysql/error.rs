@@ -182,6 +182,7 @@ impl From<SqlError> for MyError {
         match e.class {
             Class::Syntax => MyError::syntax(&e.message),
             Class::Unsupported => MyError::new(1235, "42000", e.message.to_string()),
+            Class::NoSuchColumn => MyError::new(1054, "42S22", e.message.to_string()),
             Class::TooLarge => MyError::new(1105, "HY000", e.message.to_string()),
             _ => MyError::new(1105, "HY000", e.message.to_string()),
         }

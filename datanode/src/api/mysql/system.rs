@@ -50,6 +50,8 @@ impl System {
 pub(crate) struct SystemSelect {
     table: System,
     cond: Option<Cond>,
+    /// `SELECT COUNT(*)`: the answer is the number of rows found.
+    count: bool,
     shape: Shape,
 }
 
@@ -146,7 +148,28 @@ impl Session {
         }
         let mut outputs = Vec::new();
         let mut defs = Vec::new();
-        for item in &select.projection {
+        // `SELECT COUNT(*)`, as schema readers ask whether a table is
+        // there: its answer is one row, the count.
+        let count = match select.projection.as_slice() {
+            [SelectItem::UnnamedExpr(e)] if is_count_star(e) => Some(e.to_string()),
+            [SelectItem::ExprWithAlias { expr, alias }] if is_count_star(expr) => {
+                Some(alias.value.clone())
+            }
+            _ => None,
+        };
+        if let Some(name) = &count {
+            let grouped =
+                !matches!(&select.group_by, ast::GroupByExpr::Expressions(e, _) if e.is_empty());
+            if q.order_by.is_some() || grouped {
+                return Err(MyError::unsupported(format!(
+                    "GROUP BY or ORDER BY of a COUNT(*) over an {} table",
+                    table.schema()
+                )));
+            }
+            outputs.push(0);
+            defs.push(computed(name, ty::LONGLONG));
+        }
+        for item in select.projection.iter().filter(|_| count.is_none()) {
             let (e, alias) = match item {
                 SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
                     outputs.extend(0..table.columns().len());
@@ -181,6 +204,7 @@ impl Session {
         Ok(SystemSelect {
             table,
             cond,
+            count: count.is_some(),
             shape: Shape {
                 outputs,
                 columns: defs,
@@ -205,8 +229,30 @@ impl Session {
                 found.push(row);
             }
         }
+        if s.count {
+            found = vec![vec![Value::Int(found.len() as i64)]];
+        }
         s.shape.answer(found, &[])
     }
+}
+
+/// Whether `e` is `COUNT(*)`.
+fn is_count_star(e: &Expr) -> bool {
+    let Expr::Function(f) = e else {
+        return false;
+    };
+    let ast::FunctionArguments::List(list) = &f.args else {
+        return false;
+    };
+    f.name.to_string().eq_ignore_ascii_case("COUNT")
+        && f.filter.is_none()
+        && f.over.is_none()
+        && list.duplicate_treatment.is_none()
+        && list.clauses.is_empty()
+        && matches!(
+            list.args.as_slice(),
+            [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)]
+        )
 }
 
 fn column_def(table: System, name: &str, t: ColumnType) -> ColumnDef {

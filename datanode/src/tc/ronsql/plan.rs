@@ -328,9 +328,7 @@ pub(crate) fn plan(explain: bool, query: &ast::Query, table: Arc<Table>) -> Resu
                 )));
             }
             for e in exprs {
-                let c = p.column_ref(e)?.ok_or_else(|| {
-                    unsupported(format!("GROUP BY '{e}': only columns can be grouped by"))
-                })?;
+                let c = p.group_column(select, e)?;
                 if !p.group_by.contains(&c) {
                     p.group_by.push(c);
                 }
@@ -436,6 +434,28 @@ pub(crate) fn row_value(table: &Table, e: &ast::Expr) -> Result<(Expr, Ty), SqlE
     Planner::over(table).value(e, 0)
 }
 
+/// The layout of no row, which the outputs of a SELECT without a table
+/// are computed over.
+pub(crate) fn no_row() -> &'static Layout {
+    use shoal_wire::schema::{PrimaryKeyIndex, TableDef, TableName};
+    static NO_ROW: std::sync::LazyLock<Layout> = std::sync::LazyLock::new(|| {
+        Layout::new(TableDef {
+            name: TableName::parse("dual").expect("a table name"),
+            columns: Vec::new(),
+            primary_key: Vec::new(),
+            primary_key_index: PrimaryKeyIndex::Ordered,
+            indexes: Vec::new(),
+        })
+    });
+    &NO_ROW
+}
+
+/// A value expression of no row (an output of a SELECT without a table):
+/// constants, and functions and arithmetic of them.
+pub(crate) fn constant_value(e: &ast::Expr) -> Result<(Expr, Ty), SqlError> {
+    Planner::of(no_row(), Vec::new()).value(e, 0)
+}
+
 /// A value expression over a row of `table` and a second row of it, whose
 /// columns `second` finds named (`VALUES(c)`): read at the table's width
 /// + `c`.
@@ -495,15 +515,62 @@ pub(crate) fn limit_of(clause: Option<&LimitClause>) -> Result<(Option<u64>, u64
 impl<'a> Planner<'a> {
     /// A planner of expressions over single rows of `table`.
     fn over(table: &'a Table) -> Planner<'a> {
+        Planner::of(&table.layout, vec![table.name().to_string()])
+    }
+
+    /// A planner of expressions over single rows of `layout`, whose
+    /// columns the names `qualifiers` may qualify.
+    fn of(layout: &'a Layout, qualifiers: Vec<String>) -> Planner<'a> {
         Planner {
-            layout: &table.layout,
-            qualifiers: vec![table.name().to_string()],
+            layout,
+            qualifiers,
             group_by: Vec::new(),
             aggregates: Vec::new(),
             aggregate_keys: Vec::new(),
             having: None,
             second: None,
         }
+    }
+
+    /// The column a GROUP BY item names, as MySQL resolves it: a column
+    /// of the table, else an output by its position (from 1) or its alias,
+    /// where that output is a column.
+    fn group_column(&self, select: &ast::Select, e: &ast::Expr) -> Result<u16, SqlError> {
+        let only_columns =
+            || unsupported(format!("GROUP BY '{e}': only columns can be grouped by"));
+        let output = match e {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::Number(n, _) => {
+                    let item = (n.parse::<usize>().ok())
+                        .and_then(|n| n.checked_sub(1))
+                        .and_then(|i| select.projection.get(i))
+                        .ok_or_else(|| {
+                            SqlError::new(
+                                Class::NoSuchColumn,
+                                format!("Unknown column '{n}' in 'group statement'"),
+                            )
+                        })?;
+                    Some(item)
+                }
+                _ => None,
+            },
+            ast::Expr::Identifier(name) => match self.column_ref(e) {
+                Ok(Some(c)) => return Ok(c),
+                _ => select.projection.iter().find(|item| {
+                    matches!(item, SelectItem::ExprWithAlias { alias, .. }
+                        if alias.value.eq_ignore_ascii_case(&name.value))
+                }),
+            },
+            _ => None,
+        };
+        let e = match output {
+            Some(
+                SelectItem::UnnamedExpr(output) | SelectItem::ExprWithAlias { expr: output, .. },
+            ) => output,
+            Some(_) => return Err(only_columns()),
+            None => e,
+        };
+        self.column_ref(e)?.ok_or_else(only_columns)
     }
 
     /// The column an expression names, if it is a column reference.
@@ -520,10 +587,15 @@ impl<'a> Planner<'a> {
         if let Some(q) = qualifier
             && !self.qualifiers.iter().any(|t| t == q)
         {
-            return Err(semantic(format!(
-                "'{q}' is not the table the query reads (it reads '{}')",
-                self.qualifiers[0]
-            )));
+            return Err(match self.qualifiers.first() {
+                Some(table) => semantic(format!(
+                    "'{q}' is not the table the query reads (it reads '{table}')"
+                )),
+                None => SqlError::new(
+                    Class::NoSuchColumn,
+                    format!("Unknown column '{e}': the statement reads no table"),
+                ),
+            });
         }
         let c = self
             .layout
@@ -534,10 +606,13 @@ impl<'a> Planner<'a> {
                     .map(|c| c as u16)
             })
             .ok_or_else(|| {
-                semantic(format!(
-                    "could not find column '{name}' in table '{}'",
-                    self.layout.def.name
-                ))
+                SqlError::new(
+                    Class::NoSuchColumn,
+                    match self.qualifiers.first() {
+                        Some(table) => format!("could not find column '{name}' in table '{table}'"),
+                        None => format!("Unknown column '{name}': the statement reads no table"),
+                    },
+                )
             })?;
         Ok(Some(c))
     }
@@ -849,6 +924,45 @@ impl<'a> Planner<'a> {
                 };
                 planned.truncate(1);
                 return call(Function::Round(d), planned, e);
+            }
+            "CONVERT_TZ" => {
+                arity(3..=3)?;
+                if planned.iter().any(|(_, t)| *t == Ty::Null) {
+                    return Ok((Expr::Literal(Scalar::Null), Ty::Time(TimeKind::DateTime(0))));
+                }
+                let zone = |(x, _): &(Expr, Ty)| match x {
+                    Expr::Literal(Scalar::Text(z)) => {
+                        let z = String::from_utf8_lossy(z);
+                        crate::sql::func::zone_offset(&z).ok_or_else(|| {
+                            unsupported(format!(
+                                "'{e}': the time zone '{}' (Shoal knows UTC, SYSTEM and offsets as '+05:30')",
+                                z.chars().take(64).collect::<String>()
+                            ))
+                        })
+                    }
+                    _ => Err(unsupported(format!(
+                        "'{e}': CONVERT_TZ between zones that are not constant strings"
+                    ))),
+                };
+                let shift = zone(&planned[2])? - zone(&planned[1])?;
+                planned.truncate(1);
+                // A string constant is read as a date-time, with the
+                // fractional digits it was written with.
+                if let (Expr::Literal(Scalar::Text(text)), _) = &planned[0] {
+                    let text = String::from_utf8_lossy(text).into_owned();
+                    let micros = DateTime::parse(&text)
+                        .or_else(|_| {
+                            Date::parse(&text).map(|d| DateTime(i64::from(d.0) * 86_400_000_000))
+                        })
+                        .map_err(|m| semantic(format!("'{e}': {m}")))?
+                        .0;
+                    let fsp = text
+                        .rsplit_once('.')
+                        .map_or(0, |(_, f)| f.len().min(6) as u8);
+                    let kind = TimeKind::DateTime(fsp);
+                    planned[0] = (Expr::Literal(Scalar::Time(kind, micros)), Ty::Time(kind));
+                }
+                return call(Function::ConvertTz(shift), planned, e);
             }
             "MOD" => {
                 arity(2..=2)?;
