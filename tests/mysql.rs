@@ -1357,7 +1357,7 @@ class Product(models.Model):
 sys.path.insert(0, app)
 from django.conf import settings
 settings.configure(
-    INSTALLED_APPS=["shop"], USE_TZ=True,
+    INSTALLED_APPS=["shop"], USE_TZ=True, TIME_ZONE="UTC",
     DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
     DATABASES={"default": {"ENGINE": "django.db.backends.mysql", "NAME": "app",
         "USER": user, "PASSWORD": password, "HOST": host, "PORT": port}})
@@ -1394,7 +1394,14 @@ p.save()
 out["saved"] = str(Product.objects.get(pk=p.pk).price)
 out["by_stock"] = list(Product.objects.values("stock").annotate(c=Count("id"))
     .order_by("stock"))[:2]
-out["this_year"] = Product.objects.filter(added__year=datetime.datetime.now().year).count()
+added = [p.added for p in Product.objects.all()]
+first = added[0]
+out["by_year"] = [Product.objects.filter(added__year=first.year).count(),
+    sum(a.year == first.year for a in added)]
+out["by_day"] = [Product.objects.filter(added__month=first.month, added__day=first.day).count(),
+    sum((a.month, a.day) == (first.month, first.day) for a in added)]
+out["months"] = [[str(d) for d in Product.objects.dates("added", "month")],
+    sorted({str(a.date().replace(day=1)) for a in added})]
 from django.db.migrations.recorder import MigrationRecorder
 out["applied"] = list(MigrationRecorder.Migration.objects.values_list("app", "name"))
 print(json.dumps(out))
@@ -1413,7 +1420,12 @@ print(json.dumps(out))
         json!([{"stock": 0, "c": 1}, {"stock": 2, "c": 1}]),
         "{out}"
     );
-    assert_eq!(out["this_year"], 5, "{out}");
+    // Date lookups (EXTRACT, DATE_FORMAT, CAST … AS DATE) against the
+    // same dates read back.
+    for lookup in ["by_year", "by_day", "months"] {
+        assert_eq!(out[lookup][0], out[lookup][1], "{lookup}: {out}");
+    }
+    assert!(out["by_day"][0].as_i64() > Some(0), "{out}");
     assert_eq!(out["applied"], json!([["shop", "0001_initial"]]), "{out}");
     let out = s.ok("SHOW INDEX FROM shop_product");
     assert!(out.contains("\tby_stock\t1\tstock"), "{out}");
@@ -2364,6 +2376,46 @@ async fn expressions_are_computed_from_each_row_as_mysql_computes_them() {
     );
     let out = s.ok("SELECT COUNT(*) FROM d WHERE YEAR(at) = 2024 AND MONTH(day) = 12");
     assert_eq!(lines(&out), ["1"], "{out}");
+    // The other parts, EXTRACT, DATE_FORMAT and CAST to a date, as
+    // Django's lookups write them.
+    let out = s.ok(
+        "SELECT HOUR(at), MINUTE(at), SECOND(at), MICROSECOND(at), QUARTER(at), \
+         DAYOFWEEK(at), WEEKDAY(day), DAYOFYEAR(day), EXTRACT(MONTH FROM at), \
+         EXTRACT(HOUR FROM day), DATE_FORMAT(at, '%W %D %M %Y %r.%f'), \
+         CAST(DATE_FORMAT(at, '%Y-%m-01') AS DATE), CAST(at AS DATETIME), \
+         YEAR('2023-05-01'), DATE_FORMAT('2023-05-01 08:00:00', '%H') FROM d WHERE id = 1",
+    );
+    assert_eq!(
+        lines(&out),
+        [
+            "23\t59\t59\t500000\t1\t5\t2\t365\t2\t0\tThursday 29th February 2024 11:59:59 PM.500000\t2024-02-01\t2024-03-01 00:00:00\t2023\t08"
+        ],
+        "{out}"
+    );
+    let out = s
+        .ok("SELECT id FROM d WHERE EXTRACT(YEAR FROM at) = 2024 AND DATE_FORMAT(at, '%m') = '02'");
+    assert_eq!(lines(&out), ["1"], "{out}");
+    for (sql, code, says) in [
+        ("SELECT DATE_FORMAT(at, '%U') FROM d", "1235", "%U"),
+        (
+            "SELECT DATE_FORMAT(at, CONCAT('%', 'Y')) FROM d",
+            "1235",
+            "constant",
+        ),
+        ("SELECT EXTRACT(WEEK FROM at) FROM d", "1235", "WEEK"),
+        ("SELECT DATE_FORMAT(id, '%Y') FROM d", "1105", "a date"),
+        ("SELECT CAST(id AS DATE) FROM d", "1105", "CAST"),
+        (
+            "SELECT CAST(at AS DATETIME(7)) FROM d",
+            "1105",
+            "6 fractional digits",
+        ),
+        ("SELECT CAST('soon' AS DATE) FROM d", "1690", "soon"),
+        ("SELECT HOUR('soon') FROM d", "1105", "soon"),
+    ] {
+        let err = s.refused(sql, code);
+        assert!(err.contains(says), "{sql}: {err}");
+    }
     s.refused("SELECT YEAR(id) FROM d", "1105");
     let out = s.ok(
         "SELECT ROUND(price, 1), ROUND(price), FLOOR(price), CEIL(price), ABS(0 - price), \

@@ -13,7 +13,8 @@ use std::ops::RangeInclusive;
 
 use super::eval::{self, EvalError, MAX_SCALE, Scalar, TimeKind, Ty};
 use crate::types::value::{
-    Date, Decimal, MICROS_PER_DAY, POW10, WithFsp, civil_from_days, micros_in_range,
+    Date, Decimal, MICROS_PER_DAY, POW10, WithFsp, civil_from_days, days_from_civil,
+    micros_in_range,
 };
 
 /// Longest text or bytes a function answers: bounds what one row's
@@ -44,10 +45,12 @@ pub(crate) enum Function {
         start: bool,
         end: bool,
     },
-    /// `YEAR`, `MONTH`, `DAY` of a date or date-time.
-    Year,
-    Month,
-    Day,
+    /// `YEAR`, `MONTH`, `HOUR`, … of a date or date-time, and
+    /// `EXTRACT(unit FROM t)`.
+    Part(DatePart),
+    /// `DATE_FORMAT(t, format)`: the format a constant, its week
+    /// specifiers refused when planned (`format_refusal`).
+    DateFormat,
     /// `DATE(t)`: the date of a date-time.
     Date,
     Abs,
@@ -105,14 +108,12 @@ impl Function {
             "REPLACE" => (Function::Replace, 3..=3),
             "LTRIM" => (trim(true, false), 1..=1),
             "RTRIM" => (trim(false, true), 1..=1),
-            "YEAR" => (Function::Year, 1..=1),
-            "MONTH" => (Function::Month, 1..=1),
-            "DAY" | "DAYOFMONTH" => (Function::Day, 1..=1),
+            "DATE_FORMAT" => (Function::DateFormat, 2..=2),
             "DATE" => (Function::Date, 1..=1),
             "ABS" => (Function::Abs, 1..=1),
             "CEIL" | "CEILING" => (Function::Ceil, 1..=1),
             "FLOOR" => (Function::Floor, 1..=1),
-            _ => return None,
+            other => (Function::Part(DatePart::named(other)?), 1..=1),
         })
     }
 
@@ -133,9 +134,8 @@ impl Function {
             } => "TRIM",
             Function::Trim { start: true, .. } => "LTRIM",
             Function::Trim { .. } => "RTRIM",
-            Function::Year => "YEAR",
-            Function::Month => "MONTH",
-            Function::Day => "DAY",
+            Function::Part(part) => part.name(),
+            Function::DateFormat => "DATE_FORMAT",
             Function::Date => "DATE",
             Function::Abs => "ABS",
             Function::Round(_) => "ROUND",
@@ -184,9 +184,14 @@ impl Function {
                 None if args.contains(&Ty::Binary) => Ok(Ty::Binary),
                 None => Ok(Ty::Text),
             },
-            Function::Year | Function::Month | Function::Day => match first {
+            Function::Part(_) => match first {
                 Ty::Time(_) | Ty::Null => Ok(Ty::Int),
                 t => Err(takes("a date or a date-time", t)),
+            },
+            Function::DateFormat => match (first, args[1]) {
+                (Ty::Time(_) | Ty::Null, Ty::Text | Ty::Null) => Ok(Ty::Text),
+                (Ty::Time(_) | Ty::Null, t) => Err(takes("a format string", t)),
+                (t, _) => Err(takes("a date or a date-time", t)),
             },
             Function::Date => match first {
                 Ty::Time(_) | Ty::Null => Ok(Ty::Time(TimeKind::Date)),
@@ -216,6 +221,7 @@ impl Function {
             Function::CastUnsigned => Function::Cast(Ty::Int).result(args),
             Function::Cast(to) => match (first, to) {
                 (_, Ty::Text) | (Ty::Null, _) => Ok(to),
+                (Ty::Time(_) | Ty::Text, Ty::Time(_)) => Ok(to),
                 (from, Ty::Int | Ty::Decimal(_) | Ty::Double)
                     if from.is_numeric() || from == Ty::Text =>
                 {
@@ -309,20 +315,25 @@ impl Function {
                     }
                 }
             }
-            Function::Year | Function::Month | Function::Day | Function::Date => {
-                let day = match args[0] {
-                    Scalar::Time(TimeKind::Date, d) => d,
-                    Scalar::Time(_, t) => t.div_euclid(MICROS_PER_DAY),
-                    _ => return Ok(Scalar::Null),
-                };
-                let (y, m, d) = civil_from_days(day);
-                match self {
-                    Function::Year => Scalar::Int(i128::from(y)),
-                    Function::Month => Scalar::Int(i128::from(m)),
-                    Function::Day => Scalar::Int(i128::from(d)),
-                    _ => Scalar::Time(TimeKind::Date, day),
+            Function::Date => match args[0] {
+                Scalar::Time(_, _) => Scalar::Time(TimeKind::Date, day_and_time(&args[0]).0),
+                _ => Scalar::Null,
+            },
+            Function::Part(part) => match args[0] {
+                Scalar::Time(_, _) => {
+                    let (day, micros) = day_and_time(&args[0]);
+                    Scalar::Int(i128::from(part.of(day, micros)))
                 }
-            }
+                _ => Scalar::Null,
+            },
+            Function::DateFormat => match args[0] {
+                Scalar::Time(_, _) => {
+                    let (day, micros) = day_and_time(&args[0]);
+                    let format = text_of(&args[1]);
+                    Scalar::Text(Cow::Owned(date_format(day, micros, &format)?))
+                }
+                _ => Scalar::Null,
+            },
             Function::Abs => match args[0] {
                 Scalar::Int(v) => Scalar::Int(v.abs()),
                 Scalar::Decimal(m, s) => Scalar::Decimal(m.abs(), s),
@@ -359,6 +370,211 @@ impl Function {
             },
         })
     }
+}
+
+/// A part of a date or date-time, as `EXTRACT` and the functions named
+/// after them take it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DatePart {
+    Year,
+    Quarter,
+    Month,
+    Day,
+    /// 1 to 366.
+    DayOfYear,
+    /// 1 (Sunday) to 7, as `DAYOFWEEK`.
+    DayOfWeek,
+    /// 0 (Monday) to 6, as `WEEKDAY`.
+    Weekday,
+    Hour,
+    Minute,
+    Second,
+    Microsecond,
+}
+
+impl DatePart {
+    /// The part a function of one argument is named after.
+    fn named(name: &str) -> Option<DatePart> {
+        Some(match name {
+            "YEAR" => DatePart::Year,
+            "QUARTER" => DatePart::Quarter,
+            "MONTH" => DatePart::Month,
+            "DAY" | "DAYOFMONTH" => DatePart::Day,
+            "DAYOFYEAR" => DatePart::DayOfYear,
+            "DAYOFWEEK" => DatePart::DayOfWeek,
+            "WEEKDAY" => DatePart::Weekday,
+            "HOUR" => DatePart::Hour,
+            "MINUTE" => DatePart::Minute,
+            "SECOND" => DatePart::Second,
+            "MICROSECOND" => DatePart::Microsecond,
+            _ => return None,
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            DatePart::Year => "YEAR",
+            DatePart::Quarter => "QUARTER",
+            DatePart::Month => "MONTH",
+            DatePart::Day => "DAY",
+            DatePart::DayOfYear => "DAYOFYEAR",
+            DatePart::DayOfWeek => "DAYOFWEEK",
+            DatePart::Weekday => "WEEKDAY",
+            DatePart::Hour => "HOUR",
+            DatePart::Minute => "MINUTE",
+            DatePart::Second => "SECOND",
+            DatePart::Microsecond => "MICROSECOND",
+        }
+    }
+
+    /// The part of the moment `micros` into day `day` (since 1970-01-01).
+    fn of(self, day: i64, micros: i64) -> i64 {
+        let (y, m, d) = civil_from_days(day);
+        let seconds = micros / 1_000_000;
+        match self {
+            DatePart::Year => y,
+            DatePart::Quarter => i64::from(m.div_ceil(3)),
+            DatePart::Month => i64::from(m),
+            DatePart::Day => i64::from(d),
+            DatePart::DayOfYear => day - i64::from(days_from_civil(y as i32, 1, 1)) + 1,
+            // 1970-01-01 was a Thursday.
+            DatePart::DayOfWeek => (day + 4).rem_euclid(7) + 1,
+            DatePart::Weekday => (day + 3).rem_euclid(7),
+            DatePart::Hour => seconds / 3600,
+            DatePart::Minute => seconds / 60 % 60,
+            DatePart::Second => seconds % 60,
+            DatePart::Microsecond => micros % 1_000_000,
+        }
+    }
+}
+
+/// A date or date-time as its day (since 1970-01-01) and the microseconds
+/// into it.
+fn day_and_time(t: &Scalar<'_>) -> (i64, i64) {
+    match *t {
+        Scalar::Time(TimeKind::Date, d) => (d, 0),
+        Scalar::Time(_, t) => (t.div_euclid(MICROS_PER_DAY), t.rem_euclid(MICROS_PER_DAY)),
+        _ => (0, 0),
+    }
+}
+
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+const WEEKDAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+/// Why `DATE_FORMAT` does not take `format`, if it does not: the week
+/// specifiers (`%U %u %V %v %X %x`), whose week numbering Shoal does not
+/// compute. Any other character after `%` is written as itself, as MySQL
+/// writes it.
+pub(crate) fn format_refusal(format: &[u8]) -> Option<String> {
+    let mut bytes = format.iter();
+    while let Some(b) = bytes.next() {
+        if *b == b'%'
+            && let Some(spec @ (b'U' | b'u' | b'V' | b'v' | b'X' | b'x')) = bytes.next()
+        {
+            return Some(format!(
+                "DATE_FORMAT's week specifier %{}",
+                char::from(*spec)
+            ));
+        }
+    }
+    None
+}
+
+/// `DATE_FORMAT` of the moment `micros` into day `day`, as MySQL writes
+/// each specifier.
+fn date_format(day: i64, micros: i64, format: &[u8]) -> Result<Vec<u8>, EvalError> {
+    use std::io::Write as _;
+    let (y, m, d) = civil_from_days(day);
+    let seconds = micros / 1_000_000;
+    let (hour, minute, second) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
+    let hour12 = (hour + 11) % 12 + 1;
+    let am_pm = if hour < 12 { "AM" } else { "PM" };
+    let weekday = (day + 3).rem_euclid(7) as usize;
+    let month = MONTHS[m as usize - 1];
+    let mut out = Vec::with_capacity(format.len() * 2);
+    let mut bytes = format.iter();
+    while let Some(&b) = bytes.next() {
+        if b != b'%' {
+            out.push(b);
+            continue;
+        }
+        let Some(&spec) = bytes.next() else {
+            out.push(b'%');
+            break;
+        };
+        // Writing into a Vec cannot fail.
+        let _ = match spec {
+            b'Y' => write!(out, "{y:04}"),
+            b'y' => write!(out, "{:02}", y % 100),
+            b'm' => write!(out, "{m:02}"),
+            b'c' => write!(out, "{m}"),
+            b'M' => write!(out, "{month}"),
+            b'b' => write!(out, "{}", &month[..3]),
+            b'd' => write!(out, "{d:02}"),
+            b'e' => write!(out, "{d}"),
+            b'D' => {
+                let suffix = match (d % 10, d / 10) {
+                    (_, 1) => "th",
+                    (1, _) => "st",
+                    (2, _) => "nd",
+                    (3, _) => "rd",
+                    _ => "th",
+                };
+                write!(out, "{d}{suffix}")
+            }
+            b'j' => write!(
+                out,
+                "{:03}",
+                day - i64::from(days_from_civil(y as i32, 1, 1)) + 1
+            ),
+            b'W' => write!(out, "{}", WEEKDAYS[weekday]),
+            b'a' => write!(out, "{}", &WEEKDAYS[weekday][..3]),
+            b'w' => write!(out, "{}", (weekday + 1) % 7),
+            b'H' => write!(out, "{hour:02}"),
+            b'k' => write!(out, "{hour}"),
+            b'h' | b'I' => write!(out, "{hour12:02}"),
+            b'l' => write!(out, "{hour12}"),
+            b'i' => write!(out, "{minute:02}"),
+            b'S' | b's' => write!(out, "{second:02}"),
+            b'f' => write!(out, "{:06}", micros % 1_000_000),
+            b'p' => write!(out, "{am_pm}"),
+            b'r' => write!(out, "{hour12:02}:{minute:02}:{second:02} {am_pm}"),
+            b'T' => write!(out, "{hour:02}:{minute:02}:{second:02}"),
+            b'U' | b'u' | b'V' | b'v' | b'X' | b'x' => {
+                return Err(EvalError::new(format!(
+                    "DATE_FORMAT's week specifier %{} is not computed",
+                    char::from(spec)
+                )));
+            }
+            other => {
+                out.push(other);
+                Ok(())
+            }
+        };
+        bounded(&out)?;
+    }
+    Ok(out)
 }
 
 /// A string result of a call on `args`: bytes if any argument is, else
@@ -566,7 +782,39 @@ fn cast<'a>(x: &Scalar<'_>, to: Ty) -> Result<Scalar<'a>, EvalError> {
                 Scalar::Double(m as f64 / 10f64.powi(i32::from(s)))
             }
         },
+        Ty::Time(kind) => cast_moment(x, kind)?,
         _ => x.to_owned(),
+    })
+}
+
+/// A date, a date-time or a string read as one, as a date or a date-time
+/// of `kind`'s digits (fewer fractional digits rounded, half up, as
+/// MySQL's CAST rounds them).
+fn cast_moment<'a>(x: &Scalar<'_>, kind: TimeKind) -> Result<Scalar<'a>, EvalError> {
+    let micros = match x {
+        Scalar::Time(TimeKind::Date, d) => d * MICROS_PER_DAY,
+        Scalar::Time(_, t) => *t,
+        Scalar::Text(b) => {
+            let text = String::from_utf8_lossy(b);
+            let text = text.trim();
+            crate::types::value::DateTime::parse(text)
+                .map(|t| t.0)
+                .or_else(|_| Date::parse(text).map(|d| i64::from(d.0) * MICROS_PER_DAY))
+                .map_err(|m| EvalError::new(format!("CAST of {m}")))?
+        }
+        _ => return Err(EvalError::new("CAST of a value that is not a date")),
+    };
+    Ok(match kind {
+        TimeKind::Date => Scalar::Time(kind, micros.div_euclid(MICROS_PER_DAY)),
+        TimeKind::DateTime(fsp) | TimeKind::Timestamp(fsp) => {
+            let unit = 10i64.pow(6 - u32::from(fsp.min(6)));
+            let rounded =
+                (micros.div_euclid(unit) + i64::from(micros.rem_euclid(unit) * 2 >= unit)) * unit;
+            if !micros_in_range(rounded) {
+                return Err(EvalError::new("value out of range: CAST past 9999-12-31"));
+            }
+            Scalar::Time(kind, rounded)
+        }
     })
 }
 
@@ -590,6 +838,135 @@ fn not_a_number(b: &[u8]) -> EvalError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn date_parts_and_formats_are_mysqls() {
+        let call = |f: Function, args: &[Scalar<'_>]| f.call(args).unwrap();
+        // 2024-02-29 (a Thursday) 13:05:09.000042.
+        let day = i64::from(crate::types::value::Date::parse("2024-02-29").unwrap().0);
+        let micros = ((13 * 60 + 5) * 60 + 9) * 1_000_000 + 42;
+        let t = Scalar::Time(TimeKind::DateTime(6), day * MICROS_PER_DAY + micros);
+        let part = |p: DatePart| call(Function::Part(p), std::slice::from_ref(&t));
+        for (p, want) in [
+            (DatePart::Year, 2024),
+            (DatePart::Quarter, 1),
+            (DatePart::Month, 2),
+            (DatePart::Day, 29),
+            (DatePart::DayOfYear, 60),
+            (DatePart::DayOfWeek, 5),
+            (DatePart::Weekday, 3),
+            (DatePart::Hour, 13),
+            (DatePart::Minute, 5),
+            (DatePart::Second, 9),
+            (DatePart::Microsecond, 42),
+        ] {
+            assert_eq!(part(p), Scalar::Int(want), "{p:?}");
+        }
+        // Before 1970 too: 1969-12-31 was a Wednesday.
+        let eve = Scalar::Time(TimeKind::Date, -1);
+        assert_eq!(
+            call(
+                Function::Part(DatePart::Weekday),
+                std::slice::from_ref(&eve)
+            ),
+            Scalar::Int(2)
+        );
+        assert_eq!(
+            call(Function::Part(DatePart::DayOfYear), &[eve]),
+            Scalar::Int(365)
+        );
+        let format = |f: &str| match call(
+            Function::DateFormat,
+            &[t.clone(), Scalar::Text(f.as_bytes().to_vec().into())],
+        ) {
+            Scalar::Text(b) => String::from_utf8(b.into_owned()).unwrap(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(format("%Y-%m-%d %H:%i:%s.%f"), "2024-02-29 13:05:09.000042");
+        assert_eq!(
+            format("%W %M %D %Y, %l:%i %p"),
+            "Thursday February 29th 2024, 1:05 PM"
+        );
+        assert_eq!(
+            format("%a %b %e %c %y %j %w %k %h %I %T %r"),
+            "Thu Feb 29 2 24 060 4 13 01 01 13:05:09 01:05:09 PM"
+        );
+        assert_eq!(format("100%% %Q %"), "100% Q %");
+        assert!(format_refusal(b"%Y week %U").is_some());
+        assert_eq!(format_refusal(b"%Y %%U"), None, "%% is a percent sign");
+        assert_eq!(format_refusal(b"%Y-%m-%d"), None);
+        for (d, th) in [
+            (1, "1st"),
+            (2, "2nd"),
+            (3, "3rd"),
+            (4, "4th"),
+            (11, "11th"),
+            (12, "12th"),
+            (13, "13th"),
+            (21, "21st"),
+            (22, "22nd"),
+            (23, "23rd"),
+            (31, "31st"),
+        ] {
+            let t = Scalar::Time(
+                TimeKind::Date,
+                i64::from(
+                    crate::types::value::Date::parse(&format!("2024-01-{d:02}"))
+                        .unwrap()
+                        .0,
+                ),
+            );
+            let out = call(
+                Function::DateFormat,
+                &[t, Scalar::Text(b"%D".to_vec().into())],
+            );
+            assert_eq!(out, Scalar::Text(th.as_bytes().to_vec().into()));
+        }
+    }
+
+    #[test]
+    fn casts_to_dates_read_and_round_as_mysql() {
+        let text = |s: &str| Scalar::Text(s.as_bytes().to_vec().into());
+        let cast = |x: Scalar<'_>, kind| cast_moment(&x, kind);
+        let day = |s: &str| i64::from(crate::types::value::Date::parse(s).unwrap().0);
+        assert_eq!(
+            cast(text("2024-03-01 23:59:59"), TimeKind::Date),
+            Ok(Scalar::Time(TimeKind::Date, day("2024-03-01")))
+        );
+        assert_eq!(
+            cast(text(" 2024-03-01 "), TimeKind::DateTime(0)),
+            Ok(Scalar::Time(
+                TimeKind::DateTime(0),
+                day("2024-03-01") * MICROS_PER_DAY
+            ))
+        );
+        // 12:00:00.5 to whole seconds rounds up; .4999 down.
+        let noon = day("2024-03-01") * MICROS_PER_DAY + 12 * 3_600_000_000;
+        assert_eq!(
+            cast(
+                Scalar::Time(TimeKind::DateTime(6), noon + 500_000),
+                TimeKind::DateTime(0)
+            ),
+            Ok(Scalar::Time(TimeKind::DateTime(0), noon + 1_000_000))
+        );
+        assert_eq!(
+            cast(
+                Scalar::Time(TimeKind::DateTime(6), noon + 499_999),
+                TimeKind::DateTime(0)
+            ),
+            Ok(Scalar::Time(TimeKind::DateTime(0), noon))
+        );
+        assert!(cast(text("soon"), TimeKind::Date).is_err());
+        assert!(cast(Scalar::Int(20240301), TimeKind::Date).is_err());
+        let last = (day("9999-12-31") + 1) * MICROS_PER_DAY - 1;
+        assert!(
+            cast(
+                Scalar::Time(TimeKind::DateTime(6), last),
+                TimeKind::DateTime(0)
+            )
+            .is_err()
+        );
+    }
 
     #[test]
     fn time_zones_are_utc_or_offsets_mysql_takes() {
@@ -697,14 +1074,17 @@ mod tests {
         // 2024-02-29 is day 19,782; a date-time before 1970 floors to its day.
         let leap = Scalar::Time(TimeKind::Date, 19_782);
         assert_eq!(
-            call(Function::Year, std::slice::from_ref(&leap)),
+            call(Function::Part(DatePart::Year), std::slice::from_ref(&leap)),
             Scalar::Int(2024)
         );
         assert_eq!(
-            call(Function::Month, std::slice::from_ref(&leap)),
+            call(Function::Part(DatePart::Month), std::slice::from_ref(&leap)),
             Scalar::Int(2)
         );
-        assert_eq!(call(Function::Day, &[leap]), Scalar::Int(29));
+        assert_eq!(
+            call(Function::Part(DatePart::Day), &[leap]),
+            Scalar::Int(29)
+        );
         let before = Scalar::Time(TimeKind::DateTime(0), -1);
         assert_eq!(
             call(Function::Date, &[before]),

@@ -285,7 +285,7 @@ const MAX_DAY: i32 = 2_932_896;
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
 /// `days_from_civil`).
-fn days_from_civil(year: i32, month: u32, day: u32) -> i32 {
+pub(crate) fn days_from_civil(year: i32, month: u32, day: u32) -> i32 {
     let y = if month <= 2 { year - 1 } else { year };
     let era = if y >= 0 { y } else { y - 399 } / 400;
     let yoe = y - era * 400;

@@ -774,6 +774,21 @@ impl<'a> Planner<'a> {
                 };
                 self.function(name, &[expr.as_ref()], e, depth)
             }
+            ast::Expr::Extract { field, expr, .. } => {
+                use ast::DateTimeField as Unit;
+                let part = match field {
+                    Unit::Year => "YEAR",
+                    Unit::Quarter => "QUARTER",
+                    Unit::Month => "MONTH",
+                    Unit::Day => "DAY",
+                    Unit::Hour => "HOUR",
+                    Unit::Minute => "MINUTE",
+                    Unit::Second => "SECOND",
+                    Unit::Microsecond => "MICROSECOND",
+                    other => return Err(unsupported(format!("EXTRACT of {other}"))),
+                };
+                self.function(part, &[expr.as_ref()], e, depth)
+            }
             ast::Expr::Cast {
                 kind: ast::CastKind::Cast,
                 expr,
@@ -807,6 +822,15 @@ impl<'a> Planner<'a> {
                     ast::DataType::Double(_) | ast::DataType::DoublePrecision => {
                         Function::Cast(Ty::Double)
                     }
+                    ast::DataType::Date => Function::Cast(Ty::Time(TimeKind::Date)),
+                    ast::DataType::Datetime(fsp) => match fsp.unwrap_or(0) {
+                        fsp @ 0..=6 => Function::Cast(Ty::Time(TimeKind::DateTime(fsp as u8))),
+                        fsp => {
+                            return Err(semantic(format!(
+                                "'{e}': a DATETIME has at most 6 fractional digits, not {fsp}"
+                            )));
+                        }
+                    },
                     other => return Err(unsupported(format!("CAST to {other}"))),
                 };
                 let x = self.value(expr, depth + 1)?;
@@ -946,22 +970,6 @@ impl<'a> Planner<'a> {
                 };
                 let shift = zone(&planned[2])? - zone(&planned[1])?;
                 planned.truncate(1);
-                // A string constant is read as a date-time, with the
-                // fractional digits it was written with.
-                if let (Expr::Literal(Scalar::Text(text)), _) = &planned[0] {
-                    let text = String::from_utf8_lossy(text).into_owned();
-                    let micros = DateTime::parse(&text)
-                        .or_else(|_| {
-                            Date::parse(&text).map(|d| DateTime(i64::from(d.0) * 86_400_000_000))
-                        })
-                        .map_err(|m| semantic(format!("'{e}': {m}")))?
-                        .0;
-                    let fsp = text
-                        .rsplit_once('.')
-                        .map_or(0, |(_, f)| f.len().min(6) as u8);
-                    let kind = TimeKind::DateTime(fsp);
-                    planned[0] = (Expr::Literal(Scalar::Time(kind, micros)), Ty::Time(kind));
-                }
                 return call(Function::ConvertTz(shift), planned, e);
             }
             "MOD" => {
@@ -976,7 +984,24 @@ impl<'a> Planner<'a> {
             _ => {}
         }
         match Function::named(&upper) {
-            Some((f, takes)) if takes.contains(&args.len()) => call(f, planned, e),
+            Some((f, takes)) if takes.contains(&args.len()) => {
+                if f == Function::DateFormat {
+                    match &planned[1].0 {
+                        Expr::Literal(Scalar::Text(format)) => {
+                            if let Some(refused) = crate::sql::func::format_refusal(format) {
+                                return Err(unsupported(format!("'{e}': {refused}")));
+                            }
+                        }
+                        Expr::Literal(Scalar::Null) => {}
+                        _ => {
+                            return Err(unsupported(format!(
+                                "'{e}': DATE_FORMAT with a format that is not a constant string"
+                            )));
+                        }
+                    }
+                }
+                call(f, planned, e)
+            }
             Some(_) => Err(semantic(format!(
                 "'{e}': {upper} does not take {} arguments",
                 args.len()
@@ -1360,7 +1385,29 @@ fn plain_args(f: &ast::Function) -> Result<Vec<&ast::Expr>, SqlError> {
 }
 
 /// A call of `f` on planned arguments, its type checked.
-fn call(f: Function, args: Vec<(Expr, Ty)>, e: &ast::Expr) -> Result<(Expr, Ty), SqlError> {
+fn call(f: Function, mut args: Vec<(Expr, Ty)>, e: &ast::Expr) -> Result<(Expr, Ty), SqlError> {
+    // A function of a date reads a string constant as one, as MySQL does
+    // (`YEAR('2024-05-01')`), with the fractional digits it was written with.
+    if matches!(
+        f,
+        Function::Part(_) | Function::Date | Function::DateFormat | Function::ConvertTz(_)
+    ) && let Some((x @ Expr::Literal(Scalar::Text(_)), ty)) = args.first_mut()
+    {
+        let Expr::Literal(Scalar::Text(text)) = &*x else {
+            unreachable!("matched a text literal")
+        };
+        let text = String::from_utf8_lossy(text).into_owned();
+        let micros = DateTime::parse(&text)
+            .or_else(|_| Date::parse(&text).map(|d| DateTime(i64::from(d.0) * 86_400_000_000)))
+            .map_err(|m| semantic(format!("'{e}': {m}")))?
+            .0;
+        let fsp = text
+            .rsplit_once('.')
+            .map_or(0, |(_, f)| f.len().min(6) as u8);
+        let kind = TimeKind::DateTime(fsp);
+        *x = Expr::Literal(Scalar::Time(kind, micros));
+        *ty = Ty::Time(kind);
+    }
     let types: Vec<Ty> = args.iter().map(|(_, t)| *t).collect();
     let ty = f
         .result(&types)
