@@ -2457,6 +2457,17 @@ async fn expressions_are_computed_from_each_row_as_mysql_computes_them() {
     s.refused("SELECT qty, COUNT(*) FROM items GROUP BY 3", "1054");
     s.refused("SELECT qty, COUNT(*) FROM items GROUP BY 0", "1054");
     s.refused("SELECT qty, COUNT(*) AS n FROM items GROUP BY n", "1235");
+    // COUNT(DISTINCT …), pushed down: NULLs not counted.
+    s.ok("UPDATE items SET qty = 3 WHERE id = 3");
+    let out = s.ok(
+        "SELECT COUNT(DISTINCT qty), COUNT(DISTINCT weight), COUNT(DISTINCT qty % 2), COUNT(*) \
+         FROM items; SELECT qty, COUNT(DISTINCT name) FROM items GROUP BY qty \
+         HAVING COUNT(DISTINCT id) > 1",
+    );
+    assert_eq!(lines(&out), ["2\t2\t2\t3", "3\t2"], "{out}");
+    s.refused("SELECT SUM(DISTINCT qty) FROM items", "1235");
+    s.refused("SELECT COUNT(DISTINCT qty, name) FROM items", "1235");
+    s.ok("UPDATE items SET qty = 0 WHERE id = 3");
     // A prepared SELECT declares its computed columns' types.
     let mut conn = sqlx::MySqlConnection::connect_with(&s.driver_options())
         .await

@@ -332,8 +332,12 @@ fn random_query(rng: &mut Rng) -> (String, bool) {
     };
     let mut outputs: Vec<String> = group_cols.iter().map(|c| c.to_string()).collect();
     for _ in 0..rng.range(1, 3) {
-        let agg = match rng.below(8) {
+        let agg = match rng.below(9) {
             0 => "COUNT(*)".to_owned(),
+            8 => format!(
+                "COUNT(DISTINCT {})",
+                rng.pick(&["a", "b", "c", "d", "grp", "day", "a % 3"])
+            ),
             1 => format!("COUNT({})", number(rng)),
             2 | 3 => format!("SUM({})", number(rng)),
             4 => format!(
@@ -672,7 +676,12 @@ async fn hostile_and_unsupported_queries_get_a_clear_error() {
             "unsupported",
         ),
         (
-            "SELECT COUNT(DISTINCT a) FROM items".into(),
+            "SELECT SUM(DISTINCT a) FROM items".into(),
+            StatusCode::BAD_REQUEST,
+            "unsupported",
+        ),
+        (
+            "SELECT COUNT(DISTINCT a, b) FROM items".into(),
             StatusCode::BAD_REQUEST,
             "unsupported",
         ),

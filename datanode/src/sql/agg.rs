@@ -9,7 +9,7 @@
 
 use std::cmp::Ordering;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::eval::{self, Datum, EvalError, Expr, Pred, Row, Scalar, Ty};
 
@@ -17,6 +17,8 @@ use super::eval::{self, Datum, EvalError, Expr, Pred, Row, Scalar, Ty};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Func {
     Count,
+    /// `COUNT(DISTINCT x)`: the distinct non-null values.
+    CountDistinct,
     Sum,
     Min,
     Max,
@@ -26,6 +28,7 @@ impl Func {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Func::Count => "COUNT",
+            Func::CountDistinct => "COUNT_DISTINCT",
             Func::Sum => "SUM",
             Func::Min => "MIN",
             Func::Max => "MAX",
@@ -47,6 +50,9 @@ pub(crate) struct Aggregate {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum State {
     Count(u64),
+    /// The distinct values seen, by their group-key bytes, and the bytes
+    /// they hold.
+    Distinct(FxHashSet<Box<[u8]>>, usize),
     SumInt(Option<i128>),
     SumDecimal(Option<i128>, u8),
     SumDouble(Option<f64>),
@@ -58,6 +64,7 @@ impl State {
     fn new(a: &Aggregate) -> State {
         match (a.func, a.ty) {
             (Func::Count, _) => State::Count(0),
+            (Func::CountDistinct, _) => State::Distinct(FxHashSet::default(), 0),
             (Func::Sum, Ty::Decimal(s)) => State::SumDecimal(None, s),
             (Func::Sum, Ty::Double) => State::SumDouble(None),
             (Func::Sum, _) => State::SumInt(None),
@@ -71,6 +78,16 @@ impl State {
         let too_big = || EvalError::new("a SUM is out of range");
         match (self, v) {
             (State::Count(n), _) => *n += 1,
+            (State::Distinct(seen, bytes), v) => {
+                let mut key = Vec::new();
+                // As GROUP BY tells values apart (an argument's decimals
+                // share its type's scale).
+                v.key_into(&mut key);
+                if !seen.contains(key.as_slice()) {
+                    *bytes += DISTINCT_OVERHEAD + key.len();
+                    seen.insert(key.into_boxed_slice());
+                }
+            }
             (State::SumInt(sum), Scalar::Int(x)) => {
                 *sum = Some(sum.unwrap_or(0).checked_add(*x).ok_or_else(too_big)?);
             }
@@ -117,6 +134,14 @@ impl State {
         };
         match (self, other) {
             (State::Count(n), State::Count(m)) => *n += m,
+            (State::Distinct(seen, bytes), State::Distinct(theirs, _)) => {
+                for key in theirs {
+                    if !seen.contains(&key) {
+                        *bytes += DISTINCT_OVERHEAD + key.len();
+                        seen.insert(key);
+                    }
+                }
+            }
             (State::SumInt(a), State::SumInt(b)) => *a = sum(*a, b)?,
             (State::SumDecimal(a, _), State::SumDecimal(b, _)) => *a = sum(*a, b)?,
             (State::SumDouble(a), State::SumDouble(b)) => {
@@ -145,6 +170,7 @@ impl State {
     pub(crate) fn value(&self) -> Datum {
         match self {
             State::Count(n) => Scalar::Int(i128::from(*n)),
+            State::Distinct(seen, _) => Scalar::Int(seen.len() as i128),
             State::SumInt(v) => v.map_or(Scalar::Null, Scalar::Int),
             State::SumDecimal(v, s) => v.map_or(Scalar::Null, |m| Scalar::Decimal(m, *s)),
             State::SumDouble(v) => v.map_or(Scalar::Null, Scalar::Double),
@@ -155,10 +181,14 @@ impl State {
     fn heap_bytes(&self) -> usize {
         match self {
             State::Min(v) | State::Max(v) => v.heap_bytes(),
+            State::Distinct(_, bytes) => *bytes,
             _ => 0,
         }
     }
 }
+
+/// Bytes a distinct value costs besides its key: the set's entry.
+const DISTINCT_OVERHEAD: usize = 24;
 
 /// What every fragment runs over its rows: a filter, the GROUP BY columns
 /// and the aggregates.
@@ -224,12 +254,12 @@ impl Groups {
         for (values, states) in other.keys.into_iter().zip(other.states) {
             key.clear();
             values.iter().for_each(|v| v.key_into(&mut key));
-            let heap: usize = states.iter().map(State::heap_bytes).sum();
             let g = self.group(program, &key, || values);
             for (mine, theirs) in self.states[g].iter_mut().zip(states) {
+                let before = mine.heap_bytes();
                 mine.merge(theirs)?;
+                self.bytes += mine.heap_bytes().saturating_sub(before);
             }
-            self.bytes += heap;
         }
         Ok(())
     }
@@ -277,5 +307,47 @@ impl Program {
         if self.group_by.is_empty() && groups.len() == 0 {
             groups.group(self, &[], Vec::new);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distinct_counts_merge_as_a_union_and_account_new_values_only() {
+        let a = Aggregate {
+            func: Func::CountDistinct,
+            arg: None,
+            ty: Ty::Int,
+        };
+        let fragment = |values: &[i128]| {
+            let mut state = State::new(&a);
+            for v in values {
+                state.add(&Scalar::Int(*v)).unwrap();
+            }
+            state
+        };
+        let mut one = fragment(&[1, 2, 2, 3]);
+        assert_eq!(one.value(), Scalar::Int(3));
+        let bytes = one.heap_bytes();
+        assert!(bytes > 0);
+        one.merge(fragment(&[3, 2])).unwrap();
+        assert_eq!(one.value(), Scalar::Int(3));
+        assert_eq!(
+            one.heap_bytes(),
+            bytes,
+            "values seen already cost nothing more"
+        );
+        one.merge(fragment(&[4, 5])).unwrap();
+        assert_eq!(one.value(), Scalar::Int(5));
+        assert!(one.heap_bytes() > bytes);
+        // Text and numbers are told apart by value, as GROUP BY tells them.
+        let mut text = State::new(&a);
+        for t in ["a", "b", "a"] {
+            text.add(&Scalar::Text(t.as_bytes().into())).unwrap();
+        }
+        assert_eq!(text.value(), Scalar::Int(2));
+        assert!(one.merge(State::Count(1)).is_err());
     }
 }

@@ -3058,7 +3058,7 @@ fn ronsql_columns(plan: &crate::tc::ronsql::plan::Plan) -> Vec<ColumnDef> {
                 Source::Aggregate(i) => {
                     let a = &plan.program.aggregates[i];
                     match (a.func, a.ty) {
-                        (Func::Count, _) => ty::LONGLONG,
+                        (Func::Count | Func::CountDistinct, _) => ty::LONGLONG,
                         (Func::Sum, Ty::Double) => ty::DOUBLE,
                         (Func::Sum, _) => ty::NEWDECIMAL,
                         (_, t) => value::datum_type(t),

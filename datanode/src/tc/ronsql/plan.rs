@@ -1056,7 +1056,7 @@ impl<'a> Planner<'a> {
             Source::Aggregate(i) => {
                 let a = &self.aggregates[i];
                 match a.func {
-                    Func::Count => Ty::Int,
+                    Func::Count | Func::CountDistinct => Ty::Int,
                     Func::Sum | Func::Min | Func::Max => a.ty,
                 }
             }
@@ -1265,17 +1265,23 @@ impl<'a> Planner<'a> {
         let FunctionArguments::List(list) = &f.args else {
             return Err(semantic(format!("'{e}' needs one argument")));
         };
-        if matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct)) {
+        let distinct = matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct));
+        if distinct && name != "COUNT" {
             return Err(unsupported(format!("'{e}': {name}(DISTINCT …)")));
         }
         if !list.clauses.is_empty() {
             return Err(unsupported(format!("'{e}': clauses inside an aggregate")));
         }
+        if distinct && list.args.len() > 1 {
+            return Err(unsupported(format!(
+                "'{e}': COUNT(DISTINCT …) of several values"
+            )));
+        }
         let [FunctionArg::Unnamed(arg)] = list.args.as_slice() else {
             return Err(semantic(format!("'{e}' takes exactly one argument")));
         };
         let arg = match arg {
-            FunctionArgExpr::Wildcard if name == "COUNT" => None,
+            FunctionArgExpr::Wildcard if name == "COUNT" && !distinct => None,
             FunctionArgExpr::Wildcard | FunctionArgExpr::QualifiedWildcard(_) => {
                 return Err(semantic(format!("'{e}': only COUNT takes *")));
             }
@@ -1303,6 +1309,7 @@ impl<'a> Planner<'a> {
             self.aggregates.len() - 1
         };
         Ok(match name {
+            "COUNT" if distinct => Source::Aggregate(add(Func::CountDistinct)),
             "COUNT" => Source::Aggregate(add(Func::Count)),
             "SUM" => Source::Aggregate(add(Func::Sum)),
             "MIN" => Source::Aggregate(add(Func::Min)),
