@@ -1402,6 +1402,8 @@ out["by_day"] = [Product.objects.filter(added__month=first.month, added__day=fir
     sum((a.month, a.day) == (first.month, first.day) for a in added)]
 out["months"] = [[str(d) for d in Product.objects.dates("added", "month")],
     sorted({str(a.date().replace(day=1)) for a in added})]
+out["regex"] = sorted(Product.objects.filter(name__regex=r"^p[13]$").values_list("name", flat=True))
+out["iregex"] = Product.objects.filter(name__iregex=r"^P[0-2]$").count()
 from django.db.migrations.recorder import MigrationRecorder
 out["applied"] = list(MigrationRecorder.Migration.objects.values_list("app", "name"))
 print(json.dumps(out))
@@ -1426,6 +1428,8 @@ print(json.dumps(out))
         assert_eq!(out[lookup][0], out[lookup][1], "{lookup}: {out}");
     }
     assert!(out["by_day"][0].as_i64() > Some(0), "{out}");
+    assert_eq!(out["regex"], json!(["p1", "p3"]), "{out}");
+    assert_eq!(out["iregex"], 3, "{out}");
     assert_eq!(out["applied"], json!([["shop", "0001_initial"]]), "{out}");
     let out = s.ok("SHOW INDEX FROM shop_product");
     assert!(out.contains("\tby_stock\t1\tstock"), "{out}");
@@ -2574,6 +2578,179 @@ async fn expressions_are_computed_from_each_row_as_mysql_computes_them() {
         ["1\tÄrm\t5\t2.50", "2\tBOLT-\t10\t0.80", "3\tcog\t0\tNULL"],
         "{out}"
     );
+}
+
+#[tokio::test]
+async fn string_date_and_regexp_functions_answer_as_mysql() {
+    let s = setup(&[]).await;
+    s.ok(
+        "INSERT INTO items (id, name, qty, price, weight, tag) VALUES \
+          (1, 'Ärmel', 3, 2.50, 1.5, X'00FF'), (2, 'bolt', 10, 0.35, NULL, X'6162'), \
+          (3, 'cog-2', 0, NULL, 0.25, NULL), (4, 'Bolt', 7, 1.00, NULL, NULL)",
+    );
+    // Finding, padding and joining text, in characters.
+    let out = s.ok(
+        "SELECT LOCATE('l', name), LOCATE('l', name, 4), INSTR(name, 'mel'), \
+         POSITION('o' IN name), LPAD(name, 7, '*-'), RPAD(name, 3, '.'), REVERSE(name), \
+         CONCAT_WS('/', name, price, weight), REPEAT('-', qty), CONCAT('[', SPACE(2), ']') \
+         FROM items ORDER BY id",
+    );
+    assert_eq!(
+        lines(&out),
+        [
+            "5\t5\t3\t0\t*-Ärmel\tÄrm\tlemrÄ\tÄrmel/2.50/1.5\t---\t[  ]",
+            "3\t0\t0\t2\t*-*bolt\tbol\ttlob\tbolt/0.35\t----------\t[  ]",
+            "0\t0\t0\t2\t*-cog-2\tcog\t2-goc\tcog-2/0.25\t\t[  ]",
+            "3\t0\t0\t2\t*-*Bolt\tBol\ttloB\tBolt/1.00\t-------\t[  ]"
+        ],
+        "{out}"
+    );
+    // GREATEST and LEAST in the arguments' common type; NULL if one is.
+    let out = s.ok(
+        "SELECT GREATEST(qty, price, 2), LEAST(qty, 5), GREATEST(name, 'c'), LEAST(id, weight) \
+         FROM items ORDER BY id",
+    );
+    assert_eq!(
+        lines(&out),
+        [
+            "3.00\t3\tÄrmel\t1",
+            "10.00\t5\tc\tNULL",
+            "NULL\t0\tcog-2\t0.25",
+            "7.00\t5\tc\tNULL"
+        ],
+        "{out}"
+    );
+    // Differences of dates: DATEDIFF in days, TIMESTAMPDIFF in whole units.
+    s.ok("CREATE TABLE d (id INT PRIMARY KEY, a DATETIME, b DATE)");
+    s.ok(
+        "INSERT INTO d VALUES (1, '2024-01-31 12:00:00', '2024-03-31'), \
+         (2, '2024-05-01 00:00:00', '2024-02-01'), (3, NULL, '2024-01-01')",
+    );
+    let out = s.ok(
+        "SELECT DATEDIFF(b, a), DATEDIFF('2024-12-25', b), TIMESTAMPDIFF(MONTH, a, b), \
+         TIMESTAMPDIFF(DAY, a, b), TIMESTAMPDIFF(HOUR, b, a), TIMESTAMPDIFF(YEAR, b, '2030-01-01') \
+         FROM d ORDER BY id",
+    );
+    assert_eq!(
+        lines(&out),
+        [
+            "60\t269\t1\t59\t-1428\t5",
+            "-90\t328\t-3\t-90\t2160\t5",
+            "NULL\t359\tNULL\tNULL\tNULL\t6"
+        ],
+        "{out}"
+    );
+    let out = s.ok("SELECT id FROM d WHERE TIMESTAMPDIFF(DAY, a, NOW()) > 30 ORDER BY id");
+    assert_eq!(lines(&out), ["1", "2"], "{out}");
+
+    // REGEXP, RLIKE and REGEXP_LIKE: case sensitive as text compares,
+    // unless asked otherwise; by a scan, in a locking read, pushed down
+    // into an aggregate, and as a value.
+    let out = s.ok("SELECT id FROM items WHERE name REGEXP '^[bB]o' ORDER BY id");
+    assert_eq!(lines(&out), ["2", "4"], "{out}");
+    let out = s.ok("SELECT id FROM items WHERE name NOT RLIKE '^b' ORDER BY id");
+    assert_eq!(lines(&out), ["1", "3", "4"], "{out}");
+    let out = s.ok("SELECT id FROM items WHERE REGEXP_LIKE(name, '^BOLT$', 'i') ORDER BY id");
+    assert_eq!(lines(&out), ["2", "4"], "{out}");
+    let out = s.ok("SELECT id FROM items WHERE REGEXP_LIKE(name, '^BOLT$', 'c')");
+    assert_eq!(lines(&out), Vec::<&str>::new(), "{out}");
+    let out = s.ok("SELECT COUNT(*), SUM(qty) FROM items WHERE name REGEXP '[[:digit:]]|^Ä'");
+    assert_eq!(lines(&out), ["2\t3"], "{out}");
+    let out = s.ok(
+        "SELECT id, name REGEXP 'l', price REGEXP '^0\\\\.', tag REGEXP '^a.$' FROM items \
+         ORDER BY id",
+    );
+    assert_eq!(
+        lines(&out),
+        [
+            "1\t1\t0\t0",
+            "2\t1\t1\t1",
+            "3\t0\tNULL\tNULL",
+            "4\t1\t0\tNULL"
+        ],
+        "{out}"
+    );
+    let out =
+        s.ok("BEGIN; SELECT id FROM items WHERE name REGEXP 'o' ORDER BY id FOR UPDATE; COMMIT");
+    assert_eq!(lines(&out), ["2", "3", "4"], "{out}");
+    let out = s.ok("UPDATE items SET qty = qty + 1 WHERE name REGEXP '^[a-z]+$'");
+    assert!(out.contains("Query OK, 1 row affected"), "{out}");
+    let out = s.ok("SELECT qty FROM items WHERE id = 2");
+    assert_eq!(lines(&out), ["11"], "{out}");
+
+    // What is refused says why, and changes nothing.
+    let before = s.ok("SELECT * FROM items ORDER BY id");
+    for (sql, code, says) in [
+        (
+            "SELECT id FROM items WHERE name REGEXP '(ab'",
+            "1139",
+            "unclosed group",
+        ),
+        (
+            "SELECT REGEXP_LIKE(name, 'a', 'q') FROM items",
+            "1139",
+            "match type",
+        ),
+        (
+            "SELECT id FROM items WHERE name REGEXP '(a)\\\\1'",
+            "1235",
+            "backreference",
+        ),
+        (
+            "SELECT id FROM items WHERE name REGEXP 'a(?=b)'",
+            "1235",
+            "look-around",
+        ),
+        (
+            "SELECT id FROM items WHERE name REGEXP name",
+            "1235",
+            "constant string",
+        ),
+        (
+            "SELECT id FROM items WHERE name REGEXP '(a{1000}){1000}'",
+            "1105",
+            "compiles past",
+        ),
+        (
+            "DELETE FROM items WHERE name REGEXP '(x'",
+            "1139",
+            "unclosed group",
+        ),
+        (
+            "UPDATE items SET name = REPEAT(name, 1000000) WHERE id = 1",
+            "1690",
+            "longer than",
+        ),
+        (
+            "UPDATE items SET name = LPAD(name, 4294967296, 'x') WHERE id = 1",
+            "1690",
+            "longer than",
+        ),
+        (
+            "SELECT TIMESTAMPDIFF(FORTNIGHT, a, b) FROM d",
+            "1105",
+            "TIMESTAMPDIFF counts in",
+        ),
+        ("SELECT DATEDIFF(a, 3) FROM d", "1105", "dates"),
+        ("SELECT GREATEST(name, qty) FROM items", "1105", "convert"),
+        ("SELECT GREATEST(qty) FROM items", "1105", "2 or more"),
+        ("SELECT LOCATE(qty, name) FROM items", "1105", "strings"),
+        (
+            "SELECT LPAD(name, 'x', 'y') FROM items",
+            "1105",
+            "whole number",
+        ),
+    ] {
+        let err = s.refused(sql, code);
+        assert!(err.contains(says), "{sql}: {err}");
+    }
+    let long = format!(
+        "SELECT id FROM items WHERE name REGEXP '{}'",
+        "a".repeat(1025)
+    );
+    let err = s.refused(&long, "1105");
+    assert!(err.contains("at most 1024 characters"), "{err}");
+    assert_eq!(s.ok("SELECT * FROM items ORDER BY id"), before);
 }
 
 #[tokio::test]

@@ -15,6 +15,7 @@ use shoal_wire::schema::ColumnType;
 
 use super::func::Function;
 use super::like::Like;
+use super::regexp::Regexp;
 use crate::storage::codec;
 use crate::storage::layout::Layout;
 use crate::types::value::{POW10, Value};
@@ -674,7 +675,7 @@ impl Expr {
                 let mut values = Vec::with_capacity(args.len());
                 for a in args {
                     let v = a.eval(row)?;
-                    if v.is_null() {
+                    if v.is_null() && *f != Function::ConcatWs {
                         return Ok(Scalar::Null);
                     }
                     values.push(v);
@@ -797,6 +798,12 @@ pub(crate) enum Pred {
         like: Box<Like>,
         negated: bool,
     },
+    /// `e [NOT] REGEXP pattern`, `REGEXP_LIKE(e, pattern[, match_type])`.
+    Regexp {
+        expr: Expr,
+        re: Box<Regexp>,
+        negated: bool,
+    },
     /// `e [NOT] IN (list)`: the list's non-null values, and whether it held NULL.
     In {
         expr: Expr,
@@ -820,9 +827,10 @@ impl Pred {
                 b.columns(out);
             }
             Pred::Not(p) => p.columns(out),
-            Pred::IsNull(e, _) | Pred::In { expr: e, .. } | Pred::Like { expr: e, .. } => {
-                e.columns(out)
-            }
+            Pred::IsNull(e, _)
+            | Pred::In { expr: e, .. }
+            | Pred::Like { expr: e, .. }
+            | Pred::Regexp { expr: e, .. } => e.columns(out),
         }
     }
 
@@ -868,6 +876,13 @@ impl Pred {
                     return Ok(None);
                 }
                 Some(like.matches_scalar(&x) != *negated)
+            }
+            Pred::Regexp { expr, re, negated } => {
+                let x = expr.eval(row)?;
+                if x.is_null() {
+                    return Ok(None);
+                }
+                Some(re.matches_scalar(&x) != *negated)
             }
             Pred::In {
                 expr,

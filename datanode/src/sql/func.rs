@@ -1,12 +1,14 @@
 //! Scalar functions over one row's values, as MySQL defines them: text
-//! (`UPPER`, `LOWER`, `CONCAT`, `LENGTH`, `CHAR_LENGTH`, `SUBSTRING`),
-//! numbers (`ABS`, `ROUND`, `FLOOR`, `CEIL`) and `CAST`. (`COALESCE`,
+//! (`UPPER`, `CONCAT`, `SUBSTRING`, `LOCATE`, `LPAD`, …), numbers (`ABS`,
+//! `ROUND`, `FLOOR`, `CEIL`), dates (`YEAR`, `DATE_FORMAT`, `DATEDIFF`,
+//! `TIMESTAMPDIFF`, …), `GREATEST`/`LEAST` and `CAST`. (`COALESCE`,
 //! `IFNULL`, `NULLIF`, `IF` and `CASE` are conditions: `eval::Case`.)
 //!
 //! A function's result type is known when the query is planned, from its
 //! arguments' types; a call with arguments it does not take is refused
-//! then, never converted at run time. NULL in, NULL out. Text is UTF-8 and
-//! counted in characters; bytes (BINARY, VARBINARY) in bytes.
+//! then, never converted at run time. NULL in, NULL out (but `CONCAT_WS`
+//! skips a NULL after its separator). Text is UTF-8 and counted in
+//! characters; bytes (BINARY, VARBINARY) in bytes.
 
 use std::borrow::Cow;
 use std::ops::RangeInclusive;
@@ -27,6 +29,8 @@ pub(crate) enum Function {
     Upper,
     Lower,
     Concat,
+    /// `CONCAT_WS(sep, s, …)`: the strings that are not NULL, `sep` between.
+    ConcatWs,
     /// Bytes of its argument's text.
     Length,
     /// Characters of text (bytes of bytes).
@@ -45,6 +49,31 @@ pub(crate) enum Function {
         start: bool,
         end: bool,
     },
+    /// `LOCATE(sub, s[, from])`, `INSTR(s, sub)` (planned with its
+    /// arguments swapped), `POSITION(sub IN s)`: where `sub` first is in
+    /// `s`, from 1; 0 if nowhere.
+    Locate,
+    /// `LPAD(s, n, pad)` and `RPAD`: `s` made `n` long, cut or padded at
+    /// its start (or end) with `pad` repeated.
+    Pad {
+        left: bool,
+    },
+    /// `REPEAT(s, n)`: `s` `n` times.
+    Repeat,
+    /// `SPACE(n)`: `n` spaces.
+    Space,
+    /// `REVERSE(s)`.
+    Reverse,
+    /// `GREATEST(x, …)` and `LEAST(x, …)`: the largest (smallest) argument,
+    /// each read as their common type.
+    Extreme {
+        greatest: bool,
+        ty: Ty,
+    },
+    /// `DATEDIFF(a, b)`: days from date `b` to date `a`, times ignored.
+    DateDiff,
+    /// `TIMESTAMPDIFF(unit, a, b)`: whole units from `a` to `b`.
+    TimestampDiff(DiffUnit),
     /// `YEAR`, `MONTH`, `HOUR`, … of a date or date-time, and
     /// `EXTRACT(unit FROM t)`.
     Part(DatePart),
@@ -100,6 +129,14 @@ impl Function {
             "UPPER" | "UCASE" => (Function::Upper, 1..=1),
             "LOWER" | "LCASE" => (Function::Lower, 1..=1),
             "CONCAT" => (Function::Concat, 1..=usize::MAX),
+            "CONCAT_WS" => (Function::ConcatWs, 2..=usize::MAX),
+            "LOCATE" => (Function::Locate, 2..=3),
+            "LPAD" => (Function::Pad { left: true }, 3..=3),
+            "RPAD" => (Function::Pad { left: false }, 3..=3),
+            "REPEAT" => (Function::Repeat, 2..=2),
+            "SPACE" => (Function::Space, 1..=1),
+            "REVERSE" => (Function::Reverse, 1..=1),
+            "DATEDIFF" => (Function::DateDiff, 2..=2),
             "LENGTH" | "OCTET_LENGTH" => (Function::Length, 1..=1),
             "CHAR_LENGTH" | "CHARACTER_LENGTH" => (Function::CharLength, 1..=1),
             "SUBSTRING" | "SUBSTR" | "MID" => (Function::Substring, 2..=3),
@@ -122,6 +159,7 @@ impl Function {
             Function::Upper => "UPPER",
             Function::Lower => "LOWER",
             Function::Concat => "CONCAT",
+            Function::ConcatWs => "CONCAT_WS",
             Function::Length => "LENGTH",
             Function::CharLength => "CHAR_LENGTH",
             Function::Substring => "SUBSTRING",
@@ -134,6 +172,16 @@ impl Function {
             } => "TRIM",
             Function::Trim { start: true, .. } => "LTRIM",
             Function::Trim { .. } => "RTRIM",
+            Function::Locate => "LOCATE",
+            Function::Pad { left: true } => "LPAD",
+            Function::Pad { left: false } => "RPAD",
+            Function::Repeat => "REPEAT",
+            Function::Space => "SPACE",
+            Function::Reverse => "REVERSE",
+            Function::Extreme { greatest: true, .. } => "GREATEST",
+            Function::Extreme { .. } => "LEAST",
+            Function::DateDiff => "DATEDIFF",
+            Function::TimestampDiff(_) => "TIMESTAMPDIFF",
             Function::Part(part) => part.name(),
             Function::DateFormat => "DATE_FORMAT",
             Function::Date => "DATE",
@@ -159,11 +207,51 @@ impl Function {
                 t if text(t) => Ok(Ty::Text),
                 t => Err(takes("a string", t)),
             },
-            Function::Concat => Ok(if args.contains(&Ty::Binary) {
+            Function::Concat | Function::ConcatWs => Ok(if args.contains(&Ty::Binary) {
                 Ty::Binary
             } else {
                 Ty::Text
             }),
+            Function::Locate => {
+                if let Some(t) = args[..2].iter().find(|t| !text(**t)) {
+                    return Err(takes("strings", *t));
+                }
+                match args.get(2) {
+                    None | Some(Ty::Int | Ty::Null) => Ok(Ty::Int),
+                    Some(t) => Err(takes("a whole number for its start", *t)),
+                }
+            }
+            Function::Pad { .. } => match (first, args[1], args[2]) {
+                (s, Ty::Int | Ty::Null, pad) if text(s) && text(pad) => {
+                    Ok(if s == Ty::Binary || pad == Ty::Binary {
+                        Ty::Binary
+                    } else {
+                        Ty::Text
+                    })
+                }
+                (_, Ty::Int | Ty::Null, _) => Err(takes("strings to pad", first)),
+                (_, n, _) => Err(takes("a whole number for its length", n)),
+            },
+            Function::Repeat => match (first, args[1]) {
+                (t, Ty::Int | Ty::Null) if text(t) => Ok(string_of(t)),
+                (t, Ty::Int | Ty::Null) => Err(takes("a string", t)),
+                (_, n) => Err(takes("a whole number of times", n)),
+            },
+            Function::Space => match first {
+                Ty::Int | Ty::Null => Ok(Ty::Text),
+                t => Err(takes("a whole number", t)),
+            },
+            Function::Reverse => match first {
+                t if text(t) => Ok(string_of(t)),
+                t => Err(takes("a string", t)),
+            },
+            Function::Extreme { ty, .. } => Ok(ty),
+            Function::DateDiff | Function::TimestampDiff(_) => {
+                match args.iter().find(|t| !matches!(t, Ty::Time(_) | Ty::Null)) {
+                    Some(t) => Err(takes("dates or date-times", *t)),
+                    None => Ok(Ty::Int),
+                }
+            }
             Function::Length | Function::CharLength => Ok(Ty::Int),
             Function::Substring => {
                 if !text(first) {
@@ -300,6 +388,84 @@ impl Function {
                 }
                 string(args, part.to_vec())
             }
+            Function::ConcatWs => {
+                // A NULL separator is NULL; a NULL after it is skipped.
+                let Some((sep, rest)) = args.split_first().filter(|(s, _)| !s.is_null()) else {
+                    return Ok(Scalar::Null);
+                };
+                let sep = text_of(sep);
+                let mut out = Vec::new();
+                for (i, a) in rest.iter().filter(|a| !a.is_null()).enumerate() {
+                    if i > 0 {
+                        out.extend_from_slice(&sep);
+                    }
+                    out.extend_from_slice(&text_of(a));
+                    bounded(&out)?;
+                }
+                string(args, out)
+            }
+            Function::Locate => {
+                let from = match args.get(2) {
+                    Some(Scalar::Int(from)) => *from,
+                    _ => 1,
+                };
+                Scalar::Int(locate(&args[0], &args[1], from))
+            }
+            Function::Pad { left } => {
+                let n = match args[1] {
+                    Scalar::Int(n) => n,
+                    _ => return Ok(Scalar::Null),
+                };
+                pad(args, n, left)?
+            }
+            Function::Repeat | Function::Space => {
+                let (s, n) = match (self, args) {
+                    (Function::Space, [Scalar::Int(n)]) => (Cow::Borrowed(&b" "[..]), *n),
+                    (_, [s, Scalar::Int(n)]) => (text_of(s), *n),
+                    _ => return Ok(Scalar::Null),
+                };
+                // A negative count repeats nothing; one past usize, too much.
+                let times = usize::try_from(n.max(0)).unwrap_or(usize::MAX);
+                if s.len().saturating_mul(times) > MAX_RESULT_BYTES {
+                    return Err(too_long());
+                }
+                string(args, s.repeat(times))
+            }
+            Function::Reverse => match &args[0] {
+                Scalar::Binary(b) => Scalar::Binary(Cow::Owned(b.iter().rev().copied().collect())),
+                other => {
+                    let text = text_of(other);
+                    let reversed: String = String::from_utf8_lossy(&text).chars().rev().collect();
+                    Scalar::Text(Cow::Owned(reversed.into_bytes()))
+                }
+            },
+            Function::Extreme { greatest, ty } => {
+                let mut best: Option<Scalar<'a>> = None;
+                for a in args {
+                    let v = eval::as_type(a.to_owned(), ty)?;
+                    let better = match &best {
+                        None => true,
+                        Some(b) => {
+                            let ord = eval::compare(&v, b);
+                            ord == Some(if greatest {
+                                std::cmp::Ordering::Greater
+                            } else {
+                                std::cmp::Ordering::Less
+                            })
+                        }
+                    };
+                    if better {
+                        best = Some(v);
+                    }
+                }
+                best.unwrap_or(Scalar::Null)
+            }
+            Function::DateDiff => Scalar::Int(i128::from(
+                day_and_time(&args[0]).0 - day_and_time(&args[1]).0,
+            )),
+            Function::TimestampDiff(unit) => Scalar::Int(i128::from(
+                unit.between(day_and_time(&args[0]), day_and_time(&args[1])),
+            )),
             Function::ConvertTz(shift) => {
                 let (at, fsp) = match args[0] {
                     Scalar::Time(TimeKind::Date, d) => (d * MICROS_PER_DAY, 0),
@@ -370,6 +536,148 @@ impl Function {
             },
         })
     }
+}
+
+/// A unit `TIMESTAMPDIFF` counts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DiffUnit {
+    Microsecond,
+    Second,
+    Minute,
+    Hour,
+    Day,
+    Week,
+    Month,
+    Quarter,
+    Year,
+}
+
+impl DiffUnit {
+    /// The unit called `name` (in capitals), as TIMESTAMPDIFF takes it.
+    pub(crate) fn named(name: &str) -> Option<DiffUnit> {
+        Some(match name {
+            "MICROSECOND" | "FRAC_SECOND" => DiffUnit::Microsecond,
+            "SECOND" => DiffUnit::Second,
+            "MINUTE" => DiffUnit::Minute,
+            "HOUR" => DiffUnit::Hour,
+            "DAY" => DiffUnit::Day,
+            "WEEK" => DiffUnit::Week,
+            "MONTH" => DiffUnit::Month,
+            "QUARTER" => DiffUnit::Quarter,
+            "YEAR" => DiffUnit::Year,
+            _ => return None,
+        })
+    }
+
+    /// Whole units from `a` to `b` (each a day and the microseconds into
+    /// it), negative when `b` is earlier, as MySQL counts them: a month
+    /// is whole when the later moment's day and time of day are not
+    /// before the earlier one's (Jan 31 to Feb 29 is 0 months).
+    fn between(self, a: (i64, i64), b: (i64, i64)) -> i64 {
+        if b < a {
+            return -self.between(b, a);
+        }
+        let micros = (b.0 - a.0) * MICROS_PER_DAY + (b.1 - a.1);
+        let months = || {
+            let ((ya, ma, da), (yb, mb, db)) = (civil_from_days(a.0), civil_from_days(b.0));
+            let whole = (yb - ya) * 12 + i64::from(mb) - i64::from(ma);
+            if (db, b.1) < (da, a.1) {
+                whole - 1
+            } else {
+                whole
+            }
+        };
+        match self {
+            DiffUnit::Microsecond => micros,
+            DiffUnit::Second => micros / 1_000_000,
+            DiffUnit::Minute => micros / 60_000_000,
+            DiffUnit::Hour => micros / 3_600_000_000,
+            DiffUnit::Day => micros / MICROS_PER_DAY,
+            DiffUnit::Week => micros / (7 * MICROS_PER_DAY),
+            DiffUnit::Month => months(),
+            DiffUnit::Quarter => months() / 3,
+            DiffUnit::Year => months() / 12,
+        }
+    }
+}
+
+/// `LOCATE(sub, s, from)`: where `sub` is first found in `s` at or after
+/// position `from` (from 1), 0 if nowhere or `from` is past `s`'s end;
+/// characters of text, bytes if either is bytes.
+fn locate(sub: &Scalar<'_>, s: &Scalar<'_>, from: i128) -> i128 {
+    let (sub_b, s_b) = (text_of(sub), text_of(s));
+    if matches!(sub, Scalar::Binary(_)) || matches!(s, Scalar::Binary(_)) {
+        let Some(start) = usize::try_from(from - 1).ok().filter(|at| *at <= s_b.len()) else {
+            return 0;
+        };
+        return find(&s_b[start..], &sub_b).map_or(0, |at| (start + at + 1) as i128);
+    }
+    let text = String::from_utf8_lossy(&s_b);
+    let chars = text.chars().count();
+    let Some(start) = usize::try_from(from - 1).ok().filter(|at| *at <= chars) else {
+        return 0;
+    };
+    let byte_start = text
+        .char_indices()
+        .nth(start)
+        .map_or(text.len(), |(at, _)| at);
+    match find(&text.as_bytes()[byte_start..], &sub_b) {
+        Some(at) => (start + text[byte_start..byte_start + at].chars().count() + 1) as i128,
+        None => 0,
+    }
+}
+
+/// Where `needle` first is in `hay` (an empty one at 0).
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return Some(0);
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// `LPAD(s, n, pad)` (or `RPAD`) of `args`: NULL for a negative `n`, or
+/// an empty `pad` where padding is wanted; characters of text, bytes if
+/// any argument is bytes.
+fn pad<'a>(args: &[Scalar<'_>], n: i128, left: bool) -> Result<Scalar<'a>, EvalError> {
+    let Ok(n) = usize::try_from(n) else {
+        return Ok(Scalar::Null);
+    };
+    if n > MAX_RESULT_BYTES {
+        return Err(too_long());
+    }
+    let bytes = args.iter().any(|a| matches!(a, Scalar::Binary(_)));
+    // Where each item (character, or byte) of `b` starts, and its end.
+    let starts = |b: &[u8]| -> Vec<usize> {
+        if bytes {
+            (0..=b.len()).collect()
+        } else {
+            let text = String::from_utf8_lossy(b);
+            let mut at: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+            at.push(b.len());
+            at
+        }
+    };
+    let (s, with) = (text_of(&args[0]), text_of(&args[2]));
+    let s_at = starts(&s);
+    let have = s_at.len() - 1;
+    if n <= have {
+        return Ok(string(args, s[..s_at[n]].to_vec()));
+    }
+    let with_at = starts(&with);
+    let per = with_at.len() - 1;
+    if per == 0 {
+        return Ok(Scalar::Null);
+    }
+    let need = n - have;
+    let mut padding = with.repeat(need / per);
+    padding.extend_from_slice(&with[..with_at[need % per]]);
+    let out = if left {
+        [padding, s.into_owned()].concat()
+    } else {
+        [s.into_owned(), padding].concat()
+    };
+    bounded(&out)?;
+    Ok(string(args, out))
 }
 
 /// A part of a date or date-time, as `EXTRACT` and the functions named
@@ -635,11 +943,15 @@ fn replace(s: &[u8], from: &[u8], to: &[u8]) -> Result<Vec<u8>, EvalError> {
 /// A text or bytes result no longer than `MAX_RESULT_BYTES`.
 fn bounded(b: &[u8]) -> Result<(), EvalError> {
     if b.len() > MAX_RESULT_BYTES {
-        return Err(EvalError::new(format!(
-            "a string result is longer than {MAX_RESULT_BYTES} bytes"
-        )));
+        return Err(too_long());
     }
     Ok(())
+}
+
+fn too_long() -> EvalError {
+    EvalError::new(format!(
+        "a string result is longer than {MAX_RESULT_BYTES} bytes"
+    ))
 }
 
 /// Where `SUBSTRING(s, from, count)` starts in `len` items, and how many
@@ -1096,6 +1408,147 @@ mod tests {
             Function::Replace
                 .call(&[big, text("a"), text(&"b".repeat(64))])
                 .is_err()
+        );
+    }
+
+    #[test]
+    fn locate_pad_repeat_and_reverse_count_characters_as_mysql() {
+        let call = |f: Function, args: &[Scalar<'static>]| f.call(args).unwrap();
+        let bytes = |b: &[u8]| Scalar::Binary(b.to_vec().into());
+        let locate = |sub: &str, s: &str, from: i128| {
+            call(Function::Locate, &[text(sub), text(s), Scalar::Int(from)])
+        };
+        assert_eq!(locate("bar", "foobarbar", 1), Scalar::Int(4));
+        assert_eq!(locate("bar", "foobarbar", 5), Scalar::Int(7));
+        assert_eq!(locate("xbar", "foobar", 1), Scalar::Int(0));
+        assert_eq!(locate("ö", "åäö", 1), Scalar::Int(3));
+        assert_eq!(locate("", "abc", 4), Scalar::Int(4));
+        assert_eq!(locate("", "abc", 5), Scalar::Int(0));
+        assert_eq!(locate("b", "abc", 0), Scalar::Int(0));
+        assert_eq!(locate("b", "abc", -1), Scalar::Int(0));
+        assert_eq!(
+            call(Function::Locate, &[bytes(b"\xff"), bytes(b"a\xff")]),
+            Scalar::Int(2)
+        );
+
+        let pad = |left, s: &str, n: i128, with: &str| {
+            call(
+                Function::Pad { left },
+                &[text(s), Scalar::Int(n), text(with)],
+            )
+        };
+        assert_eq!(pad(true, "hi", 4, "??"), text("??hi"));
+        assert_eq!(pad(true, "hi", 5, "ab"), text("abahi"));
+        assert_eq!(pad(false, "hi", 5, "ab"), text("hiaba"));
+        assert_eq!(pad(true, "hi", 1, "??"), text("h"));
+        assert_eq!(pad(false, "åäö", 2, "-"), text("åä"));
+        assert_eq!(pad(true, "ö", 3, "ü"), text("üüö"));
+        assert_eq!(pad(true, "hi", -1, "?"), Scalar::Null);
+        assert_eq!(pad(true, "hi", 3, ""), Scalar::Null);
+        assert_eq!(pad(true, "hi", 2, ""), text("hi"));
+        assert!(
+            Function::Pad { left: true }
+                .call(&[text("a"), Scalar::Int(i128::from(u32::MAX)), text("b")])
+                .is_err()
+        );
+
+        assert_eq!(
+            call(Function::Repeat, &[text("ab"), Scalar::Int(3)]),
+            text("ababab")
+        );
+        assert_eq!(
+            call(Function::Repeat, &[text("ab"), Scalar::Int(-3)]),
+            text("")
+        );
+        assert!(
+            Function::Repeat
+                .call(&[text("ab"), Scalar::Int(1 << 20)])
+                .is_err()
+        );
+        assert!(Function::Space.call(&[Scalar::Int(i128::MAX)]).is_err());
+        assert_eq!(call(Function::Space, &[Scalar::Int(2)]), text("  "));
+        assert_eq!(call(Function::Reverse, &[text("åbc")]), text("cbå"));
+        assert_eq!(call(Function::Reverse, &[bytes(b"ab")]), bytes(b"ba"));
+
+        // CONCAT_WS skips a NULL after its separator; a NULL separator is NULL.
+        assert_eq!(
+            call(
+                Function::ConcatWs,
+                &[text(", "), text("a"), Scalar::Null, Scalar::Int(3)]
+            ),
+            text("a, 3")
+        );
+        assert_eq!(
+            call(Function::ConcatWs, &[Scalar::Null, text("a")]),
+            Scalar::Null
+        );
+    }
+
+    #[test]
+    fn greatest_and_least_compare_in_their_common_type() {
+        let extreme = |greatest, ty, args: &[Scalar<'static>]| {
+            Function::Extreme { greatest, ty }.call(args).unwrap()
+        };
+        let args = [Scalar::Int(3), Scalar::Decimal(35, 1), Scalar::Int(-1)];
+        assert_eq!(extreme(true, Ty::Decimal(1), &args), Scalar::Decimal(35, 1));
+        assert_eq!(
+            extreme(false, Ty::Decimal(1), &args),
+            Scalar::Decimal(-10, 1)
+        );
+        assert_eq!(
+            extreme(true, Ty::Text, &[text("b"), text("ab"), text("B")]),
+            text("b")
+        );
+    }
+
+    #[test]
+    fn date_differences_count_whole_units_as_mysql() {
+        let at = |s: &str| {
+            let micros = crate::types::value::DateTime::parse(s).unwrap().0;
+            (
+                micros.div_euclid(MICROS_PER_DAY),
+                micros.rem_euclid(MICROS_PER_DAY),
+            )
+        };
+        use DiffUnit::*;
+        for (unit, a, b, whole) in [
+            (Month, "2003-02-01 00:00:00", "2003-05-01 00:00:00", 3),
+            (Month, "2024-01-31 00:00:00", "2024-02-29 00:00:00", 0),
+            (Month, "2024-01-31 00:00:00", "2024-03-31 00:00:00", 2),
+            (Month, "2024-01-31 12:00:00", "2024-03-31 11:59:59", 1),
+            (Month, "2024-05-01 00:00:00", "2024-02-01 00:00:00", -3),
+            (Year, "2002-05-01 00:00:00", "2001-01-01 00:00:00", -1),
+            (Year, "2000-02-29 00:00:00", "2001-02-28 00:00:00", 0),
+            (Quarter, "2024-01-15 00:00:00", "2024-12-14 00:00:00", 3),
+            (
+                Minute,
+                "2003-02-01 00:00:00",
+                "2003-05-01 12:05:55",
+                128_885,
+            ),
+            (Second, "2024-01-01 00:00:01", "2024-01-01 00:00:00", -1),
+            (Day, "2024-01-01 12:00:00", "2024-01-02 11:59:59", 0),
+            (Week, "2024-01-01 00:00:00", "2024-01-15 00:00:00", 2),
+            (
+                Microsecond,
+                "2024-01-01 00:00:00",
+                "2024-01-01 00:00:00.000042",
+                42,
+            ),
+        ] {
+            assert_eq!(unit.between(at(a), at(b)), whole, "{unit:?} {a} {b}");
+        }
+        let date = |s: &str| {
+            Scalar::Time(TimeKind::DateTime(0), {
+                let (d, t) = at(s);
+                d * MICROS_PER_DAY + t
+            })
+        };
+        assert_eq!(
+            Function::DateDiff
+                .call(&[date("2007-12-31 23:59:59"), date("2007-12-30 00:00:00")])
+                .unwrap(),
+            Scalar::Int(1)
         );
     }
 

@@ -22,6 +22,7 @@ pub(crate) mod agg;
 pub(crate) mod eval;
 pub(crate) mod func;
 pub(crate) mod like;
+pub(crate) mod regexp;
 
 use std::time::Duration;
 
@@ -45,6 +46,8 @@ pub(crate) enum Class {
     NoSuchColumn,
     /// It is SQL that RonSQL does not run.
     Unsupported,
+    /// Its regular expression is not one (MySQL numbers it apart).
+    Regexp,
     /// It asks for more than a query may take.
     TooLarge,
     /// It ran out of time.
@@ -55,7 +58,7 @@ impl Class {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Class::Syntax => "syntax",
-            Class::Semantic | Class::NoSuchColumn => "semantic",
+            Class::Semantic | Class::NoSuchColumn | Class::Regexp => "semantic",
             Class::Unsupported => "unsupported",
             Class::TooLarge => "too_large",
             Class::Resource => "resource",
@@ -65,7 +68,7 @@ impl Class {
     pub(crate) fn code(self) -> &'static str {
         match self {
             Class::Syntax => "SQL_SYNTAX",
-            Class::Semantic | Class::NoSuchColumn => "SQL_SEMANTIC",
+            Class::Semantic | Class::NoSuchColumn | Class::Regexp => "SQL_SEMANTIC",
             Class::Unsupported => "SQL_UNSUPPORTED",
             Class::TooLarge => "SQL_TOO_LARGE",
             Class::Resource => "SQL_RESOURCE",
@@ -74,7 +77,11 @@ impl Class {
 
     pub(crate) fn http_status(self) -> u16 {
         match self {
-            Class::Syntax | Class::Semantic | Class::NoSuchColumn | Class::Unsupported => 400,
+            Class::Syntax
+            | Class::Semantic
+            | Class::NoSuchColumn
+            | Class::Regexp
+            | Class::Unsupported => 400,
             Class::TooLarge => 413,
             Class::Resource => 503,
         }

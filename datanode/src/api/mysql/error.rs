@@ -183,6 +183,11 @@ impl From<SqlError> for MyError {
             Class::Syntax => MyError::syntax(&e.message),
             Class::Unsupported => MyError::new(1235, "42000", e.message.to_string()),
             Class::NoSuchColumn => MyError::new(1054, "42S22", e.message.to_string()),
+            Class::Regexp => MyError::new(
+                1139,
+                "42000",
+                format!("Got error '{}' from regexp", e.message),
+            ),
             Class::TooLarge => MyError::new(1105, "HY000", e.message.to_string()),
             _ => MyError::new(1105, "HY000", e.message.to_string()),
         }

@@ -20,8 +20,9 @@ use sqlparser::tokenizer::Tokenizer;
 
 use crate::sql::agg::{Aggregate, Func, Program};
 use crate::sql::eval::{self, Arith, Cmp, Datum, Expr, Pred, Scalar, TimeKind, Ty};
-use crate::sql::func::Function;
+use crate::sql::func::{DiffUnit, Function};
 use crate::sql::like::{BadPattern, Like, escape_of};
+use crate::sql::regexp::{BadRegexp, Regexp};
 use crate::sql::{Class, SqlError};
 use crate::storage::codec;
 use crate::storage::fragment::Bound;
@@ -659,6 +660,7 @@ impl<'a> Planner<'a> {
             | ast::Expr::Between { .. }
             | ast::Expr::InList { .. }
             | ast::Expr::Like { .. }
+            | ast::Expr::RLike { .. }
             | ast::Expr::UnaryOp {
                 op: UnaryOperator::Not,
                 ..
@@ -743,6 +745,9 @@ impl<'a> Planner<'a> {
                     .chain(substring_for.as_deref())
                     .collect();
                 self.function("SUBSTRING", &args, e, depth)
+            }
+            ast::Expr::Position { expr, r#in } => {
+                self.function("LOCATE", &[expr.as_ref(), r#in.as_ref()], e, depth)
             }
             ast::Expr::Trim {
                 expr,
@@ -872,6 +877,52 @@ impl<'a> Planner<'a> {
         Ok((Expr::Truth(Box::new(self.pred(e, depth)?)), Ty::Int))
     }
 
+    /// `p` as a value: 1, 0 or NULL.
+    fn truth_of(&self, p: Pred) -> Result<(Expr, Ty), SqlError> {
+        Ok((Expr::Truth(Box::new(p)), Ty::Int))
+    }
+
+    /// `x [NOT] REGEXP pattern`, with `REGEXP_LIKE`'s match type: the
+    /// pattern and match type constant strings, `x` of any type (a number
+    /// or date is matched as MySQL writes it).
+    fn regexp(
+        &self,
+        (x, ty): (Expr, Ty),
+        (pattern, _): (Expr, Ty),
+        match_type: Option<(Expr, Ty)>,
+        negated: bool,
+        e: &ast::Expr,
+    ) -> Result<Pred, SqlError> {
+        let constant = |v: &Expr, what: &str| match v {
+            Expr::Literal(Scalar::Text(p) | Scalar::Binary(p)) => Ok(Some(p.to_vec())),
+            Expr::Literal(Scalar::Null) => Ok(None),
+            _ => Err(unsupported(format!(
+                "'{e}': REGEXP with anything but a constant string as its {what}"
+            ))),
+        };
+        let Some(pattern) = constant(&pattern, "pattern")? else {
+            return Ok(Pred::Const(None));
+        };
+        let match_type = match &match_type {
+            Some((m, _)) => match constant(m, "match type")? {
+                Some(m) => m,
+                None => return Ok(Pred::Const(None)),
+            },
+            None => Vec::new(),
+        };
+        let re = Regexp::new(&pattern, &match_type, ty == Ty::Binary).map_err(|bad| match bad {
+            BadRegexp::Unsupported(_) => unsupported(bad),
+            // The statement is not echoed: its pattern may be what is too long.
+            BadRegexp::TooLarge(why) => too_large(why),
+            BadRegexp::Invalid(why) => SqlError::new(Class::Regexp, why),
+        })?;
+        Ok(Pred::Regexp {
+            expr: x,
+            re: Box::new(re),
+            negated,
+        })
+    }
+
     /// A call of the scalar function `name` with `args`.
     fn function(
         &mut self,
@@ -902,6 +953,21 @@ impl<'a> Planner<'a> {
             let then = self.value(args[1], depth + 1)?;
             let otherwise = self.value(args[2], depth + 1)?;
             return case(vec![(when, then)], otherwise, e);
+        }
+        if upper == "TIMESTAMPDIFF" {
+            arity(3..=3)?;
+            let unit = match args[0] {
+                ast::Expr::Identifier(unit) => DiffUnit::named(&unit.value.to_ascii_uppercase()),
+                _ => None,
+            }
+            .ok_or_else(|| {
+                semantic(format!(
+                    "'{e}': TIMESTAMPDIFF counts in MICROSECOND, SECOND, MINUTE, HOUR, DAY, WEEK, MONTH, QUARTER or YEAR"
+                ))
+            })?;
+            let a = self.value(args[1], depth + 1)?;
+            let b = self.value(args[2], depth + 1)?;
+            return call(Function::TimestampDiff(unit), vec![a, b], e);
         }
         let mut planned = Vec::with_capacity(args.len());
         for a in args {
@@ -971,6 +1037,37 @@ impl<'a> Planner<'a> {
                 let shift = zone(&planned[2])? - zone(&planned[1])?;
                 planned.truncate(1);
                 return call(Function::ConvertTz(shift), planned, e);
+            }
+            "INSTR" => {
+                arity(2..=2)?;
+                planned.swap(0, 1);
+                return call(Function::Locate, planned, e);
+            }
+            "GREATEST" | "LEAST" => {
+                if args.len() < 2 {
+                    return Err(semantic(format!(
+                        "'{e}': {upper} takes 2 or more arguments"
+                    )));
+                }
+                let mut ty = Ty::Null;
+                for (_, t) in &planned {
+                    ty = Ty::common(ty, *t).ok_or_else(|| {
+                        semantic(format!(
+                            "'{e}' compares {} with {}; Shoal does not convert between them",
+                            ty.describe(),
+                            t.describe()
+                        ))
+                    })?;
+                }
+                let greatest = upper == "GREATEST";
+                return call(Function::Extreme { greatest, ty }, planned, e);
+            }
+            "REGEXP_LIKE" => {
+                arity(2..=3)?;
+                let match_type = planned.pop().filter(|_| args.len() == 3);
+                let pattern = planned.pop().expect("two or three");
+                let x = planned.pop().expect("two or three");
+                return self.truth_of(self.regexp(x, pattern, match_type, false, e)?);
             }
             "MOD" => {
                 arity(2..=2)?;
@@ -1208,6 +1305,16 @@ impl<'a> Planner<'a> {
             ast::Expr::Like { .. } | ast::Expr::ILike { .. } => {
                 Err(unsupported("LIKE ANY and ILIKE"))
             }
+            ast::Expr::RLike {
+                negated,
+                expr,
+                pattern,
+                ..
+            } => {
+                let x = self.value(expr, depth + 1)?;
+                let pattern = self.value(pattern, depth + 1)?;
+                self.regexp(x, pattern, None, *negated, e)
+            }
             ast::Expr::Subquery(_) | ast::Expr::InSubquery { .. } | ast::Expr::Exists { .. } => {
                 Err(unsupported("subqueries"))
             }
@@ -1215,6 +1322,9 @@ impl<'a> Planner<'a> {
                 // A number is true when it is not zero, as in MySQL
                 // (`WHERE active`); anything else must be compared.
                 let (x, ty) = self.value(other, depth + 1)?;
+                if let Expr::Truth(p) = x {
+                    return Ok(*p);
+                }
                 if !ty.is_numeric() {
                     return Err(unsupported(format!(
                         "'{other}' as a condition: {} (compare it with something)",
@@ -1393,15 +1503,16 @@ fn plain_args(f: &ast::Function) -> Result<Vec<&ast::Expr>, SqlError> {
 
 /// A call of `f` on planned arguments, its type checked.
 fn call(f: Function, mut args: Vec<(Expr, Ty)>, e: &ast::Expr) -> Result<(Expr, Ty), SqlError> {
-    // A function of a date reads a string constant as one, as MySQL does
+    // A function of dates reads a string constant as one, as MySQL does
     // (`YEAR('2024-05-01')`), with the fractional digits it was written with.
-    if matches!(
-        f,
-        Function::Part(_) | Function::Date | Function::DateFormat | Function::ConvertTz(_)
-    ) && let Some((x @ Expr::Literal(Scalar::Text(_)), ty)) = args.first_mut()
-    {
+    let dates = match f {
+        Function::Part(_) | Function::Date | Function::DateFormat | Function::ConvertTz(_) => 1,
+        Function::DateDiff | Function::TimestampDiff(_) => 2,
+        _ => 0,
+    };
+    for (x, ty) in args.iter_mut().take(dates) {
         let Expr::Literal(Scalar::Text(text)) = &*x else {
-            unreachable!("matched a text literal")
+            continue;
         };
         let text = String::from_utf8_lossy(text).into_owned();
         let micros = DateTime::parse(&text)
