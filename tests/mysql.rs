@@ -3558,7 +3558,7 @@ async fn information_schema_shows_the_keys_databases_and_no_one_elses() {
         "1235",
     );
     // What is not served is a clear error.
-    s.refused("SELECT * FROM information_schema.PROCESSLIST", "1235");
+    s.refused("SELECT * FROM information_schema.INNODB_TRX", "1235");
     s.refused("SELECT * FROM information_schema.NO_SUCH_TABLE", "1109");
     s.refused("SELECT nope FROM information_schema.TABLES", "1054");
     s.refused(
@@ -3810,4 +3810,249 @@ print(json.dumps({"names": [d[0] for d in cur.description], "row": list(cur.fetc
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Polls the key's connections (through `watcher`) until one runs a
+/// statement containing `text`: its id and `Command`. Bounded: 600 looks.
+async fn running(watcher: &mut sqlx::MySqlConnection, text: &str) -> (i64, String) {
+    for _ in 0..600 {
+        let rows = sqlx::query("SELECT ID, COMMAND, INFO FROM information_schema.PROCESSLIST")
+            .fetch_all(&mut *watcher)
+            .await
+            .unwrap();
+        for row in rows {
+            let info: Option<String> = row.get(2);
+            if info.is_some_and(|i| i.contains(text)) {
+                return (row.get(0), row.get(1));
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("no connection runs {text}")
+}
+
+/// The MySQL error number of a driver's error.
+fn number(e: &sqlx::Error) -> u16 {
+    let db = e.as_database_error().expect("a server error");
+    db.downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+        .number()
+}
+
+/// `SHOW PROCESSLIST` and `information_schema.PROCESSLIST` list the key's
+/// own connections; `KILL QUERY` interrupts a statement waiting for a
+/// row (1317, its transaction rolled back), `KILL` ends a connection and
+/// rolls its transaction back; the `mysql` client's Ctrl-C does the
+/// same as MySQL's; another key's connections are not there for a caller.
+#[tokio::test]
+async fn processlist_shows_and_kill_ends_only_the_keys_own_connections() {
+    // Lock waits last a minute: only a KILL ends them sooner.
+    let s = setup(&["--lock-wait-timeout", "60000"]).await;
+    s.ok("INSERT INTO items (id, name, qty) VALUES (1, 'one', 1), (2, 'two', 2)");
+    let options = s.driver_options();
+    let mut holder = sqlx::MySqlConnection::connect_with(&options).await.unwrap();
+    let mut waiter = sqlx::MySqlConnection::connect_with(&options).await.unwrap();
+    let mut watcher = sqlx::MySqlConnection::connect_with(&options).await.unwrap();
+    let id_of = async |c: &mut sqlx::MySqlConnection| -> i64 {
+        sqlx::query_scalar("SELECT CONNECTION_ID()")
+            .fetch_one(c)
+            .await
+            .unwrap()
+    };
+    let (holder_id, waiter_id) = (id_of(&mut holder).await, id_of(&mut waiter).await);
+
+    // Each connection of the key, idle ones asleep; the one asking runs
+    // SHOW PROCESSLIST (a prepared statement: sqlx prepares everything).
+    let list = sqlx::query("SHOW FULL PROCESSLIST")
+        .fetch_all(&mut watcher)
+        .await
+        .unwrap();
+    assert_eq!(list.len(), 3);
+    let ids: Vec<i64> = list.iter().map(|r| r.get(0)).collect();
+    assert!(
+        ids.contains(&holder_id) && ids.contains(&waiter_id),
+        "{ids:?}"
+    );
+    let holder_row = list
+        .iter()
+        .find(|r| r.get::<i64, _>(0) == holder_id)
+        .unwrap();
+    let user = s.key.split_once('.').unwrap().0;
+    assert_eq!(holder_row.get::<String, _>(1), user);
+    assert!(holder_row.get::<String, _>(2).starts_with("127.0.0.1:"));
+    assert_eq!(
+        holder_row.get::<Option<String>, _>(3).as_deref(),
+        Some("app")
+    );
+    assert_eq!(holder_row.get::<String, _>(4), "Sleep");
+    assert_eq!(holder_row.get::<Option<String>, _>(7), None);
+    let own = list
+        .iter()
+        .find(|r| r.get::<String, _>(4) != "Sleep")
+        .unwrap();
+    assert_eq!(own.get::<String, _>(4), "Execute");
+    assert_eq!(own.get::<String, _>(6), "executing");
+    assert_eq!(
+        own.get::<Option<String>, _>(7).as_deref(),
+        Some("SHOW FULL PROCESSLIST")
+    );
+
+    // Another tenant's key, and a read key of the same tenant, see only
+    // their own connection and end no one else's.
+    for (key, db) in [(&s.other, "theirs"), (&s.reader, "app")] {
+        let ran = s.mysql_with(key, Some(db), b"SHOW PROCESSLIST");
+        assert!(ran.ok, "{}", ran.err);
+        let rows = lines(&ran.out);
+        assert_eq!(rows.len(), 1, "{}", ran.out);
+        assert!(rows[0].contains("\tQuery\t"), "{}", ran.out);
+        assert!(
+            rows[0].contains(key.split_once('.').unwrap().0),
+            "{}",
+            ran.out
+        );
+        s.refused_with(
+            key,
+            Some(db),
+            format!("KILL {holder_id}").as_bytes(),
+            "1095",
+        );
+        s.refused_with(
+            key,
+            Some(db),
+            format!("KILL QUERY {waiter_id}").as_bytes(),
+            "1095",
+        );
+    }
+    s.refused("KILL 4000000000", "1094");
+    s.refused("KILL QUERY 99999999999999999999999", "1064");
+    s.refused("KILL 'x'", "1064");
+    s.refused("KILL -1", "1064");
+    s.refused("KILL MUTATION 1", "1064");
+    s.refused("SHOW PROCESSLIST LIKE 'x'", "1064");
+
+    // The holder takes row 1; the waiter asks for it in its transaction,
+    // a prepared locking read, and waits.
+    sqlx::query("BEGIN").execute(&mut holder).await.unwrap();
+    sqlx::query("UPDATE items SET qty = 10 WHERE id = 1")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    sqlx::query("BEGIN").execute(&mut waiter).await.unwrap();
+    sqlx::query("UPDATE items SET qty = 20 WHERE id = 2")
+        .execute(&mut waiter)
+        .await
+        .unwrap();
+    // Padded past the 100 characters SHOW PROCESSLIST shows of it.
+    let padded = format!(
+        "SELECT qty FROM items /* {} */ WHERE id = ? FOR UPDATE",
+        "p".repeat(150)
+    );
+    let sent = padded.clone();
+    let waiting = tokio::spawn(async move {
+        let read = sqlx::query_scalar::<_, u32>(&sent)
+            .bind(1i64)
+            .fetch_one(&mut waiter)
+            .await;
+        (read, waiter)
+    });
+    let (id, command) = running(&mut watcher, "FOR UPDATE").await;
+    assert_eq!((id, command.as_str()), (waiter_id, "Execute"));
+    let out = s.ok("SHOW PROCESSLIST");
+    let row = lines(&out)
+        .into_iter()
+        .find(|l| l.starts_with(&format!("{waiter_id}\t")));
+    let info = row.and_then(|r| r.rsplit('\t').next());
+    assert_eq!(info, Some(&padded[..100]), "{out}");
+    let out = s.ok("SHOW FULL PROCESSLIST");
+    assert!(out.contains(&padded), "{out}");
+    sqlx::query(&format!("KILL QUERY {waiter_id}"))
+        .execute(&mut watcher)
+        .await
+        .unwrap();
+    let (read, mut waiter) = waiting.await.unwrap();
+    let e = read.unwrap_err();
+    assert_eq!(number(&e), 1317, "{e}");
+    assert!(e.to_string().contains("rolled back"), "{e}");
+    // The waiter's connection goes on; its transaction (row 2) is gone.
+    let qty: u32 = sqlx::query_scalar("SELECT qty FROM items WHERE id = 2")
+        .fetch_one(&mut waiter)
+        .await
+        .unwrap();
+    assert_eq!(qty, 2);
+    // A KILL QUERY of an idle connection changes nothing for it.
+    sqlx::query(&format!("KILL QUERY {waiter_id}"))
+        .execute(&mut watcher)
+        .await
+        .unwrap();
+    let one: i64 = sqlx::query_scalar("SELECT 1")
+        .fetch_one(&mut waiter)
+        .await
+        .unwrap();
+    assert_eq!(one, 1);
+
+    // The mysql client's Ctrl-C, while its statement waits for row 1:
+    // it sends KILL QUERY on a connection of its own.
+    let (host, port) = s.host_port();
+    let (prefix, secret) = s.key.split_once('.').unwrap();
+    let client = Command::new("mysql")
+        .args(["-h", host, "-P", port, "-u", prefix, "--batch", "-N"])
+        .arg(format!("-p{secret}"))
+        .args([
+            "app",
+            "-e",
+            "BEGIN; SELECT qty FROM items WHERE id = 1 FOR UPDATE; SELECT 'after'",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the mysql client runs (apt: mariadb-client)");
+    let (_, command) = running(&mut watcher, "FOR UPDATE").await;
+    assert_eq!(
+        command, "Query",
+        "the mysql client sends its statements as text"
+    );
+    let pid = client.id().to_string();
+    let signalled = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(signalled.success());
+    let output = tokio::task::spawn_blocking(move || client.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(out.contains("Ctrl-C -- query killed"), "{out} / {err}");
+    assert!(err.contains("ERROR 1317"), "{out} / {err}");
+
+    // KILL of the holder: its connection ends, its change is undone and
+    // row 1 free at once.
+    sqlx::query(&format!("KILL {holder_id}"))
+        .execute(&mut watcher)
+        .await
+        .unwrap();
+    assert!(sqlx::query("SELECT 1").execute(&mut holder).await.is_err());
+    let updated = sqlx::query("UPDATE items SET qty = qty + 1 WHERE id = 1")
+        .execute(&mut waiter)
+        .await
+        .unwrap();
+    assert_eq!(updated.rows_affected(), 1);
+    let qty: u32 = sqlx::query_scalar("SELECT qty FROM items WHERE id = 1")
+        .fetch_one(&mut waiter)
+        .await
+        .unwrap();
+    assert_eq!(qty, 2, "the holder's qty = 10 was rolled back");
+    let left: Vec<i64> = sqlx::query_scalar("SELECT ID FROM information_schema.PROCESSLIST")
+        .fetch_all(&mut watcher)
+        .await
+        .unwrap();
+    assert!(!left.contains(&holder_id), "{left:?}");
+
+    // KILL of one's own connection interrupts the KILL, then closes it.
+    let watcher_id = id_of(&mut watcher).await;
+    let e = sqlx::query(&format!("KILL {watcher_id}"))
+        .execute(&mut watcher)
+        .await
+        .unwrap_err();
+    assert_eq!(number(&e), 1317, "{e}");
+    assert!(sqlx::query("SELECT 1").execute(&mut watcher).await.is_err());
 }

@@ -2,7 +2,8 @@
 //! SQL tools read to find databases, tables, columns and indexes, for
 //! the key's databases only — another tenant's schema is not there, as it
 //! is not in `SHOW DATABASES`. Served: `SCHEMATA`, `TABLES`, `COLUMNS`,
-//! `STATISTICS`, `KEY_COLUMN_USAGE`, and — empty, as Shoal has no disk
+//! `STATISTICS`, `KEY_COLUMN_USAGE`, `PROCESSLIST` (the key's own
+//! connections, as `SHOW PROCESSLIST`), and — empty, as Shoal has no disk
 //! data files, triggers, views or stored routines — `FILES`, `TRIGGERS`,
 //! `VIEWS` and `ROUTINES`, with MySQL's column names (the
 //! columns that mean something for Shoal; `TABLE_ROWS` and `DATA_LENGTH`
@@ -191,7 +192,21 @@ const ROUTINES: InformationTable = InformationTable {
     ],
 };
 
-const SERVED: [&InformationTable; 9] = [
+const PROCESSLIST: InformationTable = InformationTable {
+    name: "PROCESSLIST",
+    columns: &[
+        int("ID"),
+        text("USER"),
+        text("HOST"),
+        text("DB"),
+        text("COMMAND"),
+        int("TIME"),
+        text("STATE"),
+        text("INFO"),
+    ],
+};
+
+const SERVED: [&InformationTable; 10] = [
     &SCHEMATA,
     &TABLES,
     &COLUMNS,
@@ -201,6 +216,7 @@ const SERVED: [&InformationTable; 9] = [
     &TRIGGERS,
     &VIEWS,
     &ROUTINES,
+    &PROCESSLIST,
 ];
 
 /// The served tables that are always empty.
@@ -228,7 +244,6 @@ const OTHERS: &[&str] = &[
     "PARAMETERS",
     "PARTITIONS",
     "PLUGINS",
-    "PROCESSLIST",
     "PROFILING",
     "REFERENTIAL_CONSTRAINTS",
     "SCHEMA_PRIVILEGES",
@@ -277,7 +292,7 @@ impl Session {
         }
         if OTHERS.iter().any(|t| t.eq_ignore_ascii_case(name)) {
             return Err(MyError::unsupported(format!(
-                "information_schema.{} (served: SCHEMATA, TABLES, COLUMNS, STATISTICS, KEY_COLUMN_USAGE, and FILES, TRIGGERS, VIEWS, ROUTINES, empty)",
+                "information_schema.{} (served: SCHEMATA, TABLES, COLUMNS, STATISTICS, KEY_COLUMN_USAGE, PROCESSLIST, and FILES, TRIGGERS, VIEWS, ROUTINES, empty)",
                 name.to_ascii_uppercase()
             )));
         }
@@ -296,6 +311,23 @@ impl Session {
         let databases = self.granted_databases()?;
         if table.always_empty() {
             return Ok(Vec::new());
+        }
+        if *table == PROCESSLIST {
+            let text = |t: Option<String>| t.map_or(Value::Null, Value::Text);
+            return Ok((self.processes_shown().into_iter())
+                .map(|p| {
+                    vec![
+                        Value::UInt(u64::from(p.id)),
+                        Value::Text(p.user.clone()),
+                        Value::Text(p.host.clone()),
+                        text(p.db.clone()),
+                        text_of(p.command.name()),
+                        Value::UInt(p.time),
+                        text_of(p.state()),
+                        text(p.info),
+                    ]
+                })
+                .collect());
         }
         let sizes = match *table == TABLES {
             true => self.table_sizes().await?,

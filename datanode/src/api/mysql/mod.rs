@@ -20,6 +20,7 @@
 //! - `system`: tables computed when asked, scoped to the caller's databases:
 //!   `ndbinfo` (RonDB's memory and usage tables) and `information_schema`.
 //! - `transaction`: BEGIN, COMMIT, ROLLBACK and autocommit.
+//! - `processes`: the node's connections, for `SHOW PROCESSLIST` and `KILL`.
 //! - `upsert`: INSERT IGNORE and INSERT … ON DUPLICATE KEY UPDATE.
 //! - `load`: LOCK TABLES and ALTER TABLE … KEYS, as mysqldump's files carry.
 //! - `relay`: sessions carried on to their database's primary.
@@ -42,6 +43,7 @@ mod filter;
 mod information_schema;
 mod load;
 mod ndbinfo;
+mod processes;
 mod proto;
 mod query;
 mod relay;
@@ -112,6 +114,7 @@ pub(crate) async fn serve(
         transaction_inactive_timeout,
         schema,
         cluster: cluster.clone(),
+        processes: Arc::default(),
     });
     // Sessions other nodes of the group carry here, for this node is the
     // primary of a database they write: served past the caps (the node

@@ -327,6 +327,24 @@ pub(super) fn parse(tokens: Vec<Token>) -> Result<Statement, MyError> {
     }
 }
 
+/// Whether a statement may be interrupted by `KILL QUERY` where it is:
+/// one that reads or writes rows. A change of schema, or the end of a
+/// transaction, runs to its end (`processes`).
+pub(super) fn interruptible(tokens: &[Token]) -> bool {
+    matches!(tokens.first(), Some(Token::LParen))
+        || matches!(
+            keyword(tokens.first()),
+            Some(
+                Keyword::SELECT
+                    | Keyword::WITH
+                    | Keyword::INSERT
+                    | Keyword::REPLACE
+                    | Keyword::UPDATE
+                    | Keyword::DELETE
+            )
+        )
+}
+
 /// The keyword a token is, if it is a word.
 pub(super) fn keyword(t: Option<&Token>) -> Option<Keyword> {
     match t {
@@ -366,6 +384,7 @@ impl Session {
                 ));
             }
             Some(Keyword::SET) => return self.set(&tokens[1..]).await,
+            Some(Keyword::KILL) => return self.kill(&tokens[1..]),
             Some(Keyword::LOCK) => return self.lock_tables(&tokens[1..]).await,
             Some(Keyword::UNLOCK) => return self.unlock_tables(&tokens[1..]),
             Some(Keyword::ALTER) if keyword(tokens.get(1)) == Some(Keyword::TABLE) => {
@@ -1559,6 +1578,9 @@ impl Session {
                 self.show_charsets(&rest[i + 2..])
             }
             (Some(Keyword::COLLATION), _) => self.show_collations(&rest[i + 1..]),
+            (_, Some(w)) if w.eq_ignore_ascii_case("PROCESSLIST") && !scope => {
+                self.show_processlist(full, &rest[i + 1..])
+            }
             (Some(Keyword::GRANTS), _) => self.show_grants(&rest[i + 1..]),
             (Some(Keyword::TABLES), _) => {
                 let (db, rest) = from_database(&rest[i + 1..])?;

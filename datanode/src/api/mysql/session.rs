@@ -24,6 +24,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::error::MyError;
+use super::processes::{Command, Process, Processes, Registered};
 use super::proto::{self, Out, ReadError, cap, com};
 use super::query::{self, Reply};
 use super::relay::{self, Carried, Handoff};
@@ -56,6 +57,8 @@ pub(crate) struct Shared {
     pub(crate) schema: super::ddl::Schema,
     /// The node's group: where sessions are carried to their primary.
     pub(crate) cluster: crate::cluster::Cluster,
+    /// The logged-in connections, for `SHOW PROCESSLIST` and `KILL`.
+    pub(crate) processes: Arc<Processes>,
 }
 
 static NEXT_CONNECTION: AtomicU32 = AtomicU32::new(1);
@@ -104,6 +107,8 @@ pub(crate) struct Session {
     next_statement: u32,
     /// Carried here from another node of the group: never carried on.
     carried: bool,
+    /// The connection as `SHOW PROCESSLIST` shows it and `KILL` ends it.
+    pub(crate) process: Registered,
 }
 
 /// The settings that hold a session's statements back, as `mysql
@@ -253,6 +258,7 @@ impl Session {
         if h.statements.len() > MAX_STATEMENTS {
             return Err(MyError::new(1461, "42000", "too many prepared statements"));
         }
+        let process = Process::unlisted(h.connection, key.prefix());
         let mut session = Session {
             engine: shared.engine.clone(),
             shared: Arc::clone(shared),
@@ -274,6 +280,7 @@ impl Session {
             statements: HashMap::new(),
             next_statement: h.next_statement.max(1),
             carried: true,
+            process,
         };
         if let Some(db) = &h.database {
             session.use_database(db)?;
@@ -317,6 +324,7 @@ impl Session {
     /// Makes `db` the session's database, if the key is granted it.
     pub(crate) fn use_database(&mut self, db: &str) -> Result<(), MyError> {
         self.grant(db)?;
+        self.process.set_db(db);
         self.database = Some(db.to_owned());
         tracing::Span::current().record("database", db);
         Ok(())
@@ -343,9 +351,10 @@ pub(crate) async fn connection(
         database = tracing::field::Empty,
     );
     let _ = stream.set_nodelay(true);
+    let host = super::processes::host(stream.peer_addr().ok());
     let (read, mut write) = stream.into_split();
     let mut read = BufReader::with_capacity(16 << 10, read);
-    serve(&mut read, &mut write, shared, id, stopped)
+    serve(&mut read, &mut write, shared, (id, host), stopped)
         .instrument(span)
         .await;
 }
@@ -354,14 +363,14 @@ async fn serve<R, W>(
     read: &mut R,
     write: &mut W,
     shared: Arc<Shared>,
-    id: u32,
+    connection: (u32, String),
     stopped: watch::Receiver<bool>,
 ) where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
 {
     let mut out = Out::default();
-    let Some(session) = login(read, write, &mut out, &shared, id).await else {
+    let Some(session) = login(read, write, &mut out, &shared, connection).await else {
         return;
     };
     commands(session, read, write, out, stopped).await;
@@ -382,7 +391,7 @@ async fn commands<R, W>(
 {
     let limits = session.shared.limits;
     let mut packet = Vec::new();
-    let mut stop = Stop::on(stopped);
+    let mut stop = Stop::on(stopped, Arc::clone(&session.process.process));
     let mut timer = Timer::new();
     // The command read last runs again (its primary moved here while it
     // was being carried there), once.
@@ -397,6 +406,10 @@ async fn commands<R, W>(
                 return;
             };
             out.seq = seq.wrapping_add(1);
+        }
+        // Killed as its command arrived: the command is not run.
+        if session.process.is_killed() {
+            return;
         }
         if session.key().is_err() {
             proto::err(&mut out, 1045, "28000", &revoked().message);
@@ -628,15 +641,19 @@ pub(crate) async fn carried(
     .await;
 }
 
-/// The node's stop, as a connection waits for it between its commands:
-/// made once for the connection's life (each wait for a `watch` made anew
-/// takes the lock every connection's waits share).
+/// The node's stop, or a `KILL` of the connection, as a connection waits
+/// for them between its commands: made once for the connection's life
+/// (each wait for a `watch` made anew takes the lock every connection's
+/// waits share).
 pub(super) struct Stop(Pin<Box<dyn Future<Output = ()> + Send>>);
 
 impl Stop {
-    fn on(mut stopped: watch::Receiver<bool>) -> Stop {
+    fn on(mut stopped: watch::Receiver<bool>, process: Arc<Process>) -> Stop {
         Stop(Box::pin(async move {
-            let _ = stopped.wait_for(|s| *s).await;
+            tokio::select! {
+                _ = stopped.wait_for(|s| *s) => {}
+                () = process.killed() => {}
+            }
         }))
     }
 }
@@ -683,7 +700,7 @@ async fn login<R, W>(
     write: &mut W,
     out: &mut Out,
     shared: &Arc<Shared>,
-    id: u32,
+    (id, host): (u32, String),
 ) -> Option<Session>
 where
     R: AsyncRead + Unpin,
@@ -752,6 +769,7 @@ where
         }
     };
     tracing::Span::current().record("tenant", key.tenant().as_str());
+    let process = shared.processes.register(id, key.prefix(), host);
     let mut session = Session {
         engine: shared.engine.clone(),
         shared: Arc::clone(shared),
@@ -769,6 +787,7 @@ where
         statements: HashMap::new(),
         next_statement: 1,
         carried: false,
+        process,
     };
     if let Some(db) = login.database {
         let chosen = match std::str::from_utf8(&db) {
@@ -849,10 +868,38 @@ async fn query_command<W: AsyncWrite + Unpin>(
         },
     };
     let reply = match query::tokenize_sent(&text, body.len()) {
-        Ok(tokens) => session.run(tokens).await,
+        Ok(tokens) => {
+            session.process.begin(Command::Query, &text);
+            let process = Arc::clone(&session.process.process);
+            let interruptible = query::interruptible(&tokens);
+            match or_interrupted(&process, interruptible, session.run(tokens)).await {
+                Some(reply) => reply,
+                None => session.interrupted().await,
+            }
+        }
         Err(e) => Err(e),
     };
+    session.process.end();
     answer_or_carry(session, out, write, reply, false).await
+}
+
+/// Runs `statement` to its answer — unless it is `interruptible` and a
+/// `KILL` interrupts it first: `None`, the statement dropped where it
+/// was (what it reached of its transaction is let go when that rolls
+/// back: `Session::interrupted`).
+async fn or_interrupted(
+    process: &Process,
+    interruptible: bool,
+    statement: impl Future<Output = Result<Reply, MyError>>,
+) -> Option<Result<Reply, MyError>> {
+    if !interruptible {
+        return Some(statement.await);
+    }
+    tokio::select! {
+        biased;
+        reply = statement => Some(reply),
+        () = process.interrupted() => None,
+    }
 }
 
 /// Writes a statement's answer — unless it is a refusal that carrying
@@ -1018,16 +1065,26 @@ async fn execute<W: AsyncWrite + Unpin>(
     };
     // A kept plan runs as it is; any other statement is bound and planned.
     let plan = prepared.plan.clone();
-    let reply = match plan {
-        Some(plan) if session.plan_holds(&plan) => session.lookup(&plan, &args).await,
-        _ => match session.statements.get(&stmt) {
-            Some(prepared) => {
-                let tokens = query::bind(&prepared.tokens, &args);
-                session.run(tokens).await
-            }
-            None => Err(unknown_statement("mysqld_stmt_execute")),
-        },
+    let interruptible = query::interruptible(&prepared.tokens);
+    session.process.begin(Command::Execute, &prepared.text);
+    let process = Arc::clone(&session.process.process);
+    let running = async {
+        match plan {
+            Some(plan) if session.plan_holds(&plan) => session.lookup(&plan, &args).await,
+            _ => match session.statements.get(&stmt) {
+                Some(prepared) => {
+                    let tokens = query::bind(&prepared.tokens, &args);
+                    session.run(tokens).await
+                }
+                None => Err(unknown_statement("mysqld_stmt_execute")),
+            },
+        }
     };
+    let reply = match or_interrupted(&process, interruptible, running).await {
+        Some(reply) => reply,
+        None => session.interrupted().await,
+    };
+    session.process.end();
     let refused = answer_or_carry(session, out, write, reply, true).await;
     if refused.is_none()
         && let Some(prepared) = session.statements.get_mut(&stmt)

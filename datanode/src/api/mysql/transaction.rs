@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use super::error::MyError;
 use super::proto::status;
+use super::query::Reply;
 use super::session::Session;
 use crate::tc::batch::Batch;
 use crate::tc::{Commit, Grant, Transaction};
@@ -195,6 +196,20 @@ impl Session {
         }
         self.autocommit = on;
         Ok(())
+    }
+
+    /// A `KILL` interrupted the running statement: its transaction, if it
+    /// had one open, is rolled back, as after any failed operation.
+    pub(crate) async fn interrupted(&mut self) -> Result<Reply, MyError> {
+        let mut error = MyError::new(1317, "70100", "Query execution was interrupted");
+        if self.txn.open.is_some() {
+            let rolled_back = self.rollback().await;
+            error.message.push_str(match rolled_back {
+                Ok(()) => "; the transaction was rolled back",
+                Err(_) => "; the transaction was rolled back (the node is failing)",
+            });
+        }
+        Err(error)
     }
 
     /// The statement that comes after a transaction rolled back for
