@@ -391,7 +391,10 @@ async fn commands<R, W>(
 {
     let limits = session.shared.limits;
     let mut packet = Vec::new();
-    let mut stop = Stop::on(stopped, Arc::clone(&session.process.process));
+    // The connection's entry in the process list, held apart from the
+    // session that its statements borrow while a KILL may interrupt them.
+    let process = Arc::clone(&session.process.process);
+    let mut stop = Stop::on(stopped, Arc::clone(&process));
     let mut timer = Timer::new();
     // The command read last runs again (its primary moved here while it
     // was being carried there), once.
@@ -408,7 +411,7 @@ async fn commands<R, W>(
             out.seq = seq.wrapping_add(1);
         }
         // Killed as its command arrived: the command is not run.
-        if session.process.is_killed() {
+        if process.is_killed() {
             return;
         }
         if session.key().is_err() {
@@ -428,7 +431,7 @@ async fn commands<R, W>(
         let go_on = match command {
             com::QUIT => return,
             com::QUERY => {
-                refused = query_command(&mut session, &mut out, write, body).await;
+                refused = query_command(&mut session, &process, &mut out, write, body).await;
                 true
             }
             com::INIT_DB => {
@@ -476,7 +479,7 @@ async fn commands<R, W>(
                 true
             }
             com::STMT_EXECUTE => {
-                refused = execute(&mut session, &mut out, write, body).await;
+                refused = execute(&mut session, &process, &mut out, write, body).await;
                 true
             }
             com::STMT_SEND_LONG_DATA => {
@@ -853,6 +856,7 @@ fn unknown_statement(command: &str) -> MyError {
 /// another node of the group must run it, its refusal, unanswered.
 async fn query_command<W: AsyncWrite + Unpin>(
     session: &mut Session,
+    process: &Process,
     out: &mut Out,
     write: &mut W,
     body: &[u8],
@@ -869,17 +873,16 @@ async fn query_command<W: AsyncWrite + Unpin>(
     };
     let reply = match query::tokenize_sent(&text, body.len()) {
         Ok(tokens) => {
-            session.process.begin(Command::Query, &text);
-            let process = Arc::clone(&session.process.process);
+            process.begin(Command::Query, &text);
             let interruptible = query::interruptible(&tokens);
-            match or_interrupted(&process, interruptible, session.run(tokens)).await {
+            match or_interrupted(process, interruptible, session.run(tokens)).await {
                 Some(reply) => reply,
                 None => session.interrupted().await,
             }
         }
         Err(e) => Err(e),
     };
-    session.process.end();
+    process.end();
     answer_or_carry(session, out, write, reply, false).await
 }
 
@@ -1042,6 +1045,7 @@ fn long_data(session: &mut Session, body: &[u8], max: usize) {
 /// its refusal, unanswered (the arguments sent in parts kept for it).
 async fn execute<W: AsyncWrite + Unpin>(
     session: &mut Session,
+    process: &Process,
     out: &mut Out,
     write: &mut W,
     body: &[u8],
@@ -1066,8 +1070,7 @@ async fn execute<W: AsyncWrite + Unpin>(
     // A kept plan runs as it is; any other statement is bound and planned.
     let plan = prepared.plan.clone();
     let interruptible = query::interruptible(&prepared.tokens);
-    session.process.begin(Command::Execute, &prepared.text);
-    let process = Arc::clone(&session.process.process);
+    process.begin(Command::Execute, &prepared.text);
     let running = async {
         match plan {
             Some(plan) if session.plan_holds(&plan) => session.lookup(&plan, &args).await,
@@ -1080,11 +1083,11 @@ async fn execute<W: AsyncWrite + Unpin>(
             },
         }
     };
-    let reply = match or_interrupted(&process, interruptible, running).await {
+    let reply = match or_interrupted(process, interruptible, running).await {
         Some(reply) => reply,
         None => session.interrupted().await,
     };
-    session.process.end();
+    process.end();
     let refused = answer_or_carry(session, out, write, reply, true).await;
     if refused.is_none()
         && let Some(prepared) = session.statements.get_mut(&stmt)

@@ -874,12 +874,7 @@ impl<'a> Planner<'a> {
     /// A condition as a value, as MySQL makes one: 1 when true, 0 when
     /// false, NULL when unknown (`SELECT qty > 5`).
     fn truth(&mut self, e: &ast::Expr, depth: usize) -> Result<(Expr, Ty), SqlError> {
-        Ok((Expr::Truth(Box::new(self.pred(e, depth)?)), Ty::Int))
-    }
-
-    /// `p` as a value: 1, 0 or NULL.
-    fn truth_of(&self, p: Pred) -> Result<(Expr, Ty), SqlError> {
-        Ok((Expr::Truth(Box::new(p)), Ty::Int))
+        Ok(truth_of(self.pred(e, depth)?))
     }
 
     /// `x [NOT] REGEXP pattern`, with `REGEXP_LIKE`'s match type: the
@@ -1067,7 +1062,7 @@ impl<'a> Planner<'a> {
                 let match_type = planned.pop().filter(|_| args.len() == 3);
                 let pattern = planned.pop().expect("two or three");
                 let x = planned.pop().expect("two or three");
-                return self.truth_of(self.regexp(x, pattern, match_type, false, e)?);
+                return Ok(truth_of(self.regexp(x, pattern, match_type, false, e)?));
             }
             "MOD" => {
                 arity(2..=2)?;
@@ -1499,6 +1494,11 @@ fn plain_args(f: &ast::Function) -> Result<Vec<&ast::Expr>, SqlError> {
             _ => Err(unsupported(format!("'{f}': named or * arguments"))),
         })
         .collect()
+}
+
+/// `p` as a value: 1 when true, 0 when false, NULL when unknown.
+fn truth_of(p: Pred) -> (Expr, Ty) {
+    (Expr::Truth(Box::new(p)), Ty::Int)
 }
 
 /// A call of `f` on planned arguments, its type checked.
