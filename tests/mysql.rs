@@ -3802,6 +3802,64 @@ print(json.dumps({"names": [d[0] for d in cur.description], "row": list(cur.fetc
     );
     assert_eq!(out["names"], json!(["@a", "named", "@nothing"]));
     assert_eq!(out["row"], json!([7, 7, null]));
+    // A dump of whole databases (`--databases`, which begins each with
+    // CREATE DATABASE IF NOT EXISTS and USE), with the triggers, events
+    // and stored routines mysqldump asks for — Shoal has none — loads
+    // back over the database it came from.
+    let out = mysqldump(
+        &s.key,
+        &["--databases", "--routines", "--events", "--triggers", "app"],
+    );
+    let dump = out.stdout;
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&dump).contains("CREATE DATABASE /*!32312 IF NOT EXISTS*/ `app`")
+    );
+    let before = s.ok(select);
+    s.ok("DELETE FROM people; UPDATE items SET qty = 0");
+    let loaded = s.mysql_with(&s.key, None, &dump);
+    assert!(loaded.ok, "{}", loaded.err);
+    assert_eq!(s.ok(select), before);
+    let out = s.ok("SHOW TRIGGERS; SHOW TRIGGERS FROM app LIKE 'items'; SHOW EVENTS; SHOW FUNCTION STATUS WHERE Db = 'app'; SHOW PROCEDURE STATUS LIKE '%'");
+    assert!(lines(&out).is_empty(), "{out}");
+    s.refused("SHOW TRIGGERS FROM theirs", "1044");
+    s.refused("SHOW FUNCTION STATUS WHERE nope = 'app'", "1054");
+    s.refused("SHOW EVENTS WHERE Db = 'app' AND", "1064");
+    // CREATE DATABASE confirms one the key may change; databases are
+    // made in the control plane, with their quotas.
+    let out = s.ok("CREATE DATABASE IF NOT EXISTS app; CREATE SCHEMA IF NOT EXISTS app DEFAULT CHARACTER SET = utf8mb4 COLLATE utf8mb4_bin; SHOW CREATE DATABASE app; SHOW CREATE SCHEMA IF NOT EXISTS app");
+    assert_eq!(
+        lines(&out),
+        [
+            "app\tCREATE DATABASE `app` /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin */",
+            "app\tCREATE DATABASE /*!32312 IF NOT EXISTS*/ `app` /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin */",
+        ],
+        "{out}"
+    );
+    s.refused("CREATE DATABASE app", "1007");
+    s.refused(
+        "CREATE DATABASE IF NOT EXISTS app CHARACTER SET latin1",
+        "1235",
+    );
+    s.refused("CREATE DATABASE IF NOT EXISTS app ENCRYPTION = 'Y'", "1235");
+    s.refused("CREATE DATABASE IF NOT EXISTS app CHARACTER SET", "1064");
+    s.refused("CREATE DATABASE", "1064");
+    let err = s.refused("CREATE DATABASE fresh", "1044");
+    assert!(err.contains("control plane"), "{err}");
+    s.refused("CREATE DATABASE IF NOT EXISTS theirs", "1044");
+    s.refused("SHOW CREATE DATABASE theirs", "1044");
+    s.refused_with(
+        &s.reader,
+        Some("app"),
+        b"CREATE DATABASE IF NOT EXISTS app",
+        "1044",
+    );
+    assert_eq!(lines(&s.ok("SHOW DATABASES"))[..], ["app"]);
+
     // The other tenant's database is not there to dump.
     let out = mysqldump(&s.key, &["--skip-lock-tables", "theirs"]);
     assert!(!out.status.success());
@@ -3810,6 +3868,122 @@ print(json.dumps({"names": [d[0] for d in cur.description], "row": list(cur.fetc
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `SHOW STATUS`, `information_schema.GLOBAL_STATUS` and `mysqladmin`
+/// count what the key's tenant does on the node (GLOBAL) and what the
+/// connection does (SESSION); another tenant's statements are not in them.
+#[tokio::test]
+async fn status_counts_the_tenants_work_and_no_one_elses() {
+    let s = setup(&[]).await;
+    let value = |out: &str| -> u64 {
+        let line = lines(out).pop().expect("a row");
+        line.split('\t').nth(1).unwrap().parse().unwrap()
+    };
+    let global = |key: &str, db: &str, name: &str| -> u64 {
+        let sql = format!("SHOW GLOBAL STATUS LIKE '{name}'");
+        let ran = s.mysql_with(key, Some(db), sql.as_bytes());
+        assert!(ran.ok, "{}", ran.err);
+        value(&ran.out)
+    };
+    let selects = global(&s.key, "app", "Com_select");
+    s.ok("SELECT 1; SELECT name FROM items WHERE id = 1; INSERT INTO items (id, name, qty) VALUES (5, 'x', 1)");
+    assert_eq!(global(&s.key, "app", "Com_select"), selects + 2);
+    assert_eq!(global(&s.key, "app", "Com_insert"), 1);
+    // The tenant's read key sees the tenant's counts; the other tenant,
+    // only its own.
+    assert_eq!(global(&s.reader, "app", "Com_insert"), 1);
+    let theirs = "SELECT 1; SELECT 2; SELECT name FROM items WHERE id = 3";
+    assert!(s.mysql_with(&s.other, Some("theirs"), theirs.as_bytes()).ok);
+    assert_eq!(global(&s.other, "theirs", "Com_select"), 3);
+    assert_eq!(global(&s.other, "theirs", "Com_insert"), 0);
+    assert_eq!(global(&s.key, "app", "Com_select"), selects + 2);
+    assert_eq!(global(&s.other, "theirs", "Threads_connected"), 1);
+
+    // SESSION: the connection's own statements.
+    let out = s.ok("SELECT 1; SHOW SESSION STATUS LIKE 'Com_select'; SHOW STATUS WHERE Variable_name = 'Questions' OR Variable_name = 'Com_insert'");
+    assert_eq!(
+        lines(&out)[1..],
+        ["Com_select\t1", "Com_insert\t0", "Questions\t3"],
+        "{out}"
+    );
+
+    // A driver's prepared statements: prepared once, executed five times.
+    let mut conn = sqlx::MySqlConnection::connect_with(&s.driver_options())
+        .await
+        .unwrap();
+    for id in 1..=5i64 {
+        sqlx::query("SELECT qty FROM items WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&mut conn)
+            .await
+            .unwrap();
+    }
+    let rows: Vec<(String, String)> = sqlx::query_as(
+        "SHOW SESSION STATUS WHERE Variable_name IN ('Com_stmt_prepare', 'Com_stmt_execute', 'Com_select')",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    let rows: Vec<(&str, &str)> = rows.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    assert_eq!(
+        rows,
+        [
+            ("Com_select", "5"),
+            ("Com_stmt_execute", "6"),
+            ("Com_stmt_prepare", "2")
+        ]
+    );
+    // The driver's connection and the client's: two of the tenant's.
+    assert_eq!(global(&s.key, "app", "Threads_connected"), 2);
+    let out = s.ok("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ('COM_INSERT', 'THREADS_RUNNING') ORDER BY VARIABLE_NAME; SELECT VARIABLE_VALUE FROM information_schema.SESSION_VARIABLES WHERE VARIABLE_NAME = 'PORT'");
+    let (_, port) = s.host_port();
+    assert_eq!(lines(&out), ["1", "1", port], "{out}");
+    assert_eq!(
+        lines(&s.ok("SELECT @@port, @@server_id, @@read_only"))[0],
+        format!("{port}\t1\t0")
+    );
+    conn.close().await.unwrap();
+
+    // mysqladmin's status line and its extended-status table.
+    let (host, port) = s.host_port();
+    let (user, secret) = s.key.split_once('.').unwrap();
+    let mysqladmin = |command: &str| {
+        let out = Command::new("mysqladmin")
+            .args(["-h", host, "-P", port, "-u", user])
+            .arg(format!("-p{secret}"))
+            .arg(command)
+            .output()
+            .expect("mysqladmin runs (apt: mariadb-client)");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let status = mysqladmin("status");
+    assert!(status.starts_with("Uptime: "), "{status}");
+    assert!(status.contains("  Threads: 1  Questions: "), "{status}");
+    let extended = mysqladmin("extended-status");
+    assert!(
+        extended.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["|", "Com_insert", "|", "1", "|"]),
+        "{extended}"
+    );
+
+    // Bad conditions are errors naming what is wrong.
+    s.refused("SHOW STATUS WHERE", "1064");
+    s.refused("SHOW STATUS WHERE nope = 'x'", "1054");
+    s.refused("SHOW STATUS WHERE Value = 1", "1366");
+    s.refused("SHOW STATUS WHERE Variable_name = 'a' garbage", "1064");
+    s.refused("SHOW VARIABLES WHERE LOWER(Variable_name) = 'port'", "1235");
+    let deep = format!(
+        "SHOW STATUS WHERE {}Value = 'x'{}",
+        "(".repeat(40),
+        ")".repeat(40)
+    );
+    s.refused(&deep, "1105");
+    s.refused("SHOW STATUS LIKE 5", "1235");
 }
 
 /// Polls the key's connections (through `watcher`) until one runs a

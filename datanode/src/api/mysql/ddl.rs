@@ -299,6 +299,42 @@ fn charset_ok(name: &str) -> Result<(), MyError> {
     )))
 }
 
+/// `[DEFAULT] CHARACTER SET [=] cs`, `[DEFAULT] CHARSET [=] cs`,
+/// `[DEFAULT] COLLATE [=] collation` of a CREATE DATABASE.
+fn database_options(mut tokens: &[Token]) -> Result<(), MyError> {
+    while let Some(first) = tokens.first() {
+        if keyword(Some(first)) == Some(Keyword::DEFAULT) {
+            tokens = &tokens[1..];
+        }
+        let after = match (keyword(tokens.first()), keyword(tokens.get(1))) {
+            (Some(Keyword::CHARACTER), Some(Keyword::SET)) => &tokens[2..],
+            (Some(Keyword::CHARSET | Keyword::COLLATE), _) => &tokens[1..],
+            _ => {
+                return Err(MyError::unsupported(format!(
+                    "the database option '{}' (Shoal takes CHARACTER SET and COLLATE)",
+                    tokens.first().map_or(String::new(), ToString::to_string)
+                )));
+            }
+        };
+        let after = match after.first() {
+            Some(Token::Eq) => &after[1..],
+            _ => after,
+        };
+        let value = match after.first() {
+            Some(Token::Word(w)) => w.value.as_str(),
+            Some(Token::SingleQuotedString(s) | Token::DoubleQuotedString(s)) => s.as_str(),
+            _ => {
+                return Err(MyError::syntax(
+                    "a character set or collation name is needed",
+                ));
+            }
+        };
+        charset_ok(value)?;
+        tokens = &after[1..];
+    }
+    Ok(())
+}
+
 /// Table options: the storage engines and character sets MySQL dumps
 /// name are taken (Shoal has one engine and stores utf8mb4); others are
 /// refused.
@@ -567,6 +603,44 @@ pub(crate) fn truncate(names: &[ast::TruncateTableTarget]) -> Result<Change, MyE
 }
 
 impl Session {
+    /// `CREATE {DATABASE | SCHEMA} [IF NOT EXISTS] db [options]`. A
+    /// database is made in the control plane, with its quotas, not in SQL;
+    /// so this only confirms one the key is granted exists — with `IF NOT
+    /// EXISTS` (as a mysqldump file begins) it is done, without, 1007, as
+    /// MySQL answers for an existing database. Any other, or a read key,
+    /// is 1044. Options
+    /// name Shoal's character set (utf8mb4, or MySQL's other UTF-8 names)
+    /// or are refused.
+    pub(super) fn create_database(&self, tokens: &[Token]) -> Result<(), MyError> {
+        let (if_not_exists, rest) = super::show::if_not_exists(tokens)?;
+        let Some((name, options)) = rest.split_first() else {
+            return Err(MyError::syntax("CREATE DATABASE takes a database name"));
+        };
+        let db = super::query::word(Some(name))
+            .ok_or_else(|| MyError::syntax("CREATE DATABASE takes a database name"))?;
+        database_options(options)?;
+        match self.grant(db) {
+            // The CREATE privilege is a read-write key's.
+            Ok(grant) if grant.role == crate::tc::Role::Read => {
+                Err(MyError::denied_database(&self.user, db))
+            }
+            Ok(_) if if_not_exists => Ok(()),
+            Ok(_) => Err(MyError::new(
+                1007,
+                "HY000",
+                format!("Can't create database '{}'; database exists", shown(db)),
+            )),
+            Err(e) if e.code == 1044 || e.code == 1049 => {
+                let mut denied = MyError::denied_database(&self.user, db);
+                denied.message.push_str(
+                    ": databases are created in the control plane (its console or API), with their quotas",
+                );
+                Err(denied)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Makes a change of schema (see the module's docs): nothing, or all
     /// of it, is done.
     pub(crate) async fn change_schema(&mut self, change: Change) -> Result<(), MyError> {

@@ -3,7 +3,10 @@
 //! the key's databases only — another tenant's schema is not there, as it
 //! is not in `SHOW DATABASES`. Served: `SCHEMATA`, `TABLES`, `COLUMNS`,
 //! `STATISTICS`, `KEY_COLUMN_USAGE`, `PROCESSLIST` (the key's own
-//! connections, as `SHOW PROCESSLIST`), and — empty, as Shoal has no disk
+//! connections, as `SHOW PROCESSLIST`), `GLOBAL_STATUS` and
+//! `SESSION_STATUS` (as `SHOW STATUS`: the tenant's counts on this node,
+//! and the connection's), `GLOBAL_VARIABLES` and `SESSION_VARIABLES` (as
+//! `SHOW VARIABLES`), and — empty, as Shoal has no disk
 //! data files, triggers, views or stored routines — `FILES`, `TRIGGERS`,
 //! `VIEWS` and `ROUTINES`, with MySQL's column names (the
 //! columns that mean something for Shoal; `TABLE_ROWS` and `DATA_LENGTH`
@@ -206,7 +209,24 @@ const PROCESSLIST: InformationTable = InformationTable {
     ],
 };
 
-const SERVED: [&InformationTable; 10] = [
+/// `GLOBAL_STATUS`, `SESSION_STATUS`, `GLOBAL_VARIABLES` and
+/// `SESSION_VARIABLES`: names and values as `SHOW STATUS` and `SHOW
+/// VARIABLES` list them, the names in capitals as MySQL 5.7 and MariaDB
+/// write them here.
+const fn named_values(name: &'static str) -> InformationTable {
+    const COLUMNS: &[Column] = &[text("VARIABLE_NAME"), text("VARIABLE_VALUE")];
+    InformationTable {
+        name,
+        columns: COLUMNS,
+    }
+}
+
+const GLOBAL_STATUS: InformationTable = named_values("GLOBAL_STATUS");
+const SESSION_STATUS: InformationTable = named_values("SESSION_STATUS");
+const GLOBAL_VARIABLES: InformationTable = named_values("GLOBAL_VARIABLES");
+const SESSION_VARIABLES: InformationTable = named_values("SESSION_VARIABLES");
+
+const SERVED: [&InformationTable; 14] = [
     &SCHEMATA,
     &TABLES,
     &COLUMNS,
@@ -217,6 +237,10 @@ const SERVED: [&InformationTable; 10] = [
     &VIEWS,
     &ROUTINES,
     &PROCESSLIST,
+    &GLOBAL_STATUS,
+    &SESSION_STATUS,
+    &GLOBAL_VARIABLES,
+    &SESSION_VARIABLES,
 ];
 
 /// The served tables that are always empty.
@@ -238,8 +262,6 @@ const OTHERS: &[&str] = &[
     "COLUMN_PRIVILEGES",
     "ENGINES",
     "EVENTS",
-    "GLOBAL_STATUS",
-    "GLOBAL_VARIABLES",
     "INNODB_TRX",
     "PARAMETERS",
     "PARTITIONS",
@@ -247,8 +269,6 @@ const OTHERS: &[&str] = &[
     "PROFILING",
     "REFERENTIAL_CONSTRAINTS",
     "SCHEMA_PRIVILEGES",
-    "SESSION_STATUS",
-    "SESSION_VARIABLES",
     "TABLE_CONSTRAINTS",
     "TABLE_PRIVILEGES",
     "USER_PRIVILEGES",
@@ -292,7 +312,7 @@ impl Session {
         }
         if OTHERS.iter().any(|t| t.eq_ignore_ascii_case(name)) {
             return Err(MyError::unsupported(format!(
-                "information_schema.{} (served: SCHEMATA, TABLES, COLUMNS, STATISTICS, KEY_COLUMN_USAGE, PROCESSLIST, and FILES, TRIGGERS, VIEWS, ROUTINES, empty)",
+                "information_schema.{} (served: SCHEMATA, TABLES, COLUMNS, STATISTICS, KEY_COLUMN_USAGE, PROCESSLIST, GLOBAL_STATUS, SESSION_STATUS, GLOBAL_VARIABLES, SESSION_VARIABLES, and FILES, TRIGGERS, VIEWS, ROUTINES, empty)",
                 name.to_ascii_uppercase()
             )));
         }
@@ -327,6 +347,18 @@ impl Session {
                         text(p.info),
                     ]
                 })
+                .collect());
+        }
+        let named = |(name, value): (&str, Value)| vec![text_of(&name.to_ascii_uppercase()), value];
+        if *table == GLOBAL_STATUS || *table == SESSION_STATUS {
+            let status = self.status_counts(*table == GLOBAL_STATUS);
+            return Ok((status.variables().into_iter())
+                .map(|(n, v)| named((n, Value::Text(v.to_string()))))
+                .collect());
+        }
+        if *table == GLOBAL_VARIABLES || *table == SESSION_VARIABLES {
+            return Ok((self.variables().into_iter())
+                .map(|(n, v)| named((&n, v.into_text())))
                 .collect());
         }
         let sizes = match *table == TABLES {

@@ -50,6 +50,7 @@ mod relay;
 mod scan;
 mod session;
 mod show;
+mod status;
 mod system;
 mod text;
 mod transaction;
@@ -107,8 +108,10 @@ pub(crate) async fn serve(
         None => ddl::Schema::Local,
     };
     let mut workers = serve::Workers::with_spare_cores(cluster.engine().tc().clone());
+    let port = listener.local_addr().map_or(0, |a| a.port());
     let shared = Arc::new(Shared {
         engine: cluster.engine().clone(),
+        port,
         limits,
         lock_wait_timeout,
         transaction_inactive_timeout,

@@ -21,6 +21,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
+use shoal_wire::schema::TenantId;
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::Token;
 use tokio::sync::Notify;
@@ -29,6 +30,7 @@ use super::error::MyError;
 use super::proto::ty;
 use super::query::{Reply, keyword};
 use super::session::Session;
+use super::status::{COUNTERS, Counters, Status, Totals};
 use super::value::{Cell, computed};
 use crate::types::value::Value;
 
@@ -38,10 +40,17 @@ pub(crate) const INFO_BYTES: usize = 4096;
 /// The characters of `Info` that `SHOW PROCESSLIST` shows without FULL.
 pub(crate) const SHORT_INFO_CHARS: usize = 100;
 
-/// Every logged-in SQL connection of the node, by id.
+/// Every logged-in SQL connection of the node, by id, and each tenant's
+/// status counts (`status`).
 #[derive(Debug, Default)]
 pub(crate) struct Processes {
-    all: Mutex<HashMap<u32, Arc<Process>>>,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    all: HashMap<u32, Arc<Process>>,
+    tenants: HashMap<TenantId, Totals>,
 }
 
 /// One connection as others see it.
@@ -50,8 +59,12 @@ pub(crate) struct Process {
     pub(crate) id: u32,
     /// The prefix of the API key it logged in with: its `User`.
     pub(crate) user: String,
+    /// The key's tenant.
+    pub(crate) tenant: TenantId,
     /// `ip:port` of its client.
     pub(crate) host: String,
+    /// Its status counts, written by the connection alone.
+    pub(crate) counters: Counters,
     state: Mutex<State>,
     /// Told when the connection is killed or its statement interrupted.
     wake: Notify,
@@ -69,6 +82,8 @@ struct State {
     interrupted: bool,
     /// The connection is to close.
     killed: bool,
+    /// Its client said goodbye (COM_QUIT): it did not abort.
+    quit: bool,
 }
 
 /// What a connection is doing, as MySQL's `Command` column names it.
@@ -140,22 +155,43 @@ impl std::ops::Deref for Registered {
 }
 
 impl Drop for Registered {
+    /// The connection leaves the list; its counts go to its tenant's.
     fn drop(&mut self) {
-        if let Some(processes) = &self.processes {
-            processes.lock().remove(&self.process.id);
-        }
+        let Some(processes) = &self.processes else {
+            return;
+        };
+        let p = &self.process;
+        let quit = p.state().quit;
+        let mut inner = processes.lock();
+        inner.all.remove(&p.id);
+        let totals = inner.tenants.entry(p.tenant.clone()).or_default();
+        p.counters.add_to(&mut totals.ended);
+        totals.live = totals.live.saturating_sub(1);
+        totals.aborted += u64::from(!quit);
     }
 }
 
 impl Processes {
-    fn lock(&self) -> MutexGuard<'_, HashMap<u32, Arc<Process>>> {
-        self.all.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Lists connection `id`, logged in as `user` from `host`.
-    pub(crate) fn register(self: &Arc<Self>, id: u32, user: &str, host: String) -> Registered {
-        let process = Process::new(id, user, host);
-        self.lock().insert(id, Arc::clone(&process));
+    /// Lists connection `id`, logged in as `user` of `tenant` from `host`.
+    pub(crate) fn register(
+        self: &Arc<Self>,
+        id: u32,
+        user: &str,
+        tenant: &TenantId,
+        host: String,
+    ) -> Registered {
+        let process = Process::new(id, user, tenant, host);
+        let mut inner = self.lock();
+        inner.all.insert(id, Arc::clone(&process));
+        let totals = inner.tenants.entry(tenant.clone()).or_default();
+        totals.connections += 1;
+        totals.live += 1;
+        totals.most_live = totals.most_live.max(totals.live);
+        drop(inner);
         Registered {
             processes: Some(Arc::clone(self)),
             process,
@@ -164,7 +200,7 @@ impl Processes {
 
     /// The connections of key `user`, by id.
     pub(crate) fn of_user(&self, user: &str) -> Vec<Shown> {
-        let mine: Vec<Arc<Process>> = (self.lock().values())
+        let mine: Vec<Arc<Process>> = (self.lock().all.values())
             .filter(|p| p.user == user)
             .cloned()
             .collect();
@@ -179,7 +215,7 @@ impl Processes {
     pub(crate) fn kill(&self, user: &str, id: u64, query_only: bool) -> Result<(), KillError> {
         let found = u32::try_from(id)
             .ok()
-            .and_then(|id| self.lock().get(&id).cloned());
+            .and_then(|id| self.lock().all.get(&id).cloned());
         let process = found.ok_or(KillError::Unknown)?;
         if process.user != user {
             return Err(KillError::NotOwner);
@@ -187,14 +223,47 @@ impl Processes {
         process.kill(query_only);
         Ok(())
     }
+
+    /// Status as `session` sees it: its tenant's counts on this node
+    /// (GLOBAL), or its own (SESSION).
+    pub(crate) fn status(&self, session: &Process, global: bool) -> Status {
+        let inner = self.lock();
+        let tenant = inner.tenants.get(&session.tenant).cloned();
+        let tenant = tenant.unwrap_or_default();
+        let mut counts = [0; COUNTERS];
+        let mut running = 0;
+        let mine = (inner.all.values()).filter(|p| p.tenant == session.tenant);
+        for p in mine {
+            if global {
+                p.counters.add_to(&mut counts);
+            }
+            running += u64::from(p.state().command != Command::Sleep);
+        }
+        drop(inner);
+        if global {
+            for (sum, ended) in counts.iter_mut().zip(&tenant.ended) {
+                *sum = sum.wrapping_add(*ended);
+            }
+        } else {
+            session.counters.add_to(&mut counts);
+        }
+        Status {
+            counts,
+            tenant,
+            running,
+            uptime_secs: crate::api::resp::started().elapsed().as_secs(),
+        }
+    }
 }
 
 impl Process {
-    fn new(id: u32, user: &str, host: String) -> Arc<Process> {
+    fn new(id: u32, user: &str, tenant: &TenantId, host: String) -> Arc<Process> {
         Arc::new(Process {
             id,
             user: user.to_owned(),
+            tenant: tenant.clone(),
             host,
+            counters: Counters::default(),
             state: Mutex::new(State {
                 db: None,
                 command: Command::Sleep,
@@ -202,16 +271,17 @@ impl Process {
                 info: String::new(),
                 interrupted: false,
                 killed: false,
+                quit: false,
             }),
             wake: Notify::new(),
         })
     }
 
     /// A connection listed nowhere: one carried here from another node.
-    pub(crate) fn unlisted(id: u32, user: &str) -> Registered {
+    pub(crate) fn unlisted(id: u32, user: &str, tenant: &TenantId) -> Registered {
         Registered {
             processes: None,
-            process: Process::new(id, user, String::new()),
+            process: Process::new(id, user, tenant, String::new()),
         }
     }
 
@@ -254,6 +324,11 @@ impl Process {
             state.killed |= !query_only;
         }
         self.wake.notify_waiters();
+    }
+
+    /// The client ends the connection as it should (COM_QUIT).
+    pub(crate) fn quit(&self) {
+        self.state().quit = true;
     }
 
     /// Whether the connection has been killed: it runs no more commands.
@@ -417,13 +492,55 @@ pub(crate) fn short(info: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::mysql::status::Counter;
+
+    fn tenant(name: &str) -> TenantId {
+        TenantId::parse(name).unwrap()
+    }
+
+    fn value(status: &Status, name: &str) -> u64 {
+        let all = status.variables();
+        all.iter().find(|(n, _)| *n == name).unwrap().1
+    }
+
+    #[test]
+    fn status_counts_the_tenants_connections_live_and_ended() {
+        let all = Arc::new(Processes::default());
+        let a = all.register(1, "key-a", &tenant("a"), String::new());
+        let a2 = all.register(2, "key-a2", &tenant("a"), String::new());
+        let b = all.register(3, "key-b", &tenant("b"), String::new());
+        a.counters.add(Counter::Questions, 3);
+        a2.counters.add(Counter::Questions, 4);
+        b.counters.add(Counter::Questions, 100);
+        a2.begin(Command::Query, "SELECT 1");
+        let global = all.status(&a, true);
+        assert_eq!(value(&global, "Questions"), 7);
+        assert_eq!(value(&global, "Threads_connected"), 2);
+        assert_eq!(value(&global, "Threads_running"), 1);
+        assert_eq!(value(&all.status(&a, false), "Questions"), 3);
+        // One leaves as it should, one is dropped: their counts stay.
+        a2.quit();
+        drop(a2);
+        let b2 = all.register(4, "key-b", &tenant("b"), String::new());
+        drop(b2);
+        let a3 = all.register(5, "key-a", &tenant("a"), String::new());
+        drop(a);
+        let global = all.status(&a3, true);
+        assert_eq!(value(&global, "Questions"), 7);
+        assert_eq!(value(&global, "Connections"), 3);
+        assert_eq!(value(&global, "Max_used_connections"), 2);
+        assert_eq!(value(&global, "Threads_connected"), 1);
+        assert_eq!(value(&global, "Aborted_clients"), 1);
+        assert_eq!(value(&all.status(&b, true), "Questions"), 100);
+        assert_eq!(value(&all.status(&b, true), "Aborted_clients"), 1);
+    }
 
     #[test]
     fn a_key_sees_and_kills_only_its_own_connections() {
         let all = Arc::new(Processes::default());
-        let a = all.register(1, "key-a", "127.0.0.1:5000".into());
-        let _b = all.register(2, "key-b", "127.0.0.1:5001".into());
-        let a2 = all.register(3, "key-a", "127.0.0.1:5002".into());
+        let a = all.register(1, "key-a", &tenant("a"), "127.0.0.1:5000".into());
+        let _b = all.register(2, "key-b", &tenant("b"), "127.0.0.1:5001".into());
+        let a2 = all.register(3, "key-a", &tenant("a"), "127.0.0.1:5002".into());
         a.set_db("shop");
         a2.begin(Command::Query, "SELECT 1");
         let shown = all.of_user("key-a");
@@ -452,7 +569,7 @@ mod tests {
     #[test]
     fn a_query_kill_of_an_idle_connection_leaves_its_next_statement_alone() {
         let all = Arc::new(Processes::default());
-        let p = all.register(1, "k", String::new());
+        let p = all.register(1, "k", &tenant("a"), String::new());
         all.kill("k", 1, true).unwrap();
         p.begin(Command::Query, "SELECT 1");
         assert!(!p.state().interrupted);
@@ -466,7 +583,7 @@ mod tests {
     #[tokio::test]
     async fn a_kill_wakes_the_waiting_connection() {
         let all = Arc::new(Processes::default());
-        let p = all.register(1, "k", String::new());
+        let p = all.register(1, "k", &tenant("a"), String::new());
         p.begin(Command::Query, "SELECT 1");
         let process = Arc::clone(&p.process);
         let waiting = tokio::spawn(async move {

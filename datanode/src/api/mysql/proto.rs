@@ -176,6 +176,8 @@ pub(super) struct Out {
     start: usize,
     /// The next packet's sequence number.
     pub(super) seq: u8,
+    /// Bytes sent since `take_sent` was last called.
+    sent: u64,
 }
 
 impl Out {
@@ -212,9 +214,15 @@ impl Out {
     pub(super) async fn flush<W: AsyncWrite + Unpin>(&mut self, w: &mut W) -> io::Result<()> {
         if !self.buf.is_empty() {
             w.write_all(&self.buf).await?;
+            self.sent += self.buf.len() as u64;
             self.buf.clear();
         }
         w.flush().await
+    }
+
+    /// The bytes written since this was last asked.
+    pub(super) fn take_sent(&mut self) -> u64 {
+        std::mem::take(&mut self.sent)
     }
 
     pub(super) fn put(&mut self, bytes: &[u8]) {

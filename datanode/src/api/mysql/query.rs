@@ -44,6 +44,7 @@ use super::information_schema::{column_key, indexes, nullable};
 use super::proto::{ColumnDef, ty};
 use super::scan::{MAX_SCAN_ROWS, Scan, too_many_rows};
 use super::session::Session;
+use super::show::{Absent, named_rows};
 use super::upsert::{OnDuplicate, apply};
 use super::value::{self, Cell, Lit, column_def, computed, to_value};
 use super::variables;
@@ -327,6 +328,29 @@ pub(super) fn parse(tokens: Vec<Token>) -> Result<Statement, MyError> {
     }
 }
 
+/// Parses the condition `tokens` hold, whole (a SHOW's `WHERE`).
+pub(super) fn parse_condition(tokens: &[Token]) -> Result<ast::Expr, MyError> {
+    let mut parser = Parser::new(&MySqlDialect {})
+        .with_recursion_limit(MAX_DEPTH)
+        .with_tokens(tokens.to_vec());
+    let bad = |e: ParserError| match e {
+        ParserError::RecursionLimitExceeded => MyError::new(
+            1105,
+            "HY000",
+            format!("the statement is nested deeper than {MAX_DEPTH} levels"),
+        ),
+        ParserError::TokenizerError(m) | ParserError::ParserError(m) => MyError::syntax(m),
+    };
+    let e = parser.parse_expr().map_err(bad)?;
+    let _ = parser.consume_token(&Token::SemiColon);
+    match parser.peek_token().token {
+        Token::EOF => Ok(e),
+        other => Err(MyError::syntax(format!(
+            "the condition ends before '{other}'"
+        ))),
+    }
+}
+
 /// Whether a statement may be interrupted by `KILL QUERY` where it is:
 /// one that reads or writes rows. A change of schema, or the end of a
 /// transaction, runs to its end (`processes`).
@@ -387,6 +411,15 @@ impl Session {
             Some(Keyword::KILL) => return self.kill(&tokens[1..]),
             Some(Keyword::LOCK) => return self.lock_tables(&tokens[1..]).await,
             Some(Keyword::UNLOCK) => return self.unlock_tables(&tokens[1..]),
+            Some(Keyword::CREATE)
+                if matches!(
+                    keyword(tokens.get(1)),
+                    Some(Keyword::DATABASE | Keyword::SCHEMA)
+                ) =>
+            {
+                self.create_database(&tokens[2..])?;
+                return Ok(Reply::done(0));
+            }
             Some(Keyword::ALTER) if keyword(tokens.get(1)) == Some(Keyword::TABLE) => {
                 if let Some(done) = self.toggle_keys(&tokens[2..]) {
                     return done;
@@ -1549,6 +1582,7 @@ impl Session {
         if full {
             i += 1;
         }
+        let global = keyword(rest.get(i)) == Some(Keyword::GLOBAL);
         let scope = matches!(
             keyword(rest.get(i)),
             Some(Keyword::SESSION | Keyword::GLOBAL | Keyword::LOCAL)
@@ -1615,6 +1649,25 @@ impl Session {
                     .collect();
                 Ok(Reply::rows(columns, rows))
             }
+            (Some(Keyword::CREATE), _)
+                if matches!(
+                    keyword(rest.get(i + 1)),
+                    Some(Keyword::DATABASE | Keyword::SCHEMA)
+                ) =>
+            {
+                self.show_create_database(&rest[i + 2..])
+            }
+            (_, Some(w)) if w.eq_ignore_ascii_case("TRIGGERS") => {
+                self.show_none(Absent::Triggers, &rest[i + 1..])
+            }
+            (_, Some(w)) if w.eq_ignore_ascii_case("EVENTS") => {
+                self.show_none(Absent::Events, &rest[i + 1..])
+            }
+            (Some(Keyword::FUNCTION | Keyword::PROCEDURE), _)
+                if keyword(rest.get(i + 1)) == Some(Keyword::STATUS) =>
+            {
+                self.show_none(Absent::Routines, &rest[i + 2..])
+            }
             (Some(Keyword::CREATE), _) if keyword(rest.get(i + 1)) == Some(Keyword::TABLE) => {
                 let name = object_name(&rest[i + 2..])?;
                 if rest.len() > i + 2 + 2 * name.len() - 1 {
@@ -1641,19 +1694,13 @@ impl Session {
             {
                 self.show_index(&rest[i + 1..])
             }
+            (Some(Keyword::STATUS), _) => self.show_status(global, &rest[i + 1..]),
             (Some(Keyword::VARIABLES), _) => {
-                let like = like_of(&rest[i + 1..])?;
-                let columns = vec![
-                    computed("Variable_name", ty::VAR_STRING),
-                    computed("Value", ty::VAR_STRING),
-                ];
-                let rows = self
+                let named = self
                     .variables()
                     .into_iter()
-                    .filter(|(n, _)| like.as_ref().is_none_or(|p| p.matches_name(n)))
-                    .map(|(n, v)| vec![Cell::from(n), v])
-                    .collect();
-                Ok(Reply::rows(columns, rows))
+                    .map(|(n, v)| (n, v.into_text()));
+                named_rows(named, &rest[i + 1..])
             }
             (_, Some(w))
                 if w.eq_ignore_ascii_case("WARNINGS") || w.eq_ignore_ascii_case("ERRORS") =>
@@ -1978,7 +2025,7 @@ impl Session {
     }
 
     /// The system variables a client may read, in name order.
-    fn variables(&self) -> Vec<(String, Cell)> {
+    pub(super) fn variables(&self) -> Vec<(String, Cell)> {
         let limits = &self.shared.limits;
         let mut v: Vec<(String, Cell)> = vec![
             ("auto_increment_increment", Cell::from(1u64)),
@@ -2030,10 +2077,16 @@ impl Session {
                 "net_write_timeout",
                 Cell::from(limits.idle_timeout.as_secs()),
             ),
+            // No binary log: changes reach the group's replicas as NDB's do.
+            ("log_bin", Cell::from(0u64)),
             ("performance_schema", Cell::from(0u64)),
+            ("port", Cell::from(u64::from(self.shared.port))),
             ("protocol_version", Cell::from(10u64)),
             ("query_cache_size", Cell::from(0u64)),
             ("query_cache_type", Cell::from("OFF")),
+            // Every node of a group takes writes (carried to the primary).
+            ("read_only", Cell::from(0u64)),
+            ("server_id", Cell::from(u64::from(self.engine.node_id().0))),
             ("sql_auto_is_null", Cell::from(0u64)),
             (
                 "sql_mode",

@@ -28,6 +28,7 @@ use super::processes::{Command, Process, Processes, Registered};
 use super::proto::{self, Out, ReadError, cap, com};
 use super::query::{self, Reply};
 use super::relay::{self, Carried, Handoff};
+use super::status::Counter;
 use super::text;
 use super::transaction::Txn;
 use super::value::{self, Lit};
@@ -49,6 +50,8 @@ const FLUSH_AT: usize = 1 << 20;
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) engine: Engine,
+    /// The port the front end listens on (`@@port`).
+    pub(crate) port: u16,
     pub(crate) limits: Limits,
     pub(crate) lock_wait_timeout: Duration,
     /// How long a transaction that holds rows may wait for its client.
@@ -258,7 +261,7 @@ impl Session {
         if h.statements.len() > MAX_STATEMENTS {
             return Err(MyError::new(1461, "42000", "too many prepared statements"));
         }
-        let process = Process::unlisted(h.connection, key.prefix());
+        let process = Process::unlisted(h.connection, key.prefix(), key.tenant());
         let mut session = Session {
             engine: shared.engine.clone(),
             shared: Arc::clone(shared),
@@ -409,6 +412,7 @@ async fn commands<R, W>(
                 return;
             };
             out.seq = seq.wrapping_add(1);
+            (process.counters).add(Counter::BytesReceived, packet.len() as u64 + 4);
         }
         // Killed as its command arrived: the command is not run.
         if process.is_killed() {
@@ -428,13 +432,23 @@ async fn commands<R, W>(
             }
             continue;
         };
+        if matches!(
+            command,
+            com::QUERY | com::STMT_EXECUTE | com::INIT_DB | com::FIELD_LIST
+        ) {
+            process.counters.bump(Counter::Questions);
+        }
         let go_on = match command {
-            com::QUIT => return,
+            com::QUIT => {
+                process.quit();
+                return;
+            }
             com::QUERY => {
                 refused = query_command(&mut session, &process, &mut out, write, body).await;
                 true
             }
             com::INIT_DB => {
+                process.counters.bump(Counter::ComChangeDb);
                 match std::str::from_utf8(body) {
                     Ok(db) => match session.use_database(db) {
                         Ok(()) => ok(&mut out, &session, 0, String::new()),
@@ -461,8 +475,8 @@ async fn commands<R, W>(
             }
             com::STATISTICS => {
                 out.begin();
-                let uptime = crate::api::resp::started().elapsed().as_secs();
-                out.put(format!("Uptime: {uptime}").as_bytes());
+                let status = session.shared.processes.status(&process, true);
+                out.put(status.line().as_bytes());
                 out.end();
                 true
             }
@@ -475,10 +489,12 @@ async fn commands<R, W>(
                 true
             }
             com::STMT_PREPARE => {
+                process.counters.bump(Counter::ComStmtPrepare);
                 prepare(&mut session, &mut out, body).await;
                 true
             }
             com::STMT_EXECUTE => {
+                process.counters.bump(Counter::ComStmtExecute);
                 refused = execute(&mut session, &process, &mut out, write, body).await;
                 true
             }
@@ -488,12 +504,14 @@ async fn commands<R, W>(
                 continue;
             }
             com::STMT_CLOSE => {
+                process.counters.bump(Counter::ComStmtClose);
                 if let Ok(stmt) = proto::Reader::new(body).u32() {
                     session.statements.remove(&stmt);
                 }
                 continue;
             }
             com::STMT_RESET => {
+                process.counters.bump(Counter::ComStmtReset);
                 match proto::Reader::new(body)
                     .u32()
                     .ok()
@@ -533,7 +551,9 @@ async fn commands<R, W>(
             }
             None => {}
         }
-        if go_on && out.flush(write).await.is_err() {
+        let flushed = !go_on || out.flush(write).await.is_ok();
+        (process.counters).add(Counter::BytesSent, out.take_sent());
+        if !flushed {
             return;
         }
     }
@@ -772,7 +792,7 @@ where
         }
     };
     tracing::Span::current().record("tenant", key.tenant().as_str());
-    let process = shared.processes.register(id, key.prefix(), host);
+    let process = (shared.processes).register(id, key.prefix(), key.tenant(), host);
     let mut session = Session {
         engine: shared.engine.clone(),
         shared: Arc::clone(shared),
@@ -873,6 +893,9 @@ async fn query_command<W: AsyncWrite + Unpin>(
     };
     let reply = match query::tokenize_sent(&text, body.len()) {
         Ok(tokens) => {
+            if let Some(kind) = Counter::of_statement(&tokens) {
+                process.counters.bump(kind);
+            }
             process.begin(Command::Query, &text);
             let interruptible = query::interruptible(&tokens);
             match or_interrupted(process, interruptible, session.run(tokens)).await {
@@ -1070,6 +1093,9 @@ async fn execute<W: AsyncWrite + Unpin>(
     // A kept plan runs as it is; any other statement is bound and planned.
     let plan = prepared.plan.clone();
     let interruptible = query::interruptible(&prepared.tokens);
+    if let Some(kind) = Counter::of_statement(&prepared.tokens) {
+        process.counters.bump(kind);
+    }
     process.begin(Command::Execute, &prepared.text);
     let running = async {
         match plan {

@@ -2,19 +2,28 @@
 //! driver sends at connect (`query`): `SHOW TABLE STATUS` (rows and memory
 //! from the node's own accounting, as `ndbinfo` counts them), `SHOW
 //! ENGINES`, `SHOW CHARACTER SET`, `SHOW COLLATION` and `SHOW GRANTS` (the
-//! key's grants as MySQL privileges). Each answers for the key's databases
-//! only.
+//! key's grants as MySQL privileges), `SHOW CREATE DATABASE`, and — with
+//! no row, as Shoal has none of them — `SHOW TRIGGERS`, `SHOW EVENTS` and
+//! `SHOW FUNCTION | PROCEDURE STATUS`, which mysqldump reads. Each answers
+//! for the key's databases only.
+//!
+//! A SHOW that lists named rows (`SHOW VARIABLES`, `SHOW STATUS` and the
+//! empty ones) takes `LIKE 'pattern'` on its first column or `WHERE
+//! condition` on its columns, as in MySQL (`Filter`).
 
 use shoal_wire::apikey::Role;
+use sqlparser::ast::Expr;
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::Token;
 
 use super::error::MyError;
+use super::filter::{Columns, Cond};
 use super::information_schema::Sizes;
 use super::proto::{ColumnDef, ty};
-use super::query::{Reply, from_database, like_of};
+use super::query::{Reply, from_database, keyword, like_of, parse_condition, word};
 use super::session::Session;
-use super::value::{Cell, computed};
+use super::value::{Cell, Lit, computed};
+use crate::sql::like::Like;
 use crate::types::value::Value;
 
 /// The one character set Shoal stores text in, and its collation.
@@ -30,6 +39,132 @@ const NDBINFO: [&str; 4] = [
     "database_quota_usage",
     "table_usage",
 ];
+
+/// mysqldump's and MySQL's columns of the SHOWs of objects Shoal never
+/// has.
+const TRIGGER_COLUMNS: &[&str] = &[
+    "Trigger",
+    "Event",
+    "Table",
+    "Statement",
+    "Timing",
+    "Created",
+    "sql_mode",
+    "Definer",
+    "character_set_client",
+    "collation_connection",
+    "Database Collation",
+];
+const EVENT_COLUMNS: &[&str] = &[
+    "Db",
+    "Name",
+    "Definer",
+    "Time zone",
+    "Type",
+    "Execute at",
+    "Interval value",
+    "Interval field",
+    "Starts",
+    "Ends",
+    "Status",
+    "Originator",
+    "character_set_client",
+    "collation_connection",
+    "Database Collation",
+];
+const ROUTINE_COLUMNS: &[&str] = &[
+    "Db",
+    "Name",
+    "Type",
+    "Definer",
+    "Modified",
+    "Created",
+    "Security_type",
+    "Comment",
+    "character_set_client",
+    "collation_connection",
+    "Database Collation",
+];
+
+/// Which rows a SHOW lists: all, those whose first column is `LIKE` a
+/// pattern, or those a `WHERE` condition on its columns holds for.
+pub(super) enum Filter {
+    All,
+    Like(Like),
+    Where(Cond),
+}
+
+impl Filter {
+    /// What follows a SHOW whose rows have text columns `columns`.
+    pub(super) fn of(columns: &[&str], rest: &[Token]) -> Result<Filter, MyError> {
+        if keyword(rest.first()) == Some(Keyword::WHERE) {
+            let e = parse_condition(&rest[1..])?;
+            return Ok(Filter::Where(Cond::of(&Named(columns), &e)?));
+        }
+        Ok(like_of(rest)?.map_or(Filter::All, Filter::Like))
+    }
+
+    /// Whether row `row` (its columns' text) is listed.
+    pub(super) fn keeps(&self, row: &[Value]) -> Result<bool, MyError> {
+        match self {
+            Filter::All => Ok(true),
+            Filter::Like(like) => {
+                Ok(matches!(row.first(), Some(Value::Text(t)) if like.matches_name(t)))
+            }
+            Filter::Where(cond) => cond.passes(row),
+        }
+    }
+}
+
+/// `SHOW VARIABLES` and `SHOW STATUS`: names and their values, as text,
+/// those `rest` (`LIKE` or `WHERE`) keeps.
+pub(super) fn named_rows(
+    named: impl IntoIterator<Item = (String, Value)>,
+    rest: &[Token],
+) -> Result<Reply, MyError> {
+    const COLUMNS: &[&str] = &["Variable_name", "Value"];
+    let filter = Filter::of(COLUMNS, rest)?;
+    let mut rows = Vec::new();
+    for (name, value) in named {
+        let row = [Value::Text(name), value];
+        if filter.keeps(&row)? {
+            rows.push(row.into_iter().map(Cell::from).collect());
+        }
+    }
+    Ok(Reply::rows(text_columns(COLUMNS), rows))
+}
+
+/// A SHOW's columns, all text, for a `WHERE` on them.
+struct Named<'a>(&'a [&'a str]);
+
+impl Columns for Named<'_> {
+    fn column(&self, e: &Expr) -> Result<usize, MyError> {
+        let name = match e {
+            Expr::Identifier(i) => i.value.as_str(),
+            other => {
+                return Err(MyError::unsupported(format!(
+                    "the expression '{other}' in a SHOW's WHERE (its columns only)"
+                )));
+            }
+        };
+        (self.0.iter())
+            .position(|c| c.eq_ignore_ascii_case(name))
+            .ok_or_else(|| MyError::no_column(name, "where clause"))
+    }
+
+    fn value(&self, column: usize, lit: &Lit) -> Result<Value, MyError> {
+        match lit {
+            Lit::Null => Ok(Value::Null),
+            Lit::Str(s) => String::from_utf8(s.clone())
+                .map(Value::Text)
+                .map_err(|_| MyError::bad_value(self.0[column], "not UTF-8 text")),
+            _ => Err(MyError::bad_value(
+                self.0[column],
+                "a SHOW's columns are text: compare them with a quoted string",
+            )),
+        }
+    }
+}
 
 fn text_columns(names: &[&str]) -> Vec<ColumnDef> {
     names.iter().map(|n| computed(n, ty::VAR_STRING)).collect()
@@ -114,6 +249,59 @@ impl Session {
             })
             .collect();
         Ok(Reply::Rows { columns, rows })
+    }
+
+    /// `SHOW CREATE {DATABASE | SCHEMA} [IF NOT EXISTS] db`, of a database
+    /// the key is granted.
+    pub(super) fn show_create_database(&self, rest: &[Token]) -> Result<Reply, MyError> {
+        let (if_not_exists, rest) = if_not_exists(rest)?;
+        let [name] = rest else {
+            return Err(MyError::syntax(
+                "SHOW CREATE DATABASE takes a database name",
+            ));
+        };
+        let db = word(Some(name)).ok_or_else(|| MyError::syntax("a database name is needed"))?;
+        self.grant(db)?;
+        let guard = if if_not_exists {
+            "/*!32312 IF NOT EXISTS*/ "
+        } else {
+            ""
+        };
+        let sql = format!(
+            "CREATE DATABASE {guard}`{}` /*!40100 DEFAULT CHARACTER SET {} COLLATE {} */",
+            db.replace('`', "``"),
+            CHARSET.0,
+            CHARSET.2
+        );
+        Ok(Reply::rows(
+            text_columns(&["Database", "Create Database"]),
+            vec![vec![Cell::from(db), Cell::from(sql)]],
+        ))
+    }
+
+    /// `SHOW TRIGGERS [FROM db]`, `SHOW EVENTS [FROM db]`, `SHOW FUNCTION
+    /// STATUS`, `SHOW PROCEDURE STATUS`, each with `LIKE` or `WHERE`: no
+    /// row, as Shoal has no triggers, events or stored routines — but the
+    /// statement is checked as MySQL would, so a misspelt one still fails.
+    pub(super) fn show_none(&self, what: Absent, rest: &[Token]) -> Result<Reply, MyError> {
+        let (columns, rest) = match what {
+            Absent::Triggers | Absent::Events => {
+                let (db, rest) = from_database(rest)?;
+                let db = match db {
+                    Some(db) => db.to_owned(),
+                    None => self.database.clone().ok_or_else(MyError::no_database)?,
+                };
+                self.grant(&db)?;
+                let columns = match what {
+                    Absent::Triggers => TRIGGER_COLUMNS,
+                    _ => EVENT_COLUMNS,
+                };
+                (columns, rest)
+            }
+            Absent::Routines => (ROUTINE_COLUMNS, rest),
+        };
+        Filter::of(columns, rest)?;
+        Ok(Reply::rows(text_columns(columns), Vec::new()))
     }
 
     /// `SHOW ENGINES`: the one engine every table is in.
@@ -263,4 +451,27 @@ fn granted_user(rest: &[Token]) -> Result<Option<String>, MyError> {
         _ => false,
     };
     if at_host { Ok(Some(user)) } else { Err(bad()) }
+}
+
+/// The objects Shoal never has, which a SHOW lists none of.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Absent {
+    Triggers,
+    Events,
+    /// `SHOW FUNCTION STATUS`, `SHOW PROCEDURE STATUS`.
+    Routines,
+}
+
+/// `IF NOT EXISTS` at the start of `tokens`, and what follows it.
+pub(super) fn if_not_exists(tokens: &[Token]) -> Result<(bool, &[Token]), MyError> {
+    match tokens {
+        [i, n, e, rest @ ..] if keyword(Some(i)) == Some(Keyword::IF) => {
+            if keyword(Some(n)) == Some(Keyword::NOT) && keyword(Some(e)) == Some(Keyword::EXISTS) {
+                Ok((true, rest))
+            } else {
+                Err(MyError::syntax("IF is followed by NOT EXISTS"))
+            }
+        }
+        _ => Ok((false, tokens)),
+    }
 }

@@ -268,6 +268,18 @@ pub(crate) enum Cell {
     Datum(Datum),
 }
 
+impl Cell {
+    /// The cell as text, as a `VARCHAR` column of MySQL's catalog holds
+    /// a setting (NULL stays NULL).
+    pub(crate) fn into_text(self) -> Value {
+        match self {
+            Cell::Value(Value::Text(t)) => Value::Text(t),
+            cell if cell.is_null() => Value::Null,
+            cell => Value::Text(String::from_utf8_lossy(&cell.text()).into_owned()),
+        }
+    }
+}
+
 impl From<Value> for Cell {
     fn from(v: Value) -> Cell {
         Cell::Value(v)
