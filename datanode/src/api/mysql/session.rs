@@ -898,7 +898,11 @@ async fn query_command<W: AsyncWrite + Unpin>(
             }
             process.begin(Command::Query, &text);
             let interruptible = query::interruptible(&tokens);
-            match or_interrupted(process, interruptible, session.run(tokens)).await {
+            // A statement's future holds the state of every kind of
+            // statement (some 20 KiB); boxed, the connection's own future
+            // stays small instead of copying it at each command.
+            let running = Box::pin(session.run(tokens));
+            match or_interrupted(process, interruptible, running).await {
                 Some(reply) => reply,
                 None => session.interrupted().await,
             }
@@ -1103,7 +1107,8 @@ async fn execute<W: AsyncWrite + Unpin>(
             _ => match session.statements.get(&stmt) {
                 Some(prepared) => {
                     let tokens = query::bind(&prepared.tokens, &args);
-                    session.run(tokens).await
+                    // Boxed: see `query_command`.
+                    Box::pin(session.run(tokens)).await
                 }
                 None => Err(unknown_statement("mysqld_stmt_execute")),
             },
