@@ -3908,6 +3908,14 @@ async fn status_counts_the_tenants_work_and_no_one_elses() {
         "{out}"
     );
 
+    // Names and values compare without regard to case, as in MySQL.
+    let out = s.ok("SHOW GLOBAL STATUS WHERE variable_name = 'uptime' OR Variable_name LIKE 'COM_INS%'; SHOW VARIABLES WHERE Variable_name = 'AUTOCOMMIT' AND Value = '1'");
+    let names: Vec<&str> = lines(&out)
+        .iter()
+        .map(|l| l.split('\t').next().unwrap())
+        .collect();
+    assert_eq!(names, ["Com_insert", "Uptime", "autocommit"], "{out}");
+
     // A driver's prepared statements: prepared once, executed five times.
     let mut conn = sqlx::MySqlConnection::connect_with(&s.driver_options())
         .await
@@ -3984,6 +3992,16 @@ async fn status_counts_the_tenants_work_and_no_one_elses() {
     );
     s.refused(&deep, "1105");
     s.refused("SHOW STATUS LIKE 5", "1235");
+    // Table maintenance, as mysqlcheck asks it: not supported, by name.
+    for sql in [
+        "CHECK TABLE items",
+        "OPTIMIZE LOCAL TABLE items",
+        "REPAIR NO_WRITE_TO_BINLOG TABLE items",
+        "CHECKSUM TABLE items",
+    ] {
+        let err = s.refused(sql, "1235");
+        assert!(err.contains("TABLE: Shoal's tables are in memory"), "{err}");
+    }
 }
 
 /// Polls the key's connections (through `watcher`) until one runs a

@@ -410,6 +410,14 @@ impl Session {
             Some(Keyword::SET) => return self.set(&tokens[1..]).await,
             Some(Keyword::KILL) => return self.kill(&tokens[1..]),
             Some(Keyword::LOCK) => return self.lock_tables(&tokens[1..]).await,
+            _ if maintenance(&tokens) => {
+                let what = word(tokens.first())
+                    .unwrap_or_default()
+                    .to_ascii_uppercase();
+                return Err(MyError::unsupported(format!(
+                    "{what} TABLE: Shoal's tables are in memory, with no table files to check, repair or rebuild"
+                )));
+            }
             Some(Keyword::UNLOCK) => return self.unlock_tables(&tokens[1..]),
             Some(Keyword::CREATE)
                 if matches!(
@@ -2364,6 +2372,26 @@ fn explains_statement(rest: &[Token]) -> bool {
             )
         )
         || rest.first() == Some(&Token::LParen)
+}
+
+/// `CHECK | REPAIR | OPTIMIZE | CHECKSUM [NO_WRITE_TO_BINLOG | LOCAL]
+/// TABLE …`: MySQL's table maintenance (mysqlcheck's statements).
+fn maintenance(tokens: &[Token]) -> bool {
+    const MAINTENANCE: [&str; 4] = ["CHECK", "REPAIR", "OPTIMIZE", "CHECKSUM"];
+    let Some(first) = word(tokens.first()) else {
+        return false;
+    };
+    let mut rest = &tokens[1..];
+    if word(rest.first()).is_some_and(|w| {
+        w.eq_ignore_ascii_case("LOCAL") || w.eq_ignore_ascii_case("NO_WRITE_TO_BINLOG")
+    }) {
+        rest = &rest[1..];
+    }
+    MAINTENANCE.iter().any(|m| first.eq_ignore_ascii_case(m))
+        && matches!(
+            keyword(rest.first()),
+            Some(Keyword::TABLE | Keyword::TABLES)
+        )
 }
 
 /// BEGIN, COMMIT and ROLLBACK take WORK and nothing else here.

@@ -95,10 +95,20 @@ pub(super) enum Filter {
 }
 
 impl Filter {
-    /// What follows a SHOW whose rows have text columns `columns`.
+    /// What follows a SHOW whose rows have text columns `columns`. Text
+    /// compares without regard to case, as MySQL's catalog collation
+    /// (`utf8mb3_general_ci`) compares it: a `WHERE`'s strings, and the
+    /// rows' text, are lowered before they meet.
     pub(super) fn of(columns: &[&str], rest: &[Token]) -> Result<Filter, MyError> {
         if keyword(rest.first()) == Some(Keyword::WHERE) {
-            let e = parse_condition(&rest[1..])?;
+            let lowered: Vec<Token> = (rest[1..].iter())
+                .map(|t| match t {
+                    Token::SingleQuotedString(s) => Token::SingleQuotedString(s.to_lowercase()),
+                    Token::DoubleQuotedString(s) => Token::DoubleQuotedString(s.to_lowercase()),
+                    other => other.clone(),
+                })
+                .collect();
+            let e = parse_condition(&lowered)?;
             return Ok(Filter::Where(Cond::of(&Named(columns), &e)?));
         }
         Ok(like_of(rest)?.map_or(Filter::All, Filter::Like))
@@ -111,7 +121,15 @@ impl Filter {
             Filter::Like(like) => {
                 Ok(matches!(row.first(), Some(Value::Text(t)) if like.matches_name(t)))
             }
-            Filter::Where(cond) => cond.passes(row),
+            Filter::Where(cond) => {
+                let lowered: Vec<Value> = (row.iter())
+                    .map(|v| match v {
+                        Value::Text(t) => Value::Text(t.to_lowercase()),
+                        other => other.clone(),
+                    })
+                    .collect();
+                cond.passes(&lowered)
+            }
         }
     }
 }
