@@ -188,8 +188,16 @@ impl Out {
     }
 
     /// Ends the packet begun last, splitting a long payload as the
-    /// protocol does.
+    /// protocol does. One shorter than a packet's most — nearly every
+    /// one — has its header written in the place `begin` left for it.
     pub(super) fn end(&mut self) {
+        let len = self.buf.len() - self.start - 4;
+        if len < MAX_PAYLOAD {
+            let l = (len as u32).to_le_bytes();
+            self.buf[self.start..self.start + 4].copy_from_slice(&[l[0], l[1], l[2], self.seq]);
+            self.seq = self.seq.wrapping_add(1);
+            return;
+        }
         let payload = self.buf.split_off(self.start + 4);
         self.buf.truncate(self.start);
         let mut rest = &payload[..];
