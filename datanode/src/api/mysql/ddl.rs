@@ -24,6 +24,7 @@ use super::error::MyError;
 use super::query::{keyword, literal};
 use super::session::Session;
 use super::value::{Lit, to_value};
+use crate::api::AccessError;
 use crate::node::catalog::CatalogError;
 use crate::storage::codec;
 use crate::types::value::Value;
@@ -612,16 +613,16 @@ impl Session {
     /// name Shoal's character set (utf8mb4, or MySQL's other UTF-8 names)
     /// or are refused.
     pub(super) fn create_database(&self, tokens: &[Token]) -> Result<(), MyError> {
-        let (if_not_exists, rest) = super::show::if_not_exists(tokens)?;
+        let (if_not_exists, rest) = super::query::if_not_exists(tokens)?;
         let Some((name, options)) = rest.split_first() else {
             return Err(MyError::syntax("CREATE DATABASE takes a database name"));
         };
         let db = super::query::word(Some(name))
             .ok_or_else(|| MyError::syntax("CREATE DATABASE takes a database name"))?;
         database_options(options)?;
-        match self.grant(db) {
+        match crate::api::access(&self.engine, self.key()?, db) {
             // The CREATE privilege is a read-write key's.
-            Ok(grant) if grant.role == crate::tc::Role::Read => {
+            Ok((_, grant)) if grant.role == crate::tc::Role::Read => {
                 Err(MyError::denied_database(&self.user, db))
             }
             Ok(_) if if_not_exists => Ok(()),
@@ -630,14 +631,14 @@ impl Session {
                 "HY000",
                 format!("Can't create database '{}'; database exists", shown(db)),
             )),
-            Err(e) if e.code == 1044 || e.code == 1049 => {
+            Err(AccessError::NotGranted(_) | AccessError::NoSuchDatabase(_)) => {
                 let mut denied = MyError::denied_database(&self.user, db);
                 denied.message.push_str(
                     ": databases are created in the control plane (its console or API), with their quotas",
                 );
                 Err(denied)
             }
-            Err(e) => Err(e),
+            Err(AccessError::Unauthenticated(_)) => Err(super::session::revoked()),
         }
     }
 

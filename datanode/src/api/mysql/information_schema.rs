@@ -311,9 +311,18 @@ impl Session {
             return Ok(System::Information(t));
         }
         if OTHERS.iter().any(|t| t.eq_ignore_ascii_case(name)) {
+            let names = |empty: bool| {
+                (SERVED.iter())
+                    .filter(|t| t.always_empty() == empty)
+                    .map(|t| t.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
             return Err(MyError::unsupported(format!(
-                "information_schema.{} (served: SCHEMATA, TABLES, COLUMNS, STATISTICS, KEY_COLUMN_USAGE, PROCESSLIST, GLOBAL_STATUS, SESSION_STATUS, GLOBAL_VARIABLES, SESSION_VARIABLES, and FILES, TRIGGERS, VIEWS, ROUTINES, empty)",
-                name.to_ascii_uppercase()
+                "information_schema.{} (served: {}, and {}, empty)",
+                name.to_ascii_uppercase(),
+                names(false),
+                names(true)
             )));
         }
         Err(MyError::new(

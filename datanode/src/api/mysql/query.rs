@@ -307,14 +307,7 @@ pub(super) fn parse(tokens: Vec<Token>) -> Result<Statement, MyError> {
         .with_recursion_limit(MAX_DEPTH)
         .with_tokens(tokens)
         .parse_statements()
-        .map_err(|e| match e {
-            ParserError::RecursionLimitExceeded => MyError::new(
-                1105,
-                "HY000",
-                format!("the statement is nested deeper than {MAX_DEPTH} levels"),
-            ),
-            ParserError::TokenizerError(m) | ParserError::ParserError(m) => MyError::syntax(m),
-        })?;
+        .map_err(parse_error)?;
     match statements.len() {
         1 => {
             let mut statement = statements.pop().expect("one");
@@ -328,20 +321,24 @@ pub(super) fn parse(tokens: Vec<Token>) -> Result<Statement, MyError> {
     }
 }
 
-/// Parses the condition `tokens` hold, whole (a SHOW's `WHERE`).
-pub(super) fn parse_condition(tokens: &[Token]) -> Result<ast::Expr, MyError> {
-    let mut parser = Parser::new(&MySqlDialect {})
-        .with_recursion_limit(MAX_DEPTH)
-        .with_tokens(tokens.to_vec());
-    let bad = |e: ParserError| match e {
+/// The parser's refusal as MySQL's error: too deep 1105, else 1064.
+fn parse_error(e: ParserError) -> MyError {
+    match e {
         ParserError::RecursionLimitExceeded => MyError::new(
             1105,
             "HY000",
             format!("the statement is nested deeper than {MAX_DEPTH} levels"),
         ),
         ParserError::TokenizerError(m) | ParserError::ParserError(m) => MyError::syntax(m),
-    };
-    let e = parser.parse_expr().map_err(bad)?;
+    }
+}
+
+/// Parses the condition `tokens` hold, whole (a SHOW's `WHERE`).
+pub(super) fn parse_condition(tokens: &[Token]) -> Result<ast::Expr, MyError> {
+    let mut parser = Parser::new(&MySqlDialect {})
+        .with_recursion_limit(MAX_DEPTH)
+        .with_tokens(tokens.to_vec());
+    let e = parser.parse_expr().map_err(parse_error)?;
     let _ = parser.consume_token(&Token::SemiColon);
     match parser.peek_token().token {
         Token::EOF => Ok(e),
@@ -2576,6 +2573,20 @@ pub(super) fn from_database(rest: &[Token]) -> Result<(Option<&str>, &[Token]), 
             Ok((Some(db), &rest[2..]))
         }
         _ => Ok((None, rest)),
+    }
+}
+
+/// `IF NOT EXISTS` at the start of `tokens`, and what follows it.
+pub(super) fn if_not_exists(tokens: &[Token]) -> Result<(bool, &[Token]), MyError> {
+    match tokens {
+        [i, n, e, rest @ ..] if keyword(Some(i)) == Some(Keyword::IF) => {
+            if keyword(Some(n)) == Some(Keyword::NOT) && keyword(Some(e)) == Some(Keyword::EXISTS) {
+                Ok((true, rest))
+            } else {
+                Err(MyError::syntax("IF is followed by NOT EXISTS"))
+            }
+        }
+        _ => Ok((false, tokens)),
     }
 }
 

@@ -334,7 +334,7 @@ impl Session {
     }
 }
 
-fn revoked() -> MyError {
+pub(super) fn revoked() -> MyError {
     MyError::new(1045, "28000", "the API key has expired or was revoked")
 }
 

@@ -20,7 +20,7 @@ use super::error::MyError;
 use super::filter::{Columns, Cond};
 use super::information_schema::Sizes;
 use super::proto::{ColumnDef, ty};
-use super::query::{Reply, from_database, keyword, like_of, parse_condition, word};
+use super::query::{Reply, from_database, if_not_exists, keyword, like_of, parse_condition, word};
 use super::session::Session;
 use super::value::{Cell, Lit, computed};
 use crate::sql::like::Like;
@@ -478,18 +478,4 @@ pub(super) enum Absent {
     Events,
     /// `SHOW FUNCTION STATUS`, `SHOW PROCEDURE STATUS`.
     Routines,
-}
-
-/// `IF NOT EXISTS` at the start of `tokens`, and what follows it.
-pub(super) fn if_not_exists(tokens: &[Token]) -> Result<(bool, &[Token]), MyError> {
-    match tokens {
-        [i, n, e, rest @ ..] if keyword(Some(i)) == Some(Keyword::IF) => {
-            if keyword(Some(n)) == Some(Keyword::NOT) && keyword(Some(e)) == Some(Keyword::EXISTS) {
-                Ok((true, rest))
-            } else {
-                Err(MyError::syntax("IF is followed by NOT EXISTS"))
-            }
-        }
-        _ => Ok((false, tokens)),
-    }
 }
