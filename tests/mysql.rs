@@ -202,6 +202,11 @@ async fn the_mysql_client_writes_and_reads_what_rest_sees() {
     assert_eq!(lines(&out)[..], ["bolt", "nut's", "gear"], "{out}");
     let out = s.ok("SELECT id, qty FROM items WHERE id IN (1, 2, 3) ORDER BY qty DESC LIMIT 2");
     assert_eq!(lines(&out)[..], ["3\t30", "2\t20"], "{out}");
+    // Sorted by, and computed from, columns the answer does not show.
+    let out = s.ok("SELECT name FROM items WHERE id IN (1, 2, 3) ORDER BY qty DESC");
+    assert_eq!(lines(&out)[..], ["washer", "nut's", "bolt"], "{out}");
+    let out = s.ok("SELECT id, qty * 2 FROM items WHERE id IN (3, 1)");
+    assert_eq!(lines(&out)[..], ["1\t20", "3\t60"], "{out}");
     let out = s.ok("SELECT * FROM items WHERE id = 4");
     assert_eq!(lines(&out)[..], ["4\tgear\t0\tNULL\tNULL\tNULL"], "{out}");
     // Aggregates run through RonSQL, in the workers.
@@ -1609,6 +1614,18 @@ async fn tables_are_made_changed_and_dropped_in_sql() {
     ] {
         assert!(out.contains(part), "{part} in {out}");
     }
+    // A key of two columns, looked up by every combination of the values
+    // named for each (each once), NULL finding nothing.
+    let out = s.ok(
+        "CREATE TABLE pairs (a INT NOT NULL, b INT NOT NULL, v VARCHAR(10), PRIMARY KEY (a, b)); \
+         INSERT INTO pairs VALUES (1, 3, 'x'), (1, 4, 'y'), (2, 3, 'z'), (2, 4, 'w'); \
+         SELECT v FROM pairs WHERE a IN (2, 1) AND b = 3; \
+         SELECT v FROM pairs WHERE a = 1 AND b IN (4, 3, 4); \
+         SELECT COUNT(*) FROM pairs WHERE a IN (1, 2, 1) AND b IN (3, 4); \
+         SELECT v FROM pairs WHERE a = NULL AND b = 3; \
+         SELECT v FROM pairs WHERE b = 4 AND a = 2; DROP TABLE pairs",
+    );
+    assert_eq!(lines(&out)[..], ["x", "z", "x", "y", "4", "w"], "{out}");
     // AUTO_INCREMENT: one past the largest, in row order, NULL and 0 too;
     // an explicit value moves it on.
     let out = s.ok(

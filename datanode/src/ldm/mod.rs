@@ -203,6 +203,35 @@ pub(crate) struct OpBatch {
     pub(crate) scratch: Vec<u8>,
 }
 
+impl OpBatch {
+    /// As new, its buffers kept.
+    pub(crate) fn clear(&mut self) {
+        // Named field by field, so that a field added is cleared too.
+        let OpBatch {
+            ops,
+            data,
+            results,
+            out,
+            redo,
+            mark,
+            from_primary,
+            durability_failed,
+            program,
+            scratch,
+        } = self;
+        ops.clear();
+        data.clear();
+        results.clear();
+        out.clear();
+        redo.clear();
+        *mark = Default::default();
+        *from_primary = false;
+        *durability_failed = false;
+        *program = None;
+        scratch.clear();
+    }
+}
+
 /// One step of a scan of one fragment.
 #[derive(Debug, Default)]
 pub(crate) struct ScanChunk {

@@ -589,9 +589,17 @@ impl Worker {
             Prefetch::VarPart,
             Prefetch::VarData,
         ];
-        let lead = stages.len() * PREFETCH_STEP;
+        // A batch of a few operations has no misses to overlap: the
+        // pipeline's steps would cost more than they hide (a point select
+        // would walk 25 steps for its one operation).
+        let pipelined = len.saturating_sub(start) > PREFETCH_STEP;
+        let lead = if pipelined {
+            stages.len() * PREFETCH_STEP
+        } else {
+            0
+        };
         for step in start..len + lead {
-            for (n, stage) in stages.iter().enumerate() {
+            for (n, stage) in stages.iter().enumerate().filter(|_| pipelined) {
                 let ahead = step.checked_sub(n * PREFETCH_STEP).filter(|&j| j >= start);
                 if let Some(op) = ahead.and_then(|j| job.batch.ops.get(j)) {
                     self.prefetch(op, *stage);

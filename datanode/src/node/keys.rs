@@ -37,8 +37,9 @@ pub struct ApiKey {
     /// What an SQL client's `mysql_native_password` answer is checked by,
     /// if the key may be used over SQL.
     sql_hash: Option<[u8; 20]>,
-    /// By database name.
-    grants: HashMap<String, Role>,
+    /// By database name. Fx-hashed: looked up at every statement, and
+    /// its names are the key owner's own.
+    grants: rustc_hash::FxHashMap<String, Role>,
     /// Set when the key is removed or replaced.
     dead: AtomicBool,
     /// When the key was last used, in seconds since the Unix epoch (0:

@@ -177,6 +177,47 @@ pub(super) async fn end(tc: &Tc, txn: TxnId, ldms: &[usize], commit: bool) {
 }
 
 #[test]
+fn a_recycled_batch_answers_as_a_new_one() {
+    let rt = crate::test_runtime();
+    let s = setup(64, DEFAULT_LOCK_WAIT_TIMEOUT);
+    rt.block_on(async {
+        let (t, g, a, b) = rows_on_two_workers(&s.tc).await;
+        let mut batch = s.tc.batch();
+        batch.read(&t, &[Value::Int(a)]).unwrap();
+        batch.read(&t, &[Value::Int(b)]).unwrap();
+        s.tc.execute(&g, &mut batch, Commit::Each).await.unwrap();
+        assert_eq!(batch.results().len(), 2);
+
+        // Emptied, it holds none of the earlier operations or results.
+        let mut batch = batch.recycle(64 * 1024).expect("a small batch is kept");
+        assert_eq!(batch.len(), 0);
+        batch.read(&t, &[Value::Int(b)]).unwrap();
+        batch.read(&t, &[Value::Int(-1)]).unwrap();
+        batch.insert(&t, &row(7, "c")).unwrap();
+        s.tc.execute(&g, &mut batch, Commit::Each).await.unwrap();
+        let outcomes = batch.results();
+        assert_eq!(outcomes.len(), 3);
+        match &outcomes[0] {
+            Ok(Outcome::Found(row)) => assert_eq!(row.get("v"), Some(&Value::Text("b".into()))),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(outcomes[1], Ok(Outcome::Absent)), "{outcomes:?}");
+        assert!(matches!(outcomes[2], Ok(Outcome::Inserted)), "{outcomes:?}");
+        assert_eq!(value(&s.tc, &t, 7).await.as_deref(), Some("c"));
+
+        // One that grew past what is kept is let go.
+        let mut batch = batch.recycle(64 * 1024).expect("kept");
+        let large = "x".repeat(2000);
+        for k in 100..140 {
+            batch.read(&t, &[Value::Int(k)]).unwrap();
+            batch.insert(&t, &row(k + 1000, &large)).unwrap();
+        }
+        s.tc.execute(&g, &mut batch, Commit::Each).await.unwrap();
+        assert!(batch.recycle(64 * 1024).is_none());
+    });
+}
+
+#[test]
 fn atomic_requests_across_workers_are_all_or_nothing() {
     let rt = crate::test_runtime();
     let s = setup(64, DEFAULT_LOCK_WAIT_TIMEOUT);

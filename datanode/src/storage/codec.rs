@@ -488,10 +488,13 @@ pub(crate) fn is_present(presence: &[u8], c: u16) -> bool {
 /// of a utf8mb4 CHAR(n)'s 4n bytes are padding, so it is skipped eight
 /// bytes at a time.
 pub(crate) fn trim_padding(b: &[u8]) -> &[u8] {
-    const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
+    // Sixteen bytes at a time: a utf8mb4 CHAR(120) of ASCII text keeps
+    // 360 bytes of padding.
+    const SPACES: u128 = u128::from_ne_bytes([b' '; 16]);
     let mut end = b.len();
-    while end >= 8 && u64::from_ne_bytes(b[end - 8..end].try_into().expect("8 bytes")) == SPACES {
-        end -= 8;
+    while end >= 16 && u128::from_ne_bytes(b[end - 16..end].try_into().expect("16 bytes")) == SPACES
+    {
+        end -= 16;
     }
     while end > 0 && b[end - 1] == b' ' {
         end -= 1;

@@ -288,6 +288,45 @@ impl std::fmt::Debug for Batch {
 }
 
 impl Batch {
+    /// Empties the batch for another request of the same node, its
+    /// buffers kept: a connection that reuses one allocates nothing to
+    /// send its next reads. A batch that grew past `keep` bytes of
+    /// buffers is not kept (`None`), so that one large request does not
+    /// hold its memory for the connection's life.
+    pub(crate) fn recycle(mut self, keep: usize) -> Option<Batch> {
+        let held = self.scratch.capacity()
+            + (self.ldms.iter())
+                .map(|b| {
+                    b.data.capacity() + b.out.capacity() + b.redo.capacity() + b.scratch.capacity()
+                })
+                .sum::<usize>();
+        if held > keep {
+            return None;
+        }
+        let Batch {
+            ldms,
+            seed: _,
+            slots,
+            scratch,
+            cost,
+            database,
+            mixed,
+            uniques,
+            unique_deletes,
+            now,
+        } = &mut self;
+        ldms.iter_mut().for_each(OpBatch::clear);
+        slots.clear();
+        scratch.clear();
+        *cost = Cost::default();
+        *database = None;
+        *mixed = false;
+        uniques.clear();
+        unique_deletes.clear();
+        *now = None;
+        Some(self)
+    }
+
     pub(crate) fn new(ldm_count: usize, seed: u64) -> Batch {
         Batch {
             ldms: (0..ldm_count).map(|_| OpBatch::default()).collect(),

@@ -79,7 +79,8 @@ pub(crate) enum Reply {
     },
     /// A result set.
     Rows {
-        columns: Vec<ColumnDef>,
+        /// Shared: a kept plan answers every execute with the same ones.
+        columns: Arc<[ColumnDef]>,
         rows: Vec<Vec<Cell>>,
     },
 }
@@ -93,8 +94,11 @@ impl Reply {
         }
     }
 
-    pub(super) fn rows(columns: Vec<ColumnDef>, rows: Vec<Vec<Cell>>) -> Reply {
-        Reply::Rows { columns, rows }
+    pub(super) fn rows(columns: impl Into<Arc<[ColumnDef]>>, rows: Vec<Vec<Cell>>) -> Reply {
+        Reply::Rows {
+            columns: columns.into(),
+            rows,
+        }
     }
 }
 
@@ -777,7 +781,7 @@ impl Session {
         });
         let shape = Shape {
             outputs,
-            columns,
+            columns: columns.into(),
             order,
             distinct,
             limit,
@@ -789,12 +793,14 @@ impl Session {
             None => None,
         };
         if let Some(keys) = keys {
+            let reads = shape.reads(&table);
             return Ok(Select::Keys(Lookup {
                 table,
                 current_at: std::sync::atomic::AtomicU64::new(u64::MAX),
                 keys,
                 lock,
                 shape,
+                reads,
             }));
         }
         let cond = select
@@ -933,7 +939,10 @@ impl Session {
         if locking {
             self.may_write(&grant, "SELECT … FOR UPDATE", &l.table)?;
         }
-        let mut batch = self.engine.tc().batch();
+        let mut batch = match self.spare_batch.take() {
+            Some(batch) => batch,
+            None => self.engine.tc().batch(),
+        };
         for key in &keys {
             let read = if locking {
                 batch.read_locking(&l.table, key)
@@ -945,14 +954,26 @@ impl Session {
         self.execute(&grant, &mut batch, Commit::Each).await?;
         let mut found = Vec::with_capacity(keys.len());
         for i in 0..keys.len() {
-            match batch.result(i) {
-                Ok(Outcome::Found(row)) => found.push(row.into_values()),
-                Ok(_) => {}
-                Err(e) => return Err(e.into()),
+            if let Some(row) = batch.found(i)? {
+                // Only the columns the answer reads are decoded.
+                let values = (l.reads.iter().enumerate())
+                    .map(|(c, &read)| {
+                        if read {
+                            row.value(c as u16)
+                        } else {
+                            Value::Null
+                        }
+                    })
+                    .collect();
+                found.push(values);
             }
         }
+        self.spare_batch = batch.recycle(KEEP_BATCH);
         // As an index would give them: in key order, unless asked otherwise.
-        let key_order: Vec<(usize, bool)> = key_positions(&l.table).map(|c| (c, true)).collect();
+        let key_order: Vec<(usize, bool)> = match found.len() {
+            0 | 1 => Vec::new(),
+            _ => key_positions(&l.table).map(|c| (c, true)).collect(),
+        };
         // `sql_select_limit`, for a SELECT that gives no LIMIT.
         let implicit = l.shape.limit.is_none().then_some(self.safety.select_limit);
         Ok(at_most(l.shape.answer(found, &key_order)?, implicit))
@@ -1743,7 +1764,7 @@ impl Session {
         };
         let (table, _) = self.table_named(&name)?;
         let def = table.def();
-        let columns = ["Field", "Type", "Null", "Key", "Default", "Extra"]
+        let columns: Vec<_> = ["Field", "Type", "Null", "Key", "Default", "Extra"]
             .iter()
             .map(|n| computed(n, ty::VAR_STRING))
             .collect();
@@ -1795,7 +1816,7 @@ impl Session {
             "Visible",
             "Expression",
         ];
-        let columns = names
+        let columns: Vec<_> = names
             .iter()
             .map(|n| {
                 let t = if matches!(
@@ -2152,8 +2173,8 @@ impl Select {
     fn columns(self) -> Vec<ColumnDef> {
         match self {
             Select::Constant { columns, .. } | Select::Aggregate { columns, .. } => columns,
-            Select::Keys(l) => l.shape.columns,
-            Select::Scan { shape, .. } => shape.columns,
+            Select::Keys(l) => l.shape.columns.to_vec(),
+            Select::Scan { shape, .. } => shape.columns.to_vec(),
             Select::System(n) => n.columns(),
         }
     }
@@ -2166,7 +2187,7 @@ pub(crate) struct Shape {
     /// The columns answered, in order: the table's (below its width), or
     /// values computed from each row (`computed`'s, from the width on).
     pub(super) outputs: Vec<usize>,
-    pub(super) columns: Vec<ColumnDef>,
+    pub(super) columns: Arc<[ColumnDef]>,
     pub(super) order: Vec<(usize, bool)>,
     pub(super) distinct: bool,
     pub(super) limit: Option<u64>,
@@ -2211,6 +2232,25 @@ impl Computed {
 }
 
 impl Shape {
+    /// Which of `table`'s columns answering reads: those answered, sorted
+    /// by or computed from, and the key, by which rows found are ordered.
+    fn reads(&self, table: &Table) -> Vec<bool> {
+        let mut reads = vec![false; table.layout.columns.len()];
+        let computed = self.computed.iter().flat_map(|c| c.reads());
+        let sorted = self.order.iter().map(|&(c, _)| c);
+        for c in (self.outputs.iter().copied())
+            .chain(sorted)
+            .chain(computed)
+            .chain(key_positions(table))
+        {
+            // From the width on: a computed value, no column of the table.
+            if let Some(read) = reads.get_mut(c) {
+                *read = true;
+            }
+        }
+        reads
+    }
+
     /// Appends the values it computes to each row of `rows` found.
     fn extend(&self, rows: &mut [Vec<Value>]) -> Result<(), MyError> {
         match &self.computed {
@@ -2321,6 +2361,9 @@ pub(crate) struct Lookup {
     /// locked until it ends (exclusively, both: a row has one kind of lock).
     lock: bool,
     pub(super) shape: Shape,
+    /// Which of the table's columns the answer reads (by position): the
+    /// rest are left undecoded, NULL.
+    reads: Vec<bool>,
 }
 
 /// An UPDATE or a DELETE of one table, checked: the table, the key's grant
@@ -3012,15 +3055,30 @@ fn key_lits(table: &Table, filter: &Expr) -> Result<Option<Vec<Vec<Lit>>>, MyErr
 
 /// The keys `per_column`'s values make (each column's values in turn,
 /// with `args` for the `?`s), each read for its column, without repeats.
+/// The most buffer space a connection keeps from one key lookup's batch
+/// for the next: sysbench's 100-key IN list of 200-byte rows fits.
+const KEEP_BATCH: usize = 64 * 1024;
+
 pub(super) fn expand_keys(
     table: &Table,
     per_column: &[Vec<Lit>],
     args: &[Lit],
 ) -> Result<Vec<Vec<Value>>, MyError> {
     let def = table.def();
-    let mut keys: Vec<Vec<Value>> = vec![Vec::new()];
+    let mut keys: Vec<Vec<Value>> = vec![Vec::with_capacity(per_column.len())];
     for (c, lits) in key_positions(table).zip(per_column) {
         let column = &def.columns[c];
+        if let [lit] = lits.as_slice() {
+            // One value (the common case): each key takes it in place.
+            let lit = lit.bound(args)?;
+            if *lit == Lit::Null {
+                keys.clear();
+            } else {
+                let v = to_value(lit, column)?;
+                keys.iter_mut().for_each(|key| key.push(v.clone()));
+            }
+            continue;
+        }
         let mut values = Vec::with_capacity(lits.len());
         for lit in lits {
             let lit = lit.bound(args)?;

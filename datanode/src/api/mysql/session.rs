@@ -37,6 +37,7 @@ use crate::api::serve::Limits;
 use crate::api::{AccessError, access};
 use crate::node::Engine;
 use crate::node::keys::{ApiKey, AuthError};
+use crate::tc::batch::Batch;
 use crate::tc::{Database, Grant, Table};
 
 /// Largest login packet read.
@@ -112,6 +113,8 @@ pub(crate) struct Session {
     carried: bool,
     /// The connection as `SHOW PROCESSLIST` shows it and `KILL` ends it.
     pub(crate) process: Registered,
+    /// The last key lookup's batch, emptied, for the next one.
+    pub(crate) spare_batch: Option<Batch>,
 }
 
 /// The settings that hold a session's statements back, as `mysql
@@ -284,6 +287,7 @@ impl Session {
             next_statement: h.next_statement.max(1),
             carried: true,
             process,
+            spare_batch: None,
         };
         if let Some(db) = &h.database {
             session.use_database(db)?;
@@ -582,10 +586,13 @@ where
         // Waiting for the next packet to begin (nothing is read): a
         // transaction holding rows waits for its client only so long.
         let inactive = (session.shared.transaction_inactive_timeout).min(limits.idle_timeout);
+        // In this order, not at random: a stop is seen even while
+        // commands keep arriving.
         let waited = tokio::select! {
+            biased;
+            () = &mut *stop => return None,
             begun = read.fill_buf() => Some(begun),
             () = timer.until(waiting + inactive) => None,
-            () = &mut *stop => return None,
         };
         match waited {
             None => {
@@ -597,9 +604,10 @@ where
         }
     }
     let next = tokio::select! {
+        biased;
+        () = &mut *stop => return None,
         read = proto::read_packet(read, limits.max_request_bytes, packet) => read,
         () = timer.until(waiting + limits.idle_timeout) => return None,
-        () = &mut *stop => return None,
     };
     match next {
         Err(ReadError::Closed | ReadError::Io(_)) => None,
@@ -674,8 +682,9 @@ impl Stop {
     fn on(mut stopped: watch::Receiver<bool>, process: Arc<Process>) -> Stop {
         Stop(Box::pin(async move {
             tokio::select! {
-                _ = stopped.wait_for(|s| *s) => {}
+                biased;
                 () = process.killed() => {}
+                _ = stopped.wait_for(|s| *s) => {}
             }
         }))
     }
@@ -811,6 +820,7 @@ where
         next_statement: 1,
         carried: false,
         process,
+        spare_batch: None,
     };
     if let Some(db) = login.database {
         let chosen = match std::str::from_utf8(&db) {

@@ -218,7 +218,7 @@ impl Session {
             .filter(|(t, _)| like.as_ref().is_none_or(|p| p.matches_name(t)))
             .collect();
         tables.sort_by(|a, b| a.0.cmp(&b.0));
-        let columns = [
+        let columns: Vec<_> = [
             ("Name", ty::VAR_STRING),
             ("Engine", ty::VAR_STRING),
             ("Version", ty::LONGLONG),
@@ -266,7 +266,7 @@ impl Session {
                 ]
             })
             .collect();
-        Ok(Reply::Rows { columns, rows })
+        Ok(Reply::rows(columns, rows))
     }
 
     /// `SHOW CREATE {DATABASE | SCHEMA} [IF NOT EXISTS] db`, of a database
@@ -343,10 +343,10 @@ impl Session {
             "NO",
             "NO",
         ];
-        Ok(Reply::Rows {
+        Ok(Reply::rows(
             columns,
-            rows: vec![row.into_iter().map(Cell::from).collect()],
-        })
+            vec![row.into_iter().map(Cell::from).collect()],
+        ))
     }
 
     /// `SHOW CHARACTER SET [LIKE]` (and `SHOW CHARSET`): utf8mb4, the text
@@ -367,7 +367,7 @@ impl Session {
                 ]
             })
             .collect();
-        Ok(Reply::Rows { columns, rows })
+        Ok(Reply::rows(columns, rows))
     }
 
     /// `SHOW COLLATION [LIKE]`: the collations Shoal compares by, both
@@ -398,7 +398,7 @@ impl Session {
                 ]
             })
             .collect();
-        Ok(Reply::Rows { columns, rows })
+        Ok(Reply::rows(columns, rows))
     }
 
     /// `SHOW GRANTS [FOR CURRENT_USER[()] | FOR user]`: the key's grants
@@ -431,10 +431,10 @@ impl Session {
             lines.push(format!("GRANT SELECT ON `ndbinfo`.`{table}` TO {me}"));
         }
         let columns = text_columns(&[&format!("Grants for {}@%", self.user)]);
-        Ok(Reply::Rows {
+        Ok(Reply::rows(
             columns,
-            rows: lines.into_iter().map(|l| vec![Cell::from(l)]).collect(),
-        })
+            lines.into_iter().map(|l| vec![Cell::from(l)]).collect(),
+        ))
     }
 }
 

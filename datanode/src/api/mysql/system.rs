@@ -57,7 +57,7 @@ pub(crate) struct SystemSelect {
 
 impl SystemSelect {
     pub(crate) fn columns(self) -> Vec<ColumnDef> {
-        self.shape.columns
+        self.shape.columns.to_vec()
     }
 
     /// The table's name, as its schema's catalog writes it.
@@ -207,7 +207,7 @@ impl Session {
             count: count.is_some(),
             shape: Shape {
                 outputs,
-                columns: defs,
+                columns: defs.into(),
                 order,
                 distinct,
                 limit,
