@@ -222,6 +222,40 @@ async fn the_mysql_client_writes_and_reads_what_rest_sees() {
     assert!(out.contains("Query OK, 2 rows affected"), "{out}");
     let out = s.ok("DELETE FROM items WHERE id = 2");
     assert!(out.contains("Query OK, 1 row affected"), "{out}");
+    // ROW_COUNT(): the last statement's rows affected, -1 after a result
+    // set or an error; FOUND_ROWS(): the last result set's rows.
+    let out = s.ok(
+        "UPDATE items SET qty = qty + 1 WHERE id IN (1, 3, 4); SELECT ROW_COUNT(); \
+         SELECT name FROM items WHERE id IN (1, 3); SELECT ROW_COUNT(), FOUND_ROWS(); \
+         SELECT FOUND_ROWS(); UPDATE items SET qty = qty WHERE id = 1; SELECT ROW_COUNT(); \
+         CREATE TABLE scratch (id INT PRIMARY KEY); SELECT ROW_COUNT(); DROP TABLE scratch",
+    );
+    assert_eq!(
+        lines(&out)[..],
+        ["3", "bolt!", "washer2", "-1\t2", "1", "0", "0"],
+        "{out}"
+    );
+    // Through a driver: BIGINT for ROW_COUNT(), BIGINT UNSIGNED for
+    // FOUND_ROWS() and LAST_INSERT_ID(), as MySQL types them.
+    let mut c = sqlx::MySqlConnection::connect_with(&s.driver_options())
+        .await
+        .unwrap();
+    let scalar = async |c: &mut sqlx::MySqlConnection, sql: &str| -> sqlx::mysql::MySqlRow {
+        sqlx::query(sql).fetch_one(c).await.unwrap()
+    };
+    sqlx::raw_sql("SELECT * FROM nowhere")
+        .execute(&mut c)
+        .await
+        .unwrap_err();
+    let row = scalar(&mut c, "SELECT ROW_COUNT(), FOUND_ROWS(), LAST_INSERT_ID()").await;
+    assert_eq!(row.get::<i64, _>(0), -1);
+    assert_eq!((row.get::<u64, _>(1), row.get::<u64, _>(2)), (0, 0));
+    c.close().await.unwrap();
+    // Counting the rows past a LIMIT is not done: refused, not answered wrong.
+    let err = s.refused("SELECT SQL_CALC_FOUND_ROWS id FROM items LIMIT 1", "1235");
+    assert!(err.contains("SQL_CALC_FOUND_ROWS"), "{err}");
+    let out = s.ok("UPDATE items SET qty = qty - 1 WHERE id IN (1, 3, 4)");
+    assert!(out.contains("Query OK, 3 rows affected"), "{out}");
 
     // REST reads what SQL wrote, values exactly.
     let rows = s.rest_rows().await;
@@ -4061,11 +4095,14 @@ async fn processlist_shows_and_kill_ends_only_the_keys_own_connections() {
     let mut holder = sqlx::MySqlConnection::connect_with(&options).await.unwrap();
     let mut waiter = sqlx::MySqlConnection::connect_with(&options).await.unwrap();
     let mut watcher = sqlx::MySqlConnection::connect_with(&options).await.unwrap();
+    // BIGINT UNSIGNED, as MySQL's: sqlx reads it only as unsigned. The
+    // process list's ids are signed BIGINTs.
     let id_of = async |c: &mut sqlx::MySqlConnection| -> i64 {
-        sqlx::query_scalar("SELECT CONNECTION_ID()")
+        let id: u64 = sqlx::query_scalar("SELECT CONNECTION_ID()")
             .fetch_one(c)
             .await
-            .unwrap()
+            .unwrap();
+        i64::try_from(id).unwrap()
     };
     let (holder_id, waiter_id) = (id_of(&mut holder).await, id_of(&mut waiter).await);
 

@@ -182,6 +182,13 @@ pub(crate) fn tokenize_sent(text: &str, sent: usize) -> Result<Vec<Token>, MyErr
     {
         tokens.remove(1);
     }
+    // One that changes what FOUND_ROWS() answers is refused, not ignored.
+    if let (Some(Keyword::SELECT), Some(Token::Word(w))) = (keyword(tokens.first()), tokens.get(1))
+        && w.quote_style.is_none()
+        && w.value.eq_ignore_ascii_case("SQL_CALC_FOUND_ROWS")
+    {
+        return Err(MyError::unsupported("SQL_CALC_FOUND_ROWS"));
+    }
     if tokens.len() > MAX_TOKENS {
         return Err(MyError::new(
             1105,
@@ -858,6 +865,9 @@ impl Session {
                 Cell::Value(Value::Null) => ty::NULL,
                 _ => ty::VAR_STRING,
             };
+            // BIGINT UNSIGNED, as MySQL types CONNECTION_ID() and
+            // LAST_INSERT_ID(): drivers decode them as unsigned.
+            let unsigned = matches!(cell, Cell::Value(Value::UInt(_)));
             // A date or date-time (NOW(), DATE '…') is sent as one, so
             // that drivers read it as one.
             let moment = match e {
@@ -866,6 +876,7 @@ impl Session {
             };
             columns.push(match moment {
                 Some(m) => value::computed_moment(&name, m),
+                None if unsigned => value::unsigned(computed(&name, t)),
                 None => computed(&name, t),
             });
             row.push(cell);
@@ -908,7 +919,8 @@ impl Session {
                     "VERSION" => Cell::from(super::VERSION),
                     "CONNECTION_ID" => Cell::from(u64::from(self.id)),
                     "LAST_INSERT_ID" => Cell::from(self.last_insert_id),
-                    "FOUND_ROWS" | "ROW_COUNT" => Cell::from(0u64),
+                    "ROW_COUNT" => Cell::from(self.row_count),
+                    "FOUND_ROWS" => Cell::from(self.found_rows),
                     _ => return Err(MyError::unsupported(format!("the function {name}"))),
                 })
             }

@@ -57,6 +57,9 @@ pub(super) struct Handoff {
     pub(super) database: Option<String>,
     pub(super) capabilities: u32,
     pub(super) last_insert_id: u64,
+    /// What `ROW_COUNT()` and `FOUND_ROWS()` answer next.
+    pub(super) row_count: i64,
+    pub(super) found_rows: u64,
     pub(super) autocommit: bool,
     /// BEGIN was given (READ ONLY if true) and the transaction is open.
     pub(super) transaction: Option<bool>,

@@ -95,6 +95,11 @@ pub(crate) struct Session {
     pub(crate) database: Option<String>,
     /// The first AUTO_INCREMENT value the last INSERT made (`LAST_INSERT_ID()`).
     pub(crate) last_insert_id: u64,
+    /// `ROW_COUNT()`: the rows the last statement changed (matched, with
+    /// `CLIENT_FOUND_ROWS`); -1 after a result set or an error.
+    pub(crate) row_count: i64,
+    /// `FOUND_ROWS()`: the rows of the last result set.
+    pub(crate) found_rows: u64,
     /// `@@autocommit`.
     pub(crate) autocommit: bool,
     /// The transaction, if one is open.
@@ -176,6 +181,21 @@ impl Session {
         crate::api::grant_on(&self.key, db).map_err(|e| self.refused(e, db.name.as_str()))
     }
 
+    /// Notes what the next `ROW_COUNT()` and `FOUND_ROWS()` answer, as a
+    /// statement's reply goes out.
+    fn counted(&mut self, reply: &Result<Reply, MyError>) {
+        match reply {
+            Ok(Reply::Done { affected, .. }) => {
+                self.row_count = i64::try_from(*affected).unwrap_or(i64::MAX);
+            }
+            Ok(Reply::Rows { rows, .. }) => {
+                self.row_count = -1;
+                self.found_rows = rows.len() as u64;
+            }
+            Err(_) => self.row_count = -1,
+        }
+    }
+
     fn refused(&self, e: AccessError, db: &str) -> MyError {
         match e {
             AccessError::NotGranted(_) => MyError::denied_database(&self.user, db),
@@ -243,6 +263,8 @@ impl Session {
             database: self.database.clone(),
             capabilities: self.capabilities,
             last_insert_id: self.last_insert_id,
+            row_count: self.row_count,
+            found_rows: self.found_rows,
             autocommit: self.autocommit,
             transaction: self.explicit_transaction(),
             variables,
@@ -273,6 +295,8 @@ impl Session {
             key,
             database: None,
             last_insert_id: h.last_insert_id,
+            row_count: h.row_count,
+            found_rows: h.found_rows,
             autocommit: h.autocommit,
             txn: Txn::default(),
             user_variables: UserVariables::import(h.variables)?,
@@ -810,6 +834,8 @@ where
         key,
         database: None,
         last_insert_id: 0,
+        row_count: -1,
+        found_rows: 0,
         autocommit: true,
         txn: Txn::default(),
         user_variables: UserVariables::default(),
@@ -946,7 +972,7 @@ async fn or_interrupted(
 /// the session to its database's primary puts right: that is given back,
 /// unanswered.
 async fn answer_or_carry<W: AsyncWrite + Unpin>(
-    session: &Session,
+    session: &mut Session,
     out: &mut Out,
     write: &mut W,
     reply: Result<Reply, MyError>,
@@ -955,6 +981,7 @@ async fn answer_or_carry<W: AsyncWrite + Unpin>(
     match reply {
         Err(e) if session.may_carry(&e) => Some(e),
         reply => {
+            session.counted(&reply);
             answer(session, out, write, reply, binary).await;
             None
         }

@@ -221,6 +221,13 @@ pub(crate) fn computed(name: &str, t: u8) -> ColumnDef {
     }
 }
 
+/// `column`, of an integer type, as unsigned.
+pub(crate) fn unsigned(mut column: ColumnDef) -> ColumnDef {
+    column.flags |= flag::UNSIGNED;
+    column.length = 20;
+    column
+}
+
 /// The column of a value computed from each row, of type `t`
 /// (`SELECT n * 2`, `UPPER(name)`): described as MySQL describes one of
 /// that type.
