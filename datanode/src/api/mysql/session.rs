@@ -442,8 +442,9 @@ async fn commands<R, W>(
             out.seq = seq.wrapping_add(1);
             (process.counters).add(Counter::BytesReceived, packet.len() as u64 + 4);
         }
-        // Killed as its command arrived: the command is not run.
-        if process.is_killed() {
+        // Killed, or the node stopping, as its command arrived: the
+        // command is not run.
+        if stop.requested() {
             return;
         }
         if session.key().is_err() {
@@ -610,12 +611,13 @@ where
         // Waiting for the next packet to begin (nothing is read): a
         // transaction holding rows waits for its client only so long.
         let inactive = (session.shared.transaction_inactive_timeout).min(limits.idle_timeout);
-        // In this order, not at random: a stop is seen even while
-        // commands keep arriving.
+        // In this order, not at random: a command that has arrived is
+        // read without polling the waits (`Stop::requested` is looked at
+        // as it runs).
         let waited = tokio::select! {
             biased;
-            () = &mut *stop => return None,
             begun = read.fill_buf() => Some(begun),
+            () = &mut *stop => return None,
             () = timer.until(waiting + inactive) => None,
         };
         match waited {
@@ -629,8 +631,8 @@ where
     }
     let next = tokio::select! {
         biased;
-        () = &mut *stop => return None,
         read = proto::read_packet(read, limits.max_request_bytes, packet) => read,
+        () = &mut *stop => return None,
         () = timer.until(waiting + limits.idle_timeout) => return None,
     };
     match next {
@@ -700,17 +702,33 @@ pub(crate) async fn carried(
 /// for them between its commands: made once for the connection's life
 /// (each wait for a `watch` made anew takes the lock every connection's
 /// waits share).
-pub(super) struct Stop(Pin<Box<dyn Future<Output = ()> + Send>>);
+pub(super) struct Stop {
+    wait: Pin<Box<dyn Future<Output = ()> + Send>>,
+    stopped: watch::Receiver<bool>,
+    process: Arc<Process>,
+}
 
 impl Stop {
-    fn on(mut stopped: watch::Receiver<bool>, process: Arc<Process>) -> Stop {
-        Stop(Box::pin(async move {
-            tokio::select! {
-                biased;
-                () = process.killed() => {}
-                _ = stopped.wait_for(|s| *s) => {}
-            }
-        }))
+    fn on(stopped: watch::Receiver<bool>, process: Arc<Process>) -> Stop {
+        let (mut waits, killed) = (stopped.clone(), Arc::clone(&process));
+        Stop {
+            wait: Box::pin(async move {
+                tokio::select! {
+                    biased;
+                    () = killed.killed() => {}
+                    _ = waits.wait_for(|s| *s) => {}
+                }
+            }),
+            stopped,
+            process,
+        }
+    }
+
+    /// Whether the node is stopping or the connection was killed: looked
+    /// at as each command arrives, for a client whose commands keep
+    /// coming (a connection reads them before it waits on the stop).
+    fn requested(&self) -> bool {
+        self.process.is_killed() || *self.stopped.borrow()
     }
 }
 
@@ -718,7 +736,7 @@ impl Future for Stop {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
-        self.0.as_mut().poll(cx)
+        self.wait.as_mut().poll(cx)
     }
 }
 
