@@ -3999,9 +3999,19 @@ async fn status_counts_the_tenants_work_and_no_one_elses() {
     let (_, port) = s.host_port();
     assert_eq!(lines(&out), ["1", "1", port], "{out}");
     assert_eq!(
-        lines(&s.ok("SELECT @@port, @@server_id, @@read_only"))[0],
-        format!("{port}\t1\t0")
+        lines(&s.ok("SELECT @@port, @@server_id, @@read_only, @@super_read_only, @@hostname"))[0],
+        format!("{port}\t1\t0\t0\tshoal-node-1")
     );
+    // Typed as MySQL types them: a boolean a signed BIGINT, a size an
+    // unsigned one (sqlx reads each only as its own).
+    let row =
+        sqlx::query("SELECT @@autocommit, @@sql_safe_updates, @@max_allowed_packet, @@hostname")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    assert_eq!((row.get::<i64, _>(0), row.get::<i64, _>(1)), (1, 0));
+    assert!(row.get::<u64, _>(2) >= 1 << 20);
+    assert_eq!(row.get::<String, _>(3), "shoal-node-1");
     conn.close().await.unwrap();
 
     // mysqladmin's status line and its extended-status table.

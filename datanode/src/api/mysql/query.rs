@@ -2065,10 +2065,13 @@ impl Session {
     /// The system variables a client may read, in name order.
     pub(super) fn variables(&self) -> Vec<(String, Cell)> {
         let limits = &self.shared.limits;
+        // A boolean is a signed BIGINT 0 or 1, as MySQL's are; the rest of
+        // the numbers are unsigned.
+        let on = |b: bool| Cell::from(i64::from(b));
         let mut v: Vec<(String, Cell)> = vec![
             ("auto_increment_increment", Cell::from(1u64)),
             ("auto_increment_offset", Cell::from(1u64)),
-            ("autocommit", Cell::from(u64::from(self.autocommit))),
+            ("autocommit", on(self.autocommit)),
             ("character_set_client", Cell::from("utf8mb4")),
             ("character_set_connection", Cell::from("utf8mb4")),
             ("character_set_database", Cell::from("utf8mb4")),
@@ -2081,10 +2084,15 @@ impl Session {
             // A quotient of exact numbers has 4 more decimals than its dividend.
             ("div_precision_increment", Cell::from(4u64)),
             // No TIMESTAMP column gets a default it was not given.
-            ("explicit_defaults_for_timestamp", Cell::from(1u64)),
+            ("explicit_defaults_for_timestamp", on(true)),
             // Shoal has no foreign keys, and always checks unique ones.
-            ("foreign_key_checks", Cell::from(1u64)),
+            ("foreign_key_checks", on(true)),
             ("have_ssl", Cell::from("DISABLED")),
+            // The node's name in its cluster, never the machine's.
+            (
+                "hostname",
+                Cell::from(format!("shoal-node-{}", self.engine.node_id().0)),
+            ),
             ("init_connect", Cell::from("")),
             (
                 "innodb_lock_wait_timeout",
@@ -2116,34 +2124,32 @@ impl Session {
                 Cell::from(limits.idle_timeout.as_secs()),
             ),
             // No binary log: changes reach the group's replicas as NDB's do.
-            ("log_bin", Cell::from(0u64)),
-            ("performance_schema", Cell::from(0u64)),
+            ("log_bin", on(false)),
+            ("performance_schema", on(false)),
             ("port", Cell::from(u64::from(self.shared.port))),
             ("protocol_version", Cell::from(10u64)),
             ("query_cache_size", Cell::from(0u64)),
             ("query_cache_type", Cell::from("OFF")),
             // Every node of a group takes writes (carried to the primary).
-            ("read_only", Cell::from(0u64)),
+            ("read_only", on(false)),
             ("server_id", Cell::from(u64::from(self.engine.node_id().0))),
-            ("sql_auto_is_null", Cell::from(0u64)),
+            ("sql_auto_is_null", on(false)),
             (
                 "sql_mode",
                 Cell::from("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION"),
             ),
-            ("sql_notes", Cell::from(1u64)),
-            ("sql_quote_show_create", Cell::from(1u64)),
-            (
-                "sql_safe_updates",
-                Cell::from(u64::from(self.safety.safe_updates)),
-            ),
+            ("sql_notes", on(true)),
+            ("sql_quote_show_create", on(true)),
+            ("sql_safe_updates", on(self.safety.safe_updates)),
             ("sql_select_limit", Cell::from(self.safety.select_limit)),
+            ("super_read_only", on(false)),
             ("system_time_zone", Cell::from("UTC")),
             ("time_zone", Cell::from("+00:00")),
             ("transaction_isolation", Cell::from("READ-COMMITTED")),
-            ("transaction_read_only", Cell::from(0u64)),
+            ("transaction_read_only", on(false)),
             ("tx_isolation", Cell::from("READ-COMMITTED")),
-            ("tx_read_only", Cell::from(0u64)),
-            ("unique_checks", Cell::from(1u64)),
+            ("tx_read_only", on(false)),
+            ("unique_checks", on(true)),
             ("version", Cell::from(super::VERSION)),
             ("version_comment", Cell::from(super::VERSION_COMMENT)),
             ("wait_timeout", Cell::from(limits.idle_timeout.as_secs())),
