@@ -800,7 +800,7 @@ impl Session {
             None => None,
         };
         if let Some(keys) = keys {
-            let reads = shape.reads(&table);
+            let reads = [shape.reads(&table, false), shape.reads(&table, true)];
             return Ok(Select::Keys(Lookup {
                 table,
                 current_at: std::sync::atomic::AtomicU64::new(u64::MAX),
@@ -965,10 +965,11 @@ impl Session {
         }
         self.execute(&grant, &mut batch, Commit::Each).await?;
         let mut found = Vec::with_capacity(keys.len());
+        let reads = &l.reads[usize::from(keys.len() > 1)];
         for i in 0..keys.len() {
             if let Some(row) = batch.found(i)? {
                 // Only the columns the answer reads are decoded.
-                let values = (l.reads.iter().enumerate())
+                let values = (reads.iter().enumerate())
                     .map(|(c, &read)| {
                         if read {
                             row.value(c as u16)
@@ -2251,15 +2252,17 @@ impl Computed {
 
 impl Shape {
     /// Which of `table`'s columns answering reads: those answered, sorted
-    /// by or computed from, and the key, by which rows found are ordered.
-    fn reads(&self, table: &Table) -> Vec<bool> {
+    /// by or computed from, and (`by_key`) the key, by which rows found
+    /// are ordered.
+    fn reads(&self, table: &Table, by_key: bool) -> Vec<bool> {
         let mut reads = vec![false; table.layout.columns.len()];
         let computed = self.computed.iter().flat_map(|c| c.reads());
         let sorted = self.order.iter().map(|&(c, _)| c);
+        let key = key_positions(table).filter(|_| by_key);
         for c in (self.outputs.iter().copied())
             .chain(sorted)
             .chain(computed)
-            .chain(key_positions(table))
+            .chain(key)
         {
             // From the width on: a computed value, no column of the table.
             if let Some(read) = reads.get_mut(c) {
@@ -2379,9 +2382,10 @@ pub(crate) struct Lookup {
     /// locked until it ends (exclusively, both: a row has one kind of lock).
     lock: bool,
     pub(super) shape: Shape,
-    /// Which of the table's columns the answer reads (by position): the
-    /// rest are left undecoded, NULL.
-    reads: Vec<bool>,
+    /// Which of the table's columns the answer reads (by position), for
+    /// one key and for more (sorted by the key): the rest are left
+    /// undecoded, NULL.
+    reads: [Vec<bool>; 2],
 }
 
 /// An UPDATE or a DELETE of one table, checked: the table, the key's grant

@@ -1192,7 +1192,21 @@ fn arguments(p: &mut Prepared, r: &mut proto::Reader<'_>) -> Result<Vec<Lit>, My
     if p.params == 0 {
         return Ok(Vec::new());
     }
-    let nulls = r.take(p.params.div_ceil(8)).map_err(malformed)?.to_vec();
+    // The NULL bitmap, copied off the packet (the reader reads on): on
+    // the stack for up to 256 arguments.
+    let bitmap = r.take(p.params.div_ceil(8)).map_err(malformed)?;
+    let mut small = [0u8; 32];
+    let large;
+    let nulls: &[u8] = match small.get_mut(..bitmap.len()) {
+        Some(place) => {
+            place.copy_from_slice(bitmap);
+            place
+        }
+        None => {
+            large = bitmap.to_vec();
+            &large
+        }
+    };
     if r.u8().map_err(malformed)? == 1 {
         p.types.clear();
         for _ in 0..p.params {
