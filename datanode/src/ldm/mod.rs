@@ -204,6 +204,17 @@ pub(crate) struct OpBatch {
 }
 
 impl OpBatch {
+    /// The bytes its buffers hold, used or not.
+    pub(crate) fn capacity_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.ops.capacity() * size_of::<Op>()
+            + self.results.capacity() * size_of::<OpResult>()
+            + self.data.capacity()
+            + self.out.capacity()
+            + self.redo.capacity()
+            + self.scratch.capacity()
+    }
+
     /// As new, its buffers kept.
     pub(crate) fn clear(&mut self) {
         // Named field by field, so that a field added is cleared too.

@@ -599,10 +599,12 @@ impl Worker {
             0
         };
         for step in start..len + lead {
-            for (n, stage) in stages.iter().enumerate().filter(|_| pipelined) {
-                let ahead = step.checked_sub(n * PREFETCH_STEP).filter(|&j| j >= start);
-                if let Some(op) = ahead.and_then(|j| job.batch.ops.get(j)) {
-                    self.prefetch(op, *stage);
+            if pipelined {
+                for (n, stage) in stages.iter().enumerate() {
+                    let ahead = step.checked_sub(n * PREFETCH_STEP).filter(|&j| j >= start);
+                    if let Some(op) = ahead.and_then(|j| job.batch.ops.get(j)) {
+                        self.prefetch(op, *stage);
+                    }
                 }
             }
             let Some(j) = step.checked_sub(lead).filter(|&j| j >= start) else {

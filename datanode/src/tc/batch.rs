@@ -295,10 +295,9 @@ impl Batch {
     /// hold its memory for the connection's life.
     pub(crate) fn recycle(mut self, keep: usize) -> Option<Batch> {
         let held = self.scratch.capacity()
+            + self.slots.capacity() * std::mem::size_of::<Slot>()
             + (self.ldms.iter())
-                .map(|b| {
-                    b.data.capacity() + b.out.capacity() + b.redo.capacity() + b.scratch.capacity()
-                })
+                .map(OpBatch::capacity_bytes)
                 .sum::<usize>();
         if held > keep {
             return None;

@@ -2369,6 +2369,10 @@ fn compare_rows(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
         .unwrap_or(a.len().cmp(&b.len()))
 }
 
+/// The most buffer space a connection keeps from one key lookup's batch
+/// for the next: sysbench's 100-key IN list of 200-byte rows fits.
+const KEEP_BATCH: usize = 64 * 1024;
+
 /// Rows read by their primary keys.
 #[derive(Debug)]
 pub(crate) struct Lookup {
@@ -3077,10 +3081,6 @@ fn key_lits(table: &Table, filter: &Expr) -> Result<Option<Vec<Vec<Lit>>>, MyErr
 
 /// The keys `per_column`'s values make (each column's values in turn,
 /// with `args` for the `?`s), each read for its column, without repeats.
-/// The most buffer space a connection keeps from one key lookup's batch
-/// for the next: sysbench's 100-key IN list of 200-byte rows fits.
-const KEEP_BATCH: usize = 64 * 1024;
-
 pub(super) fn expand_keys(
     table: &Table,
     per_column: &[Vec<Lit>],
