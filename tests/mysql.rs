@@ -1670,6 +1670,36 @@ async fn tables_are_made_changed_and_dropped_in_sql() {
          SELECT v FROM pairs WHERE b = 4 AND a = 2; DROP TABLE pairs",
     );
     assert_eq!(lines(&out)[..], ["x", "z", "x", "y", "4", "w"], "{out}");
+    // Rows found by IN lists come in key order, each once, whatever order
+    // the values are named in: signed and unsigned integers, text.
+    let out = s.ok(
+        "CREATE TABLE pairs (a INT NOT NULL, b INT NOT NULL, PRIMARY KEY (a, b)); \
+         INSERT INTO pairs VALUES (-7, 3), (1, 3), (1, 4), (2, 3), (2, 4); \
+         SELECT a, b FROM pairs WHERE a IN (2, 1, -7, 2, -1) AND b IN (4, 3); DROP TABLE pairs; \
+         CREATE TABLE big (id BIGINT UNSIGNED PRIMARY KEY); \
+         INSERT INTO big VALUES (18446744073709551615), (1), (5); \
+         SELECT id FROM big WHERE id IN (18446744073709551615, 5, 1, 5); DROP TABLE big; \
+         CREATE TABLE names (n VARCHAR(10) PRIMARY KEY); \
+         INSERT INTO names VALUES ('b'), ('a'), ('c'), ('B'); \
+         SELECT n FROM names WHERE n IN ('c', 'a', NULL, 'c', 'B'); DROP TABLE names",
+    );
+    assert_eq!(
+        lines(&out)[..],
+        [
+            "-7\t3",
+            "1\t3",
+            "1\t4",
+            "2\t3",
+            "2\t4",
+            "1",
+            "5",
+            "18446744073709551615",
+            "B",
+            "a",
+            "c"
+        ],
+        "{out}"
+    );
     // AUTO_INCREMENT: one past the largest, in row order, NULL and 0 too;
     // an explicit value moves it on.
     let out = s.ok(

@@ -623,7 +623,7 @@ impl Session {
                     self.may_write(&grant, "SELECT … FOR UPDATE", &scan.table)?;
                     found = self.lock_found(&grant, &scan, &shape, found).await?;
                 }
-                shape.answer(found, &[])
+                shape.answer(found)
             }
             Select::Aggregate {
                 plan,
@@ -800,7 +800,7 @@ impl Session {
             None => None,
         };
         if let Some(keys) = keys {
-            let reads = [shape.reads(&table, false), shape.reads(&table, true)];
+            let reads = shape.reads(&table);
             return Ok(Select::Keys(Lookup {
                 table,
                 current_at: std::sync::atomic::AtomicU64::new(u64::MAX),
@@ -955,7 +955,7 @@ impl Session {
             Some(batch) => batch,
             None => self.engine.tc().batch(),
         };
-        for key in &keys {
+        for key in keys.iter() {
             let read = if locking {
                 batch.read_locking(&l.table, key)
             } else {
@@ -964,12 +964,12 @@ impl Session {
             read?;
         }
         self.execute(&grant, &mut batch, Commit::Each).await?;
+        // In key order, as the keys are.
         let mut found = Vec::with_capacity(keys.len());
-        let reads = &l.reads[usize::from(keys.len() > 1)];
         for i in 0..keys.len() {
             if let Some(row) = batch.found(i)? {
                 // Only the columns the answer reads are decoded.
-                let values = (reads.iter().enumerate())
+                let values = (l.reads.iter().enumerate())
                     .map(|(c, &read)| {
                         if read {
                             row.value(c as u16)
@@ -982,14 +982,9 @@ impl Session {
             }
         }
         self.spare_batch = batch.recycle(KEEP_BATCH);
-        // As an index would give them: in key order, unless asked otherwise.
-        let key_order: Vec<(usize, bool)> = match found.len() {
-            0 | 1 => Vec::new(),
-            _ => key_positions(&l.table).map(|c| (c, true)).collect(),
-        };
         // `sql_select_limit`, for a SELECT that gives no LIMIT.
         let implicit = l.shape.limit.is_none().then_some(self.safety.select_limit);
-        Ok(at_most(l.shape.answer(found, &key_order)?, implicit))
+        Ok(at_most(l.shape.answer(found)?, implicit))
     }
 
     async fn insert(&mut self, insert: &ast::Insert) -> Result<Reply, MyError> {
@@ -2252,18 +2247,12 @@ impl Computed {
 
 impl Shape {
     /// Which of `table`'s columns answering reads: those answered, sorted
-    /// by or computed from, and (`by_key`) the key, by which rows found
-    /// are ordered.
-    fn reads(&self, table: &Table, by_key: bool) -> Vec<bool> {
+    /// by or computed from.
+    fn reads(&self, table: &Table) -> Vec<bool> {
         let mut reads = vec![false; table.layout.columns.len()];
         let computed = self.computed.iter().flat_map(|c| c.reads());
         let sorted = self.order.iter().map(|&(c, _)| c);
-        let key = key_positions(table).filter(|_| by_key);
-        for c in (self.outputs.iter().copied())
-            .chain(sorted)
-            .chain(computed)
-            .chain(key)
-        {
+        for c in (self.outputs.iter().copied()).chain(sorted).chain(computed) {
             // From the width on: a computed value, no column of the table.
             if let Some(read) = reads.get_mut(c) {
                 *read = true;
@@ -2281,58 +2270,51 @@ impl Shape {
     }
 
     /// The answer made of `found` (every column of each row), sorted by
-    /// its ORDER BY, else by `natural` (empty: as found).
-    pub(super) fn answer(
-        &self,
-        mut found: Vec<Vec<Value>>,
-        natural: &[(usize, bool)],
-    ) -> Result<Reply, MyError> {
+    /// its ORDER BY, else as found.
+    pub(super) fn answer(&self, mut found: Vec<Vec<Value>>) -> Result<Reply, MyError> {
         self.extend(&mut found)?;
-        let order = if self.order.is_empty() {
-            natural
-        } else {
-            &self.order
-        };
-        sort_rows(&mut found, order);
-        let mut rows: Vec<Vec<Value>> = found
-            .into_iter()
-            .map(|mut values| {
-                (self.outputs.iter().enumerate())
-                    .map(|(at, &c)| {
-                        // A column answered once more later is copied; else moved.
-                        if self.outputs[at + 1..].contains(&c) {
-                            values[c].clone()
-                        } else {
-                            std::mem::replace(&mut values[c], Value::Null)
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
-        if self.distinct {
-            // Sorted (ties by position), equal rows sit together: each
-            // after the first of its kind goes. The rest keep their order.
-            let mut by_value: Vec<usize> = (0..rows.len()).collect();
-            by_value.sort_by(|&a, &b| compare_rows(&rows[a], &rows[b]).then(a.cmp(&b)));
-            let mut keep = vec![true; rows.len()];
-            for pair in by_value.windows(2) {
-                if compare_rows(&rows[pair[0]], &rows[pair[1]]).is_eq() {
-                    keep[pair[1]] = false;
-                }
-            }
-            let mut keep = keep.into_iter();
-            rows.retain(|_| keep.next().unwrap_or(true));
+        sort_rows(&mut found, &self.order);
+        let offset = usize::try_from(self.offset).unwrap_or(usize::MAX);
+        let limit = (self.limit).map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        if !self.distinct {
+            let rows = (found.into_iter().skip(offset).take(limit))
+                .map(|values| self.project(values, Cell::Value))
+                .collect();
+            return Ok(Reply::rows(self.columns.clone(), rows));
         }
-        let rows = rows
-            .into_iter()
-            .skip(usize::try_from(self.offset).unwrap_or(usize::MAX))
-            .take(
-                self.limit
-                    .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX)),
-            )
+        let mut rows: Vec<Vec<Value>> = (found.into_iter())
+            .map(|values| self.project(values, std::convert::identity))
+            .collect();
+        // DISTINCT: sorted (ties by position), equal rows sit together: each
+        // after the first of its kind goes. The rest keep their order.
+        let mut by_value: Vec<usize> = (0..rows.len()).collect();
+        by_value.sort_by(|&a, &b| compare_rows(&rows[a], &rows[b]).then(a.cmp(&b)));
+        let mut keep = vec![true; rows.len()];
+        for pair in by_value.windows(2) {
+            if compare_rows(&rows[pair[0]], &rows[pair[1]]).is_eq() {
+                keep[pair[1]] = false;
+            }
+        }
+        let mut keep = keep.into_iter();
+        rows.retain(|_| keep.next().unwrap_or(true));
+        let rows = (rows.into_iter().skip(offset).take(limit))
             .map(|values| values.into_iter().map(Cell::Value).collect())
             .collect();
         Ok(Reply::rows(self.columns.clone(), rows))
+    }
+
+    /// The answered columns of a row found (`values`), each made a `T`.
+    fn project<T>(&self, mut values: Vec<Value>, make: impl Fn(Value) -> T) -> Vec<T> {
+        (self.outputs.iter().enumerate())
+            .map(|(at, &c)| {
+                // A column answered once more later is copied; else moved.
+                if self.outputs[at + 1..].contains(&c) {
+                    make(values[c].clone())
+                } else {
+                    make(std::mem::replace(&mut values[c], Value::Null))
+                }
+            })
+            .collect()
     }
 
     /// How many rows found are enough, when neither an order nor DISTINCT
@@ -2386,10 +2368,9 @@ pub(crate) struct Lookup {
     /// locked until it ends (exclusively, both: a row has one kind of lock).
     lock: bool,
     pub(super) shape: Shape,
-    /// Which of the table's columns the answer reads (by position), for
-    /// one key and for more (sorted by the key): the rest are left
-    /// undecoded, NULL.
-    reads: [Vec<bool>; 2],
+    /// Which of the table's columns the answer reads (by position): the
+    /// rest are left undecoded, NULL.
+    reads: Vec<bool>,
 }
 
 /// An UPDATE or a DELETE of one table, checked: the table, the key's grant
@@ -3015,7 +2996,7 @@ fn keys_named(table: &Table, selection: Option<&Expr>) -> Result<Option<Vec<Vec<
         return Ok(None);
     };
     key_lits(table, filter)?
-        .map(|per_column| expand_keys(table, &per_column, &[]))
+        .map(|per_column| Ok(expand_keys(table, &per_column, &[])?.into_vecs()))
         .transpose()
 }
 
@@ -3079,28 +3060,46 @@ fn key_lits(table: &Table, filter: &Expr) -> Result<Option<Vec<Vec<Lit>>>, MyErr
     Ok(per_column.into_iter().collect())
 }
 
+/// Whole primary keys, in key order, each once: `width` values apiece,
+/// one key after another in one vector.
+#[derive(Debug)]
+pub(super) struct Keys {
+    width: usize,
+    values: Vec<Value>,
+}
+
+impl Keys {
+    pub(super) fn len(&self) -> usize {
+        self.values.len() / self.width.max(1)
+    }
+
+    /// Each key's values, in key order.
+    pub(super) fn iter(&self) -> std::slice::ChunksExact<'_, Value> {
+        self.values.chunks_exact(self.width.max(1))
+    }
+
+    pub(super) fn into_vecs(self) -> Vec<Vec<Value>> {
+        self.iter().map(<[Value]>::to_vec).collect()
+    }
+}
+
 /// The keys `per_column`'s values make (each column's values in turn,
-/// with `args` for the `?`s), each read for its column, without repeats.
+/// with `args` for the `?`s), each read for its column, without repeats,
+/// in key order — as an index would give their rows.
 pub(super) fn expand_keys(
     table: &Table,
     per_column: &[Vec<Lit>],
     args: &[Lit],
-) -> Result<Vec<Vec<Value>>, MyError> {
+) -> Result<Keys, MyError> {
     let def = table.def();
-    let mut keys: Vec<Vec<Value>> = vec![Vec::with_capacity(per_column.len())];
+    // The keys' first columns so far: one empty prefix to begin with.
+    let mut keys = Keys {
+        width: 0,
+        values: Vec::new(),
+    };
+    let mut count = 1usize;
     for (c, lits) in key_positions(table).zip(per_column) {
         let column = &def.columns[c];
-        if let [lit] = lits.as_slice() {
-            // One value (the common case): each key takes it in place.
-            let lit = lit.bound(args)?;
-            if *lit == Lit::Null {
-                keys.clear();
-            } else {
-                let v = to_value(lit, column)?;
-                keys.iter_mut().for_each(|key| key.push(v.clone()));
-            }
-            continue;
-        }
         let mut values = Vec::with_capacity(lits.len());
         for lit in lits {
             let lit = lit.bound(args)?;
@@ -3110,29 +3109,55 @@ pub(super) fn expand_keys(
             }
             values.push(to_value(lit, column)?);
         }
-        // Each value once, in key order: sorted, never compared pairwise
-        // (a list of 100,000 values took billions of comparisons).
-        values.sort_by(compare);
-        values.dedup_by(|a, b| a == b);
-        if keys.len() * values.len() > MAX_KEYS {
+        if values.len() > 1 {
+            sort_unique(&mut values);
+        }
+        if count.saturating_mul(values.len()) > MAX_KEYS {
             return Err(MyError::new(
                 1105,
                 "HY000",
                 format!("the WHERE clause names more than {MAX_KEYS} keys"),
             ));
         }
-        keys = keys
-            .into_iter()
-            .flat_map(|prefix| {
-                values.iter().map(move |v| {
-                    let mut key = prefix.clone();
-                    key.push(v.clone());
-                    key
-                })
-            })
-            .collect();
+        // Each prefix followed by each value.
+        keys.values = if keys.width == 0 {
+            values
+        } else {
+            let mut longer = Vec::with_capacity(count * values.len() * (keys.width + 1));
+            for prefix in keys.values.chunks_exact(keys.width) {
+                for v in &values {
+                    longer.extend_from_slice(prefix);
+                    longer.push(v.clone());
+                }
+            }
+            longer
+        };
+        keys.width += 1;
+        count = keys.values.len() / keys.width;
     }
     Ok(keys)
+}
+
+/// Sorts `values` and leaves each once: sorted, never compared pairwise
+/// (a list of 100,000 values took billions of comparisons). Signed
+/// integers, what keys mostly are, are sorted as such, not as values.
+fn sort_unique(values: &mut Vec<Value>) {
+    let ints: Vec<i64> = (values.iter())
+        .map_while(|v| match v {
+            Value::Int(i) => Some(*i),
+            _ => None,
+        })
+        .collect();
+    if ints.len() == values.len() {
+        let mut ints = ints;
+        ints.sort_unstable();
+        ints.dedup();
+        values.clear();
+        values.extend(ints.into_iter().map(Value::Int));
+        return;
+    }
+    values.sort_unstable_by(compare);
+    values.dedup_by(|a, b| a == b);
 }
 
 fn flatten_and<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {

@@ -232,7 +232,7 @@ impl Session {
         if s.count {
             found = vec![vec![Value::Int(found.len() as i64)]];
         }
-        s.shape.answer(found, &[])
+        s.shape.answer(found)
     }
 }
 
