@@ -9,6 +9,7 @@
 //! `max_allowed_packet`, so a client cannot make the node hold more.
 
 use std::io;
+use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -530,6 +531,52 @@ pub(super) fn columns(out: &mut Out, capabilities: u32, status: u16, columns: &[
     eof(out, capabilities, status, false);
 }
 
+/// The column definitions a prepared statement's execute last answered,
+/// as packets: an execute of a kept plan answers the same columns (the
+/// same `Arc`) every time, so they are encoded once and copied after.
+#[derive(Debug, Default)]
+pub(super) struct SentColumns {
+    /// The columns, the capabilities and status they were written with,
+    /// and the sequence number they began at.
+    of: Option<(Arc<[ColumnDef]>, u32, u16, u8)>,
+    packets: Vec<u8>,
+    /// The sequence number after them.
+    seq_after: u8,
+}
+
+/// The most bytes of column definitions a connection keeps for its next
+/// execute: a result of a few hundred columns is encoded each time.
+const KEEP_COLUMNS: usize = 16 << 10;
+
+impl SentColumns {
+    /// `columns(out, …)`, from the packets kept if they are these.
+    pub(super) fn write(
+        &mut self,
+        out: &mut Out,
+        capabilities: u32,
+        status: u16,
+        cols: &Arc<[ColumnDef]>,
+    ) {
+        let same = |(c, caps, st, seq): &(Arc<[ColumnDef]>, u32, u16, u8)| {
+            Arc::ptr_eq(c, cols) && *caps == capabilities && *st == status && *seq == out.seq
+        };
+        if self.of.as_ref().is_some_and(same) {
+            out.buf.extend_from_slice(&self.packets);
+            out.seq = self.seq_after;
+            return;
+        }
+        let (start, seq) = (out.buf.len(), out.seq);
+        columns(out, capabilities, status, cols);
+        self.of = None;
+        self.packets.clear();
+        if out.buf.len() - start <= KEEP_COLUMNS {
+            self.packets.extend_from_slice(&out.buf[start..]);
+            self.seq_after = out.seq;
+            self.of = Some((Arc::clone(cols), capabilities, status, seq));
+        }
+    }
+}
+
 /// A prepared statement's answer: its id, its parameters and columns.
 pub(super) fn prepared(
     out: &mut Out,
@@ -573,6 +620,57 @@ pub(super) fn prepared(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kept_column_packets_are_what_encoding_them_again_writes() {
+        let def = |name: &str| ColumnDef {
+            schema: "db".into(),
+            table: "t".into(),
+            name: name.into(),
+            charset: 63,
+            length: 11,
+            ty: 3,
+            flags: 0,
+            decimals: 0,
+        };
+        let a: Arc<[ColumnDef]> = vec![def("id"), def("c")].into();
+        let a_again: Arc<[ColumnDef]> = vec![def("id"), def("k")].into();
+        let b: Arc<[ColumnDef]> = vec![def("k")].into();
+        let mut kept = SentColumns::default();
+        // Each execute: the columns, capabilities, status and sequence
+        // number it answers with; kept or not, the bytes must be a fresh
+        // encoding's.
+        for (cols, caps, status, seq) in [
+            (&a, 0, 2, 1),
+            (&a, 0, 2, 1),
+            (&a, 0, 3, 1),
+            (&a, 0, 3, 1),
+            (&a, 1 << 24, 3, 1),
+            (&a, 1 << 24, 3, 2),
+            (&a_again, 1 << 24, 3, 2),
+            (&b, 0, 2, 1),
+            (&a, 0, 2, 1),
+        ] {
+            let mut fresh = Out {
+                seq,
+                ..Out::default()
+            };
+            columns(&mut fresh, caps, status, cols);
+            let mut out = Out {
+                seq,
+                ..Out::default()
+            };
+            out.put(b"before");
+            kept.write(&mut out, caps, status, cols);
+            assert_eq!(&out.buf[6..], &fresh.buf[..], "{caps} {status} {seq}");
+            assert_eq!(out.seq, fresh.seq);
+        }
+        // Too many columns to keep: encoded each time, nothing held.
+        let wide: Arc<[ColumnDef]> = (0..1000).map(|i| def(&format!("c{i}"))).collect();
+        let mut out = Out::default();
+        kept.write(&mut out, 0, 2, &wide);
+        assert!(kept.of.is_none() && kept.packets.is_empty());
+    }
 
     #[tokio::test]
     async fn a_long_payload_is_split_and_joined_again() {

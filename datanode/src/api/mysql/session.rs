@@ -120,6 +120,8 @@ pub(crate) struct Session {
     pub(crate) process: Registered,
     /// The last key lookup's batch, emptied, for the next one.
     pub(crate) spare_batch: Option<Batch>,
+    /// The column definitions the last execute answered, encoded.
+    sent_columns: proto::SentColumns,
 }
 
 /// The settings that hold a session's statements back, as `mysql
@@ -312,6 +314,7 @@ impl Session {
             carried: true,
             process,
             spare_batch: None,
+            sent_columns: proto::SentColumns::default(),
         };
         if let Some(db) = &h.database {
             session.use_database(db)?;
@@ -865,6 +868,7 @@ where
         carried: false,
         process,
         spare_batch: None,
+        sent_columns: proto::SentColumns::default(),
     };
     if let Some(db) = login.database {
         let chosen = match std::str::from_utf8(&db) {
@@ -1008,7 +1012,7 @@ async fn answer_or_carry<W: AsyncWrite + Unpin>(
 
 /// Writes a statement's answer: OK, a result set, or the error.
 async fn answer<W: AsyncWrite + Unpin>(
-    session: &Session,
+    session: &mut Session,
     out: &mut Out,
     write: &mut W,
     reply: Result<Reply, MyError>,
@@ -1031,7 +1035,12 @@ async fn answer<W: AsyncWrite + Unpin>(
         }
         Ok(Reply::Rows { columns, rows }) => {
             let status = session.status();
-            proto::columns(out, session.capabilities, status, &columns);
+            if binary {
+                let caps = session.capabilities;
+                session.sent_columns.write(out, caps, status, &columns);
+            } else {
+                proto::columns(out, session.capabilities, status, &columns);
+            }
             for row in &rows {
                 if binary {
                     value::binary_row(out, &columns, row);
