@@ -2432,6 +2432,37 @@ async fn expressions_are_computed_from_each_row_as_mysql_computes_them() {
         ],
         "{out}"
     );
+    // A string constant compared with a number reads as the number it
+    // spells, as drivers that send every argument as a string need: in
+    // the SELECT list, in aggregates' WHERE, in IN lists and BETWEEN.
+    let out = s.ok(
+        "SELECT '10' > 9, ' -2.5 ' < -2, '1e1' = 10, price = '2.5' FROM items WHERE id = 1; \
+         SELECT COUNT(*), SUM(qty) FROM items WHERE qty < '10'; \
+         SELECT COUNT(*) FROM items WHERE qty IN ('0', '3.0') OR price BETWEEN '0.3' AND '.4'",
+    );
+    assert_eq!(lines(&out), ["1\t1\t1\t1", "2\t3", "3"], "{out}");
+    // One that spells no number is refused, never read as 0.
+    for (sql, code, says) in [
+        (
+            "SELECT COUNT(*) FROM items WHERE qty < '10x'",
+            "1105",
+            "a string that is not one",
+        ),
+        ("SELECT 'abc' = 0", "1105", "a string that is not one"),
+        (
+            "SELECT COUNT(*) FROM items WHERE qty IN ('0', 'x0')",
+            "1105",
+            "a string that is not one",
+        ),
+        (
+            "SELECT id FROM items WHERE qty = '' OR id = 1",
+            "1366",
+            "not an integer",
+        ),
+    ] {
+        let err = s.refused(sql, code);
+        assert!(err.contains(says), "{sql}: {err}");
+    }
     // Functions of text and numbers, NULL handling, CASE and IF.
     let out = s.ok(
         "SELECT UPPER(name), LOWER(name), CONCAT(name, '#', id), LENGTH(name), \

@@ -1573,6 +1573,55 @@ fn aggregate_func(f: &ast::Function) -> Option<&'static str> {
         .find(|n| name.value.eq_ignore_ascii_case(n))
 }
 
+/// The number a string spells, as MySQL reads one compared with a
+/// number: spaces around it, a sign, digits with a point and an exponent
+/// (`' -2.5e3 '`). `None` if it spells none, or more than one.
+fn spelled_number(text: &[u8]) -> Option<Expr> {
+    let text = std::str::from_utf8(text).ok()?.trim_matches(' ');
+    let (negative, digits) = match text.as_bytes().first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let (mantissa, exponent) = match digits.find(['e', 'E']) {
+        Some(at) => (&digits[..at], Some(&digits[at + 1..])),
+        None => (digits, None),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    let exponent_ok = exponent.is_none_or(|x| {
+        let x = x.strip_prefix(['-', '+']).unwrap_or(x);
+        !x.is_empty() && all_digits(x)
+    });
+    if whole.len() + fraction.len() == 0
+        || !all_digits(whole)
+        || !all_digits(fraction)
+        || !exponent_ok
+    {
+        return None;
+    }
+    // As a literal would be written: `5.` and `.5` as `5` and `0.5`.
+    let whole = if whole.is_empty() { "0" } else { whole };
+    let written = match (fraction.is_empty(), exponent) {
+        (_, Some(x)) => format!(
+            "{whole}.{}e{x}",
+            if fraction.is_empty() { "0" } else { fraction }
+        ),
+        (true, None) => whole.to_owned(),
+        (false, None) => format!("{whole}.{fraction}"),
+    };
+    let (e, _) = literal(&ast::Value::Number(written, false)).ok()?;
+    Some(match (negative, e) {
+        (false, e) => e,
+        (true, Expr::Literal(Scalar::Int(v))) => Expr::Literal(Scalar::Int(-v)),
+        (true, Expr::Literal(Scalar::Decimal(m, scale))) => {
+            Expr::Literal(Scalar::Decimal(-m, scale))
+        }
+        (true, Expr::Literal(Scalar::Double(x))) => Expr::Literal(Scalar::Double(-x)),
+        (true, _) => return None,
+    })
+}
+
 /// A literal value and its type.
 fn literal(v: &ast::Value) -> Result<(Expr, Ty), SqlError> {
     let lit = |v: Datum, ty| Ok((Expr::Literal(v), ty));
@@ -1614,8 +1663,10 @@ fn literal(v: &ast::Value) -> Result<(Expr, Ty), SqlError> {
 }
 
 /// Two operands made comparable: a string constant met by a date or time
-/// becomes one, read as the column's type reads it; other mixes of types
-/// are refused rather than coerced.
+/// becomes one, read as the column's type reads it; one met by a number
+/// becomes the number it spells (`id < '10'`, as drivers that send every
+/// argument as a string write it); other mixes of types are refused
+/// rather than coerced.
 fn comparable(
     (a, at): (Expr, Ty),
     (b, bt): (Expr, Ty),
@@ -1646,9 +1697,21 @@ fn comparable(
         .map_err(|m| semantic(format!("'{whole}': {m}")))?;
         Ok(Expr::Literal(Scalar::Time(kind, v)))
     };
+    let numbered = |e: Expr| -> Result<Expr, SqlError> {
+        let Expr::Literal(Scalar::Text(text)) = &e else {
+            return Ok(e);
+        };
+        spelled_number(text).ok_or_else(|| {
+            semantic(format!(
+                "'{whole}' compares a number with a string that is not one; Shoal does not convert it"
+            ))
+        })
+    };
     match (at, bt) {
         (Ty::Null, _) | (_, Ty::Null) => Ok((a, b)),
         (x, y) if x.is_numeric() && y.is_numeric() => Ok((a, b)),
+        (x, Ty::Text) if x.is_numeric() && matches!(b, Expr::Literal(_)) => Ok((a, numbered(b)?)),
+        (Ty::Text, y) if y.is_numeric() && matches!(a, Expr::Literal(_)) => Ok((numbered(a)?, b)),
         (Ty::Text, Ty::Text) | (Ty::Binary, Ty::Binary) => Ok((a, b)),
         (Ty::Time(_), Ty::Time(_)) => Ok((a, b)),
         (Ty::Time(k), Ty::Text) if matches!(b, Expr::Literal(_)) => Ok((a, timed(k, b)?)),
@@ -1786,5 +1849,55 @@ fn show(v: &Datum) -> String {
         Scalar::Text(b) => format!("'{}'", String::from_utf8_lossy(b).replace('\'', "''")),
         Scalar::Time(..) => format!("'{}'", super::print::plain(v)),
         v => super::print::plain(v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_string_compared_with_a_number_reads_as_the_number_it_spells() {
+        let read = |s: &str| match spelled_number(s.as_bytes()) {
+            Some(Expr::Literal(v)) => Some(v),
+            Some(other) => panic!("{s}: {other:?}"),
+            None => None,
+        };
+        assert_eq!(read("10"), Some(Scalar::Int(10)));
+        assert_eq!(read("  -7 "), Some(Scalar::Int(-7)));
+        assert_eq!(read("+7"), Some(Scalar::Int(7)));
+        assert_eq!(read("2.50"), Some(Scalar::Decimal(250, 2)));
+        assert_eq!(read("-.5"), Some(Scalar::Decimal(-5, 1)));
+        assert_eq!(read("5."), Some(Scalar::Int(5)));
+        assert_eq!(read("1e3"), Some(Scalar::Double(1000.0)));
+        assert_eq!(read("-2.5E-1"), Some(Scalar::Double(-0.25)));
+        assert_eq!(
+            read("18446744073709551615"),
+            Some(Scalar::Int(i128::from(u64::MAX)))
+        );
+        // Anything else is no number: refused, never read as 0.
+        for not in [
+            "",
+            " ",
+            "-",
+            "+",
+            ".",
+            "abc",
+            "1x",
+            "1 2",
+            "1..2",
+            "1e",
+            "1e+",
+            "e5",
+            "--1",
+            "0x10",
+            "1,5",
+            "18446744073709551616",
+            "1e999",
+            "\u{a0}1",
+            "1\t",
+        ] {
+            assert_eq!(read(not), None, "{not:?}");
+        }
     }
 }
