@@ -261,6 +261,7 @@ async fn apply_on_worker(
 const ACKS_IN_FLIGHT: usize = 64;
 
 /// What a peer opened a connection for.
+#[derive(Debug)]
 enum Purpose {
     /// Its stream, heartbeats and catch-up questions.
     Stream,
@@ -287,35 +288,59 @@ async fn greet(
         Ok(Err(e)) => return Err(e.to_string()),
         Err(_) => return Err("no greeting within 5 s".into()),
     }
-    let (node, group, view, secret, purpose) = match frame::decode(buf) {
+    let (version, node, group, view, secret, purpose) = match frame::decode(buf) {
         Ok(Message::Hello {
+            version,
             node,
             group,
             view,
             secret,
-        }) => (node, group, view, secret, Purpose::Stream),
+        }) => (version, node, group, view, secret, Purpose::Stream),
         Ok(Message::Relay {
+            version,
             node,
             group,
             view,
             secret,
-        }) => (node, group, view, secret, Purpose::Relay(Relayed::Redis)),
+        }) => (
+            version,
+            node,
+            group,
+            view,
+            secret,
+            Purpose::Relay(Relayed::Redis),
+        ),
         Ok(Message::RelaySql {
+            version,
             node,
             group,
             view,
             secret,
-        }) => (node, group, view, secret, Purpose::Relay(Relayed::Sql)),
+        }) => (
+            version,
+            node,
+            group,
+            view,
+            secret,
+            Purpose::Relay(Relayed::Sql),
+        ),
         Ok(Message::Forward {
+            version,
             node,
             group,
             view,
             secret,
-        }) => (node, group, view, secret, Purpose::Forward),
+        }) => (version, node, group, view, secret, Purpose::Forward),
         _ => return Err("the first message is not a greeting".into()),
     };
     if !cluster.inner.secret.matches(secret) {
         return Err("wrong cluster secret".into());
+    }
+    if version != frame::TRANSPORT_VERSION {
+        return Err(format!(
+            "node {node} speaks transport version {version}, this node {}: the nodes of a group run one build",
+            frame::TRANSPORT_VERSION
+        ));
     }
     let Some(mine) = cluster.group() else {
         return Err(format!("node {} is in no node group yet", cluster.me()));
@@ -593,6 +618,73 @@ mod tests {
     use super::*;
     use crate::node::tests::{create, engine, engine_with, read, run, runtime};
     use crate::types::value::Value;
+
+    /// A node of another build is refused at its greeting, with why,
+    /// whatever it opens the connection for.
+    #[test]
+    fn a_greeting_of_another_transport_version_is_refused() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let (_stop, stopped) = tokio::sync::watch::channel(false);
+            let secret = "s".repeat(32);
+            let cluster = Cluster::new(
+                engine(16),
+                shoal_wire::secret::ClusterSecret::new(&secret).unwrap(),
+                None,
+                None,
+                stopped,
+            )
+            .unwrap();
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let greeted = |version: u32, relay: bool| {
+                let (cluster, secret) = (cluster.clone(), secret.clone());
+                let listener = &listener;
+                async move {
+                    let (node, group, view) = (2, 0, 1);
+                    let secret = secret.as_bytes();
+                    let greeting = match relay {
+                        false => Message::Hello {
+                            version,
+                            node,
+                            group,
+                            view,
+                            secret,
+                        },
+                        true => Message::RelaySql {
+                            version,
+                            node,
+                            group,
+                            view,
+                            secret,
+                        },
+                    };
+                    let mut client = TcpStream::connect(addr).await.unwrap();
+                    frame::send(&mut client, &greeting).await.unwrap();
+                    let (server, _) = listener.accept().await.unwrap();
+                    let (reader, _writer) = server.into_split();
+                    let mut buf = Vec::new();
+                    greet(&cluster, &mut BufReader::new(reader), &mut buf).await
+                }
+            };
+            for relay in [false, true] {
+                let err = greeted(frame::TRANSPORT_VERSION + 1, relay)
+                    .await
+                    .unwrap_err();
+                assert!(
+                    err.contains("transport version 2, this node 1"),
+                    "{relay}: {err}"
+                );
+                // Of this version it goes on to the checks after: this
+                // node is in no group yet.
+                let err = greeted(frame::TRANSPORT_VERSION, relay).await.unwrap_err();
+                assert!(err.contains("in no node group"), "{relay}: {err}");
+            }
+        });
+    }
 
     const TABLE: &str = r#"{"name": "t", "primary_key": ["id"], "columns": [
         {"name": "id", "type": "BIGINT", "nullable": false},

@@ -745,6 +745,7 @@ async fn exchange(
     let (reader, mut writer) = stream.into_split();
     let mut reader = BufReader::new(reader);
     let hello = Message::Hello {
+        version: frame::TRANSPORT_VERSION,
         node: cluster.me().0,
         group: cluster.group().map_or(0, |g| g.node_group),
         view: cluster.view_number(),

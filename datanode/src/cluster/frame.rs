@@ -17,12 +17,19 @@ pub(crate) const MAX_FRAME: usize = 1 << 30;
 /// cluster: a stranger cannot make the node set aside more than this.
 pub(crate) const MAX_GREETING: usize = 4 << 10;
 
+/// The shape of everything the transport carries — these messages and
+/// the MySQL session handoff: a greeting of another version is refused,
+/// never misread. Bumped whenever any of them changes.
+pub(crate) const TRANSPORT_VERSION: u32 = 1;
+
 /// What the transport carries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) enum Message<'a> {
     /// The first message of a connection: who opens it, the view it knows,
     /// and proof that it belongs to the cluster.
     Hello {
+        /// `TRANSPORT_VERSION` of the node that opens the connection.
+        version: u32,
         node: u32,
         group: u32,
         view: u64,
@@ -98,6 +105,8 @@ pub(crate) enum Message<'a> {
     /// client's database: after `Welcome` the connection is RESP, served
     /// by the Redis front end as if the client had connected here.
     Relay {
+        /// `TRANSPORT_VERSION` of the node that opens the connection.
+        version: u32,
         node: u32,
         group: u32,
         view: u64,
@@ -109,6 +118,8 @@ pub(crate) enum Message<'a> {
     /// after `Welcome` it carries `Request`s one way and `Answer`s the
     /// other.
     Forward {
+        /// `TRANSPORT_VERSION` of the node that opens the connection.
+        version: u32,
         node: u32,
         group: u32,
         view: u64,
@@ -156,6 +167,8 @@ pub(crate) enum Message<'a> {
     /// database it writes: after `Welcome` comes the session's state, then
     /// the client's packets, served by the MySQL front end.
     RelaySql {
+        /// `TRANSPORT_VERSION` of the node that opens the connection.
+        version: u32,
         node: u32,
         group: u32,
         view: u64,
@@ -262,6 +275,7 @@ mod tests {
         let records = [Record(b"one"), Record(b"")];
         let messages = [
             Message::Hello {
+                version: TRANSPORT_VERSION,
                 node: 2,
                 group: 0,
                 view: 3,

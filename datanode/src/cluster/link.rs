@@ -140,24 +140,28 @@ pub(super) async fn open(
         let secret = cluster.inner.secret.expose().as_bytes();
         let greeting = match opening {
             Opening::Link => Message::Hello {
+                version: frame::TRANSPORT_VERSION,
                 node,
                 group,
                 view,
                 secret,
             },
             Opening::Relay(super::Relayed::Redis) => Message::Relay {
+                version: frame::TRANSPORT_VERSION,
                 node,
                 group,
                 view,
                 secret,
             },
             Opening::Relay(super::Relayed::Sql) => Message::RelaySql {
+                version: frame::TRANSPORT_VERSION,
                 node,
                 group,
                 view,
                 secret,
             },
             Opening::Forward => Message::Forward {
+                version: frame::TRANSPORT_VERSION,
                 node,
                 group,
                 view,

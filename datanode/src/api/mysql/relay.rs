@@ -46,7 +46,8 @@ const ANSWER_WITHIN: Duration = Duration::from_secs(5);
 /// Longest a session waits for a primary it cannot reach to be replaced.
 const SETTLE_WITHIN: Duration = Duration::from_secs(2);
 
-/// A session's state, as it goes to the primary.
+/// A session's state, as it goes to the primary: a change of its shape
+/// is a new `TRANSPORT_VERSION`, so that nodes never misread each other's.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Handoff {
     pub(super) connection: u32,
