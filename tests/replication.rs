@@ -739,6 +739,17 @@ async fn hostile_peers_and_groups_are_refused_and_change_nothing() {
         let mut peer = greet_peer(&g.backup, kind, primary_id, b"not the secret").await;
         let answer = read_frame(&mut peer).await;
         assert_eq!(answer.first(), Some(&REFUSED), "{answer:?}");
+        // With it, from a node of another build: refused, saying why.
+        let secret = CLUSTER_SECRET.as_bytes();
+        let mut peer =
+            greet_peer_as(&g.backup, kind, TRANSPORT_VERSION + 1, primary_id, secret).await;
+        let answer = read_frame(&mut peer).await;
+        assert_eq!(answer.first(), Some(&REFUSED), "{answer:?}");
+        let reason = String::from_utf8_lossy(&answer);
+        assert!(
+            reason.contains("transport version 2, this node 1"),
+            "{reason}"
+        );
     }
     // With the secret, a request sent on still needs the client's key, and
     // garbage after it ends the connection; nothing is written.
@@ -818,6 +829,8 @@ const GREET_FORWARD: u8 = 14;
 const REQUEST: u8 = 15;
 const ANSWER: u8 = 16;
 const GREET_RELAY_SQL: u8 = 19;
+/// The transport's version, the first field of every greeting.
+const TRANSPORT_VERSION: u8 = 1;
 
 /// Writes `message` as a frame: its length, little-endian, then it.
 async fn send_frame(peer: &mut tokio::net::TcpStream, message: &[u8]) {
@@ -842,10 +855,21 @@ async fn read_frame(peer: &mut tokio::net::TcpStream) -> Vec<u8> {
 /// A connection to `node`'s peer port greeted as node `as_node` with
 /// `kind` of greeting and `secret`.
 async fn greet_peer(node: &Shoal, kind: u8, as_node: u32, secret: &[u8]) -> tokio::net::TcpStream {
+    greet_peer_as(node, kind, TRANSPORT_VERSION, as_node, secret).await
+}
+
+/// `greet_peer` by a node of transport version `version`.
+async fn greet_peer_as(
+    node: &Shoal,
+    kind: u8,
+    version: u8,
+    as_node: u32,
+    secret: &[u8],
+) -> tokio::net::TcpStream {
     let mut peer = tokio::net::TcpStream::connect(&node.peer_addr)
         .await
         .unwrap();
-    let mut greeting = vec![kind, as_node as u8, 0, 1, secret.len() as u8];
+    let mut greeting = vec![kind, version, as_node as u8, 0, 1, secret.len() as u8];
     greeting.extend_from_slice(secret);
     send_frame(&mut peer, &greeting).await;
     peer
