@@ -15,7 +15,7 @@ use tokio::io::{AsyncReadExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
-use super::frame::{self, Message};
+use super::frame::{self, Greeting, Message};
 use super::{Cluster, Relayed, catchup};
 use crate::ldm::{FragmentPlace, Only};
 use crate::log::Mark;
@@ -288,51 +288,20 @@ async fn greet(
         Ok(Err(e)) => return Err(e.to_string()),
         Err(_) => return Err("no greeting within 5 s".into()),
     }
-    let (version, node, group, view, secret, purpose) = match frame::decode(buf) {
-        Ok(Message::Hello {
-            version,
-            node,
-            group,
-            view,
-            secret,
-        }) => (version, node, group, view, secret, Purpose::Stream),
-        Ok(Message::Relay {
-            version,
-            node,
-            group,
-            view,
-            secret,
-        }) => (
-            version,
-            node,
-            group,
-            view,
-            secret,
-            Purpose::Relay(Relayed::Redis),
-        ),
-        Ok(Message::RelaySql {
-            version,
-            node,
-            group,
-            view,
-            secret,
-        }) => (
-            version,
-            node,
-            group,
-            view,
-            secret,
-            Purpose::Relay(Relayed::Sql),
-        ),
-        Ok(Message::Forward {
-            version,
-            node,
-            group,
-            view,
-            secret,
-        }) => (version, node, group, view, secret, Purpose::Forward),
+    let (greeting, purpose) = match frame::decode(buf) {
+        Ok(Message::Hello(g)) => (g, Purpose::Stream),
+        Ok(Message::Relay(g)) => (g, Purpose::Relay(Relayed::Redis)),
+        Ok(Message::RelaySql(g)) => (g, Purpose::Relay(Relayed::Sql)),
+        Ok(Message::Forward(g)) => (g, Purpose::Forward),
         _ => return Err("the first message is not a greeting".into()),
     };
+    let Greeting {
+        version,
+        node,
+        group,
+        view,
+        secret,
+    } = greeting;
     if !cluster.inner.secret.matches(secret) {
         return Err("wrong cluster secret".into());
     }
@@ -646,21 +615,16 @@ mod tests {
                 async move {
                     let (node, group, view) = (2, 0, 1);
                     let secret = secret.as_bytes();
+                    let greeting = Greeting {
+                        version,
+                        node,
+                        group,
+                        view,
+                        secret,
+                    };
                     let greeting = match relay {
-                        false => Message::Hello {
-                            version,
-                            node,
-                            group,
-                            view,
-                            secret,
-                        },
-                        true => Message::RelaySql {
-                            version,
-                            node,
-                            group,
-                            view,
-                            secret,
-                        },
+                        false => Message::Hello(greeting),
+                        true => Message::RelaySql(greeting),
                     };
                     let mut client = TcpStream::connect(addr).await.unwrap();
                     frame::send(&mut client, &greeting).await.unwrap();

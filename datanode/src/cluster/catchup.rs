@@ -744,13 +744,13 @@ async fn exchange(
         .map_err(|e| e.to_string())?;
     let (reader, mut writer) = stream.into_split();
     let mut reader = BufReader::new(reader);
-    let hello = Message::Hello {
+    let hello = Message::Hello(frame::Greeting {
         version: frame::TRANSPORT_VERSION,
         node: cluster.me().0,
         group: cluster.group().map_or(0, |g| g.node_group),
         view: cluster.view_number(),
         secret: cluster.inner.secret.expose().as_bytes(),
-    };
+    });
     let exchange = async {
         frame::send(&mut writer, &hello)
             .await

@@ -22,20 +22,25 @@ pub(crate) const MAX_GREETING: usize = 4 << 10;
 /// never misread. Bumped whenever any of them changes.
 pub(crate) const TRANSPORT_VERSION: u32 = 1;
 
+/// The first message of every connection, whatever it is for: who opens
+/// it, of which build, the view it knows, and proof that it belongs to
+/// the cluster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Greeting<'a> {
+    /// `TRANSPORT_VERSION` of the node that opens the connection.
+    pub(crate) version: u32,
+    pub(crate) node: u32,
+    pub(crate) group: u32,
+    pub(crate) view: u64,
+    #[serde(borrow, with = "serde_bytes")]
+    pub(crate) secret: &'a [u8],
+}
+
 /// What the transport carries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) enum Message<'a> {
-    /// The first message of a connection: who opens it, the view it knows,
-    /// and proof that it belongs to the cluster.
-    Hello {
-        /// `TRANSPORT_VERSION` of the node that opens the connection.
-        version: u32,
-        node: u32,
-        group: u32,
-        view: u64,
-        #[serde(borrow, with = "serde_bytes")]
-        secret: &'a [u8],
-    },
+    /// The greeting of a link: the stream, heartbeats, catch-up questions.
+    Hello(#[serde(borrow)] Greeting<'a>),
     Welcome {
         node: u32,
         view: u64,
@@ -104,28 +109,12 @@ pub(crate) enum Message<'a> {
     /// a Redis client's connection on to this node, the primary of the
     /// client's database: after `Welcome` the connection is RESP, served
     /// by the Redis front end as if the client had connected here.
-    Relay {
-        /// `TRANSPORT_VERSION` of the node that opens the connection.
-        version: u32,
-        node: u32,
-        group: u32,
-        view: u64,
-        #[serde(borrow, with = "serde_bytes")]
-        secret: &'a [u8],
-    },
+    Relay(#[serde(borrow)] Greeting<'a>),
     /// Instead of `Hello`, the first message of a connection that sends
     /// REST requests on to this node, the primary of their databases:
     /// after `Welcome` it carries `Request`s one way and `Answer`s the
     /// other.
-    Forward {
-        /// `TRANSPORT_VERSION` of the node that opens the connection.
-        version: u32,
-        node: u32,
-        group: u32,
-        view: u64,
-        #[serde(borrow, with = "serde_bytes")]
-        secret: &'a [u8],
-    },
+    Forward(#[serde(borrow)] Greeting<'a>),
     /// A REST request sent on as it came (`path`, its API key if it had
     /// one, its body), by a node of the group that knew view `view`.
     Request {
@@ -166,15 +155,7 @@ pub(crate) enum Message<'a> {
     /// a MySQL client's session on to this node, the primary of a
     /// database it writes: after `Welcome` comes the session's state, then
     /// the client's packets, served by the MySQL front end.
-    RelaySql {
-        /// `TRANSPORT_VERSION` of the node that opens the connection.
-        version: u32,
-        node: u32,
-        group: u32,
-        view: u64,
-        #[serde(borrow, with = "serde_bytes")]
-        secret: &'a [u8],
-    },
+    RelaySql(#[serde(borrow)] Greeting<'a>),
 }
 
 /// Units a node admitted for one database.
@@ -274,13 +255,13 @@ mod tests {
     fn messages_round_trip_through_frames() {
         let records = [Record(b"one"), Record(b"")];
         let messages = [
-            Message::Hello {
+            Message::Hello(Greeting {
                 version: TRANSPORT_VERSION,
                 node: 2,
                 group: 0,
                 view: 3,
                 secret: b"s3cret",
-            },
+            }),
             Message::Changes {
                 last: 42,
                 records: records.to_vec(),

@@ -19,7 +19,7 @@ use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
 use super::catchup::Mismatch;
-use super::frame::{self, Message, Record, Used};
+use super::frame::{self, Greeting, Message, Record, Used};
 use super::{Cluster, HEARTBEAT_EVERY};
 use crate::log::changes;
 use crate::log::ship::Outbox;
@@ -138,35 +138,18 @@ pub(super) async fn open(
             cluster.view_number(),
         );
         let secret = cluster.inner.secret.expose().as_bytes();
+        let greeting = Greeting {
+            version: frame::TRANSPORT_VERSION,
+            node,
+            group,
+            view,
+            secret,
+        };
         let greeting = match opening {
-            Opening::Link => Message::Hello {
-                version: frame::TRANSPORT_VERSION,
-                node,
-                group,
-                view,
-                secret,
-            },
-            Opening::Relay(super::Relayed::Redis) => Message::Relay {
-                version: frame::TRANSPORT_VERSION,
-                node,
-                group,
-                view,
-                secret,
-            },
-            Opening::Relay(super::Relayed::Sql) => Message::RelaySql {
-                version: frame::TRANSPORT_VERSION,
-                node,
-                group,
-                view,
-                secret,
-            },
-            Opening::Forward => Message::Forward {
-                version: frame::TRANSPORT_VERSION,
-                node,
-                group,
-                view,
-                secret,
-            },
+            Opening::Link => Message::Hello(greeting),
+            Opening::Relay(super::Relayed::Redis) => Message::Relay(greeting),
+            Opening::Relay(super::Relayed::Sql) => Message::RelaySql(greeting),
+            Opening::Forward => Message::Forward(greeting),
         };
         let greeting_failed = |e: frame::FrameError| format!("greeting: {e}");
         frame::send(&mut stream, &greeting)
