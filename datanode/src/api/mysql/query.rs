@@ -3097,8 +3097,8 @@ pub(super) fn expand_keys(
         width: 0,
         values: Vec::new(),
     };
-    let mut count = 1usize;
     for (c, lits) in key_positions(table).zip(per_column) {
+        let count = if keys.width == 0 { 1 } else { keys.len() };
         let column = &def.columns[c];
         let mut values = Vec::with_capacity(lits.len());
         for lit in lits {
@@ -3133,7 +3133,6 @@ pub(super) fn expand_keys(
             longer
         };
         keys.width += 1;
-        count = keys.values.len() / keys.width;
     }
     Ok(keys)
 }
