@@ -2411,6 +2411,147 @@ async fn integer_constants_are_worked_out_as_mysql_does() {
     assert_eq!(s.rest_rows().await.len(), 2);
 }
 
+/// A column compared with a constant of another type answers the rows
+/// MySQL answers (each expected answer here is MariaDB 10.11's for the
+/// same rows): a DECIMAL as a number, not as its text; a string that
+/// spells a number as that number; a number no value of the column is
+/// (`2.5` or `300` for a TINYINT key) matching no row and bounding ranges
+/// as a number does — by key lookups, index ranges and scans alike.
+#[tokio::test]
+async fn constants_of_another_type_compare_as_mysql_compares_them() {
+    let s = setup(&[]).await;
+    s.ok(
+        "CREATE TABLE nums (id INT PRIMARY KEY, tiny TINYINT, price DECIMAL(6,2), f FLOAT, \
+          name VARCHAR(20), KEY (tiny), KEY (price))",
+    );
+    s.ok(
+        "INSERT INTO nums VALUES (1, 5, 1.50, 0.5, '5'), (2, 10, 2.25, 0.1, '05'), \
+          (3, 100, 3.00, 2.5, 'abc'), (4, -5, 4.10, 10, ' 5')",
+    );
+    let ids = |sql: &str| -> String { lines(&s.ok(sql)).join(" ") };
+    for (sql, want) in [
+        // A DECIMAL column against numbers of other scales: by an index
+        // range, and on each row. (It was compared as text: `price < 10`
+        // found only 1.50.)
+        (
+            "SELECT id FROM nums WHERE price < 10 ORDER BY id",
+            "1 2 3 4",
+        ),
+        (
+            "SELECT id FROM nums WHERE price = 1.5 OR price = '2.250' ORDER BY id",
+            "1 2",
+        ),
+        (
+            "SELECT id FROM nums WHERE price IN (3, 4.1) ORDER BY id",
+            "3 4",
+        ),
+        (
+            "SELECT id FROM nums WHERE price > 2.251 AND price <> 4.105 ORDER BY id",
+            "3 4",
+        ),
+        (
+            "SELECT id FROM nums WHERE price BETWEEN '2' AND 3.001 ORDER BY id",
+            "2 3",
+        ),
+        // An integer column against fractions and numbers past its range.
+        ("SELECT id FROM nums WHERE tiny > 9.5 ORDER BY id", "2 3"),
+        (
+            "SELECT id FROM nums WHERE tiny < 300 AND tiny >= -128.5 ORDER BY id",
+            "1 2 3 4",
+        ),
+        (
+            "SELECT id FROM nums WHERE tiny = 300 OR tiny IN (-500, 10.0, '1e2') ORDER BY id",
+            "2 3",
+        ),
+        (
+            "SELECT id FROM nums WHERE id < 99999999999999999999 AND id > -1e30 ORDER BY id",
+            "1 2 3 4",
+        ),
+        // Keys: a number that is an integer finds it, one that is not finds nothing.
+        ("SELECT id FROM nums WHERE id = 2.0", "2"),
+        ("SELECT id FROM nums WHERE id = ' 2.0 '", "2"),
+        ("SELECT id FROM nums WHERE id = 2.5", ""),
+        (
+            "SELECT id FROM nums WHERE id IN (1, 2.5, '3.0', 99999999999999999999, 4e0) ORDER BY id",
+            "1 3 4",
+        ),
+        // A FLOAT as the double it widens to: it does not hold 0.1.
+        ("SELECT id FROM nums WHERE f < 10 ORDER BY id", "1 2 3"),
+        (
+            "SELECT id FROM nums WHERE f = 0.1 OR f = 0.5 ORDER BY id",
+            "1",
+        ),
+    ] {
+        assert_eq!(ids(sql), want, "{sql}");
+    }
+    // UPDATE and DELETE find the same rows.
+    let out = s.ok("DELETE FROM nums WHERE id = 2.5");
+    assert!(out.contains("0 rows affected"), "{out}");
+    let out = s.ok("UPDATE nums SET name = CONCAT(name, '!') WHERE price >= 2.999");
+    assert!(out.contains("Rows matched: 2"), "{out}");
+    let out = s.ok("DELETE FROM nums WHERE tiny > 99.5");
+    assert!(out.contains("1 row affected"), "{out}");
+    // A number against a text column is refused: MySQL would read each
+    // row's text as a number ('05' = 5, 'abc' = 0). A string that spells
+    // no number, against a number column, is refused too. Nothing changes.
+    for (sql, code, says) in [
+        (
+            "SELECT id FROM nums WHERE name = 5",
+            "1105",
+            "quote it ('5')",
+        ),
+        (
+            "DELETE FROM nums WHERE name IN ('x', 5)",
+            "1105",
+            "text column",
+        ),
+        ("DELETE FROM nums WHERE id = 'abc'", "1366", "not a number"),
+        (
+            "UPDATE nums SET tiny = 0 WHERE price < 'cheap'",
+            "1366",
+            "not a decimal",
+        ),
+    ] {
+        let err = s.refused(sql, code);
+        assert!(err.contains(says), "{sql}: {err}");
+    }
+    assert_eq!(
+        lines(&s.ok("SELECT id, tiny, name FROM nums ORDER BY id")),
+        ["1\t5\t5", "2\t10\t05", "4\t-5\t 5!"]
+    );
+    // Prepared statements' arguments, as drivers bind them.
+    let mut conn = sqlx::mysql::MySqlConnection::connect_with(&s.driver_options())
+        .await
+        .unwrap();
+    let by_key = "SELECT id FROM nums WHERE id = ?";
+    let found: Vec<i32> = sqlx::query_scalar(by_key)
+        .bind("2.0")
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(found, [2]);
+    let found: Vec<i32> = sqlx::query_scalar(by_key)
+        .bind(2.5f64)
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+    assert!(found.is_empty());
+    let cheaper = "SELECT id FROM nums WHERE price < ? ORDER BY id";
+    let found: Vec<i32> = sqlx::query_scalar(cheaper)
+        .bind(10i64)
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(found, [1, 2, 4]);
+    let found: Vec<i32> = sqlx::query_scalar(cheaper)
+        .bind("2.251")
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(found, [1, 2]);
+    conn.close().await.unwrap();
+}
+
 #[tokio::test]
 async fn expressions_are_computed_from_each_row_as_mysql_computes_them() {
     let s = setup(&[]).await;
@@ -2457,7 +2598,7 @@ async fn expressions_are_computed_from_each_row_as_mysql_computes_them() {
         (
             "SELECT id FROM items WHERE qty = '' OR id = 1",
             "1366",
-            "not an integer",
+            "not a number",
         ),
     ] {
         let err = s.refused(sql, code);

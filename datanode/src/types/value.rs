@@ -165,6 +165,49 @@ pub(crate) const POW10: [i128; 39] = {
     p
 };
 
+/// A number as text spells it, in parts: `[+|-] digits [. digits]
+/// [e|E [+|-] digits]`, with a digit before or after the point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Spelled<'a> {
+    pub(crate) negative: bool,
+    pub(crate) whole: &'a str,
+    pub(crate) fraction: &'a str,
+    /// The exponent's sign and digits, if it has one.
+    pub(crate) exponent: Option<&'a str>,
+}
+
+impl<'a> Spelled<'a> {
+    /// `text`'s parts, if it spells a number and nothing else (spaces
+    /// around it are the caller's to trim).
+    pub(crate) fn parse(text: &'a str) -> Option<Spelled<'a>> {
+        let (negative, rest) = match text.as_bytes().first()? {
+            b'-' => (true, &text[1..]),
+            b'+' => (false, &text[1..]),
+            _ => (false, text),
+        };
+        let (mantissa, exponent) = match rest.find(['e', 'E']) {
+            Some(at) => (&rest[..at], Some(&rest[at + 1..])),
+            None => (rest, None),
+        };
+        let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+        let exponent_ok = exponent.is_none_or(|x| {
+            let digits = x.strip_prefix(['-', '+']).unwrap_or(x);
+            !digits.is_empty() && all_digits(digits)
+        });
+        (whole.len() + fraction.len() > 0
+            && all_digits(whole)
+            && all_digits(fraction)
+            && exponent_ok)
+            .then_some(Spelled {
+                negative,
+                whole,
+                fraction,
+                exponent,
+            })
+    }
+}
+
 impl Decimal {
     /// Parses `text` as a value of `DECIMAL(precision, scale)`: the mantissa at
     /// that scale, or why not. Digits past the scale are refused unless they
@@ -172,26 +215,16 @@ impl Decimal {
     pub fn parse(text: &str, precision: u8, scale: u8) -> Result<i128, String> {
         let bad = || format!("'{}' is not a decimal number", shorten(text));
         let text = text.trim();
-        let (negative, rest) = match text.as_bytes().first() {
-            Some(b'-') => (true, &text[1..]),
-            Some(b'+') => (false, &text[1..]),
-            _ => (false, text),
-        };
-        let (number, exponent) = match rest.find(['e', 'E']) {
-            Some(e) => {
-                let exp: i32 = rest[e + 1..].parse().map_err(|_| bad())?;
-                (&rest[..e], exp)
-            }
-            None => (rest, 0),
-        };
-        let (int_part, frac_part) = number.split_once('.').unwrap_or((number, ""));
-        let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-        if (int_part.is_empty() && frac_part.is_empty())
-            || !all_digits(int_part)
-            || !all_digits(frac_part)
-        {
+        let Some(Spelled {
+            negative,
+            whole: int_part,
+            fraction: frac_part,
+            exponent,
+        }) = Spelled::parse(text)
+        else {
             return Err(bad());
-        }
+        };
+        let exponent: i32 = exponent.map_or(Ok(0), str::parse).map_err(|_| bad())?;
         // The digits without the point; the point sits `point` digits in.
         let digits = int_part.bytes().chain(frac_part.bytes()).map(|b| b - b'0');
         let point = int_part.len() as i64 + i64::from(exponent);

@@ -133,6 +133,21 @@ impl MyError {
         )
     }
 
+    /// 1105: a text column compared with a number, which MySQL answers by
+    /// reading every row's text as a number (`'05' = 5`, `'abc' = 0`).
+    pub(crate) fn text_against_number(column: &str, number: &str) -> MyError {
+        let n = shown(number);
+        MyError::new(
+            1105,
+            "HY000",
+            format!(
+                "'{}' is a text column compared with the number {n}: MySQL reads each row's \
+                 text as a number for that, which Shoal does not; quote it ('{n}') to compare text",
+                shown(column)
+            ),
+        )
+    }
+
     /// 1210: wrong arguments to a prepared statement.
     pub(crate) fn bad_arguments(message: impl std::fmt::Display) -> MyError {
         MyError::new(

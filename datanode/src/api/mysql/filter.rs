@@ -22,7 +22,7 @@ use sqlparser::ast::{self, BinaryOperator, Expr, UnaryOperator};
 
 use super::error::MyError;
 use super::query::{column_of, compare, literal, position};
-use super::value::{Lit, to_value};
+use super::value::{Comparand, Lit, comparand, to_value};
 use crate::sql::eval::{self, Cmp, Pred, Ty, Values};
 use crate::sql::like::{Like, escape_of};
 use crate::sql::{Class, SqlError};
@@ -39,7 +39,10 @@ const MAX_IN_LIST: usize = 10_000;
 pub(crate) trait Columns {
     /// The column `e` names.
     fn column(&self, e: &Expr) -> Result<usize, MyError>;
-    /// Constant `lit` as column `column`'s value, checked.
+    /// Constant `lit` as a value of column `column` to compare its values
+    /// with, checked; refused as unsupported where it is compared
+    /// otherwise (a number no value of the column is: as numbers are,
+    /// by the condition as an expression over each row).
     fn value(&self, column: usize, lit: &Lit) -> Result<Value, MyError>;
     /// Column `column`'s type, where it is a stored table's.
     fn column_type(&self, _column: usize) -> Option<ColumnType> {
@@ -59,7 +62,12 @@ impl Columns for Table {
     }
 
     fn value(&self, column: usize, lit: &Lit) -> Result<Value, MyError> {
-        to_value(lit, &self.def().columns[column])
+        match comparand(lit, &self.def().columns[column])? {
+            Comparand::Value(v) => Ok(v),
+            // Compared as numbers are, by the condition as an expression
+            // over each row (`qty > 998.5`).
+            Comparand::Beyond => Err(MyError::unsupported("a number beyond the column's values")),
+        }
     }
 
     fn column_type(&self, column: usize) -> Option<ColumnType> {

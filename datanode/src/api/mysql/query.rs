@@ -46,7 +46,7 @@ use super::scan::{MAX_SCAN_ROWS, Scan, too_many_rows};
 use super::session::Session;
 use super::show::{Absent, named_rows};
 use super::upsert::{OnDuplicate, apply};
-use super::value::{self, Cell, Lit, column_def, computed, to_value};
+use super::value::{self, Cell, Comparand, Lit, column_def, comparand, computed, to_value};
 use super::variables;
 use crate::sql::eval;
 use crate::sql::like::Like;
@@ -3107,7 +3107,11 @@ pub(super) fn expand_keys(
             if *lit == Lit::Null {
                 continue;
             }
-            values.push(to_value(lit, column)?);
+            match comparand(lit, column)? {
+                Comparand::Value(v) => values.push(v),
+                // No key equals a number its column cannot hold (`id = 2.5`).
+                Comparand::Beyond => {}
+            }
         }
         if values.len() > 1 {
             sort_unique(&mut values);
@@ -3229,6 +3233,12 @@ pub(crate) fn compare(a: &Value, b: &Value) -> std::cmp::Ordering {
         (Value::UInt(x), Value::Int(y)) => i128::from(*x).cmp(&i128::from(*y)),
         (Value::Float(x), Value::Float(y)) => x.total_cmp(y),
         (Value::Double(x), Value::Double(y)) => x.total_cmp(y),
+        // A FLOAT as the double it widens to, as MySQL compares it with a
+        // constant (a FLOAT holding 0.1 is not 0.1).
+        (Value::Float(x), Value::Double(y)) => f64::from(*x).total_cmp(y),
+        (Value::Double(x), Value::Float(y)) => x.total_cmp(&f64::from(*y)),
+        (Value::Decimal(_), Value::Int(_) | Value::UInt(_)) => compare(a, &as_decimal(b)),
+        (Value::Int(_) | Value::UInt(_), Value::Decimal(_)) => compare(&as_decimal(a), b),
         // Byte by byte, as indexes and unique keys order and tell them
         // apart: utf8mb4_bin (a UTF-8 text's bytes order as its characters).
         (Value::Text(x), Value::Text(y)) => x.cmp(y),
@@ -3251,6 +3261,16 @@ pub(crate) fn compare(a: &Value, b: &Value) -> std::cmp::Ordering {
         (Value::Timestamp(x), Value::Timestamp(y)) => x.cmp(y),
         _ => a.to_string().cmp(&b.to_string()),
     }
+}
+
+/// An integer as a decimal of scale 0.
+fn as_decimal(v: &Value) -> Value {
+    let mantissa = match v {
+        Value::Int(i) => i128::from(*i),
+        Value::UInt(u) => i128::from(*u),
+        other => return other.clone(),
+    };
+    Value::Decimal(crate::types::value::Decimal { mantissa, scale: 0 })
 }
 
 /// What the columns of a RonSQL answer are.

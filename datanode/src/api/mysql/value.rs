@@ -12,7 +12,7 @@ use super::clock::Moment;
 use super::error::MyError;
 use super::proto::{self, BINARY, ColumnDef, UTF8MB4, flag, ty};
 use crate::sql::eval::{Datum, Scalar, TimeKind};
-use crate::types::value::{Date, DateTime, Timestamp, Value, WithFsp};
+use crate::types::value::{Date, DateTime, Decimal, Spelled, Timestamp, Value, WithFsp};
 
 /// A value as SQL wrote it, or as a prepared statement was given it,
 /// before it is known what column it is for.
@@ -131,13 +131,175 @@ pub(crate) fn to_value(lit: &Lit, column: &SchemaColumn) -> Result<Value, MyErro
     })
 }
 
-/// An integer written as text: digits with an optional sign, nothing else.
-fn integer(text: &str) -> Option<Value> {
-    let t = text.trim();
-    if let Ok(v) = t.parse::<i64>() {
-        return Some(Value::Int(v));
+/// What a number written as text is to an integer column.
+#[derive(Debug, Clone, PartialEq)]
+enum Integral {
+    /// Exactly this integer (`' 7 '`, `'10.0'`, `'1e3'`).
+    Exactly(Value),
+    /// A number no 64-bit integer is (`2.5`, `-1e30`).
+    Not,
+}
+
+/// What `text` is to an integer column, as MySQL reads a number: digits
+/// with a sign, a point and an exponent, spaces around them. `None`: it
+/// spells no number (`'10x'`, `''`).
+fn integral(text: &str) -> Option<Integral> {
+    let Spelled {
+        negative,
+        whole,
+        fraction,
+        exponent,
+    } = Spelled::parse(text.trim())?;
+    // Past i64 it is out of every range anyway.
+    let exponent: i64 = exponent.map_or(0, |x| {
+        x.parse().unwrap_or(if x.starts_with('-') {
+            i64::MIN
+        } else {
+            i64::MAX
+        })
+    });
+    // The digits without the point or leading zeros; the point sits
+    // `point` digits in.
+    let digits = format!("{whole}{fraction}");
+    let significant = digits.trim_start_matches('0');
+    if significant.is_empty() {
+        return Some(Integral::Exactly(Value::Int(0)));
     }
-    t.parse::<u64>().ok().map(Value::UInt)
+    let point =
+        (whole.len() as i64 - (digits.len() - significant.len()) as i64).saturating_add(exponent);
+    // u64 has 20 digits; a digit after the point that is not 0 is a fraction.
+    if !(1..=20).contains(&point) {
+        return Some(Integral::Not);
+    }
+    let point = point as usize;
+    let (int, frac) = significant.split_at(point.min(significant.len()));
+    if frac.bytes().any(|b| b != b'0') {
+        return Some(Integral::Not);
+    }
+    let magnitude = format!("{int}{}", "0".repeat(point - int.len()));
+    let magnitude: i128 = magnitude.parse().expect("at most 20 digits");
+    let v = if negative { -magnitude } else { magnitude };
+    Some(match (i64::try_from(v), u64::try_from(v)) {
+        (Ok(v), _) => Integral::Exactly(Value::Int(v)),
+        (_, Ok(v)) => Integral::Exactly(Value::UInt(v)),
+        _ => Integral::Not,
+    })
+}
+
+/// An integer written as text (`' 7 '`, `'10.0'`, `'1e3'`): a number
+/// that is exactly one, nothing else.
+fn integer(text: &str) -> Option<Value> {
+    match integral(text)? {
+        Integral::Exactly(v) => Some(v),
+        Integral::Not => None,
+    }
+}
+
+/// Whether integer `v` is one integer column type `ty` holds (any other
+/// value is left to the column's own checks).
+fn in_range(ty: ColumnType, v: &Value) -> bool {
+    let (bits, unsigned) = match ty {
+        ColumnType::TinyInt { unsigned } => (8, unsigned),
+        ColumnType::SmallInt { unsigned } => (16, unsigned),
+        ColumnType::MediumInt { unsigned } => (24, unsigned),
+        ColumnType::Int { unsigned } => (32, unsigned),
+        ColumnType::BigInt { unsigned } => (64, unsigned),
+        _ => return true,
+    };
+    let (lo, hi) = if unsigned {
+        (0, (1i128 << bits) - 1)
+    } else {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    };
+    match v {
+        Value::Int(i) => (lo..=hi).contains(&i128::from(*i)),
+        Value::UInt(u) => (lo..=hi).contains(&i128::from(*u)),
+        _ => true,
+    }
+}
+
+/// A constant as a WHERE clause compares a column's values with it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Comparand {
+    /// A value of the column, as its rows' values are read.
+    Value(Value),
+    /// A number no value of the column is (`2.5` or `1e30` for an integer
+    /// column, `1.505` for a DECIMAL(6,2)): no row equals it, and it is
+    /// compared with the rows' values as numbers are.
+    Beyond,
+}
+
+/// Constant `lit` as MySQL compares `column`'s values with it: a string
+/// that spells a number as that number, a number the column cannot hold
+/// as one beyond its values. A number compared with a text column is
+/// refused: MySQL would read every row's text as a number (`'05' = 5`,
+/// and `'abc' = 0`), which Shoal does not.
+pub(crate) fn comparand(lit: &Lit, column: &SchemaColumn) -> Result<Comparand, MyError> {
+    let name = column.name.as_str();
+    let spelled = |lit: &Lit| -> Result<Option<String>, MyError> {
+        Ok(match lit {
+            Lit::Str(s) => Some(
+                String::from_utf8(s.clone())
+                    .map_err(|_| MyError::bad_value(name, "not valid UTF-8"))?,
+            ),
+            Lit::Number(n) => Some(n.clone()),
+            _ => None,
+        })
+    };
+    Ok(match column.column_type {
+        ColumnType::TinyInt { .. }
+        | ColumnType::SmallInt { .. }
+        | ColumnType::MediumInt { .. }
+        | ColumnType::Int { .. }
+        | ColumnType::BigInt { .. } => {
+            let v = match (lit, spelled(lit)?) {
+                (_, Some(text)) => match integral(&text) {
+                    Some(Integral::Exactly(v)) => v,
+                    Some(Integral::Not) => return Ok(Comparand::Beyond),
+                    None => return Err(MyError::bad_value(name, "not a number")),
+                },
+                (Lit::Double(d), _) if d.fract() != 0.0 || d.abs() >= 9.0e15 => {
+                    return Ok(Comparand::Beyond);
+                }
+                _ => to_value(lit, column)?,
+            };
+            if in_range(column.column_type, &v) {
+                Comparand::Value(v)
+            } else {
+                Comparand::Beyond
+            }
+        }
+        ColumnType::Decimal { precision, scale } => match (lit, spelled(lit)?) {
+            (_, Some(text)) => match Decimal::parse(&text, precision, scale) {
+                Ok(mantissa) => Comparand::Value(Value::Decimal(Decimal { mantissa, scale })),
+                Err(_) if integral(&text).is_some() => Comparand::Beyond,
+                Err(problem) => return Err(MyError::bad_value(name, problem)),
+            },
+            (Lit::Int(_) | Lit::UInt(_), _) => {
+                let v = to_value(lit, column)?;
+                match Decimal::parse(&v.to_string(), precision, scale) {
+                    Ok(mantissa) => Comparand::Value(Value::Decimal(Decimal { mantissa, scale })),
+                    Err(_) => Comparand::Beyond,
+                }
+            }
+            (Lit::Double(_), _) => Comparand::Beyond,
+            _ => Comparand::Value(to_value(lit, column)?),
+        },
+        ColumnType::Char(_) | ColumnType::VarChar(_) => {
+            let number = match lit {
+                Lit::Int(v) => Some(v.to_string()),
+                Lit::UInt(v) => Some(v.to_string()),
+                Lit::Number(n) => Some(n.clone()),
+                Lit::Double(d) => Some(d.to_string()),
+                _ => None,
+            };
+            match number {
+                Some(n) => return Err(MyError::text_against_number(name, &n)),
+                None => Comparand::Value(to_value(lit, column)?),
+            }
+        }
+        _ => Comparand::Value(to_value(lit, column)?),
+    })
 }
 
 /// How a client is told of a table's column.
@@ -587,6 +749,85 @@ mod tests {
             default: None,
             auto_increment: false,
             on_update: None,
+        }
+    }
+
+    #[test]
+    fn a_constant_is_compared_as_the_number_it_is() {
+        let tiny = col(ColumnType::TinyInt { unsigned: false });
+        let str = |s: &str| Lit::Str(s.as_bytes().to_vec());
+        let num = |s: &str| Lit::Number(s.into());
+        let is = |lit: Lit, c: &SchemaColumn| comparand(&lit, c).unwrap();
+        for (lit, want) in [
+            (str(" 2.0 "), Comparand::Value(Value::Int(2))),
+            (str("-1e2"), Comparand::Value(Value::Int(-100))),
+            (str("0.000"), Comparand::Value(Value::Int(0))),
+            (num("127.00"), Comparand::Value(Value::Int(127))),
+            (num("0.5e1"), Comparand::Value(Value::Int(5))),
+            (str("2.5"), Comparand::Beyond),
+            (num("1e-1"), Comparand::Beyond),
+            (Lit::Int(128), Comparand::Beyond),
+            (Lit::Int(-129), Comparand::Beyond),
+            (Lit::UInt(u64::MAX), Comparand::Beyond),
+            (num("99999999999999999999999"), Comparand::Beyond),
+            (str("1e99999999999999999999999"), Comparand::Beyond),
+            (Lit::Double(0.5), Comparand::Beyond),
+        ] {
+            assert_eq!(is(lit.clone(), &tiny), want, "{lit:?}");
+        }
+        for bad in ["", "-", "1x", "e5", "1e", ".", "0x10", "1.2.3"] {
+            assert_eq!(comparand(&str(bad), &tiny).unwrap_err().code, 1366, "{bad}");
+        }
+        let ubig = col(ColumnType::BigInt { unsigned: true });
+        assert_eq!(
+            is(str("18446744073709551615.0"), &ubig),
+            Comparand::Value(Value::UInt(u64::MAX))
+        );
+        assert_eq!(is(str("-1"), &ubig), Comparand::Beyond);
+        let dec = col(ColumnType::Decimal {
+            precision: 6,
+            scale: 2,
+        });
+        let d = |mantissa| Comparand::Value(Value::Decimal(Decimal { mantissa, scale: 2 }));
+        assert_eq!(is(num("1.5"), &dec), d(150));
+        assert_eq!(is(str("2.250"), &dec), d(225));
+        assert_eq!(is(Lit::Int(10), &dec), d(1000));
+        assert_eq!(is(num("1.505"), &dec), Comparand::Beyond);
+        assert_eq!(is(Lit::Int(10_000), &dec), Comparand::Beyond);
+        assert_eq!(is(Lit::Double(1.5), &dec), Comparand::Beyond);
+        assert_eq!(comparand(&str("cheap"), &dec).unwrap_err().code, 1366);
+        let text = col(ColumnType::VarChar(10));
+        assert_eq!(
+            is(str("5"), &text),
+            Comparand::Value(Value::Text("5".into()))
+        );
+        for number in [Lit::Int(5), Lit::UInt(5), num("5.0"), Lit::Double(5.0)] {
+            assert_eq!(comparand(&number, &text).unwrap_err().code, 1105);
+        }
+    }
+
+    proptest::proptest! {
+        /// Every integer reads as itself however it is spelled, and with
+        /// a fraction that is not 0 as no integer.
+        #[test]
+        fn an_integer_reads_as_itself_in_every_spelling(
+            v in proptest::prelude::any::<i64>(),
+            zeros in 0usize..4,
+            fraction in 1u32..1000,
+        ) {
+            let exactly = Some(Integral::Exactly(Value::Int(v)));
+            let zeros = "0".repeat(zeros);
+            proptest::prop_assert_eq!(integral(&format!(" {v} ")), exactly.clone());
+            proptest::prop_assert_eq!(integral(&format!("{v}.{zeros}")), exactly.clone());
+            proptest::prop_assert_eq!(integral(&format!("{v}e0")), exactly.clone());
+            let sign = if v < 0 { "-" } else { "" };
+            let digits = v.unsigned_abs().to_string();
+            // The point moved left, and an exponent that moves it back.
+            let (int, frac) = digits.split_at(1);
+            let shifted = format!("{sign}{int}.{frac}{zeros}e{}", frac.len());
+            proptest::prop_assert_eq!(integral(&shifted), exactly);
+            let fraction = format!("{v}.{zeros}{fraction}");
+            proptest::prop_assert_eq!(integral(&fraction), Some(Integral::Not));
         }
     }
 

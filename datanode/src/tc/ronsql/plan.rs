@@ -28,7 +28,7 @@ use crate::storage::codec;
 use crate::storage::fragment::Bound;
 use crate::storage::layout::Layout;
 use crate::tc::Table;
-use crate::types::value::{Date, DateTime, Decimal, Timestamp};
+use crate::types::value::{Date, DateTime, Decimal, Spelled, Timestamp};
 
 /// Longest query text, in bytes.
 pub(crate) const MAX_QUERY_BYTES: usize = 64 << 10;
@@ -1578,28 +1578,12 @@ fn aggregate_func(f: &ast::Function) -> Option<&'static str> {
 /// (`' -2.5e3 '`). `None` if it spells none, or more than one.
 fn spelled_number(text: &[u8]) -> Option<Expr> {
     let text = std::str::from_utf8(text).ok()?.trim_matches(' ');
-    let (negative, digits) = match text.as_bytes().first()? {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
-    };
-    let (mantissa, exponent) = match digits.find(['e', 'E']) {
-        Some(at) => (&digits[..at], Some(&digits[at + 1..])),
-        None => (digits, None),
-    };
-    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    let exponent_ok = exponent.is_none_or(|x| {
-        let x = x.strip_prefix(['-', '+']).unwrap_or(x);
-        !x.is_empty() && all_digits(x)
-    });
-    if whole.len() + fraction.len() == 0
-        || !all_digits(whole)
-        || !all_digits(fraction)
-        || !exponent_ok
-    {
-        return None;
-    }
+    let Spelled {
+        negative,
+        whole,
+        fraction,
+        exponent,
+    } = Spelled::parse(text)?;
     // As a literal would be written: `5.` and `.5` as `5` and `0.5`.
     let whole = if whole.is_empty() { "0" } else { whole };
     let written = match (fraction.is_empty(), exponent) {
@@ -1645,12 +1629,16 @@ fn literal(v: &ast::Value) -> Result<(Expr, Ty), SqlError> {
                 let m = Decimal::parse(n, 38, scale).map_err(semantic)?;
                 lit(Scalar::Decimal(m, scale), Ty::Decimal(scale))
             } else {
-                let v: i128 = n
-                    .parse()
-                    .ok()
-                    .filter(|v| (i128::from(i64::MIN)..=i128::from(u64::MAX)).contains(v))
-                    .ok_or_else(|| semantic(format!("{n} is out of range for an integer")))?;
-                lit(Scalar::Int(v), Ty::Int)
+                match n.parse::<i128>() {
+                    Ok(v) if (i128::from(i64::MIN)..=i128::from(u64::MAX)).contains(&v) => {
+                        lit(Scalar::Int(v), Ty::Int)
+                    }
+                    // Past 64 bits an integer is a DECIMAL, as MySQL reads it.
+                    _ => {
+                        let m = Decimal::parse(n, 38, 0).map_err(semantic)?;
+                        lit(Scalar::Decimal(m, 0), Ty::Decimal(0))
+                    }
+                }
             }
         }
         ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
@@ -1875,27 +1863,15 @@ mod tests {
             read("18446744073709551615"),
             Some(Scalar::Int(i128::from(u64::MAX)))
         );
+        // Past 64 bits a DECIMAL, as MySQL reads an integer that long.
+        assert_eq!(
+            read("18446744073709551616"),
+            Some(Scalar::Decimal(18446744073709551616, 0))
+        );
         // Anything else is no number: refused, never read as 0.
         for not in [
-            "",
-            " ",
-            "-",
-            "+",
-            ".",
-            "abc",
-            "1x",
-            "1 2",
-            "1..2",
-            "1e",
-            "1e+",
-            "e5",
-            "--1",
-            "0x10",
-            "1,5",
-            "18446744073709551616",
-            "1e999",
-            "\u{a0}1",
-            "1\t",
+            "", " ", "-", "+", ".", "abc", "1x", "1 2", "1..2", "1e", "1e+", "e5", "--1", "0x10",
+            "1,5", "1e999", "\u{a0}1", "1\t",
         ] {
             assert_eq!(read(not), None, "{not:?}");
         }
