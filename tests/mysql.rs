@@ -2010,6 +2010,20 @@ async fn ndbinfo_is_queried_in_sql_and_shows_only_the_keys_databases() {
         .find(|r| r[0] == "app")
         .unwrap();
     assert_eq!(lines(&out)[..], [app[1].to_string().as_str()], "{out}");
+    // Typed as RonDB types them, BIGINT UNSIGNED: a driver reads a u64.
+    let mut conn = sqlx::mysql::MySqlConnection::connect_with(&s.driver_options())
+        .await
+        .unwrap();
+    let (bytes, free): (u64, u64) = sqlx::query_as(
+        "SELECT in_memory_bytes, free_in_memory_bytes FROM ndbinfo.table_memory_usage \
+         WHERE table_name = ?",
+    )
+    .bind("items")
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert!(bytes > 0 && free < bytes, "{bytes} {free}");
+    conn.close().await.unwrap();
     let out = s.ok("SELECT database_name, in_memory_quota FROM ndbinfo.database_quota_usage");
     assert_eq!(lines(&out)[..], ["app\tNULL"], "{out}");
     let out = s.ok("SELECT DISTINCT database_name FROM ndbinfo.table_usage WHERE write_units >= 1");

@@ -11,7 +11,7 @@ use sqlparser::ast::{self, Expr, SelectItem};
 use super::error::MyError;
 use super::filter::{Columns, Cond};
 use super::information_schema::InformationTable;
-use super::proto::{ColumnDef, ty};
+use super::proto::{ColumnDef, flag, ty};
 use super::query::{Reply, Shape, limit_of, no_arguments, order_of};
 use super::session::Session;
 use super::value::{Lit, computed};
@@ -263,6 +263,11 @@ fn column_def(table: System, name: &str, t: ColumnType) -> ColumnDef {
             ColumnType::Text => ty::VAR_STRING,
         },
     );
+    // ndbinfo's numbers are all unsigned, as RonDB's are (a driver reads
+    // `used` as a u64, and only so).
+    if matches!((table, t), (System::Ndbinfo(_), ColumnType::Integer)) {
+        def.flags |= flag::UNSIGNED;
+    }
     def.schema = table.schema().into();
     def
 }
