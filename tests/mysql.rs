@@ -2414,14 +2414,32 @@ async fn integer_constants_are_worked_out_as_mysql_does() {
         "SELECT * FROM items WHERE id = 18446744073709551615 - 18446744073709551615 - 1",
         "1690",
     );
-    // Decimals and division are worked out on each row, exactly; a string
-    // is not a number (refused, not converted).
+    // Decimals and division are worked out on each row, exactly.
     let out = s.ok("SELECT name FROM items WHERE id = 4 / 2");
     assert_eq!(lines(&out), ["two"], "{out}");
     let out = s.ok("SELECT COUNT(*) FROM items WHERE id = 1.5 + 1");
     assert_eq!(lines(&out), ["0"], "{out}");
-    let err = s.refused("SELECT * FROM items WHERE id = '1' + 1", "1105");
-    assert!(err.contains("not arithmetic on numbers"), "{err}");
+    // A string constant in arithmetic is the number it spells, exactly, as
+    // drivers that send every argument as a string need (`qty + ?` with
+    // '4'); one that spells no number is refused, never read as 0, and a
+    // text column is not a number.
+    let out = s.ok("SELECT name FROM items WHERE id = '1' + 1");
+    assert_eq!(lines(&out), ["two"], "{out}");
+    let out = s.ok("SELECT '1.5' + 1, '2' * '3', ' -1e1 ' + 0, 7 - '2', -'3'");
+    assert_eq!(lines(&out), ["2.5\t6\t-10\t5\t-3"], "{out}");
+    let out =
+        s.ok("UPDATE items SET qty = qty + '4' WHERE id = 2; SELECT qty FROM items WHERE id = 2");
+    assert_eq!(lines(&out).last(), Some(&"6"), "{out}");
+    for (sql, says) in [
+        ("SELECT 'abc' + 1", "'abc' is not a number"),
+        ("UPDATE items SET qty = qty + '4x'", "'4x' is not a number"),
+        ("SELECT name + 1 FROM items", "not arithmetic on numbers"),
+    ] {
+        let err = s.refused(sql, "1105");
+        assert!(err.contains(says), "{sql}: {err}");
+    }
+    let out = s.ok("SELECT id, qty FROM items ORDER BY id");
+    assert_eq!(lines(&out), ["2\t6", "6\t6"], "{out}");
     assert_eq!(s.rest_rows().await.len(), 2);
 }
 

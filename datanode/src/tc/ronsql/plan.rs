@@ -667,6 +667,10 @@ impl<'a> Planner<'a> {
             } => self.truth(e, depth),
             ast::Expr::UnaryOp { op, expr } => {
                 let (x, ty) = self.value(expr, depth + 1)?;
+                let (x, ty) = match op {
+                    UnaryOperator::Plus | UnaryOperator::Minus => operand((x, ty), e)?,
+                    _ => (x, ty),
+                };
                 match op {
                     UnaryOperator::Plus if ty.is_numeric() => Ok((x, ty)),
                     UnaryOperator::Minus if ty.is_numeric() => match x {
@@ -704,8 +708,8 @@ impl<'a> Planner<'a> {
                     | BinaryOperator::Or => return self.truth(e, depth),
                     other => return Err(unsupported(format!("the operator {other}"))),
                 };
-                let (a, at) = self.value(left, depth + 1)?;
-                let (b, bt) = self.value(right, depth + 1)?;
+                let (a, at) = operand(self.value(left, depth + 1)?, e)?;
+                let (b, bt) = operand(self.value(right, depth + 1)?, e)?;
                 let ty = op.result(at, bt).ok_or_else(|| {
                     semantic(format!(
                         "'{e}': {} {} {} is not arithmetic on numbers",
@@ -1571,6 +1575,28 @@ fn aggregate_func(f: &ast::Function) -> Option<&'static str> {
     ["COUNT", "SUM", "MIN", "MAX", "AVG"]
         .into_iter()
         .find(|n| name.value.eq_ignore_ascii_case(n))
+}
+
+/// An operand of arithmetic: a string constant as the number it spells,
+/// as MySQL reads one there (`qty + '5'`, as drivers that send every
+/// argument as a string write it); one that spells none is refused,
+/// never read as 0. A string column stays text, and is refused.
+fn operand((x, ty): (Expr, Ty), whole: &ast::Expr) -> Result<(Expr, Ty), SqlError> {
+    let Expr::Literal(Scalar::Text(text)) = &x else {
+        return Ok((x, ty));
+    };
+    let n = spelled_number(text).ok_or_else(|| {
+        semantic(format!(
+            "'{whole}': '{}' is not a number; Shoal does not read it as 0",
+            String::from_utf8_lossy(&text[..text.len().min(64)])
+        ))
+    })?;
+    let ty = match &n {
+        Expr::Literal(Scalar::Int(_)) => Ty::Int,
+        Expr::Literal(Scalar::Decimal(_, scale)) => Ty::Decimal(*scale),
+        _ => Ty::Double,
+    };
+    Ok((n, ty))
 }
 
 /// The number a string spells, as MySQL reads one compared with a
