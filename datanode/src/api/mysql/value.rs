@@ -195,27 +195,45 @@ fn integer(text: &str) -> Option<Value> {
     }
 }
 
-/// Whether integer `v` is one integer column type `ty` holds (any other
-/// value is left to the column's own checks).
-fn in_range(ty: ColumnType, v: &Value) -> bool {
+/// The text of a constant written as a number or a string, for column
+/// `name`.
+fn spelled<'a>(lit: &'a Lit, name: &str) -> Result<Option<&'a str>, MyError> {
+    Ok(match lit {
+        Lit::Str(s) => {
+            Some(std::str::from_utf8(s).map_err(|_| MyError::bad_value(name, "not valid UTF-8"))?)
+        }
+        Lit::Number(n) => Some(n.as_str()),
+        _ => None,
+    })
+}
+
+/// The least and greatest value of integer column type `ty`; `None` for
+/// another type.
+fn integer_range(ty: ColumnType) -> Option<(i128, i128)> {
     let (bits, unsigned) = match ty {
         ColumnType::TinyInt { unsigned } => (8, unsigned),
         ColumnType::SmallInt { unsigned } => (16, unsigned),
         ColumnType::MediumInt { unsigned } => (24, unsigned),
         ColumnType::Int { unsigned } => (32, unsigned),
         ColumnType::BigInt { unsigned } => (64, unsigned),
-        _ => return true,
+        _ => return None,
     };
-    let (lo, hi) = if unsigned {
+    Some(if unsigned {
         (0, (1i128 << bits) - 1)
     } else {
         (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    })
+}
+
+/// Whether integer `v` is one integer column type `ty` holds (any other
+/// value is left to the column's own checks).
+fn in_range(ty: ColumnType, v: &Value) -> bool {
+    let n = match v {
+        Value::Int(i) => i128::from(*i),
+        Value::UInt(u) => i128::from(*u),
+        _ => return true,
     };
-    match v {
-        Value::Int(i) => (lo..=hi).contains(&i128::from(*i)),
-        Value::UInt(u) => (lo..=hi).contains(&i128::from(*u)),
-        _ => true,
-    }
+    integer_range(ty).is_none_or(|(lo, hi)| (lo..=hi).contains(&n))
 }
 
 /// A constant as a WHERE clause compares a column's values with it.
@@ -234,31 +252,42 @@ pub(crate) enum Comparand {
 /// as one beyond its values. A number compared with a text column is
 /// refused: MySQL would read every row's text as a number (`'05' = 5`,
 /// and `'abc' = 0`), which Shoal does not.
+#[inline]
 pub(crate) fn comparand(lit: &Lit, column: &SchemaColumn) -> Result<Comparand, MyError> {
+    // A key lookup's usual constant, an integer for an integer column,
+    // decided here, without the rest.
+    if let Lit::Int(v) = lit
+        && let Some((lo, hi)) = integer_range(column.column_type)
+    {
+        return Ok(if (lo..=hi).contains(&i128::from(*v)) {
+            Comparand::Value(Value::Int(*v))
+        } else {
+            Comparand::Beyond
+        });
+    }
+    converted(lit, column)
+}
+
+/// `comparand`, for any constant and column.
+fn converted(lit: &Lit, column: &SchemaColumn) -> Result<Comparand, MyError> {
     let name = column.name.as_str();
-    let spelled = |lit: &Lit| -> Result<Option<String>, MyError> {
-        Ok(match lit {
-            Lit::Str(s) => Some(
-                String::from_utf8(s.clone())
-                    .map_err(|_| MyError::bad_value(name, "not valid UTF-8"))?,
-            ),
-            Lit::Number(n) => Some(n.clone()),
-            _ => None,
-        })
-    };
+    let spelled = |lit| spelled(lit, name);
     Ok(match column.column_type {
         ColumnType::TinyInt { .. }
         | ColumnType::SmallInt { .. }
         | ColumnType::MediumInt { .. }
         | ColumnType::Int { .. }
         | ColumnType::BigInt { .. } => {
-            let v = match (lit, spelled(lit)?) {
-                (_, Some(text)) => match integral(&text) {
+            let v = match lit {
+                // A key lookup's usual constant, taken as it is.
+                Lit::Int(v) => Value::Int(*v),
+                Lit::UInt(v) => Value::UInt(*v),
+                Lit::Str(_) | Lit::Number(_) => match spelled(lit)?.and_then(integral) {
                     Some(Integral::Exactly(v)) => v,
                     Some(Integral::Not) => return Ok(Comparand::Beyond),
                     None => return Err(MyError::bad_value(name, "not a number")),
                 },
-                (Lit::Double(d), _) if d.fract() != 0.0 || d.abs() >= 9.0e15 => {
+                Lit::Double(d) if d.fract() != 0.0 || d.abs() >= 9.0e15 => {
                     return Ok(Comparand::Beyond);
                 }
                 _ => to_value(lit, column)?,
@@ -270,9 +299,9 @@ pub(crate) fn comparand(lit: &Lit, column: &SchemaColumn) -> Result<Comparand, M
             }
         }
         ColumnType::Decimal { precision, scale } => match (lit, spelled(lit)?) {
-            (_, Some(text)) => match Decimal::parse(&text, precision, scale) {
+            (_, Some(text)) => match Decimal::parse(text, precision, scale) {
                 Ok(mantissa) => Comparand::Value(Value::Decimal(Decimal { mantissa, scale })),
-                Err(_) if integral(&text).is_some() => Comparand::Beyond,
+                Err(_) if integral(text).is_some() => Comparand::Beyond,
                 Err(problem) => return Err(MyError::bad_value(name, problem)),
             },
             (Lit::Int(_) | Lit::UInt(_), _) => {
