@@ -375,23 +375,72 @@ async fn errors_have_mysqls_numbers_and_change_nothing() {
         "INSERT INTO items (id, name, nope) VALUES (5, 'x', 3)",
         "1054 (42S22)",
     );
-    // Values are checked, never coerced.
-    s.refused("INSERT INTO items (id, name) VALUES ('five', 'x')", "1366");
-    s.refused(
-        "INSERT INTO items (id, name, qty) VALUES (5, 'x', -1)",
-        "1366",
-    );
-    s.refused(
-        "INSERT INTO items (id, name, price) VALUES (5, 'x', 1.234)",
-        "1366",
-    );
-    s.refused(
-        &format!(
-            "INSERT INTO items (id, name) VALUES (5, '{}')",
-            "x".repeat(41)
+    // Values are checked, never coerced, and each kind of fault has the
+    // number MySQL's strict mode gives it (drivers sort errors by it: a
+    // NULL for a NOT NULL column is an integrity error).
+    for (sql, code, says) in [
+        (
+            "INSERT INTO items (id, name) VALUES ('five', 'x')",
+            "1366 (HY000)",
+            "Incorrect value for column 'id'",
         ),
-        "1366",
-    );
+        (
+            "INSERT INTO items (id, name, qty) VALUES (5, 'x', -1)",
+            "1264 (22003)",
+            "Out of range value for column 'qty'",
+        ),
+        (
+            "INSERT INTO items (id, name, qty) VALUES (5, 'x', 4294967296)",
+            "1264 (22003)",
+            "4294967296 is out of range for INT UNSIGNED",
+        ),
+        (
+            "INSERT INTO items (id, name, price) VALUES (5, 'x', 1000000)",
+            "1264 (22003)",
+            "Out of range value for column 'price'",
+        ),
+        (
+            "INSERT INTO items (id, name, price) VALUES (5, 'x', 1.234)",
+            "1265 (01000)",
+            "Data truncated for column 'price': 1.234 has more digits after the point",
+        ),
+        (
+            "INSERT INTO items (id, name) VALUES (5, NULL)",
+            "1048 (23000)",
+            "Column 'name' cannot be null",
+        ),
+        (
+            "INSERT INTO items (id, name) VALUES (NULL, 'x')",
+            "1048 (23000)",
+            "Column 'id' cannot be null",
+        ),
+        (
+            "UPDATE items SET name = NULL WHERE id = 1",
+            "1048 (23000)",
+            "Column 'name' cannot be null",
+        ),
+        (
+            &format!(
+                "INSERT INTO items (id, name) VALUES (5, '{}')",
+                "x".repeat(41)
+            ),
+            "1406 (22001)",
+            "Data too long for column 'name': 41 characters is longer than VARCHAR(40)",
+        ),
+        (
+            "INSERT INTO items (id, name, tag) VALUES (5, 'x', X'000102030405060708090A0B0C0D0E0F10')",
+            "1406 (22001)",
+            "Data too long for column 'tag'",
+        ),
+        (
+            "UPDATE items SET name = CONCAT(name, REPEAT('x', 40)) WHERE id = 1",
+            "1406 (22001)",
+            "Data too long for column 'name'",
+        ),
+    ] {
+        let err = s.refused(sql, code);
+        assert!(err.contains(says), "{sql}: {err}");
+    }
     // What Shoal does not run is named, never answered wrongly.
     let err = s.refused("SELECT * FROM items a JOIN items b ON a.id = b.id", "1235");
     assert!(err.contains("JOIN"), "{err}");
@@ -589,9 +638,13 @@ async fn time_functions_and_dates_compare_as_mysql_does() {
     );
     s.refused(
         "INSERT INTO ev VALUES (9, NOW(), '2024-01-01 10:00:00', NULL)",
-        "1366",
+        "1292 (22007)",
     );
-    s.refused("SELECT id FROM ev WHERE day = 'garbage'", "1366");
+    s.refused(
+        "INSERT INTO ev VALUES (9, NOW(), '2024-02-30', NULL)",
+        "1292",
+    );
+    s.refused("SELECT id FROM ev WHERE day = 'garbage'", "1292");
     let out = s.ok("SELECT COUNT(*) FROM ev");
     assert_eq!(lines(&out)[..], ["3"], "{out}");
 
@@ -1290,6 +1343,18 @@ with c.cursor() as cur:
         cur.execute("INSERT INTO items (id, name) VALUES (%s, %s)", (1, "again"))
     except pymysql.err.IntegrityError as e:
         out["duplicate"] = e.args[0]
+    try:
+        cur.execute("INSERT INTO items (id, name) VALUES (%s, %s)", (3, None))
+    except pymysql.err.IntegrityError as e:
+        out["null"] = e.args[0]
+    try:
+        cur.execute("INSERT INTO items (id, name) VALUES (%s, %s)", (3, "x" * 41))
+    except pymysql.err.DataError as e:
+        out["too_long"] = e.args[0]
+    try:
+        cur.execute("INSERT INTO items (id, name, qty) VALUES (%s, %s, %s)", (3, "x", -1))
+    except pymysql.err.DataError as e:
+        out["out_of_range"] = e.args[0]
     cur.execute("SELECT COUNT(*) FROM items")
     out["count"] = cur.fetchone()[0]
 c.close()
@@ -1308,6 +1373,11 @@ print(json.dumps(out))
     // BIGINT, VARCHAR, INT, DECIMAL as MySQL's type codes.
     assert_eq!(out["types"], json!([8, 253, 3, 246]));
     assert_eq!(out["duplicate"], 1062);
+    // PyMySQL sorts errors by number: NULL for a NOT NULL column is an
+    // IntegrityError, a value past the column a DataError.
+    assert_eq!(out["null"], 1048);
+    assert_eq!(out["too_long"], 1406);
+    assert_eq!(out["out_of_range"], 1264);
     assert_eq!(out["count"], 2);
     assert_eq!(out["denied"], 1045);
 }
@@ -1374,8 +1444,9 @@ print(json.dumps(out))
     assert_eq!(out["groups"], json!([[true, 9, "renamed"]]), "{out}");
     assert_eq!(out["like_in"], json!(["n0", "n1", "n2"]), "{out}");
     assert_eq!(out["price"], "1.25", "{out}");
-    // 1.234 in a DECIMAL(8, 2): refused, not rounded; nothing written.
-    assert_eq!(out["refused"], 1366, "{out}");
+    // 1.234 in a DECIMAL(8, 2): refused, not rounded (MySQL's 1265, data
+    // truncated); nothing written.
+    assert_eq!(out["refused"], 1265, "{out}");
     assert_eq!(out["count"], 9, "{out}");
     assert_eq!(out["created"], true, "{out}");
     assert_eq!(
@@ -2790,14 +2861,14 @@ async fn expressions_are_computed_from_each_row_as_mysql_computes_them() {
     assert_eq!(lines(&out), ["BOLT-\t0.80"], "{out}");
     let err = s.refused(
         "UPDATE items SET price = price * 1.001 WHERE id = 1",
-        "1366",
+        "1265",
     );
     assert!(err.contains("not rounded"), "{err}");
     s.ok("UPDATE items SET price = ROUND(price * 1.001, 2) WHERE id = 1");
     s.refused("UPDATE items SET qty = qty - 4 WHERE id = 1", "1690");
     let err = s.refused(
         "UPDATE items SET qty = price * 10000000000 WHERE id = 1",
-        "1366",
+        "1264",
     );
     assert!(err.contains("out of range"), "{err}");
     s.ok("UPDATE items SET qty = price * 2 WHERE id = 1");
@@ -3062,7 +3133,7 @@ async fn inserts_upserts_and_aggregates_take_expressions_too() {
     );
     s.refused("INSERT INTO items SET id = 1, name = 'again'", "1062");
     s.refused("INSERT INTO items SET id = 3, nope = 1", "1054");
-    s.refused("INSERT INTO items SET id = 3, qty = -1", "1366");
+    s.refused("INSERT INTO items SET id = 3, qty = -1", "1264");
     // ON DUPLICATE KEY UPDATE with decimals and functions of both rows.
     s.ok("INSERT INTO items (id, name, price) VALUES (1, 'BOLT', 0.10) \
           ON DUPLICATE KEY UPDATE price = price + VALUES(price), name = CONCAT(name, '+', VALUES(name))");
@@ -3075,7 +3146,7 @@ async fn inserts_upserts_and_aggregates_take_expressions_too() {
     let err = s.refused(
         "INSERT INTO items (id, name, price) VALUES (1, 'x', 0.001) \
          ON DUPLICATE KEY UPDATE price = price + VALUES(price)",
-        "1366",
+        "1265",
     );
     assert!(err.contains("not rounded"), "{err}");
     s.refused(
@@ -3084,12 +3155,25 @@ async fn inserts_upserts_and_aggregates_take_expressions_too() {
     );
     // The row an INSERT gives is checked whole even when it meets a row
     // there and only updates it, or is skipped.
-    for sql in [
-        "INSERT INTO items (id, name, price) VALUES (1, 'x', 'abc') ON DUPLICATE KEY UPDATE name = 'y'",
-        "INSERT INTO items (id, name, price) VALUES (1, 'x', 1.234) ON DUPLICATE KEY UPDATE name = 'y'",
-        "INSERT IGNORE INTO items (id, name, qty) VALUES (1, 'x', -1)",
+    for (sql, code) in [
+        (
+            "INSERT INTO items (id, name, price) VALUES (1, 'x', 'abc') ON DUPLICATE KEY UPDATE name = 'y'",
+            "1366",
+        ),
+        (
+            "INSERT INTO items (id, name, price) VALUES (1, 'x', 1.234) ON DUPLICATE KEY UPDATE name = 'y'",
+            "1265",
+        ),
+        (
+            "INSERT IGNORE INTO items (id, name, qty) VALUES (1, 'x', -1)",
+            "1264",
+        ),
+        (
+            "INSERT INTO items (id, name) VALUES (1, NULL) ON DUPLICATE KEY UPDATE qty = 1",
+            "1048",
+        ),
     ] {
-        s.refused(sql, "1366");
+        s.refused(sql, code);
     }
     // LIKE in an aggregate's WHERE (pushed down), and over an expression.
     let out = s.ok("SELECT COUNT(*) FROM items WHERE name LIKE 'b%'");
@@ -3632,7 +3716,7 @@ async fn inserts_that_meet_rows_there_skip_or_update_them() {
     // cannot hold is still an error, never clamped.
     s.refused(
         "INSERT IGNORE INTO items (id, name, qty) VALUES (60, 'sixty', -1)",
-        "1366",
+        "1264",
     );
     assert_eq!(s.rest_rows().await, before);
     let out =

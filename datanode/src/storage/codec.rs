@@ -24,25 +24,92 @@ use shoal_wire::schema::{ColumnDef, ColumnType, SchemaError, TableDef};
 use super::layout::{Layout, Place};
 use crate::types::value::{self, Date, DateTime, Decimal, JsonShape, Timestamp, Value};
 
-/// A value refused for a column: the column's name and what is wrong.
+/// A value refused for a column: the column's name, what kind of fault
+/// it is and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("column '{column}': {problem}")]
 pub struct ValueError {
     pub column: String,
+    pub fault: Fault,
     pub problem: String,
+}
+
+/// What kind of value a column refused. MySQL numbers each kind apart
+/// (1366, 1048, 1406, 1264, 1265, 1292), and drivers sort them by number
+/// (a NULL for a NOT NULL column is an integrity error, the others data
+/// errors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Not a value of the column's type ('abc' for an INT), or a request
+    /// that does not fit the table.
+    Incorrect,
+    /// NULL for a NOT NULL column.
+    Null,
+    /// More characters or bytes than the column holds.
+    TooLong,
+    /// A number past the column's range.
+    OutOfRange,
+    /// More digits after the point than the column keeps (refused, not
+    /// rounded).
+    TooPrecise,
+    /// Not a date or time the column holds.
+    BadTime,
 }
 
 impl ValueError {
     pub(crate) fn new(layout: &Layout, column: u16, problem: impl Into<String>) -> Self {
+        ValueError::named(layout.name(column), problem)
+    }
+
+    /// An incorrect value for the column named `column`.
+    pub(crate) fn named(column: impl Into<String>, problem: impl Into<String>) -> Self {
         ValueError {
-            column: layout.name(column).to_owned(),
+            column: column.into(),
+            fault: Fault::Incorrect,
             problem: problem.into(),
+        }
+    }
+
+    fn misfit(layout: &Layout, column: u16) -> impl FnOnce(Misfit) -> ValueError {
+        move |Misfit(fault, problem)| ValueError {
+            column: layout.name(column).to_owned(),
+            fault,
+            problem,
         }
     }
 }
 
-fn mismatch(ty: ColumnType, v: &Value) -> String {
-    format!("expected a value of type {ty}, got {}", v.kind())
+/// Why a value does not fit a column's type, before the column is named.
+#[derive(Debug)]
+struct Misfit(Fault, String);
+
+/// What is wrong with a value is, unless said otherwise, that it is not
+/// one of the column's type.
+impl From<String> for Misfit {
+    fn from(problem: String) -> Misfit {
+        Misfit(Fault::Incorrect, problem)
+    }
+}
+
+impl From<value::DecimalError> for Misfit {
+    fn from(e: value::DecimalError) -> Misfit {
+        let fault = match e {
+            value::DecimalError::NotANumber(_) => Fault::Incorrect,
+            value::DecimalError::OutOfRange { .. } => Fault::OutOfRange,
+            value::DecimalError::TooPrecise { .. } => Fault::TooPrecise,
+        };
+        Misfit(fault, e.to_string())
+    }
+}
+
+impl fmt::Display for Misfit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.1)
+    }
+}
+
+fn mismatch(ty: ColumnType, v: &Value) -> Misfit {
+    format!("expected a value of type {ty}, got {}", v.kind()).into()
 }
 
 /// Largest magnitude below which every whole number is exact in a double.
@@ -53,15 +120,19 @@ const EXACT_IN_DOUBLE: f64 = (1u64 << 53) as f64;
 /// number, and a double is taken only when it is a whole number small
 /// enough to be exact (JSON clients may send `5.0` for 5; a JSON integer
 /// too large for 64 bits arrives as a rounded double, and is refused).
-fn integer(ty: ColumnType, v: &Value, (lo, hi): (i128, i128)) -> Result<i128, String> {
-    let out_of_range =
-        |n: &dyn fmt::Display| format!("{n} is out of range for {ty} ({lo} to {hi})");
+fn integer(ty: ColumnType, v: &Value, (lo, hi): (i128, i128)) -> Result<i128, Misfit> {
+    let out_of_range = |n: &dyn fmt::Display| {
+        Misfit(
+            Fault::OutOfRange,
+            format!("{n} is out of range for {ty} ({lo} to {hi})"),
+        )
+    };
     match v {
         Value::Int(i) => Ok(i128::from(*i)),
         Value::UInt(u) => Ok(i128::from(*u)),
         Value::Double(d) if d.fract() == 0.0 && d.abs() <= EXACT_IN_DOUBLE => Ok(*d as i128),
         Value::Double(d) if d.is_finite() && d.fract() != 0.0 => {
-            Err(format!("{d} has a fraction; {ty} holds whole numbers"))
+            Err(format!("{d} has a fraction; {ty} holds whole numbers").into())
         }
         Value::Double(d) if d.is_finite() && (d.abs() as i128) >= hi.max(-lo) => {
             Err(out_of_range(&format!("{d:e}")))
@@ -69,14 +140,16 @@ fn integer(ty: ColumnType, v: &Value, (lo, hi): (i128, i128)) -> Result<i128, St
         Value::Double(_) => Err(format!(
             "{ty} takes a whole number written as one: this one arrived with a fraction, an \
              exponent or more digits than a double holds exactly"
-        )),
+        )
+        .into()),
         Value::Text(t) => {
             let digits = t.strip_prefix('-').unwrap_or(t);
             if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
                 return Err(format!(
                     "'{}' is not a whole number for {ty}",
                     t.chars().take(64).collect::<String>()
-                ));
+                )
+                .into());
             }
             t.parse::<i128>()
                 .map_err(|_| out_of_range(&t.chars().take(64).collect::<String>()))
@@ -85,13 +158,13 @@ fn integer(ty: ColumnType, v: &Value, (lo, hi): (i128, i128)) -> Result<i128, St
     }
 }
 
-fn float(ty: ColumnType, v: &Value) -> Result<f64, String> {
+fn float(ty: ColumnType, v: &Value) -> Result<f64, Misfit> {
     let inexact = |n: &dyn fmt::Display| format!("{ty} cannot hold {n} exactly");
     let f = match v {
         Value::Int(i) if (*i as f64) as i128 == i128::from(*i) => *i as f64,
         Value::UInt(u) if (*u as f64) as i128 == i128::from(*u) => *u as f64,
-        Value::Int(i) => return Err(inexact(i)),
-        Value::UInt(u) => return Err(inexact(u)),
+        Value::Int(i) => return Err(inexact(i).into()),
+        Value::UInt(u) => return Err(inexact(u).into()),
         Value::Float(f) => f64::from(*f),
         Value::Double(d) => *d,
         Value::Text(t) => t
@@ -101,7 +174,7 @@ fn float(ty: ColumnType, v: &Value) -> Result<f64, String> {
         _ => return Err(mismatch(ty, v)),
     };
     if !f.is_finite() {
-        return Err(format!("{ty} cannot hold {f}"));
+        return Err(Misfit(Fault::OutOfRange, format!("{ty} cannot hold {f}")));
     }
     Ok(f)
 }
@@ -115,9 +188,9 @@ fn significant_digits(text: &str) -> usize {
     digits.trim_start_matches('0').trim_end_matches('0').len()
 }
 
-fn decimal(v: &Value, precision: u8, scale: u8) -> Result<i128, String> {
+fn decimal(v: &Value, precision: u8, scale: u8) -> Result<i128, Misfit> {
     let ty = ColumnType::Decimal { precision, scale };
-    let out_of_range = || format!("{v} is out of range for {ty}");
+    let out_of_range = || Misfit(Fault::OutOfRange, format!("{v} is out of range for {ty}"));
     match v {
         Value::Int(i) => {
             Decimal::from_integer(i128::from(*i), precision, scale).ok_or_else(out_of_range)
@@ -134,18 +207,19 @@ fn decimal(v: &Value, precision: u8, scale: u8) -> Result<i128, String> {
                 return Err(format!(
                     "{text} has more than {DOUBLE_EXACT_DIGITS} significant digits and came as a \
                      double, which may have rounded it: send the decimal as a string"
-                ));
+                )
+                .into());
             }
-            Decimal::parse(&text, precision, scale)
+            Ok(Decimal::parse(&text, precision, scale)?)
         }
-        Value::Float(f) if f.is_finite() => Decimal::parse(&f.to_string(), precision, scale),
-        Value::Decimal(d) => Decimal::parse(&d.to_string(), precision, scale),
-        Value::Text(t) => Decimal::parse(t, precision, scale),
+        Value::Float(f) if f.is_finite() => Ok(Decimal::parse(&f.to_string(), precision, scale)?),
+        Value::Decimal(d) => Ok(Decimal::parse(&d.to_string(), precision, scale)?),
+        Value::Text(t) => Ok(Decimal::parse(t, precision, scale)?),
         _ => Err(mismatch(ty, v)),
     }
 }
 
-fn micros(ty: ColumnType, fsp: u8, v: &Value) -> Result<i64, String> {
+fn micros(ty: ColumnType, fsp: u8, v: &Value) -> Result<i64, Misfit> {
     let raw = match (ty, v) {
         (ColumnType::Timestamp { .. }, Value::Timestamp(t)) => t.0,
         (ColumnType::Timestamp { .. }, Value::Text(t)) => Timestamp::parse(t)?.0,
@@ -157,14 +231,15 @@ fn micros(ty: ColumnType, fsp: u8, v: &Value) -> Result<i64, String> {
         _ => return Err(mismatch(ty, v)),
     };
     if !value::micros_in_range(raw) {
-        return Err(format!("{v} is outside 0001-01-01 to 9999-12-31 for {ty}"));
+        return Err(format!("{v} is outside 0001-01-01 to 9999-12-31 for {ty}").into());
     }
     // Stored exactly or not at all: a fraction finer than the column's is
     // refused, not rounded (which could even move the date).
     if value::round_to_fsp(raw, fsp) != Some(raw) {
         return Err(format!(
             "{v} has more fractional-second digits than {ty} holds ({fsp}); it is not rounded"
-        ));
+        )
+        .into());
     }
     Ok(raw)
 }
@@ -176,7 +251,7 @@ fn encode_int(
     bits: u32,
     unsigned: bool,
     dst: &mut [u8],
-) -> Result<(), String> {
+) -> Result<(), Misfit> {
     let (lo, hi) = if unsigned {
         (0, (1i128 << bits) - 1)
     } else {
@@ -184,14 +259,17 @@ fn encode_int(
     };
     let n = integer(ty, v, (lo, hi))?;
     if !(lo..=hi).contains(&n) {
-        return Err(format!("{n} is out of range for {ty} ({lo} to {hi})"));
+        return Err(Misfit(
+            Fault::OutOfRange,
+            format!("{n} is out of range for {ty} ({lo} to {hi})"),
+        ));
     }
     dst.copy_from_slice(&n.to_le_bytes()[..(bits / 8) as usize]);
     Ok(())
 }
 
 /// Writes a non-null value of a fixed-size column into `dst` (its width).
-fn encode_fixed(ty: ColumnType, v: &Value, dst: &mut [u8]) -> Result<(), String> {
+fn encode_fixed(ty: ColumnType, v: &Value, dst: &mut [u8]) -> Result<(), Misfit> {
     match ty {
         ColumnType::TinyInt { unsigned } => encode_int(ty, v, 8, unsigned, dst),
         ColumnType::SmallInt { unsigned } => encode_int(ty, v, 16, unsigned, dst),
@@ -207,7 +285,7 @@ fn encode_fixed(ty: ColumnType, v: &Value, dst: &mut [u8]) -> Result<(), String>
                 dst[0] = u8::from(!matches!(v, Value::Int(0) | Value::UInt(0)));
                 Ok(())
             }
-            _ => Err(format!("expected true, false, 0 or 1 for BOOL, got {v}")),
+            _ => Err(format!("expected true, false, 0 or 1 for BOOL, got {v}").into()),
         },
         ColumnType::Float => {
             // Text is read as f32 directly: through f64 it could round twice.
@@ -220,14 +298,17 @@ fn encode_fixed(ty: ColumnType, v: &Value, dst: &mut [u8]) -> Result<(), String>
                 Value::Int(_) | Value::UInt(_) => {
                     let wide = float(ty, v)?;
                     if f64::from(wide as f32) != wide {
-                        return Err(format!("FLOAT cannot hold {v} exactly; DOUBLE can"));
+                        return Err(format!("FLOAT cannot hold {v} exactly; DOUBLE can").into());
                     }
                     wide as f32
                 }
                 _ => float(ty, v)? as f32,
             };
             if !f.is_finite() {
-                return Err(format!("{v} is out of range for FLOAT"));
+                return Err(Misfit(
+                    Fault::OutOfRange,
+                    format!("{v} is out of range for FLOAT"),
+                ));
             }
             dst.copy_from_slice(&(f + 0.0).to_le_bytes());
             Ok(())
@@ -249,7 +330,10 @@ fn encode_fixed(ty: ColumnType, v: &Value, dst: &mut [u8]) -> Result<(), String>
             let t = t.trim_end_matches(' ');
             let chars = t.chars().count();
             if chars > n as usize {
-                return Err(format!("{chars} characters is longer than {ty}"));
+                return Err(Misfit(
+                    Fault::TooLong,
+                    format!("{chars} characters is longer than {ty}"),
+                ));
             }
             dst[..t.len()].copy_from_slice(t.as_bytes());
             dst[t.len()..].fill(b' ');
@@ -260,7 +344,10 @@ fn encode_fixed(ty: ColumnType, v: &Value, dst: &mut [u8]) -> Result<(), String>
                 return Err(mismatch(ty, v));
             };
             if b.len() > n as usize {
-                return Err(format!("{} bytes is longer than {ty}", b.len()));
+                return Err(Misfit(
+                    Fault::TooLong,
+                    format!("{} bytes is longer than {ty}", b.len()),
+                ));
             }
             dst[..b.len()].copy_from_slice(b);
             dst[b.len()..].fill(0);
@@ -270,16 +357,20 @@ fn encode_fixed(ty: ColumnType, v: &Value, dst: &mut [u8]) -> Result<(), String>
             let d = match v {
                 Value::Date(d) if d.is_valid() => *d,
                 Value::Date(d) => {
-                    return Err(format!("day {} is outside 0001-01-01 to 9999-12-31", d.0));
+                    return Err(bad_time(format!(
+                        "day {} is outside 0001-01-01 to 9999-12-31",
+                        d.0
+                    )));
                 }
-                Value::Text(t) => Date::parse(t)?,
-                _ => return Err(mismatch(ty, v)),
+                Value::Text(t) => Date::parse(t).map_err(bad_time)?,
+                _ => return Err(bad_time(mismatch(ty, v).1)),
             };
             dst.copy_from_slice(&d.0.to_le_bytes());
             Ok(())
         }
         ColumnType::DateTime { fsp } | ColumnType::Timestamp { fsp } => {
-            dst.copy_from_slice(&micros(ty, fsp, v)?.to_le_bytes());
+            let micros = micros(ty, fsp, v).map_err(|Misfit(_, problem)| bad_time(problem))?;
+            dst.copy_from_slice(&micros.to_le_bytes());
             Ok(())
         }
         ColumnType::VarChar(_) | ColumnType::VarBinary(_) => {
@@ -288,22 +379,30 @@ fn encode_fixed(ty: ColumnType, v: &Value, dst: &mut [u8]) -> Result<(), String>
     }
 }
 
+/// A date or time the column does not hold, and why.
+fn bad_time(problem: String) -> Misfit {
+    Misfit(Fault::BadTime, problem)
+}
+
 /// The bytes of a non-null value of a var-size column.
-fn encode_var(ty: ColumnType, v: &Value) -> Result<&[u8], String> {
+fn encode_var(ty: ColumnType, v: &Value) -> Result<&[u8], Misfit> {
     match (ty, v) {
         (ColumnType::VarChar(n), Value::Text(t)) => {
             // Counting characters only matters when the bytes could exceed n.
             if t.len() > n as usize && t.chars().count() > n as usize {
-                return Err(format!(
-                    "{} characters is longer than {ty}",
-                    t.chars().count()
+                return Err(Misfit(
+                    Fault::TooLong,
+                    format!("{} characters is longer than {ty}", t.chars().count()),
                 ));
             }
             Ok(t.as_bytes())
         }
         (ColumnType::VarBinary(n), Value::Bytes(b)) => {
             if b.len() > n as usize {
-                return Err(format!("{} bytes is longer than {ty}", b.len()));
+                return Err(Misfit(
+                    Fault::TooLong,
+                    format!("{} bytes is longer than {ty}", b.len()),
+                ));
             }
             Ok(b)
         }
@@ -320,14 +419,14 @@ pub(crate) fn encode_key(
 ) -> Result<(), ValueError> {
     if values.len() != layout.key.len() {
         let names: Vec<&str> = layout.key.iter().map(|&c| layout.name(c)).collect();
-        return Err(ValueError {
-            column: names.join(", "),
-            problem: format!(
+        return Err(ValueError::named(
+            names.join(", "),
+            format!(
                 "the primary key has {} column(s), {} value(s) given",
                 layout.key.len(),
                 values.len()
             ),
-        });
+        ));
     }
     for (&c, v) in layout.key.iter().zip(values) {
         push_key_column(layout, c, v, out)?;
@@ -343,20 +442,19 @@ fn push_key_column(
 ) -> Result<(), ValueError> {
     let col = &layout.columns[c as usize];
     if matches!(v, Value::Null) {
-        return Err(ValueError::new(
-            layout,
-            c,
-            "a primary key column cannot be NULL",
-        ));
+        return Err(ValueError {
+            fault: Fault::Null,
+            ..ValueError::new(layout, c, "a primary key column cannot be NULL")
+        });
     }
     match col.place {
         Place::Fixed { width, .. } => {
             let start = out.len();
             out.resize(start + width as usize, 0);
-            encode_fixed(col.ty, v, &mut out[start..]).map_err(|p| ValueError::new(layout, c, p))
+            encode_fixed(col.ty, v, &mut out[start..]).map_err(ValueError::misfit(layout, c))
         }
         Place::Var { .. } => {
-            let bytes = encode_var(col.ty, v).map_err(|p| ValueError::new(layout, c, p))?;
+            let bytes = encode_var(col.ty, v).map_err(ValueError::misfit(layout, c))?;
             out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
             out.extend_from_slice(bytes);
             Ok(())
@@ -411,18 +509,21 @@ pub(crate) fn encode_row(
         let v = &given.or(defaults[i].as_ref());
         let null = matches!(v, None | Some(Value::Null));
         if matches!(v, Some(Value::Null)) && col.null_bit.is_none() {
-            return Err(ValueError::new(layout, c, "cannot be NULL"));
+            return Err(ValueError {
+                fault: Fault::Null,
+                ..ValueError::new(layout, c, "cannot be NULL")
+            });
         }
         let fixed = &mut out[image_start..image_start + layout.slot_size];
         layout.set_null(fixed, c, null);
         match (col.place, v) {
             (Place::Fixed { offset, width }, Some(v)) if !null => {
                 let dst = &mut fixed[offset as usize..][..width as usize];
-                encode_fixed(col.ty, v, dst).map_err(|p| ValueError::new(layout, c, p))?;
+                encode_fixed(col.ty, v, dst).map_err(ValueError::misfit(layout, c))?;
             }
             (Place::Var { index }, v) => {
                 if let Some(v) = v.filter(|_| !null) {
-                    let bytes = encode_var(col.ty, v).map_err(|p| ValueError::new(layout, c, p))?;
+                    let bytes = encode_var(col.ty, v).map_err(ValueError::misfit(layout, c))?;
                     out.extend_from_slice(bytes);
                     var_len += bytes.len();
                 }
@@ -581,12 +682,12 @@ pub(crate) fn encode_operand(layout: &Layout, c: u16, v: &Value) -> Result<Vec<u
     match col.place {
         Place::Fixed { width, .. } => {
             let mut buf = vec![0; width as usize];
-            encode_fixed(col.ty, v, &mut buf).map_err(|p| ValueError::new(layout, c, p))?;
+            encode_fixed(col.ty, v, &mut buf).map_err(ValueError::misfit(layout, c))?;
             Ok(buf)
         }
         Place::Var { .. } => encode_var(col.ty, v)
             .map(<[u8]>::to_vec)
-            .map_err(|p| ValueError::new(layout, c, p)),
+            .map_err(ValueError::misfit(layout, c)),
     }
 }
 

@@ -481,13 +481,13 @@ impl Batch {
     ) -> Result<(), ValueError> {
         let layout = &table.layout;
         if layout.ordered.iter().any(|o| o.unique) {
-            return Err(ValueError {
-                column: layout.name(layout.key[0]).to_owned(),
-                problem: format!(
+            return Err(ValueError::named(
+                layout.name(layout.key[0]).to_owned(),
+                format!(
                     "table '{}' has a unique index: its rows are changed by value, not by program",
                     table.name()
                 ),
-            });
+            ));
         }
         self.scratch.clear();
         codec::encode_key(layout, key, &mut self.scratch)?;
@@ -535,9 +535,11 @@ impl Batch {
             }
         };
         for (name, value) in row {
-            let c = layout.column_index(name).ok_or_else(|| ValueError {
-                column: (*name).to_owned(),
-                problem: format!("table '{}' has no such column", table.name()),
+            let c = layout.column_index(name).ok_or_else(|| {
+                ValueError::named(
+                    (*name).to_owned(),
+                    format!("table '{}' has no such column", table.name()),
+                )
             })?;
             if values[c as usize].replace(value).is_some() {
                 return Err(ValueError::new(layout, c, "given more than once"));

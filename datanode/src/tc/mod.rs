@@ -648,9 +648,11 @@ impl Tc {
         let predicates = filter
             .iter()
             .map(|(name, op, value)| {
-                let column = layout.column_index(name).ok_or_else(|| ValueError {
-                    column: (*name).to_owned(),
-                    problem: format!("table '{}' has no such column", table.name()),
+                let column = layout.column_index(name).ok_or_else(|| {
+                    ValueError::named(
+                        (*name).to_owned(),
+                        format!("table '{}' has no such column", table.name()),
+                    )
                 })?;
                 let operand = match op {
                     CmpOp::IsNull | CmpOp::IsNotNull => Vec::new(),

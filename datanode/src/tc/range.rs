@@ -265,14 +265,14 @@ fn prepare(table: &Arc<Table>, scan: RangeScan<'_>) -> Result<Range, TcError> {
     let ordered = &layout.ordered[i];
     let bound = |values: &[Value], inclusive: bool, most: usize| {
         if values.len() > most {
-            return Err(fail(OperationError::Value(codec::ValueError {
-                column: ordered.name.clone(),
-                problem: format!(
+            return Err(fail(OperationError::Value(codec::ValueError::named(
+                ordered.name.clone(),
+                format!(
                     "a bound of index '{}' has at most {most} values, one for each of its columns in order; this one has {}",
                     ordered.name,
                     values.len()
                 ),
-            })));
+            ))));
         }
         let values = (ordered.order.iter().zip(values))
             .map(|(&c, v)| match v {
@@ -291,10 +291,10 @@ fn prepare(table: &Arc<Table>, scan: RangeScan<'_>) -> Result<Range, TcError> {
         .transpose()?;
     let after = match scan.after {
         Some(v) if v.len() != ordered.order.len() => {
-            return Err(fail(OperationError::Value(codec::ValueError {
-                column: ordered.name.clone(),
-                problem: "the scan's cursor is not one of this index".into(),
-            })));
+            return Err(fail(OperationError::Value(codec::ValueError::named(
+                ordered.name.clone(),
+                "the scan's cursor is not one of this index",
+            ))));
         }
         Some(v) => Some(bound(v, false, ordered.order.len())?),
         None => None,

@@ -208,12 +208,33 @@ impl<'a> Spelled<'a> {
     }
 }
 
+/// Why a text is not a value of a DECIMAL column.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecimalError {
+    #[error("'{0}' is not a decimal number")]
+    NotANumber(String),
+    #[error("{text} is out of range for DECIMAL({precision},{scale})")]
+    OutOfRange {
+        text: String,
+        precision: u8,
+        scale: u8,
+    },
+    #[error(
+        "{text} has more digits after the point than DECIMAL({precision},{scale}) holds; it is not rounded"
+    )]
+    TooPrecise {
+        text: String,
+        precision: u8,
+        scale: u8,
+    },
+}
+
 impl Decimal {
     /// Parses `text` as a value of `DECIMAL(precision, scale)`: the mantissa at
     /// that scale, or why not. Digits past the scale are refused unless they
     /// are zeros: a value is stored exactly or not at all, never rounded.
-    pub fn parse(text: &str, precision: u8, scale: u8) -> Result<i128, String> {
-        let bad = || format!("'{}' is not a decimal number", shorten(text));
+    pub fn parse(text: &str, precision: u8, scale: u8) -> Result<i128, DecimalError> {
+        let bad = || DecimalError::NotANumber(shorten(text));
         let text = text.trim();
         let Some(Spelled {
             negative,
@@ -228,11 +249,10 @@ impl Decimal {
         // The digits without the point; the point sits `point` digits in.
         let digits = int_part.bytes().chain(frac_part.bytes()).map(|b| b - b'0');
         let point = int_part.len() as i64 + i64::from(exponent);
-        let too_big = || {
-            format!(
-                "{} is out of range for DECIMAL({precision},{scale})",
-                shorten(text)
-            )
+        let too_big = || DecimalError::OutOfRange {
+            text: shorten(text),
+            precision,
+            scale,
         };
         let mut mantissa: i128 = 0;
         let mut significant = 0u32;
@@ -248,11 +268,11 @@ impl Decimal {
                 }
                 mantissa = mantissa * 10 + i128::from(d);
             } else if d != 0 {
-                return Err(format!(
-                    "{} has more digits after the point than DECIMAL({precision},{scale}) holds; \
-                     it is not rounded",
-                    shorten(text)
-                ));
+                return Err(DecimalError::TooPrecise {
+                    text: shorten(text),
+                    precision,
+                    scale,
+                });
             }
         }
         // Digits the text did not write out down to the kept scale are zeros.

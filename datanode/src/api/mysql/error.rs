@@ -8,7 +8,7 @@ use shoal_quota::QuotaError;
 use crate::api::AccessError;
 use crate::node::keys::AuthError;
 use crate::sql::{Class, SqlError};
-use crate::storage::codec::ValueError;
+use crate::storage::codec::{Fault, ValueError};
 use crate::tc::TcError;
 use crate::tc::batch::OperationError;
 
@@ -133,6 +133,41 @@ impl MyError {
         )
     }
 
+    /// A value column `column` refused, numbered by the kind of fault as
+    /// MySQL's strict mode numbers it; where MySQL would round or clamp
+    /// instead, the same number, and the value is refused all the same.
+    pub(crate) fn refused_value(
+        column: &str,
+        fault: Fault,
+        problem: impl std::fmt::Display,
+    ) -> MyError {
+        let c = shown(column);
+        match fault {
+            Fault::Incorrect => MyError::bad_value(column, problem),
+            Fault::Null => MyError::new(1048, "23000", format!("Column '{c}' cannot be null")),
+            Fault::TooLong => MyError::new(
+                1406,
+                "22001",
+                format!("Data too long for column '{c}': {problem}"),
+            ),
+            Fault::OutOfRange => MyError::new(
+                1264,
+                "22003",
+                format!("Out of range value for column '{c}': {problem}"),
+            ),
+            Fault::TooPrecise => MyError::new(
+                1265,
+                "01000",
+                format!("Data truncated for column '{c}': {problem}"),
+            ),
+            Fault::BadTime => MyError::new(
+                1292,
+                "22007",
+                format!("Incorrect date or time value for column '{c}': {problem}"),
+            ),
+        }
+    }
+
     /// 1105: a text column compared with a number, which MySQL answers by
     /// reading every row's text as a number (`'05' = 5`, `'abc' = 0`).
     pub(crate) fn text_against_number(column: &str, number: &str) -> MyError {
@@ -234,7 +269,7 @@ impl From<QuotaError> for MyError {
 
 impl From<ValueError> for MyError {
     fn from(e: ValueError) -> MyError {
-        MyError::bad_value(&e.column, &e.problem)
+        MyError::refused_value(&e.column, e.fault, &e.problem)
     }
 }
 
@@ -251,7 +286,7 @@ impl From<OperationError> for MyError {
                 "23000",
                 format!("Duplicate entry for key '{index}': {e}"),
             ),
-            OperationError::Value(v) => MyError::bad_value(&v.column, &v.problem),
+            OperationError::Value(v) => MyError::refused_value(&v.column, v.fault, &v.problem),
             OperationError::MissingColumn { column, .. } => MyError::new(
                 1364,
                 "HY000",

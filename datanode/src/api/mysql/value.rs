@@ -12,6 +12,7 @@ use super::clock::Moment;
 use super::error::MyError;
 use super::proto::{self, BINARY, ColumnDef, UTF8MB4, flag, ty};
 use crate::sql::eval::{Datum, Scalar, TimeKind};
+use crate::storage::codec::Fault;
 use crate::types::value::{Date, DateTime, Decimal, Spelled, Timestamp, Value, WithFsp};
 
 /// A value as SQL wrote it, or as a prepared statement was given it,
@@ -126,7 +127,7 @@ pub(crate) fn to_value(lit: &Lit, column: &SchemaColumn) -> Result<Value, MyErro
                 ColumnType::DateTime { .. } => DateTime::parse(&s).map(Value::DateTime),
                 _ => Timestamp::parse(&s).map(Value::Timestamp),
             };
-            parsed.map_err(|problem| bad(&problem))?
+            parsed.map_err(|problem| MyError::refused_value(name, Fault::BadTime, problem))?
         }
     })
 }

@@ -1652,7 +1652,7 @@ fn literal(v: &ast::Value) -> Result<(Expr, Ty), SqlError> {
                         eval::MAX_SCALE
                     )));
                 }
-                let m = Decimal::parse(n, 38, scale).map_err(semantic)?;
+                let m = Decimal::parse(n, 38, scale).map_err(|e| semantic(e.to_string()))?;
                 lit(Scalar::Decimal(m, scale), Ty::Decimal(scale))
             } else {
                 match n.parse::<i128>() {
@@ -1661,7 +1661,7 @@ fn literal(v: &ast::Value) -> Result<(Expr, Ty), SqlError> {
                     }
                     // Past 64 bits an integer is a DECIMAL, as MySQL reads it.
                     _ => {
-                        let m = Decimal::parse(n, 38, 0).map_err(semantic)?;
+                        let m = Decimal::parse(n, 38, 0).map_err(|e| semantic(e.to_string()))?;
                         lit(Scalar::Decimal(m, 0), Ty::Decimal(0))
                     }
                 }
