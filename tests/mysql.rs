@@ -3862,6 +3862,94 @@ print(json.dumps(out))
     assert_eq!(got, [(1, 7), (2, 12), (3, 4), (4, 1), (5, 0), (8, 10)]);
 }
 
+/// REPLACE into a table with UNIQUE indexes deletes every row its row
+/// meets, by key or by any UNIQUE value, and counts them as MySQL does
+/// (the counts and rows below are MariaDB 10.11's for the same statements).
+#[tokio::test]
+async fn replace_deletes_every_row_its_row_meets() {
+    let s = setup(&[]).await;
+    s.ok(
+        "CREATE TABLE r (id INT AUTO_INCREMENT PRIMARY KEY, k VARCHAR(10) NOT NULL, \
+          u INT, n INT NOT NULL DEFAULT 0, UNIQUE KEY by_k (k), UNIQUE KEY by_u (u))",
+    );
+    s.ok("INSERT INTO r (k, u, n) VALUES ('a', 1, 1), ('b', 2, 2), ('c', 3, 3)");
+    let all = || lines(&s.ok("SELECT * FROM r ORDER BY id")).join("|");
+    // Meeting a row by its value: that row deleted, the new one written
+    // with the next id.
+    let out = s.ok("REPLACE INTO r (k, u, n) VALUES ('a', 10, 5); SELECT LAST_INSERT_ID()");
+    assert!(out.contains("2 rows affected"), "{out}");
+    assert!(out.contains("\n4\n"), "{out}");
+    assert_eq!(all(), "2\tb\t2\t2|3\tc\t3\t3|4\ta\t10\t5");
+    // By its key and by a value of another row: both deleted.
+    let out = s.ok("REPLACE INTO r (id, k, u) VALUES (2, 'c', 2)");
+    assert!(out.contains("3 rows affected"), "{out}");
+    assert_eq!(all(), "2\tc\t2\t0|4\ta\t10\t5");
+    // Rows in order: a later row deletes the one an earlier one wrote; a
+    // NULL meets nothing.
+    let out = s.ok("REPLACE INTO r (k, u) VALUES ('x', 10), ('y', 10), ('z', NULL)");
+    assert!(out.contains("5 rows affected"), "{out}");
+    assert!(
+        out.contains("Records: 3  Duplicates: 2  Warnings: 0"),
+        "{out}"
+    );
+    assert_eq!(all(), "2\tc\t2\t0|6\ty\t10\t0|7\tz\tNULL\t0");
+    // One row meeting three: its key's row gone, and two others by two
+    // indexes.
+    s.ok("REPLACE INTO r (k, u) VALUES ('p', 1), ('q', 2)");
+    let out = s.ok("REPLACE INTO r (id, k, u) VALUES (2, 'z', 1)");
+    assert!(out.contains("3 rows affected"), "{out}");
+    let after = "2\tz\t1\t0|6\ty\t10\t0|9\tq\t2\t0";
+    assert_eq!(all(), after);
+    // The same row again: replaced, 2 affected.
+    let out = s.ok("REPLACE INTO r (id, k, u) VALUES (2, 'z', 1)");
+    assert!(out.contains("2 rows affected"), "{out}");
+
+    // Refused whole, nothing deleted: a NULL for a NOT NULL column, a value
+    // past its column in a later row, a read key.
+    s.refused("REPLACE INTO r (k, u) VALUES ('y', 2), (NULL, 5)", "1048");
+    s.refused(
+        "REPLACE INTO r (k, u) VALUES ('y', 2), ('w', 99999999999)",
+        "1264",
+    );
+    s.refused_with(
+        &s.reader,
+        Some("app"),
+        b"REPLACE INTO r (k, u) VALUES ('y', 2)",
+        "1142",
+    );
+    assert_eq!(all(), after);
+
+    // In a transaction the rows are deleted only at COMMIT; and clients
+    // replacing rows of one value at once leave exactly one row holding
+    // it, none failing on a row another wrote.
+    let script = r#"
+c = connect()
+cur = c.cursor()
+out = {}
+out["replaced"] = cur.execute("REPLACE INTO r (k, u) VALUES ('y', 2)")
+cur.execute("SELECT k, u FROM r ORDER BY id")
+out["own_view"] = [list(r) for r in cur.fetchall()]
+c.rollback()
+cur.execute("SELECT COUNT(*) FROM r")
+out["after_rollback"] = cur.fetchone()[0]
+out["errors"] = at_once(
+    "REPLACE INTO r (k, u) VALUES (%s, 500)",
+    lambda t, i: ("c%d-%d" % (t, i),), times=25)
+cur.execute("SELECT COUNT(*) FROM r WHERE u = 500")
+out["holders"] = cur.fetchone()[0]
+cur.execute("SELECT COUNT(*) FROM r")
+out["rows"] = cur.fetchone()[0]
+print(json.dumps(out))
+"#;
+    let out = pymysql(&s, script);
+    assert_eq!(out["replaced"], 3, "{out}");
+    assert_eq!(out["own_view"], json!([["z", 1], ["y", 2]]), "{out}");
+    assert_eq!(out["after_rollback"], 3, "{out}");
+    assert_eq!(out["errors"], json!([]), "{out}");
+    assert_eq!(out["holders"], 1, "{out}");
+    assert_eq!(out["rows"], 4, "{out}");
+}
+
 #[tokio::test]
 async fn information_schema_shows_the_keys_databases_and_no_one_elses() {
     let s = setup(&[]).await;

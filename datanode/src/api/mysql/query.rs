@@ -1021,6 +1021,12 @@ impl Session {
         let def = table.def();
         let on_duplicate = match &insert.on {
             None if insert.ignore => Some(OnDuplicate::Skip),
+            // A REPLACE whose row may meet others by a UNIQUE index deletes
+            // them too, which takes reading them first; without one it
+            // meets only the row with its key, replaced in one write.
+            None if insert.replace_into && table.layout.ordered.iter().any(|o| o.unique) => {
+                Some(OnDuplicate::Replace)
+            }
             None => None,
             Some(ast::OnInsert::DuplicateKeyUpdate(set)) => {
                 Some(OnDuplicate::Update(on_duplicate_set(&table, insert, set)?))

@@ -49,6 +49,10 @@ pub(super) enum OnDuplicate {
     /// assignments, in order (their expressions may read the row the
     /// INSERT gave, at the table's width and on).
     Update(Vec<(usize, Expression)>),
+    /// REPLACE into a table with a UNIQUE index: every row the new one
+    /// meets, by its key or by any UNIQUE index, is deleted, and the new
+    /// row written.
+    Replace,
 }
 
 /// What an INSERT of rows that met others did.
@@ -130,6 +134,15 @@ impl Session {
             duplicates: 0,
         };
         for (row, &k) in rows.iter().zip(&key_of) {
+            if let OnDuplicate::Replace = on {
+                let deleted = self
+                    .replace_met(own, table, grant, row, k, &mut met_rows)
+                    .await?;
+                // MySQL counts the rows deleted and the row written.
+                met.affected += 1 + deleted;
+                met.duplicates += deleted;
+                continue;
+            }
             let holder = match met_rows.after[k] {
                 Some(_) => Some(k),
                 None => {
@@ -172,7 +185,7 @@ impl Session {
         changes.at(self.instant());
         let set: &[(usize, Expression)] = match on {
             OnDuplicate::Update(set) => set,
-            OnDuplicate::Skip => &[],
+            OnDuplicate::Skip | OnDuplicate::Replace => &[],
         };
         let (updates, inserts): (Vec<_>, Vec<_>) =
             there.iter().zip(&after).partition(|(old, _)| old.is_some());
@@ -201,7 +214,9 @@ impl Session {
                         .chain(stamped);
                     changes.update(table, &named(new, &mut columns))
                 }
-                _ => continue,
+                // A row a REPLACE met on a UNIQUE index.
+                (Some(old), None) => changes.delete(table, &key(table, old)),
+                (None, None) => continue,
             }?;
         }
         if changes.is_empty() {
@@ -243,19 +258,72 @@ impl Session {
         row: &[Value],
         met: &mut MetRows,
     ) -> Result<Option<usize>, MyError> {
-        let tc = self.engine.tc().clone();
-        for (u, index) in unique_indexes(table).enumerate() {
-            let columns = &index.order[..index.columns];
-            let Some(wanted) = unique_values(table, columns, row)? else {
-                continue;
-            };
-            if let Some(h) = met.holder(table, u, &wanted)? {
+        for u in 0..unique_indexes(table).count() {
+            if let Some(h) = self.holder_on(own, table, grant, row, u, met).await? {
                 return Ok(Some(h));
             }
-            let bound: Vec<Value> = columns
-                .iter()
-                .map(|&c| row[usize::from(c)].clone())
-                .collect();
+        }
+        Ok(None)
+    }
+
+    /// REPLACE of whole row `row`, whose key is the `k`th row met: every
+    /// other row holding one of its values of a UNIQUE index is deleted,
+    /// and the row with its key, if there is one, replaced. Answers how
+    /// many rows that deleted, the one with its key among them.
+    async fn replace_met(
+        &mut self,
+        own: &mut Option<crate::tc::Transaction>,
+        table: &Arc<Table>,
+        grant: &Grant,
+        row: &[Value],
+        k: usize,
+        met: &mut MetRows,
+    ) -> Result<u64, MyError> {
+        let mut deleted = u64::from(met.after[k].is_some());
+        for u in 0..unique_indexes(table).count() {
+            match self.holder_on(own, table, grant, row, u, met).await? {
+                Some(h) if h != k => {
+                    met.after[h] = None;
+                    deleted += 1;
+                }
+                _ => {}
+            }
+        }
+        met.set(table, k, row.to_vec())?;
+        Ok(deleted)
+    }
+
+    /// The row that holds `row`'s values of the `u`th UNIQUE index (none
+    /// where a value is NULL), as `unique_holder` finds it.
+    async fn holder_on(
+        &mut self,
+        own: &mut Option<crate::tc::Transaction>,
+        table: &Arc<Table>,
+        grant: &Grant,
+        row: &[Value],
+        u: usize,
+        met: &mut MetRows,
+    ) -> Result<Option<usize>, MyError> {
+        let tc = self.engine.tc().clone();
+        let index = unique_indexes(table)
+            .nth(u)
+            .expect("a UNIQUE index of the table");
+        let columns = &index.order[..index.columns];
+        let Some(wanted) = unique_values(table, columns, row)? else {
+            return Ok(None);
+        };
+        if let Some(h) = met.holder(table, u, &wanted)? {
+            return Ok(Some(h));
+        }
+        let bound: Vec<Value> = columns
+            .iter()
+            .map(|&c| row[usize::from(c)].clone())
+            .collect();
+        // A row the scan found may be changed or deleted by the time it is
+        // locked, and another written with the value since, by a client
+        // whose lock this one waited for (REPLACEs of one value at once
+        // each delete the last one's row): then the index is read again.
+        for _ in 0..TRIES {
             let scan = RangeScan {
                 index: Some(&index.name),
                 lower: Some((&bound, true)),
@@ -279,7 +347,7 @@ impl Session {
                 }
             }
             if fresh.is_empty() {
-                continue;
+                return Ok(None);
             }
             self.run_within(own, grant, &mut locked).await?;
             for (i, now) in found(&locked, fresh.len())?.into_iter().enumerate() {
