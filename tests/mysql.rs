@@ -301,6 +301,11 @@ async fn the_mysql_client_writes_and_reads_what_rest_sees() {
     assert!(out.contains("max_allowed_packet\t67108864"), "{out}");
     let out = s.ok("SET NAMES utf8mb4; SET autocommit = 1; SET SESSION sql_mode = 'STRICT_TRANS_TABLES'; USE app; SELECT 1");
     assert!(out.contains("\n1\n"), "{out}");
+    // The validation query of pools written for Oracle: MySQL's DUAL, a
+    // table of one row; quoted, it is a table name like any other.
+    let out = s.ok("SELECT 1 FROM DUAL; SELECT 'ok', DATABASE() FROM dual");
+    assert_eq!(lines(&out)[..], ["1", "ok\tapp"], "{out}");
+    s.refused("SELECT 1 FROM `DUAL`", "1146");
     // Django's probe at connect, and expressions of constants.
     let out = s.ok(
         "SELECT VERSION(), @@sql_mode, @@default_storage_engine, @@sql_auto_is_null, \

@@ -323,12 +323,37 @@ pub(super) fn parse(tokens: Vec<Token>) -> Result<Statement, MyError> {
         1 => {
             let mut statement = statements.pop().expect("one");
             super::alias::unalias(&mut statement)?;
+            without_dual(&mut statement);
             Ok(statement)
         }
         0 => Err(MyError::new(1065, "42000", "Query was empty")),
         _ => Err(MyError::syntax(
             "one statement at a time: multi-statements are not taken",
         )),
+    }
+}
+
+/// `SELECT … FROM DUAL` (MySQL's table of one row and no columns, which
+/// connection checks written for Oracle send) as the `SELECT …` without
+/// a table it is.
+fn without_dual(statement: &mut Statement) {
+    let Statement::Query(q) = statement else {
+        return;
+    };
+    let SetExpr::Select(select) = q.body.as_mut() else {
+        return;
+    };
+    if let [from] = select.from.as_slice()
+        && from.joins.is_empty()
+        && let ast::TableFactor::Table {
+            name, alias: None, ..
+        } = &from.relation
+        && let [part] = name.0.as_slice()
+        && part
+            .as_ident()
+            .is_some_and(|i| i.quote_style.is_none() && i.value.eq_ignore_ascii_case("DUAL"))
+    {
+        select.from.clear();
     }
 }
 
