@@ -933,9 +933,12 @@ async fn sql_tools_read_table_status_engines_charsets_and_grants() {
     let out = s.ok("SHOW COLLATION LIKE 'utf8mb4%'");
     assert_eq!(
         lines(&out)[..],
-        ["utf8mb4_bin\tutf8mb4\t46\tYes\tYes\t1\tPAD SPACE"],
+        ["utf8mb4_bin\tutf8mb4\t46\tYes\tYes\t1\tNO PAD"],
         "{out}"
     );
+    // As it says: trailing spaces count.
+    let out = s.ok("SELECT 'a' = 'a ', 'a' < 'a '");
+    assert_eq!(lines(&out)[..], ["0\t1"], "{out}");
 
     // The key's grants as MySQL privileges: least privilege shows.
     let user = s.key.split_once('.').unwrap().0;

@@ -390,11 +390,9 @@ impl Session {
                     Cell::from("Yes"),
                     Cell::from("Yes"),
                     Cell::from(1u64),
-                    Cell::from(if charset == "binary" {
-                        "NO PAD"
-                    } else {
-                        "PAD SPACE"
-                    }),
+                    // Text compares byte by byte, trailing spaces and all
+                    // (MySQL's utf8mb4_bin ignores them: PAD SPACE).
+                    Cell::from("NO PAD"),
                 ]
             })
             .collect();
