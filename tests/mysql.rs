@@ -2801,6 +2801,13 @@ async fn expressions_are_computed_from_each_row_as_mysql_computes_them() {
          FROM items WHERE id = 1",
     );
     assert_eq!(lines(&out), ["2.5\t3\t2\t3\t2.50\t3\t3\t12.50\t3"], "{out}");
+    // TRUNCATE drops digits toward zero (MariaDB 10.11's answers).
+    let out = s.ok(
+        "SELECT TRUNCATE(price, 1), TRUNCATE(0 - price, 0), TRUNCATE(qty * 1.99, 1), \
+         TRUNCATE(123, -1), TRUNCATE(-2.75e0, 1) FROM items WHERE id = 1",
+    );
+    assert_eq!(lines(&out), ["2.5\t-2\t5.9\t120\t-2.7"], "{out}");
+    s.refused("SELECT TRUNCATE(price) FROM items", "1105");
     // Named by alias; sorted and made distinct by computed values.
     let out = s.ok("SELECT id, qty * 2 AS twice FROM items ORDER BY twice DESC");
     assert_eq!(lines(&out), ["2\t20", "1\t6", "3\t0"], "{out}");

@@ -85,6 +85,8 @@ pub(crate) enum Function {
     Abs,
     /// `ROUND(x, d)` to `d` decimals, half away from zero (`d` a constant).
     Round(i32),
+    /// `TRUNCATE(x, d)` to `d` decimals, toward zero (`d` a constant).
+    Truncate(i32),
     Floor,
     Ceil,
     /// `CONVERT_TZ(t, from, to)` with constant zones: a date-time moved
@@ -187,6 +189,7 @@ impl Function {
             Function::Date => "DATE",
             Function::Abs => "ABS",
             Function::Round(_) => "ROUND",
+            Function::Truncate(_) => "TRUNCATE",
             Function::Floor => "FLOOR",
             Function::Ceil => "CEIL",
             Function::ConvertTz(_) => "CONVERT_TZ",
@@ -296,7 +299,7 @@ impl Function {
                 t if t.is_numeric() => Ok(t),
                 t => Err(takes("a number", t)),
             },
-            Function::Round(d) => match first {
+            Function::Round(d) | Function::Truncate(d) => match first {
                 Ty::Decimal(s) => Ok(Ty::Decimal(d.clamp(0, i32::from(s)) as u8)),
                 t if t.is_numeric() => Ok(t),
                 t => Err(takes("a number", t)),
@@ -506,7 +509,8 @@ impl Function {
                 Scalar::Double(v) => Scalar::Double(v.abs()),
                 _ => Scalar::Null,
             },
-            Function::Round(d) => round(&args[0], d)?,
+            Function::Round(d) => round(&args[0], d, Rounding::HalfAway)?,
+            Function::Truncate(d) => round(&args[0], d, Rounding::TowardZero)?,
             Function::Floor | Function::Ceil => {
                 let up = self == Function::Ceil;
                 match args[0] {
@@ -997,13 +1001,22 @@ pub(crate) fn text_of<'a>(v: &'a Scalar<'_>) -> Cow<'a, [u8]> {
 
 /// `ROUND(x, d)`: exact numbers half away from zero, doubles half to even
 /// (as MySQL rounds each).
-fn round<'a>(x: &Scalar<'_>, d: i32) -> Result<Scalar<'a>, EvalError> {
-    let out_of_range = || EvalError::new("a result of ROUND is out of range");
+/// How `round` drops digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rounding {
+    /// ROUND's: half away from zero (doubles half to even, as MySQL's).
+    HalfAway,
+    /// TRUNCATE's: toward zero.
+    TowardZero,
+}
+
+fn round<'a>(x: &Scalar<'_>, d: i32, how: Rounding) -> Result<Scalar<'a>, EvalError> {
+    let out_of_range = || EvalError::new("a result of ROUND or TRUNCATE is out of range");
     let to_unit = |m: i128, drop: u32| -> Result<i128, EvalError> {
         // `m` rounded to a multiple of 10^drop, divided by it.
         let unit = *POW10.get(drop as usize).ok_or_else(out_of_range)?;
         let (q, r) = (m / unit, m % unit);
-        Ok(if r.abs() * 2 >= unit {
+        Ok(if how == Rounding::HalfAway && r.abs() * 2 >= unit {
             q + m.signum()
         } else {
             q
@@ -1037,7 +1050,10 @@ fn round<'a>(x: &Scalar<'_>, d: i32) -> Result<Scalar<'a>, EvalError> {
         }
         Scalar::Double(v) => {
             let p = 10f64.powi(d);
-            let r = (v * p).round_ties_even() / p;
+            let r = match how {
+                Rounding::HalfAway => (v * p).round_ties_even(),
+                Rounding::TowardZero => (v * p).trunc(),
+            } / p;
             Scalar::Double(if r.is_finite() { r } else { v })
         }
         _ => Scalar::Null,
@@ -1064,7 +1080,7 @@ fn cast<'a>(x: &Scalar<'_>, to: Ty) -> Result<Scalar<'a>, EvalError> {
         Ty::Text => Scalar::Text(Cow::Owned(text_of(x).into_owned())),
         Ty::Int => {
             let (m, s) = exact(x)?;
-            let v = round(&Scalar::Decimal(m, s), 0)?;
+            let v = round(&Scalar::Decimal(m, s), 0, Rounding::HalfAway)?;
             match v {
                 Scalar::Decimal(m, _) => Scalar::Int(eval::int_in_range(m)?),
                 other => other,
@@ -1073,7 +1089,7 @@ fn cast<'a>(x: &Scalar<'_>, to: Ty) -> Result<Scalar<'a>, EvalError> {
         Ty::Decimal(scale) => {
             let (m, s) = exact(x)?;
             if s >= scale {
-                round(&Scalar::Decimal(m, s), i32::from(scale))?
+                round(&Scalar::Decimal(m, s), i32::from(scale), Rounding::HalfAway)?
             } else {
                 let up = POW10[usize::from(scale - s)];
                 let m = m
@@ -1554,7 +1570,7 @@ mod tests {
 
     #[test]
     fn rounding_is_exact_for_decimals_and_refuses_overflow() {
-        let r = |x: Scalar<'static>, d| round(&x, d).unwrap();
+        let r = |x: Scalar<'static>, d| round(&x, d, Rounding::HalfAway).unwrap();
         assert_eq!(r(Scalar::Decimal(2345, 3), 2), Scalar::Decimal(235, 2));
         assert_eq!(r(Scalar::Decimal(-2345, 3), 2), Scalar::Decimal(-235, 2));
         assert_eq!(r(Scalar::Decimal(2344, 3), 0), Scalar::Decimal(2, 0));
@@ -1562,7 +1578,17 @@ mod tests {
         assert_eq!(r(Scalar::Int(1250), -2), Scalar::Int(1300));
         assert_eq!(r(Scalar::Decimal(12345, 1), -2), Scalar::Decimal(1200, 0));
         assert_eq!(r(Scalar::Double(2.5), 0), Scalar::Double(2.0));
-        assert!(round(&Scalar::Int(i128::from(u64::MAX)), -1).is_err());
+        assert!(round(&Scalar::Int(i128::from(u64::MAX)), -1, Rounding::HalfAway).is_err());
+        // TRUNCATE drops digits toward zero.
+        let t = |x: Scalar<'static>, d| round(&x, d, Rounding::TowardZero).unwrap();
+        assert_eq!(t(Scalar::Decimal(2349, 3), 2), Scalar::Decimal(234, 2));
+        assert_eq!(t(Scalar::Decimal(-2349, 3), 1), Scalar::Decimal(-23, 1));
+        assert_eq!(t(Scalar::Decimal(-2250, 3), 0), Scalar::Decimal(-2, 0));
+        assert_eq!(t(Scalar::Int(1299), -2), Scalar::Int(1200));
+        assert_eq!(t(Scalar::Int(-1299), -2), Scalar::Int(-1200));
+        assert_eq!(t(Scalar::Decimal(15, 1), 5), Scalar::Decimal(15, 1));
+        assert_eq!(t(Scalar::Double(2.75), 1), Scalar::Double(2.7));
+        assert_eq!(t(Scalar::Double(-2.75), 0), Scalar::Double(-2.0));
     }
 
     #[test]

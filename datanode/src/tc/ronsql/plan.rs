@@ -997,22 +997,28 @@ impl<'a> Planner<'a> {
                 )];
                 return case(arms, a, e);
             }
-            "ROUND" => {
-                arity(1..=2)?;
+            "ROUND" | "TRUNCATE" => {
+                // TRUNCATE must say to how many decimals.
+                arity(if upper == "ROUND" { 1..=2 } else { 2..=2 })?;
                 let d = match planned.get(1) {
                     None => 0,
                     Some((Expr::Literal(Scalar::Int(d)), _)) => i32::try_from(*d)
                         .ok()
                         .filter(|d| d.abs() <= 38)
-                        .ok_or_else(|| semantic(format!("'{e}': ROUND to {d} decimals")))?,
+                        .ok_or_else(|| semantic(format!("'{e}': {upper} to {d} decimals")))?,
                     Some(_) => {
                         return Err(unsupported(format!(
-                            "'{e}': ROUND to anything but a constant number of decimals"
+                            "'{e}': {upper} to anything but a constant number of decimals"
                         )));
                     }
                 };
                 planned.truncate(1);
-                return call(Function::Round(d), planned, e);
+                let f = if upper == "ROUND" {
+                    Function::Round(d)
+                } else {
+                    Function::Truncate(d)
+                };
+                return call(f, planned, e);
             }
             "CONVERT_TZ" => {
                 arity(3..=3)?;
