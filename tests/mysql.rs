@@ -1277,6 +1277,17 @@ async fn hostile_sql_gets_a_clear_error_and_changes_nothing() {
         ")".repeat(200)
     );
     s.refused(&deep_where, "1105");
+    // DIV, with or without what follows it (the parser's MySQL dialect
+    // panicked on a DIV at the end, closing the connection): refused, the
+    // connection kept.
+    for sql in [
+        "SELECT 10 DIV",
+        "SELECT 7 DIV 2",
+        "SELECT id FROM items WHERE id DIV 2 = 0",
+    ] {
+        let err = s.refused(sql, "1235");
+        assert!(err.contains("DIV"), "{sql}: {err}");
+    }
     // An IN list past the bound.
     let ids: Vec<String> = (0..20_000).map(|i| i.to_string()).collect();
     let err = s.refused(
@@ -2801,6 +2812,23 @@ async fn expressions_are_computed_from_each_row_as_mysql_computes_them() {
          FROM items WHERE id = 1",
     );
     assert_eq!(lines(&out), ["2.5\t3\t2\t3\t2.50\t3\t3\t12.50\t3"], "{out}");
+    // NULL-safe equality: never NULL, in the list and in WHERE (MariaDB
+    // 10.11's answers).
+    let out = s.ok(
+        "SELECT id, price <=> weight, weight <=> NULL, NULL <=> NULL, 1 <=> NULL, price <=> 2.5 \
+         FROM items ORDER BY id",
+    );
+    assert_eq!(
+        lines(&out),
+        ["1\t0\t0\t1\t0\t1", "2\t0\t1\t1\t0\t0", "3\t0\t0\t1\t0\t0"],
+        "{out}"
+    );
+    let out = s.ok("SELECT id FROM items WHERE price <=> NULL");
+    assert_eq!(lines(&out), ["3"], "{out}");
+    let out = s.ok("SELECT id FROM items WHERE qty <=> 10");
+    assert_eq!(lines(&out), ["2"], "{out}");
+    let out = s.ok("SELECT id FROM items WHERE NOT (weight <=> 0.25) ORDER BY id");
+    assert_eq!(lines(&out), ["1", "2"], "{out}");
     // TRUNCATE drops digits toward zero (MariaDB 10.11's answers).
     let out = s.ok(
         "SELECT TRUNCATE(price, 1), TRUNCATE(0 - price, 0), TRUNCATE(qty * 1.99, 1), \

@@ -699,6 +699,11 @@ async fn hostile_and_unsupported_queries_get_a_clear_error() {
             "unsupported",
         ),
         (
+            "SELECT SUM(a) FROM items WHERE a DIV".into(),
+            StatusCode::BAD_REQUEST,
+            "unsupported",
+        ),
+        (
             "SELECT COUNT(DISTINCT a, b) FROM items".into(),
             StatusCode::BAD_REQUEST,
             "unsupported",

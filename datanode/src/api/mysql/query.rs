@@ -173,6 +173,7 @@ pub(crate) fn tokenize_sent(text: &str, sent: usize) -> Result<Vec<Token>, MyErr
         .tokenize()
         .map_err(|e| MyError::syntax(e.message))?;
     let mut tokens = without_comments(tokens)?;
+    crate::tc::ronsql::plan::refuse_div(&tokens)?;
     // SELECT's modifiers that only hint how to run it change no answer
     // (mysqldump sends `SELECT /*!40001 SQL_NO_CACHE */ …`).
     while let (Some(Keyword::SELECT), Some(Token::Word(w))) =

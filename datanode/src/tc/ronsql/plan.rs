@@ -15,8 +15,9 @@ use sqlparser::ast::{
     Statement, TableFactor, UnaryOperator,
 };
 use sqlparser::dialect::MySqlDialect;
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::Tokenizer;
+use sqlparser::tokenizer::{Token, Tokenizer};
 
 use crate::sql::agg::{Aggregate, Func, Program};
 use crate::sql::eval::{self, Arith, Cmp, Datum, Expr, Pred, Scalar, TimeKind, Ty};
@@ -138,6 +139,7 @@ pub(crate) fn parse(text: &str) -> Result<(bool, ast::Query), SqlError> {
             tokens.len()
         )));
     }
+    refuse_div(&tokens)?;
     let mut statements = Parser::new(&dialect)
         .with_recursion_limit(MAX_DEPTH)
         .with_tokens(tokens)
@@ -176,6 +178,20 @@ pub(crate) fn parse(text: &str) -> Result<(bool, ast::Query), SqlError> {
             "a statement other than SELECT (RonSQL only reads)",
         )),
     }
+}
+
+/// MySQL's integer division `DIV`, which Shoal does not compute, refused
+/// before the text is parsed: the parser's MySQL dialect panics on a
+/// `DIV` with nothing after it, and binds what follows one looser than
+/// MySQL does (`7 DIV 2 + 1` as `7 DIV (2 + 1)`).
+pub(crate) fn refuse_div(tokens: &[Token]) -> Result<(), SqlError> {
+    let div = |t: &Token| matches!(t, Token::Word(w) if w.keyword == Keyword::DIV && w.quote_style.is_none());
+    if tokens.iter().any(div) {
+        return Err(unsupported(
+            "the operator DIV (integer division; a / b is exact)",
+        ));
+    }
+    Ok(())
 }
 
 /// The table a query reads, as named in its FROM: `(database, table)`.
@@ -704,6 +720,7 @@ impl<'a> Planner<'a> {
                     | BinaryOperator::LtEq
                     | BinaryOperator::Gt
                     | BinaryOperator::GtEq
+                    | BinaryOperator::Spaceship
                     | BinaryOperator::And
                     | BinaryOperator::Or => return self.truth(e, depth),
                     other => return Err(unsupported(format!("the operator {other}"))),
@@ -1192,6 +1209,24 @@ impl<'a> Planner<'a> {
                         ));
                     }
                     op if Cmp::of(op).is_some() => Cmp::of(op).expect("a comparison"),
+                    // MySQL's NULL-safe equality: true when both are NULL,
+                    // false when one is, else `=`; never NULL.
+                    BinaryOperator::Spaceship => {
+                        let a = self.value(left, depth + 1)?;
+                        let b = self.value(right, depth + 1)?;
+                        let (a, b) = comparable(a, b, e)?;
+                        let both = |negated| {
+                            Pred::And(
+                                Box::new(Pred::IsNull(a.clone(), negated)),
+                                Box::new(Pred::IsNull(b.clone(), negated)),
+                            )
+                        };
+                        let (null, valued) = (both(false), both(true));
+                        return Ok(Pred::Or(
+                            boxed(null)?,
+                            boxed(Pred::And(boxed(valued)?, boxed(Pred::Cmp(Cmp::Eq, a, b))?))?,
+                        ));
+                    }
                     BinaryOperator::Plus
                     | BinaryOperator::Minus
                     | BinaryOperator::Multiply
