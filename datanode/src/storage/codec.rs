@@ -70,6 +70,14 @@ impl ValueError {
         }
     }
 
+    /// NULL for NOT NULL column `column`.
+    pub(crate) fn null(layout: &Layout, column: u16, problem: &str) -> Self {
+        ValueError {
+            fault: Fault::Null,
+            ..ValueError::new(layout, column, problem)
+        }
+    }
+
     fn misfit(layout: &Layout, column: u16) -> impl FnOnce(Misfit) -> ValueError {
         move |Misfit(fault, problem)| ValueError {
             column: layout.name(column).to_owned(),
@@ -442,10 +450,11 @@ fn push_key_column(
 ) -> Result<(), ValueError> {
     let col = &layout.columns[c as usize];
     if matches!(v, Value::Null) {
-        return Err(ValueError {
-            fault: Fault::Null,
-            ..ValueError::new(layout, c, "a primary key column cannot be NULL")
-        });
+        return Err(ValueError::null(
+            layout,
+            c,
+            "a primary key column cannot be NULL",
+        ));
     }
     match col.place {
         Place::Fixed { width, .. } => {
@@ -509,10 +518,7 @@ pub(crate) fn encode_row(
         let v = &given.or(defaults[i].as_ref());
         let null = matches!(v, None | Some(Value::Null));
         if matches!(v, Some(Value::Null)) && col.null_bit.is_none() {
-            return Err(ValueError {
-                fault: Fault::Null,
-                ..ValueError::new(layout, c, "cannot be NULL")
-            });
+            return Err(ValueError::null(layout, c, "cannot be NULL"));
         }
         let fixed = &mut out[image_start..image_start + layout.slot_size];
         layout.set_null(fixed, c, null);

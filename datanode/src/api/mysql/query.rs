@@ -50,7 +50,7 @@ use super::value::{self, Cell, Comparand, Lit, column_def, comparand, computed, 
 use super::variables;
 use crate::sql::eval;
 use crate::sql::like::Like;
-use crate::storage::codec::{Fault, encode_key};
+use crate::storage::codec::{ValueError, encode_key};
 use crate::storage::layout::Layout;
 use crate::tc::batch::{OperationError, Outcome};
 use crate::tc::{Commit, Grant, Role, Table, TcError};
@@ -2897,13 +2897,8 @@ fn on_duplicate_set(
 fn checked_row(table: &Table, mut row: Vec<Value>) -> Result<Vec<Value>, MyError> {
     for (c, v) in row.iter_mut().enumerate() {
         if matches!(v, Value::Null) {
-            let column = &table.def().columns[c];
-            if !column.nullable {
-                return Err(MyError::refused_value(
-                    column.name.as_str(),
-                    Fault::Null,
-                    "NOT NULL",
-                ));
+            if table.layout.columns[c].null_bit.is_none() {
+                return Err(ValueError::null(&table.layout, c as u16, "cannot be NULL").into());
             }
             continue;
         }

@@ -1016,7 +1016,12 @@ impl<'a> Planner<'a> {
             }
             "ROUND" | "TRUNCATE" => {
                 // TRUNCATE must say to how many decimals.
-                arity(if upper == "ROUND" { 1..=2 } else { 2..=2 })?;
+                let (make, arguments): (fn(i32) -> Function, _) = if upper == "ROUND" {
+                    (Function::Round, 1..=2)
+                } else {
+                    (Function::Truncate, 2..=2)
+                };
+                arity(arguments)?;
                 let d = match planned.get(1) {
                     None => 0,
                     Some((Expr::Literal(Scalar::Int(d)), _)) => i32::try_from(*d)
@@ -1030,12 +1035,7 @@ impl<'a> Planner<'a> {
                     }
                 };
                 planned.truncate(1);
-                let f = if upper == "ROUND" {
-                    Function::Round(d)
-                } else {
-                    Function::Truncate(d)
-                };
-                return call(f, planned, e);
+                return call(make(d), planned, e);
             }
             "CONVERT_TZ" => {
                 arity(3..=3)?;
