@@ -3243,6 +3243,147 @@ async fn inserts_upserts_and_aggregates_take_expressions_too() {
     );
 }
 
+/// Values computed from aggregates — the next id, a total that is 0 for
+/// no rows, a ratio — answered as MySQL answers them (each checked against
+/// MariaDB 10.11), typed as their values, and refused with MySQL's numbers
+/// where MySQL refuses them.
+#[tokio::test]
+async fn expressions_over_aggregates_answer_as_mysql() {
+    let s = setup(&[]).await;
+    s.ok("INSERT INTO items (id, name, qty, price, weight) VALUES \
+          (1, 'bolt', 5, 1.50, 0.5), (2, 'cog', 10, 2.25, 1.5), (3, 'nut', 10, NULL, 2), \
+          (4, 'bolt', 7, 4.10, NULL)");
+    for (sql, want) in [
+        ("SELECT MAX(id) + 1 AS next FROM items", vec!["5"]),
+        ("SELECT MAX(id) + 1 FROM items WHERE id > 100", vec!["NULL"]),
+        (
+            "SELECT COALESCE(SUM(qty), 0) FROM items WHERE id > 100",
+            vec!["0"],
+        ),
+        (
+            "SELECT SUM(price) / COUNT(price), ROUND(AVG(weight), 2) FROM items",
+            vec!["2.616667\t1.33"],
+        ),
+        (
+            "SELECT name, COUNT(*) * 10 AS n, MAX(qty) - MIN(qty) FROM items \
+             GROUP BY name ORDER BY n DESC, name",
+            vec!["bolt\t20\t2", "cog\t10\t0", "nut\t10\t0"],
+        ),
+        (
+            "SELECT qty, IF(COUNT(*) > 1, 'shared', CONCAT('only ', MIN(name))) FROM items \
+             GROUP BY qty ORDER BY qty",
+            vec!["5\tonly bolt", "7\tonly bolt", "10\tshared"],
+        ),
+        // HAVING by the alias of a computed output.
+        (
+            "SELECT name, SUM(qty) + 1 AS s FROM items GROUP BY name HAVING s > 11 ORDER BY s",
+            vec!["bolt\t13"],
+        ),
+        // ORDER BY a value computed from aggregates, not in the list.
+        (
+            "SELECT name FROM items GROUP BY name ORDER BY MAX(qty) - MIN(qty) DESC, name",
+            vec!["bolt", "cog", "nut"],
+        ),
+        // A GROUP BY column in an expression, and a constant beside.
+        (
+            "SELECT qty * 2, 1, COUNT(*) FROM items GROUP BY qty ORDER BY qty * 2 DESC",
+            vec!["20\t1\t2", "14\t1\t1", "10\t1\t1"],
+        ),
+        (
+            "SELECT CASE WHEN SUM(price) IS NULL THEN 0 ELSE SUM(price) END FROM items \
+             GROUP BY qty ORDER BY qty",
+            vec!["1.50", "4.10", "2.25"],
+        ),
+    ] {
+        let out = s.ok(sql);
+        assert_eq!(lines(&out), want, "{sql}: {out}");
+    }
+    for (sql, code, words) in [
+        // MySQL 8's ONLY_FULL_GROUP_BY (MariaDB's default answers any
+        // row's name: Shoal never answers an arbitrary value).
+        (
+            "SELECT name, COUNT(*) FROM items GROUP BY qty",
+            "1055 (42000)",
+            "'name'",
+        ),
+        (
+            "SELECT qty + weight, COUNT(*) FROM items GROUP BY qty",
+            "1055 (42000)",
+            "'weight'",
+        ),
+        (
+            "SELECT SUM(MAX(qty)) FROM items",
+            "1111 (HY000)",
+            "Invalid use of group function",
+        ),
+        (
+            "SELECT id FROM items WHERE COUNT(*) > 1",
+            "1111 (HY000)",
+            "Invalid use of group function",
+        ),
+        (
+            "SELECT COUNT(*) AS n, n + 1 FROM items",
+            "1054 (42S22)",
+            "'n'",
+        ),
+        (
+            "SELECT MAX(id) * 9223372036854775807 FROM items",
+            "1690 (22003)",
+            "out of range",
+        ),
+        (
+            "SELECT SUM(id * 9223372036854775807) FROM items",
+            "1690 (22003)",
+            "out of range",
+        ),
+        (
+            "SELECT MAX(id) + 'x' FROM items",
+            "1105 (HY000)",
+            "not a number",
+        ),
+        ("SELECT MAX(id) + nope FROM items", "1054 (42S22)", "nope"),
+        (
+            "SELECT MAX(id) + NOPE(1) FROM items",
+            "1235 (42000)",
+            "NOPE",
+        ),
+    ] {
+        let err = s.refused(sql, code);
+        assert!(err.contains(words), "{sql}: {err}");
+    }
+    // Typed as their values: a driver reads the next id as the integer it is.
+    let mut conn = sqlx::mysql::MySqlConnection::connect_with(&s.driver_options())
+        .await
+        .unwrap();
+    let (next, total): (i64, i64) = sqlx::query_as(
+        "SELECT COALESCE(MAX(id), 0) + ?, COALESCE(SUM(qty), 0) FROM items WHERE qty > ?",
+    )
+    .bind(1)
+    .bind(100)
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!((next, total), (1, 0));
+    let (ratio,): (f64,) = sqlx::query_as("SELECT SUM(weight) / COUNT(*) FROM items")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(ratio, 1.0);
+    conn.close().await.unwrap();
+    // Nothing above changed a row.
+    let out = s.ok("SELECT id, name, qty, price FROM items ORDER BY id");
+    assert_eq!(
+        lines(&out),
+        [
+            "1\tbolt\t5\t1.50",
+            "2\tcog\t10\t2.25",
+            "3\tnut\t10\tNULL",
+            "4\tbolt\t7\t4.10"
+        ],
+        "{out}"
+    );
+}
+
 /// A job queue's table, for the tests of locking reads.
 const JOBS: &str = "CREATE TABLE jobs (id INT PRIMARY KEY, state VARCHAR(8) NOT NULL, \
     prio INT NOT NULL, INDEX by_prio (prio))";

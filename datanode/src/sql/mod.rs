@@ -44,6 +44,15 @@ pub(crate) enum Class {
     /// It names a column that is not there (a semantic error that MySQL
     /// numbers apart).
     NoSuchColumn,
+    /// An aggregate where none may be (`WHERE COUNT(*) > 1`, one inside
+    /// another): semantic, numbered apart by MySQL.
+    GroupFunction,
+    /// A column outside an aggregate and not grouped by, where the answer
+    /// has a value per group: semantic, numbered apart by MySQL.
+    NotGrouped,
+    /// A value it computes is out of range (a SUM past its type, a
+    /// product past BIGINT): semantic, numbered apart by MySQL.
+    OutOfRange,
     /// It is SQL that RonSQL does not run.
     Unsupported,
     /// Its regular expression is not one (MySQL numbers it apart).
@@ -58,7 +67,12 @@ impl Class {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Class::Syntax => "syntax",
-            Class::Semantic | Class::NoSuchColumn | Class::Regexp => "semantic",
+            Class::Semantic
+            | Class::NoSuchColumn
+            | Class::GroupFunction
+            | Class::NotGrouped
+            | Class::OutOfRange
+            | Class::Regexp => "semantic",
             Class::Unsupported => "unsupported",
             Class::TooLarge => "too_large",
             Class::Resource => "resource",
@@ -68,7 +82,12 @@ impl Class {
     pub(crate) fn code(self) -> &'static str {
         match self {
             Class::Syntax => "SQL_SYNTAX",
-            Class::Semantic | Class::NoSuchColumn | Class::Regexp => "SQL_SEMANTIC",
+            Class::Semantic
+            | Class::NoSuchColumn
+            | Class::GroupFunction
+            | Class::NotGrouped
+            | Class::OutOfRange
+            | Class::Regexp => "SQL_SEMANTIC",
             Class::Unsupported => "SQL_UNSUPPORTED",
             Class::TooLarge => "SQL_TOO_LARGE",
             Class::Resource => "SQL_RESOURCE",
@@ -80,6 +99,9 @@ impl Class {
             Class::Syntax
             | Class::Semantic
             | Class::NoSuchColumn
+            | Class::GroupFunction
+            | Class::NotGrouped
+            | Class::OutOfRange
             | Class::Regexp
             | Class::Unsupported => 400,
             Class::TooLarge => 413,

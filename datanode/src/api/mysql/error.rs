@@ -233,6 +233,13 @@ impl From<SqlError> for MyError {
             Class::Syntax => MyError::syntax(&e.message),
             Class::Unsupported => MyError::new(1235, "42000", e.message.to_string()),
             Class::NoSuchColumn => MyError::new(1054, "42S22", e.message.to_string()),
+            Class::GroupFunction => MyError::new(
+                1111,
+                "HY000",
+                format!("Invalid use of group function: {}", e.message),
+            ),
+            Class::NotGrouped => MyError::new(1055, "42000", e.message.to_string()),
+            Class::OutOfRange => MyError::new(1690, "22003", e.message.to_string()),
             Class::Regexp => MyError::new(
                 1139,
                 "42000",

@@ -2841,17 +2841,19 @@ fn unhex(h: &str) -> Option<Vec<u8>> {
 
 /// Whether an expression holds an aggregate function.
 fn has_aggregate(e: &Expr) -> bool {
-    match e {
-        Expr::Function(f) => {
-            let name = f.name.to_string().to_ascii_uppercase();
-            matches!(name.as_str(), "COUNT" | "SUM" | "MIN" | "MAX" | "AVG")
+    use std::ops::ControlFlow;
+    ast::visit_expressions(e, |e| match e {
+        Expr::Function(f)
+            if matches!(
+                f.name.to_string().to_ascii_uppercase().as_str(),
+                "COUNT" | "SUM" | "MIN" | "MAX" | "AVG"
+            ) =>
+        {
+            ControlFlow::Break(())
         }
-        Expr::BinaryOp { left, right, .. } => has_aggregate(left) || has_aggregate(right),
-        Expr::UnaryOp { expr, .. } | Expr::Nested(expr) | Expr::Cast { expr, .. } => {
-            has_aggregate(expr)
-        }
-        _ => false,
-    }
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break()
 }
 
 /// Whether function call `f` has no arguments: `f()` or `f`.
@@ -3340,6 +3342,7 @@ fn ronsql_columns(plan: &crate::tc::ronsql::plan::Plan) -> Vec<ColumnDef> {
                 }
                 Source::Avg { ty: Ty::Double, .. } => ty::DOUBLE,
                 Source::Avg { .. } => ty::NEWDECIMAL,
+                Source::Computed(i) => return value::computed_of(&o.name, plan.computed[i].1),
             };
             computed(&o.name, t)
         })

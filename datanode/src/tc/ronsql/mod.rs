@@ -107,7 +107,7 @@ impl Tc {
             if pending.is_empty() {
                 plan.program.ensure_single_group(&mut groups);
                 break print::rows(plan, &groups)
-                    .map_err(|e| SqlError::new(Class::Semantic, e.0.to_string()).into());
+                    .map_err(|e| SqlError::new(Class::OutOfRange, e.0.to_string()).into());
             }
             if started.elapsed() > MAX_TIME {
                 break Err(SqlError::new(
@@ -144,14 +144,14 @@ impl Tc {
                         break;
                     }
                     Some(Err(e)) => {
-                        failed = Some(SqlError::new(Class::Semantic, e.0.to_string()));
+                        failed = Some(SqlError::new(Class::OutOfRange, e.0.to_string()));
                         break;
                     }
                     Some(Ok(step)) => step,
                 };
                 step_examined += step.examined as u64;
                 if let Err(e) = groups.merge(&plan.program, step.groups) {
-                    failed = Some(SqlError::new(Class::Semantic, e.0.to_string()));
+                    failed = Some(SqlError::new(Class::OutOfRange, e.0.to_string()));
                     break;
                 }
                 if groups.len() > MAX_GROUPS || groups.bytes > MAX_GROUP_BYTES {

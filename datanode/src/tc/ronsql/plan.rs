@@ -68,6 +68,9 @@ pub(crate) enum Source {
     Aggregate(usize),
     /// A SUM divided by a COUNT, with the SUM argument's type.
     Avg { sum: usize, count: usize, ty: Ty },
+    /// The `i`th computed value: an expression over the group's values
+    /// (`MAX(id) + 1`, `COALESCE(SUM(n), 0)`), see `Plan::computed`.
+    Computed(usize),
 }
 
 /// A column of the answer.
@@ -95,10 +98,13 @@ pub(crate) struct Plan {
     pub(crate) order: Vec<(Source, bool)>,
     pub(crate) limit: Option<u64>,
     pub(crate) offset: u64,
-    /// HAVING: a condition on each finished group, over the values of
-    /// `having_slots` (its `Expr::Slot`s).
+    /// HAVING: a condition on each finished group, over its `slots`.
     pub(crate) having: Option<Pred>,
-    pub(crate) having_slots: Vec<Source>,
+    /// The values of a finished group that HAVING and the computed values
+    /// read (their `Expr::Slot`s): never a computed value itself.
+    pub(crate) slots: Vec<Source>,
+    /// Values computed from each finished group's `slots`, and their types.
+    pub(crate) computed: Vec<(Expr, Ty)>,
     /// The WHERE clause as SQL, for EXPLAIN.
     pub(crate) filter_sql: Option<String>,
 }
@@ -276,14 +282,28 @@ struct Planner<'a> {
     /// Each aggregate's function and argument as SQL: the same aggregate
     /// written twice is computed once.
     aggregate_keys: Vec<String>,
-    /// While the HAVING clause is planned: the outputs its names may
-    /// refer to, and the group values it reads (its slots).
-    having: Option<(Vec<Output>, Vec<Source>)>,
+    /// While an expression over finished groups is planned (HAVING, or a
+    /// SELECT item or sort key computed from aggregates): what its names
+    /// may refer to.
+    scope: Option<Scope>,
+    /// The group values those expressions read (their slots).
+    slots: Vec<Source>,
+    /// The values computed from them.
+    computed: Vec<(Expr, Ty)>,
     /// A second row of the table the expressions may read (an INSERT's
     /// row, in its ON DUPLICATE KEY UPDATE): the column of it an
     /// expression names, if it names one. Its column `c` is read at the
     /// table's width + `c`.
     second: Option<&'a SecondRow<'a>>,
+}
+
+/// What the names of an expression over finished groups refer to.
+struct Scope {
+    /// The clause, as an error names it.
+    clause: &'static str,
+    /// The outputs whose aliases the expression may name (HAVING's and
+    /// ORDER BY's; a SELECT item cannot name another's alias).
+    aliases: Vec<Output>,
 }
 
 /// How the expressions over a pair of rows name the second row's columns.
@@ -313,7 +333,9 @@ pub(crate) fn plan(explain: bool, query: &ast::Query, table: Arc<Table>) -> Resu
         group_by: Vec::new(),
         aggregates: Vec::new(),
         aggregate_keys: Vec::new(),
-        having: None,
+        scope: None,
+        slots: Vec::new(),
+        computed: Vec::new(),
         second: None,
     };
     if select.distinct.is_some() {
@@ -409,13 +431,16 @@ pub(crate) fn plan(explain: bool, query: &ast::Query, table: Arc<Table>) -> Resu
             order
         }
     };
-    let (having, having_slots) = match &select.having {
-        None => (None, Vec::new()),
+    let having = match &select.having {
+        None => None,
         Some(h) => {
-            p.having = Some((outputs.clone(), Vec::new()));
-            let pred = p.pred(h, 0)?;
-            let (_, slots) = p.having.take().expect("set above");
-            (Some(pred), slots)
+            p.scope = Some(Scope {
+                clause: "HAVING",
+                aliases: outputs.clone(),
+            });
+            let pred = p.pred(h, 0);
+            p.scope = None;
+            Some(pred?)
         }
     };
     let (limit, offset) = limit_of(query.limit_clause.as_ref())?;
@@ -439,7 +464,8 @@ pub(crate) fn plan(explain: bool, query: &ast::Query, table: Arc<Table>) -> Resu
         limit,
         offset,
         having,
-        having_slots,
+        slots: p.slots,
+        computed: p.computed,
         filter_sql: select.selection.as_ref().map(ToString::to_string),
     })
 }
@@ -544,7 +570,9 @@ impl<'a> Planner<'a> {
             group_by: Vec::new(),
             aggregates: Vec::new(),
             aggregate_keys: Vec::new(),
-            having: None,
+            scope: None,
+            slots: Vec::new(),
+            computed: Vec::new(),
             second: None,
         }
     }
@@ -645,8 +673,8 @@ impl<'a> Planner<'a> {
                 "an expression is nested deeper than {MAX_DEPTH} levels"
             )));
         }
-        if self.having.is_some()
-            && let Some(slot) = self.having_slot(e)?
+        if self.scope.is_some()
+            && let Some(slot) = self.group_slot(e)?
         {
             return Ok(slot);
         }
@@ -748,9 +776,12 @@ impl<'a> Planner<'a> {
             }
             ast::Expr::Function(f) => {
                 if aggregate_func(f).is_some() {
-                    return Err(semantic(format!(
-                        "'{e}': an aggregate is allowed only in the SELECT list, HAVING and ORDER BY"
-                    )));
+                    return Err(SqlError::new(
+                        Class::GroupFunction,
+                        format!(
+                            "'{e}': an aggregate is allowed only in the SELECT list, HAVING and ORDER BY, and not inside another"
+                        ),
+                    ));
                 }
                 let args = plain_args(f)?;
                 self.function(&f.name.to_string(), &args, e, depth)
@@ -1129,43 +1160,64 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// In a HAVING clause: what a name or an aggregate refers to — an
-    /// output by its alias, a GROUP BY column, an aggregate — as a slot of
-    /// the group's values, and its type; `None` for anything else.
-    fn having_slot(&mut self, e: &ast::Expr) -> Result<Option<(Expr, Ty)>, SqlError> {
-        let (outputs, _) = self.having.as_ref().expect("planning HAVING");
+    /// In an expression over finished groups: what a name or an
+    /// aggregate refers to — an output by its alias, a GROUP BY column, an
+    /// aggregate — as a slot of the group's values, and its type; `None`
+    /// for anything else.
+    fn group_slot(&mut self, e: &ast::Expr) -> Result<Option<(Expr, Ty)>, SqlError> {
+        let scope = self.scope.as_ref().expect("planning over groups");
+        let clause = scope.clause;
         let alias = match e {
-            ast::Expr::Identifier(i) => (outputs.iter())
+            ast::Expr::Identifier(i) => (scope.aliases.iter())
                 .find(|o| o.name.eq_ignore_ascii_case(&i.value))
                 .map(|o| o.source),
             _ => None,
         };
         let source = match (alias, e) {
+            // A computed output is its expression, over slots already.
+            (Some(Source::Computed(i)), _) => return Ok(Some(self.computed[i].clone())),
             (Some(source), _) => source,
             (None, ast::Expr::Function(f)) if aggregate_func(f).is_some() => {
-                // Planned outside HAVING mode: its argument reads rows.
-                let having = self.having.take();
+                // Planned outside the scope: its argument reads rows.
+                let scope = self.scope.take();
                 let source = self.aggregate(f, e);
-                self.having = having;
+                self.scope = scope;
                 source?
             }
             (None, _) => match self.column_ref(e)? {
                 None => return Ok(None),
                 Some(c) => self.grouped(c, |name| {
-                    format!("HAVING names column '{name}', which is not in GROUP BY")
+                    format!("{clause} names column '{name}', which is not in GROUP BY")
                 })?,
             },
         };
         let ty = self.source_ty(source);
-        let (_, slots) = self.having.as_mut().expect("planning HAVING");
-        let slot = match slots.iter().position(|s| *s == source) {
+        let slot = match self.slots.iter().position(|s| *s == source) {
             Some(i) => i,
             None => {
-                slots.push(source);
-                slots.len() - 1
+                self.slots.push(source);
+                self.slots.len() - 1
             }
         };
         Ok(Some((Expr::Slot(slot), ty)))
+    }
+
+    /// A value computed from each finished group (`MAX(id) + 1`), planned
+    /// in `clause` with the names `aliases` may give outputs.
+    fn computed(
+        &mut self,
+        e: &ast::Expr,
+        clause: &'static str,
+        aliases: &[Output],
+    ) -> Result<Source, SqlError> {
+        self.scope = Some(Scope {
+            clause,
+            aliases: aliases.to_vec(),
+        });
+        let planned = self.value(e, 0);
+        self.scope = None;
+        self.computed.push(planned?);
+        Ok(Source::Computed(self.computed.len() - 1))
     }
 
     /// The type of a finished group's value.
@@ -1181,6 +1233,7 @@ impl<'a> Planner<'a> {
             }
             Source::Avg { ty: Ty::Double, .. } => Ty::Double,
             Source::Avg { ty, .. } => Ty::Decimal((scale(ty) + 4).min(eval::MAX_SCALE)),
+            Source::Computed(i) => self.computed[i].1,
         }
     }
 
@@ -1381,10 +1434,14 @@ impl<'a> Planner<'a> {
     fn grouped(&self, c: u16, refused: impl FnOnce(&str) -> String) -> Result<Source, SqlError> {
         (self.group_by.iter().position(|&g| g == c))
             .map(Source::Group)
-            .ok_or_else(|| semantic(refused(self.layout.def.columns[c as usize].name.as_str())))
+            .ok_or_else(|| {
+                let name = self.layout.def.columns[c as usize].name.as_str();
+                SqlError::new(Class::NotGrouped, refused(name))
+            })
     }
 
-    /// An item of the SELECT list.
+    /// An item of the SELECT list: a GROUP BY column, an aggregate, or a
+    /// value computed from them.
     fn output(&mut self, e: &ast::Expr) -> Result<Source, SqlError> {
         if let Some(c) = self.column_ref(e)? {
             return self.grouped(c, |name| {
@@ -1395,10 +1452,8 @@ impl<'a> Planner<'a> {
         }
         match e {
             ast::Expr::Nested(inner) => self.output(inner),
-            ast::Expr::Function(f) => self.aggregate(f, e),
-            _ => Err(unsupported(format!(
-                "the SELECT item '{e}' (only GROUP BY columns and aggregates are answered)"
-            ))),
+            ast::Expr::Function(f) if aggregate_func(f).is_some() => self.aggregate(f, e),
+            _ => self.computed(e, "the SELECT list", &[]),
         }
     }
 
@@ -1473,7 +1528,7 @@ impl<'a> Planner<'a> {
     }
 
     /// An ORDER BY item: a position in the SELECT list, an output's alias,
-    /// a GROUP BY column, or an aggregate.
+    /// a GROUP BY column, an aggregate, or a value computed from them.
     fn sort_key(&mut self, e: &ast::Expr, outputs: &[Output]) -> Result<Source, SqlError> {
         if let ast::Expr::Value(v) = e
             && let ast::Value::Number(n, _) = &v.value
@@ -1501,10 +1556,8 @@ impl<'a> Planner<'a> {
             });
         }
         match e {
-            ast::Expr::Function(f) => self.aggregate(f, e),
-            _ => Err(unsupported(format!(
-                "ORDER BY '{e}' (only outputs, GROUP BY columns and aggregates)"
-            ))),
+            ast::Expr::Function(f) if aggregate_func(f).is_some() => self.aggregate(f, e),
+            _ => self.computed(e, "ORDER BY", outputs),
         }
     }
 }

@@ -42,9 +42,16 @@ impl Format {
     }
 }
 
-/// The value an output (or sort key) has in group `g`.
-fn value_of(source: Source, groups: &Groups, g: usize) -> Datum {
-    match source {
+/// The value an output (or sort key) has in group `g`, whose slots
+/// (`Plan::slots`) have the values `slots`.
+fn value_of(
+    plan: &Plan,
+    source: Source,
+    groups: &Groups,
+    g: usize,
+    slots: &[Datum],
+) -> Result<Datum, EvalError> {
+    Ok(match source {
         Source::Group(i) => groups.keys[g][i].clone(),
         Source::Aggregate(i) => groups.states[g][i].value(),
         Source::Avg { sum, count, ty } => {
@@ -53,10 +60,22 @@ fn value_of(source: Source, groups: &Groups, g: usize) -> Datum {
                 groups.states[g][count].value(),
             );
             let Scalar::Int(count) = count else {
-                return Scalar::Null;
+                return Ok(Scalar::Null);
             };
             avg(&sum, count, ty)
         }
+        Source::Computed(i) => plan.computed[i].0.eval(over(plan, slots))?.to_owned(),
+    })
+}
+
+/// A finished group as the row its expressions are evaluated over: no
+/// columns, only the values of its slots.
+fn over<'a>(plan: &'a Plan, slots: &'a [Datum]) -> Row<'a> {
+    Row {
+        layout: &plan.table.layout,
+        fixed: &[],
+        var: &[],
+        slots,
     }
 }
 
@@ -90,34 +109,32 @@ fn avg(sum: &Datum, count: i128, ty: Ty) -> Datum {
 /// The finished rows: one per group that passes HAVING, sorted, then cut
 /// by OFFSET and LIMIT.
 pub(crate) fn rows(plan: &Plan, groups: &Groups) -> Result<Vec<Vec<Datum>>, EvalError> {
+    // Each group's slot values, which HAVING and the computed values read.
+    let slots: Vec<Vec<Datum>> = (0..groups.len())
+        .map(|g| {
+            (plan.slots.iter())
+                .map(|&s| value_of(plan, s, groups, g, &[]))
+                .collect()
+        })
+        .collect::<Result<_, _>>()?;
+    let value = |source, g: usize| value_of(plan, source, groups, g, &slots[g]);
     let mut order: Vec<usize> = (0..groups.len()).collect();
     if let Some(having) = &plan.having {
         let mut kept = Vec::with_capacity(order.len());
         for g in order {
-            let slots: Vec<Datum> = (plan.having_slots.iter())
-                .map(|&s| value_of(s, groups, g))
-                .collect();
-            let row = Row {
-                layout: &plan.table.layout,
-                fixed: &[],
-                var: &[],
-                slots: &slots,
-            };
-            if having.test(row)? == Some(true) {
+            if having.test(over(plan, &slots[g]))? == Some(true) {
                 kept.push(g);
             }
         }
         order = kept;
     }
     if !plan.order.is_empty() {
-        let keys: Vec<Vec<Datum>> = (0..groups.len())
-            .map(|g| {
-                plan.order
-                    .iter()
-                    .map(|&(s, _)| value_of(s, groups, g))
-                    .collect()
-            })
-            .collect();
+        let mut keys: Vec<Vec<Datum>> = vec![Vec::new(); groups.len()];
+        for &g in &order {
+            keys[g] = (plan.order.iter())
+                .map(|&(s, _)| value(s, g))
+                .collect::<Result<_, _>>()?;
+        }
         order.sort_by(|&a, &b| {
             for (i, &(_, ascending)) in plan.order.iter().enumerate() {
                 let ord = sort_order(&keys[a][i], &keys[b][i]);
@@ -133,14 +150,9 @@ pub(crate) fn rows(plan: &Plan, groups: &Groups) -> Result<Vec<Vec<Datum>>, Eval
     let limit = plan
         .limit
         .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
-    Ok((order.into_iter().skip(offset).take(limit))
-        .map(|g| {
-            plan.outputs
-                .iter()
-                .map(|o| value_of(o.source, groups, g))
-                .collect()
-        })
-        .collect())
+    (order.into_iter().skip(offset).take(limit))
+        .map(|g| plan.outputs.iter().map(|o| value(o.source, g)).collect())
+        .collect()
 }
 
 /// Values in sort order: NULL first, as MySQL sorts ascending.
@@ -326,6 +338,13 @@ pub(crate) fn explain(plan: &Plan, format: Format) -> String {
             out,
             "Aggregates computed per fragment and merged in the coordinator: {}.",
             aggregates.join(", ")
+        );
+    }
+    if !plan.computed.is_empty() {
+        let _ = writeln!(
+            out,
+            "{} value(s) computed from each group's in the coordinator.",
+            plan.computed.len()
         );
     }
     if plan.having.is_some() {
