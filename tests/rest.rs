@@ -125,6 +125,10 @@ async fn every_single_row_operation_round_trips_its_values() {
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(body["error"]["code"], "DUPLICATE_KEY");
     assert_eq!(body["error"]["number"], 630);
+    assert_eq!(
+        body["error"]["message"],
+        "a row with primary key '1' already exists in table 'items'"
+    );
 
     let (status, body) = s
         .op(

@@ -56,13 +56,17 @@ fn user(id: i64, email: Option<&str>, org: i64, name: &str) -> Value {
     json!({"id": id, "email": email, "org": org, "name": name})
 }
 
-/// A refusal as a duplicate of a unique index.
-fn assert_duplicate(status: StatusCode, body: &Value, index: &str) {
+/// A refusal as a duplicate of unique index `index`, naming it and the
+/// `values` (joined by `-`) another row holds.
+fn assert_duplicate(status: StatusCode, body: &Value, index: &str, values: &str) {
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(body["error"]["code"], "DUPLICATE_KEY", "{body}");
     assert_eq!(body["error"]["number"], 893, "{body}");
     let message = body["error"]["message"].as_str().unwrap();
-    assert!(message.contains(index), "{message}");
+    assert!(
+        message.contains(&format!("the values '{values}' of unique index '{index}'")),
+        "{message}"
+    );
 }
 
 #[tokio::test]
@@ -81,18 +85,18 @@ async fn a_duplicate_is_refused_and_nothing_is_written() {
 
     // Insert, upsert and update onto another row's values.
     let (status, body) = s.op("pk-insert", user(5, Some("ann@x"), 9, "eve")).await;
-    assert_duplicate(status, &body, "by_email");
+    assert_duplicate(status, &body, "by_email", "ann@x");
     let (status, body) = s.op("pk-write", user(5, Some("zed@x"), 1, "bob")).await;
-    assert_duplicate(status, &body, "by_org_name");
+    assert_duplicate(status, &body, "by_org_name", "1-bob");
     let (status, body) = s.op("pk-update", json!({"id": 2, "email": "ann@x"})).await;
-    assert_duplicate(status, &body, "by_email");
+    assert_duplicate(status, &body, "by_email", "ann@x");
     // A partial update: the row's name, with its org as it is, duplicates.
     let (status, body) = s.op("pk-update", json!({"id": 2, "name": "ann"})).await;
-    assert_duplicate(status, &body, "by_org_name");
+    assert_duplicate(status, &body, "by_org_name", "1-ann");
     let (status, body) = s
         .op("pk-update", json!({"id": 4, "org": 1, "name": "ann"}))
         .await;
-    assert_duplicate(status, &body, "by_org_name");
+    assert_duplicate(status, &body, "by_org_name", "1-ann");
     assert_eq!(s.rows().await, before, "nothing written");
 
     // A row may keep its own values, and take free ones.
@@ -110,7 +114,7 @@ async fn a_duplicate_is_refused_and_nothing_is_written() {
         {"method": "POST", "relative-url": "app/users/pk-insert", "body": {"row": user(7, Some("ann@x"), 4, "gus")}}]});
     let before = s.rows().await;
     let (status, body) = s.call("transaction", batch.clone()).await;
-    assert_duplicate(status, &body, "by_email");
+    assert_duplicate(status, &body, "by_email", "ann@x");
     assert_eq!(body["error"]["operation"], 1, "{body}");
     assert_eq!(s.rows().await, before, "nothing written");
     let (status, body) = s.call("batch", batch).await;
@@ -118,7 +122,12 @@ async fn a_duplicate_is_refused_and_nothing_is_written() {
     let results = body["result"].as_array().unwrap();
     assert_eq!(results[0]["code"], 200, "{body}");
     assert_eq!(results[1]["code"], 409, "{body}");
-    assert_duplicate(StatusCode::CONFLICT, &results[1]["body"], "by_email");
+    assert_duplicate(
+        StatusCode::CONFLICT,
+        &results[1]["body"],
+        "by_email",
+        "ann@x",
+    );
     let after = s.rows().await;
     assert_eq!(after.len(), before.len() + 1, "the other write was made");
     assert!(after.iter().any(|r| r["email"] == "new@x"));
@@ -135,7 +144,7 @@ async fn a_duplicate_is_refused_and_nothing_is_written() {
         {"method": "POST", "relative-url": "app/users/pk-insert", "body": {"row": user(8, Some("twin@x"), 5, "h1")}},
         {"method": "POST", "relative-url": "app/users/pk-insert", "body": {"row": user(9, Some("twin@x"), 5, "h2")}}]});
     let (status, body) = s.call("transaction", twins).await;
-    assert_duplicate(status, &body, "by_email");
+    assert_duplicate(status, &body, "by_email", "twin@x");
     assert_eq!(s.rows().await, before);
 
     // In one transaction two rows swap emails, and a row deleted gives its
@@ -189,7 +198,7 @@ async fn of_many_writers_of_one_value_one_wins() {
         let (status, body) = done.unwrap();
         match status {
             StatusCode::OK => won += 1,
-            _ => assert_duplicate(status, &body, "by_email"),
+            _ => assert_duplicate(status, &body, "by_email", "same@x"),
         }
     }
     assert_eq!(won, 1);
@@ -228,9 +237,9 @@ async fn a_unique_index_is_added_online_only_without_duplicates() {
     let (status, body) = s
         .op("pk-update", json!({"id": 1, "name": "n4", "org": 1}))
         .await;
-    assert_duplicate(status, &body, "by_org_name");
+    assert_duplicate(status, &body, "by_org_name", "1-n4");
     let (status, body) = s.op("pk-insert", user(99, Some("new@x"), 2, "n2")).await;
-    assert_duplicate(status, &body, "by_org");
+    assert_duplicate(status, &body, "by_org_name", "2-n2");
 }
 
 #[tokio::test]
@@ -291,7 +300,7 @@ async fn a_default_is_what_an_insert_leaves_out_and_a_unique_index_sees_it() {
     // by an insert and by a write that inserts; nothing written.
     for op in ["pk-insert", "pk-write"] {
         let (status, body) = call(op, json!({"row": {"id": 2}})).await;
-        assert_duplicate(status, &body, "by_slot");
+        assert_duplicate(status, &body, "by_slot", "free");
     }
     let (status, _) = call(
         "pk-read",

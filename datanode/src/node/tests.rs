@@ -522,7 +522,8 @@ fn composite_keys_tell_rows_apart_by_every_part() {
         assert_eq!(
             r[0],
             Err(OperationError::DuplicateKey {
-                table: "events".into()
+                table: "events".into(),
+                entry: "0-2024-01-01-a".into(),
             })
         );
         assert_eq!(r[0].as_ref().unwrap_err().number(), Some(630));

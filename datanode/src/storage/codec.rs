@@ -442,6 +442,28 @@ pub(crate) fn encode_key(
     Ok(())
 }
 
+/// The values of a primary key as `encode_key` wrote it, in key order.
+pub(crate) fn decode_key(layout: &Layout, mut key: &[u8]) -> Vec<Value> {
+    let mut take = |n: usize| {
+        let (bytes, rest) = key.split_at(n.min(key.len()));
+        key = rest;
+        bytes
+    };
+    (layout.key.iter())
+        .map(|&c| {
+            let col = &layout.columns[c as usize];
+            let len = match col.place {
+                Place::Fixed { width, .. } => usize::from(width),
+                Place::Var { .. } => match take(2) {
+                    &[lo, hi] => usize::from(u16::from_le_bytes([lo, hi])),
+                    _ => 0,
+                },
+            };
+            value_of(col.ty, take(len))
+        })
+        .collect()
+}
+
 fn push_key_column(
     layout: &Layout,
     c: u16,
@@ -917,6 +939,34 @@ mod tests {
             let slow = b.iter().rposition(|&x| x != b' ').map_or(&b[..0], |p| &b[..=p]);
             prop_assert_eq!(trim_padding(&b), slow);
         }
+    }
+
+    #[test]
+    fn a_key_decodes_to_the_values_it_was_encoded_from() {
+        let def: TableDef = serde_json::from_str(
+            r#"{"name":"t","columns":[
+                {"name":"n","type":"INT"},
+                {"name":"name","type":"VARCHAR(10)"},
+                {"name":"code","type":"CHAR(4)"},
+                {"name":"amount","type":"DECIMAL(8,2)"},
+                {"name":"day","type":"DATE"}],
+              "primary_key":["name","n","code","amount","day"]}"#,
+        )
+        .unwrap();
+        let layout = Layout::new(def);
+        let key = [
+            Value::Text("bolt é".into()),
+            Value::Int(-7),
+            Value::Text("ab".into()),
+            Value::Decimal(Decimal {
+                mantissa: 12345,
+                scale: 2,
+            }),
+            Value::Date(Date(19_000)),
+        ];
+        let mut out = Vec::new();
+        encode_key(&layout, &key, &mut out).unwrap();
+        assert_eq!(decode_key(&layout, &out), key);
     }
 
     /// Column types by the width of their stored bytes (0: variable).

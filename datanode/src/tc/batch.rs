@@ -24,10 +24,16 @@ use crate::types::value::{self, Value};
 pub enum OperationError {
     #[error(transparent)]
     Value(#[from] ValueError),
-    #[error("a row with this primary key already exists in table '{table}'")]
-    DuplicateKey { table: String },
-    #[error("a row of table '{table}' already has these values of unique index '{index}'")]
-    DuplicateUnique { table: String, index: String },
+    /// `entry`: the key, as MySQL's error 1062 writes it (`duplicate_entry`).
+    #[error("a row with primary key '{entry}' already exists in table '{table}'")]
+    DuplicateKey { table: String, entry: String },
+    /// `entry`: the index's values, as MySQL's error 1062 writes them.
+    #[error("a row of table '{table}' already has the values '{entry}' of unique index '{index}'")]
+    DuplicateUnique {
+        table: String,
+        index: String,
+        entry: String,
+    },
     #[error("no row with this primary key in table '{table}'")]
     NotFound { table: String },
     #[error(
@@ -249,6 +255,10 @@ pub struct Batch {
     pub(crate) uniques: Vec<UniqueWrite>,
     /// Primary keys (encoded) the batch deletes from such tables.
     pub(crate) unique_deletes: Vec<(Arc<Table>, Vec<u8>)>,
+    /// The writes refused on their own for a unique index's values another
+    /// row holds (`Unique::fail`), and those values as their error names
+    /// them.
+    pub(crate) duplicates: Vec<(usize, String)>,
     /// The time of its writes, in microseconds since 1970-01-01 UTC, for
     /// columns that take it (`DEFAULT CURRENT_TIMESTAMP`): read from the
     /// clock when first asked for, so that every row of the batch gets the
@@ -312,6 +322,7 @@ impl Batch {
             mixed,
             uniques,
             unique_deletes,
+            duplicates,
             now,
         } = &mut self;
         ldms.iter_mut().for_each(OpBatch::clear);
@@ -322,6 +333,7 @@ impl Batch {
         *mixed = false;
         uniques.clear();
         unique_deletes.clear();
+        duplicates.clear();
         *now = None;
         Some(self)
     }
@@ -337,6 +349,7 @@ impl Batch {
             mixed: false,
             uniques: Vec::new(),
             unique_deletes: Vec::new(),
+            duplicates: Vec::new(),
             now: None,
         }
     }
@@ -392,6 +405,7 @@ impl Batch {
         self.mixed = false;
         self.uniques.clear();
         self.unique_deletes.clear();
+        self.duplicates.clear();
         for b in &mut self.ldms {
             b.ops.clear();
             b.data.clear();
@@ -798,7 +812,7 @@ impl Batch {
             OpResult::Updated | OpResult::Replaced(_) => Ok(Outcome::Updated),
             OpResult::Deleted => Ok(Outcome::Deleted),
             OpResult::Answered(_) => Ok(Outcome::Updated),
-            OpResult::Failed(e) => Err(operation_error(&slot.table, e)),
+            OpResult::Failed(e) => Err(self.operation_error(i, e)),
         }
     }
 
@@ -806,7 +820,7 @@ impl Batch {
     pub(crate) fn answer(&self, i: usize) -> Result<&[u8], OperationError> {
         match self.op_result(i) {
             (_, batch, OpResult::Answered(span)) => Ok(span.of(&batch.out)),
-            (slot, _, OpResult::Failed(e)) => Err(operation_error(&slot.table, e)),
+            (_, _, OpResult::Failed(e)) => Err(self.operation_error(i, e)),
             (_, _, other) => unreachable!("operation {i} was not interpreted: {other:?}"),
         }
     }
@@ -815,7 +829,7 @@ impl Batch {
     /// decoding a row found.
     pub fn error(&self, i: usize) -> Option<OperationError> {
         match self.op_result(i) {
-            (slot, _, OpResult::Failed(e)) => Some(operation_error(&slot.table, e)),
+            (_, _, OpResult::Failed(e)) => Some(self.operation_error(i, e)),
             _ => None,
         }
     }
@@ -834,7 +848,7 @@ impl Batch {
                     var,
                 }))
             }
-            OpResult::Failed(e) => Err(operation_error(&slot.table, e)),
+            OpResult::Failed(e) => Err(self.operation_error(i, e)),
             _ => Ok(None),
         }
     }
@@ -852,7 +866,7 @@ impl Batch {
             .iter()
             .position(|s| s.ldm as usize == ldm && s.index as usize == index)
             .expect("a failed operation is one of the batch's");
-        (i, operation_error(&self.slots[i].table, error))
+        (i, self.operation_error(i, error))
     }
 
     /// How many operations failed with `error`, once executed.
@@ -955,37 +969,84 @@ impl Batch {
         }
     }
 
+    /// Operation `i`'s failure on a worker, as users see it.
+    fn operation_error(&self, i: usize, e: OpError) -> OperationError {
+        let table = &self.slots[i].table;
+        let name = || table.name().to_string();
+        match e {
+            OpError::DuplicateKey => {
+                let slot = &self.slots[i];
+                let batch = &self.ldms[slot.ldm as usize];
+                let key = batch.ops[slot.index as usize].key.of(&batch.data);
+                OperationError::DuplicateKey {
+                    table: name(),
+                    entry: duplicate_entry(&codec::decode_key(&table.layout, key)),
+                }
+            }
+            OpError::NotFound => OperationError::NotFound { table: name() },
+            OpError::MissingColumn(c) => OperationError::MissingColumn {
+                table: name(),
+                column: table.layout.name(c).to_owned(),
+            },
+            OpError::OutOfDataMemory => OperationError::OutOfDataMemory { table: name() },
+            OpError::MemoryQuota => OperationError::Quota(memory_quota_error(&table.database)),
+            OpError::FragmentFull => OperationError::FragmentFull { table: name() },
+            OpError::NoSuchTable => OperationError::NoSuchTable { table: name() },
+            // A worker never answers Busy (it waits instead); were it to, it
+            // would mean the same to the client as a wait that timed out.
+            OpError::LockWaitTimeout | OpError::Busy(_) => {
+                OperationError::LockWaitTimeout { table: name() }
+            }
+            OpError::DurabilityFailed => OperationError::DurabilityFailed,
+            OpError::DuplicateUnique(index) => OperationError::DuplicateUnique {
+                table: name(),
+                index: table.layout.ordered[usize::from(index)].name.clone(),
+                entry: (self.duplicates.iter())
+                    .find(|(op, _)| *op == i)
+                    .map(|(_, entry)| entry.clone())
+                    .unwrap_or_default(),
+            },
+        }
+    }
+
     /// Every outcome, in the order the operations were added.
     pub fn results(&self) -> Vec<Result<Outcome, OperationError>> {
         (0..self.len()).map(|i| self.result(i)).collect()
     }
 }
 
-/// An operation's failure on a worker, as users see it.
-fn operation_error(table: &Arc<Table>, e: OpError) -> OperationError {
-    let name = || table.name().to_string();
-    match e {
-        OpError::DuplicateKey => OperationError::DuplicateKey { table: name() },
-        OpError::NotFound => OperationError::NotFound { table: name() },
-        OpError::MissingColumn(c) => OperationError::MissingColumn {
-            table: name(),
-            column: table.layout.name(c).to_owned(),
-        },
-        OpError::OutOfDataMemory => OperationError::OutOfDataMemory { table: name() },
-        OpError::MemoryQuota => OperationError::Quota(memory_quota_error(&table.database)),
-        OpError::FragmentFull => OperationError::FragmentFull { table: name() },
-        OpError::NoSuchTable => OperationError::NoSuchTable { table: name() },
-        // A worker never answers Busy (it waits instead); were it to, it
-        // would mean the same to the client as a wait that timed out.
-        OpError::LockWaitTimeout | OpError::Busy(_) => {
-            OperationError::LockWaitTimeout { table: name() }
+/// Values of a key as MySQL's error 1062 (`Duplicate entry '…' for key
+/// '…'`) writes them: each as its text (bytes printable as they are, the
+/// others as `\xHH`), joined by `-`, cut to 64 characters ending in `...`.
+pub(crate) fn duplicate_entry(values: &[Value]) -> String {
+    use std::fmt::Write as _;
+    const MOST: usize = 64;
+    let mut entry = String::new();
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            entry.push('-');
         }
-        OpError::DurabilityFailed => OperationError::DurabilityFailed,
-        OpError::DuplicateUnique(i) => OperationError::DuplicateUnique {
-            table: name(),
-            index: table.layout.ordered[i as usize].name.clone(),
-        },
+        match v {
+            Value::Bytes(b) => {
+                for &byte in b {
+                    match byte {
+                        b' '..=b'~' => entry.push(char::from(byte)),
+                        _ => {
+                            let _ = write!(entry, "\\x{byte:02X}");
+                        }
+                    }
+                }
+            }
+            v => {
+                let _ = write!(entry, "{v}");
+            }
+        }
     }
+    if entry.chars().count() > MOST {
+        entry = entry.chars().take(MOST - 3).collect();
+        entry.push_str("...");
+    }
+    entry
 }
 
 /// The memory-quota error of a database at (or near) its quota: its own, or

@@ -28,7 +28,7 @@ use std::time::Duration;
 use rustc_hash::{FxHashMap, FxHashSet};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
-use super::batch::{Batch, Given, OperationError, UniqueWrite};
+use super::batch::{Batch, Given, OperationError, UniqueWrite, duplicate_entry};
 use super::{Tc, TcError};
 use crate::ldm::OpKind;
 use crate::storage::OpError;
@@ -236,6 +236,17 @@ struct Checked<'a> {
     values: &'a [Vec<u8>],
 }
 
+/// The values a write gives a unique index, as its refusal names them.
+fn entry(c: &Checked<'_>) -> String {
+    let w = c.write;
+    let layout = &w.table.layout;
+    let values: Vec<Value> = (layout.ordered[w.index].order.iter())
+        .zip(c.values)
+        .map(|(&col, bytes)| codec::value_of(layout.columns[usize::from(col)].ty, bytes))
+        .collect();
+    duplicate_entry(&values)
+}
+
 impl Tc {
     /// Checks the batch's writes to unique indexes: the locks to hold until
     /// it is applied. An atomic batch that would duplicate is refused
@@ -260,8 +271,9 @@ impl Tc {
             (checked.first()).map_or((0, ""), |c| (c.write.op, c.write.table.name().as_str()));
         unique.guards = self.lock_stripes(stripes, blame).await?;
         let refused = self.find_duplicates(batch, &checked, each, None).await?;
-        for &(op, index) in &refused {
+        for (op, index, entry) in refused {
             batch.skip(op);
+            batch.duplicates.push((op, entry));
             unique
                 .refused
                 .push((op, OpError::DuplicateUnique(index as u16)));
@@ -414,8 +426,9 @@ impl Tc {
         }
     }
 
-    /// The writes (operation, index) that would duplicate, all of them when
-    /// `each`; `Err` for the first otherwise. `own`: the open transaction
+    /// The writes (operation, index, the values as the error names them)
+    /// that would duplicate, all of them when `each`; `Err` for the first
+    /// otherwise. `own`: the open transaction
     /// the batch is a statement of, whose rows the index shows as committed.
     async fn find_duplicates(
         &self,
@@ -423,8 +436,8 @@ impl Tc {
         checked: &[Checked<'_>],
         each: bool,
         own: Option<&Claims>,
-    ) -> Result<Vec<(usize, usize)>, TcError> {
-        let mut refused: Vec<(usize, usize)> = Vec::new();
+    ) -> Result<Vec<(usize, usize, String)>, TcError> {
+        let mut refused: Vec<(usize, usize, String)> = Vec::new();
         // Rows the batch deletes, or gives other values: their old values
         // are free for its other writes.
         let deleted = |table: TableId, key: &[u8]| {
@@ -439,14 +452,15 @@ impl Tc {
                 error: OperationError::DuplicateUnique {
                     table: w.table.name().to_string(),
                     index: w.table.layout.ordered[w.index].name.clone(),
+                    entry: entry(c),
                 },
             };
-            if refused.iter().any(|&(op, _)| op == w.op) {
+            if refused.iter().any(|&(op, ..)| op == w.op) {
                 continue;
             }
             let mut refuse = || {
                 if each {
-                    refused.push((w.op, w.index));
+                    refused.push((w.op, w.index, entry(c)));
                     Ok(())
                 } else {
                     Err(duplicate())

@@ -283,15 +283,20 @@ impl From<ValueError> for MyError {
 impl From<OperationError> for MyError {
     fn from(e: OperationError) -> MyError {
         match &e {
-            OperationError::DuplicateKey { .. } => MyError::new(
+            // MySQL 8's words, which ORMs read the values and key from.
+            OperationError::DuplicateKey { table, entry } => MyError::new(
                 1062,
                 "23000",
-                format!("Duplicate entry for key 'PRIMARY': {e}"),
+                format!("Duplicate entry '{entry}' for key '{table}.PRIMARY'"),
             ),
-            OperationError::DuplicateUnique { index, .. } => MyError::new(
+            OperationError::DuplicateUnique {
+                table,
+                index,
+                entry,
+            } => MyError::new(
                 1062,
                 "23000",
-                format!("Duplicate entry for key '{index}': {e}"),
+                format!("Duplicate entry '{entry}' for key '{table}.{index}'"),
             ),
             OperationError::Value(v) => MyError::refused_value(&v.column, v.fault, &v.problem),
             OperationError::MissingColumn { column, .. } => MyError::new(
