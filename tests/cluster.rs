@@ -2043,6 +2043,29 @@ async fn indexes_are_added_and_dropped_while_the_table_serves(backend: Backend) 
         .call(Method::GET, "/databases/shop/tables", None, bearer)
         .await;
     assert_eq!(listed["tables"][0].get("indexes"), None);
+
+    // A unique index over values rows share is refused, naming them, and
+    // is not there.
+    for id in [1, 2] {
+        let row = json!({"row": {"id": id, "note": "shared"}});
+        let (status, body) = data_call(&node, &key, "shop/orders/pk-write", row).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let unique = json!({"name": "by_note", "columns": ["note"], "unique": true});
+    let (status, _, answer) = cp.call(Method::POST, path, Some(&unique), bearer).await;
+    assert_eq!(
+        (status, code(&answer)),
+        (StatusCode::CONFLICT, "DUPLICATE_KEY"),
+        "{answer}"
+    );
+    assert!(
+        answer.to_string().contains("share the values 'shared'"),
+        "{answer}"
+    );
+    let (_, _, listed) = cp
+        .call(Method::GET, "/databases/shop/tables", None, bearer)
+        .await;
+    assert_eq!(listed["tables"][0].get("indexes"), None);
 }
 
 /// A row request of the control plane's API on table `orders` of `shop`.

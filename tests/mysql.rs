@@ -1899,9 +1899,13 @@ print(json.dumps({"same": again == sql.replace("`odd`", "`odd2`", 1),
     // Indexes made and dropped online.
     s.ok("CREATE INDEX by_note ON orders (note)");
     s.refused("CREATE INDEX by_note ON orders (code)", "1061 (42000)");
-    s.refused(
+    let err = s.refused(
         "CREATE UNIQUE INDEX by_customer2 ON orders (customer)",
         "1062",
+    );
+    assert!(
+        err.contains("Duplicate entry '7' for key 'orders.by_customer2'"),
+        "{err}"
     );
     let out = s.ok("SHOW INDEX FROM orders");
     assert!(out.contains("\tby_note\t1\tnote"), "{out}");

@@ -223,6 +223,8 @@ async fn a_unique_index_is_added_online_only_without_duplicates() {
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(body["error"]["code"], "DUPLICATE_KEY", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("share the values '0'"), "{message}");
     let (status, _) = s.call("app/users/scan", json!({"index": "by_org"})).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     // On (org, id) it can, and holds from then on.

@@ -623,9 +623,13 @@ fn index_refused(e: nodes::NodeError, db: &DatabaseName, node: &NodeRow) -> ApiE
             "OUT_OF_DATA_MEMORY",
             "a data node has no DataMemory for the index; nothing was changed",
         ),
+        // The node names the values two rows share.
         Some("DUPLICATE_KEY") => ApiError::conflict(
             "DUPLICATE_KEY",
-            "rows of the table already share values of the unique index's columns; nothing was changed",
+            match &e {
+                nodes::NodeError::Refused { message, .. } => format!("{message}; nothing was changed"),
+                _ => "rows of the table already share values of the unique index's columns; nothing was changed".to_owned(),
+            },
         ),
         _ => e.into(),
     }

@@ -45,10 +45,15 @@ pub enum CatalogError {
         /// The memory quota stopped it, not the node's DataMemory.
         quota: bool,
     },
+    /// `entry`: values two rows share, as MySQL's error 1062 writes them.
     #[error(
-        "rows of table '{table}' already share values of the columns of unique index '{index}': it was not added"
+        "rows of table '{table}' already share the values '{entry}' of the columns of unique index '{index}': it was not added"
     )]
-    UniqueDuplicates { table: String, index: String },
+    UniqueDuplicates {
+        table: String,
+        index: String,
+        entry: String,
+    },
     /// The index's rows could not be read to check it: the node stopped
     /// serving meanwhile.
     #[error("index '{index}' could not be checked, and is not there: {reason}")]

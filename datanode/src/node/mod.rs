@@ -538,8 +538,8 @@ impl Engine {
         if unique {
             // Writes made while it was built were not checked: its rows are,
             // now that every write is.
-            let checked = self.has_duplicates(&table, &name).await;
-            if checked != Ok(false) {
+            let checked = self.first_duplicate(&table, &name).await;
+            if checked != Ok(None) {
                 self.catalog_mut().replace_table(Arc::clone(&old));
                 workers
                     .drop_index(old.id, &old.fragments, &name, &old.layout)
@@ -549,9 +549,10 @@ impl Engine {
                         index: name.to_string(),
                         reason,
                     },
-                    _ => CatalogError::UniqueDuplicates {
+                    Ok(values) => CatalogError::UniqueDuplicates {
                         table: table.name().to_string(),
                         index: name.to_string(),
+                        entry: crate::tc::batch::duplicate_entry(&values.unwrap_or_default()),
                     },
                 });
             }
@@ -560,9 +561,13 @@ impl Engine {
         Ok(table)
     }
 
-    /// Whether two rows of `table` have the same values (none NULL) of
-    /// the columns of its unique index `index`: its entries read in order.
-    async fn has_duplicates(&self, table: &Arc<Table>, index: &str) -> Result<bool, String> {
+    /// The first values (none NULL) of the columns of unique index `index`
+    /// that two rows of `table` share, if any: its entries read in order.
+    async fn first_duplicate(
+        &self,
+        table: &Arc<Table>,
+        index: &str,
+    ) -> Result<Option<Vec<Value>>, String> {
         let layout = &table.layout;
         let i = layout.ordered_index(index).expect("the index just added");
         let columns = &layout.ordered[i].order[..layout.ordered[i].columns];
@@ -585,13 +590,13 @@ impl Engine {
                     .map(|&c| row.values()[c as usize].clone())
                     .collect();
                 if !values.contains(&Value::Null) && last.as_ref() == Some(&values) {
-                    return Ok(true);
+                    return Ok(Some(values));
                 }
                 last = Some(values);
             }
             match page.next {
                 Some(next) => after = Some(next),
-                None => return Ok(false),
+                None => return Ok(None),
             }
         }
     }

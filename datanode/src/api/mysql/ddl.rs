@@ -729,10 +729,14 @@ fn catalog_error(db: &str, change: &SchemaChange, e: CatalogError) -> MyError {
         CatalogError::NoSuchTable { table, .. } => missing_table(change, db, &table),
         CatalogError::IndexExists { index, .. } => duplicate_index(&index),
         CatalogError::NoSuchIndex { index, .. } => no_index(&index),
-        CatalogError::UniqueDuplicates { index, .. } => MyError::new(
+        CatalogError::UniqueDuplicates {
+            table,
+            index,
+            entry,
+        } => MyError::new(
             1062,
             "23000",
-            format!("Duplicate entry for key '{index}': rows already share its values"),
+            format!("Duplicate entry '{entry}' for key '{table}.{index}'"),
         ),
         other => MyError::new(1105, "HY000", other.to_string()),
     }
