@@ -280,7 +280,7 @@ fn condition(rng: &mut Rng, depth: u32) -> String {
         };
     }
     let v = rng.range(-60, 60);
-    match rng.below(11) {
+    match rng.below(12) {
         0 => format!("a {} {v}", rng.pick(&["=", "<>", "<", "<=", ">", ">="])),
         1 => format!(
             "b {} {}",
@@ -314,6 +314,12 @@ fn condition(rng: &mut Rng, depth: u32) -> String {
         ),
         8 => format!("grp IN ('a', 'c', '{}')", rng.pick(&["b", "zz"])),
         9 => format!("{} > {}", number(rng), rng.range(-200, 200)),
+        // Rows compared column by column.
+        10 => format!(
+            "(a, grp) {} ({v}, '{}')",
+            rng.pick(&["=", "<>"]),
+            rng.pick(&["a", "b", "dd"])
+        ),
         _ => format!(
             "day {} '2024-{:02}-15'",
             rng.pick(&["<", ">="]),

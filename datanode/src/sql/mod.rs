@@ -53,6 +53,9 @@ pub(crate) enum Class {
     /// A value it computes is out of range (a SUM past its type, a
     /// product past BIGINT): semantic, numbered apart by MySQL.
     OutOfRange,
+    /// Rows of different widths compared (`(a, b) = (1, 2, 3)`): semantic,
+    /// numbered apart by MySQL.
+    Cardinality,
     /// It is SQL that RonSQL does not run.
     Unsupported,
     /// Its regular expression is not one (MySQL numbers it apart).
@@ -72,6 +75,7 @@ impl Class {
             | Class::GroupFunction
             | Class::NotGrouped
             | Class::OutOfRange
+            | Class::Cardinality
             | Class::Regexp => "semantic",
             Class::Unsupported => "unsupported",
             Class::TooLarge => "too_large",
@@ -87,6 +91,7 @@ impl Class {
             | Class::GroupFunction
             | Class::NotGrouped
             | Class::OutOfRange
+            | Class::Cardinality
             | Class::Regexp => "SQL_SEMANTIC",
             Class::Unsupported => "SQL_UNSUPPORTED",
             Class::TooLarge => "SQL_TOO_LARGE",
@@ -102,6 +107,7 @@ impl Class {
             | Class::GroupFunction
             | Class::NotGrouped
             | Class::OutOfRange
+            | Class::Cardinality
             | Class::Regexp
             | Class::Unsupported => 400,
             Class::TooLarge => 413,

@@ -240,6 +240,7 @@ impl From<SqlError> for MyError {
             ),
             Class::NotGrouped => MyError::new(1055, "42000", e.message.to_string()),
             Class::OutOfRange => MyError::new(1690, "22003", e.message.to_string()),
+            Class::Cardinality => MyError::new(1241, "21000", e.message.to_string()),
             Class::Regexp => MyError::new(
                 1139,
                 "42000",

@@ -1247,6 +1247,41 @@ impl<'a> Planner<'a> {
         let boxed = |p| Ok::<_, SqlError>(Box::new(p));
         match e {
             ast::Expr::Nested(inner) => self.pred(inner, depth + 1),
+            // Rows compared: `(a, b) = (1, 2)`, `(a, b) <> (1, 2)`.
+            ast::Expr::BinaryOp {
+                left,
+                op: op @ (BinaryOperator::Eq | BinaryOperator::NotEq),
+                right,
+            } if is_row(left) || is_row(right) => {
+                let equal = self.rows_equal(left, right, depth)?;
+                Ok(match op {
+                    BinaryOperator::Eq => equal,
+                    _ => Pred::Not(boxed(equal)?),
+                })
+            }
+            // `(a, b) [NOT] IN ((1, 2), (3, 4))`: whether the row equals one
+            // of the list's, balanced so that a long list nests shallowly.
+            ast::Expr::InList {
+                expr,
+                list,
+                negated,
+            } if is_row(expr) => {
+                if list.len() > MAX_IN_LIST {
+                    return Err(too_large(format!(
+                        "an IN list has {} rows; at most {MAX_IN_LIST} are taken",
+                        list.len()
+                    )));
+                }
+                let rows = (list.iter())
+                    .map(|row| self.rows_equal(expr, row, depth))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let any = balanced(rows, Pred::Or);
+                Ok(if *negated {
+                    Pred::Not(boxed(any)?)
+                } else {
+                    any
+                })
+            }
             ast::Expr::BinaryOp { left, op, right } => {
                 let cmp = match op {
                     BinaryOperator::And => {
@@ -1429,6 +1464,47 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// Two rows equal, as MySQL compares them: each column of one equal
+    /// to the other's (`(a, b) = (1, 2)` is `a = 1 AND b = 2`, NULL where
+    /// that is). Rows of different widths, or a row and a value, are 1241.
+    fn rows_equal(
+        &mut self,
+        left: &ast::Expr,
+        right: &ast::Expr,
+        depth: usize,
+    ) -> Result<Pred, SqlError> {
+        let width = |e: &ast::Expr| match e {
+            ast::Expr::Tuple(columns) => columns.len(),
+            _ => 1,
+        };
+        let (ast::Expr::Tuple(l), ast::Expr::Tuple(r)) = (left, right) else {
+            return Err(SqlError::new(
+                Class::Cardinality,
+                format!(
+                    "Operand should contain {} column(s)",
+                    width(left).max(width(right))
+                ),
+            ));
+        };
+        if l.len() != r.len() {
+            return Err(SqlError::new(
+                Class::Cardinality,
+                format!("Operand should contain {} column(s)", l.len()),
+            ));
+        }
+        let each = (l.iter().zip(r))
+            .map(|(a, b)| {
+                let equal = ast::Expr::BinaryOp {
+                    left: Box::new(a.clone()),
+                    op: BinaryOperator::Eq,
+                    right: Box::new(b.clone()),
+                };
+                self.pred(&equal, depth + 1)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(balanced(each, Pred::And))
+    }
+
     /// Column `c` as a GROUP BY column of the finished groups; `refused`
     /// says why not (given the column's name) when it is not one.
     fn grouped(&self, c: u16, refused: impl FnOnce(&str) -> String) -> Result<Source, SqlError> {
@@ -1560,6 +1636,24 @@ impl<'a> Planner<'a> {
             _ => self.computed(e, "ORDER BY", outputs),
         }
     }
+}
+
+/// Whether an expression is a row of several values (`(a, b)`).
+fn is_row(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Tuple(_))
+}
+
+/// `preds` joined by `join` (AND or OR) as a balanced tree: as deep as the
+/// logarithm of their number.
+fn balanced(mut preds: Vec<Pred>, join: fn(Box<Pred>, Box<Pred>) -> Pred) -> Pred {
+    if preds.len() <= 1 {
+        return preds.pop().unwrap_or(Pred::Const(None));
+    }
+    let right = preds.split_off(preds.len() / 2);
+    join(
+        Box::new(balanced(preds, join)),
+        Box::new(balanced(right, join)),
+    )
 }
 
 /// Whether a call carries FILTER, OVER or another modifier.
