@@ -538,23 +538,24 @@ impl Engine {
         if unique {
             // Writes made while it was built were not checked: its rows are,
             // now that every write is.
-            let checked = self.first_duplicate(&table, &name).await;
-            if checked != Ok(None) {
+            let refused = match self.first_duplicate(&table, &name).await {
+                Ok(None) => None,
+                Ok(Some(values)) => Some(CatalogError::UniqueDuplicates {
+                    table: table.name().to_string(),
+                    index: name.to_string(),
+                    entry: crate::tc::batch::duplicate_entry(&values),
+                }),
+                Err(reason) => Some(CatalogError::IndexNotChecked {
+                    index: name.to_string(),
+                    reason,
+                }),
+            };
+            if let Some(refused) = refused {
                 self.catalog_mut().replace_table(Arc::clone(&old));
                 workers
                     .drop_index(old.id, &old.fragments, &name, &old.layout)
                     .await?;
-                return Err(match checked {
-                    Err(reason) => CatalogError::IndexNotChecked {
-                        index: name.to_string(),
-                        reason,
-                    },
-                    Ok(values) => CatalogError::UniqueDuplicates {
-                        table: table.name().to_string(),
-                        index: name.to_string(),
-                        entry: crate::tc::batch::duplicate_entry(&values.unwrap_or_default()),
-                    },
-                });
+                return Err(refused);
             }
         }
         self.save_catalog().await?;

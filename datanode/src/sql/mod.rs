@@ -67,52 +67,34 @@ pub(crate) enum Class {
 }
 
 impl Class {
-    pub(crate) fn name(self) -> &'static str {
+    /// RonDB's error class it is — the classes MySQL numbers apart are
+    /// all semantic errors there — as its name, code and HTTP status.
+    fn ronsql(self) -> (&'static str, &'static str, u16) {
         match self {
-            Class::Syntax => "syntax",
+            Class::Syntax => ("syntax", "SQL_SYNTAX", 400),
             Class::Semantic
             | Class::NoSuchColumn
             | Class::GroupFunction
             | Class::NotGrouped
             | Class::OutOfRange
             | Class::Cardinality
-            | Class::Regexp => "semantic",
-            Class::Unsupported => "unsupported",
-            Class::TooLarge => "too_large",
-            Class::Resource => "resource",
+            | Class::Regexp => ("semantic", "SQL_SEMANTIC", 400),
+            Class::Unsupported => ("unsupported", "SQL_UNSUPPORTED", 400),
+            Class::TooLarge => ("too_large", "SQL_TOO_LARGE", 413),
+            Class::Resource => ("resource", "SQL_RESOURCE", 503),
         }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        self.ronsql().0
     }
 
     pub(crate) fn code(self) -> &'static str {
-        match self {
-            Class::Syntax => "SQL_SYNTAX",
-            Class::Semantic
-            | Class::NoSuchColumn
-            | Class::GroupFunction
-            | Class::NotGrouped
-            | Class::OutOfRange
-            | Class::Cardinality
-            | Class::Regexp => "SQL_SEMANTIC",
-            Class::Unsupported => "SQL_UNSUPPORTED",
-            Class::TooLarge => "SQL_TOO_LARGE",
-            Class::Resource => "SQL_RESOURCE",
-        }
+        self.ronsql().1
     }
 
     pub(crate) fn http_status(self) -> u16 {
-        match self {
-            Class::Syntax
-            | Class::Semantic
-            | Class::NoSuchColumn
-            | Class::GroupFunction
-            | Class::NotGrouped
-            | Class::OutOfRange
-            | Class::Cardinality
-            | Class::Regexp
-            | Class::Unsupported => 400,
-            Class::TooLarge => 413,
-            Class::Resource => 503,
-        }
+        self.ronsql().2
     }
 }
 

@@ -971,11 +971,11 @@ impl Batch {
 
     /// Operation `i`'s failure on a worker, as users see it.
     fn operation_error(&self, i: usize, e: OpError) -> OperationError {
-        let table = &self.slots[i].table;
+        let slot = &self.slots[i];
+        let table = &slot.table;
         let name = || table.name().to_string();
         match e {
             OpError::DuplicateKey => {
-                let slot = &self.slots[i];
                 let batch = &self.ldms[slot.ldm as usize];
                 let key = batch.ops[slot.index as usize].key.of(&batch.data);
                 OperationError::DuplicateKey {

@@ -708,7 +708,7 @@ impl Session {
         let aggregates = !matches!(&select.group_by, ast::GroupByExpr::Expressions(e, _) if e.is_empty())
             || select.projection.iter().any(|item| match item {
                 SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
-                    has_aggregate(e)
+                    crate::tc::ronsql::plan::has_aggregate(e)
                 }
                 _ => false,
             });
@@ -2837,23 +2837,6 @@ fn unhex(h: &str) -> Option<Vec<u8>> {
         .step_by(2)
         .map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok())
         .collect()
-}
-
-/// Whether an expression holds an aggregate function.
-fn has_aggregate(e: &Expr) -> bool {
-    use std::ops::ControlFlow;
-    ast::visit_expressions(e, |e| match e {
-        Expr::Function(f)
-            if matches!(
-                f.name.to_string().to_ascii_uppercase().as_str(),
-                "COUNT" | "SUM" | "MIN" | "MAX" | "AVG"
-            ) =>
-        {
-            ControlFlow::Break(())
-        }
-        _ => ControlFlow::Continue(()),
-    })
-    .is_break()
 }
 
 /// Whether function call `f` has no arguments: `f()` or `f`.

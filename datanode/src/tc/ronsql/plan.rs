@@ -433,15 +433,7 @@ pub(crate) fn plan(explain: bool, query: &ast::Query, table: Arc<Table>) -> Resu
     };
     let having = match &select.having {
         None => None,
-        Some(h) => {
-            p.scope = Some(Scope {
-                clause: "HAVING",
-                aliases: outputs.clone(),
-            });
-            let pred = p.pred(h, 0);
-            p.scope = None;
-            Some(pred?)
-        }
+        Some(h) => Some(p.over_groups("HAVING", &outputs, |p| p.pred(h, 0))?),
     };
     let (limit, offset) = limit_of(query.limit_clause.as_ref())?;
     let candidates = match &filter {
@@ -1202,21 +1194,33 @@ impl<'a> Planner<'a> {
         Ok(Some((Expr::Slot(slot), ty)))
     }
 
+    /// `plan` run over finished groups: in `clause`, with the names
+    /// `aliases` give outputs.
+    fn over_groups<T>(
+        &mut self,
+        clause: &'static str,
+        aliases: &[Output],
+        plan: impl FnOnce(&mut Self) -> Result<T, SqlError>,
+    ) -> Result<T, SqlError> {
+        self.scope = Some(Scope {
+            clause,
+            aliases: aliases.to_vec(),
+        });
+        let planned = plan(self);
+        self.scope = None;
+        planned
+    }
+
     /// A value computed from each finished group (`MAX(id) + 1`), planned
-    /// in `clause` with the names `aliases` may give outputs.
+    /// in `clause` with the names `aliases` give outputs.
     fn computed(
         &mut self,
         e: &ast::Expr,
         clause: &'static str,
         aliases: &[Output],
     ) -> Result<Source, SqlError> {
-        self.scope = Some(Scope {
-            clause,
-            aliases: aliases.to_vec(),
-        });
-        let planned = self.value(e, 0);
-        self.scope = None;
-        self.computed.push(planned?);
+        let planned = self.over_groups(clause, aliases, |p| p.value(e, 0))?;
+        self.computed.push(planned);
         Ok(Source::Computed(self.computed.len() - 1))
     }
 
@@ -1753,6 +1757,17 @@ fn case(
         })),
         ty,
     ))
+}
+
+/// Whether an expression holds an aggregate anywhere in it
+/// (`COALESCE(SUM(x), 0)`): what a front end answers through a plan.
+pub(crate) fn has_aggregate(e: &ast::Expr) -> bool {
+    use std::ops::ControlFlow;
+    ast::visit_expressions(e, |e| match e {
+        ast::Expr::Function(f) if aggregate_func(f).is_some() => ControlFlow::Break(()),
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break()
 }
 
 /// The aggregate a function call is, by its name in capitals.
