@@ -1,7 +1,12 @@
 //! LDM workers: one thread each, owning a set of fragments.
 //!
-//! Everything reaches a worker as a message on its channel; the worker owns
-//! its fragments outright, so the data path shares no lock between workers.
+//! Everything that changes a fragment reaches its worker as a message on
+//! its channel, and only the worker changes it. Reads that take no lock —
+//! key reads outside a transaction's prepare or commit, scans, index scans,
+//! aggregations — are served beside the worker on the caller's own thread
+//! (RonDB's query threads): they share the worker's fragments with it, which
+//! it changes only while it holds them alone, and so need no wake-up of the
+//! worker's thread and no wait for it to be scheduled.
 //! Each worker thread runs a single-threaded async runtime, and other work
 //! can be spawned onto it (the Redis front end puts each connection on one):
 //! a message sent from the worker's own thread is handled at once, in
@@ -39,7 +44,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::thread;
 use std::time::Duration;
 
@@ -50,14 +55,13 @@ pub(crate) use self::workers::{FragmentImage, Workers};
 use crate::log::changes::Buckets;
 use crate::log::redo::RedoLog;
 use crate::log::{ChangeLog, Mark};
-use crate::sql::agg::{Groups, Program};
-use crate::sql::eval::EvalError;
+use crate::sql::agg::Groups;
+use crate::storage::OpError;
 use crate::storage::codec::EncodedRow;
 use crate::storage::fixed::RowRef;
-use crate::storage::fragment::{Bound, FragmentMemory, IndexChunk, IndexStep};
+use crate::storage::fragment::{Bound, FragmentMemory};
 use crate::storage::layout::Layout;
 use crate::storage::page::{DataMemory, MemoryAccount};
-use crate::storage::{OpError, Predicate};
 use crate::types::TableId;
 pub(crate) use crate::types::{AUTOCOMMIT, TxnId};
 
@@ -351,7 +355,7 @@ pub(crate) struct Job {
     pub(crate) reply: oneshot::Sender<(OpBatch, JobOutcome)>,
 }
 
-pub(crate) enum Msg {
+enum Msg {
     Run(Job),
     /// A redo log is attached: the worker's thread syncs it for the tasks
     /// there that wait for it.
@@ -439,48 +443,10 @@ pub(crate) enum Msg {
         only: Arc<Only>,
         reply: oneshot::Sender<Walked<Vec<Vec<u8>>>>,
     },
-    Scan {
-        table: TableId,
-        slot: u32,
-        /// Whose rows are seen as it left them (see `Fragment::scan`).
-        reader: TxnId,
-        from: RowRef,
-        filter: Arc<[Predicate]>,
-        limit: usize,
-        /// `None` when the fragment is gone: its table was dropped.
-        reply: oneshot::Sender<Option<ScanChunk>>,
-    },
-    /// A step of a scan of an ordered index of a fragment from `from` (see
-    /// `Fragment::scan_index`); `None` if the fragment or the index is gone.
-    IndexScan {
-        table: TableId,
-        slot: u32,
-        from: Option<Bound>,
-        step: Arc<IndexStep>,
-        reply: oneshot::Sender<Option<IndexChunk>>,
-    },
-    /// A step of an aggregation (see `sql`): the fragment's rows along
-    /// `walk` run through `program`. `None` if the fragment or the index
-    /// is gone.
-    Aggregate {
-        table: TableId,
-        slot: u32,
-        /// Whose rows are seen as it left them (see `Fragment::walk_index`).
-        reader: TxnId,
-        program: Arc<Program>,
-        walk: Walk,
-        reply: oneshot::Sender<Option<Result<AggStep, EvalError>>>,
-    },
-    /// About what share of ordered index `index` of a fragment lies between
-    /// two bounds (see `Fragment::range_share`); `None` if it is gone.
-    RangeShare {
-        table: TableId,
-        slot: u32,
-        index: Arc<str>,
-        from: Option<Bound>,
-        to: Option<Bound>,
-        reply: oneshot::Sender<Option<f64>>,
-    },
+    /// A read of the worker's fragments that takes no lock and changes
+    /// nothing (a scan's step, an index's, an aggregation's), where it
+    /// could not be served beside the worker (`Ldm::read`).
+    Read(Box<dyn FnOnce(&worker::Worker) + Send>),
     /// Answers an image of a fragment and where in the redo log replay must
     /// start to bring it up to date: once no transaction holds rows on this
     /// worker (new transactions wait meanwhile). `None` if it is gone.
@@ -519,6 +485,9 @@ pub(crate) struct Ldm {
     /// The worker thread's runtime: tasks spawned here run beside the
     /// worker, and reach it without a thread hop.
     runtime: tokio::runtime::Handle,
+    /// The worker itself, for reads served beside it on other threads
+    /// (`read_beside`).
+    worker: Arc<RwLock<worker::Worker>>,
     thread: Option<thread::JoinHandle<()>>,
 }
 
@@ -529,7 +498,7 @@ static NEXT_LDM_ID: AtomicU64 = AtomicU64::new(1);
 #[derive(Clone)]
 struct Local {
     id: u64,
-    worker: Rc<RefCell<worker::Worker>>,
+    worker: Arc<RwLock<worker::Worker>>,
     changed: Rc<Notify>,
     failure: Failure,
     spin: Rc<spin::Spin>,
@@ -566,11 +535,12 @@ impl Ldm {
             .on_thread_park(RedoLog::before_park)
             .build()?;
         let handle = runtime.handle().clone();
+        let worker = Arc::new(RwLock::new(worker::Worker::new(pool, log, lock_wait)));
+        let beside = Arc::clone(&worker);
         let thread = thread::Builder::new()
             .name(format!("ldm-{number}"))
             .stack_size(crate::types::THREAD_STACK)
             .spawn(move || {
-                let worker = Rc::new(RefCell::new(worker::Worker::new(pool, log, lock_wait)));
                 let local = Local {
                     id,
                     worker,
@@ -595,6 +565,7 @@ impl Ldm {
             id,
             sender: Some(sender),
             runtime: handle,
+            worker: beside,
             thread: Some(thread),
         })
     }
@@ -602,7 +573,7 @@ impl Ldm {
     /// Sends a message; the worker lives as long as this handle, so it is
     /// always there to receive it. On the worker's own thread the message
     /// is handled at once.
-    pub(crate) fn send(&self, msg: Msg) {
+    fn send(&self, msg: Msg) {
         let local = LOCAL.with(|local| local.borrow().clone().filter(|l| l.id == self.id));
         match local {
             Some(local) => {
@@ -619,6 +590,64 @@ impl Ldm {
                 }
             }
         }
+    }
+
+    /// Runs `read` on the calling thread, beside the worker — RonDB's query
+    /// threads: a read that takes no lock and changes nothing need not wait
+    /// for the worker's thread to be woken and scheduled, nor wake the
+    /// caller's again when it is done. It shares the worker's fragments
+    /// with it for as long as it reads (the worker changes them only while
+    /// it holds them alone), and sees what a message sent now would: every
+    /// change the worker has made, a row another transaction holds as
+    /// committed. `None` where the read must be sent: on the worker's own
+    /// thread, where a message is handled in place anyway, or once the
+    /// worker has panicked.
+    fn beside<T>(&self, read: impl FnOnce(&worker::Worker) -> T) -> Option<T> {
+        if LOCAL.with(|local| local.borrow().as_ref().is_some_and(|l| l.id == self.id)) {
+            return None;
+        }
+        Some(read(&*self.worker.read().ok()?))
+    }
+
+    /// Runs a job beside the worker (`beside`) if it holds nothing but
+    /// reads and neither prepares nor commits a transaction: how it ended.
+    /// `None` if it must be sent (what it holds is then to be run anew).
+    fn read_beside(&self, txn: TxnId, mode: Mode, batch: &mut OpBatch) -> Option<JobOutcome> {
+        let outcome = match mode {
+            Mode::Autocommit => JobOutcome::Done,
+            // A statement's reads in a transaction that stays open: they
+            // hold nothing, so there is nothing to prepare.
+            Mode::Hold => JobOutcome::Prepared,
+            Mode::Prepare | Mode::PrepareAndCommit => return None,
+        };
+        if batch.ops.iter().any(|op| op.kind != OpKind::Read) {
+            return None;
+        }
+        let autocommit = mode == Mode::Autocommit;
+        self.beside(|worker| worker.read_only(txn, autocommit, batch))?
+            .then_some(outcome)
+    }
+
+    /// Runs `read` beside the worker if `beside` may (`beside`), or else
+    /// sends it to the worker's message loop: the answer, or where it will
+    /// come.
+    fn read<T: Send + 'static>(
+        &self,
+        beside: bool,
+        read: impl FnOnce(&worker::Worker) -> T + Send + 'static,
+    ) -> Result<T, oneshot::Receiver<T>> {
+        let mut read = Some(read);
+        if beside
+            && let Some(answer) = self.beside(|worker| (read.take().expect("read once"))(worker))
+        {
+            return Ok(answer);
+        }
+        let read = read.expect("not read beside");
+        let (reply, wait) = oneshot::channel();
+        self.send(Msg::Read(Box::new(move |worker: &worker::Worker| {
+            let _ = reply.send(read(worker));
+        })));
+        Err(wait)
     }
 
     /// Runs `task` on the worker's thread.
@@ -670,8 +699,13 @@ impl Local {
         if msg.is_some() {
             self.spin.worked();
         }
-        let stepped =
-            std::panic::catch_unwind(AssertUnwindSafe(|| self.worker.borrow_mut().step(msg)));
+        // A panic poisons the lock: reads beside the worker stop with it.
+        let stepped = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            self.worker
+                .write()
+                .expect("a worker that panicked has failed the node")
+                .step(msg)
+        }));
         if let Err(panic) = stepped {
             let what = panic
                 .downcast_ref::<&str>()
@@ -690,7 +724,7 @@ impl Local {
         if self.failure.get().is_some() {
             return None;
         }
-        self.worker.borrow_mut().next_deadline()
+        self.worker.write().ok()?.next_deadline()
     }
 }
 

@@ -21,7 +21,7 @@ use crate::sql::agg::{Groups, Program};
 use crate::sql::eval::{EvalError, Row};
 use crate::storage::OpError;
 use crate::storage::fixed::RowRef;
-use crate::storage::fragment::{Fragment, HeldChange};
+use crate::storage::fragment::{Bound, Fragment, HeldChange, IndexChunk, IndexStep};
 use crate::storage::page::{DataMemory, PageSource};
 use crate::types::TableId;
 
@@ -82,6 +82,15 @@ pub(super) struct Worker {
     images: Vec<(TableId, u32, ImageReply)>,
     /// New transactions that arrived while images wait: they start after.
     held_back: VecDeque<Job>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("fragments", &self.slots.iter().flatten().count())
+            .field("transactions", &self.txns.len())
+            .finish_non_exhaustive()
+    }
 }
 
 type ImageReply = tokio::sync::oneshot::Sender<Option<(Vec<u8>, u64)>>;
@@ -325,63 +334,7 @@ impl Worker {
                 });
                 let _ = reply.send(step);
             }
-            Msg::Scan {
-                table,
-                slot,
-                reader,
-                from,
-                filter,
-                limit,
-                reply,
-            } => {
-                let result = self.fragment(table, slot).map(|f| {
-                    let mut chunk = ScanChunk::default();
-                    let (out, rows) = (&mut chunk.out, &mut chunk.rows);
-                    chunk.next = f.scan(reader, from, &filter, limit, out, rows);
-                    chunk
-                });
-                let _ = reply.send(result);
-            }
-            Msg::IndexScan {
-                table,
-                slot,
-                from,
-                step,
-                reply,
-            } => {
-                let chunk = self.fragment(table, slot).and_then(|f| {
-                    let i = f.ordered_index(&step.index)?;
-                    Some(f.scan_index(i, from.as_ref(), &step))
-                });
-                let _ = reply.send(chunk);
-            }
-            Msg::Aggregate {
-                table,
-                slot,
-                reader,
-                program,
-                walk,
-                reply,
-            } => {
-                let step = self
-                    .fragment(table, slot)
-                    .and_then(|f| aggregate(f, reader, &program, walk));
-                let _ = reply.send(step);
-            }
-            Msg::RangeShare {
-                table,
-                slot,
-                index,
-                from,
-                to,
-                reply,
-            } => {
-                let share = self.fragment(table, slot).and_then(|f| {
-                    let i = f.ordered_index(&index)?;
-                    Some(f.range_share(i, from.as_ref(), to.as_ref()))
-                });
-                let _ = reply.send(share);
-            }
+            Msg::Read(read) => read(self),
             #[cfg(test)]
             Msg::Inspect { reply } => {
                 let _ = reply.send((self.txns.len(), self.waits.parked()));
@@ -410,6 +363,67 @@ impl Worker {
                 let _ = reply.send(reports);
             }
         }
+    }
+
+    // The reads a worker answers from a shared borrow, in its message loop
+    // or beside it (`Ldm::beside`): each `None` if the fragment is gone (or,
+    // for an index, the index).
+
+    /// One step of a scan of a fragment, its rows as `reader` sees them.
+    pub(super) fn scan(
+        &self,
+        table: TableId,
+        slot: u32,
+        reader: TxnId,
+        from: RowRef,
+        filter: &[crate::storage::Predicate],
+        limit: usize,
+    ) -> Option<ScanChunk> {
+        let f = self.fragment(table, slot)?;
+        let mut chunk = ScanChunk::default();
+        let (out, rows) = (&mut chunk.out, &mut chunk.rows);
+        chunk.next = f.scan(reader, from, filter, limit, out, rows);
+        Some(chunk)
+    }
+
+    /// One step of a scan of an ordered index of a fragment, from `from`.
+    pub(super) fn scan_index(
+        &self,
+        table: TableId,
+        slot: u32,
+        from: Option<&Bound>,
+        step: &IndexStep,
+    ) -> Option<IndexChunk> {
+        let f = self.fragment(table, slot)?;
+        let i = f.ordered_index(&step.index)?;
+        Some(f.scan_index(i, from, step))
+    }
+
+    /// One step of an aggregation of a fragment along `walk`.
+    pub(super) fn aggregate(
+        &self,
+        table: TableId,
+        slot: u32,
+        reader: TxnId,
+        program: &Program,
+        walk: Walk,
+    ) -> Option<Result<AggStep, EvalError>> {
+        aggregate(self.fragment(table, slot)?, reader, program, walk)
+    }
+
+    /// About what share of an ordered index of a fragment lies between two
+    /// bounds.
+    pub(super) fn range_share(
+        &self,
+        table: TableId,
+        slot: u32,
+        index: &str,
+        from: Option<&Bound>,
+        to: Option<&Bound>,
+    ) -> Option<f64> {
+        let f = self.fragment(table, slot)?;
+        let i = f.ordered_index(index)?;
+        Some(f.range_share(i, from, to))
     }
 
     /// Whether `job` would start holding rows here: a transaction's job
@@ -578,36 +592,12 @@ impl Worker {
             job.batch.mark = Mark::default();
             job.batch.durability_failed = false;
         }
-        let (txn, start, len) = (job.txn, job.next, job.batch.ops.len());
+        let (txn, start) = (job.txn, job.next);
         let autocommit = job.mode == Mode::Autocommit;
-        // Operation j gets its index entry fetched at step j, its row at
-        // j + STEP, its var part's directory entry at j + 2 * STEP and its
-        // bytes at j + 3 * STEP, and runs at j + 4 * STEP.
-        let stages = [
-            Prefetch::Index,
-            Prefetch::Row,
-            Prefetch::VarPart,
-            Prefetch::VarData,
-        ];
-        // A batch of a few operations has no misses to overlap: the
-        // pipeline's steps would cost more than they hide (a point select
-        // would walk 25 steps for its one operation).
-        let pipelined = len.saturating_sub(start) > PREFETCH_STEP;
-        let lead = if pipelined {
-            stages.len() * PREFETCH_STEP
-        } else {
-            0
-        };
-        for step in start..len + lead {
-            if pipelined {
-                for (n, stage) in stages.iter().enumerate() {
-                    let ahead = step.checked_sub(n * PREFETCH_STEP).filter(|&j| j >= start);
-                    if let Some(op) = ahead.and_then(|j| job.batch.ops.get(j)) {
-                        self.prefetch(op, *stage);
-                    }
-                }
-            }
-            let Some(j) = step.checked_sub(lead).filter(|&j| j >= start) else {
+        let pipeline = Pipeline::new(start, job.batch.ops.len());
+        for step in pipeline.steps() {
+            pipeline.prefetch(step, |j, stage| self.prefetch(&job.batch.ops[j], stage));
+            let Some(j) = pipeline.op_at(step) else {
                 continue;
             };
             let op = job.batch.ops[j];
@@ -762,6 +752,41 @@ impl Worker {
         Stop::Done
     }
 
+    /// Runs a job of nothing but reads from a shared borrow — beside the
+    /// worker, on another thread (`Ldm::read_beside`): the results `execute`
+    /// would give the same job. False if a transaction's read finds its
+    /// fragment gone, which ends the transaction here: the worker must run
+    /// that job.
+    pub(super) fn read_only(&self, txn: TxnId, autocommit: bool, batch: &mut OpBatch) -> bool {
+        debug_assert!(batch.ops.iter().all(|op| op.kind == OpKind::Read));
+        batch.results.clear();
+        batch.out.clear();
+        batch.redo.clear();
+        batch.mark = Mark::default();
+        batch.durability_failed = false;
+        let pipeline = Pipeline::new(0, batch.ops.len());
+        for step in pipeline.steps() {
+            pipeline.prefetch(step, |j, stage| self.prefetch(&batch.ops[j], stage));
+            let Some(j) = pipeline.op_at(step) else {
+                continue;
+            };
+            let op = batch.ops[j];
+            let result = match self.fragment(op.table, op.slot) {
+                Some(frag) => {
+                    let key = op.key.of(&batch.data);
+                    match read_into(frag, txn, op.tag, key, &mut batch.out) {
+                        Some(span) => OpResult::Found(span),
+                        None => OpResult::Absent,
+                    }
+                }
+                None if autocommit => OpResult::Failed(OpError::NoSuchTable),
+                None => return false,
+            };
+            batch.results.push(result);
+        }
+        true
+    }
+
     /// An operation failed: its result on its own, or the end of its
     /// transaction.
     fn failed(autocommit: bool, batch: &mut OpBatch, error: OpError) -> Option<Stop> {
@@ -783,6 +808,64 @@ impl Worker {
                 Prefetch::VarData => frag.prefetch_var_data(op.tag),
             }
         }
+    }
+}
+
+/// The steps of a batch's walk through the prefetch pipeline: operation j
+/// gets its index entry fetched at step j, its row at j + STEP, its var
+/// part's directory entry at j + 2 * STEP and its bytes at j + 3 * STEP,
+/// and runs at j + 4 * STEP.
+struct Pipeline {
+    start: usize,
+    len: usize,
+    /// How many steps an operation's first fetch comes before it runs; 0
+    /// for a batch of a few operations, which has no misses to overlap —
+    /// the steps would cost more than they hide (a point select would walk
+    /// 25 steps for its one operation).
+    lead: usize,
+}
+
+impl Pipeline {
+    const STAGES: [Prefetch; 4] = [
+        Prefetch::Index,
+        Prefetch::Row,
+        Prefetch::VarPart,
+        Prefetch::VarData,
+    ];
+
+    /// The walk of operations `start..len`.
+    fn new(start: usize, len: usize) -> Pipeline {
+        let pipelined = len.saturating_sub(start) > PREFETCH_STEP;
+        let lead = if pipelined {
+            Self::STAGES.len() * PREFETCH_STEP
+        } else {
+            0
+        };
+        Pipeline { start, len, lead }
+    }
+
+    fn steps(&self) -> std::ops::Range<usize> {
+        self.start..self.len + self.lead
+    }
+
+    /// Calls `fetch` for each operation a stage fetches for at `step`.
+    #[inline]
+    fn prefetch(&self, step: usize, mut fetch: impl FnMut(usize, Prefetch)) {
+        if self.lead == 0 {
+            return;
+        }
+        for (n, stage) in Self::STAGES.iter().enumerate() {
+            let ahead = step.checked_sub(n * PREFETCH_STEP);
+            if let Some(j) = ahead.filter(|&j| j >= self.start && j < self.len) {
+                fetch(j, *stage);
+            }
+        }
+    }
+
+    /// The operation that runs at `step`, if one does.
+    #[inline]
+    fn op_at(&self, step: usize) -> Option<usize> {
+        step.checked_sub(self.lead).filter(|&j| j >= self.start)
     }
 }
 

@@ -196,6 +196,14 @@ impl Workers {
         mode: Mode,
         batch: OpBatch,
     ) -> oneshot::Receiver<(OpBatch, JobOutcome)> {
+        let mut batch = batch;
+        if self.failure().is_none()
+            && let Some(outcome) = self.inner.ldms[ldm].read_beside(txn, mode, &mut batch)
+        {
+            let (reply, wait) = oneshot::channel();
+            let _ = reply.send((batch, outcome));
+            return wait;
+        }
         self.ask(ldm, |reply| {
             Msg::Run(Job {
                 txn,
@@ -367,6 +375,44 @@ impl Workers {
         restored.await.map_err(|e| e.to_string())?
     }
 
+    /// Runs each read on its worker's fragments: beside the worker (see
+    /// `Ldm::beside`) when they are all one worker's, or else sent to every
+    /// worker at once, for them to run side by side. The answers, in order.
+    async fn read_each<T: Send + 'static, R>(
+        &self,
+        reads: impl ExactSizeIterator<Item = (u16, R)>,
+    ) -> Result<Vec<T>, NodeFailed>
+    where
+        R: FnOnce(&super::worker::Worker) -> T + Send + 'static,
+    {
+        if let Some(failed) = self.failure() {
+            return Err(failed.clone());
+        }
+        let reads: Vec<(u16, R)> = reads.collect();
+        let beside = reads.windows(2).all(|w| w[0].0 == w[1].0);
+        let started: Vec<_> = (reads.into_iter())
+            .map(|(ldm, read)| self.inner.ldms[ldm as usize].read(beside, read))
+            .collect();
+        let mut answers = Vec::with_capacity(started.len());
+        for answer in started {
+            answers.push(match answer {
+                Ok(answer) => answer,
+                Err(wait) => self.answer(wait).await?,
+            });
+        }
+        Ok(answers)
+    }
+
+    /// Runs one read on worker `ldm`'s fragments (`read_each`).
+    async fn read<T: Send + 'static>(
+        &self,
+        ldm: u16,
+        read: impl FnOnce(&super::worker::Worker) -> T + Send + 'static,
+    ) -> Result<T, NodeFailed> {
+        let mut answers = self.read_each(std::iter::once((ldm, read))).await?;
+        Ok(answers.pop().expect("one answer for one read"))
+    }
+
     /// One step of a scan of a fragment of table `id`, its rows as `reader`
     /// sees them; `None` if it is gone.
     pub(crate) async fn scan(
@@ -378,49 +424,35 @@ impl Workers {
         filter: &Arc<[Predicate]>,
         limit: usize,
     ) -> Result<Option<ScanChunk>, NodeFailed> {
-        self.call(place.ldm, |reply| Msg::Scan {
-            table: id,
-            slot: place.slot,
-            reader,
-            from,
-            filter: Arc::clone(filter),
-            limit,
-            reply,
+        let filter = Arc::clone(filter);
+        self.read(place.ldm, move |w| {
+            w.scan(id, place.slot, reader, from, &filter, limit)
         })
         .await
     }
 
     /// A step of a scan of an ordered index of table `id` in each of
-    /// `steps`' fragments, from its bound, all at once: each fragment's
-    /// chunk, `None` where the fragment or the index is gone.
+    /// `steps`' fragments, from its bound: each fragment's chunk, `None`
+    /// where the fragment or the index is gone.
     pub(crate) async fn scan_index(
         &self,
         id: TableId,
         steps: Vec<(FragmentPlace, Option<Bound>)>,
         step: &Arc<IndexStep>,
     ) -> Result<Vec<Option<IndexChunk>>, NodeFailed> {
-        let waits: Vec<_> = (steps.into_iter())
-            .map(|(place, from)| {
-                self.ask(place.ldm as usize, |reply| Msg::IndexScan {
-                    table: id,
-                    slot: place.slot,
-                    from,
-                    step: Arc::clone(step),
-                    reply,
-                })
+        self.read_each(steps.into_iter().map(|(place, from)| {
+            let step = Arc::clone(step);
+            (place.ldm, move |w: &super::worker::Worker| {
+                w.scan_index(id, place.slot, from.as_ref(), &step)
             })
-            .collect();
-        let mut chunks = Vec::with_capacity(waits.len());
-        for wait in waits {
-            chunks.push(self.answer(wait).await?);
-        }
-        Ok(chunks)
+        }))
+        .await
     }
 
     /// A step of an aggregation of table `id` in each of `steps`'
-    /// fragments, along its walk, its rows as `reader` sees them, all at
-    /// once: each fragment's partial groups, `None` where the fragment or
-    /// the index is gone.
+    /// fragments, along its walk, its rows as `reader` sees them: each
+    /// fragment's partial groups, `None` where the fragment or the index is
+    /// gone.
     pub(crate) async fn aggregate(
         &self,
         id: TableId,
@@ -428,23 +460,13 @@ impl Workers {
         program: &Arc<Program>,
         steps: Vec<(FragmentPlace, Walk)>,
     ) -> Result<Vec<Option<Result<AggStep, EvalError>>>, NodeFailed> {
-        let waits: Vec<_> = (steps.into_iter())
-            .map(|(place, walk)| {
-                self.ask(place.ldm as usize, |reply| Msg::Aggregate {
-                    table: id,
-                    slot: place.slot,
-                    reader,
-                    program: Arc::clone(program),
-                    walk,
-                    reply,
-                })
+        self.read_each(steps.into_iter().map(|(place, walk)| {
+            let program = Arc::clone(program);
+            (place.ldm, move |w: &super::worker::Worker| {
+                w.aggregate(id, place.slot, reader, &program, walk)
             })
-            .collect();
-        let mut steps = Vec::with_capacity(waits.len());
-        for wait in waits {
-            steps.push(self.answer(wait).await?);
-        }
-        Ok(steps)
+        }))
+        .await
     }
 
     /// About what share of ordered index `index` of a fragment of table
@@ -458,13 +480,9 @@ impl Workers {
         from: Option<Bound>,
         to: Option<Bound>,
     ) -> Result<Option<f64>, NodeFailed> {
-        self.call(place.ldm, |reply| Msg::RangeShare {
-            table: id,
-            slot: place.slot,
-            index: index.into(),
-            from,
-            to,
-            reply,
+        let index: Arc<str> = index.into();
+        self.read(place.ldm, move |w| {
+            w.range_share(id, place.slot, &index, from.as_ref(), to.as_ref())
         })
         .await
     }

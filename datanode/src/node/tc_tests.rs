@@ -403,6 +403,103 @@ fn readers_see_committed_rows_and_writers_wait_for_the_holder() {
     });
 }
 
+/// The value write `i` gives a row: its number, then a run of one letter
+/// whose length and letter follow from it — a var part of a new size at
+/// almost every write.
+fn versioned(i: usize) -> String {
+    let letter = char::from(b'a' + (i % 26) as u8);
+    format!("{i:06}{}", letter.to_string().repeat(i * 613 % 2900))
+}
+
+/// The write a value came from, if it is whole: one write's number, letter
+/// and length, not parts of two.
+fn version_of(v: &str) -> Option<usize> {
+    let i: usize = v.get(..6)?.parse().ok()?;
+    (versioned(i) == v).then_some(i)
+}
+
+#[test]
+fn reads_beside_the_workers_see_whole_rows_that_never_go_back() {
+    // Reads are not sent to the workers: they run on the reader's thread,
+    // beside the worker changing the rows (`Ldm::beside`). However they
+    // interleave, a read sees a row as one write left it, never part of
+    // one and part of another, and never older than a row it saw before.
+    let rt = crate::test_runtime();
+    let s = setup(512, DEFAULT_LOCK_WAIT_TIMEOUT);
+    let (t, g, a, b) = rt.block_on(rows_on_two_workers(&s.tc));
+    let write = |i: usize| {
+        rt.block_on(async {
+            let (r, out) = run(&s.tc, &g, Commit::Each, |batch| {
+                batch.update(&t, &row(a, &versioned(i))).unwrap();
+                batch.update(&t, &row(b, &versioned(i))).unwrap();
+            })
+            .await;
+            r.unwrap();
+            assert!(out.iter().all(|o| *o == Ok(Outcome::Updated)), "{out:?}");
+        })
+    };
+    write(0);
+    const WRITES: usize = 300;
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let read_rounds = std::thread::scope(|scope| {
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (tc, t, g, done) = (s.tc.clone(), Arc::clone(&t), g, &done);
+                scope.spawn(move || {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .unwrap();
+                    rt.block_on(async {
+                        let mut seen = [0usize; 2];
+                        let mut rounds = 0;
+                        // Bounded: the writer ends, or 20,000 rounds do.
+                        while !done.load(std::sync::atomic::Ordering::Acquire) && rounds < 20_000 {
+                            rounds += 1;
+                            let (r, out) = run(&tc, &g, Commit::Each, |batch| {
+                                batch.read(&t, &[Value::Int(a)]).unwrap();
+                                batch.read(&t, &[Value::Int(b)]).unwrap();
+                            })
+                            .await;
+                            r.unwrap();
+                            for (k, outcome) in out.iter().enumerate() {
+                                let Ok(Outcome::Found(row)) = outcome else {
+                                    panic!("{outcome:?}");
+                                };
+                                let Some(Value::Text(v)) = row.get("v") else {
+                                    panic!("{row:?}");
+                                };
+                                let i = version_of(v).unwrap_or_else(|| panic!("torn: {v:.40}"));
+                                assert!(i >= seen[k], "went back from {} to {i}", seen[k]);
+                                seen[k] = i;
+                            }
+                            if rounds % 8 == 0 {
+                                for row in tc.scan(&t, &[], 10).await.unwrap() {
+                                    let Some(Value::Text(v)) = row.get("v") else {
+                                        panic!("{row:?}");
+                                    };
+                                    assert!(version_of(v).is_some(), "torn: {v:.40}");
+                                }
+                            }
+                        }
+                        rounds
+                    })
+                })
+            })
+            .collect();
+        (1..=WRITES).for_each(write);
+        done.store(true, std::sync::atomic::Ordering::Release);
+        (readers.into_iter())
+            .map(|r| r.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    assert!(read_rounds.iter().all(|&n| n > 0), "{read_rounds:?}");
+    rt.block_on(async {
+        assert_eq!(value(&s.tc, &t, a).await, Some(versioned(WRITES)));
+        s.tc.engine().audit().await;
+    });
+}
+
 #[test]
 fn a_writer_that_waits_too_long_gets_a_retryable_error_and_changes_nothing() {
     let rt = crate::test_runtime();

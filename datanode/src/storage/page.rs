@@ -264,6 +264,10 @@ pub(crate) struct Page {
 // thread moves the exclusive access with it.
 unsafe impl Send for Page {}
 
+// SAFETY: `&Page` gives only shared access to the bytes (`bytes`, `words`);
+// writing needs `&mut Page`, which no shared reference can coexist with.
+unsafe impl Sync for Page {}
+
 impl Page {
     pub(crate) fn bytes(&self) -> &[u8; PAGE_SIZE] {
         // SAFETY: the page is inside the live mapping (held by `pool`) and this
