@@ -486,7 +486,7 @@ pub(crate) struct Ldm {
     /// worker, and reach it without a thread hop.
     runtime: tokio::runtime::Handle,
     /// The worker itself, for reads served beside it on other threads
-    /// (`read_beside`).
+    /// (`beside`).
     worker: Arc<RwLock<worker::Worker>>,
     thread: Option<thread::JoinHandle<()>>,
 }
