@@ -44,7 +44,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard};
 use std::thread;
 use std::time::Duration;
 
@@ -217,6 +217,15 @@ impl OpBatch {
             + self.out.capacity()
             + self.redo.capacity()
             + self.scratch.capacity()
+    }
+
+    /// Ready to be run (anew): nothing of a run's results left.
+    pub(crate) fn clear_results(&mut self) {
+        self.results.clear();
+        self.out.clear();
+        self.redo.clear();
+        self.mark = Mark::default();
+        self.durability_failed = false;
     }
 
     /// As new, its buffers kept.
@@ -486,7 +495,7 @@ pub(crate) struct Ldm {
     /// worker, and reach it without a thread hop.
     runtime: tokio::runtime::Handle,
     /// The worker itself, for reads served beside it on other threads
-    /// (`beside`).
+    /// (`shared`).
     worker: Arc<RwLock<worker::Worker>>,
     thread: Option<thread::JoinHandle<()>>,
 }
@@ -592,24 +601,24 @@ impl Ldm {
         }
     }
 
-    /// Runs `read` on the calling thread, beside the worker — RonDB's query
-    /// threads: a read that takes no lock and changes nothing need not wait
-    /// for the worker's thread to be woken and scheduled, nor wake the
-    /// caller's again when it is done. It shares the worker's fragments
-    /// with it for as long as it reads (the worker changes them only while
-    /// it holds them alone), and sees what a message sent now would: every
-    /// change the worker has made, a row another transaction holds as
-    /// committed. `None` where the read must be sent: on the worker's own
-    /// thread, where a message is handled in place anyway, or once the
-    /// worker has panicked.
-    fn beside<T>(&self, read: impl FnOnce(&worker::Worker) -> T) -> Option<T> {
+    /// The worker, shared, for a read on the calling thread beside it —
+    /// RonDB's query threads: a read that takes no lock and changes nothing
+    /// need not wait for the worker's thread to be woken and scheduled, nor
+    /// wake the caller's again when it is done. It shares the worker's
+    /// fragments with it for as long as it holds them (the worker changes
+    /// them only while it holds them alone), and sees what a message sent
+    /// now would: every change the worker has made, a row another
+    /// transaction holds as committed. `None` where the read must be sent:
+    /// on the worker's own thread, where a message is handled in place
+    /// anyway, or once the worker has panicked.
+    fn shared(&self) -> Option<RwLockReadGuard<'_, worker::Worker>> {
         if LOCAL.with(|local| local.borrow().as_ref().is_some_and(|l| l.id == self.id)) {
             return None;
         }
-        Some(read(&*self.worker.read().ok()?))
+        self.worker.read().ok()
     }
 
-    /// Runs a job beside the worker (`beside`) if it holds nothing but
+    /// Runs a job beside the worker (`shared`) if it holds nothing but
     /// reads and neither prepares nor commits a transaction: how it ended.
     /// `None` if it must be sent (what it holds is then to be run anew).
     fn read_beside(&self, txn: TxnId, mode: Mode, batch: &mut OpBatch) -> Option<JobOutcome> {
@@ -624,11 +633,10 @@ impl Ldm {
             return None;
         }
         let autocommit = mode == Mode::Autocommit;
-        self.beside(|worker| worker.read_only(txn, autocommit, batch))?
-            .then_some(outcome)
+        (self.shared()?.read_only(txn, autocommit, batch)).then_some(outcome)
     }
 
-    /// Runs `read` beside the worker if `beside` may (`beside`), or else
+    /// Runs `read` beside the worker if `beside` may (`shared`), or else
     /// sends it to the worker's message loop: the answer, or where it will
     /// come.
     fn read<T: Send + 'static>(
@@ -636,13 +644,9 @@ impl Ldm {
         beside: bool,
         read: impl FnOnce(&worker::Worker) -> T + Send + 'static,
     ) -> Result<T, oneshot::Receiver<T>> {
-        let mut read = Some(read);
-        if beside
-            && let Some(answer) = self.beside(|worker| (read.take().expect("read once"))(worker))
-        {
-            return Ok(answer);
+        if beside && let Some(worker) = self.shared() {
+            return Ok(read(&worker));
         }
-        let read = read.expect("not read beside");
         let (reply, wait) = oneshot::channel();
         self.send(Msg::Read(Box::new(move |worker: &worker::Worker| {
             let _ = reply.send(read(worker));

@@ -366,7 +366,7 @@ impl Worker {
     }
 
     // The reads a worker answers from a shared borrow, in its message loop
-    // or beside it (`Ldm::beside`): each `None` if the fragment is gone (or,
+    // or beside it (`Ldm::shared`): each `None` if the fragment is gone (or,
     // for an index, the index).
 
     /// One step of a scan of a fragment, its rows as `reader` sees them.
@@ -586,11 +586,7 @@ impl Worker {
     #[inline(never)]
     fn execute(&mut self, job: &mut Job) -> Stop {
         if job.next == 0 {
-            job.batch.results.clear();
-            job.batch.out.clear();
-            job.batch.redo.clear();
-            job.batch.mark = Mark::default();
-            job.batch.durability_failed = false;
+            job.batch.clear_results();
         }
         let (txn, start) = (job.txn, job.next);
         let autocommit = job.mode == Mode::Autocommit;
@@ -759,11 +755,7 @@ impl Worker {
     /// that job.
     pub(super) fn read_only(&self, txn: TxnId, autocommit: bool, batch: &mut OpBatch) -> bool {
         debug_assert!(batch.ops.iter().all(|op| op.kind == OpKind::Read));
-        batch.results.clear();
-        batch.out.clear();
-        batch.redo.clear();
-        batch.mark = Mark::default();
-        batch.durability_failed = false;
+        batch.clear_results();
         let pipeline = Pipeline::new(0, batch.ops.len());
         for step in pipeline.steps() {
             pipeline.prefetch(step, |j, stage| self.prefetch(&batch.ops[j], stage));

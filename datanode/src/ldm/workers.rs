@@ -194,9 +194,8 @@ impl Workers {
         ldm: usize,
         txn: TxnId,
         mode: Mode,
-        batch: OpBatch,
+        mut batch: OpBatch,
     ) -> oneshot::Receiver<(OpBatch, JobOutcome)> {
-        let mut batch = batch;
         if self.failure().is_none()
             && let Some(outcome) = self.inner.ldms[ldm].read_beside(txn, mode, &mut batch)
         {
@@ -376,7 +375,7 @@ impl Workers {
     }
 
     /// Runs each read on its worker's fragments: beside the worker (see
-    /// `Ldm::beside`) when they are all one worker's, or else sent to every
+    /// `Ldm::shared`) when they are all one worker's, or else sent to every
     /// worker at once, for them to run side by side. The answers, in order.
     async fn read_each<T: Send + 'static, R>(
         &self,
@@ -403,14 +402,19 @@ impl Workers {
         Ok(answers)
     }
 
-    /// Runs one read on worker `ldm`'s fragments (`read_each`).
+    /// Runs one read on worker `ldm`'s fragments, beside it where it can be.
     async fn read<T: Send + 'static>(
         &self,
         ldm: u16,
         read: impl FnOnce(&super::worker::Worker) -> T + Send + 'static,
     ) -> Result<T, NodeFailed> {
-        let mut answers = self.read_each(std::iter::once((ldm, read))).await?;
-        Ok(answers.pop().expect("one answer for one read"))
+        if let Some(failed) = self.failure() {
+            return Err(failed.clone());
+        }
+        match self.inner.ldms[ldm as usize].read(true, read) {
+            Ok(answer) => Ok(answer),
+            Err(wait) => self.answer(wait).await,
+        }
     }
 
     /// One step of a scan of a fragment of table `id`, its rows as `reader`

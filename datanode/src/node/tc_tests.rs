@@ -421,7 +421,7 @@ fn version_of(v: &str) -> Option<usize> {
 #[test]
 fn reads_beside_the_workers_see_whole_rows_that_never_go_back() {
     // Reads are not sent to the workers: they run on the reader's thread,
-    // beside the worker changing the rows (`Ldm::beside`). However they
+    // beside the worker changing the rows (`Ldm::shared`). However they
     // interleave, a read sees a row as one write left it, never part of
     // one and part of another, and never older than a row it saw before.
     let rt = crate::test_runtime();
