@@ -1707,6 +1707,44 @@ async fn a_driver_prepares_and_executes_in_the_binary_protocol() {
         .await
         .unwrap();
     assert_eq!(count, 3);
+    // A range, ORDER BY and LIMIT prepared once (sqlx keeps the statement)
+    // and executed again with other arguments: each execute's answer is
+    // the one its arguments written into the text would give.
+    let range = "SELECT id FROM items WHERE id BETWEEN ? AND ? ORDER BY id DESC LIMIT ?";
+    for (low, high, limit, want) in [
+        (-5i64, 5i64, 10i64, vec![2i64, 1, -3]),
+        (1, 2, 1, vec![2]),
+        (3, -3, 5, vec![]),
+        (-3, -3, 1, vec![-3]),
+    ] {
+        let ids: Vec<i64> = sqlx::query_scalar(range)
+            .bind(low)
+            .bind(high)
+            .bind(limit)
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(ids, want, "BETWEEN {low} AND {high} LIMIT {limit}");
+    }
+    let distinct = "SELECT DISTINCT qty FROM items WHERE id > ? AND name <> ? ORDER BY qty";
+    for (after, not, want) in [(-10i64, "bob", vec![0u32, 7]), (0, "", vec![7, 8])] {
+        let qty: Vec<u32> = sqlx::query_scalar(distinct)
+            .bind(after)
+            .bind(not)
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(qty, want, "id > {after} AND name <> '{not}'");
+    }
+    // An argument stays a value there too.
+    let err = sqlx::query_scalar::<_, i64>(range)
+        .bind(1i64)
+        .bind("2 OR 1=1")
+        .bind(10i64)
+        .fetch_all(&mut conn)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("1366"), "{err}");
     let rows = s.rest_rows().await;
     assert_eq!(rows[1]["name"], "ann2");
     assert_eq!(rows[1]["tag"], "AAH/");

@@ -484,6 +484,53 @@ pub(crate) fn bounds(cond: &Cond, columns: &[u16]) -> Option<Bounds> {
     })
 }
 
+/// Whether the rows in range `b` of an index over `columns` (of a table
+/// laid out as `layout`) are exactly those that pass `cond`, so that no row
+/// of the range need be checked again (`id BETWEEN ? AND ?` on a primary
+/// key). So only where each of `cond`'s conjuncts is a comparison the
+/// range was made of, on a NOT NULL integer column, whose values compare
+/// in the index as in the WHERE. (An index compares a row with an end on
+/// as many columns as the end has values: an end leaving its values out
+/// leaves out every row that begins with them.)
+pub(crate) fn exactly(cond: &Cond, columns: &[u16], b: &Bounds, layout: &Layout) -> bool {
+    use ColumnType::*;
+    // An end's value for the `i`th column, whether the end takes its
+    // values in, and whether it is the end's last value.
+    fn at(end: &Option<(Vec<Value>, bool)>, i: usize) -> Option<(&Value, bool, bool)> {
+        let (values, inclusive) = end.as_ref()?;
+        Some((values.get(i)?, *inclusive, i + 1 == values.len()))
+    }
+    cond.conjuncts().into_iter().all(|c| {
+        let Cond::Compare(col, cmp, v) = c else {
+            return false;
+        };
+        let Some(i) = columns.iter().position(|&x| usize::from(x) == *col) else {
+            return false;
+        };
+        let column = &layout.columns[*col];
+        let integer = matches!(
+            column.ty,
+            TinyInt { .. } | SmallInt { .. } | MediumInt { .. } | Int { .. } | BigInt { .. }
+        ) && matches!(v, Value::Int(_) | Value::UInt(_));
+        if !integer || column.null_bit.is_some() {
+            return false;
+        }
+        // The end a comparison made: its value, taken in as the comparison says.
+        let made = |end: Option<(&Value, bool, bool)>, inclusive: bool| {
+            end.is_some_and(|(e, taken, at_end)| e == v && (!at_end || taken == inclusive))
+        };
+        let (lower, upper) = (at(&b.lower, i), at(&b.upper, i));
+        match cmp {
+            Cmp::Eq => made(lower, true) && made(upper, true),
+            Cmp::Ge => made(lower, true) && lower.is_some_and(|(.., at_end)| at_end),
+            Cmp::Gt => made(lower, false) && lower.is_some_and(|(.., at_end)| at_end),
+            Cmp::Le => made(upper, true) && upper.is_some_and(|(.., at_end)| at_end),
+            Cmp::Lt => made(upper, false) && upper.is_some_and(|(.., at_end)| at_end),
+            _ => false,
+        }
+    })
+}
+
 /// A column's new value in an UPDATE: from constants and the row's columns.
 #[derive(Debug, Clone)]
 pub(crate) enum Expression {
@@ -867,5 +914,58 @@ mod tests {
         // Nothing bounds b; an OR bounds nothing.
         assert!(bounds(&cond, &[1]).is_none());
         assert!(bounds(&Cond::Or(vec![a(Cmp::Eq, 1), a(Cmp::Eq, 2)]), &[0]).is_none());
+    }
+
+    /// A range stands for its WHERE only where every conjunct is one of
+    /// its ends, on NOT NULL integers: else each row is checked.
+    #[test]
+    fn a_range_is_exactly_its_where_only_where_every_conjunct_made_it() {
+        let def: shoal_wire::schema::TableDef = serde_json::from_str(
+            r#"{"name":"t","columns":[
+                {"name":"a","type":"INT"},
+                {"name":"b","type":"BIGINT UNSIGNED"},
+                {"name":"n","type":"INT","nullable":true},
+                {"name":"c","type":"CHAR(10)"}],
+              "primary_key":["a","b"]}"#,
+        )
+        .unwrap();
+        def.validate().unwrap();
+        let layout = Layout::new(def);
+        let on = |col, cmp, v: Value| Cond::Compare(col, cmp, v);
+        let exact = |cond: Cond, index: &[u16]| {
+            let b = bounds(&cond, index).unwrap();
+            exactly(&cond, index, &b, &layout)
+        };
+        // BETWEEN, and each kind of end, on the first column.
+        let between = || Cond::And(vec![on(0, Cmp::Ge, int(5)), on(0, Cmp::Le, int(104))]);
+        assert!(exact(between(), &[0, 1]));
+        assert!(exact(on(0, Cmp::Gt, int(5)), &[0, 1]));
+        assert!(exact(on(0, Cmp::Lt, int(5)), &[0, 1]));
+        assert!(exact(on(0, Cmp::Eq, int(5)), &[0, 1]));
+        // A pinned first column, then a range of the second.
+        let pinned = Cond::And(vec![
+            on(0, Cmp::Eq, int(1)),
+            on(1, Cmp::Gt, Value::UInt(7)),
+            on(1, Cmp::Le, Value::UInt(9)),
+        ]);
+        assert!(exact(pinned, &[0, 1]));
+        // A looser end the range is not made of: checked.
+        let looser = Cond::And(vec![on(0, Cmp::Ge, int(5)), on(0, Cmp::Gt, int(1))]);
+        assert!(!exact(looser, &[0, 1]));
+        // Two values for one column: the range holds one, none pass.
+        let both = Cond::And(vec![on(0, Cmp::Eq, int(1)), on(0, Cmp::Eq, int(2))]);
+        assert!(!exact(both, &[0, 1]));
+        let contrary = Cond::And(vec![on(0, Cmp::Eq, int(5)), on(0, Cmp::Gt, int(5))]);
+        assert!(!exact(contrary, &[0, 1]));
+        // Anything besides the range's ends: checked.
+        let more = Cond::And(vec![between(), on(3, Cmp::Eq, Value::Text("x".into()))]);
+        assert!(!exact(more, &[0, 1]));
+        assert!(!exact(Cond::And(vec![between(), Cond::Null(2)]), &[0, 1]));
+        // A second column bounded but not the first's end: checked.
+        let skipped = Cond::And(vec![on(0, Cmp::Gt, int(1)), on(1, Cmp::Eq, Value::UInt(2))]);
+        assert!(!exact(skipped, &[0, 1]));
+        // A nullable column, a text column: checked.
+        assert!(!exact(on(2, Cmp::Ge, int(5)), &[2]));
+        assert!(!exact(on(3, Cmp::Ge, Value::Text("a".into())), &[3]));
     }
 }

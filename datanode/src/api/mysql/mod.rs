@@ -10,6 +10,7 @@
 //! - `proto`: packets, the handshake, result sets in text and binary.
 //! - `session`: one connection: login, commands, prepared statements.
 //! - `query`: statements, planned onto the transaction coordinator.
+//! - `prepared`: what a prepared statement keeps between executes.
 //! - `alias`: a table's alias, resolved as a statement is parsed.
 //! - `filter`: WHERE clauses and SET expressions over rows.
 //! - `clock`: NOW() and its kin, and date arithmetic on constants, worked
@@ -43,6 +44,7 @@ mod filter;
 mod information_schema;
 mod load;
 mod ndbinfo;
+mod prepared;
 mod processes;
 mod proto;
 mod query;

@@ -256,49 +256,71 @@ fn is_placeholder(t: &Token) -> bool {
 
 /// The tokens with each `?` replaced by its argument, as a literal.
 pub(crate) fn bind(tokens: &[Token], args: &[Lit]) -> Vec<Token> {
-    let mut args = args.iter();
+    let mut args = args.iter().peekable();
     let mut out = Vec::with_capacity(tokens.len());
     for t in tokens {
-        if !is_placeholder(t) {
-            out.push(t.clone());
-            continue;
-        }
-        let Some(arg) = args.next() else {
-            out.push(t.clone());
-            continue;
-        };
-        let number = |out: &mut Vec<Token>, text: String| match text.strip_prefix('-') {
-            Some(positive) => {
-                out.push(Token::LParen);
-                out.push(Token::Minus);
-                out.push(Token::Number(positive.to_owned(), false));
-                out.push(Token::RParen);
-            }
-            None => out.push(Token::Number(text, false)),
-        };
-        match arg {
-            // An argument is a value: never a `?` again.
-            Lit::Null | Lit::Param(_) => out.push(Token::make_keyword("NULL")),
-            Lit::Bool(b) => out.push(Token::make_keyword(if *b { "TRUE" } else { "FALSE" })),
-            Lit::Int(v) => number(&mut out, v.to_string()),
-            Lit::UInt(v) => number(&mut out, v.to_string()),
-            Lit::Number(n) => number(&mut out, n.clone()),
-            Lit::Double(v) => number(&mut out, format!("{v:e}")),
-            Lit::Str(b) => match std::str::from_utf8(b) {
-                Ok(s) => out.push(Token::SingleQuotedString(s.to_owned())),
-                // Bytes that are not text stay bytes: a text column
-                // refuses them, a binary one takes them.
-                Err(_) => out.push(Token::HexStringLiteral(hex(b))),
-            },
-            Lit::Bytes(b) => out.push(Token::HexStringLiteral(hex(b))),
+        match args.next_if(|_| is_placeholder(t)) {
+            Some(arg) => bind_one(arg, &mut out),
+            None => out.push(t.clone()),
         }
     }
     out
 }
 
+/// The tokens an argument is bound as (`prepared::argument` is the
+/// expression they parse to).
+fn bind_one(arg: &Lit, out: &mut Vec<Token>) {
+    let number = |out: &mut Vec<Token>, text: String| match text.strip_prefix('-') {
+        Some(positive) => {
+            out.push(Token::LParen);
+            out.push(Token::Minus);
+            out.push(Token::Number(positive.to_owned(), false));
+            out.push(Token::RParen);
+        }
+        None => out.push(Token::Number(text, false)),
+    };
+    match arg {
+        // An argument is a value: never a `?` again.
+        Lit::Null | Lit::Param(_) => out.push(Token::make_keyword("NULL")),
+        Lit::Bool(b) => out.push(Token::make_keyword(if *b { "TRUE" } else { "FALSE" })),
+        Lit::Int(v) => number(out, v.to_string()),
+        Lit::UInt(v) => number(out, v.to_string()),
+        Lit::Number(n) => number(out, n.clone()),
+        Lit::Double(v) => number(out, format!("{v:e}")),
+        Lit::Str(b) => match std::str::from_utf8(b) {
+            Ok(s) => out.push(Token::SingleQuotedString(s.to_owned())),
+            // Bytes that are not text stay bytes: a text column
+            // refuses them, a binary one takes them.
+            Err(_) => out.push(Token::HexStringLiteral(hex(b))),
+        },
+        Lit::Bytes(b) => out.push(Token::HexStringLiteral(hex(b))),
+    }
+}
+
+/// What each `?` stands for while a statement is described: NULL, but 0
+/// for a count of rows (after LIMIT or OFFSET, or LIMIT's second number),
+/// which NULL cannot be and which changes no column of the answer.
+fn stand_ins(tokens: &[Token]) -> Vec<Lit> {
+    let significant: Vec<&Token> = (tokens.iter())
+        .filter(|t| !matches!(t, Token::Whitespace(_)))
+        .collect();
+    let before = |i: usize, k: usize| i.checked_sub(k).map(|j| significant[j]);
+    (0..significant.len())
+        .filter(|&i| is_placeholder(significant[i]))
+        .map(|i| {
+            let count = matches!(
+                keyword(before(i, 1)),
+                Some(Keyword::LIMIT | Keyword::OFFSET)
+            ) || (matches!(before(i, 1), Some(Token::Comma))
+                && keyword(before(i, 3)) == Some(Keyword::LIMIT));
+            if count { Lit::Int(0) } else { Lit::Null }
+        })
+        .collect()
+}
+
 /// The tokens with each `?` numbered in order (`?0`, `?1`, …), so that a
 /// statement parsed once keeps its `?`s apart (`Lit::Param`).
-fn numbered(tokens: &[Token]) -> Vec<Token> {
+pub(super) fn numbered(tokens: &[Token]) -> Vec<Token> {
     let mut n = 0;
     tokens
         .iter()
@@ -568,25 +590,6 @@ impl Session {
         }
     }
 
-    /// The plan a prepared statement keeps and runs with each execute's
-    /// arguments, parsed and planned once: reads by key. `None`: the
-    /// statement is bound and planned again at each execute.
-    pub(crate) fn plan_once(&mut self, tokens: &[Token]) -> Option<Arc<Lookup>> {
-        // A user variable's value may change between executes.
-        if keyword(tokens.first()) != Some(Keyword::SELECT)
-            || tokens.iter().any(|t| variables::user_variable(t).is_some())
-        {
-            return None;
-        }
-        let Ok(Statement::Query(q)) = parse(numbered(tokens)) else {
-            return None;
-        };
-        match self.plan_select(&q) {
-            Ok(Select::Keys(lookup)) => Some(Arc::new(lookup)),
-            _ => None,
-        }
-    }
-
     /// Whether a kept plan still holds: its table is the catalog's now
     /// (not dropped, made again, nor given or stripped of an index since).
     pub(crate) fn plan_holds(&self, l: &Lookup) -> bool {
@@ -607,10 +610,9 @@ impl Session {
     /// The columns a statement answers, for a client preparing it: found
     /// by planning it with NULL for every argument.
     pub(crate) async fn describe(&mut self, tokens: &[Token]) -> Result<Vec<ColumnDef>, MyError> {
-        let n = placeholders(tokens);
         let bound = self
             .user_variables
-            .substitute(bind(tokens, &vec![Lit::Null; n]));
+            .substitute(bind(tokens, &stand_ins(tokens)));
         match keyword(bound.first()) {
             Some(Keyword::SELECT) => {}
             Some(Keyword::EXPLAIN | Keyword::DESCRIBE | Keyword::DESC)
@@ -628,7 +630,7 @@ impl Session {
         Ok(self.plan_select(&q)?.columns())
     }
 
-    async fn select(&mut self, q: &ast::Query) -> Result<Reply, MyError> {
+    pub(super) async fn select(&mut self, q: &ast::Query) -> Result<Reply, MyError> {
         // `sql_select_limit`: the LIMIT of a SELECT that gives none.
         let implicit = (q.limit_clause.is_none() && self.safety.select_limit != u64::MAX)
             .then_some(self.safety.select_limit);

@@ -13,8 +13,9 @@
 use std::sync::Arc;
 
 use super::error::MyError;
-use super::filter::{Bounds, Cond, bounds};
+use super::filter::{Bounds, Cond, bounds, exactly};
 use super::session::Session;
+use crate::storage::layout::OrderedLayout;
 use crate::tc::{Grant, RangeScan, Table};
 use crate::types::value::Value;
 
@@ -31,11 +32,14 @@ pub(crate) struct Scan {
     pub(crate) table: Arc<Table>,
     /// The WHERE clause; `None`: every row.
     cond: Option<Cond>,
+    /// Whether each row found is checked against the WHERE: not where the
+    /// range holds exactly the rows that pass it (`filter::exactly`).
+    checked: bool,
     /// The ordered index whose range holds the rows, and the range; `None`:
     /// every fragment is scanned.
     range: Option<(String, Bounds)>,
-    /// The columns read of each row (the WHERE's among them): a range
-    /// decodes only these.
+    /// The columns read of each row (the WHERE's among them if it is
+    /// checked): a range decodes only these.
     columns: Vec<u16>,
 }
 
@@ -48,15 +52,10 @@ impl Scan {
         cond: Option<Cond>,
         reads: impl IntoIterator<Item = usize>,
     ) -> Scan {
-        let mut columns: Vec<u16> = reads.into_iter().map(|c| c as u16).collect();
-        if let Some(cond) = &cond {
-            cond.columns(&mut columns);
-        }
-        columns.sort_unstable();
-        columns.dedup();
+        let layout = &table.layout;
         let range = cond.as_ref().and_then(|cond| {
-            let mut best: Option<(String, Bounds)> = None;
-            for index in &table.layout.ordered {
+            let mut best: Option<(&OrderedLayout, Bounds)> = None;
+            for index in &layout.ordered {
                 let Some(b) = bounds(cond, &index.order[..index.columns]) else {
                     continue;
                 };
@@ -64,15 +63,28 @@ impl Scan {
                     .as_ref()
                     .is_none_or(|(_, other)| b.width() > other.width())
                 {
-                    best = Some((index.name.clone(), b));
+                    best = Some((index, b));
                 }
             }
             best
         });
+        let checked = match (&cond, &range) {
+            (Some(cond), Some((index, b))) => {
+                !exactly(cond, &index.order[..index.columns], b, layout)
+            }
+            (cond, _) => cond.is_some(),
+        };
+        let mut columns: Vec<u16> = reads.into_iter().map(|c| c as u16).collect();
+        if let Some(cond) = cond.as_ref().filter(|_| checked) {
+            cond.columns(&mut columns);
+        }
+        columns.sort_unstable();
+        columns.dedup();
         Scan {
             table: Arc::clone(table),
             cond,
-            range,
+            checked,
+            range: range.map(|(index, b)| (index.name.clone(), b)),
             columns,
         }
     }
@@ -104,7 +116,8 @@ impl Scan {
             .collect()
     }
 
-    /// Whether `row` passes the WHERE.
+    /// Whether `row` passes the WHERE (a row read again, as locked: its
+    /// index's columns may have changed since the scan found it).
     pub(crate) fn passes(&self, row: &[Value]) -> Result<bool, MyError> {
         match &self.cond {
             Some(c) => c.passes(row),
@@ -145,7 +158,7 @@ impl Session {
                     ),
                 ));
             }
-            if scan.passes(&values)? {
+            if !scan.checked || scan.passes(&values)? {
                 rows.push(values);
             }
             Ok(rows.len() >= want)

@@ -24,6 +24,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::error::MyError;
+use super::prepared::{self, Kept};
 use super::processes::{Command, Process, Processes, Registered};
 use super::proto::{self, Out, ReadError, cap, com};
 use super::query::{self, Reply};
@@ -75,7 +76,7 @@ struct Prepared {
     text: Box<str>,
     tokens: Vec<sqlparser::tokenizer::Token>,
     params: usize,
-    plan: Option<Arc<query::Lookup>>,
+    kept: Option<Kept>,
     /// The argument types last bound (type, unsigned).
     types: Vec<(u8, bool)>,
     /// Arguments sent in parts (COM_STMT_SEND_LONG_DATA), by position.
@@ -325,7 +326,7 @@ impl Session {
         for s in h.statements {
             let tokens = query::tokenize(&s.text)?;
             let params = query::placeholders(&tokens);
-            let plan = session.plan_once(&tokens);
+            let kept = session.keep(&tokens);
             let long_data: HashMap<u16, Vec<u8>> =
                 s.parts.into_iter().map(|p| (p.param, p.data)).collect();
             let held: usize = long_data.values().map(Vec::len).sum();
@@ -336,7 +337,7 @@ impl Session {
                 text: s.text.into(),
                 tokens,
                 params,
-                plan,
+                kept,
                 types: s.types,
                 long_data,
             };
@@ -1094,7 +1095,7 @@ async fn prepare(session: &mut Session, out: &mut Out, body: &[u8]) {
         Ok(columns) => columns,
         Err(e) => return error(out, &e),
     };
-    let plan = session.plan_once(&tokens);
+    let kept = session.keep(&tokens);
     let id = session.next_statement;
     session.next_statement = session.next_statement.wrapping_add(1).max(1);
     proto::prepared(out, session.capabilities, id, params as u16, &columns);
@@ -1104,7 +1105,7 @@ async fn prepare(session: &mut Session, out: &mut Out, body: &[u8]) {
             text: text.into(),
             tokens,
             params,
-            plan,
+            kept,
             types: Vec::new(),
             long_data: HashMap::new(),
         },
@@ -1158,24 +1159,30 @@ async fn execute<W: AsyncWrite + Unpin>(
             return None;
         }
     };
-    // A kept plan runs as it is; any other statement is bound and planned.
-    let plan = prepared.plan.clone();
+    // A kept plan runs as it is, a kept query with the arguments in place;
+    // any other statement is bound and parsed.
+    let kept = prepared.kept.clone();
     let interruptible = query::interruptible(&prepared.tokens);
     if let Some(kind) = Counter::of_statement(&prepared.tokens) {
         process.counters.bump(kind);
     }
     process.begin(Command::Execute, &prepared.text);
     let running = async {
-        match plan {
-            Some(plan) if session.plan_holds(&plan) => session.lookup(&plan, &args).await,
-            _ => match session.statements.get(&stmt) {
-                Some(prepared) => {
-                    let tokens = query::bind(&prepared.tokens, &args);
-                    // Boxed: see `query_command`.
-                    Box::pin(session.run(tokens)).await
-                }
-                None => Err(unknown_statement("mysqld_stmt_execute")),
-            },
+        let bound = match &kept {
+            Some(Kept::Lookup(plan)) if session.plan_holds(plan) => {
+                return session.lookup(plan, &args).await;
+            }
+            Some(Kept::Query(q)) => prepared::bound(q, &args),
+            _ => None,
+        };
+        // Boxed: see `query_command`.
+        match (bound, session.statements.get(&stmt)) {
+            (Some(q), _) => Box::pin(session.run_bound(q)).await,
+            (None, Some(prepared)) => {
+                let tokens = query::bind(&prepared.tokens, &args);
+                Box::pin(session.run(tokens)).await
+            }
+            (None, None) => Err(unknown_statement("mysqld_stmt_execute")),
         }
     };
     let reply = match or_interrupted(process, interruptible, running).await {
