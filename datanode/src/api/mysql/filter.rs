@@ -515,17 +515,22 @@ pub(crate) fn exactly(cond: &Cond, columns: &[u16], b: &Bounds, layout: &Layout)
         if !integer || column.null_bit.is_some() {
             return false;
         }
-        // The end a comparison made: its value, taken in as the comparison says.
-        let made = |end: Option<(&Value, bool, bool)>, inclusive: bool| {
-            end.is_some_and(|(e, taken, at_end)| e == v && (!at_end || taken == inclusive))
-        };
         let (lower, upper) = (at(&b.lower, i), at(&b.upper, i));
+        // An end this comparison made: its value last, taken in as the
+        // comparison says.
+        let made = |end: Option<(&Value, bool, bool)>, inclusive: bool| {
+            end.is_some_and(|(e, taken, last)| e == v && last && taken == inclusive)
+        };
+        // An end that pins the column to this value (more may follow it).
+        let pins = |end: Option<(&Value, bool, bool)>| {
+            end.is_some_and(|(e, taken, last)| e == v && (!last || taken))
+        };
         match cmp {
-            Cmp::Eq => made(lower, true) && made(upper, true),
-            Cmp::Ge => made(lower, true) && lower.is_some_and(|(.., at_end)| at_end),
-            Cmp::Gt => made(lower, false) && lower.is_some_and(|(.., at_end)| at_end),
-            Cmp::Le => made(upper, true) && upper.is_some_and(|(.., at_end)| at_end),
-            Cmp::Lt => made(upper, false) && upper.is_some_and(|(.., at_end)| at_end),
+            Cmp::Eq => pins(lower) && pins(upper),
+            Cmp::Ge => made(lower, true),
+            Cmp::Gt => made(lower, false),
+            Cmp::Le => made(upper, true),
+            Cmp::Lt => made(upper, false),
             _ => false,
         }
     })

@@ -72,7 +72,8 @@ impl Scan {
             (Some(cond), Some((index, b))) => {
                 !exactly(cond, &index.order[..index.columns], b, layout)
             }
-            (cond, _) => cond.is_some(),
+            (Some(_), None) => true,
+            (None, _) => false,
         };
         let mut columns: Vec<u16> = reads.into_iter().map(|c| c as u16).collect();
         if let Some(cond) = cond.as_ref().filter(|_| checked) {

@@ -1168,21 +1168,24 @@ async fn execute<W: AsyncWrite + Unpin>(
     }
     process.begin(Command::Execute, &prepared.text);
     let running = async {
-        let bound = match &kept {
+        match &kept {
             Some(Kept::Lookup(plan)) if session.plan_holds(plan) => {
                 return session.lookup(plan, &args).await;
             }
-            Some(Kept::Query(q)) => prepared::bound(q, &args),
-            _ => None,
-        };
-        // Boxed: see `query_command`.
-        match (bound, session.statements.get(&stmt)) {
-            (Some(q), _) => Box::pin(session.run_bound(q)).await,
-            (None, Some(prepared)) => {
+            Some(Kept::Query(q)) => {
+                if let Some(q) = prepared::bound(q, &args) {
+                    // Boxed: see `query_command`.
+                    return Box::pin(session.run_bound(q)).await;
+                }
+            }
+            _ => {}
+        }
+        match session.statements.get(&stmt) {
+            Some(prepared) => {
                 let tokens = query::bind(&prepared.tokens, &args);
                 Box::pin(session.run(tokens)).await
             }
-            (None, None) => Err(unknown_statement("mysqld_stmt_execute")),
+            None => Err(unknown_statement("mysqld_stmt_execute")),
         }
     };
     let reply = match or_interrupted(process, interruptible, running).await {
