@@ -44,6 +44,7 @@ mod filter;
 mod information_schema;
 mod load;
 mod ndbinfo;
+mod order;
 mod prepared;
 mod processes;
 mod proto;

@@ -41,6 +41,7 @@ use super::ddl;
 use super::error::MyError;
 use super::filter::{Cond, Expression, Inserted};
 use super::information_schema::{column_key, indexes, nullable};
+use super::order::{self, sort_rows};
 use super::proto::{ColumnDef, ty};
 use super::scan::{MAX_SCAN_ROWS, Scan, too_many_rows};
 use super::session::Session;
@@ -2321,8 +2322,8 @@ impl Shape {
             .collect();
         // DISTINCT: sorted (ties by position), equal rows sit together: each
         // after the first of its kind goes. The rest keep their order.
-        let mut by_value: Vec<usize> = (0..rows.len()).collect();
-        by_value.sort_by(|&a, &b| compare_rows(&rows[a], &rows[b]).then(a.cmp(&b)));
+        let every: Vec<(usize, bool)> = (0..self.outputs.len()).map(|c| (c, true)).collect();
+        let by_value = order::sorted(&rows, &every);
         let mut keep = vec![true; rows.len()];
         for pair in by_value.windows(2) {
             if compare_rows(&rows[pair[0]], &rows[pair[1]]).is_eq() {
@@ -2358,23 +2359,6 @@ impl Shape {
         (self.order.is_empty() && !self.distinct)
             .then(|| limit.saturating_add(usize::try_from(self.offset).unwrap_or(usize::MAX)))
     }
-}
-
-/// Sorts `rows` by `order`: columns, each ascending or not.
-fn sort_rows(rows: &mut [Vec<Value>], order: &[(usize, bool)]) {
-    if order.is_empty() {
-        return;
-    }
-    rows.sort_by(|a, b| {
-        for &(c, ascending) in order {
-            let o = compare(&a[c], &b[c]);
-            let o = if ascending { o } else { o.reverse() };
-            if o.is_ne() {
-                return o;
-            }
-        }
-        std::cmp::Ordering::Equal
-    });
 }
 
 /// Two answered rows, column by column: equal ones are the same for DISTINCT.
