@@ -1084,14 +1084,21 @@ async fn explain_says_how_each_statement_finds_its_rows_and_runs_nothing() {
         "Using temporary; Using filesort"
     );
     // Aggregates: the WHERE and the groups in the data node.
-    let grouped =
-        row("EXPLAIN SELECT customer, COUNT(*) FROM orders WHERE customer < 2 GROUP BY customer");
+    let grouped = row(
+        "EXPLAIN SELECT customer, COUNT(*) FROM orders WHERE customer < 2 AND note <> 'x' GROUP BY customer",
+    );
     assert_eq!(grouped[5], "by_customer", "{grouped:?}");
     assert!(
-        grouped[11].starts_with("Using pushed condition (customer < 2)")
+        grouped[11].starts_with("Using pushed condition (customer < 2 AND note <> 'x')")
             && grouped[11].ends_with("Using pushed aggregation"),
         "{grouped:?}"
     );
+    // A range that is exactly the WHERE (a NOT NULL integer column): no
+    // condition is checked on its rows.
+    let grouped =
+        row("EXPLAIN SELECT customer, COUNT(*) FROM orders WHERE customer < 2 GROUP BY customer");
+    assert_eq!(grouped[5], "by_customer", "{grouped:?}");
+    assert_eq!(grouped[11], "Using pushed aggregation", "{grouped:?}");
     // An aggregate's range whose upper end bounds more columns than its
     // lower: both columns are used.
     assert_eq!(

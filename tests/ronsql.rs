@@ -553,63 +553,43 @@ async fn explain_names_the_index_range_and_the_modes_hold() {
     let explain = |sql: &str, mode: &str| {
         json!({"query": sql, "database": "app", "explainMode": mode}).to_string()
     };
-    let (status, _, text) = s
-        .post(
-            &s.key,
-            "ronsql",
-            explain(
-                "EXPLAIN SELECT COUNT(*) FROM items WHERE a BETWEEN 3 AND 9 AND b > 0",
-                "ALLOW",
-            ),
-        )
-        .await;
+    // Explained, as ALLOW lets a query be.
+    let allowed = |sql: &str| s.post(&s.key, "ronsql", explain(sql, "ALLOW"));
+    let (status, _, text) =
+        allowed("EXPLAIN SELECT COUNT(*) FROM items WHERE a BETWEEN 3 AND 9 AND b > 0").await;
     assert_eq!(status, StatusCode::OK);
     assert!(text.contains("Range scan of index `by_a`"), "{text}");
     assert!(text.contains("a >= 3 AND a <= 9"), "{text}");
-    let (_, _, text) = s
-        .post(
-            &s.key,
-            "ronsql",
-            explain(
-                "EXPLAIN SELECT COUNT(*) FROM items WHERE grp = 'b' AND a > 5",
-                "ALLOW",
-            ),
-        )
-        .await;
+    assert!(text.contains("Filter evaluated"), "{text}");
+    let (_, _, text) =
+        allowed("EXPLAIN SELECT COUNT(*) FROM items WHERE grp = 'b' AND a > 5").await;
     assert!(
         text.contains("`by_grp_a`") && text.contains("grp = 'b' AND a > 5"),
         "{text}"
     );
-    let (_, _, text) = s
-        .post(
-            &s.key,
-            "ronsql",
-            explain("EXPLAIN SELECT SUM(b) FROM items WHERE id >= 45", "ALLOW"),
-        )
-        .await;
+    let (_, _, text) = allowed("EXPLAIN SELECT SUM(b) FROM items WHERE id >= 45").await;
     assert!(text.contains("`PRIMARY`"), "{text}");
+    // A range on the integer key that is the whole WHERE: not checked again.
+    assert!(
+        text.contains(
+            "Filter not evaluated: the range holds exactly the rows it lets in: id >= 45"
+        ),
+        "{text}"
+    );
+    let (_, _, text) =
+        allowed("EXPLAIN SELECT SUM(b) FROM items WHERE id >= 45 AND id <> 47").await;
+    assert!(
+        text.contains("`PRIMARY`")
+            && text.contains("Filter evaluated in the data node on every row reached"),
+        "{text}"
+    );
     // A range that holds most of the index is not worth walking.
-    let (_, _, text) = s
-        .post(
-            &s.key,
-            "ronsql",
-            explain("EXPLAIN SELECT SUM(b) FROM items WHERE id >= 2", "ALLOW"),
-        )
-        .await;
+    let (_, _, text) = allowed("EXPLAIN SELECT SUM(b) FROM items WHERE id >= 2").await;
     assert!(
         text.contains("Full scan") && text.contains("narrow enough"),
         "{text}"
     );
-    let (_, _, text) = s
-        .post(
-            &s.key,
-            "ronsql",
-            explain(
-                "EXPLAIN SELECT SUM(b) FROM items WHERE a > 2.5 OR b < 0",
-                "ALLOW",
-            ),
-        )
-        .await;
+    let (_, _, text) = allowed("EXPLAIN SELECT SUM(b) FROM items WHERE a > 2.5 OR b < 0").await;
     assert!(text.contains("Full scan"), "{text}");
 
     // The modes: FORBID refuses EXPLAIN, REQUIRE refuses a plain SELECT,
@@ -644,6 +624,20 @@ async fn index_ranges_answer_what_full_scans_answer() {
         "grp = 'b' AND a >= 10",
         "grp = 'dd'",
         "id >= 100 AND id < 250",
+        // Ranges on the primary key that are exactly the WHERE (its rows
+        // are not checked again), and ones that are not quite.
+        "id > 100 AND id <= 250",
+        "id BETWEEN 300 AND 300",
+        "id = 301",
+        "id > 599",
+        "id < 0",
+        "id >= 250 AND id < 100",
+        "id >= 1e2 AND id < 150",
+        "id >= 500 AND id >= 550",
+        "id > 450 AND id < 550 AND id <> 500",
+        "id = 300 AND id = 301",
+        "id BETWEEN 500 AND 520.5",
+        "id BETWEEN 500 AND 520 AND b > 0",
         "a BETWEEN -10 AND 10 AND c > 0",
         "a = 2.5",
         "a >= 49",

@@ -308,6 +308,15 @@ pub enum ColumnType {
 }
 
 impl ColumnType {
+    /// An integer of any width, signed or not (not BOOL).
+    pub fn is_integer(self) -> bool {
+        use ColumnType::*;
+        matches!(
+            self,
+            TinyInt { .. } | SmallInt { .. } | MediumInt { .. } | Int { .. } | BigInt { .. }
+        )
+    }
+
     /// Bytes a value takes in the fixed part of a row, or `None` for a column
     /// stored in the variable part.
     pub fn fixed_size(self) -> Option<usize> {
@@ -923,22 +932,13 @@ impl TableDef {
             }
         }
         let mut autos = self.columns.iter().filter(|c| c.auto_increment);
-        if let Some(auto) = autos.next() {
-            let integer = matches!(
-                auto.column_type,
-                ColumnType::TinyInt { .. }
-                    | ColumnType::SmallInt { .. }
-                    | ColumnType::MediumInt { .. }
-                    | ColumnType::Int { .. }
-                    | ColumnType::BigInt { .. }
-            );
-            if !integer
+        if let Some(auto) = autos.next()
+            && (!auto.column_type.is_integer()
                 || auto.default.is_some()
                 || self.primary_key.first() != Some(&auto.name)
-                || autos.next().is_some()
-            {
-                return Err(SchemaError::BadAutoIncrement(auto.name.to_string()));
-            }
+                || autos.next().is_some())
+        {
+            return Err(SchemaError::BadAutoIncrement(auto.name.to_string()));
         }
         let row_bytes: usize = self.columns.iter().map(|c| c.column_type.max_size()).sum();
         if row_bytes > MAX_ROW_BYTES {

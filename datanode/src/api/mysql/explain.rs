@@ -16,7 +16,8 @@
 //!   chooses its ranges by.
 //! - `Extra`: `Using where` where the WHERE is checked on each row in the
 //!   coordinator, `Using pushed condition (…)` where an aggregate's WHERE
-//!   is checked in the data node, `Using pushed aggregation` where the
+//!   is checked in the data node (not where its range is exactly the
+//!   WHERE), `Using pushed aggregation` where the
 //!   groups are made there, `Using filesort` for an ORDER BY, `Using
 //!   temporary` for DISTINCT.
 
@@ -156,7 +157,10 @@ impl Session {
                     reach.key_len = key_len(table, name, used);
                     reach.rows = rows.map(|r| share.map_or(r, |s| estimate(r, s)));
                 }
-                if let Some(filter) = &plan.filter_sql {
+                // Not where the range chosen is exactly the WHERE.
+                if let Some(filter) =
+                    (plan.filter_sql.as_ref()).filter(|_| plan.program.filter.is_some())
+                {
                     reach
                         .extra
                         .push(format!("Using pushed condition ({filter})"));

@@ -493,7 +493,6 @@ pub(crate) fn bounds(cond: &Cond, columns: &[u16]) -> Option<Bounds> {
 /// as many columns as the end has values: an end leaving its values out
 /// leaves out every row that begins with them.)
 pub(crate) fn exactly(cond: &Cond, columns: &[u16], b: &Bounds, layout: &Layout) -> bool {
-    use ColumnType::*;
     // An end's value for the `i`th column, whether the end takes its
     // values in, and whether it is the end's last value.
     fn at(end: &Option<(Vec<Value>, bool)>, i: usize) -> Option<(&Value, bool, bool)> {
@@ -508,10 +507,7 @@ pub(crate) fn exactly(cond: &Cond, columns: &[u16], b: &Bounds, layout: &Layout)
             return false;
         };
         let column = &layout.columns[*col];
-        let integer = matches!(
-            column.ty,
-            TinyInt { .. } | SmallInt { .. } | MediumInt { .. } | Int { .. } | BigInt { .. }
-        ) && matches!(v, Value::Int(_) | Value::UInt(_));
+        let integer = column.ty.is_integer() && matches!(v, Value::Int(_) | Value::UInt(_));
         if !integer || column.null_bit.is_some() {
             return false;
         }

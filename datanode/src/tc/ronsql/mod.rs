@@ -71,6 +71,13 @@ impl Tc {
             }
         }
         plan.access = best.unwrap_or(Access::Full);
+        if let Access::Range { exact: true, .. } = plan.access {
+            // The range is the filter: the rows it reaches pass. (A program
+            // shared with another plan keeps its filter, which passes them.)
+            if let Some(program) = std::sync::Arc::get_mut(&mut plan.program) {
+                program.filter = None;
+            }
+        }
         Ok(())
     }
 

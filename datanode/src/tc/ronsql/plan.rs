@@ -56,6 +56,10 @@ pub(crate) enum Access {
         shown: String,
         /// About what share of the index the range holds, once estimated.
         share: Option<f64>,
+        /// The range holds exactly the rows the filter lets in (`id
+        /// BETWEEN ? AND ?` on an integer primary key): once it is chosen,
+        /// no row it reaches is checked again.
+        exact: bool,
     },
 }
 
@@ -1961,49 +1965,73 @@ struct Limit<'a> {
     value: &'a Datum,
 }
 
-/// The conditions ANDed at the top of a filter that bound a column.
-fn limits<'a>(p: &'a Pred, out: &mut Vec<Limit<'a>>) {
+/// The conditions ANDed at the top of a filter that bound a column, into
+/// `out`; whether every condition ANDed there is one.
+fn limits<'a>(p: &'a Pred, out: &mut Vec<Limit<'a>>) -> bool {
     match p {
-        Pred::And(a, b) => {
-            limits(a, out);
-            limits(b, out);
+        Pred::And(a, b) => limits(a, out) & limits(b, out),
+        Pred::Cmp(op, Expr::Column(c), Expr::Literal(v)) if *op != Cmp::Ne => {
+            out.push(Limit {
+                column: *c,
+                op: *op,
+                value: v,
+            });
+            true
         }
-        Pred::Cmp(op, Expr::Column(c), Expr::Literal(v)) if *op != Cmp::Ne => out.push(Limit {
-            column: *c,
-            op: *op,
-            value: v,
-        }),
-        Pred::Cmp(op, Expr::Literal(v), Expr::Column(c)) if *op != Cmp::Ne => out.push(Limit {
-            column: *c,
-            op: op.flip(),
-            value: v,
-        }),
-        _ => {}
+        Pred::Cmp(op, Expr::Literal(v), Expr::Column(c)) if *op != Cmp::Ne => {
+            out.push(Limit {
+                column: *c,
+                op: op.flip(),
+                value: v,
+            });
+            true
+        }
+        _ => false,
     }
 }
 
 /// The ranges of ordered indexes that the filter's top-level conditions
 /// bound: for each index, its leading columns fixed by `=`, then a range on
 /// the next; those fixing the most columns first, the primary key's index
-/// first among equals. The filter still checks every row a range reaches.
+/// first among equals. The filter checks every row a range reaches unless
+/// the range is exactly the filter: every condition ANDed in it made one
+/// of the range's ends, on a NOT NULL integer column, whose values compare
+/// in the index as in the filter (`exact`).
 fn ranges(layout: &Layout, filter: &Pred) -> Vec<Access> {
     let mut found = Vec::new();
-    limits(filter, &mut found);
+    let only_limits = limits(filter, &mut found);
+    let integer = |c: u16| {
+        let column = &layout.columns[c as usize];
+        column.null_bit.is_none() && column.ty.is_integer()
+    };
+    let spelled = |i: usize| {
+        let l = &found[i];
+        let name = &layout.def.columns[l.column as usize].name;
+        format!("{name} {} {}", l.op.symbol(), show(l.value))
+    };
+    // The first of `found` on column `c` with one of `ops` that is a
+    // value the column holds exactly: its position and stored bytes.
+    let bound = |c: u16, ops: &[Cmp]| {
+        found.iter().enumerate().find_map(|(i, l)| {
+            (l.column == c && ops.contains(&l.op))
+                .then(|| stored_as(layout, c, l.value).map(|b| (i, b)))
+                .flatten()
+        })
+    };
     let mut ranges: Vec<((usize, bool), Access)> = Vec::new();
     for index in &layout.ordered {
         let mut lower: Vec<Option<Vec<u8>>> = Vec::new();
         let mut shown = Vec::new();
+        // Which of `found` made the range's ends.
+        let mut made = vec![false; found.len()];
         let mut equal = 0;
-        let name = |c: u16| layout.def.columns[c as usize].name.to_string();
         for &c in &index.order[..index.columns] {
-            let eq = found.iter().find_map(|l| {
-                (l.column == c && l.op == Cmp::Eq)
-                    .then(|| stored_as(layout, c, l.value).map(|b| (b, l.value)))
-                    .flatten()
-            });
-            let Some((bytes, v)) = eq else { break };
+            let Some((i, bytes)) = bound(c, &[Cmp::Eq]) else {
+                break;
+            };
             lower.push(Some(bytes));
-            shown.push(format!("{} = {}", name(c), show(v)));
+            shown.push(spelled(i));
+            made[i] = true;
             equal += 1;
         }
         let mut upper = lower.clone();
@@ -2011,29 +2039,26 @@ fn ranges(layout: &Layout, filter: &Pred) -> Vec<Access> {
         let mut ranged = false;
         if equal < index.columns {
             let c = index.order[equal];
-            let bound = |ops: &[Cmp]| {
-                found.iter().find_map(|l| {
-                    (l.column == c && ops.contains(&l.op))
-                        .then(|| stored_as(layout, c, l.value).map(|b| (b, l)))
-                        .flatten()
-                })
-            };
-            if let Some((b, l)) = bound(&[Cmp::Gt, Cmp::Ge]) {
+            if let Some((i, b)) = bound(c, &[Cmp::Gt, Cmp::Ge]) {
                 lower.push(Some(b));
-                lower_inclusive = l.op == Cmp::Ge;
-                shown.push(format!("{} {} {}", name(c), l.op.symbol(), show(l.value)));
+                lower_inclusive = found[i].op == Cmp::Ge;
+                shown.push(spelled(i));
+                made[i] = true;
                 ranged = true;
             }
-            if let Some((b, l)) = bound(&[Cmp::Lt, Cmp::Le]) {
+            if let Some((i, b)) = bound(c, &[Cmp::Lt, Cmp::Le]) {
                 upper.push(Some(b));
-                upper_inclusive = l.op == Cmp::Le;
-                shown.push(format!("{} {} {}", name(c), l.op.symbol(), show(l.value)));
+                upper_inclusive = found[i].op == Cmp::Le;
+                shown.push(spelled(i));
+                made[i] = true;
                 ranged = true;
             }
         }
         if equal == 0 && !ranged {
             continue;
         }
+        let exact =
+            only_limits && made.iter().all(|&m| m) && found.iter().all(|l| integer(l.column));
         let make = |values: Vec<Option<Vec<u8>>>, inclusive| {
             (!values.is_empty()).then_some(Bound { values, inclusive })
         };
@@ -2045,6 +2070,7 @@ fn ranges(layout: &Layout, filter: &Pred) -> Vec<Access> {
                 upper: make(upper, upper_inclusive),
                 shown: shown.join(" AND "),
                 share: None,
+                exact,
             },
         ));
     }

@@ -312,11 +312,20 @@ pub(crate) fn explain(plan: &Plan, format: Format) -> String {
             );
         }
     }
-    if let Some(filter) = &plan.filter_sql {
-        let _ = writeln!(
-            out,
-            "Filter evaluated in the data node on every row reached: {filter}"
-        );
+    match &plan.filter_sql {
+        Some(filter) if plan.program.filter.is_none() => {
+            let _ = writeln!(
+                out,
+                "Filter not evaluated: the range holds exactly the rows it lets in: {filter}"
+            );
+        }
+        Some(filter) => {
+            let _ = writeln!(
+                out,
+                "Filter evaluated in the data node on every row reached: {filter}"
+            );
+        }
+        None => {}
     }
     let columns = &plan.table.def().columns;
     let group_by: Vec<String> = (plan.program.group_by.iter())
