@@ -608,13 +608,13 @@ impl Ldm {
     /// fragments with it for as long as it holds them (the worker changes
     /// them only while it holds them alone), and sees what a message sent
     /// now would: every change the worker has made, a row another
-    /// transaction holds as committed. `None` where the read must be sent:
-    /// on the worker's own thread, where a message is handled in place
-    /// anyway, or once the worker has panicked.
+    /// transaction holds as committed. On the worker's own thread too: a
+    /// connection served there reads shared, as one on another thread
+    /// does, rather than holding the worker alone while it reads (which
+    /// would keep the other thread's readers waiting on the lock) — the
+    /// thread holds the worker alone only inside `Local::step`, which never
+    /// reads through here. `None` once the worker has panicked.
     fn shared(&self) -> Option<RwLockReadGuard<'_, worker::Worker>> {
-        if LOCAL.with(|local| local.borrow().as_ref().is_some_and(|l| l.id == self.id)) {
-            return None;
-        }
         self.worker.read().ok()
     }
 
