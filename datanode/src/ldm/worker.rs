@@ -749,7 +749,7 @@ impl Worker {
     }
 
     /// Runs a job of nothing but reads from a shared borrow — beside the
-    /// worker, on another thread (`Ldm::read_beside`): the results `execute`
+    /// worker, on the thread that asks (`Ldm::read_beside`): the results `execute`
     /// would give the same job. False if a transaction's read finds its
     /// fragment gone, which ends the transaction here: the worker must run
     /// that job.

@@ -1,4 +1,5 @@
-//! Answered rows put in order: an ORDER BY's sort, and DISTINCT's.
+//! Answered rows put in order: an ORDER BY's sort, and DISTINCT's sort
+//! and the duplicates it finds.
 //!
 //! Rows are sorted as a permutation. Each row's first sort column is cut
 //! to a 64-bit key that orders as the value does — the first eight bytes
@@ -43,6 +44,22 @@ pub(super) fn sorted(rows: &[Vec<Value>], order: &[(usize, bool)]) -> Vec<usize>
             .then(a.cmp(&b))
     });
     at.into_iter().map(|(_, i)| i).collect()
+}
+
+/// DISTINCT: of rows of `width` columns that are equal, column by column,
+/// all but the first go; the rest keep their order. Sorted by every column
+/// (ties by position), equal rows sit together.
+pub(super) fn distinct(rows: &mut Vec<Vec<Value>>, width: usize) {
+    let every: Vec<(usize, bool)> = (0..width).map(|c| (c, true)).collect();
+    let by_value = sorted(rows, &every);
+    let mut keep = vec![true; rows.len()];
+    for pair in by_value.windows(2) {
+        if by_values(&rows[pair[0]], &rows[pair[1]], &every).is_eq() {
+            keep[pair[1]] = false;
+        }
+    }
+    let mut keep = keep.into_iter();
+    rows.retain(|_| keep.next().unwrap_or(true));
 }
 
 /// Two rows by `order`'s columns, value by value.

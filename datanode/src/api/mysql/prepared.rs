@@ -80,13 +80,14 @@ fn every_placeholder_replaceable(q: &ast::Query, n: usize) -> bool {
 /// The kept query with each `?` replaced by its argument; `None` if there
 /// are fewer arguments than `?`s.
 pub(crate) fn bound(q: &ast::Query, args: &[Lit]) -> Option<ast::Query> {
-    let values: Vec<Expr> = args.iter().map(argument).collect();
+    // Each `?i` is numbered once: its argument moves into its place.
+    let mut values: Vec<Option<Expr>> = args.iter().map(|a| Some(argument(a))).collect();
     let mut q = q.clone();
     let mut missing = false;
     let _ = visit_expressions_mut(&mut q, |e| {
         if let Some(i) = placeholder(e) {
-            match values.get(i) {
-                Some(v) => *e = v.clone(),
+            match values.get_mut(i).and_then(Option::take) {
+                Some(v) => *e = v,
                 None => missing = true,
             }
         }

@@ -2320,18 +2320,7 @@ impl Shape {
         let mut rows: Vec<Vec<Value>> = (found.into_iter())
             .map(|values| self.project(values, std::convert::identity))
             .collect();
-        // DISTINCT: sorted (ties by position), equal rows sit together: each
-        // after the first of its kind goes. The rest keep their order.
-        let every: Vec<(usize, bool)> = (0..self.outputs.len()).map(|c| (c, true)).collect();
-        let by_value = order::sorted(&rows, &every);
-        let mut keep = vec![true; rows.len()];
-        for pair in by_value.windows(2) {
-            if compare_rows(&rows[pair[0]], &rows[pair[1]]).is_eq() {
-                keep[pair[1]] = false;
-            }
-        }
-        let mut keep = keep.into_iter();
-        rows.retain(|_| keep.next().unwrap_or(true));
+        order::distinct(&mut rows, self.outputs.len());
         let rows = (rows.into_iter().skip(offset).take(limit))
             .map(|values| values.into_iter().map(Cell::Value).collect())
             .collect();
@@ -2359,14 +2348,6 @@ impl Shape {
         (self.order.is_empty() && !self.distinct)
             .then(|| limit.saturating_add(usize::try_from(self.offset).unwrap_or(usize::MAX)))
     }
-}
-
-/// Two answered rows, column by column: equal ones are the same for DISTINCT.
-fn compare_rows(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
-    (a.iter().zip(b))
-        .map(|(x, y)| compare(x, y))
-        .find(|o| o.is_ne())
-        .unwrap_or(a.len().cmp(&b.len()))
 }
 
 /// The most buffer space a connection keeps from one key lookup's batch
